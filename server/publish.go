@@ -1,0 +1,140 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// PublishRequest is a validated Publish.
+type PublishRequest struct {
+	Stream  string
+	Subject string
+	Data    []byte
+	Header  nats.Header
+	MsgID   string
+}
+
+// PubAck is JetStream's acknowledgement of a publish.
+type PubAck struct {
+	Stream    string
+	Seq       uint64
+	Duplicate bool
+}
+
+// Publish stores a message in one of the streams the gateway serves. The
+// subject must be one of the stream's own and must not start with $.
+func (g *Gateway) Publish(ctx context.Context, r PublishRequest) (PubAck, error) {
+	if err := validSubject(r.Subject); err != nil {
+		return PubAck{}, err
+	}
+	if err := g.streams.allows(ctx, r.Stream, r.Subject); err != nil {
+		return PubAck{}, err
+	}
+	m := &nats.Msg{Subject: r.Subject, Data: r.Data, Header: r.Header}
+	opts := []jetstream.PublishOpt{jetstream.WithExpectStream(r.Stream)}
+	if r.MsgID != "" {
+		opts = append(opts, jetstream.WithMsgID(r.MsgID))
+	}
+	pctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	ack, err := g.js.PublishMsg(pctx, m, opts...)
+	if err != nil {
+		var apiErr *jetstream.APIError
+		switch {
+		case ctx.Err() != nil:
+			return PubAck{}, ctx.Err()
+		case errors.As(err, &apiErr):
+			return PubAck{}, fmt.Errorf("%w: stream %q refused the message: %s", errPublishRefused, r.Stream, apiErr.Description)
+		default:
+			return PubAck{}, fmt.Errorf("%w: publish: %v", ErrUnavailable, err)
+		}
+	}
+	return PubAck{Stream: ack.Stream, Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// validSubject accepts a literal subject a client may publish to.
+func validSubject(s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("%w: subject is required", ErrInvalidArgument)
+	case strings.HasPrefix(s, "$"):
+		return fmt.Errorf("%w: subject %q starts with $, which is reserved for the system", ErrSubjectNotAllowed, s)
+	case strings.ContainsAny(s, " \t\r\n*>"):
+		return fmt.Errorf("%w: subject %q must be a literal subject, without spaces or wildcards", ErrInvalidArgument, s)
+	case strings.HasPrefix(s, ".") || strings.HasSuffix(s, ".") || strings.Contains(s, ".."):
+		return fmt.Errorf("%w: subject %q has an empty token", ErrInvalidArgument, s)
+	}
+	return nil
+}
+
+// subjectMatches reports whether the literal subject matches pattern, with
+// NATS wildcards: * one token, > one or more trailing tokens.
+func subjectMatches(pattern, subject string) bool {
+	for {
+		pt, prest, pmore := strings.Cut(pattern, ".")
+		st, srest, smore := strings.Cut(subject, ".")
+		switch {
+		case pt == ">":
+			return true
+		case pt != "*" && pt != st:
+			return false
+		case !pmore || !smore:
+			return pmore == smore
+		}
+		pattern, subject = prest, srest
+	}
+}
+
+// streamSubjects caches the subjects of the streams the gateway serves.
+type streamSubjects struct {
+	js jetstream.JetStream
+	mu sync.RWMutex
+	m  map[string][]string
+}
+
+func newStreamSubjects(js jetstream.JetStream) *streamSubjects {
+	return &streamSubjects{js: js, m: make(map[string][]string)}
+}
+
+func (s *streamSubjects) load(ctx context.Context, stream string) error {
+	st, err := s.js.Stream(ctx, stream)
+	if err != nil {
+		return fmt.Errorf("look up stream %q: %w", stream, err)
+	}
+	s.mu.Lock()
+	s.m[stream] = st.CachedInfo().Config.Subjects
+	s.mu.Unlock()
+	return nil
+}
+
+// allows checks that subject is bound to stream. A miss reloads the stream's
+// subjects once, in case they were changed since.
+func (s *streamSubjects) allows(ctx context.Context, stream, subject string) error {
+	s.mu.RLock()
+	subjects, ok := s.m[stream]
+	s.mu.RUnlock()
+	if !ok {
+		return fmt.Errorf("%w: this gateway does not serve stream %q", ErrStreamNotFound, stream)
+	}
+	match := func(p string) bool { return subjectMatches(p, subject) }
+	if slices.ContainsFunc(subjects, match) {
+		return nil
+	}
+	if err := s.load(ctx, stream); err == nil {
+		s.mu.RLock()
+		subjects = s.m[stream]
+		s.mu.RUnlock()
+		if slices.ContainsFunc(subjects, match) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: subject %q is not bound to stream %q (its subjects: %s)",
+		ErrSubjectNotAllowed, subject, stream, strings.Join(subjects, ", "))
+}

@@ -1,0 +1,213 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// Token layout, before base64url (no padding):
+//
+//	version(1) keyID(4) issuer(8) consumerTag(4)
+//	uvarint streamSeq, consumerSeq, delivered, deadline (unix ms)
+//	mac(16)
+//
+// The MAC is HMAC-SHA256 over the bytes before it and over stream, consumer
+// and principal, so a token cannot be altered, forged, or moved to another
+// consumer or caller. The consumer tag only lets a token for another consumer
+// be told apart from a forged one.
+const (
+	tokenVersion  = 1
+	macLen        = 16
+	headerLen     = 1 + 4 + 8 + 4
+	maxTokenBytes = headerLen + 4*binary.MaxVarintLen64 + macLen
+	// MaxTokenLen is the longest token text the gateway issues or accepts.
+	MaxTokenLen = 256
+	minKeyLen   = 32
+)
+
+// GatewayID identifies one gateway process; tokens name their issuer by it.
+type GatewayID [8]byte
+
+// String returns the id in hex, as it appears in subjects and logs.
+func (id GatewayID) String() string { return fmt.Sprintf("%x", id[:]) }
+
+// NewGatewayID returns a random id.
+func NewGatewayID() GatewayID {
+	var id GatewayID
+	if _, err := rand.Read(id[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return id
+}
+
+// claims is what a token says about a lease.
+type claims struct {
+	issuer      GatewayID
+	streamSeq   uint64
+	consumerSeq uint64
+	delivered   uint64
+	deadline    time.Time
+}
+
+// Keyring holds the token keys: the first signs, all verify.
+type Keyring struct {
+	signing key
+	byID    map[uint32]key
+}
+
+type key struct {
+	id     uint32
+	secret []byte
+}
+
+func newKey(secret []byte) key {
+	sum := sha256.Sum256(append([]byte("jetgate key id\x00"), secret...))
+	return key{id: binary.BigEndian.Uint32(sum[:4]), secret: secret}
+}
+
+// NewKeyring makes a keyring from secrets, the first of which signs.
+// Each secret must be at least 32 bytes.
+func NewKeyring(secrets ...[]byte) (*Keyring, error) {
+	if len(secrets) == 0 {
+		return nil, fmt.Errorf("no token key given")
+	}
+	kr := &Keyring{byID: make(map[uint32]key, len(secrets))}
+	for i, s := range secrets {
+		if len(s) < minKeyLen {
+			return nil, fmt.Errorf("token key %d is %d bytes; at least %d are needed", i+1, len(s), minKeyLen)
+		}
+		k := newKey(bytes.Clone(s))
+		if i == 0 {
+			kr.signing = k
+		}
+		kr.byID[k.id] = k
+	}
+	return kr, nil
+}
+
+// RandomKeyring makes a keyring with one random key. Tokens signed with it
+// live and die with the process.
+func RandomKeyring() *Keyring {
+	s := make([]byte, minKeyLen)
+	if _, err := rand.Read(s); err != nil {
+		panic(err)
+	}
+	kr, _ := NewKeyring(s)
+	return kr
+}
+
+// LoadKeyring reads a key file: one secret per line, the first signs and
+// every line verifies (for rotation, put the new key first and keep the old
+// one below it for one ack_wait). Blank lines and lines starting with # are
+// skipped.
+func LoadKeyring(path string) (*Keyring, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read token key file: %w", err)
+	}
+	var secrets [][]byte
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		secrets = append(secrets, []byte(line))
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read token key file: %w", err)
+	}
+	kr, err := NewKeyring(secrets...)
+	if err != nil {
+		return nil, fmt.Errorf("token key file %s: %w", path, err)
+	}
+	return kr, nil
+}
+
+// consumerTag is a short digest of the consumer a token was issued for.
+func consumerTag(stream, consumer string) [4]byte {
+	h := sha256.New()
+	h.Write([]byte(stream))
+	h.Write([]byte{0})
+	h.Write([]byte(consumer))
+	var tag [4]byte
+	copy(tag[:], h.Sum(nil))
+	return tag
+}
+
+func (k key) mac(payload []byte, stream, consumer, principal string) []byte {
+	m := hmac.New(sha256.New, k.secret)
+	m.Write(payload)
+	for _, s := range [...]string{stream, consumer, principal} {
+		m.Write([]byte{0})
+		m.Write([]byte(s))
+	}
+	return m.Sum(nil)[:macLen]
+}
+
+// seal returns the token for c, issued for stream/consumer and principal.
+func (kr *Keyring) seal(c claims, stream, consumer, principal string) string {
+	b := make([]byte, headerLen, maxTokenBytes)
+	b[0] = tokenVersion
+	binary.BigEndian.PutUint32(b[1:5], kr.signing.id)
+	copy(b[5:13], c.issuer[:])
+	tag := consumerTag(stream, consumer)
+	copy(b[13:17], tag[:])
+	b = binary.AppendUvarint(b, c.streamSeq)
+	b = binary.AppendUvarint(b, c.consumerSeq)
+	b = binary.AppendUvarint(b, c.delivered)
+	b = binary.AppendUvarint(b, uint64(c.deadline.UnixMilli()))
+	b = append(b, kr.signing.mac(b, stream, consumer, principal)...)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// open verifies tok for stream/consumer and principal and returns its claims.
+// It fails with ErrTokenInvalid or ErrTokenWrongConsumer.
+func (kr *Keyring) open(tok, stream, consumer, principal string) (claims, error) {
+	var c claims
+	if len(tok) == 0 || len(tok) > MaxTokenLen {
+		return c, ErrTokenInvalid
+	}
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || len(b) < headerLen+4+macLen || b[0] != tokenVersion {
+		return c, ErrTokenInvalid
+	}
+	payload, sum := b[:len(b)-macLen], b[len(b)-macLen:]
+	k, ok := kr.byID[binary.BigEndian.Uint32(payload[1:5])]
+	if !ok {
+		return c, ErrTokenInvalid
+	}
+	if !hmac.Equal(sum, k.mac(payload, stream, consumer, principal)) {
+		tag := consumerTag(stream, consumer)
+		if subtle.ConstantTimeCompare(tag[:], payload[13:17]) == 0 {
+			return c, ErrTokenWrongConsumer
+		}
+		return c, ErrTokenInvalid
+	}
+	copy(c.issuer[:], payload[5:13])
+	rest := payload[headerLen:]
+	var fields [4]uint64
+	for i := range fields {
+		v, n := binary.Uvarint(rest)
+		if n <= 0 {
+			return claims{}, ErrTokenInvalid
+		}
+		fields[i], rest = v, rest[n:]
+	}
+	if len(rest) != 0 || fields[3] > 1<<62 {
+		return claims{}, ErrTokenInvalid
+	}
+	c.streamSeq, c.consumerSeq, c.delivered = fields[0], fields[1], fields[2]
+	c.deadline = time.UnixMilli(int64(fields[3]))
+	return c, nil
+}
