@@ -215,19 +215,6 @@ func (b *binding) addOrphan(d *Delivery, p *pull) {
 	b.mu.Unlock()
 }
 
-// orphanUnrouted takes a message that arrived for a pull the gateway no
-// longer tracks (it gave the pull up for lost); it is ready for a Nak at once.
-func (b *binding) orphanUnrouted(m *nats.Msg) {
-	now := time.Now()
-	d, err := b.receive(m, now)
-	if err != nil {
-		return
-	}
-	b.mu.Lock()
-	b.orphans = append(b.orphans, &orphan{d: d, readyAt: now})
-	b.mu.Unlock()
-}
-
 func (b *binding) trackDropped(p *pull) {
 	b.mu.Lock()
 	b.dropped[p] = struct{}{}
@@ -235,8 +222,7 @@ func (b *binding) trackDropped(p *pull) {
 }
 
 // endLostPulls gives up on dropped pulls the server has been silent on for
-// longer than their expiry: it is gone, and so is the pull. Anything that
-// still comes for one is taken by orphanUnrouted.
+// longer than their expiry: it is gone, and so is the pull.
 func (b *binding) endLostPulls(now time.Time) {
 	b.mu.Lock()
 	var lost []*pull

@@ -73,11 +73,11 @@ type pullRequest struct {
 }
 
 // pull is one pull request, from the moment it is sent until the server ends
-// it. Its inbox route stays open that long, even after the Fetch that sent it
-// has returned (abandoned): JetStream cannot withdraw a pull.
+// it. Its subscription stays open that long, even after the Fetch that sent
+// it has returned (dropped): JetStream cannot withdraw a pull.
 type pull struct {
 	b       *binding
-	id      uint64
+	sub     *nats.Subscription
 	req     pullRequest
 	sentAt  time.Time
 	wake    chan struct{}
@@ -97,19 +97,28 @@ func (b *binding) startPull(req pullRequest) (*pull, error) {
 	if err != nil {
 		return nil, err
 	}
-	reply, id := b.inbox.open(p.onMsg)
-	p.id = id
+	// Pulled messages keep their own subject and are told apart by the
+	// subscription they arrive on, so each pull has its own.
+	reply := nats.NewInbox()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sub, err = b.nc.Subscribe(reply, p.onMsg); err != nil {
+		return nil, fmt.Errorf("%w: subscribe pull inbox: %v", ErrUnavailable, err)
+	}
+	// A message dropped as a slow consumer would be stranded until
+	// ack_wait; what arrives is bounded by the batch asked for.
+	_ = p.sub.SetPendingLimits(-1, -1)
 	p.sentAt = time.Now()
 	p.seen = p.sentAt
 	subj := "$JS.API.CONSUMER.MSG.NEXT." + b.stream + "." + b.consumer
 	if err := b.nc.PublishMsg(&nats.Msg{Subject: subj, Reply: reply, Data: body}); err != nil {
-		b.inbox.close(id)
+		_ = p.sub.Unsubscribe()
 		return nil, fmt.Errorf("%w: send pull: %v", ErrUnavailable, err)
 	}
 	return p, nil
 }
 
-// onMsg runs on the inbox goroutine for every message of this pull.
+// onMsg runs on the subscription's goroutine for every message of the pull.
 func (p *pull) onMsg(m *nats.Msg) {
 	now := time.Now()
 	status := ""
@@ -152,7 +161,7 @@ func (p *pull) onMsg(m *nats.Msg) {
 // end closes the pull; p.mu is held.
 func (p *pull) end(status, desc string, now time.Time) {
 	p.ended, p.status, p.desc = true, status, desc
-	p.b.inbox.close(p.id)
+	_ = p.sub.Unsubscribe()
 	<-p.b.waiting
 	if p.dropped {
 		p.b.pullEnded(p, now)

@@ -3,11 +3,13 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -35,30 +37,46 @@ type Limits struct {
 // Register adds jetgate's services, backed by g, to s.
 func Register(s *grpc.Server, g *Gateway) {
 	lim := Limits{MaxBatch: g.maxBatch, MaxExpires: g.maxExp}
-	jetgatev1.RegisterConsumerServiceServer(s, &consumerService{g: g, lim: lim})
-	jetgatev1.RegisterStreamServiceServer(s, &streamService{g: g})
+	e := edge{log: g.log}
+	jetgatev1.RegisterConsumerServiceServer(s, &consumerService{edge: e, g: g, lim: lim})
+	jetgatev1.RegisterStreamServiceServer(s, &streamService{edge: e, g: g})
 }
 
 type consumerService struct {
 	jetgatev1.UnimplementedConsumerServiceServer
+	edge
 	g   leaser
 	lim Limits
 }
 
 type streamService struct {
 	jetgatev1.UnimplementedStreamServiceServer
+	edge
 	g publisher
+}
+
+// edge is where domain errors become gRPC statuses. An error whose text is
+// not shown to the caller is logged here, once.
+type edge struct{ log *slog.Logger }
+
+func (e edge) status(err error) error {
+	st := toStatus(err)
+	if k := kindOf(err); k.message != "" && k.code != codes.Canceled && k.code != codes.DeadlineExceeded &&
+		k.code != codes.InvalidArgument && k.code != codes.FailedPrecondition {
+		e.log.Warn("request failed", "code", k.code, "err", err)
+	}
+	return st
 }
 
 func (s *consumerService) Fetch(ctx context.Context, req *jetgatev1.FetchRequest) (*jetgatev1.FetchResponse, error) {
 	fr, err := validateFetch(req, s.lim)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, s.status(err)
 	}
 	fr.Principal = principalOf(ctx)
 	res, err := s.g.Fetch(ctx, req.GetStream(), req.GetConsumer(), fr)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, s.status(err)
 	}
 	resp := &jetgatev1.FetchResponse{
 		Messages:    make([]*jetgatev1.Message, len(res.Messages)),
@@ -82,7 +100,7 @@ func (s *consumerService) Nak(ctx context.Context, req *jetgatev1.NakRequest) (*
 	sr := SettleRequest{Op: OpNak}
 	if d := req.GetDelay(); d != nil {
 		if err := d.CheckValid(); err != nil || d.AsDuration() < 0 {
-			return nil, toStatus(fmt.Errorf("%w: delay must be a duration of 0s or more", ErrInvalidArgument))
+			return nil, s.status(fmt.Errorf("%w: delay must be a duration of 0s or more", ErrInvalidArgument))
 		}
 		sr.Delay = d.AsDuration()
 	}
@@ -98,7 +116,7 @@ const maxTermReason = 1024
 
 func (s *consumerService) Term(ctx context.Context, req *jetgatev1.TermRequest) (*jetgatev1.TermResponse, error) {
 	if len(req.GetReason()) > maxTermReason {
-		return nil, toStatus(fmt.Errorf("%w: reason is %d bytes; at most %d are allowed", ErrInvalidArgument, len(req.GetReason()), maxTermReason))
+		return nil, s.status(fmt.Errorf("%w: reason is %d bytes; at most %d are allowed", ErrInvalidArgument, len(req.GetReason()), maxTermReason))
 	}
 	fails, err := s.settle(ctx, req, SettleRequest{Op: OpTerm, Reason: req.GetReason()}, nil)
 	if err != nil {
@@ -132,13 +150,13 @@ type settleRequest interface {
 
 func (s *consumerService) settle(ctx context.Context, req settleRequest, sr SettleRequest, ok func(string, Outcome)) ([]*jetgatev1.TokenFailure, error) {
 	if err := validateSettle(req); err != nil {
-		return nil, toStatus(err)
+		return nil, s.status(err)
 	}
 	sr.Tokens = req.GetTokens()
 	sr.Principal = principalOf(ctx)
 	outs, err := s.g.Settle(ctx, req.GetStream(), req.GetConsumer(), sr)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, s.status(err)
 	}
 	var fails []*jetgatev1.TokenFailure
 	for i, o := range outs {
@@ -158,11 +176,11 @@ func (s *consumerService) settle(ctx context.Context, req settleRequest, sr Sett
 
 func (s *consumerService) GetConsumer(ctx context.Context, req *jetgatev1.GetConsumerRequest) (*jetgatev1.GetConsumerResponse, error) {
 	if err := validateNames(req.GetStream(), req.GetConsumer()); err != nil {
-		return nil, toStatus(err)
+		return nil, s.status(err)
 	}
 	st, err := s.g.Consumer(ctx, req.GetStream(), req.GetConsumer())
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, s.status(err)
 	}
 	return &jetgatev1.GetConsumerResponse{
 		Config:        consumerConfigOf(st.Info),
@@ -174,11 +192,11 @@ func (s *consumerService) GetConsumer(ctx context.Context, req *jetgatev1.GetCon
 func (s *streamService) Publish(ctx context.Context, req *jetgatev1.PublishRequest) (*jetgatev1.PublishResponse, error) {
 	pr, err := validatePublish(req)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, s.status(err)
 	}
 	ack, err := s.g.Publish(ctx, pr)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, s.status(err)
 	}
 	return &jetgatev1.PublishResponse{Stream: ack.Stream, Seq: ack.Seq, Duplicate: ack.Duplicate}, nil
 }

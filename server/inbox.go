@@ -8,12 +8,11 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// inbox is the gateway's one reply subscription. Every pull request and every
-// settle batch gets its own reply subject under it, and the inbox routes each
-// reply to whoever opened that subject. Owning the subscription (rather than
-// using nats.go's blocking Request) lets a pull outlive the RPC that sent it,
-// and lets a settle batch be pipelined: all of it published, then all
-// replies awaited together.
+// inbox is the gateway's one subscription for settle replies. Every settle
+// gets its own reply subject under it, and the inbox routes each reply to
+// whoever opened that subject. Owning the subscription, rather than calling
+// nats.go's blocking Request once per token, lets a batch be pipelined: all
+// of it published, then all replies awaited together.
 type inbox struct {
 	nc     *nats.Conn
 	prefix string
@@ -22,18 +21,16 @@ type inbox struct {
 	mu     sync.Mutex
 	next   uint64
 	routes map[uint64]func(*nats.Msg)
-	// unrouted takes what arrives for a closed route.
-	unrouted func(*nats.Msg)
 }
 
-func newInbox(nc *nats.Conn, unrouted func(*nats.Msg)) (*inbox, error) {
-	in := &inbox{nc: nc, prefix: nc.NewRespInbox(), routes: make(map[uint64]func(*nats.Msg)), unrouted: unrouted}
+func newInbox(nc *nats.Conn) (*inbox, error) {
+	in := &inbox{nc: nc, prefix: nats.NewInbox(), routes: make(map[uint64]func(*nats.Msg))}
 	sub, err := nc.Subscribe(in.prefix+".*", in.dispatch)
 	if err != nil {
 		return nil, fmt.Errorf("subscribe inbox: %w", err)
 	}
-	// A pulled message dropped as a slow consumer would be stranded until
-	// ack_wait; what arrives here is bounded by the pulls we send.
+	// A reply dropped as a slow consumer would fail its settle; what
+	// arrives here is bounded by the settles in flight.
 	if err := sub.SetPendingLimits(-1, -1); err != nil {
 		_ = sub.Unsubscribe()
 		return nil, fmt.Errorf("inbox limits: %w", err)
@@ -67,10 +64,9 @@ func (in *inbox) dispatch(m *nats.Msg) {
 	in.mu.Lock()
 	fn := in.routes[id]
 	in.mu.Unlock()
-	if fn == nil {
-		fn = in.unrouted
+	if fn != nil {
+		fn(m)
 	}
-	fn(m)
 }
 
 func (in *inbox) stop() error { return in.sub.Unsubscribe() }

@@ -38,7 +38,10 @@ func (g *Gateway) Publish(ctx context.Context, r PublishRequest) (PubAck, error)
 		return PubAck{}, err
 	}
 	m := &nats.Msg{Subject: r.Subject, Data: r.Data, Header: r.Header}
-	opts := []jetstream.PublishOpt{jetstream.WithExpectStream(r.Stream)}
+	// No Nats-Expected-Stream header: the subject was checked against the
+	// stream's own (which no other stream may share), and the header would be
+	// stored with the message and handed back to every consumer.
+	var opts []jetstream.PublishOpt
 	if r.MsgID != "" {
 		opts = append(opts, jetstream.WithMsgID(r.MsgID))
 	}

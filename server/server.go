@@ -93,7 +93,7 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		log:      o.Logger,
 	}
 	g.streams = newStreamSubjects(js)
-	if g.inbox, err = newInbox(o.Conn, g.unrouted); err != nil {
+	if g.inbox, err = newInbox(o.Conn); err != nil {
 		return nil, err
 	}
 	for _, c := range o.Consumers {
@@ -172,17 +172,6 @@ func (g *Gateway) binding(stream, consumer string) (*binding, error) {
 		return nil, fmt.Errorf("%w: this gateway does not serve consumer %q of stream %q", ErrConsumerNotFound, consumer, stream)
 	}
 	return b, nil
-}
-
-// unrouted takes a pulled message whose pull the gateway gave up for lost.
-func (g *Gateway) unrouted(m *nats.Msg) {
-	md, err := parseAckSubject(m.Reply)
-	if err != nil {
-		return
-	}
-	if b, ok := g.bindings[bindingKey{md.Stream, md.Consumer}]; ok {
-		b.orphanUnrouted(m)
-	}
 }
 
 // Fetch leases up to req.Batch messages of a consumer.

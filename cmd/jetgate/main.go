@@ -1,0 +1,97 @@
+// Command jetgate serves NATS JetStream durable pull consumers over gRPC and
+// REST/JSON. Every flag can also be set with an environment variable:
+// --nats-url is JETGATE_NATS_URL, and so on.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/jetgate/jetgate/app"
+)
+
+func main() {
+	o, err := parse(os.Args[1:], os.LookupEnv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "jetgate:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := app.Run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "jetgate:", err)
+		os.Exit(1)
+	}
+}
+
+// list is a repeatable flag.
+type list []string
+
+func (l *list) String() string { return strings.Join(*l, ",") }
+func (l *list) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*l = append(*l, s)
+		}
+	}
+	return nil
+}
+
+func parse(args []string, env func(string) (string, bool)) (app.Options, error) {
+	o := app.Defaults()
+	var streamSubjects, filters list
+	var logLevel string
+	fs := flag.NewFlagSet("jetgate", flag.ContinueOnError)
+	fs.StringVar(&o.NATSURL, "nats-url", "", "NATS server URL(s); empty runs an embedded JetStream server")
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "store directory of the embedded server")
+	fs.StringVar(&o.NATSListen, "nats-listen", o.NATSListen, "client address of the embedded server")
+	fs.StringVar(&o.Stream, "stream", o.Stream, "stream of the durable consumer")
+	fs.Var(&streamSubjects, "stream-subjects", "create the stream with these subjects if it is missing (repeatable or comma-separated; embedded default <stream in lower case>.>)")
+	fs.StringVar(&o.Consumer, "consumer", o.Consumer, "durable consumer to create or update and serve")
+	fs.Var(&filters, "filter-subject", "filter subject of the consumer (repeatable)")
+	fs.DurationVar(&o.AckWait, "ack-wait", o.AckWait, "consumer ack_wait")
+	fs.IntVar(&o.MaxAckPending, "max-ack-pending", o.MaxAckPending, "consumer max_ack_pending")
+	fs.StringVar(&o.DeliverPolicy, "deliver-policy", o.DeliverPolicy, "all | last | new | by_start_sequence | by_start_time | last_per_subject")
+	fs.Uint64Var(&o.StartSeq, "start-seq", 0, "start sequence, with --deliver-policy by_start_sequence")
+	fs.StringVar(&o.StartTime, "start-time", "", "start time (RFC 3339), with --deliver-policy by_start_time")
+	fs.StringVar(&o.GRPCAddr, "grpc-addr", o.GRPCAddr, "gRPC listen address")
+	fs.StringVar(&o.HTTPAddr, "http-addr", o.HTTPAddr, "REST listen address")
+	fs.StringVar(&o.TokenKeyFile, "token-key-file", "", "token keys, one secret (32+ bytes) per line, the first signs; empty: a random key per process")
+	fs.IntVar(&o.MaxBatch, "max-batch", o.MaxBatch, "largest Fetch batch")
+	fs.DurationVar(&o.MaxExpires, "max-expires", o.MaxExpires, "longest Fetch expires")
+	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", o.MaxBodyBytes, "largest REST request body")
+	fs.StringVar(&logLevel, "log-level", "info", "debug | info | warn | error")
+
+	// Environment first, so that flags given on the command line win.
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := "JETGATE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := env(name); ok && envErr == nil {
+			if err := fs.Set(f.Name, v); err != nil {
+				envErr = fmt.Errorf("%s=%q (--%s): %w", name, v, f.Name, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return o, envErr
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q: every setting is a --flag", fs.Arg(0))
+	}
+	o.StreamSubjects, o.FilterSubjects = streamSubjects, filters
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+		return o, fmt.Errorf("--log-level %q: use debug, info, warn or error", logLevel)
+	}
+	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	return o, nil
+}

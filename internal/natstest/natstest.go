@@ -1,0 +1,85 @@
+// Package natstest runs real, in-process NATS JetStream servers for tests:
+// random ports, a temporary store, shut down at the end of the test.
+package natstest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Start runs a JetStream server on a random port with its store in a
+// temporary directory.
+func Start(t testing.TB) *server.Server {
+	t.Helper()
+	return StartIn(t, t.TempDir(), -1)
+}
+
+// StartIn runs a JetStream server with its store in dir, on port (-1 for a
+// random one), so that a test can restart a server on the same store.
+func StartIn(t testing.TB, dir string, port int) *server.Server {
+	t.Helper()
+	ns, err := server.NewServer(&server.Options{
+		Host:      "127.0.0.1",
+		Port:      port,
+		JetStream: true,
+		StoreDir:  dir,
+		NoLog:     true,
+		NoSigs:    true,
+	})
+	if err != nil {
+		t.Fatalf("nats server: %v", err)
+	}
+	ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats server did not start")
+	}
+	t.Cleanup(func() {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+	})
+	return ns
+}
+
+// Connect connects to ns and closes the connection at the end of the test.
+func Connect(t testing.TB, ns *server.Server, opts ...nats.Option) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(ns.ClientURL(), opts...)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// Stream creates a stream with the given subjects.
+func Stream(t testing.TB, nc *nats.Conn, name string, subjects ...string) jetstream.Stream {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: subjects})
+	if err != nil {
+		t.Fatalf("create stream %s: %v", name, err)
+	}
+	return s
+}
+
+// Eventually polls cond until it holds or the deadline passes.
+func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not true within %v", what, within)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
