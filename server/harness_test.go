@@ -63,8 +63,8 @@ func newHarness(t *testing.T, opts ...func(*config)) *harness {
 	return h
 }
 
-func ackWait(d time.Duration) func(*config)   { return func(c *config) { c.ackWait = d } }
-func maxAckPending(n int) func(*config)       { return func(c *config) { c.maxAckPending = n } }
+func ackWait(d time.Duration) func(*config)    { return func(c *config) { c.ackWait = d } }
+func maxAckPending(n int) func(*config)        { return func(c *config) { c.maxAckPending = n } }
 func withKeys(k *server.Keyring) func(*config) { return func(c *config) { c.keys = k } }
 
 // startGateway starts one more gateway replica on the harness's server,

@@ -1,0 +1,301 @@
+// Package bench measures jetgate's throughput: Fetch(batch) + Ack(batch)
+// loops over gRPC and over REST, against a jetgate it starts in-process
+// (embedded NATS, random ports) or one already running.
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/app"
+)
+
+// Options configure a run.
+type Options struct {
+	// GRPCAddr and HTTPAddr name a running jetgate; empty starts one.
+	GRPCAddr string
+	HTTPAddr string
+	Stream   string
+	Consumer string
+	Subject  string
+	Messages int
+	Batch    int
+	Workers  int
+	Size     int
+	Modes    []string // "grpc", "rest"
+	Out      io.Writer
+}
+
+// Result is one mode's figures.
+type Result struct {
+	Mode     string
+	Messages int
+	Elapsed  time.Duration
+	Fetch    Latency
+	Ack      Latency
+}
+
+// Latency summarises one RPC's latencies.
+type Latency struct{ P50, P99, Max time.Duration }
+
+func (r Result) String() string {
+	return fmt.Sprintf("%-4s %d msgs in %v: %.0f msg/s; fetch p50 %v p99 %v; ack p50 %v p99 %v",
+		r.Mode, r.Messages, r.Elapsed.Round(time.Millisecond), float64(r.Messages)/r.Elapsed.Seconds(),
+		r.Fetch.P50, r.Fetch.P99, r.Ack.P50, r.Ack.P99)
+}
+
+// Run measures each mode in turn and prints one line per mode.
+func Run(ctx context.Context, o Options) ([]Result, error) {
+	if o.GRPCAddr == "" {
+		stop, addrs, err := startJetgate(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+		o.GRPCAddr, o.HTTPAddr = addrs.GRPC, addrs.HTTP
+	}
+	conn, err := grpc.NewClient(o.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	cons := jetgatev1.NewConsumerServiceClient(conn)
+	strm := jetgatev1.NewStreamServiceClient(conn)
+	var results []Result
+	for _, mode := range o.Modes {
+		if err := publish(ctx, strm, o); err != nil {
+			return results, err
+		}
+		var c client
+		switch mode {
+		case "grpc":
+			c = grpcClient{cons, o}
+		case "rest":
+			c = &restClient{base: "http://" + o.HTTPAddr, o: o, hc: &http.Client{Timeout: 30 * time.Second}}
+		default:
+			return results, fmt.Errorf("unknown mode %q: use grpc or rest", mode)
+		}
+		r, err := consume(ctx, mode, c, o)
+		if err != nil {
+			return results, err
+		}
+		fmt.Fprintln(o.Out, r)
+		results = append(results, r)
+	}
+	return results, nil
+}
+
+func startJetgate(ctx context.Context, o Options) (func(), app.Addrs, error) {
+	dir, err := os.MkdirTemp("", "jetgate-bench-")
+	if err != nil {
+		return nil, app.Addrs{}, err
+	}
+	opts := app.Defaults()
+	opts.DataDir = dir
+	opts.NATSListen = "127.0.0.1:-1"
+	opts.GRPCAddr, opts.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
+	opts.Stream, opts.Consumer = o.Stream, o.Consumer
+	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	started := make(chan app.Addrs, 1)
+	opts.Started = func(a app.Addrs) { started <- a }
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- app.Run(rctx, opts) }()
+	stop := func() {
+		cancel()
+		<-done
+		_ = os.RemoveAll(dir)
+	}
+	select {
+	case a := <-started:
+		return stop, a, nil
+	case err := <-done:
+		cancel()
+		_ = os.RemoveAll(dir)
+		return nil, app.Addrs{}, err
+	}
+}
+
+// publish stores the messages to consume, through the gateway's Publish
+// (not part of what is measured).
+func publish(ctx context.Context, strm jetgatev1.StreamServiceClient, o Options) error {
+	data := bytes.Repeat([]byte("x"), o.Size)
+	for i := 0; i < o.Messages; i++ {
+		if _, err := strm.Publish(ctx, &jetgatev1.PublishRequest{Stream: o.Stream, Subject: o.Subject, Data: data}); err != nil {
+			return fmt.Errorf("publish: %w", err)
+		}
+	}
+	return nil
+}
+
+// client is one way of calling Fetch and Ack.
+type client interface {
+	fetch(ctx context.Context) ([]string, error)
+	ack(ctx context.Context, tokens []string) error
+}
+
+func consume(ctx context.Context, mode string, c client, o Options) (Result, error) {
+	var left atomic.Int64
+	left.Store(int64(o.Messages))
+	var mu sync.Mutex
+	var fetches, acks []time.Duration
+	var firstErr error
+	var end atomic.Int64 // unix ns when the last message was acked
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := 0; w < o.Workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var f, a []time.Duration
+			defer func() {
+				mu.Lock()
+				fetches, acks = append(fetches, f...), append(acks, a...)
+				mu.Unlock()
+			}()
+			for left.Load() > 0 && ctx.Err() == nil {
+				t0 := time.Now()
+				toks, err := c.fetch(ctx)
+				t1 := time.Now()
+				if err == nil && len(toks) > 0 {
+					err = c.ack(ctx, toks)
+					a = append(a, time.Since(t1))
+				}
+				if err != nil {
+					mu.Lock()
+					firstErr = cmpErr(firstErr, err)
+					mu.Unlock()
+					return
+				}
+				if len(toks) == 0 {
+					continue // the tail: others hold the last messages
+				}
+				f = append(f, t1.Sub(t0))
+				if left.Add(-int64(len(toks))) <= 0 {
+					end.CompareAndSwap(0, time.Now().UnixNano())
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return Result{}, fmt.Errorf("%s: %w", mode, firstErr)
+	}
+	elapsed := time.Unix(0, end.Load()).Sub(start)
+	return Result{Mode: mode, Messages: o.Messages, Elapsed: elapsed, Fetch: summarise(fetches), Ack: summarise(acks)}, nil
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+func summarise(ds []time.Duration) Latency {
+	if len(ds) == 0 {
+		return Latency{}
+	}
+	slices.Sort(ds)
+	at := func(q float64) time.Duration { return ds[int(q*float64(len(ds)-1))].Round(time.Microsecond) }
+	return Latency{P50: at(0.50), P99: at(0.99), Max: ds[len(ds)-1].Round(time.Microsecond)}
+}
+
+type grpcClient struct {
+	c jetgatev1.ConsumerServiceClient
+	o Options
+}
+
+func (g grpcClient) fetch(ctx context.Context) ([]string, error) {
+	resp, err := g.c.Fetch(ctx, &jetgatev1.FetchRequest{Stream: g.o.Stream, Consumer: g.o.Consumer, Batch: int32(g.o.Batch), Expires: durationpb.New(time.Second)})
+	if err != nil {
+		return nil, err
+	}
+	toks := make([]string, len(resp.GetMessages()))
+	for i, m := range resp.GetMessages() {
+		toks[i] = m.GetToken()
+	}
+	return toks, nil
+}
+
+func (g grpcClient) ack(ctx context.Context, tokens []string) error {
+	resp, err := g.c.Ack(ctx, &jetgatev1.AckRequest{Stream: g.o.Stream, Consumer: g.o.Consumer, Tokens: tokens})
+	if err == nil && len(resp.GetFailures()) > 0 {
+		err = fmt.Errorf("ack: %d tokens failed, first: %s", len(resp.GetFailures()), resp.GetFailures()[0].GetReason())
+	}
+	return err
+}
+
+type restClient struct {
+	base string
+	o    Options
+	hc   *http.Client
+}
+
+func (r *restClient) post(ctx context.Context, verb string, body, out any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	url := fmt.Sprintf("%s/v1/streams/%s/consumers/%s:%s", r.base, r.o.Stream, r.o.Consumer, verb)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	resp, err := r.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("%s: HTTP %d: %s", verb, resp.StatusCode, msg)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func (r *restClient) fetch(ctx context.Context) ([]string, error) {
+	var out struct {
+		Messages []struct {
+			Token string `json:"token"`
+		} `json:"messages"`
+	}
+	if err := r.post(ctx, "fetch", map[string]any{"batch": r.o.Batch, "expires": "1s"}, &out); err != nil {
+		return nil, err
+	}
+	toks := make([]string, len(out.Messages))
+	for i, m := range out.Messages {
+		toks[i] = m.Token
+	}
+	return toks, nil
+}
+
+func (r *restClient) ack(ctx context.Context, tokens []string) error {
+	var out struct {
+		Failures []struct {
+			Reason string `json:"reason"`
+		} `json:"failures"`
+	}
+	if err := r.post(ctx, "ack", map[string]any{"tokens": tokens}, &out); err != nil {
+		return err
+	}
+	if len(out.Failures) > 0 {
+		return fmt.Errorf("ack: %d tokens failed, first: %s", len(out.Failures), out.Failures[0].Reason)
+	}
+	return nil
+}
