@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -16,11 +17,15 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
 
 	"github.com/jetgate/jetgate/gateway"
 	"github.com/jetgate/jetgate/server"
@@ -170,6 +175,21 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer httpLis.Close()
 
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	natsOpts := []nats.Option{
+		nats.Name("jetgate"),
+		nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+			log.Warn("NATS disconnected", "err", err)
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+			log.Info("NATS reconnected", "url", c.ConnectedUrlRedacted())
+		}),
+	}
+
 	var addrs Addrs
 	var nc *nats.Conn
 	subjects := o.StreamSubjects
@@ -186,15 +206,12 @@ func Run(ctx context.Context, o Options) error {
 		if len(subjects) == 0 {
 			subjects = []string{strings.ToLower(o.Stream) + ".>"}
 		}
-		nc, err = nats.Connect(ns.ClientURL(), nats.InProcessServer(ns), nats.Name("jetgate"), nats.MaxReconnects(-1))
+		nc, err = nats.Connect(ns.ClientURL(), append(natsOpts, nats.InProcessServer(ns))...)
 		if err != nil {
 			return fmt.Errorf("connect to embedded NATS: %w", err)
 		}
 	} else {
-		nc, err = nats.Connect(o.NATSURL, nats.Name("jetgate"), nats.MaxReconnects(-1),
-			nats.RetryOnFailedConnect(false),
-			nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("NATS disconnected", "err", err) }),
-			nats.ReconnectHandler(func(c *nats.Conn) { log.Info("NATS reconnected", "url", c.ConnectedUrlRedacted()) }))
+		nc, err = nats.Connect(o.NATSURL, natsOpts...)
 		if err != nil {
 			return fmt.Errorf("--nats-url %s: %w", o.NATSURL, err)
 		}
@@ -206,12 +223,15 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	gw, err := server.New(ctx, server.Options{
 		Conn:       nc,
 		Consumers:  []server.ConsumerConfig{cc},
 		Keys:       keys,
 		MaxBatch:   o.MaxBatch,
 		MaxExpires: o.MaxExpires,
+		Metrics:    reg,
 		Logger:     log,
 	})
 	if err != nil {
@@ -219,9 +239,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer gw.Close()
 
-	gs := grpc.NewServer(grpc.ChainUnaryInterceptor(logErrors(log)))
+	gs := grpc.NewServer(grpc.ChainUnaryInterceptor(observe(log, reg)))
 	server.Register(gs, gw)
-	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(gs, hs)
 	reflection.Register(gs)
 
@@ -229,6 +249,7 @@ func Run(ctx context.Context, o Options) error {
 		GRPCAddr:     dialAddr(grpcLis.Addr()),
 		MaxBodyBytes: o.MaxBodyBytes,
 		Ready:        gw.Ready,
+		Metrics:      promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Logger:       log,
 	})
 	if err != nil {
@@ -367,12 +388,22 @@ func ensureStream(ctx context.Context, nc *nats.Conn, name string, subjects []st
 	return nil
 }
 
-// logErrors logs, once, each RPC that failed on the server's side.
-func logErrors(log *slog.Logger) grpc.UnaryServerInterceptor {
+// observe times every RPC (REST calls included: the gateway dials gRPC) and
+// logs failures at debug level; the services log what callers do not see.
+func observe(log *slog.Logger, reg prometheus.Registerer) grpc.UnaryServerInterceptor {
+	dur := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "jetgate_rpc_duration_seconds",
+		Help:    "RPC latency by method and gRPC code.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+	}, []string{"method", "code"})
+	reg.MustRegister(dur)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		start := time.Now()
 		resp, err := h(ctx, req)
+		code := status.Code(err)
+		dur.WithLabelValues(path.Base(info.FullMethod), code.String()).Observe(time.Since(start).Seconds())
 		if err != nil {
-			log.Debug("rpc failed", "method", info.FullMethod, "err", err)
+			log.Debug("rpc failed", "method", info.FullMethod, "code", code, "err", err)
 		}
 		return resp, err
 	}

@@ -34,8 +34,10 @@ type Options struct {
 	// MaxBodyBytes bounds request bodies; larger ones get 413.
 	MaxBodyBytes int64
 	// Ready reports whether the service can take traffic, for /readyz.
-	Ready  func() error
-	Logger *slog.Logger
+	Ready func() error
+	// Metrics, if set, serves GET /metrics.
+	Metrics http.Handler
+	Logger  *slog.Logger
 }
 
 // Gateway is the REST handler and its connection to the gRPC server.
@@ -89,6 +91,9 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(api.OpenAPI)
 	})
+	if o.Metrics != nil {
+		root.Handle("GET /metrics", o.Metrics)
+	}
 	root.Handle("/", limitBody(mux, o.MaxBodyBytes))
 	return &Gateway{Handler: root, conn: conn}, nil
 }

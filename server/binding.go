@@ -47,6 +47,7 @@ type binding struct {
 	self             GatewayID
 	timeout          time.Duration
 	log              *slog.Logger
+	metrics          *metrics
 
 	// From the consumer's configuration when it was bound.
 	ackWait       time.Duration
@@ -106,7 +107,7 @@ func bootstrap(ctx context.Context, js jetstream.JetStream, c ConsumerConfig) (j
 	return cons, nil
 }
 
-func newBinding(cons jetstream.Consumer, nc *nats.Conn, in *inbox, keys *Keyring, self GatewayID, timeout time.Duration, log *slog.Logger) *binding {
+func newBinding(cons jetstream.Consumer, nc *nats.Conn, in *inbox, keys *Keyring, self GatewayID, timeout time.Duration, log *slog.Logger, m *metrics) *binding {
 	ci := cons.CachedInfo()
 	cfg := ci.Config
 	maxWaiting := cfg.MaxWaiting
@@ -123,6 +124,7 @@ func newBinding(cons jetstream.Consumer, nc *nats.Conn, in *inbox, keys *Keyring
 		self:          self,
 		timeout:       timeout,
 		log:           log.With("stream", ci.Stream, "consumer", ci.Name),
+		metrics:       m,
 		ackWait:       cfg.AckWait,
 		backoff:       cfg.BackOff,
 		maxAckPending: cfg.MaxAckPending,
@@ -271,6 +273,9 @@ func (b *binding) takeOrphans(n int, now time.Time) []*Delivery {
 	}
 	clear(b.orphans[len(keep):])
 	b.orphans = keep
+	if len(out) > 0 {
+		b.metrics.orphans.WithLabelValues(b.stream, b.consumer, "handed").Add(float64(len(out)))
+	}
 	return out
 }
 
@@ -296,6 +301,7 @@ func (b *binding) nakOrphans(ctx context.Context, now time.Time) {
 	if len(due) == 0 {
 		return
 	}
+	b.metrics.orphans.WithLabelValues(b.stream, b.consumer, "naked").Add(float64(len(due)))
 	for i, out := range b.settleLocal(ctx, opNak, due, settleArgs{}) {
 		if out.Err != nil {
 			b.log.Warn("could not nak a message left by a canceled fetch; it returns after ack_wait",

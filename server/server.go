@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Options configure a Gateway.
@@ -29,7 +30,10 @@ type Options struct {
 	MaxBatch int
 	// MaxExpires caps a Fetch's expires.
 	MaxExpires time.Duration
-	Logger     *slog.Logger
+	// Metrics registers the gateway's Prometheus metrics; nil keeps them
+	// unregistered.
+	Metrics prometheus.Registerer
+	Logger  *slog.Logger
 }
 
 // Defaults for Options left zero.
@@ -57,6 +61,7 @@ type Gateway struct {
 	maxBatch int
 	maxExp   time.Duration
 	log      *slog.Logger
+	metrics  *metrics
 
 	fwdSub *nats.Subscription
 	cancel context.CancelFunc
@@ -92,6 +97,11 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		maxExp:   orDefault(o.MaxExpires, DefaultMaxExpires),
 		log:      o.Logger,
 	}
+	reg := o.Metrics
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	g.metrics = newMetrics(reg)
 	g.streams = newStreamSubjects(js)
 	if g.inbox, err = newInbox(o.Conn); err != nil {
 		return nil, err
@@ -106,7 +116,8 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 			_ = g.inbox.stop()
 			return nil, err
 		}
-		b := newBinding(cons, o.Conn, g.inbox, g.keys, g.self, g.timeout, g.log)
+		b := newBinding(cons, o.Conn, g.inbox, g.keys, g.self, g.timeout, g.log, g.metrics)
+		g.metrics.watch(reg, b)
 		g.bindings[bindingKey{c.Stream, c.Name}] = b
 	}
 	if g.fwdSub, err = o.Conn.Subscribe(forwardSubject(g.self), g.onForward); err != nil {
@@ -180,7 +191,11 @@ func (g *Gateway) Fetch(ctx context.Context, stream, consumer string, req FetchR
 	if err != nil {
 		return FetchResult{}, err
 	}
-	return b.fetch(ctx, req)
+	res, err := b.fetch(ctx, req)
+	if err == nil {
+		g.metrics.fetch(b, res)
+	}
+	return res, err
 }
 
 // ConsumerStatus is a consumer's info from the server and this gateway's

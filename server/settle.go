@@ -80,6 +80,7 @@ func (g *Gateway) Settle(ctx context.Context, stream, consumer string, r SettleR
 		}
 	}
 	wg.Wait()
+	g.metrics.settled(b, r.Op, out)
 	return out, nil
 }
 
@@ -128,6 +129,14 @@ func (g *Gateway) forward(ctx context.Context, b *binding, issuer GatewayID, fg 
 	fctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
 	m, err := g.nc.RequestWithContext(fctx, forwardSubject(issuer), body)
+	switch {
+	case err == nil:
+		g.metrics.forwards.WithLabelValues("ok").Inc()
+	case errors.Is(err, nats.ErrNoResponders):
+		g.metrics.forwards.WithLabelValues("issuer_gone").Inc()
+	default:
+		g.metrics.forwards.WithLabelValues("error").Inc()
+	}
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		for _, c := range fg.claims {
