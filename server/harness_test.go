@@ -2,20 +2,16 @@ package server_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net"
 	"testing"
 	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/internal/gwtest"
 	"github.com/jetgate/jetgate/internal/natstest"
 	"github.com/jetgate/jetgate/server"
 )
@@ -70,46 +66,16 @@ func withKeys(k *server.Keyring) func(*config) { return func(c *config) { c.keys
 // startGateway starts one more gateway replica on the harness's server,
 // with its own NATS connection and gRPC server.
 func (h *harness) startGateway() (*server.Gateway, jetgatev1.ConsumerServiceClient, jetgatev1.StreamServiceClient) {
-	t := h.t
-	t.Helper()
-	nc := natstest.Connect(t, h.ns)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	gw, err := server.New(ctx, server.Options{
-		Conn: nc,
+	h.t.Helper()
+	g := gwtest.Start(h.t, server.Options{
+		Conn: natstest.Connect(h.t, h.ns),
 		Consumers: []server.ConsumerConfig{
 			{Stream: stream, Name: consumer, AckWait: h.cfg.ackWait, MaxAckPending: h.cfg.maxAckPending},
 			{Stream: stream, Name: other, AckWait: h.cfg.ackWait, MaxAckPending: h.cfg.maxAckPending},
 		},
-		Keys:           h.cfg.keys,
-		RequestTimeout: 2 * time.Second,
-		Logger:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Keys: h.cfg.keys,
 	})
-	if err != nil {
-		t.Fatalf("gateway: %v", err)
-	}
-	gs := grpc.NewServer()
-	server.Register(gs, gw)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = gs.Serve(lis)
-	}()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = conn.Close()
-		gs.Stop()
-		<-served
-		gw.Close()
-	})
-	return gw, jetgatev1.NewConsumerServiceClient(conn), jetgatev1.NewStreamServiceClient(conn)
+	return g.Gateway, g.Consumers, g.Streams
 }
 
 func (h *harness) ctx() context.Context {

@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -137,21 +138,26 @@ func LoadKeyring(path string) (*Keyring, error) {
 // consumerTag is a short digest of the consumer a token was issued for.
 func consumerTag(stream, consumer string) [4]byte {
 	h := sha256.New()
-	h.Write([]byte(stream))
-	h.Write([]byte{0})
-	h.Write([]byte(consumer))
+	writeFields(h, stream, consumer)
 	var tag [4]byte
 	copy(tag[:], h.Sum(nil))
 	return tag
 }
 
+// writeFields writes each field with its length first, so that no two lists
+// of fields write the same bytes.
+func writeFields(w io.Writer, fields ...string) {
+	var n [binary.MaxVarintLen64]byte
+	for _, f := range fields {
+		w.Write(n[:binary.PutUvarint(n[:], uint64(len(f)))])
+		io.WriteString(w, f)
+	}
+}
+
 func (k key) mac(payload []byte, stream, consumer, principal string) []byte {
 	m := hmac.New(sha256.New, k.secret)
 	m.Write(payload)
-	for _, s := range [...]string{stream, consumer, principal} {
-		m.Write([]byte{0})
-		m.Write([]byte(s))
-	}
+	writeFields(m, stream, consumer, principal)
 	return m.Sum(nil)[:macLen]
 }
 
@@ -178,8 +184,11 @@ func (kr *Keyring) open(tok, stream, consumer, principal string) (claims, error)
 	if len(tok) == 0 || len(tok) > MaxTokenLen {
 		return c, ErrTokenInvalid
 	}
-	b, err := base64.RawURLEncoding.DecodeString(tok)
-	if err != nil || len(b) < headerLen+4+macLen || b[0] != tokenVersion {
+	b, err := base64.RawURLEncoding.Strict().DecodeString(tok)
+	// Strict decoding still skips line breaks; only the canonical text of
+	// the bytes is the token.
+	if err != nil || len(b) < headerLen+4+macLen || b[0] != tokenVersion ||
+		base64.RawURLEncoding.EncodedLen(len(b)) != len(tok) {
 		return c, ErrTokenInvalid
 	}
 	payload, sum := b[:len(b)-macLen], b[len(b)-macLen:]

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
@@ -18,7 +19,7 @@ func validateNames(stream, consumer string) error {
 			return fmt.Errorf("%w: %s is required", ErrInvalidArgument, f.field)
 		case len(f.v) > maxName:
 			return fmt.Errorf("%w: %s is longer than %d bytes", ErrInvalidArgument, f.field, maxName)
-		case strings.ContainsAny(f.v, ".*> \t\r\n/\\") || !utf8.ValidString(f.v):
+		case strings.ContainsAny(f.v, ".*> /\\") || strings.ContainsFunc(f.v, unicode.IsControl) || !utf8.ValidString(f.v):
 			return fmt.Errorf("%w: %s %q is not a valid NATS name (no dots, wildcards, slashes or spaces)", ErrInvalidArgument, f.field, f.v)
 		}
 	}

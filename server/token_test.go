@@ -1,0 +1,533 @@
+package server
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	tokStream    = "ORDERS"
+	tokConsumer  = "billing"
+	tokPrincipal = "alice"
+)
+
+var (
+	keyA = []byte("0123456789abcdef0123456789abcdef")  // 32 bytes
+	keyB = []byte("fedcba9876543210fedcba9876543210!") // 33 bytes
+	keyC = []byte("a third key, also long enough to sign tokens")
+
+	urlSafe = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+)
+
+func mustKeyring(t testing.TB, secrets ...[]byte) *Keyring {
+	t.Helper()
+	kr, err := NewKeyring(secrets...)
+	if err != nil {
+		t.Fatalf("NewKeyring: %v", err)
+	}
+	return kr
+}
+
+func testClaims() claims {
+	return claims{
+		issuer:      GatewayID{1, 2, 3, 4, 5, 6, 7, 8},
+		streamSeq:   1042,
+		consumerSeq: 77,
+		delivered:   3,
+		deadline:    time.Date(2025, 3, 14, 15, 9, 26, 535_897_932, time.UTC),
+	}
+}
+
+// sameClaims compares claims, the deadline as an instant.
+func sameClaims(a, b claims) bool {
+	return a.issuer == b.issuer && a.streamSeq == b.streamSeq && a.consumerSeq == b.consumerSeq &&
+		a.delivered == b.delivered && a.deadline.Equal(b.deadline)
+}
+
+func isTokenError(err error) bool {
+	return errors.Is(err, ErrTokenInvalid) || errors.Is(err, ErrTokenWrongConsumer)
+}
+
+func TestTokenRoundTrip(t *testing.T) {
+	kr := mustKeyring(t, keyA)
+	tests := []struct {
+		name      string
+		c         claims
+		principal string
+	}{
+		{"typical", testClaims(), tokPrincipal},
+		{"no principal", testClaims(), ""},
+		{"zero sequences", claims{deadline: time.UnixMilli(1)}, ""},
+		{"max fields", claims{
+			issuer:      GatewayID{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+			streamSeq:   math.MaxUint64,
+			consumerSeq: math.MaxUint64,
+			delivered:   math.MaxUint64,
+			deadline:    time.UnixMilli(1 << 62),
+		}, strings.Repeat("p", 1000)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tok := kr.seal(tt.c, tokStream, tokConsumer, tt.principal)
+			got, err := kr.open(tok, tokStream, tokConsumer, tt.principal)
+			if err != nil {
+				t.Fatalf("open(seal(c)) = %v", err)
+			}
+			want := tt.c
+			want.deadline = tt.c.deadline.Truncate(time.Millisecond)
+			if !sameClaims(got, want) {
+				t.Fatalf("open(seal(c)) = %+v, want %+v", got, want)
+			}
+			if got.deadline.Nanosecond()%int(time.Millisecond) != 0 {
+				t.Errorf("deadline %v is not cut to the millisecond", got.deadline)
+			}
+		})
+	}
+}
+
+func TestTokenIsURLSafeAndBounded(t *testing.T) {
+	kr := mustKeyring(t, keyA)
+	for _, c := range []claims{
+		testClaims(),
+		{},
+		{
+			issuer:      GatewayID{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+			streamSeq:   math.MaxUint64,
+			consumerSeq: math.MaxUint64,
+			delivered:   math.MaxUint64,
+			deadline:    time.UnixMilli(math.MaxInt64), // the longest deadline varint
+		},
+	} {
+		tok := kr.seal(c, strings.Repeat("s", maxName), strings.Repeat("c", maxName), strings.Repeat("p", 4096))
+		if !urlSafe.MatchString(tok) {
+			t.Errorf("token %q has characters outside [A-Za-z0-9_-]", tok)
+		}
+		if len(tok) > MaxTokenLen {
+			t.Errorf("token is %d characters, more than MaxTokenLen %d", len(tok), MaxTokenLen)
+		}
+	}
+}
+
+// sealedTokens are genuine tokens whose decoded lengths cover every
+// remainder mod 3, so every base64 tail shape is exercised.
+func sealedTokens(t testing.TB, kr *Keyring) []string {
+	t.Helper()
+	var toks []string
+	seen := map[int]bool{}
+	for _, seq := range []uint64{1, 200, 40_000, 3_000_000, 1 << 40, math.MaxUint64} {
+		c := testClaims()
+		c.streamSeq = seq
+		tok := kr.seal(c, tokStream, tokConsumer, tokPrincipal)
+		n := base64.RawURLEncoding.DecodedLen(len(tok))
+		if !seen[n%3] {
+			seen[n%3] = true
+			toks = append(toks, tok)
+		}
+	}
+	if len(seen) != 3 {
+		t.Fatalf("sealed tokens cover decoded lengths mod 3 %v, want all of 0, 1, 2", seen)
+	}
+	return toks
+}
+
+func TestTokenEveryByteAlterationFails(t *testing.T) {
+	kr := mustKeyring(t, keyA)
+	for _, tok := range sealedTokens(t, kr) {
+		raw, err := base64.RawURLEncoding.DecodeString(tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range raw {
+			for _, mask := range []byte{0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0xff} {
+				b := bytes.Clone(raw)
+				b[i] ^= mask
+				alt := base64.RawURLEncoding.EncodeToString(b)
+				c, err := kr.open(alt, tokStream, tokConsumer, tokPrincipal)
+				if !isTokenError(err) {
+					t.Fatalf("byte %d ^ %#x: open = %+v, %v; want ErrTokenInvalid or ErrTokenWrongConsumer", i, mask, c, err)
+				}
+			}
+		}
+	}
+}
+
+func TestTokenEveryTruncationFails(t *testing.T) {
+	kr := mustKeyring(t, keyA)
+	for _, tok := range sealedTokens(t, kr) {
+		for i := 0; i < len(tok); i++ {
+			if _, err := kr.open(tok[:i], tokStream, tokConsumer, tokPrincipal); !isTokenError(err) {
+				t.Errorf("text cut to %d of %d characters: open = %v, want a token error", i, len(tok), err)
+			}
+		}
+		raw, _ := base64.RawURLEncoding.DecodeString(tok)
+		for i := 0; i < len(raw); i++ {
+			cut := base64.RawURLEncoding.EncodeToString(raw[:i])
+			if _, err := kr.open(cut, tokStream, tokConsumer, tokPrincipal); !isTokenError(err) {
+				t.Errorf("bytes cut to %d of %d: open = %v, want a token error", i, len(raw), err)
+			}
+		}
+		for _, ext := range [][]byte{{0}, {1}, {0x80, 0}} {
+			long := base64.RawURLEncoding.EncodeToString(append(bytes.Clone(raw), ext...))
+			if _, err := kr.open(long, tokStream, tokConsumer, tokPrincipal); !isTokenError(err) {
+				t.Errorf("bytes %x appended: open = %v, want a token error", ext, err)
+			}
+		}
+	}
+}
+
+// TestTokenTextIsCanonical checks that a token's text, not only its bytes,
+// cannot be altered: the only text that opens is the one the gateway issued.
+func TestTokenTextIsCanonical(t *testing.T) {
+	kr := mustKeyring(t, keyA)
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	var substituted, withBreaks []string
+	for _, tok := range sealedTokens(t, kr) {
+		for i := range tok {
+			for _, r := range alphabet {
+				if byte(r) == tok[i] {
+					continue
+				}
+				alt := tok[:i] + string(r) + tok[i+1:]
+				if _, err := kr.open(alt, tokStream, tokConsumer, tokPrincipal); err == nil {
+					substituted = append(substituted, alt)
+				}
+			}
+		}
+		for _, ins := range []string{"\n", "\r", "\r\n"} {
+			for _, alt := range []string{ins + tok, tok[:10] + ins + tok[10:], tok + ins} {
+				if _, err := kr.open(alt, tokStream, tokConsumer, tokPrincipal); err == nil {
+					withBreaks = append(withBreaks, alt)
+				}
+			}
+		}
+	}
+	if len(substituted)+len(withBreaks) > 0 {
+		t.Fatalf("altered texts of a genuine token open: "+
+			"%d with another last character (unused trailing bits, e.g. %q) and %d with line breaks inserted (e.g. %q)",
+			len(substituted), first(substituted), len(withBreaks), first(withBreaks))
+	}
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
+}
+
+func TestTokenBoundToConsumerAndPrincipal(t *testing.T) {
+	kr := mustKeyring(t, keyA)
+	tok := kr.seal(testClaims(), tokStream, tokConsumer, tokPrincipal)
+	tests := []struct {
+		name                        string
+		stream, consumer, principal string
+		want                        error
+	}{
+		{"other stream", "PAYMENTS", tokConsumer, tokPrincipal, ErrTokenWrongConsumer},
+		{"other consumer", tokStream, "audit", tokPrincipal, ErrTokenWrongConsumer},
+		{"both swapped", tokConsumer, tokStream, tokPrincipal, ErrTokenWrongConsumer},
+		{"names run together", tokStream + tokConsumer, "", tokPrincipal, ErrTokenWrongConsumer},
+		{"other principal", tokStream, tokConsumer, "mallory", ErrTokenInvalid},
+		{"no principal", tokStream, tokConsumer, "", ErrTokenInvalid},
+		{"principal prefix", tokStream, tokConsumer, tokPrincipal[:4], ErrTokenInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := kr.open(tok, tt.stream, tt.consumer, tt.principal)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("open = %+v, %v; want %v", c, err, tt.want)
+			}
+			if c != (claims{}) {
+				t.Errorf("failed open returned claims %+v", c)
+			}
+		})
+	}
+}
+
+// TestTokenFieldsCannotShift checks that the MAC tells the stream, consumer
+// and principal apart even when a name holds a NUL byte, which validateNames
+// accepts.
+func TestTokenFieldsCannotShift(t *testing.T) {
+	kr := mustKeyring(t, keyA)
+	tests := []struct {
+		name           string
+		sealed, opened [3]string // stream, consumer, principal
+	}{
+		{"consumer into principal", [3]string{"S", "c\x00x", "p"}, [3]string{"S", "c", "x\x00p"}},
+		{"stream into consumer", [3]string{"a\x00b", "c", ""}, [3]string{"a", "b\x00c", ""}},
+	}
+	var shifted []string
+	for _, tt := range tests {
+		tok := kr.seal(testClaims(), tt.sealed[0], tt.sealed[1], tt.sealed[2])
+		if _, err := kr.open(tok, tt.opened[0], tt.opened[1], tt.opened[2]); err == nil {
+			shifted = append(shifted, tt.name)
+		}
+	}
+	if len(shifted) > 0 {
+		t.Fatalf("a token opens for other names, its fields shifted (%s)",
+			strings.Join(shifted, ", "))
+	}
+}
+
+func TestTokenUnknownKeyFails(t *testing.T) {
+	verifier := mustKeyring(t, keyA)
+	for _, signer := range []*Keyring{mustKeyring(t, keyB), mustKeyring(t, keyC, keyA), RandomKeyring()} {
+		tok := signer.seal(testClaims(), tokStream, tokConsumer, tokPrincipal)
+		if _, err := verifier.open(tok, tokStream, tokConsumer, tokPrincipal); !errors.Is(err, ErrTokenInvalid) {
+			t.Errorf("token signed with an unknown key: open = %v, want ErrTokenInvalid", err)
+		}
+	}
+	if a, b := RandomKeyring(), RandomKeyring(); a.signing.id == b.signing.id {
+		t.Errorf("two random keyrings share key id %x", a.signing.id)
+	}
+}
+
+func TestTokenKeyRotation(t *testing.T) {
+	old := mustKeyring(t, keyA)
+	rotated := mustKeyring(t, keyB, keyA)
+	newOnly := mustKeyring(t, keyB)
+	c := testClaims()
+
+	oldTok := old.seal(c, tokStream, tokConsumer, tokPrincipal)
+	if got, err := rotated.open(oldTok, tokStream, tokConsumer, tokPrincipal); err != nil || !sameClaims(got, c.withDeadlineMs()) {
+		t.Errorf("[new, old] opening a token of [old] = %+v, %v; want the claims", got, err)
+	}
+
+	newTok := rotated.seal(c, tokStream, tokConsumer, tokPrincipal)
+	if newTok == oldTok {
+		t.Fatal("[new, old] sealed with the old key")
+	}
+	if want := newOnly.seal(c, tokStream, tokConsumer, tokPrincipal); newTok != want {
+		t.Errorf("[new, old] sealed %q, want the new key's %q", newTok, want)
+	}
+	if _, err := newOnly.open(newTok, tokStream, tokConsumer, tokPrincipal); err != nil {
+		t.Errorf("[new] opening a token of [new, old] = %v", err)
+	}
+	if _, err := old.open(newTok, tokStream, tokConsumer, tokPrincipal); !errors.Is(err, ErrTokenInvalid) {
+		t.Errorf("[old] opening a token of [new, old] = %v, want ErrTokenInvalid", err)
+	}
+	if _, err := newOnly.open(oldTok, tokStream, tokConsumer, tokPrincipal); !errors.Is(err, ErrTokenInvalid) {
+		t.Errorf("[new] opening a token of [old] after the old key was retired = %v, want ErrTokenInvalid", err)
+	}
+}
+
+func (c claims) withDeadlineMs() claims {
+	c.deadline = c.deadline.Truncate(time.Millisecond)
+	return c
+}
+
+func TestNewKeyring(t *testing.T) {
+	tests := []struct {
+		name    string
+		secrets [][]byte
+		wantErr bool
+	}{
+		{"no keys", nil, true},
+		{"empty key", [][]byte{{}}, true},
+		{"31 bytes", [][]byte{bytes.Repeat([]byte{'k'}, 31)}, true},
+		{"32 bytes", [][]byte{bytes.Repeat([]byte{'k'}, 32)}, false},
+		{"short second key", [][]byte{keyA, bytes.Repeat([]byte{'k'}, 31)}, true},
+		{"two keys", [][]byte{keyA, keyB}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kr, err := NewKeyring(tt.secrets...)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("NewKeyring = %v, %v; want error %t", kr, err, tt.wantErr)
+			}
+			if err != nil && kr != nil {
+				t.Errorf("NewKeyring returned a keyring with error %v", err)
+			}
+		})
+	}
+}
+
+func TestNewKeyringCopiesSecrets(t *testing.T) {
+	s := bytes.Clone(keyA)
+	kr := mustKeyring(t, s)
+	tok := kr.seal(testClaims(), tokStream, tokConsumer, "")
+	s[0] ^= 0xff
+	if _, err := kr.open(tok, tokStream, tokConsumer, ""); err != nil {
+		t.Errorf("changing the caller's secret changed the keyring: %v", err)
+	}
+}
+
+func writeKeyFile(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestLoadKeyring(t *testing.T) {
+	c := testClaims()
+	ka, kb := string(keyA), string(keyB)
+	tests := []struct {
+		name string
+		text string
+		// signs and verifies are the keys the loaded keyring must sign with
+		// and accept.
+		signs    string
+		verifies []string
+	}{
+		{"one key", ka + "\n", ka, []string{ka}},
+		{"no final newline", ka, ka, []string{ka}},
+		{"comments and blanks", "# jetgate keys\n\n   \n" + ka + "\n# old:\n\n" + kb + "\n", ka, []string{ka, kb}},
+		{"indented comment", "  # not a key\n" + kb + "\n", kb, []string{kb}},
+		{"spaces trimmed", "  " + ka + "\t\n", ka, []string{ka}},
+		{"CRLF", ka + "\r\n" + kb + "\r\n", ka, []string{ka, kb}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kr, err := LoadKeyring(writeKeyFile(t, tt.text))
+			if err != nil {
+				t.Fatalf("LoadKeyring: %v", err)
+			}
+			want := mustKeyring(t, []byte(tt.signs)).seal(c, tokStream, tokConsumer, "")
+			if got := kr.seal(c, tokStream, tokConsumer, ""); got != want {
+				t.Errorf("loaded keyring does not sign with %q", tt.signs)
+			}
+			for _, k := range tt.verifies {
+				tok := mustKeyring(t, []byte(k)).seal(c, tokStream, tokConsumer, "")
+				if _, err := kr.open(tok, tokStream, tokConsumer, ""); err != nil {
+					t.Errorf("loaded keyring rejects a token of %q: %v", k, err)
+				}
+			}
+			if len(kr.byID) != len(tt.verifies) {
+				t.Errorf("loaded %d keys, want %d", len(kr.byID), len(tt.verifies))
+			}
+		})
+	}
+}
+
+func TestLoadKeyringErrors(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "absent")
+	if _, err := LoadKeyring(missing); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("LoadKeyring(missing file) = %v, want fs.ErrNotExist", err)
+	}
+	for _, text := range []string{"", "# only a comment\n\n", string(keyA) + "\nshort\n"} {
+		path := writeKeyFile(t, text)
+		_, err := LoadKeyring(path)
+		if err == nil {
+			t.Errorf("LoadKeyring(%q) succeeded", text)
+			continue
+		}
+		if !strings.Contains(err.Error(), path) {
+			t.Errorf("LoadKeyring(%q) = %v; the error does not name the file", text, err)
+		}
+	}
+	path := writeKeyFile(t, "short\n")
+	if _, err := LoadKeyring(path); err == nil || !strings.Contains(err.Error(), path) || strings.Contains(err.Error(), "short") {
+		t.Errorf("LoadKeyring(short key) = %v; want an error naming the file and not showing the key", err)
+	}
+}
+
+func TestGatewayIDString(t *testing.T) {
+	id := GatewayID{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef}
+	if got := id.String(); got != "0123456789abcdef" {
+		t.Errorf("String() = %q", got)
+	}
+	if NewGatewayID() == NewGatewayID() {
+		t.Error("two NewGatewayID calls returned the same id")
+	}
+}
+
+// FuzzOpenToken checks that open never panics and that the only text it
+// accepts is a token the keyring itself would issue: anything that opens
+// re-seals to the identical string.
+func FuzzOpenToken(f *testing.F) {
+	kr := mustKeyring(f, keyA)
+	for _, tok := range sealedTokens(f, kr) {
+		f.Add(tok)
+		f.Add(tok[:len(tok)-1])
+		f.Add(tok + "A")
+	}
+	f.Add(kr.seal(claims{}, tokStream, tokConsumer, tokPrincipal))
+	f.Add(mustKeyring(f, keyB).seal(testClaims(), tokStream, tokConsumer, tokPrincipal))
+	f.Add(kr.seal(testClaims(), "PAYMENTS", tokConsumer, tokPrincipal))
+	for _, junk := range []string{"", "A", "AQ", "AAAA", "!!!!", "====", "\n", strings.Repeat("A", MaxTokenLen), strings.Repeat("_", MaxTokenLen+1)} {
+		f.Add(junk)
+	}
+	f.Fuzz(func(t *testing.T, tok string) {
+		c, err := kr.open(tok, tokStream, tokConsumer, tokPrincipal)
+		if err != nil {
+			if !isTokenError(err) {
+				t.Fatalf("open = %v, want ErrTokenInvalid or ErrTokenWrongConsumer", err)
+			}
+			if c != (claims{}) {
+				t.Fatalf("failed open returned claims %+v", c)
+			}
+			return
+		}
+		if again := kr.seal(c, tokStream, tokConsumer, tokPrincipal); again != tok {
+			t.Fatalf("open accepted %q, which re-seals to %q", tok, again)
+		}
+		// The same genuine token never opens for another consumer or caller.
+		if _, err := kr.open(tok, tokStream, "audit", tokPrincipal); !errors.Is(err, ErrTokenWrongConsumer) {
+			t.Fatalf("open for another consumer = %v", err)
+		}
+		if _, err := kr.open(tok, tokStream, tokConsumer, "mallory"); !errors.Is(err, ErrTokenInvalid) {
+			t.Fatalf("open for another principal = %v", err)
+		}
+	})
+}
+
+// FuzzForge checks that a token sealed with a key the verifier does not hold
+// never opens, whatever it claims, and that tokens sealed with the
+// verifier's own key round-trip.
+func FuzzForge(f *testing.F) {
+	verifier := mustKeyring(f, keyA, keyB)
+	f.Add(keyC, uint64(1), uint64(1), uint64(1), int64(1_700_000_000_000), tokStream, tokConsumer, tokPrincipal)
+	f.Add([]byte("short"), uint64(0), uint64(0), uint64(0), int64(0), "", "", "")
+	f.Add(append(bytes.Clone(keyA), 0), uint64(math.MaxUint64), uint64(math.MaxUint64), uint64(math.MaxUint64), int64(math.MaxInt64), "S", "C", "")
+	f.Add(keyA[:31], uint64(5), uint64(6), uint64(7), int64(-1), "a\x00b", "c", "p")
+	f.Fuzz(func(t *testing.T, secret []byte, sseq, cseq, delivered uint64, deadlineMs int64, stream, consumer, principal string) {
+		if len(secret) < minKeyLen {
+			secret = append(bytes.Clone(secret), make([]byte, minKeyLen-len(secret))...)
+		}
+		c := claims{
+			issuer:      GatewayID{9},
+			streamSeq:   sseq,
+			consumerSeq: cseq,
+			delivered:   delivered,
+			deadline:    time.UnixMilli(deadlineMs),
+		}
+
+		genuine := verifier.seal(c, stream, consumer, principal)
+		if len(genuine) > MaxTokenLen || !urlSafe.MatchString(genuine) {
+			t.Fatalf("sealed %q: longer than %d or not URL-safe", genuine, MaxTokenLen)
+		}
+		got, err := verifier.open(genuine, stream, consumer, principal)
+		switch {
+		case deadlineMs < 0 || deadlineMs > 1<<62:
+			// Deadlines outside the range open accepts are never issued.
+		case err != nil:
+			t.Fatalf("open(seal(c)) = %v", err)
+		case !sameClaims(got, c):
+			t.Fatalf("open(seal(c)) = %+v, want %+v", got, c)
+		}
+
+		if bytes.Equal(secret, keyA) || bytes.Equal(secret, keyB) {
+			return // the forger guessed a real key
+		}
+		forger := mustKeyring(t, secret)
+		forged := forger.seal(c, stream, consumer, principal)
+		if got, err := verifier.open(forged, stream, consumer, principal); !errors.Is(err, ErrTokenInvalid) {
+			t.Fatalf("token sealed with an unknown key: open = %+v, %v; want ErrTokenInvalid", got, err)
+		}
+		if _, err := verifier.open(forged, tokStream, tokConsumer, tokPrincipal); err == nil {
+			t.Fatalf("token sealed with an unknown key opened for %s/%s", tokStream, tokConsumer)
+		}
+	})
+}
