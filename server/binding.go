@@ -217,6 +217,16 @@ func (b *binding) addOrphan(d *Delivery, p *pull) {
 	b.mu.Unlock()
 }
 
+// returnOrphans keeps deliveries of an ended pull that no caller will see,
+// for the next Fetch or a Nak.
+func (b *binding) returnOrphans(ds []*Delivery, now time.Time) {
+	b.mu.Lock()
+	for _, d := range ds {
+		b.orphans = append(b.orphans, &orphan{d: d, readyAt: now.Add(orphanHold)})
+	}
+	b.mu.Unlock()
+}
+
 func (b *binding) trackDropped(p *pull) {
 	b.mu.Lock()
 	b.dropped[p] = struct{}{}

@@ -207,6 +207,10 @@ func (p *pull) lost(now time.Time) bool {
 func (b *binding) fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
 	now := time.Now()
 	if ds := b.takeOrphans(req.Batch, now); len(ds) > 0 {
+		if err := ctx.Err(); err != nil {
+			b.returnOrphans(ds, now)
+			return FetchResult{}, err
+		}
 		return b.lease(ds, req.Principal), nil
 	}
 	if !b.nc.IsConnected() {
@@ -241,6 +245,11 @@ func (b *binding) fetch(ctx context.Context, req FetchRequest) (FetchResult, err
 			return FetchResult{}, err
 		}
 		if len(ds) > 0 {
+			if err := ctx.Err(); err != nil {
+				// The caller left as the pull ended: its answer would be lost.
+				b.returnOrphans(ds, time.Now())
+				return FetchResult{}, err
+			}
 			return b.lease(ds, req.Principal), nil
 		}
 		retry := false

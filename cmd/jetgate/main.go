@@ -46,7 +46,7 @@ func (l *list) Set(v string) error {
 func parse(args []string, env func(string) (string, bool)) (app.Options, error) {
 	o := app.Defaults()
 	var streamSubjects, filters list
-	var logLevel string
+	var level slog.Level
 	fs := flag.NewFlagSet("jetgate", flag.ContinueOnError)
 	fs.StringVar(&o.NATSURL, "nats-url", "", "NATS server URL(s); empty runs an embedded JetStream server")
 	fs.StringVar(&o.DataDir, "data-dir", o.DataDir, "store directory of the embedded server")
@@ -66,13 +66,21 @@ func parse(args []string, env func(string) (string, bool)) (app.Options, error) 
 	fs.IntVar(&o.MaxBatch, "max-batch", o.MaxBatch, "largest Fetch batch")
 	fs.DurationVar(&o.MaxExpires, "max-expires", o.MaxExpires, "longest Fetch expires")
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", o.MaxBodyBytes, "largest REST request body")
-	fs.StringVar(&logLevel, "log-level", "info", "debug | info | warn | error")
+	fs.TextVar(&level, "log-level", slog.LevelInfo, "debug | info | warn | error")
 
-	// Environment first, so that flags given on the command line win.
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q: every setting is a --flag", fs.Arg(0))
+	}
+	// The environment fills in what the command line left unset.
+	given := make(map[string]bool)
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
 		name := "JETGATE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := env(name); ok && envErr == nil {
+		if v, ok := env(name); ok && !given[f.Name] && envErr == nil {
 			if err := fs.Set(f.Name, v); err != nil {
 				envErr = fmt.Errorf("%s=%q (--%s): %w", name, v, f.Name, err)
 			}
@@ -81,17 +89,7 @@ func parse(args []string, env func(string) (string, bool)) (app.Options, error) 
 	if envErr != nil {
 		return o, envErr
 	}
-	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected argument %q: every setting is a --flag", fs.Arg(0))
-	}
 	o.StreamSubjects, o.FilterSubjects = streamSubjects, filters
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-		return o, fmt.Errorf("--log-level %q: use debug, info, warn or error", logLevel)
-	}
 	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	return o, nil
 }

@@ -1,0 +1,351 @@
+package reliability
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/internal/gwtest"
+	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/server"
+)
+
+// The short form of each scenario runs with the test suite; JETGATE_FAULTS=long
+// runs the long form (more messages, more faults).
+var long = os.Getenv("JETGATE_FAULTS") == "long"
+
+func scale(short, lng int) int {
+	if long {
+		return lng
+	}
+	return short
+}
+
+const (
+	stream   = "ORDERS"
+	consumer = "billing"
+)
+
+func reconnecting() []nats.Option {
+	return []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}
+}
+
+func gateway(t *testing.T, nc *nats.Conn, keys *server.Keyring, ackWait time.Duration) *gwtest.Gateway {
+	t.Helper()
+	return gwtest.Start(t, server.Options{
+		Conn:           nc,
+		Consumers:      []server.ConsumerConfig{{Stream: stream, Name: consumer, AckWait: ackWait, MaxAckPending: 1024}},
+		Keys:           keys,
+		RequestTimeout: time.Second,
+	})
+}
+
+func driver(gs ...*gwtest.Gateway) *Driver {
+	d := &Driver{Stream: stream, Consumer: consumer, Checker: NewChecker(), Batch: 50,
+		Expires: 500 * time.Millisecond, RPCTimeout: 2 * time.Second}
+	for _, g := range gs {
+		d.Publishers = append(d.Publishers, g.Streams)
+		d.Consumers = append(d.Consumers, g.Consumers)
+	}
+	return d
+}
+
+// run publishes n messages and consumes them all with workers, calling
+// fault (if any) while traffic flows, and returns the checker's report.
+func run(t *testing.T, d *Driver, n, workers int, within time.Duration, fault func(ctx context.Context)) Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	pubErr := make(chan error, 1)
+	published := make(chan struct{})
+	go func() {
+		defer close(published)
+		pubErr <- d.Publish(ctx, t.Name(), n)
+	}()
+	faultDone := make(chan struct{})
+	go func() {
+		defer close(faultDone)
+		if fault != nil {
+			fault(ctx)
+		}
+	}()
+	err := d.Consume(ctx, workers, published)
+	<-published
+	if perr := <-pubErr; err == nil {
+		err = perr
+	}
+	<-faultDone
+	r := d.Checker.Report()
+	st := d.Stats()
+	t.Logf("%s: %v; rpc errors %v, slowest failed rpc %v, longest stall %v", t.Name(), r, st.Errors, st.SlowestError, st.LongestStall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Lost != 0 || r.Unexpected != 0 {
+		t.Fatalf("lost %d, unexpected %d", r.Lost, r.Unexpected)
+	}
+	return r
+}
+
+// waitPublished blocks until n publishes are confirmed (or ctx ends).
+func waitPublished(ctx context.Context, c *Checker, n int) {
+	for ctx.Err() == nil && c.Report().Published < n {
+		backoff(ctx, 10*time.Millisecond)
+	}
+}
+
+func TestFaultNATSRestartMidTraffic(t *testing.T) {
+	dir := t.TempDir()
+	ns := natstest.StartIn(t, dir, -1)
+	port := ns.Addr().(*net.TCPAddr).Port
+	nc := natstest.Connect(t, ns, reconnecting()...)
+	natstest.Stream(t, nc, stream, "orders.>")
+	d := driver(gateway(t, nc, server.RandomKeyring(), 5*time.Second))
+	n, rounds := scale(600, 5000), scale(1, 4)
+	run(t, d, n, 4, 3*time.Minute, func(ctx context.Context) {
+		for i := 1; i <= rounds; i++ {
+			waitPublished(ctx, d.Checker, i*n/(rounds+1))
+			ns.Shutdown()
+			ns.WaitForShutdown()
+			backoff(ctx, 500*time.Millisecond) // an outage, not a blip
+			ns = natstest.StartIn(t, dir, port)
+		}
+	})
+	// RPCs during the outage fail fast: none outlived its own deadline.
+	if st := d.Stats(); st.SlowestError > d.Expires+d.RPCTimeout+time.Second {
+		t.Fatalf("an RPC took %v to fail", st.SlowestError)
+	}
+}
+
+func TestFaultTwoReplicasRandomRouting(t *testing.T) {
+	ns := natstest.Start(t)
+	nc := natstest.Connect(t, ns)
+	natstest.Stream(t, nc, stream, "orders.>")
+	keys := server.RandomKeyring()
+	g1 := gateway(t, natstest.Connect(t, ns), keys, 2*time.Second)
+	g2 := gateway(t, natstest.Connect(t, ns), keys, 2*time.Second)
+	d := driver(g1, g2)
+	d.Answer = randomAnswers
+	r := run(t, d, scale(1000, 10000), 4, 3*time.Minute, nil)
+	if r.Termed == 0 || r.Redelivered == 0 {
+		t.Fatalf("the mix did not exercise terms and redeliveries: %v", r)
+	}
+}
+
+// randomAnswers acks most, and naks, delays, terminates or ignores the rest;
+// a message is not ignored twice so that the run ends in a few ack_waits.
+func randomAnswers(r *rand.Rand, delivered uint64) Action {
+	switch p := r.IntN(100); {
+	case p < 55:
+		return Ack
+	case p < 70:
+		return Nak
+	case p < 80:
+		return NakDelay
+	case p < 90:
+		return Term
+	case delivered < 2:
+		return NoAnswer
+	default:
+		return Ack
+	}
+}
+
+func TestFaultRandomAnswersMatchConsumerState(t *testing.T) {
+	ns := natstest.Start(t)
+	nc := natstest.Connect(t, ns)
+	natstest.Stream(t, nc, stream, "orders.>")
+	d := driver(gateway(t, nc, server.RandomKeyring(), time.Second))
+	d.Answer = randomAnswers
+	n := scale(2000, 20000)
+	r := run(t, d, n, 4, 3*time.Minute, nil)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := js.Consumer(ctx, stream, consumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Settles are confirmed by the server, so its state already agrees.
+	ci, err := c.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ci.NumAckPending != 0 || ci.NumPending != 0 || ci.AckFloor.Stream != uint64(n) {
+		t.Fatalf("consumer state: ack pending %d, pending %d, ack floor %d; checker: %v",
+			ci.NumAckPending, ci.NumPending, ci.AckFloor.Stream, r)
+	}
+	if r.Acked+r.Termed != n {
+		t.Fatalf("acked %d + termed %d != published %d", r.Acked, r.Termed, n)
+	}
+}
+
+func TestFaultCallersVanishMidFetch(t *testing.T) {
+	ns := natstest.Start(t)
+	nc := natstest.Connect(t, ns)
+	natstest.Stream(t, nc, stream, "orders.>")
+	const ackWait = 10 * time.Second
+	d := driver(gateway(t, nc, server.RandomKeyring(), ackWait))
+	d.Expires = time.Second
+	d.PublishGap = 2 * time.Millisecond // so that Fetches wait, and are canceled while waiting
+	d.CancelFetch = func(r *rand.Rand) bool { return r.IntN(100) < 40 }
+	n := scale(1000, 10000)
+	run(t, d, n, 8, 3*time.Minute, nil)
+	// A message caught by a Fetch canceled while it waited goes to the next
+	// Fetch or back to the server, never waiting out ack_wait. What no
+	// gateway can see is a caller that goes away after its answer was sent
+	// (a lost response): those messages wait out ack_wait, as with any
+	// at-least-once service. A cancel lands in that window about once in a
+	// few runs of this test, hence a bound rather than zero.
+	waited := d.Checker.WaitedAtLeast(ackWait)
+	t.Logf("messages that waited out ack_wait: %d of %d", waited, n)
+	if waited > n/200 {
+		t.Fatalf("%d messages waited out ack_wait: canceled Fetches strand messages", waited)
+	}
+}
+
+// freePort returns a port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+type cluster struct {
+	t     *testing.T
+	opts  []*natsserver.Options
+	nodes []*natsserver.Server
+}
+
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	c := &cluster{t: t}
+	routes := ""
+	ports := []int{freePort(t), freePort(t), freePort(t)}
+	for _, p := range ports {
+		if routes != "" {
+			routes += ","
+		}
+		routes += fmt.Sprintf("nats-route://127.0.0.1:%d", p)
+	}
+	for i, p := range ports {
+		c.opts = append(c.opts, &natsserver.Options{
+			ServerName: fmt.Sprintf("n%d", i+1),
+			Host:       "127.0.0.1",
+			Port:       freePort(t),
+			JetStream:  true,
+			StoreDir:   t.TempDir(),
+			NoLog:      true,
+			NoSigs:     true,
+			Cluster:    natsserver.ClusterOpts{Name: "jetgate", Host: "127.0.0.1", Port: p},
+			Routes:     natsserver.RoutesFromStr(routes),
+		})
+	}
+	c.nodes = make([]*natsserver.Server, len(c.opts))
+	for i := range c.opts {
+		c.start(i)
+	}
+	t.Cleanup(func() {
+		for _, ns := range c.nodes {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+		}
+	})
+	return c
+}
+
+func (c *cluster) start(i int) {
+	c.t.Helper()
+	o := *c.opts[i]
+	ns, err := natsserver.NewServer(&o)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		c.t.Fatalf("node %d did not start", i+1)
+	}
+	c.nodes[i] = ns
+}
+
+func (c *cluster) urls() string {
+	u := ""
+	for _, o := range c.opts {
+		if u != "" {
+			u += ","
+		}
+		u += fmt.Sprintf("nats://127.0.0.1:%d", o.Port)
+	}
+	return u
+}
+
+// bounce stops the node called name and starts it again after a pause.
+func (c *cluster) bounce(ctx context.Context, name string) {
+	for i, o := range c.opts {
+		if o.ServerName == name {
+			c.nodes[i].Shutdown()
+			c.nodes[i].WaitForShutdown()
+			backoff(ctx, time.Second)
+			c.start(i)
+			return
+		}
+	}
+}
+
+func TestFaultClusterLeadersKilled(t *testing.T) {
+	c := startCluster(t)
+	nc, err := nats.Connect(c.urls(), reconnecting()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s jetstream.Stream
+	natstest.Eventually(t, 30*time.Second, "R3 stream created", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		s, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{"orders.>"}, Replicas: 3})
+		return err == nil
+	})
+	d := driver(gateway(t, nc, server.RandomKeyring(), 5*time.Second))
+	n, rounds := scale(600, 5000), scale(2, 6)
+	run(t, d, n, 4, 4*time.Minute, func(ctx context.Context) {
+		for i := 1; i <= rounds && ctx.Err() == nil; i++ {
+			waitPublished(ctx, d.Checker, i*n/(rounds+1))
+			ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			var leader string
+			if i%2 == 1 {
+				if si, err := s.Info(ictx); err == nil && si.Cluster != nil {
+					leader = si.Cluster.Leader
+				}
+			} else if cons, err := s.Consumer(ictx, consumer); err == nil {
+				if ci, err := cons.Info(ictx); err == nil && ci.Cluster != nil {
+					leader = ci.Cluster.Leader
+				}
+			}
+			cancel()
+			if leader != "" {
+				t.Logf("round %d: bouncing leader %s", i, leader)
+				c.bounce(ctx, leader)
+			}
+		}
+	})
+}
