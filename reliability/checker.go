@@ -18,6 +18,7 @@ type Checker struct {
 	published   map[string]time.Time
 	acked       map[string]bool
 	termed      map[string]bool
+	maybe       map[string]bool // a settle was sent but not confirmed
 	deliveries  map[string][]time.Time
 	dupAfterAck int
 	unexpected  []string
@@ -32,6 +33,7 @@ func NewChecker() *Checker {
 		published:  make(map[string]time.Time),
 		acked:      make(map[string]bool),
 		termed:     make(map[string]bool),
+		maybe:      make(map[string]bool),
 		deliveries: make(map[string][]time.Time),
 	}
 }
@@ -71,6 +73,7 @@ func (c *Checker) Delivered(id string, at time.Time) {
 	if c.acked[id] {
 		c.dupAfterAck++
 	}
+	delete(c.maybe, id) // back again: that settle did not take
 	c.deliveries[id] = append(prev, at)
 }
 
@@ -88,21 +91,46 @@ func (c *Checker) Termed(id string) {
 	c.mu.Unlock()
 }
 
-// Done reports whether every confirmed publish has been acked or terminated.
+// MaybeSettled records an ack or term that was sent but whose outcome is
+// unknown (the confirmation timed out). The server may have applied it; if
+// not, the message comes back and is settled again.
+func (c *Checker) MaybeSettled(id string) {
+	c.mu.Lock()
+	c.maybe[id] = true
+	c.mu.Unlock()
+}
+
+// Done reports whether every confirmed publish has been acked or terminated,
+// counting settles of unknown outcome.
 func (c *Checker) Done() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.outstandingLocked() == 0
+	lost, _ := c.outstandingLocked()
+	return lost == 0
 }
 
-func (c *Checker) outstandingLocked() int {
-	n := 0
+// Ambiguous counts the messages whose only settle is of unknown outcome.
+func (c *Checker) Ambiguous() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ambiguous := c.outstandingLocked()
+	return ambiguous
+}
+
+// outstandingLocked counts the confirmed publishes not confirmed settled:
+// those with no settle sent at all (lost) and those whose settle may have
+// been applied (ambiguous).
+func (c *Checker) outstandingLocked() (lost, ambiguous int) {
 	for id := range c.published {
-		if !c.acked[id] && !c.termed[id] {
-			n++
+		switch {
+		case c.acked[id] || c.termed[id]:
+		case c.maybe[id]:
+			ambiguous++
+		default:
+			lost++
 		}
 	}
-	return n
+	return lost, ambiguous
 }
 
 // WaitedAtLeast counts the messages whose first delivery to a caller came d
@@ -126,6 +154,7 @@ type Report struct {
 	Termed        int
 	Deliveries    int
 	Lost          int // confirmed publishes never acked or terminated
+	Ambiguous     int // settled with an unconfirmed ack or term, and not seen since
 	Unexpected    int // deliveries of messages never published
 	Redelivered   int // deliveries beyond the first
 	DupAfterAck   int // deliveries of a message after its ack was confirmed
@@ -141,7 +170,8 @@ func (c *Checker) Report() Report {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := Report{Published: len(c.published), Acked: len(c.acked), Termed: len(c.termed),
-		Lost: c.outstandingLocked(), Unexpected: len(c.unexpected), DupAfterAck: c.dupAfterAck}
+		Unexpected: len(c.unexpected), DupAfterAck: c.dupAfterAck}
+	r.Lost, r.Ambiguous = c.outstandingLocked()
 	for _, ds := range c.deliveries {
 		r.Deliveries += len(ds)
 		r.Redelivered += len(ds) - 1
@@ -162,7 +192,7 @@ func quantiles(ds []time.Duration) (p50, p99, max time.Duration) {
 }
 
 func (r Report) String() string {
-	return fmt.Sprintf("published=%d acked=%d termed=%d deliveries=%d lost=%d unexpected=%d redelivered=%d dup_after_ack=%d first_wait p50=%v p99=%v max=%v redelivery p50=%v p99=%v",
-		r.Published, r.Acked, r.Termed, r.Deliveries, r.Lost, r.Unexpected, r.Redelivered, r.DupAfterAck,
+	return fmt.Sprintf("published=%d acked=%d termed=%d deliveries=%d lost=%d ambiguous=%d unexpected=%d redelivered=%d dup_after_ack=%d first_wait p50=%v p99=%v max=%v redelivery p50=%v p99=%v",
+		r.Published, r.Acked, r.Termed, r.Deliveries, r.Lost, r.Ambiguous, r.Unexpected, r.Redelivered, r.DupAfterAck,
 		r.FirstWaitP50, r.FirstWaitP99, r.FirstWaitMax, r.RedeliveryP50, r.RedeliveryP99)
 }

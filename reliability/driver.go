@@ -44,6 +44,10 @@ type Driver struct {
 	RPCTimeout  time.Duration
 	// PublishGap paces publishing; zero publishes as fast as confirmed.
 	PublishGap time.Duration
+	// Quiesce is how long consuming goes on once everything looks settled
+	// while some settles are of unknown outcome: long enough (ack_wait and
+	// more) for the messages whose settle did not take to come back.
+	Quiesce time.Duration
 
 	mu         sync.Mutex
 	errors     map[codes.Code]int
@@ -135,10 +139,17 @@ func (d *Driver) Consume(ctx context.Context, workers int, published <-chan stru
 			d.worker(ctx, rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano()))))
 		}()
 	}
+	var quietUntil time.Time
 	for {
 		select {
 		case <-published:
-			if d.Checker.Done() {
+			if !d.Checker.Done() {
+				break
+			}
+			if d.Checker.Ambiguous() > 0 && d.Quiesce > 0 && quietUntil.IsZero() {
+				quietUntil = time.Now().Add(d.Quiesce)
+			}
+			if time.Now().After(quietUntil) {
 				cancel()
 				wg.Wait()
 				return nil
@@ -212,6 +223,7 @@ func (d *Driver) settle(ctx context.Context, r *rand.Rand, a Action, ms []*jetga
 		cancel()
 		if err != nil {
 			d.rpcErr(err, time.Since(start))
+			d.maybe(a, pending)
 			backoff(ctx, 50*time.Millisecond)
 			continue
 		}
@@ -233,6 +245,7 @@ func (d *Driver) settle(ctx context.Context, r *rand.Rand, a Action, ms []*jetga
 					d.Checker.Termed(id)
 				}
 			case reason == "NATS_UNAVAILABLE" || reason == "SETTLE_IN_PROGRESS":
+				d.maybe(a, []*jetgatev1.Message{m})
 				retry = append(retry, m)
 			}
 		}
@@ -240,6 +253,16 @@ func (d *Driver) settle(ctx context.Context, r *rand.Rand, a Action, ms []*jetga
 		if len(pending) > 0 {
 			backoff(ctx, 50*time.Millisecond)
 		}
+	}
+}
+
+// maybe notes acks and terms that may have been applied.
+func (d *Driver) maybe(a Action, ms []*jetgatev1.Message) {
+	if a != Ack && a != Term {
+		return
+	}
+	for _, m := range ms {
+		d.Checker.MaybeSettled(string(m.GetData()))
 	}
 }
 

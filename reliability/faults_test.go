@@ -3,6 +3,8 @@ package reliability
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -45,12 +47,21 @@ func gateway(t *testing.T, nc *nats.Conn, keys *server.Keyring, ackWait time.Dur
 		Consumers:      []server.ConsumerConfig{{Stream: stream, Name: consumer, AckWait: ackWait, MaxAckPending: 1024}},
 		Keys:           keys,
 		RequestTimeout: time.Second,
+		Logger:         testLogger(t),
 	})
+}
+
+// testLogger logs to the test's output with -v and JETGATE_FAULTS_LOG=1.
+func testLogger(t *testing.T) *slog.Logger {
+	if os.Getenv("JETGATE_FAULTS_LOG") == "" {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 func driver(gs ...*gwtest.Gateway) *Driver {
 	d := &Driver{Stream: stream, Consumer: consumer, Checker: NewChecker(), Batch: 50,
-		Expires: 500 * time.Millisecond, RPCTimeout: 2 * time.Second}
+		Expires: 500 * time.Millisecond, RPCTimeout: 2 * time.Second, Quiesce: 8 * time.Second}
 	for _, g := range gs {
 		d.Publishers = append(d.Publishers, g.Streams)
 		d.Consumers = append(d.Consumers, g.Consumers)
@@ -95,6 +106,30 @@ func run(t *testing.T, d *Driver, n, workers int, within time.Duration, fault fu
 	return r
 }
 
+// assertDrained checks the server's side: nothing pending, nothing waiting
+// for an ack. It is what makes settles of unknown outcome count as done.
+func assertDrained(t *testing.T, nc *nats.Conn, r Report) {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ci *jetstream.ConsumerInfo
+	natstest.Eventually(t, 30*time.Second, "consumer info", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		c, err := js.Consumer(ctx, stream, consumer)
+		if err == nil {
+			ci, err = c.Info(ctx)
+		}
+		return err == nil
+	})
+	if ci.NumAckPending != 0 || ci.NumPending != 0 || ci.AckFloor.Stream != uint64(r.Published) {
+		t.Fatalf("consumer not drained: ack pending %d, pending %d, ack floor %d of %d",
+			ci.NumAckPending, ci.NumPending, ci.AckFloor.Stream, r.Published)
+	}
+}
+
 // waitPublished blocks until n publishes are confirmed (or ctx ends).
 func waitPublished(ctx context.Context, c *Checker, n int) {
 	for ctx.Err() == nil && c.Report().Published < n {
@@ -110,7 +145,7 @@ func TestFaultNATSRestartMidTraffic(t *testing.T) {
 	natstest.Stream(t, nc, stream, "orders.>")
 	d := driver(gateway(t, nc, server.RandomKeyring(), 5*time.Second))
 	n, rounds := scale(600, 5000), scale(1, 4)
-	run(t, d, n, 4, 3*time.Minute, func(ctx context.Context) {
+	r := run(t, d, n, 4, 3*time.Minute, func(ctx context.Context) {
 		for i := 1; i <= rounds; i++ {
 			waitPublished(ctx, d.Checker, i*n/(rounds+1))
 			ns.Shutdown()
@@ -123,6 +158,7 @@ func TestFaultNATSRestartMidTraffic(t *testing.T) {
 	if st := d.Stats(); st.SlowestError > d.Expires+d.RPCTimeout+time.Second {
 		t.Fatalf("an RPC took %v to fail", st.SlowestError)
 	}
+	assertDrained(t, nc, r)
 }
 
 func TestFaultTwoReplicasRandomRouting(t *testing.T) {
@@ -327,7 +363,7 @@ func TestFaultClusterLeadersKilled(t *testing.T) {
 	})
 	d := driver(gateway(t, nc, server.RandomKeyring(), 5*time.Second))
 	n, rounds := scale(600, 5000), scale(2, 6)
-	run(t, d, n, 4, 4*time.Minute, func(ctx context.Context) {
+	r := run(t, d, n, 4, 4*time.Minute, func(ctx context.Context) {
 		for i := 1; i <= rounds && ctx.Err() == nil; i++ {
 			waitPublished(ctx, d.Checker, i*n/(rounds+1))
 			ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -348,4 +384,5 @@ func TestFaultClusterLeadersKilled(t *testing.T) {
 			}
 		}
 	})
+	assertDrained(t, nc, r)
 }

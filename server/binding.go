@@ -436,7 +436,9 @@ func (b *binding) request(ctx context.Context, subjects []string, payload []byte
 			switch r.m.Header.Get("Status") {
 			case "":
 			case "503":
-				errs[r.i] = fmt.Errorf("%w: no responders for the ack", ErrConsumerNotFound)
+				// No responders: the consumer's leader is being elected, or
+				// the consumer is gone. Either way a retry is the answer.
+				errs[r.i] = fmt.Errorf("%w: no JetStream responder for the consumer", ErrUnavailable)
 			default:
 				errs[r.i] = fmt.Errorf("%w: settle answered with status %s", ErrUnavailable, r.m.Header.Get("Status"))
 			}

@@ -273,6 +273,8 @@ func (b *binding) fetch(ctx context.Context, req FetchRequest) (FetchResult, err
 			case "Server Shutdown":
 				return FetchResult{}, fmt.Errorf("%w: the server is shutting down", ErrUnavailable)
 			}
+		case "503":
+			return FetchResult{}, fmt.Errorf("%w: no JetStream responder for the consumer (leader election, or the consumer is gone)", ErrUnavailable)
 		case "404", "":
 		default:
 			b.log.Error("the server refused a pull request", "status", status, "description", desc)
