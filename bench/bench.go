@@ -17,6 +17,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -39,6 +42,12 @@ type Options struct {
 	Size     int
 	Modes    []string // "grpc", "rest"
 	Out      io.Writer
+
+	// Soak, when set, runs a soak of that length instead of the modes:
+	// Rate messages a second, the gateway's /metrics sampled Every.
+	Soak  time.Duration
+	Rate  int
+	Every time.Duration
 }
 
 // Result is one mode's figures.
@@ -76,6 +85,10 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	defer conn.Close()
 	cons := jetgatev1.NewConsumerServiceClient(conn)
 	strm := jetgatev1.NewStreamServiceClient(conn)
+	if o.Soak > 0 {
+		_, err := soak(ctx, cons, strm, o)
+		return nil, err
+	}
 	var results []Result
 	for _, mode := range o.Modes {
 		if err := publish(ctx, strm, o); err != nil {
@@ -100,14 +113,35 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	return results, nil
 }
 
+// startJetgate runs a NATS JetStream server and jetgate in this process, on
+// random ports. The stream keeps at most streamMaxMsgs messages so that a
+// soak measures the gateway, not a growing store.
 func startJetgate(ctx context.Context, o Options) (func(), app.Addrs, error) {
 	dir, err := os.MkdirTemp("", "jetgate-bench-")
 	if err != nil {
 		return nil, app.Addrs{}, err
 	}
+	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, app.Addrs{}, err
+	}
+	ns.Start()
+	cleanup := func() {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		_ = os.RemoveAll(dir)
+	}
+	if !ns.ReadyForConnections(10 * time.Second) {
+		cleanup()
+		return nil, app.Addrs{}, fmt.Errorf("nats server did not start")
+	}
+	if err := createStream(ctx, ns.ClientURL(), o); err != nil {
+		cleanup()
+		return nil, app.Addrs{}, err
+	}
 	opts := app.Defaults()
-	opts.DataDir = dir
-	opts.NATSListen = "127.0.0.1:-1"
+	opts.NATSURL = ns.ClientURL()
 	opts.GRPCAddr, opts.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
 	opts.Stream, opts.Consumer = o.Stream, o.Consumer
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -119,16 +153,32 @@ func startJetgate(ctx context.Context, o Options) (func(), app.Addrs, error) {
 	stop := func() {
 		cancel()
 		<-done
-		_ = os.RemoveAll(dir)
+		cleanup()
 	}
 	select {
 	case a := <-started:
 		return stop, a, nil
 	case err := <-done:
 		cancel()
-		_ = os.RemoveAll(dir)
+		cleanup()
 		return nil, app.Addrs{}, err
 	}
+}
+
+const streamMaxMsgs = 10_000
+
+func createStream(ctx context.Context, url string, o Options) error {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: o.Stream, Subjects: []string{o.Subject}, MaxMsgs: streamMaxMsgs})
+	return err
 }
 
 // publish stores the messages to consume, through the gateway's Publish

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,10 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/nats-io/nats.go"
+
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/internal/gwtest"
 	"github.com/jetgate/jetgate/internal/natstest"
 	"github.com/jetgate/jetgate/server"
 )
@@ -584,3 +588,53 @@ func TestLostNATSFailsFastWithUnavailable(t *testing.T) {
 		t.Fatalf("ready: %v", err)
 	}
 }
+
+func TestNATSLostDuringAWaitingFetchEndsItWithUnavailable(t *testing.T) {
+	h := newHarness(t)
+	done := make(chan error, 1)
+	var took time.Duration
+	go func() {
+		start := time.Now()
+		_, err := h.cons.Fetch(context.Background(), &jetgatev1.FetchRequest{Stream: stream, Consumer: consumer, Expires: durationpb.New(25 * time.Second)})
+		took = time.Since(start)
+		done <- err
+	}()
+	natstest.Eventually(t, 5*time.Second, "pull waiting", func() bool { return h.info(consumer).NumWaiting > 0 })
+	h.ns.Shutdown()
+	err := <-done
+	wantCode(t, err, codes.Unavailable, "NATS_UNAVAILABLE")
+	if took > 10*time.Second {
+		t.Fatalf("the fetch hung for %v after NATS went away", took)
+	}
+}
+
+func TestPartitionedNATSEndsAWaitingFetchWithUnavailable(t *testing.T) {
+	h := newHarness(t)
+	proxy := natstest.StartProxy(t, h.ns.Addr().String())
+	g := gwtest.Start(t, server.Options{
+		Conn:      natstest.Connect(t, h.ns, nats.DontRandomize(), nats.SetCustomDialer(proxyDialer{proxy.Addr})),
+		Consumers: []server.ConsumerConfig{{Stream: stream, Name: consumer, AckWait: 30 * time.Second, MaxAckPending: 1024}},
+		Keys:      server.RandomKeyring(),
+	})
+	done := make(chan error, 1)
+	var took time.Duration
+	go func() {
+		start := time.Now()
+		_, err := g.Consumers.Fetch(context.Background(), &jetgatev1.FetchRequest{Stream: stream, Consumer: consumer, Expires: durationpb.New(25 * time.Second)})
+		took = time.Since(start)
+		done <- err
+	}()
+	natstest.Eventually(t, 5*time.Second, "pull waiting", func() bool { return h.info(consumer).NumWaiting > 0 })
+	proxy.Blackhole() // no goodbye from the server: only missing heartbeats tell
+	err := <-done
+	wantCode(t, err, codes.Unavailable, "NATS_UNAVAILABLE")
+	// Heartbeats every second: three missed end it, well before expires.
+	if took > 10*time.Second {
+		t.Fatalf("the fetch hung for %v after NATS went silent", took)
+	}
+}
+
+// proxyDialer sends every NATS dial to the proxy.
+type proxyDialer struct{ addr string }
+
+func (d proxyDialer) Dial(network, _ string) (net.Conn, error) { return net.Dial(network, d.addr) }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"time"
 
 	"github.com/jetgate/jetgate/bench"
 )
@@ -27,10 +28,13 @@ func main() {
 	flag.IntVar(&o.Workers, "workers", 4, "concurrent Fetch+Ack loops")
 	flag.IntVar(&o.Size, "size", 128, "payload bytes")
 	flag.StringVar(&modes, "modes", "grpc,rest", "comma-separated: grpc, rest")
+	flag.DurationVar(&o.Soak, "soak", 0, "run a soak of this length instead (publish at --rate, sample /metrics every --every)")
+	flag.IntVar(&o.Rate, "rate", 1000, "soak: messages published per second")
+	flag.DurationVar(&o.Every, "every", 5*time.Second, "soak: sampling interval")
 	flag.Parse()
 	o.Modes = strings.Split(modes, ",")
-	if o.GRPCAddr != "" && o.HTTPAddr == "" && strings.Contains(modes, "rest") {
-		fmt.Fprintln(os.Stderr, "jetgate-bench: --http-addr is needed for the rest mode with --grpc-addr")
+	if o.GRPCAddr != "" && o.HTTPAddr == "" && (strings.Contains(modes, "rest") || o.Soak > 0) {
+		fmt.Fprintln(os.Stderr, "jetgate-bench: --http-addr is needed with --grpc-addr for the rest mode and for --soak")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

@@ -4,6 +4,9 @@ package natstest
 
 import (
 	"context"
+	"net"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,5 +84,76 @@ func Eventually(t testing.TB, within time.Duration, what string, cond func() boo
 			t.Fatalf("%s: not true within %v", what, within)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Proxy forwards TCP connections to target until Blackhole is called; from
+// then on it swallows every byte both ways and keeps the connections open,
+// as a network partition does (no FIN, no RST).
+type Proxy struct {
+	Addr   string
+	frozen atomic.Bool
+}
+
+// StartProxy listens on a random port and proxies to target (host:port).
+func StartProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{Addr: l.Addr().String()}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, c, u)
+			mu.Unlock()
+			wg.Add(2)
+			go func() { defer wg.Done(); p.pipe(u, c) }()
+			go func() { defer wg.Done(); p.pipe(c, u) }()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return p
+}
+
+// Blackhole stops all traffic through the proxy.
+func (p *Proxy) Blackhole() { p.frozen.Store(true) }
+
+func (p *Proxy) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if err != nil {
+			return
+		}
+		if p.frozen.Load() {
+			continue
+		}
+		if _, err := dst.Write(buf[:n]); err != nil {
+			return
+		}
 	}
 }

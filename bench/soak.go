@@ -1,0 +1,202 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+)
+
+// Sample is one reading of a soak: the gateway's own figures from /metrics.
+type Sample struct {
+	At         time.Duration
+	Acked      int64 // messages acked since the last sample
+	Goroutines float64
+	HeapBytes  float64
+	RSSBytes   float64
+	Leases     float64
+}
+
+// SoakResult is a soak's samples and whether memory and goroutines stayed
+// flat: the mean of the last third of the samples against the first third.
+type SoakResult struct {
+	Samples         []Sample
+	Published       int64
+	Acked           int64
+	GoroutinesFlat  bool
+	HeapFlat        bool
+	GoroutineGrowth float64
+	HeapGrowth      float64
+}
+
+// soak publishes at o.Rate messages per second and consumes them for
+// o.Soak, sampling the gateway's /metrics every o.Every.
+func soak(ctx context.Context, cons jetgatev1.ConsumerServiceClient, strm jetgatev1.StreamServiceClient, o Options) (SoakResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.Soak)
+	defer cancel()
+	var res SoakResult
+	var published, acked atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, o.Workers+1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		errs <- paced(ctx, o.Rate, func() error {
+			_, err := strm.Publish(ctx, &jetgatev1.PublishRequest{Stream: o.Stream, Subject: o.Subject, Data: bytes.Repeat([]byte("x"), o.Size)})
+			if err == nil {
+				published.Add(1)
+			}
+			return err
+		})
+	}()
+	c := grpcClient{cons, o}
+	for w := 0; w < o.Workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				toks, err := c.fetch(ctx)
+				if err == nil && len(toks) > 0 {
+					err = c.ack(ctx, toks)
+				}
+				if err != nil {
+					if ctx.Err() == nil {
+						errs <- err
+					}
+					return
+				}
+				acked.Add(int64(len(toks)))
+			}
+		}()
+	}
+	start := time.Now()
+	tick := time.NewTicker(o.Every)
+	defer tick.Stop()
+	var last int64
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case err := <-errs:
+			if err != nil && ctx.Err() == nil {
+				cancel()
+				wg.Wait()
+				return res, err
+			}
+		case <-tick.C:
+			s, err := scrape(ctx, "http://"+o.HTTPAddr+"/metrics")
+			if err != nil {
+				continue
+			}
+			now := acked.Load()
+			s.At, s.Acked, last = time.Since(start).Round(time.Second), now-last, now
+			res.Samples = append(res.Samples, s)
+			fmt.Fprintf(o.Out, "soak %6v acked/s %7.0f goroutines %5.0f heap %6.1f MiB rss %6.1f MiB leases %5.0f\n",
+				s.At, float64(s.Acked)/o.Every.Seconds(), s.Goroutines, s.HeapBytes/(1<<20), s.RSSBytes/(1<<20), s.Leases)
+		}
+	}
+	wg.Wait()
+	res.Published, res.Acked = published.Load(), acked.Load()
+	res.GoroutineGrowth, res.GoroutinesFlat = growth(res.Samples, func(s Sample) float64 { return s.Goroutines }, 10)
+	res.HeapGrowth, res.HeapFlat = growth(res.Samples, func(s Sample) float64 { return s.HeapBytes }, 8<<20)
+	fmt.Fprintf(o.Out, "soak %v at %d msg/s: published %d, acked %d; goroutines %+.0f%% (flat: %v), heap %+.0f%% (flat: %v)\n",
+		o.Soak, o.Rate, res.Published, res.Acked, 100*res.GoroutineGrowth, res.GoroutinesFlat, 100*res.HeapGrowth, res.HeapFlat)
+	return res, nil
+}
+
+// paced calls f rate times a second until ctx ends.
+func paced(ctx context.Context, rate int, f func() error) error {
+	const tick = 10 * time.Millisecond
+	perTick := float64(rate) * tick.Seconds()
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	var owed float64
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		for owed += perTick; owed >= 1; owed-- {
+			if err := f(); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+		}
+	}
+}
+
+// growth compares the mean of the last third of the samples with the first
+// third; it is flat when it grew by less than a quarter or than slack.
+func growth(ss []Sample, v func(Sample) float64, slack float64) (float64, bool) {
+	n := len(ss) / 3
+	if n == 0 {
+		return 0, true
+	}
+	mean := func(part []Sample) float64 {
+		var t float64
+		for _, s := range part {
+			t += v(s)
+		}
+		return t / float64(len(part))
+	}
+	first, last := mean(ss[:n]), mean(ss[len(ss)-n:])
+	if first == 0 {
+		return 0, last <= slack
+	}
+	g := (last - first) / first
+	return g, g < 0.25 || last-first < slack
+}
+
+func scrape(ctx context.Context, url string) (Sample, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return Sample{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return Sample{}, err
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return Sample{}, err
+	}
+	sum := func(name string) float64 {
+		var t float64
+		if f, ok := fams[name]; ok {
+			for _, m := range f.GetMetric() {
+				t += value(m)
+			}
+		}
+		return t
+	}
+	return Sample{
+		Goroutines: sum("go_goroutines"),
+		HeapBytes:  sum("go_memstats_heap_inuse_bytes"),
+		RSSBytes:   sum("process_resident_memory_bytes"),
+		Leases:     sum("jetgate_leases_live"),
+	}, nil
+}
+
+func value(m *dto.Metric) float64 {
+	switch {
+	case m.GetGauge() != nil:
+		return m.GetGauge().GetValue()
+	case m.GetCounter() != nil:
+		return m.GetCounter().GetValue()
+	}
+	return 0
+}
