@@ -1,6 +1,7 @@
 package server
 
 import (
+	"container/heap"
 	"sync"
 	"time"
 )
@@ -59,6 +60,30 @@ type leaseTable struct {
 	leases    map[uint64]*lease
 	unsettled int // entries not settled; those past their deadline go at the next sweep
 	retention time.Duration
+	// due holds leases by when they may next be dropped (an Extend or a
+	// settle queues a lease again, later), so that a sweep visits only what
+	// is due rather than the whole table.
+	due expiries
+}
+
+type expiry struct {
+	l  *lease
+	at time.Time
+}
+
+// expiries is a min-heap of expiry by time.
+type expiries []expiry
+
+func (e expiries) Len() int           { return len(e) }
+func (e expiries) Less(i, j int) bool { return e[i].at.Before(e[j].at) }
+func (e expiries) Swap(i, j int)      { e[i], e[j] = e[j], e[i] }
+func (e *expiries) Push(x any)        { *e = append(*e, x.(expiry)) }
+func (e *expiries) Pop() any {
+	old := *e
+	x := old[len(old)-1]
+	old[len(old)-1] = expiry{}
+	*e = old[:len(old)-1]
+	return x
 }
 
 func newLeaseTable(retention time.Duration) *leaseTable {
@@ -97,6 +122,11 @@ func (t *leaseTable) put(l *lease) {
 	}
 	t.leases[l.streamSeq] = l
 	t.unsettled++
+	t.schedule(l, l.deadline)
+}
+
+func (t *leaseTable) schedule(l *lease, at time.Time) {
+	heap.Push(&t.due, expiry{l, at})
 }
 
 // begin starts settling the lease c names with op. It returns the ack subject
@@ -144,21 +174,34 @@ func (t *leaseTable) finish(c claims, op settleOp, ok bool, now, newDeadline tim
 	default:
 		l.state, l.dropAt = leaseSettled, now.Add(t.retention)
 		t.unsettled--
+		t.schedule(l, l.dropAt)
 	}
 }
 
 // sweep drops live leases past their deadline and settled ones past their
-// retention.
+// retention. It visits only the queued leases that are due.
 func (t *leaseTable) sweep(now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for seq, l := range t.leases {
-		switch {
-		case l.state == leaseSettled && now.After(l.dropAt):
-			delete(t.leases, seq)
-		case l.state == leaseLive && now.After(l.deadline):
-			delete(t.leases, seq)
-			t.unsettled--
+	for len(t.due) > 0 && t.due[0].at.Before(now) {
+		l := heap.Pop(&t.due).(expiry).l
+		if t.leases[l.streamSeq] != l {
+			continue // replaced by a newer delivery, or dropped already
+		}
+		switch l.state {
+		case leaseSettled:
+			if now.After(l.dropAt) {
+				delete(t.leases, l.streamSeq)
+			} // else it was queued again when it was settled
+		case leaseLive:
+			if now.After(l.deadline) {
+				delete(t.leases, l.streamSeq)
+				t.unsettled--
+			} else {
+				t.schedule(l, l.deadline) // extended
+			}
+		case leaseSettling:
+			t.schedule(l, now.Add(time.Second))
 		}
 	}
 }

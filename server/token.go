@@ -10,9 +10,11 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -67,13 +69,16 @@ type Keyring struct {
 }
 
 type key struct {
-	id     uint32
-	secret []byte
+	id   uint32
+	macs *sync.Pool // of HMAC-SHA256 hashes keyed with the secret
 }
 
 func newKey(secret []byte) key {
 	sum := sha256.Sum256(append([]byte("jetgate key id\x00"), secret...))
-	return key{id: binary.BigEndian.Uint32(sum[:4]), secret: secret}
+	return key{
+		id:   binary.BigEndian.Uint32(sum[:4]),
+		macs: &sync.Pool{New: func() any { return hmac.New(sha256.New, secret) }},
+	}
 }
 
 // NewKeyring makes a keyring from secrets, the first of which signs.
@@ -137,11 +142,14 @@ func LoadKeyring(path string) (*Keyring, error) {
 
 // consumerTag is a short digest of the consumer a token was issued for.
 func consumerTag(stream, consumer string) [4]byte {
-	h := sha256.New()
-	writeFields(h, stream, consumer)
-	var tag [4]byte
-	copy(tag[:], h.Sum(nil))
-	return tag
+	var buf [2*binary.MaxVarintLen64 + 2*maxName]byte
+	b := buf[:0]
+	for _, f := range [...]string{stream, consumer} {
+		b = binary.AppendUvarint(b, uint64(len(f)))
+		b = append(b, f...)
+	}
+	sum := sha256.Sum256(b)
+	return [4]byte(sum[:4])
 }
 
 // writeFields writes each field with its length first, so that no two lists
@@ -154,11 +162,16 @@ func writeFields(w io.Writer, fields ...string) {
 	}
 }
 
-func (k key) mac(payload []byte, stream, consumer, principal string) []byte {
-	m := hmac.New(sha256.New, k.secret)
+// mac appends the MAC of payload, bound to stream, consumer and principal,
+// to dst.
+func (k key) mac(dst, payload []byte, stream, consumer, principal string) []byte {
+	m := k.macs.Get().(hash.Hash)
+	defer k.macs.Put(m)
+	m.Reset()
 	m.Write(payload)
 	writeFields(m, stream, consumer, principal)
-	return m.Sum(nil)[:macLen]
+	var sum [sha256.Size]byte
+	return append(dst, m.Sum(sum[:0])[:macLen]...)
 }
 
 // seal returns the token for c, issued for stream/consumer and principal.
@@ -173,7 +186,7 @@ func (kr *Keyring) seal(c claims, stream, consumer, principal string) string {
 	b = binary.AppendUvarint(b, c.consumerSeq)
 	b = binary.AppendUvarint(b, c.delivered)
 	b = binary.AppendUvarint(b, uint64(c.deadline.UnixMilli()))
-	b = append(b, kr.signing.mac(b, stream, consumer, principal)...)
+	b = kr.signing.mac(b, b, stream, consumer, principal)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
@@ -196,7 +209,8 @@ func (kr *Keyring) open(tok, stream, consumer, principal string) (claims, error)
 	if !ok {
 		return c, ErrTokenInvalid
 	}
-	if !hmac.Equal(sum, k.mac(payload, stream, consumer, principal)) {
+	var want [macLen]byte
+	if !hmac.Equal(sum, k.mac(want[:0], payload, stream, consumer, principal)) {
 		tag := consumerTag(stream, consumer)
 		if subtle.ConstantTimeCompare(tag[:], payload[13:17]) == 0 {
 			return c, ErrTokenWrongConsumer
