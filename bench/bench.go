@@ -114,8 +114,9 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 }
 
 // startJetgate runs a NATS JetStream server and jetgate in this process, on
-// random ports. The stream keeps at most streamMaxMsgs messages so that a
-// soak measures the gateway, not a growing store.
+// random ports. The stream keeps at most streamMaxMsgs messages (or a
+// mode's worth, if more) so that a soak measures the gateway, not a growing
+// store.
 func startJetgate(ctx context.Context, o Options) (func(), app.Addrs, error) {
 	dir, err := os.MkdirTemp("", "jetgate-bench-")
 	if err != nil {
@@ -177,7 +178,7 @@ func createStream(ctx context.Context, url string, o Options) error {
 	if err != nil {
 		return err
 	}
-	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: o.Stream, Subjects: []string{o.Subject}, MaxMsgs: streamMaxMsgs})
+	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: o.Stream, Subjects: []string{o.Subject}, MaxMsgs: int64(max(streamMaxMsgs, o.Messages))})
 	return err
 }
 

@@ -12,6 +12,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 )
@@ -55,6 +57,9 @@ func soak(ctx context.Context, cons jetgatev1.ConsumerServiceClient, strm jetgat
 			if err == nil {
 				published.Add(1)
 			}
+			if ending(ctx, err) {
+				return nil
+			}
 			return err
 		})
 	}()
@@ -69,7 +74,7 @@ func soak(ctx context.Context, cons jetgatev1.ConsumerServiceClient, strm jetgat
 					err = c.ack(ctx, toks)
 				}
 				if err != nil {
-					if ctx.Err() == nil {
+					if !ending(ctx, err) {
 						errs <- err
 					}
 					return
@@ -87,7 +92,7 @@ func soak(ctx context.Context, cons jetgatev1.ConsumerServiceClient, strm jetgat
 		case <-ctx.Done():
 			done = true
 		case err := <-errs:
-			if err != nil && ctx.Err() == nil {
+			if err != nil && !ending(ctx, err) {
 				cancel()
 				wg.Wait()
 				return res, err
@@ -111,6 +116,19 @@ func soak(ctx context.Context, cons jetgatev1.ConsumerServiceClient, strm jetgat
 	fmt.Fprintf(o.Out, "soak %v at %d msg/s: published %d, acked %d; goroutines %+.0f%% (flat: %v), heap %+.0f%% (flat: %v)\n",
 		o.Soak, o.Rate, res.Published, res.Acked, 100*res.GoroutineGrowth, res.GoroutinesFlat, 100*res.HeapGrowth, res.HeapFlat)
 	return res, nil
+}
+
+// ending reports whether err is only the soak's end: its context is done,
+// or the server, which gets the same deadline, saw it pass a moment first.
+func ending(ctx context.Context, err error) bool {
+	if err == nil {
+		return false
+	}
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && status.Code(err) == codes.DeadlineExceeded && time.Until(dl) < time.Second
 }
 
 // paced calls f rate times a second until ctx ends.
