@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -376,6 +377,14 @@ func (b *binding) settleLocal(ctx context.Context, op settleOp, cs []claims, arg
 		return out
 	}
 	errs := b.request(ctx, subjects, args.payload(op))
+	if slices.Contains(errs, errNoResponders) {
+		gone := b.noResponders(ctx)
+		for j, err := range errs {
+			if err == errNoResponders {
+				errs[j] = gone
+			}
+		}
+	}
 	done := time.Now()
 	for j, i := range idx {
 		c := cs[i]
@@ -436,9 +445,7 @@ func (b *binding) request(ctx context.Context, subjects []string, payload []byte
 			switch r.m.Header.Get("Status") {
 			case "":
 			case "503":
-				// No responders: the consumer's leader is being elected, or
-				// the consumer is gone. Either way a retry is the answer.
-				errs[r.i] = fmt.Errorf("%w: no JetStream responder for the consumer", ErrUnavailable)
+				errs[r.i] = errNoResponders
 			default:
 				errs[r.i] = fmt.Errorf("%w: settle answered with status %s", ErrUnavailable, r.m.Header.Get("Status"))
 			}
@@ -449,6 +456,22 @@ func (b *binding) request(ctx context.Context, subjects []string, payload []byte
 		}
 	}
 	return errs
+}
+
+// errNoResponders marks a settle that no server took, until noResponders
+// says why.
+var errNoResponders = errors.New("no responders")
+
+// noResponders explains why nothing answered for the consumer: it was
+// deleted (NOT_FOUND), or its leader is being elected or the server is
+// unreachable (UNAVAILABLE, worth a retry).
+func (b *binding) noResponders(ctx context.Context) error {
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(b.timeout, time.Second))
+	defer cancel()
+	if _, err := b.cons.Info(ictx); errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return fmt.Errorf("%w: consumer %q of stream %q was deleted", ErrConsumerNotFound, b.consumer, b.stream)
+	}
+	return fmt.Errorf("%w: no JetStream responder for the consumer (a leader election, or the server is unreachable)", ErrUnavailable)
 }
 
 func markUnanswered(errs []error, answered []bool, err error) []error {

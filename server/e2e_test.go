@@ -638,3 +638,40 @@ func TestPartitionedNATSEndsAWaitingFetchWithUnavailable(t *testing.T) {
 type proxyDialer struct{ addr string }
 
 func (d proxyDialer) Dial(network, _ string) (net.Conn, error) { return net.Dial(network, d.addr) }
+
+func TestFetchAndSettleOnADeletedConsumerAreNotFound(t *testing.T) {
+	h := newHarness(t)
+	h.publish(1)
+	m := h.fetchOne(time.Second)
+	if err := h.js.DeleteConsumer(h.ctx(), stream, consumer); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.cons.Fetch(h.ctx(), &jetgatev1.FetchRequest{Stream: stream, Consumer: consumer, Expires: durationpb.New(time.Second)})
+	wantCode(t, err, codes.NotFound, "CONSUMER_NOT_FOUND")
+	wantFailure(t, ack(t, h, h.cons, m.GetToken()), 0, "CONSUMER_NOT_FOUND")
+}
+
+func TestFetchHonoursMaxBytes(t *testing.T) {
+	h := newHarness(t)
+	for i := 0; i < 3; i++ {
+		if _, err := h.js.Publish(h.ctx(), "orders.big", bytes.Repeat([]byte{'x'}, 1000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	maxBytes := int64(100)
+	resp, err := h.cons.Fetch(h.ctx(), &jetgatev1.FetchRequest{Stream: stream, Consumer: consumer, Batch: 3, MaxBytes: &maxBytes, Expires: durationpb.New(time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.GetMessages()) != 0 || resp.GetEmptyReason() != jetgatev1.EmptyReason_EMPTY_REASON_MAX_BYTES {
+		t.Fatalf("a 1000-byte message under max_bytes 100: %d messages, reason %v", len(resp.GetMessages()), resp.GetEmptyReason())
+	}
+	maxBytes = 2500
+	resp, err = h.cons.Fetch(h.ctx(), &jetgatev1.FetchRequest{Stream: stream, Consumer: consumer, Batch: 3, MaxBytes: &maxBytes, Expires: durationpb.New(time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(resp.GetMessages()); n != 2 {
+		t.Fatalf("max_bytes 2500 over 1000-byte messages: got %d, want 2", n)
+	}
+}

@@ -274,7 +274,7 @@ func (b *binding) fetch(ctx context.Context, req FetchRequest) (FetchResult, err
 				return FetchResult{}, fmt.Errorf("%w: the server is shutting down", ErrUnavailable)
 			}
 		case "503":
-			return FetchResult{}, fmt.Errorf("%w: no JetStream responder for the consumer (leader election, or the consumer is gone)", ErrUnavailable)
+			return FetchResult{}, b.noResponders(ctx)
 		case "404", "":
 		default:
 			b.log.Error("the server refused a pull request", "status", status, "description", desc)
