@@ -33,10 +33,10 @@ func BenchmarkLeaseCycle(b *testing.B) {
 		seq++
 		c := claims{streamSeq: seq, consumerSeq: seq, delivered: 1, deadline: now.Add(time.Minute)}
 		t.add(&lease{streamSeq: seq, consumerSeq: seq, delivered: 1, deadline: c.deadline, ackSubject: "x"})
-		if _, err := t.begin(c, opAck, now); err != nil {
+		if _, err := t.begin(c, OpAck, now); err != nil {
 			b.Fatal(err)
 		}
-		t.finish(c, opAck, true, now, time.Time{})
+		t.finish(c, OpAck, true, now, time.Time{})
 		if seq%1024 == 0 {
 			now = now.Add(time.Second)
 			t.sweep(now)

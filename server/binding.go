@@ -313,7 +313,7 @@ func (b *binding) nakOrphans(ctx context.Context, now time.Time) {
 		return
 	}
 	b.metrics.orphans.WithLabelValues(b.stream, b.consumer, "naked").Add(float64(len(due)))
-	for i, out := range b.settleLocal(ctx, opNak, due, settleArgs{}) {
+	for i, out := range b.settleLocal(ctx, OpNak, due, settleArgs{}) {
 		if out.Err != nil {
 			b.log.Warn("could not nak a message left by a canceled fetch; it returns after ack_wait",
 				"stream_seq", due[i].streamSeq, "err", out.Err)
@@ -328,21 +328,21 @@ type settleArgs struct {
 	principal string        // the caller, bound into Extend's new token
 }
 
-func (a settleArgs) payload(op settleOp) []byte {
+func (a settleArgs) payload(op SettleOp) []byte {
 	switch op {
-	case opAck:
+	case OpAck:
 		return []byte("+ACK")
-	case opNak:
+	case OpNak:
 		if a.delay > 0 {
 			return []byte(`-NAK {"delay":` + strconv.FormatInt(int64(a.delay), 10) + `}`)
 		}
 		return []byte("-NAK")
-	case opTerm:
+	case OpTerm:
 		if r := strings.TrimSpace(a.reason); r != "" {
 			return []byte("+TERM " + r)
 		}
 		return []byte("+TERM")
-	case opExtend:
+	case OpExtend:
 		return []byte("+WPI")
 	}
 	return nil
@@ -358,7 +358,7 @@ type Outcome struct {
 // settleLocal settles leases this gateway holds. Every settle to send is
 // published before any reply is awaited, and each is reported only once the
 // server has confirmed it.
-func (b *binding) settleLocal(ctx context.Context, op settleOp, cs []claims, args settleArgs) []Outcome {
+func (b *binding) settleLocal(ctx context.Context, op SettleOp, cs []claims, args settleArgs) []Outcome {
 	out := make([]Outcome, len(cs))
 	now := time.Now()
 	var subjects []string
@@ -389,7 +389,7 @@ func (b *binding) settleLocal(ctx context.Context, op settleOp, cs []claims, arg
 	for j, i := range idx {
 		c := cs[i]
 		var nd time.Time
-		if errs[j] == nil && op == opExtend {
+		if errs[j] == nil && op == OpExtend {
 			nd = b.leaseDeadline(now, c.delivered)
 			c.deadline = nd
 			out[i].NewToken = b.keys.seal(c, b.stream, b.consumer, args.principal)

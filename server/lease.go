@@ -6,25 +6,26 @@ import (
 	"time"
 )
 
-// settleOp is what a caller asks of a lease.
-type settleOp uint8
+// SettleOp is what a caller asks of a lease.
+type SettleOp uint8
 
+// The settles: +ACK, -NAK, +TERM and +WPI.
 const (
-	opAck settleOp = iota + 1
-	opNak
-	opTerm
-	opExtend
+	OpAck SettleOp = iota + 1
+	OpNak
+	OpTerm
+	OpExtend
 )
 
-func (op settleOp) String() string {
+func (op SettleOp) String() string {
 	switch op {
-	case opAck:
+	case OpAck:
 		return "ack"
-	case opNak:
+	case OpNak:
 		return "nak"
-	case opTerm:
+	case OpTerm:
 		return "term"
-	case opExtend:
+	case OpExtend:
 		return "extend"
 	}
 	return "unknown"
@@ -47,7 +48,7 @@ type lease struct {
 	deadline    time.Time // no settle is sent after it
 	ackSubject  string
 	state       leaseState
-	op          settleOp  // the settle in flight or done
+	op          SettleOp  // the settle in flight or done
 	dropAt      time.Time // for a settled lease: when it leaves the table
 }
 
@@ -132,7 +133,7 @@ func (t *leaseTable) schedule(l *lease, at time.Time) {
 // begin starts settling the lease c names with op. It returns the ack subject
 // to send to, or "" when the same settle was already done (an idempotent
 // retry: nothing to send). Every other outcome is an error.
-func (t *leaseTable) begin(c claims, op settleOp, now time.Time) (string, error) {
+func (t *leaseTable) begin(c claims, op SettleOp, now time.Time) (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	l, ok := t.leases[c.streamSeq]
@@ -141,7 +142,7 @@ func (t *leaseTable) begin(c claims, op settleOp, now time.Time) (string, error)
 	}
 	switch l.state {
 	case leaseSettled:
-		if l.op == op && op != opExtend {
+		if l.op == op && op != OpExtend {
 			return "", nil
 		}
 		return "", ErrLeaseSettled
@@ -158,7 +159,7 @@ func (t *leaseTable) begin(c claims, op settleOp, now time.Time) (string, error)
 // finish records the outcome of a settle that begin started. On failure the
 // lease is live again, so the caller may retry. For an Extend that succeeded,
 // the lease stays live with the new deadline.
-func (t *leaseTable) finish(c claims, op settleOp, ok bool, now, newDeadline time.Time) {
+func (t *leaseTable) finish(c claims, op SettleOp, ok bool, now, newDeadline time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	l, found := t.leases[c.streamSeq]
@@ -166,7 +167,7 @@ func (t *leaseTable) finish(c claims, op settleOp, ok bool, now, newDeadline tim
 		return
 	}
 	switch {
-	case !ok || op == opExtend:
+	case !ok || op == OpExtend:
 		l.state, l.op = leaseLive, 0
 		if ok {
 			l.deadline = newDeadline

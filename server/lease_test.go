@@ -55,7 +55,7 @@ func adoptStep(c claims, subject string) step {
 	}}
 }
 
-func beginStep(c claims, op settleOp, now time.Duration, wantSubject string, wantErr error) step {
+func beginStep(c claims, op SettleOp, now time.Duration, wantSubject string, wantErr error) step {
 	return step{fmt.Sprintf("begin(delivered %d, %s, t0+%s)", c.delivered, op, now), func(t *testing.T, tb *leaseTable) {
 		t.Helper()
 		got, err := tb.begin(c, op, at(now))
@@ -65,7 +65,7 @@ func beginStep(c claims, op settleOp, now time.Duration, wantSubject string, wan
 	}}
 }
 
-func finishStep(c claims, op settleOp, ok bool, now, newDeadline time.Duration) step {
+func finishStep(c claims, op SettleOp, ok bool, now, newDeadline time.Duration) step {
 	return step{fmt.Sprintf("finish(delivered %d, %s, ok %t, t0+%s)", c.delivered, op, ok, now), func(t *testing.T, tb *leaseTable) {
 		tb.finish(c, op, ok, at(now), at(newDeadline))
 	}}
@@ -137,169 +137,169 @@ func TestLeaseTable(t *testing.T) {
 		steps []step // run on a table holding dlv1, live, deadline t0+30s
 	}{
 		{"begin on a live lease returns its ack subject and marks it settling", []step{
-			beginStep(dlv1, opAck, time.Second, subj1, nil),
+			beginStep(dlv1, OpAck, time.Second, subj1, nil),
 			wantState(leaseSettling),
 			wantLive(1),
 		}},
 		{"a second begin while settling is refused", []step{
-			beginStep(dlv1, opAck, time.Second, subj1, nil),
-			beginStep(dlv1, opAck, time.Second, "", ErrSettleInProgress),
-			beginStep(dlv1, opNak, time.Second, "", ErrSettleInProgress),
-			beginStep(dlv1, opExtend, time.Second, "", ErrSettleInProgress),
+			beginStep(dlv1, OpAck, time.Second, subj1, nil),
+			beginStep(dlv1, OpAck, time.Second, "", ErrSettleInProgress),
+			beginStep(dlv1, OpNak, time.Second, "", ErrSettleInProgress),
+			beginStep(dlv1, OpExtend, time.Second, "", ErrSettleInProgress),
 		}},
 		{"finish ok settles; the same settle again is idempotent", []step{
-			beginStep(dlv1, opAck, time.Second, subj1, nil),
-			finishStep(dlv1, opAck, true, 2*time.Second, 0),
+			beginStep(dlv1, OpAck, time.Second, subj1, nil),
+			finishStep(dlv1, OpAck, true, 2*time.Second, 0),
 			wantState(leaseSettled),
 			wantLive(0),
-			beginStep(dlv1, opAck, 3*time.Second, "", nil),
-			beginStep(dlv1, opAck, 3*time.Second, "", nil),
+			beginStep(dlv1, OpAck, 3*time.Second, "", nil),
+			beginStep(dlv1, OpAck, 3*time.Second, "", nil),
 			wantState(leaseSettled),
 		}},
 		{"an idempotent retry succeeds after the deadline, within retention", []step{
-			beginStep(dlv1, opTerm, time.Second, subj1, nil),
-			finishStep(dlv1, opTerm, true, 29*time.Second, 0),
-			beginStep(dlv1, opTerm, 45*time.Second, "", nil),
+			beginStep(dlv1, OpTerm, time.Second, subj1, nil),
+			finishStep(dlv1, OpTerm, true, 29*time.Second, 0),
+			beginStep(dlv1, OpTerm, 45*time.Second, "", nil),
 			sweepStep(45 * time.Second),
-			beginStep(dlv1, opTerm, 59*time.Second, "", nil),
+			beginStep(dlv1, OpTerm, 59*time.Second, "", nil),
 		}},
 		{"another settle after one is refused", []step{
-			beginStep(dlv1, opAck, time.Second, subj1, nil),
-			finishStep(dlv1, opAck, true, time.Second, 0),
-			beginStep(dlv1, opNak, 2*time.Second, "", ErrLeaseSettled),
-			beginStep(dlv1, opTerm, 2*time.Second, "", ErrLeaseSettled),
-			beginStep(dlv1, opExtend, 2*time.Second, "", ErrLeaseSettled),
+			beginStep(dlv1, OpAck, time.Second, subj1, nil),
+			finishStep(dlv1, OpAck, true, time.Second, 0),
+			beginStep(dlv1, OpNak, 2*time.Second, "", ErrLeaseSettled),
+			beginStep(dlv1, OpTerm, 2*time.Second, "", ErrLeaseSettled),
+			beginStep(dlv1, OpExtend, 2*time.Second, "", ErrLeaseSettled),
 			wantState(leaseSettled),
 		}},
 		{"a Nak is idempotent too, and an Ack after it is refused", []step{
-			beginStep(dlv1, opNak, time.Second, subj1, nil),
-			finishStep(dlv1, opNak, true, time.Second, 0),
-			beginStep(dlv1, opNak, 2*time.Second, "", nil),
-			beginStep(dlv1, opAck, 2*time.Second, "", ErrLeaseSettled),
+			beginStep(dlv1, OpNak, time.Second, subj1, nil),
+			finishStep(dlv1, OpNak, true, time.Second, 0),
+			beginStep(dlv1, OpNak, 2*time.Second, "", nil),
+			beginStep(dlv1, OpAck, 2*time.Second, "", ErrLeaseSettled),
 		}},
 		{"a failed settle leaves the lease live for a retry", []step{
-			beginStep(dlv1, opAck, time.Second, subj1, nil),
-			finishStep(dlv1, opAck, false, 2*time.Second, 0),
+			beginStep(dlv1, OpAck, time.Second, subj1, nil),
+			finishStep(dlv1, OpAck, false, 2*time.Second, 0),
 			wantState(leaseLive),
 			wantLive(1),
-			beginStep(dlv1, opAck, 3*time.Second, subj1, nil),
-			finishStep(dlv1, opAck, false, 4*time.Second, 0),
-			beginStep(dlv1, opNak, 5*time.Second, subj1, nil),
-			finishStep(dlv1, opNak, true, 6*time.Second, 0),
+			beginStep(dlv1, OpAck, 3*time.Second, subj1, nil),
+			finishStep(dlv1, OpAck, false, 4*time.Second, 0),
+			beginStep(dlv1, OpNak, 5*time.Second, subj1, nil),
+			finishStep(dlv1, OpNak, true, 6*time.Second, 0),
 			wantState(leaseSettled),
 		}},
 		{"a failed settle does not outlive the deadline", []step{
-			beginStep(dlv1, opAck, 29*time.Second, subj1, nil),
-			finishStep(dlv1, opAck, false, 31*time.Second, 0),
-			beginStep(dlv1, opAck, 31*time.Second, "", ErrLeaseExpired),
+			beginStep(dlv1, OpAck, 29*time.Second, subj1, nil),
+			finishStep(dlv1, OpAck, false, 31*time.Second, 0),
+			beginStep(dlv1, OpAck, 31*time.Second, "", ErrLeaseExpired),
 		}},
 		{"begin at or after the deadline is expired", []step{
-			beginStep(dlv1, opAck, leaseTTL, "", ErrLeaseExpired),
-			beginStep(dlv1, opNak, leaseTTL+time.Hour, "", ErrLeaseExpired),
+			beginStep(dlv1, OpAck, leaseTTL, "", ErrLeaseExpired),
+			beginStep(dlv1, OpNak, leaseTTL+time.Hour, "", ErrLeaseExpired),
 			wantState(leaseLive),
-			beginStep(dlv1, opAck, leaseTTL-time.Millisecond, subj1, nil),
+			beginStep(dlv1, OpAck, leaseTTL-time.Millisecond, subj1, nil),
 		}},
 		{"a token of an older delivery is expired", []step{
 			addStep(dlv2, subj2),
 			wantLive(1),
-			beginStep(dlv1, opAck, time.Second, "", ErrLeaseExpired),
-			beginStep(dlv2, opAck, time.Second, subj2, nil),
+			beginStep(dlv1, OpAck, time.Second, "", ErrLeaseExpired),
+			beginStep(dlv2, OpAck, time.Second, subj2, nil),
 		}},
 		{"a token of a delivery the table has not seen is expired", []step{
-			beginStep(dlv2, opAck, time.Second, "", ErrLeaseExpired),
-			beginStep(claims{streamSeq: seq + 1, delivered: 1}, opAck, time.Second, "", ErrLeaseExpired),
+			beginStep(dlv2, OpAck, time.Second, "", ErrLeaseExpired),
+			beginStep(claims{streamSeq: seq + 1, delivered: 1}, OpAck, time.Second, "", ErrLeaseExpired),
 		}},
 		{"a newer delivery replaces a settling one, whose finish is then ignored", []step{
-			beginStep(dlv1, opAck, time.Second, subj1, nil),
+			beginStep(dlv1, OpAck, time.Second, subj1, nil),
 			addStep(dlv2, subj2),
 			wantState(leaseLive),
 			wantLive(1),
-			finishStep(dlv1, opAck, true, 2*time.Second, 0),
+			finishStep(dlv1, OpAck, true, 2*time.Second, 0),
 			wantState(leaseLive),
 			wantLive(1),
-			beginStep(dlv2, opNak, 3*time.Second, subj2, nil),
+			beginStep(dlv2, OpNak, 3*time.Second, subj2, nil),
 		}},
 		{"a newer delivery replaces a settled one", []step{
-			beginStep(dlv1, opAck, time.Second, subj1, nil),
-			finishStep(dlv1, opAck, true, time.Second, 0),
+			beginStep(dlv1, OpAck, time.Second, subj1, nil),
+			finishStep(dlv1, OpAck, true, time.Second, 0),
 			wantLive(0),
 			addStep(dlv2, subj2),
 			wantLive(1),
-			beginStep(dlv1, opAck, 2*time.Second, "", ErrLeaseExpired),
-			beginStep(dlv2, opAck, 2*time.Second, subj2, nil),
+			beginStep(dlv1, OpAck, 2*time.Second, "", ErrLeaseExpired),
+			beginStep(dlv2, OpAck, 2*time.Second, subj2, nil),
 		}},
 		{"an older delivery does not replace a newer one", []step{
 			addStep(dlv2, subj2),
 			addStep(dlv1, subj1),
 			wantLive(1),
-			beginStep(dlv1, opAck, time.Second, "", ErrLeaseExpired),
-			beginStep(dlv2, opAck, time.Second, subj2, nil),
+			beginStep(dlv1, OpAck, time.Second, "", ErrLeaseExpired),
+			beginStep(dlv2, OpAck, time.Second, subj2, nil),
 		}},
 		{"adopt does not overwrite a newer delivery", []step{
 			addStep(dlv2, subj2),
 			adoptStep(dlv1, subj1),
 			wantLive(1),
-			beginStep(dlv1, opAck, time.Second, "", ErrLeaseExpired),
-			beginStep(dlv2, opAck, time.Second, subj2, nil),
+			beginStep(dlv1, OpAck, time.Second, "", ErrLeaseExpired),
+			beginStep(dlv2, OpAck, time.Second, subj2, nil),
 		}},
 		{"adopt does not overwrite the same delivery, so a settled one stays settled", []step{
-			beginStep(dlv1, opAck, time.Second, subj1, nil),
-			finishStep(dlv1, opAck, true, time.Second, 0),
+			beginStep(dlv1, OpAck, time.Second, subj1, nil),
+			finishStep(dlv1, OpAck, true, time.Second, 0),
 			adoptStep(dlv1, "$JS.ACK.rebuilt"),
 			wantState(leaseSettled),
 			wantLive(0),
-			beginStep(dlv1, opAck, 2*time.Second, "", nil),
-			beginStep(dlv1, opNak, 2*time.Second, "", ErrLeaseSettled),
+			beginStep(dlv1, OpAck, 2*time.Second, "", nil),
+			beginStep(dlv1, OpNak, 2*time.Second, "", ErrLeaseSettled),
 		}},
 		{"adopt replaces an older delivery", []step{
 			adoptStep(dlv2, subj2),
 			wantLive(1),
-			beginStep(dlv1, opAck, time.Second, "", ErrLeaseExpired),
-			beginStep(dlv2, opAck, time.Second, subj2, nil),
+			beginStep(dlv1, OpAck, time.Second, "", ErrLeaseExpired),
+			beginStep(dlv2, OpAck, time.Second, subj2, nil),
 		}},
 		{"Extend keeps the lease live with its new deadline", []step{
-			beginStep(dlv1, opExtend, 20*time.Second, subj1, nil),
-			finishStep(dlv1, opExtend, true, 20*time.Second, 50*time.Second),
+			beginStep(dlv1, OpExtend, 20*time.Second, subj1, nil),
+			finishStep(dlv1, OpExtend, true, 20*time.Second, 50*time.Second),
 			wantState(leaseLive),
 			wantLive(1),
 			sweepStep(40 * time.Second),
 			wantState(leaseLive),
-			beginStep(dlv1, opExtend, 45*time.Second, subj1, nil),
-			finishStep(dlv1, opExtend, true, 45*time.Second, 75*time.Second),
-			beginStep(dlv1, opAck, 74*time.Second, subj1, nil),
-			finishStep(dlv1, opAck, true, 74*time.Second, 0),
-			beginStep(dlv1, opExtend, 74*time.Second, "", ErrLeaseSettled),
-			beginStep(dlv1, opAck, 75*time.Second, "", nil),
+			beginStep(dlv1, OpExtend, 45*time.Second, subj1, nil),
+			finishStep(dlv1, OpExtend, true, 45*time.Second, 75*time.Second),
+			beginStep(dlv1, OpAck, 74*time.Second, subj1, nil),
+			finishStep(dlv1, OpAck, true, 74*time.Second, 0),
+			beginStep(dlv1, OpExtend, 74*time.Second, "", ErrLeaseSettled),
+			beginStep(dlv1, OpAck, 75*time.Second, "", nil),
 		}},
 		{"a failed Extend keeps the old deadline", []step{
-			beginStep(dlv1, opExtend, 20*time.Second, subj1, nil),
-			finishStep(dlv1, opExtend, false, 20*time.Second, 50*time.Second),
+			beginStep(dlv1, OpExtend, 20*time.Second, subj1, nil),
+			finishStep(dlv1, OpExtend, false, 20*time.Second, 50*time.Second),
 			wantState(leaseLive),
-			beginStep(dlv1, opAck, 35*time.Second, "", ErrLeaseExpired),
+			beginStep(dlv1, OpAck, 35*time.Second, "", ErrLeaseExpired),
 		}},
 		{"Extend is not idempotent on a settled lease", []step{
-			beginStep(dlv1, opTerm, time.Second, subj1, nil),
-			finishStep(dlv1, opTerm, true, time.Second, 0),
-			beginStep(dlv1, opExtend, 2*time.Second, "", ErrLeaseSettled),
+			beginStep(dlv1, OpTerm, time.Second, subj1, nil),
+			finishStep(dlv1, OpTerm, true, time.Second, 0),
+			beginStep(dlv1, OpExtend, 2*time.Second, "", ErrLeaseSettled),
 		}},
 		{"a finish for another op is ignored", []step{
-			beginStep(dlv1, opAck, time.Second, subj1, nil),
-			finishStep(dlv1, opNak, true, time.Second, 0),
+			beginStep(dlv1, OpAck, time.Second, subj1, nil),
+			finishStep(dlv1, OpNak, true, time.Second, 0),
 			wantState(leaseSettling),
-			finishStep(dlv1, opAck, true, time.Second, 0),
+			finishStep(dlv1, OpAck, true, time.Second, 0),
 			wantState(leaseSettled),
 		}},
 		{"a finish without a begin is ignored", []step{
-			finishStep(dlv1, opAck, true, time.Second, 0),
+			finishStep(dlv1, OpAck, true, time.Second, 0),
 			wantState(leaseLive),
 			wantLive(1),
 		}},
 		{"a settling lease is not swept, even past its deadline", []step{
-			beginStep(dlv1, opAck, 29*time.Second, subj1, nil),
+			beginStep(dlv1, OpAck, 29*time.Second, subj1, nil),
 			sweepStep(time.Hour),
 			wantState(leaseSettling),
 			wantLive(1),
-			finishStep(dlv1, opAck, true, time.Hour, 0),
+			finishStep(dlv1, OpAck, true, time.Hour, 0),
 			wantLive(0),
 		}},
 	}
@@ -323,11 +323,11 @@ func TestLeaseTableSweep(t *testing.T) {
 	for _, c := range []claims{live10, live20, live60, settled, settling} {
 		tb.add(leaseOf(c, fmt.Sprintf("subj.%d", c.streamSeq)))
 	}
-	if _, err := tb.begin(settled, opAck, at(5*time.Second)); err != nil {
+	if _, err := tb.begin(settled, OpAck, at(5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	tb.finish(settled, opAck, true, at(5*time.Second), time.Time{})
-	if _, err := tb.begin(settling, opNak, at(5*time.Second)); err != nil {
+	tb.finish(settled, OpAck, true, at(5*time.Second), time.Time{})
+	if _, err := tb.begin(settling, OpNak, at(5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -361,7 +361,7 @@ func TestLeaseTableSweep(t *testing.T) {
 		checkCount(t, tb)
 	}
 	// A settle of a lease swept after its retention is no longer a retry.
-	if _, err := tb.begin(settled, opAck, at(2*time.Minute)); !errors.Is(err, ErrLeaseExpired) {
+	if _, err := tb.begin(settled, OpAck, at(2*time.Minute)); !errors.Is(err, ErrLeaseExpired) {
 		t.Errorf("begin on a swept settled lease = %v, want ErrLeaseExpired", err)
 	}
 }
@@ -377,10 +377,10 @@ func TestLeaseTableLiveCount(t *testing.T) {
 		t.Fatalf("live() = %d after 10 adds, want 10", n)
 	}
 	for i, c := range cs[:4] {
-		if _, err := tb.begin(c, opAck, at(time.Second)); err != nil {
+		if _, err := tb.begin(c, OpAck, at(time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		tb.finish(c, opAck, i%2 == 0, at(time.Second), time.Time{})
+		tb.finish(c, OpAck, i%2 == 0, at(time.Second), time.Time{})
 	}
 	if n := tb.live(); n != 8 {
 		t.Errorf("live() = %d after 2 settled and 2 failed, want 8", n)
@@ -413,7 +413,7 @@ func TestLeaseTableConcurrentBegin(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			op := []settleOp{opAck, opNak, opTerm, opExtend}[i%4]
+			op := []SettleOp{OpAck, OpNak, OpTerm, OpExtend}[i%4]
 			subject, err := tb.begin(dlv1, op, at(time.Second))
 			mu.Lock()
 			defer mu.Unlock()
@@ -432,9 +432,9 @@ func TestLeaseTableConcurrentBegin(t *testing.T) {
 }
 
 func TestSettleOpString(t *testing.T) {
-	for op, want := range map[settleOp]string{opAck: "ack", opNak: "nak", opTerm: "term", opExtend: "extend", 0: "unknown", 99: "unknown"} {
+	for op, want := range map[SettleOp]string{OpAck: "ack", OpNak: "nak", OpTerm: "term", OpExtend: "extend", 0: "unknown", 99: "unknown"} {
 		if got := op.String(); got != want {
-			t.Errorf("settleOp(%d).String() = %q, want %q", op, got, want)
+			t.Errorf("SettleOp(%d).String() = %q, want %q", op, got, want)
 		}
 	}
 }

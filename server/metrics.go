@@ -75,7 +75,7 @@ func (m *metrics) fetch(b *binding, res FetchResult) {
 	m.empty.WithLabelValues(b.stream, b.consumer, emptyReasonNames[res.Empty]).Inc()
 }
 
-func (m *metrics) settled(b *binding, op settleOp, outs []Outcome) {
+func (m *metrics) settled(b *binding, op SettleOp, outs []Outcome) {
 	for _, o := range outs {
 		result := "OK"
 		if o.Err != nil {

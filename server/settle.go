@@ -11,17 +11,9 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// Settle ops exported for the service layer.
-const (
-	OpAck    = opAck
-	OpNak    = opNak
-	OpTerm   = opTerm
-	OpExtend = opExtend
-)
-
 // SettleRequest is a validated Ack, Nak, Term or Extend.
 type SettleRequest struct {
-	Op        settleOp
+	Op        SettleOp
 	Tokens    []string
 	Delay     time.Duration // Nak
 	Reason    string        // Term
@@ -93,7 +85,7 @@ type forwardGroup struct {
 
 // forwardRequest is what one replica asks of the issuer of a lease.
 type forwardRequest struct {
-	Op        settleOp      `json:"op"`
+	Op        SettleOp      `json:"op"`
 	Stream    string        `json:"stream"`
 	Consumer  string        `json:"consumer"`
 	Tokens    []string      `json:"tokens"`
