@@ -183,6 +183,9 @@ func Run(ctx context.Context, o Options) error {
 	natsOpts := []nats.Option{
 		nats.Name("jetgate"),
 		nats.MaxReconnects(-1),
+		// Nothing waits in a reconnect buffer: a settle sent late would land
+		// on the next delivery of its message, a late publish be a duplicate.
+		nats.ReconnectBufSize(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 			log.Warn("NATS disconnected", "err", err)
@@ -242,7 +245,7 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer gw.Close()
 
-	gs := grpc.NewServer(grpc.ChainUnaryInterceptor(observe(log, reg)))
+	gs := grpc.NewServer(grpc.ChainUnaryInterceptor(observe(log, reg)), grpc.WaitForHandlers(true))
 	server.Register(gs, gw)
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(gs, hs)
@@ -284,7 +287,9 @@ func Run(ctx context.Context, o Options) error {
 		hs.Shutdown()
 		sctx, cancel := context.WithTimeout(context.Background(), o.ShutdownGrace)
 		defer cancel()
-		_ = hsrv.Shutdown(sctx)
+		if err := hsrv.Shutdown(sctx); err != nil {
+			_ = hsrv.Close() // the grace ran out: cut the long polls
+		}
 		stopped := make(chan struct{})
 		go func() {
 			gs.GracefulStop()

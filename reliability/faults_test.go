@@ -37,7 +37,7 @@ const (
 )
 
 func reconnecting() []nats.Option {
-	return []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond)}
+	return []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond), nats.ReconnectBufSize(-1)}
 }
 
 func gateway(t *testing.T, nc *nats.Conn, keys *server.Keyring, ackWait time.Duration) *gwtest.Gateway {

@@ -63,6 +63,8 @@ type binding struct {
 	mu      sync.Mutex
 	orphans []*orphan
 	dropped map[*pull]struct{} // pulls open on the server whose Fetch has gone
+	full    bool               // the server's last word on max_ack_pending
+	fullAt  time.Time
 }
 
 // orphan is a message that arrived for a pull whose Fetch had gone.
@@ -207,7 +209,7 @@ func (b *binding) run(ctx context.Context) {
 		case now := <-t.C:
 			b.leases.sweep(now)
 			b.endLostPulls(now)
-			b.nakOrphans(ctx, now)
+			b.nakOrphans(ctx, now, false)
 		}
 	}
 }
@@ -267,40 +269,45 @@ func (b *binding) pullEnded(p *pull, now time.Time) {
 }
 
 // takeOrphans hands up to n orphans whose leases are still live to a Fetch.
-func (b *binding) takeOrphans(n int, now time.Time) []*Delivery {
+func (b *binding) takeOrphans(n int, now time.Time) []*orphan {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var out []*Delivery
+	var out []*orphan
 	keep := b.orphans[:0]
 	for _, o := range b.orphans {
 		switch {
 		case !now.Before(o.d.Deadline):
 			// The server redelivers it; nothing to do.
 		case len(out) < n:
-			out = append(out, o.d)
+			out = append(out, o)
 		default:
 			keep = append(keep, o)
 		}
 	}
 	clear(b.orphans[len(keep):])
 	b.orphans = keep
-	if len(out) > 0 {
-		b.metrics.orphans.WithLabelValues(b.stream, b.consumer, "handed").Add(float64(len(out)))
-	}
 	return out
 }
 
+// putBack returns orphans a Fetch took but could not hand out, as they were.
+func (b *binding) putBack(os []*orphan) {
+	b.mu.Lock()
+	b.orphans = append(b.orphans, os...)
+	b.mu.Unlock()
+}
+
 // nakOrphans sends back the orphans whose pull has ended and whose hold has
-// passed, so that they are redelivered at once rather than after ack_wait.
-// Naking before the pull ended would send them straight back into it.
-func (b *binding) nakOrphans(ctx context.Context, now time.Time) {
+// passed (all whose pull has ended, when the gateway closes), so that they
+// are redelivered at once rather than after ack_wait. Naking before the pull
+// ended would send them straight back into it.
+func (b *binding) nakOrphans(ctx context.Context, now time.Time, closing bool) {
 	b.mu.Lock()
 	var due []claims
 	keep := b.orphans[:0]
 	for _, o := range b.orphans {
 		switch {
 		case !now.Before(o.d.Deadline):
-		case !o.readyAt.IsZero() && !now.Before(o.readyAt):
+		case !o.readyAt.IsZero() && (closing || !now.Before(o.readyAt)):
 			due = append(due, b.claimsOf(o.d))
 		default:
 			keep = append(keep, o)
@@ -392,10 +399,15 @@ func (b *binding) settleLocal(ctx context.Context, op SettleOp, cs []claims, arg
 		if errs[j] == nil && op == OpExtend {
 			nd = b.leaseDeadline(now, c.delivered)
 			c.deadline = nd
+			c.issuer = b.self // for an adopted lease, this replica holds it now
 			out[i].NewToken = b.keys.seal(c, b.stream, b.consumer, args.principal)
 			out[i].Deadline = nd
 		}
-		b.leases.finish(cs[i], op, errs[j] == nil, done, nd)
+		if errors.Is(errs[j], errUnconfirmed) {
+			b.leases.unsure(cs[i], op)
+		} else {
+			b.leases.finish(cs[i], op, errs[j] == nil, done, nd)
+		}
 		out[i].Err = errs[j]
 	}
 	return out
@@ -425,6 +437,12 @@ func (b *binding) request(ctx context.Context, subjects []string, payload []byte
 			}
 		})
 		ids = append(ids, id)
+		// A settle must never wait in the client's reconnect buffer: sent
+		// after its lease's deadline, it would land on the next delivery.
+		if !b.nc.IsConnected() {
+			errs[i] = fmt.Errorf("%w: not connected", ErrUnavailable)
+			continue
+		}
 		if err := b.nc.PublishMsg(&nats.Msg{Subject: subj, Reply: rsubj, Data: payload}); err != nil {
 			errs[i] = fmt.Errorf("%w: publish settle: %v", ErrUnavailable, err)
 			continue
@@ -450,9 +468,9 @@ func (b *binding) request(ctx context.Context, subjects []string, payload []byte
 				errs[r.i] = fmt.Errorf("%w: settle answered with status %s", ErrUnavailable, r.m.Header.Get("Status"))
 			}
 		case <-timer.C:
-			return markUnanswered(errs, answered, fmt.Errorf("%w: the server did not confirm the settle in %v", ErrUnavailable, b.timeout))
+			return markUnanswered(errs, answered, fmt.Errorf("%w in %v", errUnconfirmed, b.timeout))
 		case <-ctx.Done():
-			return markUnanswered(errs, answered, ctx.Err())
+			return markUnanswered(errs, answered, fmt.Errorf("%w: %w", errUnconfirmed, ctx.Err()))
 		}
 	}
 	return errs
@@ -461,6 +479,10 @@ func (b *binding) request(ctx context.Context, subjects []string, payload []byte
 // errNoResponders marks a settle that no server took, until noResponders
 // says why.
 var errNoResponders = errors.New("no responders")
+
+// errUnconfirmed is a settle that was sent but not confirmed: it may or may
+// not have been applied.
+var errUnconfirmed = fmt.Errorf("%w: the server did not confirm the settle", ErrUnavailable)
 
 // noResponders explains why nothing answered for the consumer: it was
 // deleted (NOT_FOUND), or its leader is being elected or the server is

@@ -97,6 +97,10 @@ func (b *binding) startPull(req pullRequest) (*pull, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Like a settle, a pull must not wait in the reconnect buffer.
+	if !b.nc.IsConnected() {
+		return nil, fmt.Errorf("%w: not connected", ErrUnavailable)
+	}
 	// Pulled messages keep their own subject and are told apart by the
 	// subscription they arrive on, so each pull has its own.
 	reply := nats.NewInbox()
@@ -205,12 +209,20 @@ func (p *pull) lost(now time.Time) bool {
 // is available, waits up to expires for a first message, and ends as soon as
 // the server has sent what it had.
 func (b *binding) fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
+	if err := ctx.Err(); err != nil {
+		return FetchResult{}, err
+	}
 	now := time.Now()
-	if ds := b.takeOrphans(req.Batch, now); len(ds) > 0 {
+	if os := b.takeOrphans(req.Batch, now); len(os) > 0 {
 		if err := ctx.Err(); err != nil {
-			b.returnOrphans(ds, now)
+			b.putBack(os)
 			return FetchResult{}, err
 		}
+		ds := make([]*Delivery, len(os))
+		for i, o := range os {
+			ds[i] = o.d
+		}
+		b.metrics.orphans.WithLabelValues(b.stream, b.consumer, "handed").Add(float64(len(ds)))
 		return b.lease(ds, req.Principal), nil
 	}
 	if !b.nc.IsConnected() {
@@ -272,6 +284,10 @@ func (b *binding) fetch(ctx context.Context, req FetchRequest) (FetchResult, err
 				return FetchResult{Empty: EmptyMaxWaiting}, nil
 			case "Server Shutdown":
 				return FetchResult{}, fmt.Errorf("%w: the server is shutting down", ErrUnavailable)
+			case "Batch Completed":
+			default: // a limit of the consumer's (max_batch, max_expires, max_bytes) or the like
+				b.log.Error("the server refused a pull request", "status", status, "description", desc)
+				return FetchResult{}, fmt.Errorf("%w: %s %s", errPullRefused, status, desc)
 			}
 		case "503":
 			return FetchResult{}, b.noResponders(ctx)
@@ -369,10 +385,29 @@ func (b *binding) emptyReason(ctx context.Context) EmptyReason {
 	if b.leases.live() >= b.maxAckPending {
 		return EmptyMaxAckPending
 	}
-	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(b.timeout, time.Second))
-	defer cancel()
-	if ci, err := b.cons.Info(ictx); err == nil && ci.NumAckPending >= b.maxAckPending && ci.NumPending > 0 {
+	if b.serverAtMaxAckPending(ctx) {
 		return EmptyMaxAckPending
 	}
 	return EmptyNoMessages
+}
+
+// serverAtMaxAckPending asks the server whether the consumer is at
+// max_ack_pending with messages waiting, at most once a second: clients
+// polling with expires 0s must not turn into a stream of info requests.
+func (b *binding) serverAtMaxAckPending(ctx context.Context) bool {
+	b.mu.Lock()
+	if time.Since(b.fullAt) < time.Second {
+		full := b.full
+		b.mu.Unlock()
+		return full
+	}
+	b.mu.Unlock()
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(b.timeout, time.Second))
+	defer cancel()
+	ci, err := b.cons.Info(ictx)
+	full := err == nil && ci.NumAckPending >= b.maxAckPending && ci.NumPending > 0
+	b.mu.Lock()
+	b.full, b.fullAt = full, time.Now()
+	b.mu.Unlock()
+	return full
 }

@@ -48,8 +48,11 @@ type lease struct {
 	deadline    time.Time // no settle is sent after it
 	ackSubject  string
 	state       leaseState
-	op          SettleOp  // the settle in flight or done
-	dropAt      time.Time // for a settled lease: when it leaves the table
+	// maybe is an Ack, Nak or Term that was sent but never confirmed: the
+	// server may have applied it, so only that same settle may follow.
+	maybe  SettleOp
+	op     SettleOp  // the settle in flight or done
+	dropAt time.Time // for a settled lease: when it leaves the table
 }
 
 // leaseTable holds one consumer's leases by stream sequence. A newer delivery
@@ -149,6 +152,9 @@ func (t *leaseTable) begin(c claims, op SettleOp, now time.Time) (string, error)
 	case leaseSettling:
 		return "", ErrSettleInProgress
 	}
+	if l.maybe != 0 && l.maybe != op {
+		return "", ErrLeaseSettled
+	}
 	if !now.Before(l.deadline) {
 		return "", ErrLeaseExpired
 	}
@@ -176,6 +182,23 @@ func (t *leaseTable) finish(c claims, op SettleOp, ok bool, now, newDeadline tim
 		l.state, l.dropAt = leaseSettled, now.Add(t.retention)
 		t.unsettled--
 		t.schedule(l, l.dropAt)
+	}
+}
+
+// unsure records a settle that begin started, that was sent, and whose
+// outcome is unknown (its confirmation timed out, or the caller left). The
+// lease is live again for a retry of the same settle; any other is refused,
+// since the first may have been applied.
+func (t *leaseTable) unsure(c claims, op SettleOp) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	l, found := t.leases[c.streamSeq]
+	if !found || l.delivered != c.delivered || l.state != leaseSettling || l.op != op {
+		return
+	}
+	l.state, l.op = leaseLive, 0
+	if op != OpExtend { // a +WPI that may or may not have landed changes nothing
+		l.maybe = op
 	}
 }
 

@@ -438,3 +438,46 @@ func TestSettleOpString(t *testing.T) {
 		}
 	}
 }
+
+func TestLeaseTableUnconfirmedSettleAllowsOnlyItsRetry(t *testing.T) {
+	tb := newLeaseTable(retention)
+	c := claims{streamSeq: 7, consumerSeq: 7, delivered: 1, deadline: at(time.Minute)}
+	tb.add(leaseOf(c, "subj.7"))
+	if _, err := tb.begin(c, OpNak, at(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	tb.unsure(c, OpNak) // sent, never confirmed: it may have been applied
+	for _, op := range []SettleOp{OpAck, OpTerm, OpExtend} {
+		if _, err := tb.begin(c, op, at(2*time.Second)); !errors.Is(err, ErrLeaseSettled) {
+			t.Fatalf("%v after an unconfirmed nak: %v, want ErrLeaseSettled", op, err)
+		}
+	}
+	subj, err := tb.begin(c, OpNak, at(2*time.Second))
+	if err != nil || subj != "subj.7" {
+		t.Fatalf("retrying the nak: %q %v", subj, err)
+	}
+	tb.finish(c, OpNak, false, at(3*time.Second), time.Time{}) // not sent this time: still unsure
+	if _, err := tb.begin(c, OpAck, at(3*time.Second)); !errors.Is(err, ErrLeaseSettled) {
+		t.Fatalf("ack after a failed retry of an unconfirmed nak: %v", err)
+	}
+	if _, err := tb.begin(c, OpNak, at(3*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	tb.finish(c, OpNak, true, at(3*time.Second), time.Time{})
+	if subj, err := tb.begin(c, OpNak, at(4*time.Second)); err != nil || subj != "" {
+		t.Fatalf("repeat of the confirmed nak: %q %v", subj, err)
+	}
+}
+
+func TestLeaseTableUnconfirmedExtendChangesNothing(t *testing.T) {
+	tb := newLeaseTable(retention)
+	c := claims{streamSeq: 8, consumerSeq: 8, delivered: 1, deadline: at(time.Minute)}
+	tb.add(leaseOf(c, "subj.8"))
+	if _, err := tb.begin(c, OpExtend, at(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	tb.unsure(c, OpExtend)
+	if subj, err := tb.begin(c, OpAck, at(2*time.Second)); err != nil || subj == "" {
+		t.Fatalf("ack after an unconfirmed extend: %q %v", subj, err)
+	}
+}

@@ -18,7 +18,9 @@ import (
 // Options configure a Gateway.
 type Options struct {
 	// Conn is the NATS connection; the caller owns it and closes it after
-	// the Gateway.
+	// the Gateway. Make it with nats.ReconnectBufSize(-1), so that nothing
+	// is buffered while it reconnects (the gateway checks too, but a check
+	// cannot close the race).
 	Conn *nats.Conn
 	// Consumers are the durable consumers to create or update and serve.
 	Consumers []ConsumerConfig
@@ -161,7 +163,9 @@ func (g *Gateway) Ready() error {
 	return nil
 }
 
-// Close stops forwarding and background work and waits for it to end.
+// Close stops forwarding and background work and waits for it to end, then
+// naks back the messages that canceled Fetches left (those whose pull has
+// ended), so that they are redelivered at once rather than after ack_wait.
 // Pulls still open on the server end by themselves at their expiry.
 func (g *Gateway) Close() {
 	g.mu.Lock()
@@ -174,6 +178,11 @@ func (g *Gateway) Close() {
 	_ = g.fwdSub.Unsubscribe()
 	g.cancel()
 	g.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+	defer cancel()
+	for _, b := range g.bindings {
+		b.nakOrphans(ctx, time.Now(), true)
+	}
 	_ = g.inbox.stop()
 }
 
