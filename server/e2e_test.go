@@ -675,3 +675,14 @@ func TestFetchHonoursMaxBytes(t *testing.T) {
 		t.Fatalf("max_bytes 2500 over 1000-byte messages: got %d, want 2", n)
 	}
 }
+
+func TestSettleWithNATSUnreachableIsUnavailable(t *testing.T) {
+	h := newHarness(t)
+	h.publish(1)
+	m := h.fetchOne(time.Second)
+	h.ns.Shutdown()
+	h.ns.WaitForShutdown()
+	natstest.Eventually(t, 5*time.Second, "gateway notices", func() bool { return h.gw.Ready() != nil })
+	_, err := h.cons.Ack(h.ctx(), &jetgatev1.AckRequest{Stream: stream, Consumer: consumer, Tokens: []string{m.GetToken()}})
+	wantCode(t, err, codes.Unavailable, "NATS_UNAVAILABLE")
+}

@@ -33,6 +33,9 @@ func (g *Gateway) Settle(ctx context.Context, stream, consumer string, r SettleR
 	if err != nil {
 		return nil, err
 	}
+	if !g.nc.IsConnected() {
+		return nil, fmt.Errorf("%w: not connected to NATS", ErrUnavailable)
+	}
 	out := make([]Outcome, len(r.Tokens))
 	var local []claims
 	var localIdx []int
