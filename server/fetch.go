@@ -213,13 +213,13 @@ func (b *binding) fetch(ctx context.Context, req FetchRequest) (FetchResult, err
 		return FetchResult{}, err
 	}
 	now := time.Now()
-	if os := b.takeOrphans(req.Batch, now); len(os) > 0 {
+	if held := b.takeOrphans(req.Batch, now); len(held) > 0 {
 		if err := ctx.Err(); err != nil {
-			b.putBack(os)
+			b.putBack(held)
 			return FetchResult{}, err
 		}
-		ds := make([]*Delivery, len(os))
-		for i, o := range os {
+		ds := make([]*Delivery, len(held))
+		for i, o := range held {
 			ds[i] = o.d
 		}
 		b.metrics.orphans.WithLabelValues(b.stream, b.consumer, "handed").Add(float64(len(ds)))
@@ -286,20 +286,25 @@ func (b *binding) fetch(ctx context.Context, req FetchRequest) (FetchResult, err
 				return FetchResult{}, fmt.Errorf("%w: the server is shutting down", ErrUnavailable)
 			case "Batch Completed":
 			default: // a limit of the consumer's (max_batch, max_expires, max_bytes) or the like
-				b.log.Error("the server refused a pull request", "status", status, "description", desc)
-				return FetchResult{}, fmt.Errorf("%w: %s %s", errPullRefused, status, desc)
+				return FetchResult{}, b.refused(status, desc)
 			}
 		case "503":
 			return FetchResult{}, b.noResponders(ctx)
 		case "404", "":
 		default:
-			b.log.Error("the server refused a pull request", "status", status, "description", desc)
-			return FetchResult{}, fmt.Errorf("%w: %s %s", errPullRefused, status, desc)
+			return FetchResult{}, b.refused(status, desc)
 		}
 		if !retry || time.Until(until) < immediateExpiry {
 			return FetchResult{Empty: b.emptyReason(ctx)}, nil
 		}
 	}
+}
+
+// refused logs a pull the server turned down, in full, and says so without
+// the server's words.
+func (b *binding) refused(status, desc string) error {
+	b.log.Error("the server refused a pull request", "status", status, "description", desc)
+	return fmt.Errorf("%w: %s %s", errPullRefused, status, desc)
 }
 
 // pullFor shapes the pull for a Fetch with wait left to go.
