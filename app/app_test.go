@@ -22,6 +22,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/internal/natstest"
 	"github.com/jetgate/jetgate/server"
 )
 
@@ -579,5 +580,22 @@ func TestDialAddr(t *testing.T) {
 		if got := dialAddr(a); got != tt.want {
 			t.Errorf("dialAddr(%s) = %s; want %s", tt.in, got, tt.want)
 		}
+	}
+}
+
+func TestRunAgainstAMissingStreamNamesIt(t *testing.T) {
+	ns := natstest.Start(t)
+	o := testOptions(t)
+	o.NATSURL = ns.ClientURL()
+	o.Stream = "PAYMENTS"
+	err := runErr(t, o)
+	if err == nil || !strings.Contains(err.Error(), `"PAYMENTS"`) || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("Run against a server without the stream: %v", err)
+	}
+	// With --stream-subjects it creates the stream instead.
+	o.StreamSubjects = []string{"payments.>"}
+	p := start(t, o)
+	if err := p.stop(); err != nil {
+		t.Fatal(err)
 	}
 }
