@@ -14,7 +14,6 @@ import (
 // nats.go's blocking Request once per token, lets a batch be pipelined: all
 // of it published, then all replies awaited together.
 type inbox struct {
-	nc     *nats.Conn
 	prefix string
 	sub    *nats.Subscription
 
@@ -24,7 +23,7 @@ type inbox struct {
 }
 
 func newInbox(nc *nats.Conn) (*inbox, error) {
-	in := &inbox{nc: nc, prefix: nats.NewInbox(), routes: make(map[uint64]func(*nats.Msg))}
+	in := &inbox{prefix: nats.NewInbox(), routes: make(map[uint64]func(*nats.Msg))}
 	sub, err := nc.Subscribe(in.prefix+".*", in.dispatch)
 	if err != nil {
 		return nil, fmt.Errorf("subscribe inbox: %w", err)

@@ -90,15 +90,6 @@ func wantState(s leaseState) step {
 	}}
 }
 
-func wantGone() step {
-	return step{"want lease gone", func(t *testing.T, tb *leaseTable) {
-		t.Helper()
-		if l, ok := tb.leases[seq]; ok {
-			t.Fatalf("lease %d is still in the table: %+v", seq, l)
-		}
-	}}
-}
-
 func wantLive(n int) step {
 	return step{fmt.Sprintf("want live %d", n), func(t *testing.T, tb *leaseTable) {
 		t.Helper()

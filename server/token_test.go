@@ -438,7 +438,7 @@ func TestGatewayIDString(t *testing.T) {
 	if got := id.String(); got != "0123456789abcdef" {
 		t.Errorf("String() = %q", got)
 	}
-	if NewGatewayID() == NewGatewayID() {
+	if a, b := NewGatewayID(), NewGatewayID(); a == b {
 		t.Error("two NewGatewayID calls returned the same id")
 	}
 }
