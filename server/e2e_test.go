@@ -191,13 +191,13 @@ func TestTermIsNeverRedelivered(t *testing.T) {
 }
 
 func TestExtendKeepsALeaseAlivePastAckWait(t *testing.T) {
-	h := newHarness(t, ackWait(time.Second))
+	h := newHarness(t, ackWait(2*time.Second))
 	h.publish(1)
 	m := h.fetchOne(time.Second)
 	tok := m.GetToken()
-	end := time.Now().Add(2500 * time.Millisecond)
+	end := time.Now().Add(5 * time.Second) // two and a half ack_waits
 	for time.Now().Before(end) {
-		waitUntil(time.Now().Add(400 * time.Millisecond))
+		waitUntil(time.Now().Add(500 * time.Millisecond))
 		resp, err := h.cons.Extend(h.ctx(), &jetgatev1.ExtendRequest{Stream: stream, Consumer: consumer, Tokens: []string{tok}})
 		if err != nil {
 			t.Fatal(err)
