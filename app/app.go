@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -35,6 +36,10 @@ import (
 // follow the flags (--nats-url is NATSURL).
 type Options struct {
 	NATSURL        string
+	NATSCreds      string // credentials file (JWT and seed) for --nats-url
+	NATSTLSCA      string // CA certificate(s) to verify the NATS server by
+	NATSTLSCert    string // client certificate, for servers that ask for one
+	NATSTLSKey     string
 	DataDir        string
 	NATSListen     string
 	Stream         string
@@ -152,6 +157,36 @@ func (o Options) consumerConfig() (server.ConsumerConfig, error) {
 	return c, nil
 }
 
+// natsSecurity checks the credential and TLS files and turns them into
+// connection options; errors name the flag.
+func (o Options) natsSecurity() ([]nats.Option, error) {
+	var opts []nats.Option
+	for _, f := range []struct{ flag, path string }{
+		{"--nats-creds", o.NATSCreds}, {"--nats-tls-ca", o.NATSTLSCA},
+		{"--nats-tls-cert", o.NATSTLSCert}, {"--nats-tls-key", o.NATSTLSKey},
+	} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", f.flag, f.path, err)
+		}
+	}
+	if o.NATSCreds != "" {
+		opts = append(opts, nats.UserCredentials(o.NATSCreds))
+	}
+	if o.NATSTLSCA != "" {
+		opts = append(opts, nats.RootCAs(o.NATSTLSCA))
+	}
+	switch {
+	case o.NATSTLSCert != "" && o.NATSTLSKey != "":
+		opts = append(opts, nats.ClientCert(o.NATSTLSCert, o.NATSTLSKey))
+	case o.NATSTLSCert != "" || o.NATSTLSKey != "":
+		return nil, errors.New("--nats-tls-cert and --nats-tls-key go together")
+	}
+	return opts, nil
+}
+
 // Run serves until ctx ends, then shuts everything down in order and
 // returns once all of it has stopped.
 func Run(ctx context.Context, o Options) error {
@@ -217,7 +252,11 @@ func Run(ctx context.Context, o Options) error {
 			return fmt.Errorf("connect to embedded NATS: %w", err)
 		}
 	} else {
-		nc, err = nats.Connect(o.NATSURL, natsOpts...)
+		secured, err := o.natsSecurity()
+		if err != nil {
+			return err
+		}
+		nc, err = nats.Connect(o.NATSURL, append(natsOpts, secured...)...)
 		if err != nil {
 			return fmt.Errorf("--nats-url %s: %w", o.NATSURL, err)
 		}

@@ -73,6 +73,10 @@ var settings = []struct {
 	want             any
 }{
 	{"nats-url", "JETGATE_NATS_URL", "nats://a:4222,nats://b:4222", func(o app.Options) any { return o.NATSURL }, "nats://a:4222,nats://b:4222"},
+	{"nats-creds", "JETGATE_NATS_CREDS", "/etc/jetgate/nats.creds", func(o app.Options) any { return o.NATSCreds }, "/etc/jetgate/nats.creds"},
+	{"nats-tls-ca", "JETGATE_NATS_TLS_CA", "/etc/jetgate/ca.pem", func(o app.Options) any { return o.NATSTLSCA }, "/etc/jetgate/ca.pem"},
+	{"nats-tls-cert", "JETGATE_NATS_TLS_CERT", "/etc/jetgate/cert.pem", func(o app.Options) any { return o.NATSTLSCert }, "/etc/jetgate/cert.pem"},
+	{"nats-tls-key", "JETGATE_NATS_TLS_KEY", "/etc/jetgate/key.pem", func(o app.Options) any { return o.NATSTLSKey }, "/etc/jetgate/key.pem"},
 	{"data-dir", "JETGATE_DATA_DIR", "/var/lib/jetgate", func(o app.Options) any { return o.DataDir }, "/var/lib/jetgate"},
 	{"nats-listen", "JETGATE_NATS_LISTEN", "127.0.0.1:4333", func(o app.Options) any { return o.NATSListen }, "127.0.0.1:4333"},
 	{"stream", "JETGATE_STREAM", "PAYMENTS", func(o app.Options) any { return o.Stream }, "PAYMENTS"},
