@@ -75,12 +75,26 @@ func (m *metrics) fetch(b *binding, res FetchResult) {
 	m.empty.WithLabelValues(b.stream, b.consumer, emptyReasonNames[res.Empty]).Inc()
 }
 
+// settled counts a batch's outcomes, one label lookup per distinct result
+// rather than per token.
 func (m *metrics) settled(b *binding, op SettleOp, outs []Outcome) {
+	ok := 0
+	var failed map[string]int
 	for _, o := range outs {
-		result := "OK"
-		if o.Err != nil {
-			result = reasonOf(o.Err)
+		if o.Err == nil {
+			ok++
+			continue
 		}
-		m.settles.WithLabelValues(b.stream, b.consumer, strings.ToUpper(op.String()), result).Inc()
+		if failed == nil {
+			failed = make(map[string]int)
+		}
+		failed[reasonOf(o.Err)]++
+	}
+	name := strings.ToUpper(op.String())
+	if ok > 0 {
+		m.settles.WithLabelValues(b.stream, b.consumer, name, "OK").Add(float64(ok))
+	}
+	for reason, n := range failed {
+		m.settles.WithLabelValues(b.stream, b.consumer, name, reason).Add(float64(n))
 	}
 }
