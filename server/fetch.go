@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -253,6 +254,12 @@ func (b *binding) fetch(ctx context.Context, req FetchRequest) (FetchResult, err
 			return FetchResult{}, err
 		}
 		ds, status, desc, err := b.await(ctx, p)
+		if errors.Is(err, errPullLost) && b.serverFullOfPulls(ctx) {
+			// Past max_waiting the server drops a pull that asks for
+			// heartbeats without a word: other clients (or replicas) hold
+			// every place.
+			return FetchResult{Empty: EmptyMaxWaiting}, nil
+		}
 		if err != nil {
 			return FetchResult{}, err
 		}
@@ -298,6 +305,22 @@ func (b *binding) fetch(ctx context.Context, req FetchRequest) (FetchResult, err
 			return FetchResult{Empty: b.emptyReason(ctx)}, nil
 		}
 	}
+}
+
+// errPullLost is a pull the server went silent on: no message, no status,
+// no heartbeat.
+var errPullLost = fmt.Errorf("%w: no answer or heartbeat from the server for the pull", ErrUnavailable)
+
+// serverFullOfPulls reports whether the consumer, reachable, has as many
+// pulls waiting as its max_waiting allows.
+func (b *binding) serverFullOfPulls(ctx context.Context) bool {
+	if !b.nc.IsConnected() {
+		return false
+	}
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(b.timeout, time.Second))
+	defer cancel()
+	ci, err := b.cons.Info(ictx)
+	return err == nil && ci.Config.MaxWaiting > 0 && ci.NumWaiting >= ci.Config.MaxWaiting
 }
 
 // refused logs a pull the server turned down, in full, and says so without
@@ -370,7 +393,7 @@ func (b *binding) await(ctx context.Context, p *pull) ([]*Delivery, string, stri
 		case now := <-check.C:
 			if p.lost(now) {
 				p.drop(now)
-				return nil, "", "", fmt.Errorf("%w: no answer or heartbeat from the server for the pull", ErrUnavailable)
+				return nil, "", "", errPullLost
 			}
 		}
 	}
