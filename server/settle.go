@@ -125,24 +125,20 @@ func (g *Gateway) forward(ctx context.Context, b *binding, issuer GatewayID, fg 
 	defer cancel()
 	m, err := g.nc.RequestWithContext(fctx, forwardSubject(issuer), body)
 	switch {
-	case err == nil:
-		g.metrics.forwards.WithLabelValues("ok").Inc()
 	case errors.Is(err, nats.ErrNoResponders):
 		g.metrics.forwards.WithLabelValues("issuer_gone").Inc()
-	default:
-		g.metrics.forwards.WithLabelValues("error").Inc()
-	}
-	switch {
-	case errors.Is(err, nats.ErrNoResponders):
 		for _, c := range fg.claims {
 			b.leases.adopt(c, ackSubject(b.stream, b.consumer, c))
 		}
 		return b.settleLocal(ctx, r.Op, fg.claims, r.args())
-	case ctx.Err() != nil:
-		return fillOutcomes(out, ctx.Err())
 	case err != nil:
+		g.metrics.forwards.WithLabelValues("error").Inc()
+		if ctx.Err() != nil {
+			return fillOutcomes(out, ctx.Err())
+		}
 		return fillOutcomes(out, fmt.Errorf("%w: forward to issuer %s: %v", ErrUnavailable, issuer, err))
 	}
+	g.metrics.forwards.WithLabelValues("ok").Inc()
 	var rep forwardReply
 	if err := json.Unmarshal(m.Data, &rep); err != nil || len(rep.Outcomes) != len(out) {
 		return fillOutcomes(out, fmt.Errorf("%w: malformed reply from issuer %s", ErrUnavailable, issuer))
