@@ -591,19 +591,11 @@ func TestLostNATSFailsFastWithUnavailable(t *testing.T) {
 
 func TestNATSLostDuringAWaitingFetchEndsItWithUnavailable(t *testing.T) {
 	h := newHarness(t)
-	done := make(chan error, 1)
-	var took time.Duration
-	go func() {
-		start := time.Now()
-		_, err := h.cons.Fetch(context.Background(), &jetgatev1.FetchRequest{Stream: stream, Consumer: consumer, Expires: durationpb.New(25 * time.Second)})
-		took = time.Since(start)
-		done <- err
-	}()
-	natstest.Eventually(t, 5*time.Second, "pull waiting", func() bool { return h.info(consumer).NumWaiting > 0 })
+	done := h.waitingFetch(h.cons)
 	h.ns.Shutdown()
-	err := <-done
-	wantCode(t, err, codes.Unavailable, "NATS_UNAVAILABLE")
-	if took > 10*time.Second {
+	r := <-done
+	wantCode(t, r.err, codes.Unavailable, "NATS_UNAVAILABLE")
+	if took := r.took; took > 10*time.Second {
 		t.Fatalf("the fetch hung for %v after NATS went away", took)
 	}
 }
@@ -616,22 +608,33 @@ func TestPartitionedNATSEndsAWaitingFetchWithUnavailable(t *testing.T) {
 		Consumers: []server.ConsumerConfig{{Stream: stream, Name: consumer, AckWait: 30 * time.Second, MaxAckPending: 1024}},
 		Keys:      server.RandomKeyring(),
 	})
-	done := make(chan error, 1)
-	var took time.Duration
-	go func() {
-		start := time.Now()
-		_, err := g.Consumers.Fetch(context.Background(), &jetgatev1.FetchRequest{Stream: stream, Consumer: consumer, Expires: durationpb.New(25 * time.Second)})
-		took = time.Since(start)
-		done <- err
-	}()
-	natstest.Eventually(t, 5*time.Second, "pull waiting", func() bool { return h.info(consumer).NumWaiting > 0 })
+	done := h.waitingFetch(g.Consumers)
 	proxy.Blackhole() // no goodbye from the server: only missing heartbeats tell
-	err := <-done
-	wantCode(t, err, codes.Unavailable, "NATS_UNAVAILABLE")
+	r := <-done
+	wantCode(t, r.err, codes.Unavailable, "NATS_UNAVAILABLE")
 	// Heartbeats every second: three missed end it, well before expires.
-	if took > 10*time.Second {
+	if took := r.took; took > 10*time.Second {
 		t.Fatalf("the fetch hung for %v after NATS went silent", took)
 	}
+}
+
+type fetchResult struct {
+	err  error
+	took time.Duration
+}
+
+// waitingFetch starts a long Fetch through c and returns once its pull is
+// waiting on the server; the Fetch's end comes on the channel.
+func (h *harness) waitingFetch(c jetgatev1.ConsumerServiceClient) <-chan fetchResult {
+	h.t.Helper()
+	done := make(chan fetchResult, 1)
+	go func() {
+		start := time.Now()
+		_, err := c.Fetch(context.Background(), &jetgatev1.FetchRequest{Stream: stream, Consumer: consumer, Expires: durationpb.New(25 * time.Second)})
+		done <- fetchResult{err, time.Since(start)}
+	}()
+	natstest.Eventually(h.t, 5*time.Second, "pull waiting", func() bool { return h.info(consumer).NumWaiting > 0 })
+	return done
 }
 
 // proxyDialer sends every NATS dial to the proxy.
