@@ -9,15 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path"
-	"strconv"
 	"strings"
 	"time"
 
-	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -29,163 +25,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/jetgate/jetgate/gateway"
+	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/server"
 )
-
-// Options is everything a jetgate process is configured with. Field names
-// follow the flags (--nats-url is NATSURL).
-type Options struct {
-	NATSURL        string
-	NATSCreds      string // credentials file (JWT and seed) for --nats-url
-	NATSTLSCA      string // CA certificate(s) to verify the NATS server by
-	NATSTLSCert    string // client certificate, for servers that ask for one
-	NATSTLSKey     string
-	DataDir        string
-	NATSListen     string
-	Stream         string
-	StreamSubjects []string
-	Consumer       string
-	FilterSubjects []string
-	AckWait        time.Duration
-	MaxAckPending  int
-	DeliverPolicy  string
-	StartSeq       uint64
-	StartTime      string
-	GRPCAddr       string
-	HTTPAddr       string
-	TokenKeyFile   string
-	MaxBatch       int
-	MaxExpires     time.Duration
-	MaxBodyBytes   int64
-	ShutdownGrace  time.Duration
-	Logger         *slog.Logger
-
-	// Started, if set, is called with the bound addresses once serving.
-	Started func(Addrs)
-}
-
-// Addrs are the addresses a running process listens on.
-type Addrs struct {
-	GRPC string
-	HTTP string
-	NATS string // the embedded server's client URL; "" when remote
-}
-
-// Defaults, as the flags document them.
-func Defaults() Options {
-	return Options{
-		DataDir:       "jetgate-data",
-		NATSListen:    "127.0.0.1:4222",
-		Stream:        "ORDERS",
-		Consumer:      "billing",
-		AckWait:       30 * time.Second,
-		MaxAckPending: 1024,
-		DeliverPolicy: "all",
-		GRPCAddr:      ":9090",
-		HTTPAddr:      ":8080",
-		MaxBatch:      server.DefaultMaxBatch,
-		MaxExpires:    server.DefaultMaxExpires,
-		MaxBodyBytes:  gateway.DefaultMaxBodyBytes,
-		ShutdownGrace: 10 * time.Second,
-	}
-}
-
-var deliverPolicies = map[string]jetstream.DeliverPolicy{
-	"all":               jetstream.DeliverAllPolicy,
-	"last":              jetstream.DeliverLastPolicy,
-	"new":               jetstream.DeliverNewPolicy,
-	"by_start_sequence": jetstream.DeliverByStartSequencePolicy,
-	"by_start_time":     jetstream.DeliverByStartTimePolicy,
-	"last_per_subject":  jetstream.DeliverLastPerSubjectPolicy,
-}
-
-// consumerConfig checks the consumer options; errors name the flag.
-func (o Options) consumerConfig() (server.ConsumerConfig, error) {
-	c := server.ConsumerConfig{
-		Stream:         o.Stream,
-		Name:           o.Consumer,
-		FilterSubjects: o.FilterSubjects,
-		AckWait:        o.AckWait,
-		MaxAckPending:  o.MaxAckPending,
-	}
-	switch {
-	case o.Stream == "" || strings.ContainsAny(o.Stream, ".*> "):
-		return c, fmt.Errorf("--stream %q: give a stream name without dots, wildcards or spaces", o.Stream)
-	case o.Consumer == "" || strings.ContainsAny(o.Consumer, ".*> "):
-		return c, fmt.Errorf("--consumer %q: give a consumer name without dots, wildcards or spaces", o.Consumer)
-	case o.AckWait < time.Second:
-		return c, fmt.Errorf("--ack-wait %v: must be at least 1s", o.AckWait)
-	case o.MaxAckPending < 1:
-		return c, fmt.Errorf("--max-ack-pending %d: must be at least 1", o.MaxAckPending)
-	case o.MaxBatch < 1:
-		return c, fmt.Errorf("--max-batch %d: must be at least 1", o.MaxBatch)
-	case o.MaxExpires < time.Second:
-		return c, fmt.Errorf("--max-expires %v: must be at least 1s", o.MaxExpires)
-	}
-	for _, f := range o.FilterSubjects {
-		if f == "" || strings.ContainsAny(f, " \t") {
-			return c, fmt.Errorf("--filter-subject %q: not a valid subject", f)
-		}
-	}
-	p, ok := deliverPolicies[o.DeliverPolicy]
-	if !ok {
-		return c, fmt.Errorf("--deliver-policy %q: use one of all, last, new, by_start_sequence, by_start_time, last_per_subject", o.DeliverPolicy)
-	}
-	c.DeliverPolicy = p
-	if p == jetstream.DeliverLastPerSubjectPolicy && len(o.FilterSubjects) == 0 {
-		return c, errors.New("--deliver-policy last_per_subject needs --filter-subject (the server requires one)")
-	}
-	switch {
-	case p == jetstream.DeliverByStartSequencePolicy:
-		if o.StartSeq == 0 {
-			return c, errors.New("--deliver-policy by_start_sequence needs --start-seq (1 or more)")
-		}
-		c.OptStartSeq = o.StartSeq
-	case o.StartSeq != 0:
-		return c, errors.New("--start-seq goes with --deliver-policy by_start_sequence")
-	}
-	switch {
-	case p == jetstream.DeliverByStartTimePolicy:
-		t, err := time.Parse(time.RFC3339Nano, o.StartTime)
-		if err != nil {
-			return c, fmt.Errorf("--start-time %q: give an RFC 3339 time, such as 2026-01-02T15:04:05Z (needed by --deliver-policy by_start_time)", o.StartTime)
-		}
-		c.OptStartTime = &t
-	case o.StartTime != "":
-		return c, errors.New("--start-time goes with --deliver-policy by_start_time")
-	}
-	return c, nil
-}
-
-// natsSecurity checks the credential and TLS files and turns them into
-// connection options; errors name the flag.
-func (o Options) natsSecurity() ([]nats.Option, error) {
-	var opts []nats.Option
-	for _, f := range []struct{ flag, path string }{
-		{"--nats-creds", o.NATSCreds}, {"--nats-tls-ca", o.NATSTLSCA},
-		{"--nats-tls-cert", o.NATSTLSCert}, {"--nats-tls-key", o.NATSTLSKey},
-	} {
-		if f.path == "" {
-			continue
-		}
-		if _, err := os.Stat(f.path); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", f.flag, f.path, err)
-		}
-	}
-	if o.NATSCreds != "" {
-		opts = append(opts, nats.UserCredentials(o.NATSCreds))
-	}
-	if o.NATSTLSCA != "" {
-		opts = append(opts, nats.RootCAs(o.NATSTLSCA))
-	}
-	switch {
-	case o.NATSTLSCert != "" && o.NATSTLSKey != "":
-		opts = append(opts, nats.ClientCert(o.NATSTLSCert, o.NATSTLSKey))
-	case o.NATSTLSCert != "" || o.NATSTLSKey != "":
-		return nil, errors.New("--nats-tls-cert and --nats-tls-key go together")
-	}
-	return opts, nil
-}
 
 // Run serves until ctx ends, then shuts everything down in order and
 // returns once all of it has stopped.
@@ -270,9 +113,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	gw, err := server.New(ctx, server.Options{
+	gw, err := core.New(ctx, core.Options{
 		Conn:       nc,
-		Consumers:  []server.ConsumerConfig{cc},
+		Consumers:  []consumer.Config{cc},
 		Keys:       keys,
 		MaxBatch:   o.MaxBatch,
 		MaxExpires: o.MaxExpires,
@@ -285,7 +128,7 @@ func Run(ctx context.Context, o Options) error {
 	defer gw.Close()
 
 	gs := grpc.NewServer(grpc.ChainUnaryInterceptor(observe(log, reg)), grpc.WaitForHandlers(true))
-	server.Register(gs, gw)
+	server.Register(gs, gw, log)
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(gs, hs)
 	reflection.Register(gs)
@@ -353,86 +196,6 @@ func Run(ctx context.Context, o Options) error {
 		return nil
 	}
 	return err
-}
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
-
-// dialAddr turns a listener address into one to dial: an unspecified host
-// becomes loopback.
-func dialAddr(a net.Addr) string {
-	host, port, err := net.SplitHostPort(a.String())
-	if err != nil {
-		return a.String()
-	}
-	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port)
-}
-
-func loadKeys(path string, log *slog.Logger) (*server.Keyring, error) {
-	if path != "" {
-		return server.LoadKeyring(path)
-	}
-	log.Warn("no --token-key-file: using a random token key, so tokens live and die with this process and replicas cannot settle each other's leases")
-	return server.RandomKeyring(), nil
-}
-
-func startEmbedded(o Options, log *slog.Logger) (*natsserver.Server, error) {
-	host, portStr, err := net.SplitHostPort(o.NATSListen)
-	if err != nil {
-		return nil, fmt.Errorf("--nats-listen %q: give host:port: %w", o.NATSListen, err)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil {
-		return nil, fmt.Errorf("--nats-listen %q: bad port", o.NATSListen)
-	}
-	if o.DataDir == "" {
-		return nil, errors.New("--data-dir: the embedded server needs a directory for its store")
-	}
-	ns, err := natsserver.NewServer(&natsserver.Options{
-		ServerName: "jetgate-embedded",
-		Host:       host,
-		Port:       port,
-		JetStream:  true,
-		StoreDir:   o.DataDir,
-		NoSigs:     true,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("embedded NATS: %w", err)
-	}
-	ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		ns.Shutdown()
-		return nil, fmt.Errorf("--nats-listen %s: the embedded NATS server did not start (is the port taken?)", o.NATSListen)
-	}
-	log.Info("embedded NATS JetStream started", "url", ns.ClientURL(), "store", o.DataDir)
-	return ns, nil
-}
-
-// ensureStream creates the stream with the given subjects if it is missing.
-func ensureStream(ctx context.Context, nc *nats.Conn, name string, subjects []string, log *slog.Logger) error {
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	_, err = js.Stream(ctx, name)
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return fmt.Errorf("look up stream %q: %w", name, err)
-	}
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: subjects}); err != nil {
-		return fmt.Errorf("--stream-subjects: create stream %q with subjects %v: %w", name, subjects, err)
-	}
-	log.Info("created stream", "stream", name, "subjects", subjects)
-	return nil
 }
 
 // observe times every RPC (REST calls included: the gateway dials gRPC) and

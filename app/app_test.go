@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,8 +21,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/natstest"
-	"github.com/jetgate/jetgate/server"
 )
 
 func TestMain(m *testing.M) {
@@ -44,47 +43,20 @@ func testOptions(t *testing.T) Options {
 	return o
 }
 
-// process is a running jetgate.
-type process struct {
-	Addrs
-	stop func() error // cancels Run and returns what it returned
-}
-
 // start runs a whole jetgate process with o until it serves. It is stopped
-// at the end of the test, or earlier with stop.
-func start(t *testing.T, o Options) *process {
+// at the end of the test, or earlier with Stop.
+func start(t *testing.T, o Options) *Process {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	started := make(chan Addrs, 1)
-	o.Started = func(a Addrs) { started <- a }
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, o) }()
-
-	var once sync.Once
-	var runErr error
-	wait := func() error {
-		once.Do(func() { runErr = <-done })
-		return runErr
-	}
-	stop := func() error {
-		cancel()
-		return wait()
+	p, err := Start(context.Background(), o)
+	if err != nil {
+		t.Fatalf("Run did not start: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := stop(); err != nil {
+		if err := p.Stop(); err != nil {
 			t.Errorf("Run returned %v after cancel; want nil", err)
 		}
 	})
-	select {
-	case a := <-started:
-		return &process{Addrs: a, stop: stop}
-	case err := <-done:
-		once.Do(func() {}) // Run has returned; stop must not wait for it again
-		t.Fatalf("Run did not start: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not start within 10s")
-	}
-	return nil
+	return p
 }
 
 // runErr runs jetgate with options that must be refused, and returns Run's
@@ -259,7 +231,7 @@ func TestDeliverPolicyNewSkipsEarlierMessages(t *testing.T) {
 	p1 := start(t, o)
 	_, sc := grpcClients(t, p1.GRPC)
 	before := publish(t, sc, "orders.before", "old")
-	if err := p1.stop(); err != nil {
+	if err := p1.Stop(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -384,7 +356,7 @@ func TestRunRefusesAChangedNonEditableField(t *testing.T) {
 	dir := t.TempDir()
 	o := testOptions(t)
 	o.DataDir, o.DeliverPolicy = dir, "new"
-	if err := start(t, o).stop(); err != nil {
+	if err := start(t, o).Stop(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -415,7 +387,7 @@ func TestRestartSettlesOldTokensWithTheSameKey(t *testing.T) {
 		t.Fatalf("process 1 fetched %d messages; want 1", len(msgs))
 	}
 	tok := msgs[0].GetToken()
-	if err := p1.stop(); err != nil {
+	if err := p1.Stop(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -459,7 +431,7 @@ func TestRestartWithARandomKeyVoidsOldTokens(t *testing.T) {
 	if len(msgs) != 1 {
 		t.Fatalf("fetched %d messages; want 1", len(msgs))
 	}
-	if err := p1.stop(); err != nil {
+	if err := p1.Stop(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -487,7 +459,7 @@ func TestStopEndsRun(t *testing.T) {
 	if err != nil || h.GetStatus() != healthpb.HealthCheckResponse_SERVING {
 		t.Errorf("gRPC health %v %v; want SERVING", h.GetStatus(), err)
 	}
-	if err := p.stop(); err != nil {
+	if err := p.Stop(); err != nil {
 		t.Fatalf("Run after cancel: %v", err)
 	}
 	for _, a := range []string{p.GRPC, p.HTTP} {
@@ -503,25 +475,25 @@ func TestConsumerConfig(t *testing.T) {
 	tests := []struct {
 		name string
 		set  func(*Options)
-		want server.ConsumerConfig
+		want consumer.Config
 		err  string
 	}{
 		{
 			name: "defaults",
 			set:  func(*Options) {},
-			want: server.ConsumerConfig{Stream: "ORDERS", Name: "billing", AckWait: 30 * time.Second, MaxAckPending: 1024,
+			want: consumer.Config{Stream: "ORDERS", Name: "billing", AckWait: 30 * time.Second, MaxAckPending: 1024,
 				DeliverPolicy: jetstream.DeliverAllPolicy},
 		},
 		{
 			name: "start sequence",
 			set:  func(o *Options) { o.DeliverPolicy, o.StartSeq = "by_start_sequence", 42 },
-			want: server.ConsumerConfig{Stream: "ORDERS", Name: "billing", AckWait: 30 * time.Second, MaxAckPending: 1024,
+			want: consumer.Config{Stream: "ORDERS", Name: "billing", AckWait: 30 * time.Second, MaxAckPending: 1024,
 				DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: 42},
 		},
 		{
 			name: "start time with fraction",
 			set:  func(o *Options) { o.DeliverPolicy, o.StartTime = "by_start_time", "2026-01-02T15:04:05.5Z" },
-			want: server.ConsumerConfig{Stream: "ORDERS", Name: "billing", AckWait: 30 * time.Second, MaxAckPending: 1024,
+			want: consumer.Config{Stream: "ORDERS", Name: "billing", AckWait: 30 * time.Second, MaxAckPending: 1024,
 				DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &at},
 		},
 		{
@@ -529,7 +501,7 @@ func TestConsumerConfig(t *testing.T) {
 			set: func(o *Options) {
 				o.FilterSubjects, o.AckWait, o.MaxAckPending, o.DeliverPolicy = []string{"orders.eu.>"}, time.Second, 1, "last_per_subject"
 			},
-			want: server.ConsumerConfig{Stream: "ORDERS", Name: "billing", FilterSubjects: []string{"orders.eu.>"},
+			want: consumer.Config{Stream: "ORDERS", Name: "billing", FilterSubjects: []string{"orders.eu.>"},
 				AckWait: time.Second, MaxAckPending: 1, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy},
 		},
 		{name: "consumer wildcard", set: func(o *Options) { o.Consumer = "bill*" }, err: "--consumer"},
@@ -595,7 +567,7 @@ func TestRunAgainstAMissingStreamNamesIt(t *testing.T) {
 	// With --stream-subjects it creates the stream instead.
 	o.StreamSubjects = []string{"payments.>"}
 	p := start(t, o)
-	if err := p.stop(); err != nil {
+	if err := p.Stop(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -124,7 +124,7 @@ func TestRunOverMutualTLS(t *testing.T) {
 	o.NATSURL = ns.ClientURL()
 	o.NATSTLSCA, o.NATSTLSCert, o.NATSTLSKey = p.caFile, p.clientCert, p.clientKey
 	proc := start(t, o)
-	if err := proc.stop(); err != nil {
+	if err := proc.Stop(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/grpc"
@@ -113,8 +112,8 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 	return results, nil
 }
 
-// startJetgate runs a NATS JetStream server and jetgate in this process, on
-// random ports. The stream keeps at most streamMaxMsgs messages (or a
+// startJetgate runs jetgate in this process with its embedded NATS server,
+// on random ports. The stream keeps at most streamMaxMsgs messages (or a
 // mode's worth, if more) so that a soak measures the gateway, not a growing
 // store.
 func startJetgate(ctx context.Context, o Options) (func(), app.Addrs, error) {
@@ -122,53 +121,32 @@ func startJetgate(ctx context.Context, o Options) (func(), app.Addrs, error) {
 	if err != nil {
 		return nil, app.Addrs{}, err
 	}
-	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoSigs: true, NoLog: true})
+	opts := app.Defaults()
+	opts.DataDir = dir
+	opts.NATSListen = "127.0.0.1:-1"
+	opts.GRPCAddr, opts.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
+	opts.Stream, opts.Consumer = o.Stream, o.Consumer
+	opts.StreamSubjects = []string{o.Subject}
+	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	p, err := app.Start(ctx, opts)
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, app.Addrs{}, err
 	}
-	ns.Start()
-	cleanup := func() {
-		ns.Shutdown()
-		ns.WaitForShutdown()
+	stop := func() {
+		_ = p.Stop()
 		_ = os.RemoveAll(dir)
 	}
-	if !ns.ReadyForConnections(10 * time.Second) {
-		cleanup()
-		return nil, app.Addrs{}, fmt.Errorf("nats server did not start")
-	}
-	if err := createStream(ctx, ns.ClientURL(), o); err != nil {
-		cleanup()
+	if err := capStream(ctx, p.NATS, o); err != nil {
+		stop()
 		return nil, app.Addrs{}, err
 	}
-	opts := app.Defaults()
-	opts.NATSURL = ns.ClientURL()
-	opts.GRPCAddr, opts.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
-	opts.Stream, opts.Consumer = o.Stream, o.Consumer
-	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	started := make(chan app.Addrs, 1)
-	opts.Started = func(a app.Addrs) { started <- a }
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- app.Run(rctx, opts) }()
-	stop := func() {
-		cancel()
-		<-done
-		cleanup()
-	}
-	select {
-	case a := <-started:
-		return stop, a, nil
-	case err := <-done:
-		cancel()
-		cleanup()
-		return nil, app.Addrs{}, err
-	}
+	return stop, p.Addrs, nil
 }
 
 const streamMaxMsgs = 10_000
 
-func createStream(ctx context.Context, url string, o Options) error {
+func capStream(ctx context.Context, url string, o Options) error {
 	nc, err := nats.Connect(url)
 	if err != nil {
 		return err
@@ -178,7 +156,7 @@ func createStream(ctx context.Context, url string, o Options) error {
 	if err != nil {
 		return err
 	}
-	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: o.Stream, Subjects: []string{o.Subject}, MaxMsgs: int64(max(streamMaxMsgs, o.Messages))})
+	_, err = js.UpdateStream(ctx, jetstream.StreamConfig{Name: o.Stream, Subjects: []string{o.Subject}, MaxMsgs: int64(max(streamMaxMsgs, o.Messages))})
 	return err
 }
 

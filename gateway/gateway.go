@@ -40,15 +40,15 @@ type Options struct {
 	Logger  *slog.Logger
 }
 
-// Gateway is the REST handler and its connection to the gRPC server.
-type Gateway struct {
+// REST is the REST handler and its connection to the gRPC server.
+type REST struct {
 	http.Handler
 	conn *grpc.ClientConn
 }
 
 // New dials the gRPC server and builds the handler. Close releases the
 // connection.
-func New(ctx context.Context, o Options) (*Gateway, error) {
+func New(ctx context.Context, o Options) (*REST, error) {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -95,11 +95,11 @@ func New(ctx context.Context, o Options) (*Gateway, error) {
 		root.Handle("GET /metrics", o.Metrics)
 	}
 	root.Handle("/", limitBody(mux, o.MaxBodyBytes))
-	return &Gateway{Handler: root, conn: conn}, nil
+	return &REST{Handler: root, conn: conn}, nil
 }
 
 // Close closes the connection to the gRPC server.
-func (g *Gateway) Close() error { return g.conn.Close() }
+func (g *REST) Close() error { return g.conn.Close() }
 
 // limitBody answers 413 to a body larger than limit before anything decodes
 // it.

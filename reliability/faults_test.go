@@ -15,9 +15,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	coreconsumer "github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/gwtest"
 	"github.com/jetgate/jetgate/internal/natstest"
-	"github.com/jetgate/jetgate/server"
+	"github.com/jetgate/jetgate/internal/token"
 )
 
 // The short form of each scenario runs with the test suite; JETGATE_FAULTS=long
@@ -40,11 +42,11 @@ func reconnecting() []nats.Option {
 	return []nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(50 * time.Millisecond), nats.ReconnectBufSize(-1)}
 }
 
-func gateway(t *testing.T, nc *nats.Conn, keys *server.Keyring, ackWait time.Duration) *gwtest.Gateway {
+func gateway(t *testing.T, nc *nats.Conn, keys *token.Keyring, ackWait time.Duration) *gwtest.Replica {
 	t.Helper()
-	return gwtest.Start(t, server.Options{
+	return gwtest.Start(t, core.Options{
 		Conn:           nc,
-		Consumers:      []server.ConsumerConfig{{Stream: stream, Name: consumer, AckWait: ackWait, MaxAckPending: 1024}},
+		Consumers:      []coreconsumer.Config{{Stream: stream, Name: consumer, AckWait: ackWait, MaxAckPending: 1024}},
 		Keys:           keys,
 		RequestTimeout: time.Second,
 		Logger:         testLogger(t),
@@ -59,7 +61,7 @@ func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
-func driver(gs ...*gwtest.Gateway) *Driver {
+func driver(gs ...*gwtest.Replica) *Driver {
 	d := &Driver{Stream: stream, Consumer: consumer, Checker: NewChecker(), Batch: 50,
 		Expires: 500 * time.Millisecond, RPCTimeout: 2 * time.Second, Quiesce: 8 * time.Second}
 	for _, g := range gs {
@@ -143,7 +145,7 @@ func TestFaultNATSRestartMidTraffic(t *testing.T) {
 	port := ns.Addr().(*net.TCPAddr).Port
 	nc := natstest.Connect(t, ns, reconnecting()...)
 	natstest.Stream(t, nc, stream, "orders.>")
-	d := driver(gateway(t, nc, server.RandomKeyring(), 5*time.Second))
+	d := driver(gateway(t, nc, token.RandomKeyring(), 5*time.Second))
 	n, rounds := scale(600, 5000), scale(1, 4)
 	r := run(t, d, n, 4, 3*time.Minute, func(ctx context.Context) {
 		for i := 1; i <= rounds; i++ {
@@ -165,7 +167,7 @@ func TestFaultTwoReplicasRandomRouting(t *testing.T) {
 	ns := natstest.Start(t)
 	nc := natstest.Connect(t, ns)
 	natstest.Stream(t, nc, stream, "orders.>")
-	keys := server.RandomKeyring()
+	keys := token.RandomKeyring()
 	g1 := gateway(t, natstest.Connect(t, ns), keys, 2*time.Second)
 	g2 := gateway(t, natstest.Connect(t, ns), keys, 2*time.Second)
 	d := driver(g1, g2)
@@ -199,7 +201,7 @@ func TestFaultRandomAnswersMatchConsumerState(t *testing.T) {
 	ns := natstest.Start(t)
 	nc := natstest.Connect(t, ns)
 	natstest.Stream(t, nc, stream, "orders.>")
-	d := driver(gateway(t, nc, server.RandomKeyring(), time.Second))
+	d := driver(gateway(t, nc, token.RandomKeyring(), time.Second))
 	d.Answer = randomAnswers
 	n := scale(2000, 20000)
 	r := run(t, d, n, 4, 3*time.Minute, nil)
@@ -232,7 +234,7 @@ func TestFaultCallersVanishMidFetch(t *testing.T) {
 	nc := natstest.Connect(t, ns)
 	natstest.Stream(t, nc, stream, "orders.>")
 	const ackWait = 10 * time.Second
-	d := driver(gateway(t, nc, server.RandomKeyring(), ackWait))
+	d := driver(gateway(t, nc, token.RandomKeyring(), ackWait))
 	d.Expires = time.Second
 	d.PublishGap = 2 * time.Millisecond // so that Fetches wait, and are canceled while waiting
 	d.CancelFetch = func(r *rand.Rand) bool { return r.IntN(100) < 40 }
@@ -361,7 +363,7 @@ func TestFaultClusterLeadersKilled(t *testing.T) {
 		s, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{"orders.>"}, Replicas: 3})
 		return err == nil
 	})
-	d := driver(gateway(t, nc, server.RandomKeyring(), 5*time.Second))
+	d := driver(gateway(t, nc, token.RandomKeyring(), 5*time.Second))
 	n, rounds := scale(600, 5000), scale(2, 6)
 	r := run(t, d, n, 4, 4*time.Minute, func(ctx context.Context) {
 		for i := 1; i <= rounds && ctx.Err() == nil; i++ {

@@ -17,9 +17,12 @@ import (
 	"github.com/nats-io/nats.go"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	coreconsumer "github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/core"
+	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/gwtest"
 	"github.com/jetgate/jetgate/internal/natstest"
-	"github.com/jetgate/jetgate/server"
+	"github.com/jetgate/jetgate/internal/token"
 )
 
 func ack(t *testing.T, h *harness, c jetgatev1.ConsumerServiceClient, tokens ...string) []*jetgatev1.TokenFailure {
@@ -114,7 +117,7 @@ func TestFetchAckRoundTripsHeadersAndBinaryData(t *testing.T) {
 		md.GetNumDelivered() != 1 || md.GetConsumerSeq() != 1 || md.GetTimestamp().AsTime().IsZero() {
 		t.Errorf("metadata %v", md)
 	}
-	if m.GetSubject() != "orders.new" || len(m.GetToken()) > server.MaxTokenLen || m.GetToken() == "" {
+	if m.GetSubject() != "orders.new" || len(m.GetToken()) > token.MaxTokenLen || m.GetToken() == "" {
 		t.Errorf("subject %q token %q", m.GetSubject(), m.GetToken())
 	}
 	dl := m.GetLeaseDeadline().AsTime()
@@ -436,7 +439,7 @@ func TestAnotherReplicaSettlesThroughTheIssuer(t *testing.T) {
 }
 
 func TestRestartedGatewaySettlesOldTokens(t *testing.T) {
-	keys := server.RandomKeyring()
+	keys := token.RandomKeyring()
 	h := newHarness(t, withKeys(keys))
 	h.publish(1)
 	m := h.fetchOne(time.Second)
@@ -452,7 +455,7 @@ func TestGatewayWithAnotherKeyRejectsTokens(t *testing.T) {
 	h := newHarness(t)
 	h.publish(1)
 	m := h.fetchOne(time.Second)
-	h.cfg.keys = server.RandomKeyring()
+	h.cfg.keys = token.RandomKeyring()
 	_, cons2, _ := h.startGateway()
 	wantFailure(t, ack(t, h, cons2, m.GetToken()), 0, "TOKEN_INVALID")
 }
@@ -584,7 +587,7 @@ func TestLostNATSFailsFastWithUnavailable(t *testing.T) {
 	if time.Since(start) > 10*time.Second {
 		t.Fatalf("took %v to notice NATS is gone", time.Since(start))
 	}
-	if err := h.gw.Ready(); !errors.Is(err, server.ErrUnavailable) {
+	if err := h.gw.Ready(); !errors.Is(err, errs.ErrUnavailable) {
 		t.Fatalf("ready: %v", err)
 	}
 }
@@ -603,10 +606,10 @@ func TestNATSLostDuringAWaitingFetchEndsItWithUnavailable(t *testing.T) {
 func TestPartitionedNATSEndsAWaitingFetchWithUnavailable(t *testing.T) {
 	h := newHarness(t)
 	proxy := natstest.StartProxy(t, h.ns.Addr().String())
-	g := gwtest.Start(t, server.Options{
+	g := gwtest.Start(t, core.Options{
 		Conn:      natstest.Connect(t, h.ns, nats.DontRandomize(), nats.SetCustomDialer(proxyDialer{proxy.Addr})),
-		Consumers: []server.ConsumerConfig{{Stream: stream, Name: consumer, AckWait: 30 * time.Second, MaxAckPending: 1024}},
-		Keys:      server.RandomKeyring(),
+		Consumers: []coreconsumer.Config{{Stream: stream, Name: consumer, AckWait: 30 * time.Second, MaxAckPending: 1024}},
+		Keys:      token.RandomKeyring(),
 	})
 	done := h.waitingFetch(g.Consumers)
 	proxy.Blackhole() // no goodbye from the server: only missing heartbeats tell

@@ -11,9 +11,11 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	coreconsumer "github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/gwtest"
 	"github.com/jetgate/jetgate/internal/natstest"
-	"github.com/jetgate/jetgate/server"
+	"github.com/jetgate/jetgate/internal/token"
 )
 
 const (
@@ -25,7 +27,7 @@ const (
 type config struct {
 	ackWait       time.Duration
 	maxAckPending int
-	keys          *server.Keyring
+	keys          *token.Keyring
 }
 
 // harness is one real NATS server and one gateway served over gRPC on a
@@ -36,14 +38,14 @@ type harness struct {
 	nc   *nats.Conn // the test's own connection, for publishing and peeking
 	js   jetstream.JetStream
 	cfg  config
-	gw   *server.Gateway
+	gw   *core.Replica
 	cons jetgatev1.ConsumerServiceClient
 	strm jetgatev1.StreamServiceClient
 }
 
 func newHarness(t *testing.T, opts ...func(*config)) *harness {
 	t.Helper()
-	cfg := config{ackWait: 30 * time.Second, maxAckPending: 1024, keys: server.RandomKeyring()}
+	cfg := config{ackWait: 30 * time.Second, maxAckPending: 1024, keys: token.RandomKeyring()}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -59,23 +61,23 @@ func newHarness(t *testing.T, opts ...func(*config)) *harness {
 	return h
 }
 
-func ackWait(d time.Duration) func(*config)    { return func(c *config) { c.ackWait = d } }
-func maxAckPending(n int) func(*config)        { return func(c *config) { c.maxAckPending = n } }
-func withKeys(k *server.Keyring) func(*config) { return func(c *config) { c.keys = k } }
+func ackWait(d time.Duration) func(*config)   { return func(c *config) { c.ackWait = d } }
+func maxAckPending(n int) func(*config)       { return func(c *config) { c.maxAckPending = n } }
+func withKeys(k *token.Keyring) func(*config) { return func(c *config) { c.keys = k } }
 
 // startGateway starts one more gateway replica on the harness's server,
 // with its own NATS connection and gRPC server.
-func (h *harness) startGateway() (*server.Gateway, jetgatev1.ConsumerServiceClient, jetgatev1.StreamServiceClient) {
+func (h *harness) startGateway() (*core.Replica, jetgatev1.ConsumerServiceClient, jetgatev1.StreamServiceClient) {
 	h.t.Helper()
-	g := gwtest.Start(h.t, server.Options{
+	g := gwtest.Start(h.t, core.Options{
 		Conn: natstest.Connect(h.t, h.ns),
-		Consumers: []server.ConsumerConfig{
+		Consumers: []coreconsumer.Config{
 			{Stream: stream, Name: consumer, AckWait: h.cfg.ackWait, MaxAckPending: h.cfg.maxAckPending},
 			{Stream: stream, Name: other, AckWait: h.cfg.ackWait, MaxAckPending: h.cfg.maxAckPending},
 		},
 		Keys: h.cfg.keys,
 	})
-	return g.Gateway, g.Consumers, g.Streams
+	return g.Replica, g.Consumers, g.Streams
 }
 
 func (h *harness) ctx() context.Context {

@@ -3,58 +3,52 @@ package server
 import (
 	"context"
 	"errors"
+	"log/slog"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/jetgate/jetgate/internal/errs"
 )
 
 // errorDomain is the ErrorInfo domain of every jetgate error.
 const errorDomain = "jetgate"
 
-// Errors that only this package raises.
-var (
-	// errPullRefused is a pull request the server rejected (logged in full).
-	errPullRefused = errors.New("pull request refused")
-	// errPublishRefused is a publish the stream refused.
-	errPublishRefused = errors.New("publish refused")
-)
-
-// kind is how one domain error is shown to callers: its code, its reason,
-// and whether the error's own text (always written by this package) may be
-// shown, or a fixed message instead.
+// kind is how one domain error is shown to callers: its code, and whether
+// the error's own text (always written by jetgate) may be shown, or a fixed
+// message instead. Its reason is errs.Reason's.
 type kind struct {
 	err     error
 	code    codes.Code
-	reason  string
 	message string // "" shows the error's text
 }
 
 var kinds = []kind{
-	{ErrInvalidArgument, codes.InvalidArgument, "INVALID_ARGUMENT", ""},
-	{ErrConsumerNotFound, codes.NotFound, "CONSUMER_NOT_FOUND", ""},
-	{ErrStreamNotFound, codes.NotFound, "STREAM_NOT_FOUND", ""},
-	{ErrSubjectNotAllowed, codes.InvalidArgument, "SUBJECT_NOT_ALLOWED", ""},
-	{ErrTokenInvalid, codes.InvalidArgument, "TOKEN_INVALID",
+	{errs.ErrInvalidArgument, codes.InvalidArgument, ""},
+	{errs.ErrConsumerNotFound, codes.NotFound, ""},
+	{errs.ErrStreamNotFound, codes.NotFound, ""},
+	{errs.ErrSubjectNotAllowed, codes.InvalidArgument, ""},
+	{errs.ErrTokenInvalid, codes.InvalidArgument,
 		"the token was not issued by this gateway's key, or was altered or cut short"},
-	{ErrTokenWrongConsumer, codes.InvalidArgument, "TOKEN_WRONG_CONSUMER",
+	{errs.ErrTokenWrongConsumer, codes.InvalidArgument,
 		"the token was issued for another stream or consumer"},
-	{ErrLeaseExpired, codes.FailedPrecondition, "LEASE_EXPIRED",
+	{errs.ErrLeaseExpired, codes.FailedPrecondition,
 		"the lease has passed its deadline (or a newer delivery replaced it); the message will be redelivered, settle that delivery instead"},
-	{ErrLeaseSettled, codes.FailedPrecondition, "LEASE_SETTLED",
+	{errs.ErrLeaseSettled, codes.FailedPrecondition,
 		"the lease was already settled in another way"},
-	{ErrSettleInProgress, codes.Aborted, "SETTLE_IN_PROGRESS",
+	{errs.ErrSettleInProgress, codes.Aborted,
 		"another settle of this lease is in flight; retry"},
-	{ErrUnavailable, codes.Unavailable, "NATS_UNAVAILABLE",
+	{errs.ErrUnavailable, codes.Unavailable,
 		"NATS JetStream is unavailable or did not answer in time; retry"},
-	{errPullRefused, codes.FailedPrecondition, "PULL_REFUSED",
+	{errs.ErrPullRefused, codes.FailedPrecondition,
 		"the NATS server refused the pull request; see the gateway log"},
-	{errPublishRefused, codes.FailedPrecondition, "PUBLISH_REFUSED", ""},
-	{context.DeadlineExceeded, codes.DeadlineExceeded, "DEADLINE_EXCEEDED", "the deadline passed"},
-	{context.Canceled, codes.Canceled, "CANCELED", "the request was canceled"},
+	{errs.ErrPublishRefused, codes.FailedPrecondition, ""},
+	{context.DeadlineExceeded, codes.DeadlineExceeded, "the deadline passed"},
+	{context.Canceled, codes.Canceled, "the request was canceled"},
 }
 
-var internal = kind{nil, codes.Internal, "INTERNAL", "internal error; see the gateway log"}
+var internal = kind{nil, codes.Internal, "internal error; see the gateway log"}
 
 func kindOf(err error) kind {
 	for _, k := range kinds {
@@ -83,7 +77,7 @@ func toStatus(err error) error {
 	}
 	k := kindOf(err)
 	st := status.New(k.code, k.text(err))
-	if d, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: k.reason, Domain: errorDomain}); derr == nil {
+	if d, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: errs.Reason(err), Domain: errorDomain}); derr == nil {
 		st = d
 	}
 	return st.Err()
@@ -92,25 +86,18 @@ func toStatus(err error) error {
 // failureOf is how a per-token error is reported.
 func failureOf(err error) (codes.Code, string, string) {
 	k := kindOf(err)
-	return k.code, k.reason, k.text(err)
+	return k.code, errs.Reason(err), k.text(err)
 }
 
-// reasonOf and errorOfReason carry per-token errors between replicas.
-func reasonOf(err error) string {
-	if err == nil {
-		return ""
-	}
-	return kindOf(err).reason
-}
+// edge is where domain errors become gRPC statuses. An error whose text is
+// not shown to the caller is logged here, once.
+type edge struct{ log *slog.Logger }
 
-func errorOfReason(reason string) error {
-	if reason == "" {
-		return nil
+func (e edge) status(err error) error {
+	st := toStatus(err)
+	if k := kindOf(err); k.message != "" && k.code != codes.Canceled && k.code != codes.DeadlineExceeded &&
+		k.code != codes.InvalidArgument && k.code != codes.FailedPrecondition {
+		e.log.Warn("request failed", "code", k.code, "err", err)
 	}
-	for _, k := range kinds {
-		if k.reason == reason {
-			return k.err
-		}
-	}
-	return errors.New(reason)
+	return st
 }

@@ -3,53 +3,47 @@ package server
 import (
 	"fmt"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/core"
+	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/natsname"
 )
-
-// maxName bounds stream and consumer names, as the NATS server does.
-const maxName = 255
 
 func validateNames(stream, consumer string) error {
 	for _, f := range [...]struct{ field, v string }{{"stream", stream}, {"consumer", consumer}} {
-		switch {
-		case f.v == "":
-			return fmt.Errorf("%w: %s is required", ErrInvalidArgument, f.field)
-		case len(f.v) > maxName:
-			return fmt.Errorf("%w: %s is longer than %d bytes", ErrInvalidArgument, f.field, maxName)
-		case strings.ContainsAny(f.v, ".*> /\\") || strings.ContainsFunc(f.v, unicode.IsControl) || !utf8.ValidString(f.v):
-			return fmt.Errorf("%w: %s %q is not a valid NATS name (no dots, wildcards, slashes or spaces)", ErrInvalidArgument, f.field, f.v)
+		if err := natsname.Check(f.field, f.v); err != nil {
+			return fmt.Errorf("%w: %w", errs.ErrInvalidArgument, err)
 		}
 	}
 	return nil
 }
 
 // validateFetch checks a Fetch and applies its defaults.
-func validateFetch(req *jetgatev1.FetchRequest, lim Limits) (FetchRequest, error) {
+func validateFetch(req *jetgatev1.FetchRequest, lim Limits) (consumer.FetchRequest, error) {
 	if err := validateNames(req.GetStream(), req.GetConsumer()); err != nil {
-		return FetchRequest{}, err
+		return consumer.FetchRequest{}, err
 	}
-	fr := FetchRequest{Batch: int(req.GetBatch()), Expires: DefaultExpires}
+	fr := consumer.FetchRequest{Batch: int(req.GetBatch()), Expires: core.DefaultExpires}
 	switch {
 	case fr.Batch < 0:
-		return FetchRequest{}, fmt.Errorf("%w: batch must not be negative", ErrInvalidArgument)
+		return consumer.FetchRequest{}, fmt.Errorf("%w: batch must not be negative", errs.ErrInvalidArgument)
 	case fr.Batch == 0:
 		fr.Batch = 1
 	case fr.Batch > lim.MaxBatch:
-		return FetchRequest{}, fmt.Errorf("%w: batch %d is above the maximum of %d", ErrInvalidArgument, fr.Batch, lim.MaxBatch)
+		return consumer.FetchRequest{}, fmt.Errorf("%w: batch %d is above the maximum of %d", errs.ErrInvalidArgument, fr.Batch, lim.MaxBatch)
 	}
 	if e := req.GetExpires(); e != nil {
 		if err := e.CheckValid(); err != nil || e.AsDuration() < 0 {
-			return FetchRequest{}, fmt.Errorf("%w: expires must be a duration of 0s or more", ErrInvalidArgument)
+			return consumer.FetchRequest{}, fmt.Errorf("%w: expires must be a duration of 0s or more", errs.ErrInvalidArgument)
 		}
 		fr.Expires = e.AsDuration()
 	}
 	fr.Expires = min(fr.Expires, lim.MaxExpires)
 	if req.MaxBytes != nil {
 		if req.GetMaxBytes() <= 0 {
-			return FetchRequest{}, fmt.Errorf("%w: max_bytes must be positive when set", ErrInvalidArgument)
+			return consumer.FetchRequest{}, fmt.Errorf("%w: max_bytes must be positive when set", errs.ErrInvalidArgument)
 		}
 		fr.MaxBytes = req.GetMaxBytes()
 	}
@@ -62,9 +56,9 @@ func validateSettle(req settleRequest) error {
 	}
 	switch n := len(req.GetTokens()); {
 	case n == 0:
-		return fmt.Errorf("%w: tokens: give at least one token", ErrInvalidArgument)
-	case n > MaxTokens:
-		return fmt.Errorf("%w: tokens: %d given; at most %d per request", ErrInvalidArgument, n, MaxTokens)
+		return fmt.Errorf("%w: tokens: give at least one token", errs.ErrInvalidArgument)
+	case n > core.MaxTokens:
+		return fmt.Errorf("%w: tokens: %d given; at most %d per request", errs.ErrInvalidArgument, n, core.MaxTokens)
 	}
 	return nil
 }
@@ -72,26 +66,26 @@ func validateSettle(req settleRequest) error {
 // maxHeaderBytes bounds the headers of one published message.
 const maxHeaderBytes = 64 << 10
 
-func validatePublish(req *jetgatev1.PublishRequest) (PublishRequest, error) {
+func validatePublish(req *jetgatev1.PublishRequest) (core.PublishRequest, error) {
 	if req.GetStream() == "" {
-		return PublishRequest{}, fmt.Errorf("%w: stream is required", ErrInvalidArgument)
+		return core.PublishRequest{}, fmt.Errorf("%w: stream is required", errs.ErrInvalidArgument)
 	}
 	size := 0
 	for k, v := range req.GetHeaders() {
 		if k == "" || strings.ContainsAny(k, ": \t\r\n") || !isASCIIPrintable(k) {
-			return PublishRequest{}, fmt.Errorf("%w: header name %q is not a valid header name", ErrInvalidArgument, k)
+			return core.PublishRequest{}, fmt.Errorf("%w: header name %q is not a valid header name", errs.ErrInvalidArgument, k)
 		}
 		for _, s := range v.GetValues() {
 			if strings.ContainsAny(s, "\r\n") {
-				return PublishRequest{}, fmt.Errorf("%w: header %q has a value with a line break", ErrInvalidArgument, k)
+				return core.PublishRequest{}, fmt.Errorf("%w: header %q has a value with a line break", errs.ErrInvalidArgument, k)
 			}
 			size += len(k) + len(s) + 4
 		}
 	}
 	if size > maxHeaderBytes {
-		return PublishRequest{}, fmt.Errorf("%w: headers are %d bytes; at most %d are allowed", ErrInvalidArgument, size, maxHeaderBytes)
+		return core.PublishRequest{}, fmt.Errorf("%w: headers are %d bytes; at most %d are allowed", errs.ErrInvalidArgument, size, maxHeaderBytes)
 	}
-	return PublishRequest{
+	return core.PublishRequest{
 		Stream:  req.GetStream(),
 		Subject: req.GetSubject(),
 		Data:    req.GetData(),

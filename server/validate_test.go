@@ -16,6 +16,10 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/core"
+	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/natsname"
 )
 
 var testLimits = Limits{MaxBatch: 100, MaxExpires: 30 * time.Second}
@@ -31,57 +35,57 @@ func TestValidateFetch(t *testing.T) {
 		name    string
 		req     *jetgatev1.FetchRequest
 		lim     Limits
-		want    FetchRequest
+		want    consumer.FetchRequest
 		wantErr bool
 	}{
 		{"defaults", base(func(r *jetgatev1.FetchRequest) {}), testLimits,
-			FetchRequest{Batch: 1, Expires: DefaultExpires}, false},
+			consumer.FetchRequest{Batch: 1, Expires: core.DefaultExpires}, false},
 		{"batch 1", base(func(r *jetgatev1.FetchRequest) { r.Batch = 1 }), testLimits,
-			FetchRequest{Batch: 1, Expires: DefaultExpires}, false},
+			consumer.FetchRequest{Batch: 1, Expires: core.DefaultExpires}, false},
 		{"batch at max", base(func(r *jetgatev1.FetchRequest) { r.Batch = 100 }), testLimits,
-			FetchRequest{Batch: 100, Expires: DefaultExpires}, false},
-		{"batch above max", base(func(r *jetgatev1.FetchRequest) { r.Batch = 101 }), testLimits, FetchRequest{}, true},
-		{"batch negative", base(func(r *jetgatev1.FetchRequest) { r.Batch = -1 }), testLimits, FetchRequest{}, true},
-		{"batch min int32", base(func(r *jetgatev1.FetchRequest) { r.Batch = -1 << 31 }), testLimits, FetchRequest{}, true},
-		{"batch max int32", base(func(r *jetgatev1.FetchRequest) { r.Batch = 1<<31 - 1 }), testLimits, FetchRequest{}, true},
+			consumer.FetchRequest{Batch: 100, Expires: core.DefaultExpires}, false},
+		{"batch above max", base(func(r *jetgatev1.FetchRequest) { r.Batch = 101 }), testLimits, consumer.FetchRequest{}, true},
+		{"batch negative", base(func(r *jetgatev1.FetchRequest) { r.Batch = -1 }), testLimits, consumer.FetchRequest{}, true},
+		{"batch min int32", base(func(r *jetgatev1.FetchRequest) { r.Batch = -1 << 31 }), testLimits, consumer.FetchRequest{}, true},
+		{"batch max int32", base(func(r *jetgatev1.FetchRequest) { r.Batch = 1<<31 - 1 }), testLimits, consumer.FetchRequest{}, true},
 		{"expires 0s returns at once", base(func(r *jetgatev1.FetchRequest) { r.Expires = dur(0, 0) }), testLimits,
-			FetchRequest{Batch: 1, Expires: 0}, false},
+			consumer.FetchRequest{Batch: 1, Expires: 0}, false},
 		{"expires 1.5s", base(func(r *jetgatev1.FetchRequest) { r.Expires = dur(1, 500_000_000) }), testLimits,
-			FetchRequest{Batch: 1, Expires: 1500 * time.Millisecond}, false},
+			consumer.FetchRequest{Batch: 1, Expires: 1500 * time.Millisecond}, false},
 		{"expires capped", base(func(r *jetgatev1.FetchRequest) { r.Expires = dur(31, 0) }), testLimits,
-			FetchRequest{Batch: 1, Expires: 30 * time.Second}, false},
+			consumer.FetchRequest{Batch: 1, Expires: 30 * time.Second}, false},
 		{"expires largest valid Duration capped", base(func(r *jetgatev1.FetchRequest) { r.Expires = dur(315_576_000_000, 999_999_999) }), testLimits,
-			FetchRequest{Batch: 1, Expires: 30 * time.Second}, false},
+			consumer.FetchRequest{Batch: 1, Expires: 30 * time.Second}, false},
 		{"default expires capped by a lower maximum", base(func(r *jetgatev1.FetchRequest) {}), Limits{MaxBatch: 10, MaxExpires: 2 * time.Second},
-			FetchRequest{Batch: 1, Expires: 2 * time.Second}, false},
-		{"expires negative", base(func(r *jetgatev1.FetchRequest) { r.Expires = dur(-1, 0) }), testLimits, FetchRequest{}, true},
-		{"expires negative nanos", base(func(r *jetgatev1.FetchRequest) { r.Expires = dur(0, -1) }), testLimits, FetchRequest{}, true},
-		{"expires signs differ (+s -n)", base(func(r *jetgatev1.FetchRequest) { r.Expires = dur(1, -1) }), testLimits, FetchRequest{}, true},
-		{"expires signs differ (-s +n)", base(func(r *jetgatev1.FetchRequest) { r.Expires = dur(-1, 1) }), testLimits, FetchRequest{}, true},
-		{"expires nanos out of range", base(func(r *jetgatev1.FetchRequest) { r.Expires = dur(0, 1_000_000_000) }), testLimits, FetchRequest{}, true},
-		{"expires beyond 10000 years", base(func(r *jetgatev1.FetchRequest) { r.Expires = dur(315_576_000_001, 0) }), testLimits, FetchRequest{}, true},
+			consumer.FetchRequest{Batch: 1, Expires: 2 * time.Second}, false},
+		{"expires negative", base(func(r *jetgatev1.FetchRequest) { r.Expires = dur(-1, 0) }), testLimits, consumer.FetchRequest{}, true},
+		{"expires negative nanos", base(func(r *jetgatev1.FetchRequest) { r.Expires = dur(0, -1) }), testLimits, consumer.FetchRequest{}, true},
+		{"expires signs differ (+s -n)", base(func(r *jetgatev1.FetchRequest) { r.Expires = dur(1, -1) }), testLimits, consumer.FetchRequest{}, true},
+		{"expires signs differ (-s +n)", base(func(r *jetgatev1.FetchRequest) { r.Expires = dur(-1, 1) }), testLimits, consumer.FetchRequest{}, true},
+		{"expires nanos out of range", base(func(r *jetgatev1.FetchRequest) { r.Expires = dur(0, 1_000_000_000) }), testLimits, consumer.FetchRequest{}, true},
+		{"expires beyond 10000 years", base(func(r *jetgatev1.FetchRequest) { r.Expires = dur(315_576_000_001, 0) }), testLimits, consumer.FetchRequest{}, true},
 		{"max_bytes set", base(func(r *jetgatev1.FetchRequest) { r.MaxBytes = proto.Int64(1 << 20) }), testLimits,
-			FetchRequest{Batch: 1, Expires: DefaultExpires, MaxBytes: 1 << 20}, false},
-		{"max_bytes 0", base(func(r *jetgatev1.FetchRequest) { r.MaxBytes = proto.Int64(0) }), testLimits, FetchRequest{}, true},
-		{"max_bytes negative", base(func(r *jetgatev1.FetchRequest) { r.MaxBytes = proto.Int64(-1) }), testLimits, FetchRequest{}, true},
-		{"no stream", base(func(r *jetgatev1.FetchRequest) { r.Stream = "" }), testLimits, FetchRequest{}, true},
-		{"no consumer", base(func(r *jetgatev1.FetchRequest) { r.Consumer = "" }), testLimits, FetchRequest{}, true},
-		{"stream with a dot", base(func(r *jetgatev1.FetchRequest) { r.Stream = "ORD.ERS" }), testLimits, FetchRequest{}, true},
-		{"consumer wildcard", base(func(r *jetgatev1.FetchRequest) { r.Consumer = "*" }), testLimits, FetchRequest{}, true},
-		{"consumer full wildcard", base(func(r *jetgatev1.FetchRequest) { r.Consumer = ">" }), testLimits, FetchRequest{}, true},
-		{"stream with a slash", base(func(r *jetgatev1.FetchRequest) { r.Stream = "a/b" }), testLimits, FetchRequest{}, true},
-		{"consumer with a space", base(func(r *jetgatev1.FetchRequest) { r.Consumer = "bill ing" }), testLimits, FetchRequest{}, true},
-		{"stream not UTF-8", base(func(r *jetgatev1.FetchRequest) { r.Stream = "\xff" }), testLimits, FetchRequest{}, true},
+			consumer.FetchRequest{Batch: 1, Expires: core.DefaultExpires, MaxBytes: 1 << 20}, false},
+		{"max_bytes 0", base(func(r *jetgatev1.FetchRequest) { r.MaxBytes = proto.Int64(0) }), testLimits, consumer.FetchRequest{}, true},
+		{"max_bytes negative", base(func(r *jetgatev1.FetchRequest) { r.MaxBytes = proto.Int64(-1) }), testLimits, consumer.FetchRequest{}, true},
+		{"no stream", base(func(r *jetgatev1.FetchRequest) { r.Stream = "" }), testLimits, consumer.FetchRequest{}, true},
+		{"no consumer", base(func(r *jetgatev1.FetchRequest) { r.Consumer = "" }), testLimits, consumer.FetchRequest{}, true},
+		{"stream with a dot", base(func(r *jetgatev1.FetchRequest) { r.Stream = "ORD.ERS" }), testLimits, consumer.FetchRequest{}, true},
+		{"consumer wildcard", base(func(r *jetgatev1.FetchRequest) { r.Consumer = "*" }), testLimits, consumer.FetchRequest{}, true},
+		{"consumer full wildcard", base(func(r *jetgatev1.FetchRequest) { r.Consumer = ">" }), testLimits, consumer.FetchRequest{}, true},
+		{"stream with a slash", base(func(r *jetgatev1.FetchRequest) { r.Stream = "a/b" }), testLimits, consumer.FetchRequest{}, true},
+		{"consumer with a space", base(func(r *jetgatev1.FetchRequest) { r.Consumer = "bill ing" }), testLimits, consumer.FetchRequest{}, true},
+		{"stream not UTF-8", base(func(r *jetgatev1.FetchRequest) { r.Stream = "\xff" }), testLimits, consumer.FetchRequest{}, true},
 		{"stream of 255 bytes", base(func(r *jetgatev1.FetchRequest) { r.Stream = strings.Repeat("s", 255) }), testLimits,
-			FetchRequest{Batch: 1, Expires: DefaultExpires}, false},
-		{"stream of 256 bytes", base(func(r *jetgatev1.FetchRequest) { r.Stream = strings.Repeat("s", 256) }), testLimits, FetchRequest{}, true},
+			consumer.FetchRequest{Batch: 1, Expires: core.DefaultExpires}, false},
+		{"stream of 256 bytes", base(func(r *jetgatev1.FetchRequest) { r.Stream = strings.Repeat("s", 256) }), testLimits, consumer.FetchRequest{}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := validateFetch(tt.req, tt.lim)
 			if tt.wantErr {
-				if !errors.Is(err, ErrInvalidArgument) {
-					t.Fatalf("validateFetch = %+v, %v; want ErrInvalidArgument", got, err)
+				if !errors.Is(err, errs.ErrInvalidArgument) {
+					t.Fatalf("validateFetch = %+v, %v; want errs.ErrInvalidArgument", got, err)
 				}
 				return
 			}
@@ -95,14 +99,14 @@ func TestValidateFetch(t *testing.T) {
 	}
 }
 
-// checkFetch checks what validateFetch made of req: an ErrInvalidArgument, or
+// checkFetch checks what validateFetch made of req: an errs.ErrInvalidArgument, or
 // a request within the limits.
 func checkFetch(t *testing.T, req *jetgatev1.FetchRequest, lim Limits) {
 	t.Helper()
 	got, err := validateFetch(req, lim)
 	if err != nil {
-		if !errors.Is(err, ErrInvalidArgument) {
-			t.Fatalf("validateFetch(%v) = %v, want ErrInvalidArgument", req, err)
+		if !errors.Is(err, errs.ErrInvalidArgument) {
+			t.Fatalf("validateFetch(%v) = %v, want errs.ErrInvalidArgument", req, err)
 		}
 		return
 	}
@@ -170,9 +174,9 @@ func TestValidateSettle(t *testing.T) {
 		wantErr bool
 	}{
 		{"one token", &jetgatev1.AckRequest{Stream: "ORDERS", Consumer: "billing", Tokens: tokens(1)}, false},
-		{"max tokens", &jetgatev1.NakRequest{Stream: "ORDERS", Consumer: "billing", Tokens: tokens(MaxTokens)}, false},
+		{"max tokens", &jetgatev1.NakRequest{Stream: "ORDERS", Consumer: "billing", Tokens: tokens(core.MaxTokens)}, false},
 		{"no tokens", &jetgatev1.AckRequest{Stream: "ORDERS", Consumer: "billing"}, true},
-		{"too many tokens", &jetgatev1.TermRequest{Stream: "ORDERS", Consumer: "billing", Tokens: tokens(MaxTokens + 1)}, true},
+		{"too many tokens", &jetgatev1.TermRequest{Stream: "ORDERS", Consumer: "billing", Tokens: tokens(core.MaxTokens + 1)}, true},
 		{"no stream", &jetgatev1.ExtendRequest{Consumer: "billing", Tokens: tokens(1)}, true},
 		{"no consumer", &jetgatev1.AckRequest{Stream: "ORDERS", Tokens: tokens(1)}, true},
 		{"stream with a dot", &jetgatev1.AckRequest{Stream: "OR.DERS", Consumer: "billing", Tokens: tokens(1)}, true},
@@ -181,13 +185,13 @@ func TestValidateSettle(t *testing.T) {
 		{"consumer wildcard", &jetgatev1.AckRequest{Stream: "ORDERS", Consumer: "bill>", Tokens: tokens(1)}, true},
 		{"consumer with a newline", &jetgatev1.AckRequest{Stream: "ORDERS", Consumer: "bill\ning", Tokens: tokens(1)}, true},
 		{"consumer with a backslash", &jetgatev1.AckRequest{Stream: "ORDERS", Consumer: `bill\ing`, Tokens: tokens(1)}, true},
-		{"consumer too long", &jetgatev1.AckRequest{Stream: "ORDERS", Consumer: strings.Repeat("c", maxName+1), Tokens: tokens(1)}, true},
+		{"consumer too long", &jetgatev1.AckRequest{Stream: "ORDERS", Consumer: strings.Repeat("c", natsname.MaxLen+1), Tokens: tokens(1)}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := validateSettle(tt.req)
-			if tt.wantErr && !errors.Is(err, ErrInvalidArgument) {
-				t.Fatalf("validateSettle = %v, want ErrInvalidArgument", err)
+			if tt.wantErr && !errors.Is(err, errs.ErrInvalidArgument) {
+				t.Fatalf("validateSettle = %v, want errs.ErrInvalidArgument", err)
 			}
 			if !tt.wantErr && err != nil {
 				t.Fatalf("validateSettle = %v, want nil", err)
@@ -238,8 +242,8 @@ func TestValidatePublish(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := validatePublish(tt.req)
 			if tt.wantErr {
-				if !errors.Is(err, ErrInvalidArgument) {
-					t.Fatalf("validatePublish = %v, want ErrInvalidArgument", err)
+				if !errors.Is(err, errs.ErrInvalidArgument) {
+					t.Fatalf("validatePublish = %v, want errs.ErrInvalidArgument", err)
 				}
 				return
 			}
@@ -285,17 +289,17 @@ func TestToStatus(t *testing.T) {
 		reason    string
 		showsText bool // the error's own text is shown, not a fixed message
 	}{
-		{ErrInvalidArgument, codes.InvalidArgument, "INVALID_ARGUMENT", true},
-		{ErrConsumerNotFound, codes.NotFound, "CONSUMER_NOT_FOUND", true},
-		{ErrStreamNotFound, codes.NotFound, "STREAM_NOT_FOUND", true},
-		{ErrSubjectNotAllowed, codes.InvalidArgument, "SUBJECT_NOT_ALLOWED", true},
-		{ErrTokenInvalid, codes.InvalidArgument, "TOKEN_INVALID", false},
-		{ErrTokenWrongConsumer, codes.InvalidArgument, "TOKEN_WRONG_CONSUMER", false},
-		{ErrLeaseExpired, codes.FailedPrecondition, "LEASE_EXPIRED", false},
-		{ErrLeaseSettled, codes.FailedPrecondition, "LEASE_SETTLED", false},
-		{ErrSettleInProgress, codes.Aborted, "SETTLE_IN_PROGRESS", false},
-		{ErrUnavailable, codes.Unavailable, "NATS_UNAVAILABLE", false},
-		{errPullRefused, codes.FailedPrecondition, "PULL_REFUSED", false},
+		{errs.ErrInvalidArgument, codes.InvalidArgument, "INVALID_ARGUMENT", true},
+		{errs.ErrConsumerNotFound, codes.NotFound, "CONSUMER_NOT_FOUND", true},
+		{errs.ErrStreamNotFound, codes.NotFound, "STREAM_NOT_FOUND", true},
+		{errs.ErrSubjectNotAllowed, codes.InvalidArgument, "SUBJECT_NOT_ALLOWED", true},
+		{errs.ErrTokenInvalid, codes.InvalidArgument, "TOKEN_INVALID", false},
+		{errs.ErrTokenWrongConsumer, codes.InvalidArgument, "TOKEN_WRONG_CONSUMER", false},
+		{errs.ErrLeaseExpired, codes.FailedPrecondition, "LEASE_EXPIRED", false},
+		{errs.ErrLeaseSettled, codes.FailedPrecondition, "LEASE_SETTLED", false},
+		{errs.ErrSettleInProgress, codes.Aborted, "SETTLE_IN_PROGRESS", false},
+		{errs.ErrUnavailable, codes.Unavailable, "NATS_UNAVAILABLE", false},
+		{errs.ErrPullRefused, codes.FailedPrecondition, "PULL_REFUSED", false},
 		{context.DeadlineExceeded, codes.DeadlineExceeded, "DEADLINE_EXCEEDED", false},
 		{context.Canceled, codes.Canceled, "CANCELED", false},
 		{errors.New(secret), codes.Internal, "INTERNAL", false},
@@ -356,25 +360,27 @@ func TestToStatusPassesThrough(t *testing.T) {
 	}
 }
 
-// TestReasonsRoundTrip checks that a per-token failure forwarded between
-// replicas by its reason comes back as the same error.
+// TestReasonsRoundTrip checks that every domain error has one reason, that
+// a per-token failure forwarded between replicas by its reason comes back as
+// the same error, and that failureOf reports the reason with the code.
 func TestReasonsRoundTrip(t *testing.T) {
 	seen := map[string]bool{}
 	for _, k := range kinds {
-		if seen[k.reason] {
-			t.Errorf("reason %s is used twice", k.reason)
+		reason := errs.Reason(k.err)
+		if reason == errs.ReasonInternal || seen[reason] {
+			t.Errorf("%v: reason %s is internal or used twice", k.err, reason)
 		}
-		seen[k.reason] = true
+		seen[reason] = true
 		wrapped := fmt.Errorf("x: %w", k.err)
-		if got := errorOfReason(reasonOf(wrapped)); got != k.err {
-			t.Errorf("errorOfReason(reasonOf(%v)) = %v, want %v", wrapped, got, k.err)
+		if got := errs.FromReason(errs.Reason(wrapped)); got != k.err {
+			t.Errorf("FromReason(Reason(%v)) = %v, want %v", wrapped, got, k.err)
 		}
-		code, reason, _ := failureOf(wrapped)
-		if code != k.code || reason != k.reason {
-			t.Errorf("failureOf(%v) = %s %s, want %s %s", wrapped, code, reason, k.code, k.reason)
+		code, r, _ := failureOf(wrapped)
+		if code != k.code || r != reason {
+			t.Errorf("failureOf(%v) = %s %s, want %s %s", wrapped, code, r, k.code, reason)
 		}
 	}
-	if reasonOf(nil) != "" || errorOfReason("") != nil {
+	if errs.Reason(nil) != "" || errs.FromReason("") != nil {
 		t.Error("no error does not round-trip as no reason")
 	}
 	if code, reason, msg := failureOf(errors.New("secret detail")); code != codes.Internal || reason != "INTERNAL" || strings.Contains(msg, "secret") {

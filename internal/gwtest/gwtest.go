@@ -1,6 +1,6 @@
-// Package gwtest runs a jetgate gateway for tests: server.New on a given
-// NATS connection, served over real gRPC on a random port, stopped at the
-// end of the test.
+// Package gwtest runs a jetgate replica for tests: core.New on a given NATS
+// connection, served over real gRPC on a random port, stopped at the end of
+// the test.
 package gwtest
 
 import (
@@ -15,24 +15,25 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/server"
 )
 
-// Gateway is a served gateway and clients of it.
-type Gateway struct {
-	*server.Gateway
+// Replica is a served replica and clients of it.
+type Replica struct {
+	*core.Replica
 	Consumers jetgatev1.ConsumerServiceClient
 	Streams   jetgatev1.StreamServiceClient
 	stop      func()
 }
 
-// Stop stops serving and closes the gateway, as a clean shutdown would.
+// Stop stops serving and closes the replica, as a clean shutdown would.
 // It is also done at the end of the test.
-func (g *Gateway) Stop() { g.stop() }
+func (g *Replica) Stop() { g.stop() }
 
-// Start builds a gateway with o (a quiet logger and a 2s request timeout
+// Start builds a replica with o (a quiet logger and a 2s request timeout
 // unless o says otherwise) and serves it.
-func Start(t testing.TB, o server.Options) *Gateway {
+func Start(t testing.TB, o core.Options) *Replica {
 	t.Helper()
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -42,12 +43,12 @@ func Start(t testing.TB, o server.Options) *Gateway {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	gw, err := server.New(ctx, o)
+	gw, err := core.New(ctx, o)
 	if err != nil {
-		t.Fatalf("gateway: %v", err)
+		t.Fatalf("replica: %v", err)
 	}
 	gs := grpc.NewServer()
-	server.Register(gs, gw)
+	server.Register(gs, gw, o.Logger)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -62,8 +63,8 @@ func Start(t testing.TB, o server.Options) *Gateway {
 		t.Fatal(err)
 	}
 	stopped := false
-	g := &Gateway{
-		Gateway:   gw,
+	g := &Replica{
+		Replica:   gw,
 		Consumers: jetgatev1.NewConsumerServiceClient(conn),
 		Streams:   jetgatev1.NewStreamServiceClient(conn),
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/internal/embedded"
 )
 
 // Start runs a JetStream server on a random port with its store in a
@@ -26,20 +28,9 @@ func Start(t testing.TB) *server.Server {
 // random one), so that a test can restart a server on the same store.
 func StartIn(t testing.TB, dir string, port int) *server.Server {
 	t.Helper()
-	ns, err := server.NewServer(&server.Options{
-		Host:      "127.0.0.1",
-		Port:      port,
-		JetStream: true,
-		StoreDir:  dir,
-		NoLog:     true,
-		NoSigs:    true,
-	})
+	ns, err := embedded.Start(embedded.Options{Host: "127.0.0.1", Port: port, StoreDir: dir})
 	if err != nil {
 		t.Fatalf("nats server: %v", err)
-	}
-	ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats server did not start")
 	}
 	t.Cleanup(func() {
 		ns.Shutdown()

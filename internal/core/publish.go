@@ -1,4 +1,4 @@
-package server
+package core
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/internal/errs"
 )
 
 // PublishRequest is a validated Publish.
@@ -30,33 +32,33 @@ type PubAck struct {
 
 // Publish stores a message in one of the streams the gateway serves. The
 // subject must be one of the stream's own and must not start with $.
-func (g *Gateway) Publish(ctx context.Context, r PublishRequest) (PubAck, error) {
-	if err := validSubject(r.Subject); err != nil {
+func (r *Replica) Publish(ctx context.Context, req PublishRequest) (PubAck, error) {
+	if err := validSubject(req.Subject); err != nil {
 		return PubAck{}, err
 	}
-	if err := g.streams.allows(ctx, r.Stream, r.Subject); err != nil {
+	if err := r.streams.allows(ctx, req.Stream, req.Subject); err != nil {
 		return PubAck{}, err
 	}
-	m := &nats.Msg{Subject: r.Subject, Data: r.Data, Header: r.Header}
+	m := &nats.Msg{Subject: req.Subject, Data: req.Data, Header: req.Header}
 	// No Nats-Expected-Stream header: the subject was checked against the
 	// stream's own (which no other stream may share), and the header would be
 	// stored with the message and handed back to every consumer.
 	var opts []jetstream.PublishOpt
-	if r.MsgID != "" {
-		opts = append(opts, jetstream.WithMsgID(r.MsgID))
+	if req.MsgID != "" {
+		opts = append(opts, jetstream.WithMsgID(req.MsgID))
 	}
-	pctx, cancel := context.WithTimeout(ctx, g.timeout)
+	pctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	ack, err := g.js.PublishMsg(pctx, m, opts...)
+	ack, err := r.js.PublishMsg(pctx, m, opts...)
 	if err != nil {
 		var apiErr *jetstream.APIError
 		switch {
 		case ctx.Err() != nil:
 			return PubAck{}, ctx.Err()
 		case errors.As(err, &apiErr):
-			return PubAck{}, fmt.Errorf("%w: stream %q refused the message: %s", errPublishRefused, r.Stream, apiErr.Description)
+			return PubAck{}, fmt.Errorf("%w: stream %q refused the message: %s", errs.ErrPublishRefused, req.Stream, apiErr.Description)
 		default:
-			return PubAck{}, fmt.Errorf("%w: publish: %v", ErrUnavailable, err)
+			return PubAck{}, fmt.Errorf("%w: publish: %v", errs.ErrUnavailable, err)
 		}
 	}
 	return PubAck{Stream: ack.Stream, Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
@@ -66,13 +68,13 @@ func (g *Gateway) Publish(ctx context.Context, r PublishRequest) (PubAck, error)
 func validSubject(s string) error {
 	switch {
 	case s == "":
-		return fmt.Errorf("%w: subject is required", ErrInvalidArgument)
+		return fmt.Errorf("%w: subject is required", errs.ErrInvalidArgument)
 	case strings.HasPrefix(s, "$"):
-		return fmt.Errorf("%w: subject %q starts with $, which is reserved for the system", ErrSubjectNotAllowed, s)
+		return fmt.Errorf("%w: subject %q starts with $, which is reserved for the system", errs.ErrSubjectNotAllowed, s)
 	case strings.ContainsAny(s, " \t\r\n*>"):
-		return fmt.Errorf("%w: subject %q must be a literal subject, without spaces or wildcards", ErrInvalidArgument, s)
+		return fmt.Errorf("%w: subject %q must be a literal subject, without spaces or wildcards", errs.ErrInvalidArgument, s)
 	case strings.HasPrefix(s, ".") || strings.HasSuffix(s, ".") || strings.Contains(s, ".."):
-		return fmt.Errorf("%w: subject %q has an empty token", ErrInvalidArgument, s)
+		return fmt.Errorf("%w: subject %q has an empty token", errs.ErrInvalidArgument, s)
 	}
 	return nil
 }
@@ -124,7 +126,7 @@ func (s *streamSubjects) allows(ctx context.Context, stream, subject string) err
 	subjects, ok := s.m[stream]
 	s.mu.RUnlock()
 	if !ok {
-		return fmt.Errorf("%w: this gateway does not serve stream %q", ErrStreamNotFound, stream)
+		return fmt.Errorf("%w: this gateway does not serve stream %q", errs.ErrStreamNotFound, stream)
 	}
 	match := func(p string) bool { return subjectMatches(p, subject) }
 	if slices.ContainsFunc(subjects, match) {
@@ -139,5 +141,5 @@ func (s *streamSubjects) allows(ctx context.Context, stream, subject string) err
 		}
 	}
 	return fmt.Errorf("%w: subject %q is not bound to stream %q (its subjects: %s)",
-		ErrSubjectNotAllowed, subject, stream, strings.Join(subjects, ", "))
+		errs.ErrSubjectNotAllowed, subject, stream, strings.Join(subjects, ", "))
 }

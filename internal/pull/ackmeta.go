@@ -1,4 +1,4 @@
-package server
+package pull
 
 import (
 	"errors"
@@ -18,18 +18,19 @@ type Metadata struct {
 	Timestamp   time.Time
 }
 
-var errNotAckSubject = errors.New("not a JetStream ack subject")
+// ErrNotAckSubject is a reply subject that is not a JetStream ack subject.
+var ErrNotAckSubject = errors.New("not a JetStream ack subject")
 
-// parseAckSubject reads a delivery's reply subject, in either form the server
+// ParseAckSubject reads a delivery's reply subject, in either form the server
 // sends:
 //
 //	$JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>
 //	$JS.ACK.<domain>.<acchash>.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<ts>.<pending>[.<token>]
-func parseAckSubject(subject string) (Metadata, error) {
+func ParseAckSubject(subject string) (Metadata, error) {
 	var md Metadata
 	rest, ok := strings.CutPrefix(subject, "$JS.ACK.")
 	if !ok {
-		return md, errNotAckSubject
+		return md, ErrNotAckSubject
 	}
 	var tok [10]string
 	n := 0
@@ -50,13 +51,13 @@ func parseAckSubject(subject string) (Metadata, error) {
 	case n >= 9:
 		t = tok[2:9]
 	default:
-		return md, errNotAckSubject
+		return md, ErrNotAckSubject
 	}
 	var nums [5]uint64
 	for i, s := range t[2:] {
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			return md, errNotAckSubject
+			return md, ErrNotAckSubject
 		}
 		nums[i] = v
 	}
@@ -67,17 +68,17 @@ func parseAckSubject(subject string) (Metadata, error) {
 	return md, nil
 }
 
-// ackSubject rebuilds the 9-token ack subject of a delivery. The server
+// AckSubject rebuilds the 9-token ack subject of a delivery. The server
 // listens on it whatever form it sends, and reads only the consumer,
 // delivery count and sequences from it.
-func ackSubject(stream, consumer string, c claims) string {
+func AckSubject(stream, consumer string, delivered, streamSeq, consumerSeq uint64) string {
 	var b strings.Builder
 	b.Grow(len("$JS.ACK...") + len(stream) + len(consumer) + 3*20 + 4)
 	b.WriteString("$JS.ACK.")
 	b.WriteString(stream)
 	b.WriteByte('.')
 	b.WriteString(consumer)
-	for _, v := range [...]uint64{c.delivered, c.streamSeq, c.consumerSeq, 0, 0} {
+	for _, v := range [...]uint64{delivered, streamSeq, consumerSeq, 0, 0} {
 		b.WriteByte('.')
 		b.WriteString(strconv.FormatUint(v, 10))
 	}

@@ -1,4 +1,4 @@
-package server
+package pull
 
 import (
 	"errors"
@@ -38,12 +38,12 @@ func TestParseAckSubject(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseAckSubject(tt.subject)
+			got, err := ParseAckSubject(tt.subject)
 			if err != nil {
-				t.Fatalf("parseAckSubject(%q) = %v", tt.subject, err)
+				t.Fatalf("ParseAckSubject(%q) = %v", tt.subject, err)
 			}
 			if !sameMetadata(got, tt.want) {
-				t.Errorf("parseAckSubject(%q) = %+v, want %+v", tt.subject, got, tt.want)
+				t.Errorf("ParseAckSubject(%q) = %+v, want %+v", tt.subject, got, tt.want)
 			}
 		})
 	}
@@ -79,33 +79,40 @@ func TestParseAckSubjectRejects(t *testing.T) {
 		"_INBOX.abc.3.1042.77.1700000000123456789.9.1.2",
 		" $JS.ACK.ORDERS.billing.3.1042.77.1700000000123456789.9",
 	} {
-		if md, err := parseAckSubject(subject); !errors.Is(err, errNotAckSubject) {
-			t.Errorf("parseAckSubject(%q) = %+v, %v; want errNotAckSubject", subject, md, err)
+		if md, err := ParseAckSubject(subject); !errors.Is(err, ErrNotAckSubject) {
+			t.Errorf("ParseAckSubject(%q) = %+v, %v; want ErrNotAckSubject", subject, md, err)
 		}
 	}
+}
+
+// seqs are the numbers of a delivery that an ack subject carries.
+type seqs struct{ streamSeq, consumerSeq, delivered uint64 }
+
+func (s seqs) ackSubject(stream, consumer string) string {
+	return AckSubject(stream, consumer, s.delivered, s.streamSeq, s.consumerSeq)
 }
 
 func TestAckSubjectRoundTrip(t *testing.T) {
 	tests := []struct {
 		stream, consumer string
-		c                claims
+		c                seqs
 	}{
-		{"ORDERS", "billing", claims{streamSeq: 1042, consumerSeq: 77, delivered: 3}},
-		{"S", "C", claims{}},
-		{"s-1_x", "c~2", claims{streamSeq: math.MaxUint64, consumerSeq: math.MaxUint64, delivered: math.MaxUint64}},
+		{"ORDERS", "billing", seqs{streamSeq: 1042, consumerSeq: 77, delivered: 3}},
+		{"S", "C", seqs{}},
+		{"s-1_x", "c~2", seqs{streamSeq: math.MaxUint64, consumerSeq: math.MaxUint64, delivered: math.MaxUint64}},
 	}
 	for _, tt := range tests {
-		subj := ackSubject(tt.stream, tt.consumer, tt.c)
+		subj := tt.c.ackSubject(tt.stream, tt.consumer)
 		if n := strings.Count(subj, ".") + 1; n != 9 || !strings.HasPrefix(subj, "$JS.ACK.") {
 			t.Errorf("ackSubject = %q, want 9 tokens under $JS.ACK.", subj)
 		}
-		md, err := parseAckSubject(subj)
+		md, err := ParseAckSubject(subj)
 		if err != nil {
-			t.Fatalf("parseAckSubject(ackSubject) = %v", err)
+			t.Fatalf("ParseAckSubject(ackSubject) = %v", err)
 		}
 		if md.Stream != tt.stream || md.Consumer != tt.consumer || md.StreamSeq != tt.c.streamSeq ||
 			md.ConsumerSeq != tt.c.consumerSeq || md.Delivered != tt.c.delivered {
-			t.Errorf("parseAckSubject(%q) = %+v, want the claims %+v of %s/%s", subj, md, tt.c, tt.stream, tt.consumer)
+			t.Errorf("ParseAckSubject(%q) = %+v, want the claims %+v of %s/%s", subj, md, tt.c, tt.stream, tt.consumer)
 		}
 	}
 }
@@ -114,11 +121,11 @@ func TestAckSubjectRoundTrip(t *testing.T) {
 // token names the same delivery as the 12-token subject it was received on.
 func TestAckSubjectOfLongForm(t *testing.T) {
 	recv := "$JS.ACK.hub.ACCHASH1.ORDERS.billing.3.1042.77.1700000000123456789.9.rAnD0m"
-	md, err := parseAckSubject(recv)
+	md, err := ParseAckSubject(recv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := ackSubject(md.Stream, md.Consumer, claims{streamSeq: md.StreamSeq, consumerSeq: md.ConsumerSeq, delivered: md.Delivered})
+	got := AckSubject(md.Stream, md.Consumer, md.Delivered, md.StreamSeq, md.ConsumerSeq)
 	if want := "$JS.ACK.ORDERS.billing.3.1042.77.0.0"; got != want {
 		t.Errorf("ackSubject = %q, want %q", got, want)
 	}
@@ -138,106 +145,20 @@ func FuzzParseAckSubject(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, subject string) {
-		md, err := parseAckSubject(subject)
+		md, err := ParseAckSubject(subject)
 		if err != nil {
-			if !errors.Is(err, errNotAckSubject) {
-				t.Fatalf("parseAckSubject = %v, want errNotAckSubject", err)
+			if !errors.Is(err, ErrNotAckSubject) {
+				t.Fatalf("ParseAckSubject = %v, want ErrNotAckSubject", err)
 			}
 			return
 		}
 		if !strings.HasPrefix(subject, "$JS.ACK.") || strings.Contains(md.Stream, ".") || strings.Contains(md.Consumer, ".") {
-			t.Fatalf("parseAckSubject(%q) = %+v", subject, md)
+			t.Fatalf("ParseAckSubject(%q) = %+v", subject, md)
 		}
-		c := claims{streamSeq: md.StreamSeq, consumerSeq: md.ConsumerSeq, delivered: md.Delivered}
-		back, err := parseAckSubject(ackSubject(md.Stream, md.Consumer, c))
+		back, err := ParseAckSubject(AckSubject(md.Stream, md.Consumer, md.Delivered, md.StreamSeq, md.ConsumerSeq))
 		if err != nil || back.Stream != md.Stream || back.Consumer != md.Consumer ||
 			back.StreamSeq != md.StreamSeq || back.ConsumerSeq != md.ConsumerSeq || back.Delivered != md.Delivered {
 			t.Fatalf("ackSubject of %+v reads back as %+v, %v", md, back, err)
 		}
 	})
-}
-
-func TestSubjectMatches(t *testing.T) {
-	tests := []struct {
-		pattern, subject string
-		want             bool
-	}{
-		{"orders", "orders", true},
-		{"orders", "order", false},
-		{"orders", "orders.eu", false},
-		{"orders.eu", "orders", false},
-		{"orders.eu", "orders.eu", true},
-		{"orders.eu", "orders.us", false},
-		{"orders.*", "orders.eu", true},
-		{"orders.*", "orders", false},
-		{"orders.*", "orders.eu.paris", false},
-		{"*.eu", "orders.eu", true},
-		{"*.eu", "orders.us", false},
-		{"*", "orders", true},
-		{"*", "orders.eu", false},
-		{"orders.*.paris", "orders.eu.paris", true},
-		{"orders.*.paris", "orders.eu.lyon", false},
-		{"orders.>", "orders.eu", true},
-		{"orders.>", "orders.eu.paris", true},
-		{"orders.>", "orders", false},
-		{"orders.>", "payments.eu", false},
-		{">", "orders", true},
-		{">", "orders.eu.paris", true},
-		{"*.>", "orders", false},
-		{"*.>", "orders.eu", true},
-		{"orders.eu.>", "orders.eu", false},
-		{"ord*", "orders", false},
-		{"ord*", "ord*", true},
-		{"orders.>x", "orders.eu", false},
-	}
-	for _, tt := range tests {
-		if got := subjectMatches(tt.pattern, tt.subject); got != tt.want {
-			t.Errorf("subjectMatches(%q, %q) = %t, want %t", tt.pattern, tt.subject, got, tt.want)
-		}
-	}
-}
-
-func TestValidSubject(t *testing.T) {
-	tests := []struct {
-		subject string
-		want    error
-	}{
-		{"orders", nil},
-		{"orders.eu.paris", nil},
-		{"orders-1.eu_2", nil},
-		{"a.$b", nil},
-		{"$JS.API.STREAM.DELETE.ORDERS", ErrSubjectNotAllowed},
-		{"$SYS.REQ", ErrSubjectNotAllowed},
-		{"$", ErrSubjectNotAllowed},
-		{"", ErrInvalidArgument},
-		{"orders.*", ErrInvalidArgument},
-		{"orders.>", ErrInvalidArgument},
-		{"*", ErrInvalidArgument},
-		{">", ErrInvalidArgument},
-		{"ord*ers", ErrInvalidArgument},
-		{"orders eu", ErrInvalidArgument},
-		{"orders\teu", ErrInvalidArgument},
-		{"orders\r\nPUB x 1", ErrInvalidArgument},
-		{"orders\n", ErrInvalidArgument},
-		{" orders", ErrInvalidArgument},
-		{".orders", ErrInvalidArgument},
-		{"orders.", ErrInvalidArgument},
-		{"orders..eu", ErrInvalidArgument},
-		{".", ErrInvalidArgument},
-	}
-	for _, tt := range tests {
-		err := validSubject(tt.subject)
-		if tt.want == nil {
-			if err != nil {
-				t.Errorf("validSubject(%q) = %v, want nil", tt.subject, err)
-			}
-			continue
-		}
-		if !errors.Is(err, tt.want) {
-			t.Errorf("validSubject(%q) = %v, want %v", tt.subject, err, tt.want)
-		}
-		if tt.want == ErrSubjectNotAllowed && errors.Is(err, ErrInvalidArgument) {
-			t.Errorf("validSubject(%q) = %v, is both ErrSubjectNotAllowed and ErrInvalidArgument", tt.subject, err)
-		}
-	}
 }

@@ -1,4 +1,8 @@
-package server
+// Package token is the lease token codec and its keyring. A token names a
+// lease (issuer, stream and consumer sequence, delivery count, deadline) and
+// is HMAC-signed, bound to the stream, consumer and principal it was issued
+// for, so that it cannot be forged, altered or moved.
+package token
 
 import (
 	"bufio"
@@ -16,6 +20,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/jetgate/jetgate/internal/errs"
 )
 
 // Token layout, before base64url (no padding):
@@ -36,30 +42,32 @@ const (
 	// MaxTokenLen is the longest token text the gateway issues or accepts.
 	MaxTokenLen = 256
 	minKeyLen   = 32
+	// maxName bounds stream and consumer names, as the NATS server does.
+	maxName = 255
 )
 
-// GatewayID identifies one gateway process; tokens name their issuer by it.
-type GatewayID [8]byte
+// IssuerID identifies one gateway process; tokens name their issuer by it.
+type IssuerID [8]byte
 
 // String returns the id in hex, as it appears in subjects and logs.
-func (id GatewayID) String() string { return fmt.Sprintf("%x", id[:]) }
+func (id IssuerID) String() string { return fmt.Sprintf("%x", id[:]) }
 
-// NewGatewayID returns a random id.
-func NewGatewayID() GatewayID {
-	var id GatewayID
+// NewIssuerID returns a random id.
+func NewIssuerID() IssuerID {
+	var id IssuerID
 	if _, err := rand.Read(id[:]); err != nil {
 		panic(err) // crypto/rand does not fail on supported platforms
 	}
 	return id
 }
 
-// claims is what a token says about a lease.
-type claims struct {
-	issuer      GatewayID
-	streamSeq   uint64
-	consumerSeq uint64
-	delivered   uint64
-	deadline    time.Time
+// Claims is what a token says about a lease.
+type Claims struct {
+	Issuer      IssuerID
+	StreamSeq   uint64
+	ConsumerSeq uint64
+	Delivered   uint64
+	Deadline    time.Time // cut to the millisecond
 }
 
 // Keyring holds the token keys: the first signs, all verify.
@@ -174,63 +182,63 @@ func (k key) mac(dst, payload []byte, stream, consumer, principal string) []byte
 	return append(dst, m.Sum(sum[:0])[:macLen]...)
 }
 
-// seal returns the token for c, issued for stream/consumer and principal.
-func (kr *Keyring) seal(c claims, stream, consumer, principal string) string {
+// Seal returns the token for c, issued for stream/consumer and principal.
+func (kr *Keyring) Seal(c Claims, stream, consumer, principal string) string {
 	b := make([]byte, headerLen, maxTokenBytes)
 	b[0] = tokenVersion
 	binary.BigEndian.PutUint32(b[1:5], kr.signing.id)
-	copy(b[5:13], c.issuer[:])
+	copy(b[5:13], c.Issuer[:])
 	tag := consumerTag(stream, consumer)
 	copy(b[13:17], tag[:])
-	b = binary.AppendUvarint(b, c.streamSeq)
-	b = binary.AppendUvarint(b, c.consumerSeq)
-	b = binary.AppendUvarint(b, c.delivered)
-	b = binary.AppendUvarint(b, uint64(c.deadline.UnixMilli()))
+	b = binary.AppendUvarint(b, c.StreamSeq)
+	b = binary.AppendUvarint(b, c.ConsumerSeq)
+	b = binary.AppendUvarint(b, c.Delivered)
+	b = binary.AppendUvarint(b, uint64(c.Deadline.UnixMilli()))
 	b = kr.signing.mac(b, b, stream, consumer, principal)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// open verifies tok for stream/consumer and principal and returns its claims.
-// It fails with ErrTokenInvalid or ErrTokenWrongConsumer.
-func (kr *Keyring) open(tok, stream, consumer, principal string) (claims, error) {
-	var c claims
+// Open verifies tok for stream/consumer and principal and returns its claims.
+// It fails with errs.ErrTokenInvalid or errs.ErrTokenWrongConsumer.
+func (kr *Keyring) Open(tok, stream, consumer, principal string) (Claims, error) {
+	var c Claims
 	if len(tok) == 0 || len(tok) > MaxTokenLen {
-		return c, ErrTokenInvalid
+		return c, errs.ErrTokenInvalid
 	}
 	b, err := base64.RawURLEncoding.Strict().DecodeString(tok)
 	// Strict decoding still skips line breaks; only the canonical text of
 	// the bytes is the token.
 	if err != nil || len(b) < headerLen+4+macLen || b[0] != tokenVersion ||
 		base64.RawURLEncoding.EncodedLen(len(b)) != len(tok) {
-		return c, ErrTokenInvalid
+		return c, errs.ErrTokenInvalid
 	}
 	payload, sum := b[:len(b)-macLen], b[len(b)-macLen:]
 	k, ok := kr.byID[binary.BigEndian.Uint32(payload[1:5])]
 	if !ok {
-		return c, ErrTokenInvalid
+		return c, errs.ErrTokenInvalid
 	}
 	var want [macLen]byte
 	if !hmac.Equal(sum, k.mac(want[:0], payload, stream, consumer, principal)) {
 		tag := consumerTag(stream, consumer)
 		if subtle.ConstantTimeCompare(tag[:], payload[13:17]) == 0 {
-			return c, ErrTokenWrongConsumer
+			return c, errs.ErrTokenWrongConsumer
 		}
-		return c, ErrTokenInvalid
+		return c, errs.ErrTokenInvalid
 	}
-	copy(c.issuer[:], payload[5:13])
+	copy(c.Issuer[:], payload[5:13])
 	rest := payload[headerLen:]
 	var fields [4]uint64
 	for i := range fields {
 		v, n := binary.Uvarint(rest)
 		if n <= 0 {
-			return claims{}, ErrTokenInvalid
+			return Claims{}, errs.ErrTokenInvalid
 		}
 		fields[i], rest = v, rest[n:]
 	}
 	if len(rest) != 0 || fields[3] > 1<<62 {
-		return claims{}, ErrTokenInvalid
+		return Claims{}, errs.ErrTokenInvalid
 	}
-	c.streamSeq, c.consumerSeq, c.delivered = fields[0], fields[1], fields[2]
-	c.deadline = time.UnixMilli(int64(fields[3]))
+	c.StreamSeq, c.ConsumerSeq, c.Delivered = fields[0], fields[1], fields[2]
+	c.Deadline = time.UnixMilli(int64(fields[3]))
 	return c, nil
 }

@@ -1,4 +1,4 @@
-package server
+package token
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jetgate/jetgate/internal/errs"
 )
 
 const (
@@ -37,58 +39,58 @@ func mustKeyring(t testing.TB, secrets ...[]byte) *Keyring {
 	return kr
 }
 
-func testClaims() claims {
-	return claims{
-		issuer:      GatewayID{1, 2, 3, 4, 5, 6, 7, 8},
-		streamSeq:   1042,
-		consumerSeq: 77,
-		delivered:   3,
-		deadline:    time.Date(2025, 3, 14, 15, 9, 26, 535_897_932, time.UTC),
+func testClaims() Claims {
+	return Claims{
+		Issuer:      IssuerID{1, 2, 3, 4, 5, 6, 7, 8},
+		StreamSeq:   1042,
+		ConsumerSeq: 77,
+		Delivered:   3,
+		Deadline:    time.Date(2025, 3, 14, 15, 9, 26, 535_897_932, time.UTC),
 	}
 }
 
 // sameClaims compares claims, the deadline as an instant.
-func sameClaims(a, b claims) bool {
-	return a.issuer == b.issuer && a.streamSeq == b.streamSeq && a.consumerSeq == b.consumerSeq &&
-		a.delivered == b.delivered && a.deadline.Equal(b.deadline)
+func sameClaims(a, b Claims) bool {
+	return a.Issuer == b.Issuer && a.StreamSeq == b.StreamSeq && a.ConsumerSeq == b.ConsumerSeq &&
+		a.Delivered == b.Delivered && a.Deadline.Equal(b.Deadline)
 }
 
 func isTokenError(err error) bool {
-	return errors.Is(err, ErrTokenInvalid) || errors.Is(err, ErrTokenWrongConsumer)
+	return errors.Is(err, errs.ErrTokenInvalid) || errors.Is(err, errs.ErrTokenWrongConsumer)
 }
 
 func TestTokenRoundTrip(t *testing.T) {
 	kr := mustKeyring(t, keyA)
 	tests := []struct {
 		name      string
-		c         claims
+		c         Claims
 		principal string
 	}{
 		{"typical", testClaims(), tokPrincipal},
 		{"no principal", testClaims(), ""},
-		{"zero sequences", claims{deadline: time.UnixMilli(1)}, ""},
-		{"max fields", claims{
-			issuer:      GatewayID{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
-			streamSeq:   math.MaxUint64,
-			consumerSeq: math.MaxUint64,
-			delivered:   math.MaxUint64,
-			deadline:    time.UnixMilli(1 << 62),
+		{"zero sequences", Claims{Deadline: time.UnixMilli(1)}, ""},
+		{"max fields", Claims{
+			Issuer:      IssuerID{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+			StreamSeq:   math.MaxUint64,
+			ConsumerSeq: math.MaxUint64,
+			Delivered:   math.MaxUint64,
+			Deadline:    time.UnixMilli(1 << 62),
 		}, strings.Repeat("p", 1000)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tok := kr.seal(tt.c, tokStream, tokConsumer, tt.principal)
-			got, err := kr.open(tok, tokStream, tokConsumer, tt.principal)
+			tok := kr.Seal(tt.c, tokStream, tokConsumer, tt.principal)
+			got, err := kr.Open(tok, tokStream, tokConsumer, tt.principal)
 			if err != nil {
 				t.Fatalf("open(seal(c)) = %v", err)
 			}
 			want := tt.c
-			want.deadline = tt.c.deadline.Truncate(time.Millisecond)
+			want.Deadline = tt.c.Deadline.Truncate(time.Millisecond)
 			if !sameClaims(got, want) {
 				t.Fatalf("open(seal(c)) = %+v, want %+v", got, want)
 			}
-			if got.deadline.Nanosecond()%int(time.Millisecond) != 0 {
-				t.Errorf("deadline %v is not cut to the millisecond", got.deadline)
+			if got.Deadline.Nanosecond()%int(time.Millisecond) != 0 {
+				t.Errorf("deadline %v is not cut to the millisecond", got.Deadline)
 			}
 		})
 	}
@@ -96,18 +98,18 @@ func TestTokenRoundTrip(t *testing.T) {
 
 func TestTokenIsURLSafeAndBounded(t *testing.T) {
 	kr := mustKeyring(t, keyA)
-	for _, c := range []claims{
+	for _, c := range []Claims{
 		testClaims(),
 		{},
 		{
-			issuer:      GatewayID{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
-			streamSeq:   math.MaxUint64,
-			consumerSeq: math.MaxUint64,
-			delivered:   math.MaxUint64,
-			deadline:    time.UnixMilli(math.MaxInt64), // the longest deadline varint
+			Issuer:      IssuerID{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+			StreamSeq:   math.MaxUint64,
+			ConsumerSeq: math.MaxUint64,
+			Delivered:   math.MaxUint64,
+			Deadline:    time.UnixMilli(math.MaxInt64), // the longest deadline varint
 		},
 	} {
-		tok := kr.seal(c, strings.Repeat("s", maxName), strings.Repeat("c", maxName), strings.Repeat("p", 4096))
+		tok := kr.Seal(c, strings.Repeat("s", maxName), strings.Repeat("c", maxName), strings.Repeat("p", 4096))
 		if !urlSafe.MatchString(tok) {
 			t.Errorf("token %q has characters outside [A-Za-z0-9_-]", tok)
 		}
@@ -125,8 +127,8 @@ func sealedTokens(t testing.TB, kr *Keyring) []string {
 	seen := map[int]bool{}
 	for _, seq := range []uint64{1, 200, 40_000, 3_000_000, 1 << 40, math.MaxUint64} {
 		c := testClaims()
-		c.streamSeq = seq
-		tok := kr.seal(c, tokStream, tokConsumer, tokPrincipal)
+		c.StreamSeq = seq
+		tok := kr.Seal(c, tokStream, tokConsumer, tokPrincipal)
 		n := base64.RawURLEncoding.DecodedLen(len(tok))
 		if !seen[n%3] {
 			seen[n%3] = true
@@ -151,9 +153,9 @@ func TestTokenEveryByteAlterationFails(t *testing.T) {
 				b := bytes.Clone(raw)
 				b[i] ^= mask
 				alt := base64.RawURLEncoding.EncodeToString(b)
-				c, err := kr.open(alt, tokStream, tokConsumer, tokPrincipal)
+				c, err := kr.Open(alt, tokStream, tokConsumer, tokPrincipal)
 				if !isTokenError(err) {
-					t.Fatalf("byte %d ^ %#x: open = %+v, %v; want ErrTokenInvalid or ErrTokenWrongConsumer", i, mask, c, err)
+					t.Fatalf("byte %d ^ %#x: open = %+v, %v; want errs.ErrTokenInvalid or errs.ErrTokenWrongConsumer", i, mask, c, err)
 				}
 			}
 		}
@@ -164,20 +166,20 @@ func TestTokenEveryTruncationFails(t *testing.T) {
 	kr := mustKeyring(t, keyA)
 	for _, tok := range sealedTokens(t, kr) {
 		for i := 0; i < len(tok); i++ {
-			if _, err := kr.open(tok[:i], tokStream, tokConsumer, tokPrincipal); !isTokenError(err) {
+			if _, err := kr.Open(tok[:i], tokStream, tokConsumer, tokPrincipal); !isTokenError(err) {
 				t.Errorf("text cut to %d of %d characters: open = %v, want a token error", i, len(tok), err)
 			}
 		}
 		raw, _ := base64.RawURLEncoding.DecodeString(tok)
 		for i := 0; i < len(raw); i++ {
 			cut := base64.RawURLEncoding.EncodeToString(raw[:i])
-			if _, err := kr.open(cut, tokStream, tokConsumer, tokPrincipal); !isTokenError(err) {
+			if _, err := kr.Open(cut, tokStream, tokConsumer, tokPrincipal); !isTokenError(err) {
 				t.Errorf("bytes cut to %d of %d: open = %v, want a token error", i, len(raw), err)
 			}
 		}
 		for _, ext := range [][]byte{{0}, {1}, {0x80, 0}} {
 			long := base64.RawURLEncoding.EncodeToString(append(bytes.Clone(raw), ext...))
-			if _, err := kr.open(long, tokStream, tokConsumer, tokPrincipal); !isTokenError(err) {
+			if _, err := kr.Open(long, tokStream, tokConsumer, tokPrincipal); !isTokenError(err) {
 				t.Errorf("bytes %x appended: open = %v, want a token error", ext, err)
 			}
 		}
@@ -197,14 +199,14 @@ func TestTokenTextIsCanonical(t *testing.T) {
 					continue
 				}
 				alt := tok[:i] + string(r) + tok[i+1:]
-				if _, err := kr.open(alt, tokStream, tokConsumer, tokPrincipal); err == nil {
+				if _, err := kr.Open(alt, tokStream, tokConsumer, tokPrincipal); err == nil {
 					substituted = append(substituted, alt)
 				}
 			}
 		}
 		for _, ins := range []string{"\n", "\r", "\r\n"} {
 			for _, alt := range []string{ins + tok, tok[:10] + ins + tok[10:], tok + ins} {
-				if _, err := kr.open(alt, tokStream, tokConsumer, tokPrincipal); err == nil {
+				if _, err := kr.Open(alt, tokStream, tokConsumer, tokPrincipal); err == nil {
 					withBreaks = append(withBreaks, alt)
 				}
 			}
@@ -226,27 +228,27 @@ func first(s []string) string {
 
 func TestTokenBoundToConsumerAndPrincipal(t *testing.T) {
 	kr := mustKeyring(t, keyA)
-	tok := kr.seal(testClaims(), tokStream, tokConsumer, tokPrincipal)
+	tok := kr.Seal(testClaims(), tokStream, tokConsumer, tokPrincipal)
 	tests := []struct {
 		name                        string
 		stream, consumer, principal string
 		want                        error
 	}{
-		{"other stream", "PAYMENTS", tokConsumer, tokPrincipal, ErrTokenWrongConsumer},
-		{"other consumer", tokStream, "audit", tokPrincipal, ErrTokenWrongConsumer},
-		{"both swapped", tokConsumer, tokStream, tokPrincipal, ErrTokenWrongConsumer},
-		{"names run together", tokStream + tokConsumer, "", tokPrincipal, ErrTokenWrongConsumer},
-		{"other principal", tokStream, tokConsumer, "mallory", ErrTokenInvalid},
-		{"no principal", tokStream, tokConsumer, "", ErrTokenInvalid},
-		{"principal prefix", tokStream, tokConsumer, tokPrincipal[:4], ErrTokenInvalid},
+		{"other stream", "PAYMENTS", tokConsumer, tokPrincipal, errs.ErrTokenWrongConsumer},
+		{"other consumer", tokStream, "audit", tokPrincipal, errs.ErrTokenWrongConsumer},
+		{"both swapped", tokConsumer, tokStream, tokPrincipal, errs.ErrTokenWrongConsumer},
+		{"names run together", tokStream + tokConsumer, "", tokPrincipal, errs.ErrTokenWrongConsumer},
+		{"other principal", tokStream, tokConsumer, "mallory", errs.ErrTokenInvalid},
+		{"no principal", tokStream, tokConsumer, "", errs.ErrTokenInvalid},
+		{"principal prefix", tokStream, tokConsumer, tokPrincipal[:4], errs.ErrTokenInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := kr.open(tok, tt.stream, tt.consumer, tt.principal)
+			c, err := kr.Open(tok, tt.stream, tt.consumer, tt.principal)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("open = %+v, %v; want %v", c, err, tt.want)
 			}
-			if c != (claims{}) {
+			if c != (Claims{}) {
 				t.Errorf("failed open returned claims %+v", c)
 			}
 		})
@@ -267,8 +269,8 @@ func TestTokenFieldsCannotShift(t *testing.T) {
 	}
 	var shifted []string
 	for _, tt := range tests {
-		tok := kr.seal(testClaims(), tt.sealed[0], tt.sealed[1], tt.sealed[2])
-		if _, err := kr.open(tok, tt.opened[0], tt.opened[1], tt.opened[2]); err == nil {
+		tok := kr.Seal(testClaims(), tt.sealed[0], tt.sealed[1], tt.sealed[2])
+		if _, err := kr.Open(tok, tt.opened[0], tt.opened[1], tt.opened[2]); err == nil {
 			shifted = append(shifted, tt.name)
 		}
 	}
@@ -281,9 +283,9 @@ func TestTokenFieldsCannotShift(t *testing.T) {
 func TestTokenUnknownKeyFails(t *testing.T) {
 	verifier := mustKeyring(t, keyA)
 	for _, signer := range []*Keyring{mustKeyring(t, keyB), mustKeyring(t, keyC, keyA), RandomKeyring()} {
-		tok := signer.seal(testClaims(), tokStream, tokConsumer, tokPrincipal)
-		if _, err := verifier.open(tok, tokStream, tokConsumer, tokPrincipal); !errors.Is(err, ErrTokenInvalid) {
-			t.Errorf("token signed with an unknown key: open = %v, want ErrTokenInvalid", err)
+		tok := signer.Seal(testClaims(), tokStream, tokConsumer, tokPrincipal)
+		if _, err := verifier.Open(tok, tokStream, tokConsumer, tokPrincipal); !errors.Is(err, errs.ErrTokenInvalid) {
+			t.Errorf("token signed with an unknown key: open = %v, want errs.ErrTokenInvalid", err)
 		}
 	}
 	if a, b := RandomKeyring(), RandomKeyring(); a.signing.id == b.signing.id {
@@ -297,31 +299,31 @@ func TestTokenKeyRotation(t *testing.T) {
 	newOnly := mustKeyring(t, keyB)
 	c := testClaims()
 
-	oldTok := old.seal(c, tokStream, tokConsumer, tokPrincipal)
-	if got, err := rotated.open(oldTok, tokStream, tokConsumer, tokPrincipal); err != nil || !sameClaims(got, c.withDeadlineMs()) {
+	oldTok := old.Seal(c, tokStream, tokConsumer, tokPrincipal)
+	if got, err := rotated.Open(oldTok, tokStream, tokConsumer, tokPrincipal); err != nil || !sameClaims(got, c.withDeadlineMs()) {
 		t.Errorf("[new, old] opening a token of [old] = %+v, %v; want the claims", got, err)
 	}
 
-	newTok := rotated.seal(c, tokStream, tokConsumer, tokPrincipal)
+	newTok := rotated.Seal(c, tokStream, tokConsumer, tokPrincipal)
 	if newTok == oldTok {
 		t.Fatal("[new, old] sealed with the old key")
 	}
-	if want := newOnly.seal(c, tokStream, tokConsumer, tokPrincipal); newTok != want {
+	if want := newOnly.Seal(c, tokStream, tokConsumer, tokPrincipal); newTok != want {
 		t.Errorf("[new, old] sealed %q, want the new key's %q", newTok, want)
 	}
-	if _, err := newOnly.open(newTok, tokStream, tokConsumer, tokPrincipal); err != nil {
+	if _, err := newOnly.Open(newTok, tokStream, tokConsumer, tokPrincipal); err != nil {
 		t.Errorf("[new] opening a token of [new, old] = %v", err)
 	}
-	if _, err := old.open(newTok, tokStream, tokConsumer, tokPrincipal); !errors.Is(err, ErrTokenInvalid) {
-		t.Errorf("[old] opening a token of [new, old] = %v, want ErrTokenInvalid", err)
+	if _, err := old.Open(newTok, tokStream, tokConsumer, tokPrincipal); !errors.Is(err, errs.ErrTokenInvalid) {
+		t.Errorf("[old] opening a token of [new, old] = %v, want errs.ErrTokenInvalid", err)
 	}
-	if _, err := newOnly.open(oldTok, tokStream, tokConsumer, tokPrincipal); !errors.Is(err, ErrTokenInvalid) {
-		t.Errorf("[new] opening a token of [old] after the old key was retired = %v, want ErrTokenInvalid", err)
+	if _, err := newOnly.Open(oldTok, tokStream, tokConsumer, tokPrincipal); !errors.Is(err, errs.ErrTokenInvalid) {
+		t.Errorf("[new] opening a token of [old] after the old key was retired = %v, want errs.ErrTokenInvalid", err)
 	}
 }
 
-func (c claims) withDeadlineMs() claims {
-	c.deadline = c.deadline.Truncate(time.Millisecond)
+func (c Claims) withDeadlineMs() Claims {
+	c.Deadline = c.Deadline.Truncate(time.Millisecond)
 	return c
 }
 
@@ -354,9 +356,9 @@ func TestNewKeyring(t *testing.T) {
 func TestNewKeyringCopiesSecrets(t *testing.T) {
 	s := bytes.Clone(keyA)
 	kr := mustKeyring(t, s)
-	tok := kr.seal(testClaims(), tokStream, tokConsumer, "")
+	tok := kr.Seal(testClaims(), tokStream, tokConsumer, "")
 	s[0] ^= 0xff
-	if _, err := kr.open(tok, tokStream, tokConsumer, ""); err != nil {
+	if _, err := kr.Open(tok, tokStream, tokConsumer, ""); err != nil {
 		t.Errorf("changing the caller's secret changed the keyring: %v", err)
 	}
 }
@@ -394,13 +396,13 @@ func TestLoadKeyring(t *testing.T) {
 			if err != nil {
 				t.Fatalf("LoadKeyring: %v", err)
 			}
-			want := mustKeyring(t, []byte(tt.signs)).seal(c, tokStream, tokConsumer, "")
-			if got := kr.seal(c, tokStream, tokConsumer, ""); got != want {
+			want := mustKeyring(t, []byte(tt.signs)).Seal(c, tokStream, tokConsumer, "")
+			if got := kr.Seal(c, tokStream, tokConsumer, ""); got != want {
 				t.Errorf("loaded keyring does not sign with %q", tt.signs)
 			}
 			for _, k := range tt.verifies {
-				tok := mustKeyring(t, []byte(k)).seal(c, tokStream, tokConsumer, "")
-				if _, err := kr.open(tok, tokStream, tokConsumer, ""); err != nil {
+				tok := mustKeyring(t, []byte(k)).Seal(c, tokStream, tokConsumer, "")
+				if _, err := kr.Open(tok, tokStream, tokConsumer, ""); err != nil {
 					t.Errorf("loaded keyring rejects a token of %q: %v", k, err)
 				}
 			}
@@ -434,12 +436,12 @@ func TestLoadKeyringErrors(t *testing.T) {
 }
 
 func TestGatewayIDString(t *testing.T) {
-	id := GatewayID{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef}
+	id := IssuerID{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef}
 	if got := id.String(); got != "0123456789abcdef" {
 		t.Errorf("String() = %q", got)
 	}
-	if a, b := NewGatewayID(), NewGatewayID(); a == b {
-		t.Error("two NewGatewayID calls returned the same id")
+	if a, b := NewIssuerID(), NewIssuerID(); a == b {
+		t.Error("two NewIssuerID calls returned the same id")
 	}
 }
 
@@ -453,31 +455,31 @@ func FuzzOpenToken(f *testing.F) {
 		f.Add(tok[:len(tok)-1])
 		f.Add(tok + "A")
 	}
-	f.Add(kr.seal(claims{}, tokStream, tokConsumer, tokPrincipal))
-	f.Add(mustKeyring(f, keyB).seal(testClaims(), tokStream, tokConsumer, tokPrincipal))
-	f.Add(kr.seal(testClaims(), "PAYMENTS", tokConsumer, tokPrincipal))
+	f.Add(kr.Seal(Claims{}, tokStream, tokConsumer, tokPrincipal))
+	f.Add(mustKeyring(f, keyB).Seal(testClaims(), tokStream, tokConsumer, tokPrincipal))
+	f.Add(kr.Seal(testClaims(), "PAYMENTS", tokConsumer, tokPrincipal))
 	for _, junk := range []string{"", "A", "AQ", "AAAA", "!!!!", "====", "\n", strings.Repeat("A", MaxTokenLen), strings.Repeat("_", MaxTokenLen+1)} {
 		f.Add(junk)
 	}
 	f.Fuzz(func(t *testing.T, tok string) {
-		c, err := kr.open(tok, tokStream, tokConsumer, tokPrincipal)
+		c, err := kr.Open(tok, tokStream, tokConsumer, tokPrincipal)
 		if err != nil {
 			if !isTokenError(err) {
-				t.Fatalf("open = %v, want ErrTokenInvalid or ErrTokenWrongConsumer", err)
+				t.Fatalf("open = %v, want errs.ErrTokenInvalid or errs.ErrTokenWrongConsumer", err)
 			}
-			if c != (claims{}) {
+			if c != (Claims{}) {
 				t.Fatalf("failed open returned claims %+v", c)
 			}
 			return
 		}
-		if again := kr.seal(c, tokStream, tokConsumer, tokPrincipal); again != tok {
+		if again := kr.Seal(c, tokStream, tokConsumer, tokPrincipal); again != tok {
 			t.Fatalf("open accepted %q, which re-seals to %q", tok, again)
 		}
 		// The same genuine token never opens for another consumer or caller.
-		if _, err := kr.open(tok, tokStream, "audit", tokPrincipal); !errors.Is(err, ErrTokenWrongConsumer) {
+		if _, err := kr.Open(tok, tokStream, "audit", tokPrincipal); !errors.Is(err, errs.ErrTokenWrongConsumer) {
 			t.Fatalf("open for another consumer = %v", err)
 		}
-		if _, err := kr.open(tok, tokStream, tokConsumer, "mallory"); !errors.Is(err, ErrTokenInvalid) {
+		if _, err := kr.Open(tok, tokStream, tokConsumer, "mallory"); !errors.Is(err, errs.ErrTokenInvalid) {
 			t.Fatalf("open for another principal = %v", err)
 		}
 	})
@@ -496,19 +498,19 @@ func FuzzForge(f *testing.F) {
 		if len(secret) < minKeyLen {
 			secret = append(bytes.Clone(secret), make([]byte, minKeyLen-len(secret))...)
 		}
-		c := claims{
-			issuer:      GatewayID{9},
-			streamSeq:   sseq,
-			consumerSeq: cseq,
-			delivered:   delivered,
-			deadline:    time.UnixMilli(deadlineMs),
+		c := Claims{
+			Issuer:      IssuerID{9},
+			StreamSeq:   sseq,
+			ConsumerSeq: cseq,
+			Delivered:   delivered,
+			Deadline:    time.UnixMilli(deadlineMs),
 		}
 
-		genuine := verifier.seal(c, stream, consumer, principal)
+		genuine := verifier.Seal(c, stream, consumer, principal)
 		if len(genuine) > MaxTokenLen || !urlSafe.MatchString(genuine) {
 			t.Fatalf("sealed %q: longer than %d or not URL-safe", genuine, MaxTokenLen)
 		}
-		got, err := verifier.open(genuine, stream, consumer, principal)
+		got, err := verifier.Open(genuine, stream, consumer, principal)
 		switch {
 		case deadlineMs < 0 || deadlineMs > 1<<62:
 			// Deadlines outside the range open accepts are never issued.
@@ -522,11 +524,11 @@ func FuzzForge(f *testing.F) {
 			return // the forger guessed a real key
 		}
 		forger := mustKeyring(t, secret)
-		forged := forger.seal(c, stream, consumer, principal)
-		if got, err := verifier.open(forged, stream, consumer, principal); !errors.Is(err, ErrTokenInvalid) {
-			t.Fatalf("token sealed with an unknown key: open = %+v, %v; want ErrTokenInvalid", got, err)
+		forged := forger.Seal(c, stream, consumer, principal)
+		if got, err := verifier.Open(forged, stream, consumer, principal); !errors.Is(err, errs.ErrTokenInvalid) {
+			t.Fatalf("token sealed with an unknown key: open = %+v, %v; want errs.ErrTokenInvalid", got, err)
 		}
-		if _, err := verifier.open(forged, tokStream, tokConsumer, tokPrincipal); err == nil {
+		if _, err := verifier.Open(forged, tokStream, tokConsumer, tokPrincipal); err == nil {
 			t.Fatalf("token sealed with an unknown key opened for %s/%s", tokStream, tokConsumer)
 		}
 	})

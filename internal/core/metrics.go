@@ -1,9 +1,14 @@
-package server
+package core
 
 import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/lease"
+	"github.com/jetgate/jetgate/internal/settle"
 )
 
 // metrics are the gateway's Prometheus metrics. The lease table is the
@@ -46,38 +51,34 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 }
 
 // watch registers the gauges read from a binding's lease table.
-func (m *metrics) watch(reg prometheus.Registerer, b *binding) {
-	labels := prometheus.Labels{"stream": b.stream, "consumer": b.consumer}
+func (m *metrics) watch(reg prometheus.Registerer, c *consumer.Consumer) {
+	labels := prometheus.Labels{"stream": c.Stream, "consumer": c.Name}
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name:        "jetgate_leases_live",
 		Help:        "Leases this gateway holds that are not settled (expired ones leave within 100ms).",
 		ConstLabels: labels,
-	}, func() float64 { return float64(b.leases.live()) }))
+	}, func() float64 { return float64(c.Leases()) }))
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name:        "jetgate_orphans_held",
 		Help:        "Messages of canceled Fetches waiting for the next Fetch or a Nak.",
 		ConstLabels: labels,
-	}, func() float64 {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return float64(len(b.orphans))
-	}))
+	}, func() float64 { return float64(c.Orphans()) }))
 }
 
-var emptyReasonNames = [...]string{EmptyNone: "", EmptyNoMessages: "no_messages", EmptyMaxAckPending: "max_ack_pending",
-	EmptyMaxBytes: "max_bytes", EmptyMaxWaiting: "max_waiting"}
+var emptyReasonNames = [...]string{consumer.EmptyNone: "", consumer.EmptyNoMessages: "no_messages",
+	consumer.EmptyMaxAckPending: "max_ack_pending", consumer.EmptyMaxBytes: "max_bytes", consumer.EmptyMaxWaiting: "max_waiting"}
 
-func (m *metrics) fetch(b *binding, res FetchResult) {
+func (m *metrics) fetch(c *consumer.Consumer, res consumer.FetchResult) {
 	if n := len(res.Messages); n > 0 {
-		m.fetched.WithLabelValues(b.stream, b.consumer).Add(float64(n))
+		m.fetched.WithLabelValues(c.Stream, c.Name).Add(float64(n))
 		return
 	}
-	m.empty.WithLabelValues(b.stream, b.consumer, emptyReasonNames[res.Empty]).Inc()
+	m.empty.WithLabelValues(c.Stream, c.Name, emptyReasonNames[res.Empty]).Inc()
 }
 
 // settled counts a batch's outcomes, one label lookup per distinct result
 // rather than per token.
-func (m *metrics) settled(b *binding, op SettleOp, outs []Outcome) {
+func (m *metrics) settled(c *consumer.Consumer, op lease.Op, outs []settle.Outcome) {
 	ok := 0
 	var failed map[string]int
 	for _, o := range outs {
@@ -88,13 +89,13 @@ func (m *metrics) settled(b *binding, op SettleOp, outs []Outcome) {
 		if failed == nil {
 			failed = make(map[string]int)
 		}
-		failed[reasonOf(o.Err)]++
+		failed[errs.Reason(o.Err)]++
 	}
 	name := strings.ToUpper(op.String())
 	if ok > 0 {
-		m.settles.WithLabelValues(b.stream, b.consumer, name, "OK").Add(float64(ok))
+		m.settles.WithLabelValues(c.Stream, c.Name, name, "OK").Add(float64(ok))
 	}
 	for reason, n := range failed {
-		m.settles.WithLabelValues(b.stream, b.consumer, name, reason).Add(float64(n))
+		m.settles.WithLabelValues(c.Stream, c.Name, name, reason).Add(float64(n))
 	}
 }

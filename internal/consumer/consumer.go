@@ -1,0 +1,185 @@
+// Package consumer is jetgate's hold on one durable pull consumer: it
+// leases the consumer's messages (fetch.go), settles the leases it holds
+// (settle.go), and keeps the messages of canceled Fetches for the next Fetch
+// or a Nak (orphans.go). It combines the lease table, the token keyring, the
+// pull protocol and the settle sender; each of those owns its own rules.
+//
+// Lock order, where two locks meet: a Consumer's orphan pool, then a pull's
+// lock (taking its messages), then the lease table's. The Consumer's own mu
+// guards only the cached max_ack_pending answer and is never held with
+// another.
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/lease"
+	"github.com/jetgate/jetgate/internal/settle"
+	"github.com/jetgate/jetgate/internal/token"
+)
+
+// sweepEvery is how often expired leases are swept and orphans sent back.
+const sweepEvery = 100 * time.Millisecond
+
+// Deps are what a Consumer shares with the rest of its replica.
+type Deps struct {
+	Conn    *nats.Conn
+	Sender  *settle.Sender
+	Keys    *token.Keyring
+	Self    token.IssuerID // this replica, the issuer of its tokens
+	Timeout time.Duration  // bounds each NATS request
+	Log     *slog.Logger
+	// Orphans counts orphans by stream, consumer and outcome (handed, naked).
+	Orphans *prometheus.CounterVec
+}
+
+// Consumer leases and settles one durable consumer's messages.
+type Consumer struct {
+	Stream, Name string
+
+	js      jetstream.Consumer
+	nc      *nats.Conn
+	sender  *settle.Sender
+	keys    *token.Keyring
+	self    token.IssuerID
+	timeout time.Duration
+	log     *slog.Logger
+
+	// From the consumer's configuration when it was bound.
+	policy        lease.Policy
+	maxAckPending int
+	maxBatch      int           // the server's max_request_batch; 0 is none
+	maxExpires    time.Duration // the server's max_request_expires; 0 is none
+
+	leases  *lease.Table
+	waiting chan struct{} // one token per pull open on the server
+	orphans *orphanPool
+	handed  prometheus.Counter // orphans handed to a Fetch
+	naked   prometheus.Counter // orphans nak'ed back
+
+	mu     sync.Mutex
+	full   bool // the server's last word on max_ack_pending
+	fullAt time.Time
+}
+
+// Bind creates or updates the durable consumer cfg describes and returns the
+// Consumer that serves it. Run must then run until the Consumer is closed.
+func Bind(ctx context.Context, js jetstream.JetStream, cfg Config, d Deps) (*Consumer, error) {
+	cons, err := bootstrap(ctx, js, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return newConsumer(cons, d), nil
+}
+
+func newConsumer(cons jetstream.Consumer, d Deps) *Consumer {
+	ci := cons.CachedInfo()
+	cfg := ci.Config
+	maxWaiting := cfg.MaxWaiting
+	if maxWaiting <= 1 {
+		maxWaiting = 2
+	}
+	c := &Consumer{
+		Stream:        ci.Stream,
+		Name:          ci.Name,
+		js:            cons,
+		nc:            d.Conn,
+		sender:        d.Sender,
+		keys:          d.Keys,
+		self:          d.Self,
+		timeout:       d.Timeout,
+		log:           d.Log.With("stream", ci.Stream, "consumer", ci.Name),
+		policy:        lease.Policy{AckWait: cfg.AckWait, BackOff: cfg.BackOff},
+		maxAckPending: cfg.MaxAckPending,
+		maxBatch:      cfg.MaxRequestBatch,
+		maxExpires:    cfg.MaxRequestExpires,
+		leases:        lease.NewTable(cfg.AckWait),
+		// Stay below the consumer's max_waiting: past it the server drops
+		// pulls that carry heartbeats without a word.
+		waiting: make(chan struct{}, maxWaiting-1),
+	}
+	counter := func(outcome string) prometheus.Counter {
+		if d.Orphans == nil {
+			return prometheus.NewCounter(prometheus.CounterOpts{Name: "unregistered"})
+		}
+		return d.Orphans.WithLabelValues(ci.Stream, ci.Name, outcome)
+	}
+	c.orphans = newOrphanPool(c.receive)
+	c.handed, c.naked = counter("handed"), counter("naked")
+	return c
+}
+
+// Run sweeps the lease table and sends orphans back until ctx ends.
+func (c *Consumer) Run(ctx context.Context) {
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			c.leases.Sweep(now)
+			c.nak(ctx, c.orphans.due(now, false))
+		}
+	}
+}
+
+// Close naks back the orphans whose pull has ended, so that they are
+// redelivered at once rather than after ack_wait. Run must have returned.
+// Pulls still open on the server end by themselves at their expiry.
+func (c *Consumer) Close(ctx context.Context) {
+	c.nak(ctx, c.orphans.due(time.Now(), true))
+}
+
+// Leases counts the leases this replica holds on the consumer, unsettled.
+func (c *Consumer) Leases() int { return c.leases.Live() }
+
+// Orphans counts the messages of canceled Fetches held for the next Fetch
+// or a Nak.
+func (c *Consumer) Orphans() int { return c.orphans.len() }
+
+// info asks the server for the consumer's info, bounded by limit (and the
+// request timeout) even when ctx has no deadline.
+func (c *Consumer) info(ctx context.Context, limit time.Duration) (*jetstream.ConsumerInfo, error) {
+	ictx, cancel := context.WithTimeout(ctx, min(c.timeout, limit))
+	defer cancel()
+	return c.js.Info(ictx)
+}
+
+// Info is the consumer's configuration and state, from the server.
+func (c *Consumer) Info(ctx context.Context) (*jetstream.ConsumerInfo, error) {
+	ci, err := c.info(ctx, c.timeout)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		return nil, c.deleted()
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case err != nil:
+		return nil, fmt.Errorf("%w: consumer info: %v", errs.ErrUnavailable, err)
+	}
+	return ci, nil
+}
+
+func (c *Consumer) deleted() error {
+	return fmt.Errorf("%w: consumer %q of stream %q was deleted", errs.ErrConsumerNotFound, c.Name, c.Stream)
+}
+
+// noResponders explains why nothing answered for the consumer: it was
+// deleted (NOT_FOUND), or its leader is being elected or the server is
+// unreachable (UNAVAILABLE, worth a retry).
+func (c *Consumer) noResponders(ctx context.Context) error {
+	if _, err := c.info(context.WithoutCancel(ctx), time.Second); errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return c.deleted()
+	}
+	return fmt.Errorf("%w: no JetStream responder for the consumer (a leader election, or the server is unreachable)", errs.ErrUnavailable)
+}

@@ -1,0 +1,286 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/lease"
+	"github.com/jetgate/jetgate/internal/pull"
+	"github.com/jetgate/jetgate/internal/token"
+)
+
+// Delivery is one leased message.
+type Delivery struct {
+	Token    string
+	Subject  string
+	Data     []byte
+	Header   nats.Header
+	Meta     pull.Metadata
+	Deadline time.Time
+}
+
+// EmptyReason says why a Fetch returned nothing.
+type EmptyReason int
+
+// The reasons, numbered as the API's EmptyReason enum.
+const (
+	EmptyNone          EmptyReason = iota // messages were returned
+	EmptyNoMessages                       // nothing arrived before expires
+	EmptyMaxAckPending                    // the consumer is at max_ack_pending
+	EmptyMaxBytes                         // the next message is larger than max_bytes
+	EmptyMaxWaiting                       // too many pulls already wait on the consumer
+)
+
+// FetchRequest is a validated Fetch.
+type FetchRequest struct {
+	Batch     int
+	Expires   time.Duration // 0: return at once with what is available
+	MaxBytes  int64         // 0: no limit
+	Principal string
+}
+
+// FetchResult is what a Fetch leased.
+type FetchResult struct {
+	Messages []*Delivery
+	Empty    EmptyReason
+}
+
+// deadlineSlack is kept from the caller's own deadline so that the answer
+// can reach it in time.
+const deadlineSlack = 50 * time.Millisecond
+
+// Fetch leases up to req.Batch messages: the orphans of canceled Fetches
+// first, else one pull request that asks for what is available, waits up to
+// expires for a first message, and ends as soon as the server has sent what
+// it had. When it returns, no pull of its own is left to a caller: one the
+// caller left is the orphan pool's.
+func (c *Consumer) Fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
+	if err := ctx.Err(); err != nil {
+		return FetchResult{}, err
+	}
+	now := time.Now()
+	if held := c.orphans.take(req.Batch, now); len(held) > 0 {
+		if err := ctx.Err(); err != nil {
+			c.orphans.putBack(held)
+			return FetchResult{}, err
+		}
+		ds := make([]*Delivery, len(held))
+		for i, o := range held {
+			ds[i] = o.d
+		}
+		c.handed.Add(float64(len(ds)))
+		return c.lease(ds, req.Principal), nil
+	}
+	if !c.nc.IsConnected() {
+		return FetchResult{}, fmt.Errorf("%w: not connected", errs.ErrUnavailable)
+	}
+	expires := req.Expires
+	if dl, ok := ctx.Deadline(); ok {
+		expires = max(min(expires, time.Until(dl)-deadlineSlack), 0)
+	}
+	if c.maxExpires > 0 {
+		expires = min(expires, c.maxExpires)
+	}
+	until := now.Add(expires)
+	noWait := true
+	for {
+		if !c.acquireWaiting(ctx, until) {
+			if ctx.Err() != nil {
+				return FetchResult{}, ctx.Err()
+			}
+			return FetchResult{Empty: EmptyMaxWaiting}, nil
+		}
+		p, err := pull.Start(c.nc, c.Stream, c.Name, c.pullFor(req, time.Until(until), noWait), c.releaseWaiting)
+		if err != nil {
+			c.releaseWaiting()
+			return FetchResult{}, err
+		}
+		msgs, err := p.Await(ctx)
+		switch {
+		case errors.Is(err, jetstream.ErrNoHeartbeat):
+			c.orphans.abandon(p, time.Now())
+			if c.serverFullOfPulls(ctx) {
+				// Past max_waiting the server drops a pull that asks for
+				// heartbeats without a word: other clients (or replicas)
+				// hold every place.
+				return FetchResult{Empty: EmptyMaxWaiting}, nil
+			}
+			return FetchResult{}, fmt.Errorf("%w: no answer or heartbeat from the server for the pull", errs.ErrUnavailable)
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			c.orphans.abandon(p, time.Now())
+			return FetchResult{}, err
+		}
+		if ds := c.receiveAll(msgs); len(ds) > 0 {
+			if err := ctx.Err(); err != nil {
+				// The caller left as the pull ended: its answer would be lost.
+				c.orphans.keep(ds, time.Now())
+				return FetchResult{}, err
+			}
+			return c.lease(ds, req.Principal), nil
+		}
+		retry := false
+		switch {
+		case err == nil, errors.Is(err, jetstream.ErrNoMessages), errors.Is(err, jetstream.ErrBatchCompleted):
+		case errors.Is(err, pull.ErrRequestsPending):
+			// Other pulls wait for more than is pending (the consumer is at
+			// max_ack_pending), so a no_wait pull is refused at once. Wait
+			// in line with a plain pull instead.
+			retry, noWait = true, false
+		case errors.Is(err, jetstream.ErrConsumerLeadershipChanged):
+			retry = true
+		case errors.Is(err, jetstream.ErrConsumerDeleted):
+			return FetchResult{}, fmt.Errorf("%w: the consumer was deleted", errs.ErrConsumerNotFound)
+		case errors.Is(err, jetstream.ErrMaxBytesExceeded):
+			return FetchResult{Empty: EmptyMaxBytes}, nil
+		case errors.Is(err, pull.ErrExceededMaxWaiting):
+			return FetchResult{Empty: EmptyMaxWaiting}, nil
+		case errors.Is(err, jetstream.ErrServerShutdown):
+			return FetchResult{}, fmt.Errorf("%w: the server is shutting down", errs.ErrUnavailable)
+		case errors.Is(err, nats.ErrNoResponders):
+			return FetchResult{}, c.noResponders(ctx)
+		default: // a limit of the consumer's (max_batch, max_expires, max_bytes) or a status unknown
+			c.log.Error("the server refused a pull request", "err", err)
+			return FetchResult{}, fmt.Errorf("%w: %v", errs.ErrPullRefused, err)
+		}
+		if !retry || time.Until(until) < pull.ImmediateExpiry {
+			return FetchResult{Empty: c.emptyReason(ctx)}, nil
+		}
+	}
+}
+
+// pullFor shapes the pull for a Fetch with wait left to go.
+func (c *Consumer) pullFor(req FetchRequest, wait time.Duration, noWait bool) pull.Request {
+	batch := req.Batch
+	if room := c.maxAckPending - c.leases.Live(); room > 0 && room < batch {
+		// A no_wait pull cut short by max_ack_pending is held open by the
+		// server until the next heartbeat: ask only for what fits.
+		batch = room
+	}
+	if c.maxBatch > 0 {
+		batch = min(batch, c.maxBatch)
+	}
+	if !noWait {
+		// A plain pull would wait for its whole batch: ask for one, which
+		// ends it the moment it arrives.
+		batch = 1
+	}
+	return pull.NewRequest(batch, wait, noWait, req.MaxBytes)
+}
+
+// acquireWaiting takes a place among the pulls the consumer may have
+// waiting, waiting for one until ctx ends or until passes.
+func (c *Consumer) acquireWaiting(ctx context.Context, until time.Time) bool {
+	select {
+	case c.waiting <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(time.Until(until))
+	defer t.Stop()
+	select {
+	case c.waiting <- struct{}{}:
+		return true
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return false
+}
+
+func (c *Consumer) releaseWaiting() { <-c.waiting }
+
+// receive turns a pulled message into a delivery and records its lease,
+// clocked from when it arrived.
+func (c *Consumer) receive(m pull.Msg) (*Delivery, bool) {
+	md, err := pull.ParseAckSubject(m.Reply)
+	if err != nil {
+		c.log.Warn("pulled message without a JetStream ack subject", "subject", m.Subject)
+		return nil, false
+	}
+	d := &Delivery{
+		Subject:  m.Subject,
+		Data:     m.Data,
+		Header:   m.Header,
+		Meta:     md,
+		Deadline: c.policy.Deadline(m.At, md.Delivered),
+	}
+	c.leases.Add(lease.Lease{
+		StreamSeq:   md.StreamSeq,
+		ConsumerSeq: md.ConsumerSeq,
+		Delivered:   md.Delivered,
+		Deadline:    d.Deadline,
+		AckSubject:  m.Reply,
+	})
+	return d, true
+}
+
+func (c *Consumer) receiveAll(msgs []pull.Msg) []*Delivery {
+	ds := make([]*Delivery, 0, len(msgs))
+	for _, m := range msgs {
+		if d, ok := c.receive(m); ok {
+			ds = append(ds, d)
+		}
+	}
+	return ds
+}
+
+func (c *Consumer) claimsOf(d *Delivery) token.Claims {
+	return token.Claims{
+		Issuer:      c.self,
+		StreamSeq:   d.Meta.StreamSeq,
+		ConsumerSeq: d.Meta.ConsumerSeq,
+		Delivered:   d.Meta.Delivered,
+		Deadline:    d.Deadline,
+	}
+}
+
+// lease issues the tokens of deliveries that are about to be handed out.
+func (c *Consumer) lease(ds []*Delivery, principal string) FetchResult {
+	for _, d := range ds {
+		d.Token = c.keys.Seal(c.claimsOf(d), c.Stream, c.Name, principal)
+	}
+	return FetchResult{Messages: ds}
+}
+
+// serverFullOfPulls reports whether the consumer, reachable, has as many
+// pulls waiting as its max_waiting allows.
+func (c *Consumer) serverFullOfPulls(ctx context.Context) bool {
+	if !c.nc.IsConnected() {
+		return false
+	}
+	ci, err := c.info(context.WithoutCancel(ctx), time.Second)
+	return err == nil && ci.Config.MaxWaiting > 0 && ci.NumWaiting >= ci.Config.MaxWaiting
+}
+
+// emptyReason says why nothing came: the gateway's own count of leases, or
+// failing that the server's, at max_ack_pending.
+func (c *Consumer) emptyReason(ctx context.Context) EmptyReason {
+	if c.leases.Live() >= c.maxAckPending || c.serverAtMaxAckPending(ctx) {
+		return EmptyMaxAckPending
+	}
+	return EmptyNoMessages
+}
+
+// serverAtMaxAckPending asks the server whether the consumer is at
+// max_ack_pending with messages waiting, at most once a second: clients
+// polling with expires 0s must not turn into a stream of info requests.
+func (c *Consumer) serverAtMaxAckPending(ctx context.Context) bool {
+	c.mu.Lock()
+	if time.Since(c.fullAt) < time.Second {
+		full := c.full
+		c.mu.Unlock()
+		return full
+	}
+	c.mu.Unlock()
+	ci, err := c.info(context.WithoutCancel(ctx), time.Second)
+	full := err == nil && ci.NumAckPending >= c.maxAckPending && ci.NumPending > 0
+	c.mu.Lock()
+	c.full, c.fullAt = full, time.Now()
+	c.mu.Unlock()
+	return full
+}

@@ -1,0 +1,132 @@
+package consumer
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jetgate/jetgate/internal/pull"
+)
+
+// orphanHold is how long a message that arrived for a canceled Fetch waits
+// for the next Fetch, once its pull has ended, before it is nak'ed back.
+const orphanHold = 250 * time.Millisecond
+
+// orphan is a message whose Fetch had gone before it could be handed out.
+type orphan struct {
+	d       *Delivery
+	from    *pull.Pull // its pull while that may still be open, then nil
+	readyAt time.Time  // when it may be nak'ed; zero while its pull is open
+}
+
+// orphanPool keeps what canceled Fetches leave behind: their pulls, which
+// stay open on the server until it ends them (JetStream cannot withdraw a
+// pull), and every message those pulls received. An orphan goes to the next
+// Fetch, or is nak'ed back once its pull has ended and the hold has passed
+// — never while the pull is open, or the Nak would send it straight back
+// into the same dead pull and burn a delivery each round.
+type orphanPool struct {
+	receive func(pull.Msg) (*Delivery, bool) // leases a message
+
+	mu   sync.Mutex
+	open []*pull.Pull // abandoned pulls the server has not ended yet
+	held []*orphan
+}
+
+func newOrphanPool(receive func(pull.Msg) (*Delivery, bool)) *orphanPool {
+	return &orphanPool{receive: receive}
+}
+
+// abandon takes over a pull whose Fetch has gone: what it received and what
+// it still receives becomes orphans.
+func (o *orphanPool) abandon(p *pull.Pull, now time.Time) {
+	o.mu.Lock()
+	o.open = append(o.open, p)
+	o.drain(now)
+	o.mu.Unlock()
+}
+
+// keep takes deliveries of an ended pull that no caller will see.
+func (o *orphanPool) keep(ds []*Delivery, now time.Time) {
+	o.mu.Lock()
+	for _, d := range ds {
+		o.held = append(o.held, &orphan{d: d, readyAt: now.Add(orphanHold)})
+	}
+	o.mu.Unlock()
+}
+
+// drain collects the messages of the open pulls and starts the hold of
+// those whose pull has ended; o.mu is held.
+func (o *orphanPool) drain(now time.Time) {
+	o.open = slices.DeleteFunc(o.open, func(p *pull.Pull) bool {
+		msgs, ended, endedAt := p.Take(now)
+		for _, m := range msgs {
+			if d, ok := o.receive(m); ok {
+				o.held = append(o.held, &orphan{d: d, from: p})
+			}
+		}
+		if !ended {
+			return false
+		}
+		for _, h := range o.held {
+			if h.from == p {
+				h.from, h.readyAt = nil, endedAt.Add(orphanHold)
+			}
+		}
+		return true
+	})
+}
+
+// take hands up to n orphans whose leases are still live to a Fetch. Those
+// past their deadline are dropped: the server redelivers them.
+func (o *orphanPool) take(n int, now time.Time) []*orphan {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.drain(now)
+	var out []*orphan
+	o.held = slices.DeleteFunc(o.held, func(h *orphan) bool {
+		switch {
+		case !now.Before(h.d.Deadline):
+			return true
+		case len(out) < n:
+			out = append(out, h)
+			return true
+		}
+		return false
+	})
+	return out
+}
+
+// putBack returns orphans a Fetch took but could not hand out, as they were.
+func (o *orphanPool) putBack(hs []*orphan) {
+	o.mu.Lock()
+	o.held = append(o.held, hs...)
+	o.mu.Unlock()
+}
+
+// due removes and returns the orphans to nak: those whose pull has ended and
+// whose hold has passed, or, when closing, all whose pull has ended.
+func (o *orphanPool) due(now time.Time, closing bool) []*Delivery {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.drain(now)
+	var out []*Delivery
+	o.held = slices.DeleteFunc(o.held, func(h *orphan) bool {
+		switch {
+		case !now.Before(h.d.Deadline):
+			return true
+		case !h.readyAt.IsZero() && (closing || !now.Before(h.readyAt)):
+			out = append(out, h.d)
+			return true
+		}
+		return false
+	})
+	return out
+}
+
+// len counts the orphans held.
+func (o *orphanPool) len() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.held)
+}

@@ -1,0 +1,238 @@
+// Package core is one jetgate replica: the consumers it serves, the settles
+// it forwards to other replicas and takes from them, and Publish. The gRPC
+// face (server/) calls it; it combines the per-consumer objects of package
+// consumer with the settle path of package settle.
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/settle"
+	"github.com/jetgate/jetgate/internal/token"
+)
+
+// Options configure a Replica.
+type Options struct {
+	// Conn is the NATS connection; the caller owns it and closes it after
+	// the Replica. Make it with nats.ReconnectBufSize(-1), so that nothing
+	// is buffered while it reconnects (the replica checks too, but a check
+	// cannot close the race).
+	Conn *nats.Conn
+	// Consumers are the durable consumers to create or update and serve.
+	Consumers []consumer.Config
+	// Keys sign and verify tokens; replicas must share them.
+	Keys *token.Keyring
+	// RequestTimeout bounds each NATS request (settles, forwards, info).
+	RequestTimeout time.Duration
+	// MaxBatch is the largest Fetch batch accepted.
+	MaxBatch int
+	// MaxExpires caps a Fetch's expires.
+	MaxExpires time.Duration
+	// Metrics registers the replica's Prometheus metrics; nil keeps them
+	// unregistered.
+	Metrics prometheus.Registerer
+	Logger  *slog.Logger
+}
+
+// Defaults for Options left zero, and request bounds.
+const (
+	DefaultRequestTimeout = 5 * time.Second
+	DefaultMaxBatch       = 1000
+	DefaultMaxExpires     = 30 * time.Second
+	DefaultExpires        = 5 * time.Second
+	MaxTokens             = 1000
+)
+
+type consumerKey struct{ stream, name string }
+
+// Replica fronts durable consumers: it leases their messages, settles them,
+// and settles the leases other replicas hold by forwarding to them.
+type Replica struct {
+	nc        *nats.Conn
+	js        jetstream.JetStream
+	self      token.IssuerID
+	keys      *token.Keyring
+	sender    *settle.Sender
+	consumers map[consumerKey]*consumer.Consumer
+	streams   *streamSubjects
+	timeout   time.Duration
+	maxBatch  int
+	maxExp    time.Duration
+	log       *slog.Logger
+	metrics   *metrics
+
+	fwdSub *nats.Subscription
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the consumers' Run loops and forwarded settles
+	mu     sync.Mutex
+	closed bool
+}
+
+// New binds the configured consumers (creating or updating them) and starts
+// serving settles forwarded by other replicas.
+func New(ctx context.Context, o Options) (*Replica, error) {
+	if o.Conn == nil {
+		return nil, errors.New("core: no NATS connection")
+	}
+	if o.Keys == nil {
+		return nil, errors.New("core: no token keys")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	js, err := jetstream.New(o.Conn)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	r := &Replica{
+		nc:        o.Conn,
+		js:        js,
+		self:      token.NewIssuerID(),
+		keys:      o.Keys,
+		consumers: make(map[consumerKey]*consumer.Consumer),
+		timeout:   orDefault(o.RequestTimeout, DefaultRequestTimeout),
+		maxBatch:  orDefault(o.MaxBatch, DefaultMaxBatch),
+		maxExp:    orDefault(o.MaxExpires, DefaultMaxExpires),
+		log:       o.Logger,
+	}
+	reg := o.Metrics
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	r.metrics = newMetrics(reg)
+	r.streams = newStreamSubjects(js)
+	if r.sender, err = settle.NewSender(o.Conn, r.timeout); err != nil {
+		return nil, err
+	}
+	deps := consumer.Deps{
+		Conn: o.Conn, Sender: r.sender, Keys: r.keys, Self: r.self,
+		Timeout: r.timeout, Log: r.log, Orphans: r.metrics.orphans,
+	}
+	for _, cfg := range o.Consumers {
+		c, err := consumer.Bind(ctx, js, cfg, deps)
+		if err == nil {
+			err = r.streams.load(ctx, cfg.Stream)
+		}
+		if err != nil {
+			_ = r.sender.Close()
+			return nil, err
+		}
+		r.metrics.watch(reg, c)
+		r.consumers[consumerKey{cfg.Stream, cfg.Name}] = c
+	}
+	if r.fwdSub, err = o.Conn.Subscribe(settle.Subject(r.self), r.onForward); err != nil {
+		_ = r.sender.Close()
+		return nil, fmt.Errorf("subscribe forward subject: %w", err)
+	}
+	// Make sure the subscriptions are in place before anyone is told our id.
+	if err := o.Conn.FlushTimeout(r.timeout); err != nil {
+		_ = r.fwdSub.Unsubscribe()
+		_ = r.sender.Close()
+		return nil, fmt.Errorf("flush subscriptions: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	for _, c := range r.consumers {
+		r.wg.Go(func() { c.Run(runCtx) })
+	}
+	r.log.Info("gateway bound", "gateway_id", r.self.String(), "consumers", len(r.consumers))
+	return r, nil
+}
+
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// ID is this replica's id, the issuer named in its tokens.
+func (r *Replica) ID() token.IssuerID { return r.self }
+
+// MaxBatch and MaxExpires are the request bounds the replica was given.
+func (r *Replica) MaxBatch() int { return r.maxBatch }
+
+// MaxExpires caps a Fetch's expires.
+func (r *Replica) MaxExpires() time.Duration { return r.maxExp }
+
+// Ready reports whether the replica can serve: NATS connected.
+func (r *Replica) Ready() error {
+	if !r.nc.IsConnected() {
+		return fmt.Errorf("%w: NATS connection is %v", errs.ErrUnavailable, r.nc.Status())
+	}
+	return nil
+}
+
+// Close stops forwarding and background work and waits for it to end, then
+// naks back the messages that canceled Fetches left (those whose pull has
+// ended), so that they are redelivered at once rather than after ack_wait.
+func (r *Replica) Close() {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.closed = true
+	r.mu.Unlock()
+	_ = r.fwdSub.Unsubscribe()
+	r.cancel()
+	r.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	defer cancel()
+	for _, c := range r.consumers {
+		c.Close(ctx)
+	}
+	_ = r.sender.Close()
+}
+
+func (r *Replica) consumer(stream, name string) (*consumer.Consumer, error) {
+	c, ok := r.consumers[consumerKey{stream, name}]
+	if !ok {
+		return nil, fmt.Errorf("%w: this gateway does not serve consumer %q of stream %q", errs.ErrConsumerNotFound, name, stream)
+	}
+	return c, nil
+}
+
+// Fetch leases up to req.Batch messages of a consumer.
+func (r *Replica) Fetch(ctx context.Context, stream, name string, req consumer.FetchRequest) (consumer.FetchResult, error) {
+	c, err := r.consumer(stream, name)
+	if err != nil {
+		return consumer.FetchResult{}, err
+	}
+	res, err := c.Fetch(ctx, req)
+	if err == nil {
+		r.metrics.fetch(c, res)
+	}
+	return res, err
+}
+
+// ConsumerStatus is a consumer's info from the server and this replica's
+// count of live leases on it.
+type ConsumerStatus struct {
+	Info          *jetstream.ConsumerInfo
+	GatewayLeases int
+}
+
+// Consumer returns the consumer's configuration and state.
+func (r *Replica) Consumer(ctx context.Context, stream, name string) (ConsumerStatus, error) {
+	c, err := r.consumer(stream, name)
+	if err != nil {
+		return ConsumerStatus{}, err
+	}
+	ci, err := c.Info(ctx)
+	if err != nil {
+		return ConsumerStatus{}, err
+	}
+	return ConsumerStatus{Info: ci, GatewayLeases: c.Leases()}, nil
+}

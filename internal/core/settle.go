@@ -1,0 +1,131 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/lease"
+	"github.com/jetgate/jetgate/internal/settle"
+	"github.com/jetgate/jetgate/internal/token"
+)
+
+// SettleRequest is a validated Ack, Nak, Term or Extend.
+type SettleRequest struct {
+	Op        lease.Op
+	Tokens    []string
+	Delay     time.Duration // Nak
+	Reason    string        // Term
+	Principal string
+}
+
+func (r SettleRequest) args() settle.Args {
+	return settle.Args{Delay: r.Delay, Reason: r.Reason, Principal: r.Principal}
+}
+
+// Settle settles each token's lease and returns one outcome per token, in
+// order. Leases this replica issued are settled here; the others are
+// forwarded to their issuer, or settled from the token alone when the
+// issuer is gone.
+func (r *Replica) Settle(ctx context.Context, stream, name string, req SettleRequest) ([]settle.Outcome, error) {
+	c, err := r.consumer(stream, name)
+	if err != nil {
+		return nil, err
+	}
+	if !r.nc.IsConnected() {
+		return nil, fmt.Errorf("%w: not connected to NATS", errs.ErrUnavailable)
+	}
+	out := make([]settle.Outcome, len(req.Tokens))
+	parts := settle.Partition(r.keys, r.self, req.Tokens, stream, name, req.Principal, out)
+	var wg sync.WaitGroup
+	for issuer, b := range parts.Remote {
+		wg.Go(func() {
+			for j, o := range r.forward(ctx, c, issuer, b, req) {
+				out[b.Index[j]] = o
+			}
+		})
+	}
+	if len(parts.Local.Claims) > 0 {
+		for j, o := range c.Settle(ctx, req.Op, parts.Local.Claims, req.args()) {
+			out[parts.Local.Index[j]] = o
+		}
+	}
+	wg.Wait()
+	r.metrics.settled(c, req.Op, out)
+	return out, nil
+}
+
+// forward asks the issuer to settle b. When no issuer answers (it crashed
+// or restarted), the tokens alone are acted on: their signature and
+// deadline are already checked, and the settle goes to the rebuilt ack
+// subject.
+func (r *Replica) forward(ctx context.Context, c *consumer.Consumer, issuer token.IssuerID, b *settle.Batch, req SettleRequest) []settle.Outcome {
+	out, err := r.sender.SendForward(ctx, issuer, settle.Forward{
+		Op: req.Op, Stream: c.Stream, Consumer: c.Name, Tokens: b.Tokens,
+		Delay: req.Delay, Reason: req.Reason, Principal: req.Principal,
+	})
+	switch {
+	case errors.Is(err, settle.ErrIssuerGone):
+		r.metrics.forwards.WithLabelValues("issuer_gone").Inc()
+		return c.Adopt(ctx, req.Op, b.Claims, req.args())
+	case err != nil:
+		r.metrics.forwards.WithLabelValues("error").Inc()
+		return settle.Fill(make([]settle.Outcome, len(b.Claims)), err)
+	}
+	r.metrics.forwards.WithLabelValues("ok").Inc()
+	return out
+}
+
+// onForward takes a settle forwarded by another replica. It runs the settle
+// on its own goroutine so that one slow batch does not hold up the next.
+func (r *Replica) onForward(m *nats.Msg) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.wg.Add(1)
+	r.mu.Unlock()
+	go func() {
+		defer r.wg.Done()
+		body, err := settle.EncodeReply(r.serveForward(m.Data))
+		if err == nil {
+			err = m.Respond(body)
+		}
+		if err != nil {
+			r.log.Warn("could not answer a forwarded settle", "err", err)
+		}
+	}()
+}
+
+// serveForward settles a forwarded batch: only leases this replica issued;
+// a token another replica issued is not this replica's to act on.
+func (r *Replica) serveForward(data []byte) []settle.Outcome {
+	f, err := settle.DecodeForward(data)
+	if err != nil {
+		return nil
+	}
+	out := make([]settle.Outcome, len(f.Tokens))
+	c, err := r.consumer(f.Stream, f.Consumer)
+	if err != nil {
+		return settle.Fill(out, err)
+	}
+	parts := settle.Partition(r.keys, r.self, f.Tokens, f.Stream, f.Consumer, f.Principal, out)
+	for _, b := range parts.Remote {
+		for _, i := range b.Index {
+			out[i].Err = errs.ErrLeaseExpired
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	defer cancel()
+	for j, o := range c.Settle(ctx, f.Op, parts.Local.Claims, f.Args()) {
+		out[parts.Local.Index[j]] = o
+	}
+	return out
+}

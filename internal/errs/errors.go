@@ -1,0 +1,107 @@
+// Package errs holds jetgate's domain errors: every sentinel the core
+// returns, each with the UPPER_SNAKE reason callers see. The gRPC face maps
+// them to status codes (server/status.go); replicas carry them between each
+// other by reason (Reason, FromReason).
+package errs
+
+import (
+	"context"
+	"errors"
+)
+
+// Domain errors, matched with errors.Is.
+var (
+	// ErrInvalidArgument marks a malformed request; the wrapping error's text
+	// says which field and is safe to show the caller.
+	ErrInvalidArgument = errors.New("invalid argument")
+
+	// ErrConsumerNotFound is a stream/consumer pair this gateway does not
+	// serve, or a consumer the server deleted.
+	ErrConsumerNotFound = errors.New("consumer not found")
+
+	// ErrStreamNotFound is a stream this gateway does not serve.
+	ErrStreamNotFound = errors.New("stream not found")
+
+	// ErrUnavailable is NATS being unreachable or not answering in time.
+	ErrUnavailable = errors.New("nats unavailable")
+
+	// ErrTokenInvalid is a token that does not decode or whose signature does
+	// not verify: forged, altered, truncated or signed with an unknown key.
+	ErrTokenInvalid = errors.New("token invalid")
+
+	// ErrTokenWrongConsumer is a genuine token issued for another consumer.
+	ErrTokenWrongConsumer = errors.New("token issued for another consumer")
+
+	// ErrLeaseExpired is a lease whose deadline has passed, or that a newer
+	// delivery of the same message replaced. Nothing is sent to NATS for it.
+	ErrLeaseExpired = errors.New("lease expired")
+
+	// ErrLeaseSettled is a lease already settled in another way (a Nak after
+	// an Ack, or an Extend after either).
+	ErrLeaseSettled = errors.New("lease already settled")
+
+	// ErrSettleInProgress is a lease with another settle still in flight.
+	ErrSettleInProgress = errors.New("settle in progress")
+
+	// ErrSubjectNotAllowed is a publish subject outside the stream's subjects.
+	ErrSubjectNotAllowed = errors.New("subject not allowed")
+
+	// ErrPullRefused is a pull request the server rejected (logged in full).
+	ErrPullRefused = errors.New("pull request refused")
+
+	// ErrPublishRefused is a publish the stream refused.
+	ErrPublishRefused = errors.New("publish refused")
+)
+
+// reasons names each domain error as callers and replicas see it. Order
+// matters where one error wraps another: the first match wins.
+var reasons = []struct {
+	err    error
+	reason string
+}{
+	{ErrInvalidArgument, "INVALID_ARGUMENT"},
+	{ErrConsumerNotFound, "CONSUMER_NOT_FOUND"},
+	{ErrStreamNotFound, "STREAM_NOT_FOUND"},
+	{ErrSubjectNotAllowed, "SUBJECT_NOT_ALLOWED"},
+	{ErrTokenInvalid, "TOKEN_INVALID"},
+	{ErrTokenWrongConsumer, "TOKEN_WRONG_CONSUMER"},
+	{ErrLeaseExpired, "LEASE_EXPIRED"},
+	{ErrLeaseSettled, "LEASE_SETTLED"},
+	{ErrSettleInProgress, "SETTLE_IN_PROGRESS"},
+	{ErrUnavailable, "NATS_UNAVAILABLE"},
+	{ErrPullRefused, "PULL_REFUSED"},
+	{ErrPublishRefused, "PUBLISH_REFUSED"},
+	{context.DeadlineExceeded, "DEADLINE_EXCEEDED"},
+	{context.Canceled, "CANCELED"},
+}
+
+// ReasonInternal is the reason of an error that is none of the above.
+const ReasonInternal = "INTERNAL"
+
+// Reason returns err's reason: "" for nil, ReasonInternal for an error that
+// is not a domain error.
+func Reason(err error) string {
+	if err == nil {
+		return ""
+	}
+	for _, r := range reasons {
+		if errors.Is(err, r.err) {
+			return r.reason
+		}
+	}
+	return ReasonInternal
+}
+
+// FromReason is the domain error a reason names, nil for "". An unknown
+// reason (from a newer replica) is an error of its own, reported as internal.
+func FromReason(reason string) error {
+	if reason == "" {
+		return nil
+	}
+	for _, r := range reasons {
+		if r.reason == reason {
+			return r.err
+		}
+	}
+	return errors.New(reason)
+}

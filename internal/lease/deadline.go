@@ -1,0 +1,41 @@
+package lease
+
+import "time"
+
+// MaxMargin is the largest safety margin kept before the server's own
+// redelivery: a lease ends a tenth of its ack wait early, at most this much.
+const MaxMargin = 2 * time.Second
+
+// Margin is how much earlier than the server's redelivery a lease with the
+// given ack wait ends. Clocks, the network and the sweep all take time, and
+// a lease must never be called live after JetStream has redelivered it.
+func Margin(ackWait time.Duration) time.Duration { return min(ackWait/10, MaxMargin) }
+
+// Policy is a consumer's redelivery timing: its ack_wait, or its BackOff
+// steps by delivery count.
+type Policy struct {
+	AckWait time.Duration
+	BackOff []time.Duration
+}
+
+// AckWaitFor is how long the server waits for the answer to the given
+// delivery before redelivering it: its BackOff step, or ack_wait.
+func (p Policy) AckWaitFor(delivered uint64) time.Duration {
+	if n := uint64(len(p.BackOff)); n > 0 {
+		if delivered > n {
+			delivered = n
+		}
+		if delivered > 0 {
+			return p.BackOff[delivered-1]
+		}
+	}
+	return p.AckWait
+}
+
+// Deadline is when a lease of the given delivery, clocked from start (its
+// receipt, or a +WPI), ends: the server's wait minus Margin. It is cut to the
+// millisecond, as tokens carry it.
+func (p Policy) Deadline(start time.Time, delivered uint64) time.Time {
+	w := p.AckWaitFor(delivered)
+	return start.Add(w - Margin(w)).Truncate(time.Millisecond)
+}

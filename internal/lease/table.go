@@ -1,0 +1,209 @@
+package lease
+
+import (
+	"container/heap"
+	"sync"
+	"time"
+
+	"github.com/jetgate/jetgate/internal/errs"
+)
+
+// Lease is one delivery of a message and where to settle it.
+type Lease struct {
+	StreamSeq   uint64
+	ConsumerSeq uint64
+	Delivered   uint64
+	Deadline    time.Time // no settle is sent at or after it
+	AckSubject  string
+}
+
+// Ref names one delivery of a message: a token's stream sequence and
+// delivery count.
+type Ref struct {
+	StreamSeq uint64
+	Delivered uint64
+}
+
+// Ref is the delivery l is a lease of.
+func (l Lease) Ref() Ref { return Ref{l.StreamSeq, l.Delivered} }
+
+type state uint8
+
+const (
+	stateLive     state = iota // handed out, not settled
+	stateSettling              // a settle is in flight to NATS
+	stateSettled               // settled; kept for idempotent retries
+)
+
+// entry is a lease in the table and what has been done with it.
+type entry struct {
+	Lease
+	state state
+	// maybe is an Ack, Nak or Term that was sent but never confirmed: the
+	// server may have applied it, so only that same settle may follow.
+	maybe  Op
+	op     Op        // the settle in flight or done
+	dropAt time.Time // for a settled lease: when it leaves the table
+}
+
+// Table holds one consumer's leases by stream sequence. A newer delivery of
+// a message replaces the older one, which voids older tokens. Live leases
+// are bounded by the consumer's max_ack_pending; settled ones stay for the
+// retention (one ack_wait) so that a repeated settle succeeds without
+// reaching NATS. It is safe for concurrent use.
+type Table struct {
+	mu        sync.Mutex
+	entries   map[uint64]*entry
+	unsettled int // entries not settled; those past their deadline go at the next sweep
+	retention time.Duration
+	due       queue
+}
+
+// NewTable returns an empty table that keeps settled leases for retention.
+func NewTable(retention time.Duration) *Table {
+	return &Table{entries: make(map[uint64]*entry), retention: retention}
+}
+
+// Add records a fresh delivery. An entry for a newer delivery is kept.
+func (t *Table) Add(l Lease) {
+	t.mu.Lock()
+	if old, ok := t.entries[l.StreamSeq]; !ok || old.Delivered <= l.Delivered {
+		t.put(&entry{Lease: l})
+	}
+	t.mu.Unlock()
+}
+
+// Adopt records a lease known only from its token, for a settle whose issuer
+// is gone. An entry for the same or a newer delivery is kept, so a settled
+// lease stays settled.
+func (t *Table) Adopt(l Lease) {
+	t.mu.Lock()
+	if old, ok := t.entries[l.StreamSeq]; !ok || old.Delivered < l.Delivered {
+		t.put(&entry{Lease: l})
+	}
+	t.mu.Unlock()
+}
+
+// put stores e in place of any entry of the same message; t.mu is held.
+func (t *Table) put(e *entry) {
+	if old, ok := t.entries[e.StreamSeq]; ok && old.state != stateSettled {
+		t.unsettled--
+	}
+	t.entries[e.StreamSeq] = e
+	t.unsettled++
+	heap.Push(&t.due, expiry{e, e.Deadline})
+}
+
+// lookup returns the entry of delivery r; t.mu is held.
+func (t *Table) lookup(r Ref) *entry {
+	e, ok := t.entries[r.StreamSeq]
+	if !ok || e.Delivered != r.Delivered {
+		return nil
+	}
+	return e
+}
+
+// Begin starts settling delivery r with op. It returns the ack subject to
+// send to, or "" when the same settle was already done (an idempotent retry:
+// nothing to send). Every other outcome is an error: errs.ErrLeaseExpired,
+// errs.ErrLeaseSettled or errs.ErrSettleInProgress.
+func (t *Table) Begin(r Ref, op Op, now time.Time) (string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.lookup(r)
+	if e == nil {
+		return "", errs.ErrLeaseExpired
+	}
+	switch e.state {
+	case stateSettled:
+		if e.op == op && op != OpExtend {
+			return "", nil
+		}
+		return "", errs.ErrLeaseSettled
+	case stateSettling:
+		return "", errs.ErrSettleInProgress
+	}
+	if e.maybe != 0 && e.maybe != op {
+		return "", errs.ErrLeaseSettled
+	}
+	if !now.Before(e.Deadline) {
+		return "", errs.ErrLeaseExpired
+	}
+	e.state, e.op = stateSettling, op
+	return e.AckSubject, nil
+}
+
+// Finish records the outcome of a settle that Begin started. On failure the
+// lease is live again, so the caller may retry. For an Extend that succeeded,
+// the lease stays live with the new deadline.
+func (t *Table) Finish(r Ref, op Op, ok bool, now, newDeadline time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.lookup(r)
+	if e == nil || e.state != stateSettling || e.op != op {
+		return
+	}
+	switch {
+	case !ok || op == OpExtend:
+		e.state, e.op = stateLive, 0
+		if ok {
+			e.Deadline = newDeadline
+		}
+	default:
+		e.state, e.dropAt = stateSettled, now.Add(t.retention)
+		t.unsettled--
+		heap.Push(&t.due, expiry{e, e.dropAt})
+	}
+}
+
+// Unsure records a settle that Begin started, that was sent, and whose
+// outcome is unknown (its confirmation timed out, or the caller left). The
+// lease is live again for a retry of the same settle; any other is refused,
+// since the first may have been applied.
+func (t *Table) Unsure(r Ref, op Op) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.lookup(r)
+	if e == nil || e.state != stateSettling || e.op != op {
+		return
+	}
+	e.state, e.op = stateLive, 0
+	if op != OpExtend { // a +WPI that may or may not have landed changes nothing
+		e.maybe = op
+	}
+}
+
+// Sweep drops live leases past their deadline and settled ones past their
+// retention. It visits only the queued entries that are due.
+func (t *Table) Sweep(now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for len(t.due) > 0 && t.due[0].at.Before(now) {
+		e := heap.Pop(&t.due).(expiry).e
+		if t.entries[e.StreamSeq] != e {
+			continue // replaced by a newer delivery, or dropped already
+		}
+		switch e.state {
+		case stateSettled:
+			if now.After(e.dropAt) {
+				delete(t.entries, e.StreamSeq)
+			} // else it was queued again when it was settled
+		case stateLive:
+			if now.After(e.Deadline) {
+				delete(t.entries, e.StreamSeq)
+				t.unsettled--
+			} else {
+				heap.Push(&t.due, expiry{e, e.Deadline}) // extended
+			}
+		case stateSettling:
+			heap.Push(&t.due, expiry{e, now.Add(time.Second)})
+		}
+	}
+}
+
+// Live counts the leases not settled, as of the last sweep.
+func (t *Table) Live() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.unsettled
+}

@@ -1,0 +1,213 @@
+// Package pull speaks JetStream's pull protocol on the gateway's own inbox
+// subscriptions: one raw request on $JS.API.CONSUMER.MSG.NEXT per pull, its
+// messages and status replies routed by the subscription they arrive on,
+// idle heartbeats to notice a lost server, and the rule that a pull lives
+// until the server ends it, whoever still waits for it (JetStream cannot
+// withdraw a pull). status.go turns the server's statuses into errors.
+package pull
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/internal/errs"
+)
+
+const (
+	// ImmediateExpiry is the server-side expiry of a pull that is to return
+	// at once: long enough for what is available to be delivered, short
+	// enough to be "at once". A pull with no expiry at all would be held
+	// forever at max_ack_pending.
+	ImmediateExpiry = 20 * time.Millisecond
+	// MaxHeartbeat is the longest idle heartbeat asked of a waiting pull. It
+	// bounds both how long a lost server goes unnoticed and how long a pull
+	// that was cut short at max_ack_pending stays open.
+	MaxHeartbeat = time.Second
+	// LostGrace is how long past its expiry a pull without heartbeats may
+	// stay silent before the server is taken to be gone.
+	LostGrace = 2 * time.Second
+	// missedHeartbeats is how many heartbeats may be missed before a waiting
+	// pull is taken to be lost.
+	missedHeartbeats = 3
+)
+
+// Request is the JSON body of $JS.API.CONSUMER.MSG.NEXT.
+type Request struct {
+	Batch     int           `json:"batch"`
+	Expires   time.Duration `json:"expires,omitempty"`
+	NoWait    bool          `json:"no_wait,omitempty"`
+	MaxBytes  int64         `json:"max_bytes,omitempty"`
+	Heartbeat time.Duration `json:"idle_heartbeat,omitempty"`
+}
+
+// NewRequest shapes a pull that waits up to wait: at least ImmediateExpiry,
+// and with idle heartbeats when it is long enough to need them.
+func NewRequest(batch int, wait time.Duration, noWait bool, maxBytes int64) Request {
+	r := Request{Batch: batch, NoWait: noWait, MaxBytes: maxBytes, Expires: max(wait, ImmediateExpiry)}
+	if r.Expires >= 4*ImmediateExpiry {
+		r.Heartbeat = min(r.Expires/2, MaxHeartbeat)
+	}
+	return r
+}
+
+// Msg is a message a pull received, and when: a lease is clocked from it.
+type Msg struct {
+	*nats.Msg
+	At time.Time
+}
+
+// Pull is one pull request, from the moment it is sent until the server ends
+// it. Its subscription stays open that long, even after whoever sent it
+// stopped waiting: what still arrives is kept for Take.
+type Pull struct {
+	sub     *nats.Subscription
+	req     Request
+	sentAt  time.Time
+	release func()
+	wake    chan struct{}
+
+	mu      sync.Mutex
+	msgs    []Msg
+	n       int // messages received, taken or not
+	ended   bool
+	err     error // why it ended: nil when the batch was filled
+	endedAt time.Time
+	seen    time.Time // last message or heartbeat
+}
+
+// Start sends req for the consumer. release is called once, when the pull
+// ends (to free the caller's count of waiting pulls).
+func Start(nc *nats.Conn, stream, consumer string, req Request, release func()) (*Pull, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	// A pull must not wait in the reconnect buffer: the server would get it
+	// long after its caller left.
+	if !nc.IsConnected() {
+		return nil, fmt.Errorf("%w: not connected", errs.ErrUnavailable)
+	}
+	p := &Pull{req: req, release: release, wake: make(chan struct{}, 1)}
+	// Pulled messages keep their own subject and are told apart by the
+	// subscription they arrive on, so each pull has its own.
+	reply := nats.NewInbox()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.sub, err = nc.Subscribe(reply, p.onMsg); err != nil {
+		return nil, fmt.Errorf("%w: subscribe pull inbox: %v", errs.ErrUnavailable, err)
+	}
+	// A message dropped as a slow consumer would be stranded until
+	// ack_wait; what arrives is bounded by the batch asked for.
+	_ = p.sub.SetPendingLimits(-1, -1)
+	p.sentAt = time.Now()
+	p.seen = p.sentAt
+	subj := "$JS.API.CONSUMER.MSG.NEXT." + stream + "." + consumer
+	if err := nc.PublishMsg(&nats.Msg{Subject: subj, Reply: reply, Data: body}); err != nil {
+		_ = p.sub.Unsubscribe()
+		return nil, fmt.Errorf("%w: send pull: %v", errs.ErrUnavailable, err)
+	}
+	return p, nil
+}
+
+// Request is what the pull asked for.
+func (p *Pull) Request() Request { return p.req }
+
+// onMsg runs on the subscription's goroutine for every message of the pull.
+func (p *Pull) onMsg(m *nats.Msg) {
+	now := time.Now()
+	status := ""
+	if len(m.Data) == 0 && m.Reply == "" {
+		status = m.Header.Get("Status")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended {
+		return
+	}
+	p.seen = now
+	switch status {
+	case "100": // idle heartbeat (or flow control, which pulls do not use)
+		return
+	case "":
+		p.msgs = append(p.msgs, Msg{m, now})
+		p.n++
+		if p.n >= p.req.Batch {
+			p.end(nil, now)
+		}
+	default:
+		p.end(statusError(status, m.Header.Get("Description")), now)
+	}
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// end closes the pull; p.mu is held.
+func (p *Pull) end(err error, now time.Time) {
+	p.ended, p.err, p.endedAt = true, err, now
+	_ = p.sub.Unsubscribe()
+	p.release()
+}
+
+// silent reports whether the server has gone quiet on the open pull for
+// longer than it may: three heartbeats, or past its expiry without them.
+// p.mu is held.
+func (p *Pull) silent(now time.Time) bool {
+	if hb := p.req.Heartbeat; hb > 0 {
+		return now.Sub(p.seen) > missedHeartbeats*hb
+	}
+	return now.Sub(p.sentAt) > p.req.Expires+LostGrace
+}
+
+// Await waits for the pull to end and returns its messages and the status
+// that ended it (nil when the batch was filled; jetstream.ErrNoMessages when
+// it expired or had nothing; other statuses as status.go has them). If ctx
+// ends first, or the server goes silent (jetstream.ErrNoHeartbeat), it
+// returns at once: the pull stays open, and what it has and still receives
+// is for Take.
+func (p *Pull) Await(ctx context.Context) ([]Msg, error) {
+	check := time.NewTicker(min(MaxHeartbeat, p.req.Expires+LostGrace))
+	defer check.Stop()
+	for {
+		select {
+		case <-p.wake:
+			p.mu.Lock()
+			if p.ended {
+				msgs := p.msgs
+				p.msgs = nil
+				p.mu.Unlock()
+				return msgs, p.err
+			}
+			p.mu.Unlock()
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case now := <-check.C:
+			p.mu.Lock()
+			lost := !p.ended && p.silent(now)
+			p.mu.Unlock()
+			if lost {
+				return nil, jetstream.ErrNoHeartbeat
+			}
+		}
+	}
+}
+
+// Take returns the messages received and not yet taken, and whether the pull
+// has ended and when. A pull the server has been silent on for longer than
+// its expiry is ended here: the server is gone, and so is the pull.
+func (p *Pull) Take(now time.Time) (msgs []Msg, ended bool, endedAt time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.ended && now.Sub(p.sentAt) > p.req.Expires+LostGrace {
+		p.end(jetstream.ErrNoHeartbeat, now)
+	}
+	msgs, p.msgs = p.msgs, nil
+	return msgs, p.ended, p.endedAt
+}

@@ -1,0 +1,50 @@
+package settle
+
+import "github.com/jetgate/jetgate/internal/token"
+
+// Batch is the part of a settle whose leases one issuer holds: the opened
+// claims, the tokens they came from, and their places in the request.
+type Batch struct {
+	Claims []token.Claims
+	Tokens []string
+	Index  []int
+}
+
+func (b *Batch) add(c token.Claims, tok string, i int) {
+	b.Claims = append(b.Claims, c)
+	b.Tokens = append(b.Tokens, tok)
+	b.Index = append(b.Index, i)
+}
+
+// Parts is a settle request split by issuer.
+type Parts struct {
+	Local  Batch                     // leases self issued
+	Remote map[token.IssuerID]*Batch // leases other replicas issued
+}
+
+// Partition opens each token for stream/consumer and principal and splits
+// them into self's leases and each other issuer's. A token that does not
+// open gets its error in out, at its index; out has one entry per token.
+func Partition(keys *token.Keyring, self token.IssuerID, tokens []string, stream, consumer, principal string, out []Outcome) Parts {
+	var p Parts
+	for i, tok := range tokens {
+		c, err := keys.Open(tok, stream, consumer, principal)
+		switch {
+		case err != nil:
+			out[i].Err = err
+		case c.Issuer == self:
+			p.Local.add(c, tok, i)
+		default:
+			if p.Remote == nil {
+				p.Remote = make(map[token.IssuerID]*Batch)
+			}
+			b := p.Remote[c.Issuer]
+			if b == nil {
+				b = &Batch{}
+				p.Remote[c.Issuer] = b
+			}
+			b.add(c, tok, i)
+		}
+	}
+	return p
+}

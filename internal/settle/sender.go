@@ -1,0 +1,166 @@
+package settle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/jetgate/jetgate/internal/errs"
+)
+
+var (
+	// ErrNoResponders is a settle that no server took: the consumer was
+	// deleted, its leader is being elected, or the server is unreachable.
+	// The caller finds out which.
+	ErrNoResponders = errors.New("no responders")
+
+	// ErrUnconfirmed is a settle that was sent but not confirmed: it may or
+	// may not have been applied.
+	ErrUnconfirmed = fmt.Errorf("%w: the server did not confirm the settle", errs.ErrUnavailable)
+)
+
+// Sender sends settles as requests on one subscription of its own. Every
+// settle gets its own reply subject under it, and the sender routes each
+// reply to whoever opened that subject. Owning the subscription, rather than
+// calling nats.go's blocking Request once per token, lets a batch be
+// pipelined: all of it published, then all replies awaited together.
+type Sender struct {
+	nc      *nats.Conn
+	timeout time.Duration
+	prefix  string
+	sub     *nats.Subscription
+
+	mu     sync.Mutex
+	next   uint64
+	routes map[uint64]func(*nats.Msg)
+}
+
+// NewSender subscribes to its reply subjects. timeout bounds how long a
+// batch waits for its confirmations.
+func NewSender(nc *nats.Conn, timeout time.Duration) (*Sender, error) {
+	s := &Sender{nc: nc, timeout: timeout, prefix: nats.NewInbox(), routes: make(map[uint64]func(*nats.Msg))}
+	sub, err := nc.Subscribe(s.prefix+".*", s.dispatch)
+	if err != nil {
+		return nil, fmt.Errorf("subscribe settle inbox: %w", err)
+	}
+	// A reply dropped as a slow consumer would fail its settle; what
+	// arrives here is bounded by the settles in flight.
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("settle inbox limits: %w", err)
+	}
+	s.sub = sub
+	return s, nil
+}
+
+// Close stops the reply subscription.
+func (s *Sender) Close() error { return s.sub.Unsubscribe() }
+
+// open returns a fresh reply subject whose messages go to fn, and the id that
+// closes it. fn runs on the subscription's goroutine and must not block.
+func (s *Sender) open(fn func(*nats.Msg)) (string, uint64) {
+	s.mu.Lock()
+	s.next++
+	id := s.next
+	s.routes[id] = fn
+	s.mu.Unlock()
+	return s.prefix + "." + strconv.FormatUint(id, 10), id
+}
+
+func (s *Sender) close(id uint64) {
+	s.mu.Lock()
+	delete(s.routes, id)
+	s.mu.Unlock()
+}
+
+func (s *Sender) dispatch(m *nats.Msg) {
+	id, err := strconv.ParseUint(m.Subject[len(s.prefix)+1:], 10, 64)
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	fn := s.routes[id]
+	s.mu.Unlock()
+	if fn != nil {
+		fn(m)
+	}
+}
+
+// Send publishes payload to every subject as a request and waits for all the
+// replies, pipelined: nothing waits for one reply before sending the next.
+// Each error is nil (confirmed), ErrNoResponders, ErrUnconfirmed (sent, no
+// answer in time or the caller left) or errs.ErrUnavailable (not sent).
+func (s *Sender) Send(ctx context.Context, subjects []string, payload []byte) []error {
+	res := make([]error, len(subjects))
+	type reply struct {
+		i int
+		m *nats.Msg
+	}
+	replies := make(chan reply, len(subjects))
+	ids := make([]uint64, 0, len(subjects))
+	defer func() {
+		for _, id := range ids {
+			s.close(id)
+		}
+	}()
+	pending := 0
+	for i, subj := range subjects {
+		rsubj, id := s.open(func(m *nats.Msg) {
+			select {
+			case replies <- reply{i, m}:
+			default:
+			}
+		})
+		ids = append(ids, id)
+		// A settle must never wait in the client's reconnect buffer: sent
+		// after its lease's deadline, it would land on the next delivery.
+		if !s.nc.IsConnected() {
+			res[i] = fmt.Errorf("%w: not connected", errs.ErrUnavailable)
+			continue
+		}
+		if err := s.nc.PublishMsg(&nats.Msg{Subject: subj, Reply: rsubj, Data: payload}); err != nil {
+			res[i] = fmt.Errorf("%w: publish settle: %v", errs.ErrUnavailable, err)
+			continue
+		}
+		pending++
+	}
+	answered := make([]bool, len(subjects))
+	timer := time.NewTimer(s.timeout)
+	defer timer.Stop()
+	for pending > 0 {
+		select {
+		case r := <-replies:
+			if answered[r.i] {
+				continue
+			}
+			answered[r.i] = true
+			pending--
+			switch st := r.m.Header.Get("Status"); st {
+			case "":
+			case "503":
+				res[r.i] = ErrNoResponders
+			default:
+				res[r.i] = fmt.Errorf("%w: settle answered with status %s", errs.ErrUnavailable, st)
+			}
+		case <-timer.C:
+			return markUnanswered(res, answered, fmt.Errorf("%w in %v", ErrUnconfirmed, s.timeout))
+		case <-ctx.Done():
+			return markUnanswered(res, answered, fmt.Errorf("%w: %w", ErrUnconfirmed, ctx.Err()))
+		}
+	}
+	return res
+}
+
+func markUnanswered(res []error, answered []bool, err error) []error {
+	for i := range res {
+		if res[i] == nil && !answered[i] {
+			res[i] = err
+		}
+	}
+	return res
+}

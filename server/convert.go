@@ -1,0 +1,118 @@
+package server
+
+import (
+	"context"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/internal/consumer"
+)
+
+// principalOf is the authenticated caller, bound into tokens. jetgate has no
+// authentication yet, so every caller is the same, empty principal.
+func principalOf(context.Context) string { return "" }
+
+func messageOf(d *consumer.Delivery) *jetgatev1.Message {
+	m := &jetgatev1.Message{
+		Token:         d.Token,
+		Subject:       d.Subject,
+		Data:          d.Data,
+		LeaseDeadline: timestamppb.New(d.Deadline),
+		Metadata: &jetgatev1.MessageMetadata{
+			Stream:       d.Meta.Stream,
+			Consumer:     d.Meta.Consumer,
+			StreamSeq:    d.Meta.StreamSeq,
+			ConsumerSeq:  d.Meta.ConsumerSeq,
+			NumDelivered: d.Meta.Delivered,
+			NumPending:   d.Meta.Pending,
+			Timestamp:    timestamppb.New(d.Meta.Timestamp),
+		},
+	}
+	if len(d.Header) > 0 {
+		m.Headers = make(map[string]*jetgatev1.HeaderValues, len(d.Header))
+		for k, vs := range d.Header {
+			m.Headers[k] = &jetgatev1.HeaderValues{Values: vs}
+		}
+	}
+	return m
+}
+
+func headerOf(h map[string]*jetgatev1.HeaderValues) nats.Header {
+	if len(h) == 0 {
+		return nil
+	}
+	out := make(nats.Header, len(h))
+	for k, v := range h {
+		out[k] = append([]string(nil), v.GetValues()...)
+	}
+	return out
+}
+
+var deliverPolicies = map[jetstream.DeliverPolicy]jetgatev1.DeliverPolicy{
+	jetstream.DeliverAllPolicy:             jetgatev1.DeliverPolicy_DELIVER_POLICY_ALL,
+	jetstream.DeliverLastPolicy:            jetgatev1.DeliverPolicy_DELIVER_POLICY_LAST,
+	jetstream.DeliverNewPolicy:             jetgatev1.DeliverPolicy_DELIVER_POLICY_NEW,
+	jetstream.DeliverByStartSequencePolicy: jetgatev1.DeliverPolicy_DELIVER_POLICY_BY_START_SEQUENCE,
+	jetstream.DeliverByStartTimePolicy:     jetgatev1.DeliverPolicy_DELIVER_POLICY_BY_START_TIME,
+	jetstream.DeliverLastPerSubjectPolicy:  jetgatev1.DeliverPolicy_DELIVER_POLICY_LAST_PER_SUBJECT,
+}
+
+var ackPolicies = map[jetstream.AckPolicy]jetgatev1.AckPolicy{
+	jetstream.AckExplicitPolicy: jetgatev1.AckPolicy_ACK_POLICY_EXPLICIT,
+	jetstream.AckAllPolicy:      jetgatev1.AckPolicy_ACK_POLICY_ALL,
+	jetstream.AckNonePolicy:     jetgatev1.AckPolicy_ACK_POLICY_NONE,
+}
+
+func consumerConfigOf(ci *jetstream.ConsumerInfo) *jetgatev1.ConsumerConfig {
+	c := ci.Config
+	out := &jetgatev1.ConsumerConfig{
+		DurableName:     c.Durable,
+		Description:     c.Description,
+		DeliverPolicy:   deliverPolicies[c.DeliverPolicy],
+		OptStartSeq:     c.OptStartSeq,
+		AckPolicy:       ackPolicies[c.AckPolicy],
+		AckWait:         durationpb.New(c.AckWait),
+		MaxDeliver:      int64(c.MaxDeliver),
+		FilterSubjects:  c.FilterSubjects,
+		MaxWaiting:      int64(c.MaxWaiting),
+		MaxAckPending:   int64(c.MaxAckPending),
+		MaxRequestBatch: int64(c.MaxRequestBatch),
+		NumReplicas:     int32(c.Replicas),
+	}
+	if c.FilterSubject != "" {
+		out.FilterSubjects = append([]string{c.FilterSubject}, out.FilterSubjects...)
+	}
+	if c.OptStartTime != nil {
+		out.OptStartTime = timestamppb.New(*c.OptStartTime)
+	}
+	if c.MaxRequestExpires > 0 {
+		out.MaxRequestExpires = durationpb.New(c.MaxRequestExpires)
+	}
+	for _, b := range c.BackOff {
+		out.Backoff = append(out.Backoff, durationpb.New(b))
+	}
+	return out
+}
+
+func consumerStateOf(ci *jetstream.ConsumerInfo) *jetgatev1.ConsumerState {
+	seq := func(s jetstream.SequenceInfo) *jetgatev1.SequencePair {
+		p := &jetgatev1.SequencePair{ConsumerSeq: s.Consumer, StreamSeq: s.Stream}
+		if s.Last != nil {
+			p.LastActive = timestamppb.New(*s.Last)
+		}
+		return p
+	}
+	return &jetgatev1.ConsumerState{
+		NumPending:     ci.NumPending,
+		NumAckPending:  int64(ci.NumAckPending),
+		NumRedelivered: int64(ci.NumRedelivered),
+		NumWaiting:     int64(ci.NumWaiting),
+		Delivered:      seq(ci.Delivered),
+		AckFloor:       seq(ci.AckFloor),
+		Created:        timestamppb.New(ci.Created),
+	}
+}

@@ -1,0 +1,19 @@
+package server
+
+import (
+	"context"
+
+	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+)
+
+func (s *streamService) Publish(ctx context.Context, req *jetgatev1.PublishRequest) (*jetgatev1.PublishResponse, error) {
+	pr, err := validatePublish(req)
+	if err != nil {
+		return nil, s.status(err)
+	}
+	ack, err := s.g.Publish(ctx, pr)
+	if err != nil {
+		return nil, s.status(err)
+	}
+	return &jetgatev1.PublishResponse{Stream: ack.Stream, Seq: ack.Seq, Duplicate: ack.Duplicate}, nil
+}
