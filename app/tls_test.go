@@ -124,6 +124,12 @@ func TestRunOverMutualTLS(t *testing.T) {
 	o.NATSURL = ns.ClientURL()
 	o.NATSTLSCA, o.NATSTLSCert, o.NATSTLSKey = p.caFile, p.clientCert, p.clientKey
 	proc := start(t, o)
+	cc, sc := grpcClients(t, proc.GRPC)
+	seq := publish(t, sc, "orders.tls", "over mTLS")
+	msgs := fetch(t, cc, "billing", 1, 5*time.Second)
+	if len(msgs) != 1 || msgs[0].GetMetadata().GetStreamSeq() != seq || string(msgs[0].GetData()) != "over mTLS" {
+		t.Fatalf("fetched %v, want the message published over mTLS (seq %d)", msgs, seq)
+	}
 	if err := proc.Stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -74,14 +74,21 @@ func (t *Table) Add(l Lease) {
 }
 
 // Adopt records a lease known only from its token, for a settle whose issuer
-// is gone. An entry for the same or a newer delivery is kept, so a settled
-// lease stays settled.
+// is gone. An entry for a newer delivery is kept, and so is one for the same
+// delivery, so a settled lease stays settled; a live one takes the later of
+// the two deadlines (an Extend's token carries a later one than the
+// delivery's first).
 func (t *Table) Adopt(l Lease) {
 	t.mu.Lock()
-	if old, ok := t.entries[l.StreamSeq]; !ok || old.Delivered < l.Delivered {
+	defer t.mu.Unlock()
+	old, ok := t.entries[l.StreamSeq]
+	switch {
+	case !ok || old.Delivered < l.Delivered:
 		t.put(&entry{Lease: l})
+	case old.Delivered == l.Delivered && old.state == stateLive && l.Deadline.After(old.Deadline):
+		old.Deadline = l.Deadline
+		heap.Push(&t.due, expiry{old, old.Deadline})
 	}
-	t.mu.Unlock()
 }
 
 // put stores e in place of any entry of the same message; t.mu is held.

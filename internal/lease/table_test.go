@@ -245,6 +245,16 @@ func TestLeaseTable(t *testing.T) {
 			beginStep(dlv1, OpAck, time.Second, "", errs.ErrLeaseExpired),
 			beginStep(dlv2, OpAck, time.Second, subj2, nil),
 		}},
+		{"adopting an Extend's token of the same delivery takes its later deadline", []step{
+			beginStep(dlv1, OpAck, leaseTTL+time.Second, "", errs.ErrLeaseExpired),
+			adoptStep(Lease{StreamSeq: seq, ConsumerSeq: 77, Delivered: 1, Deadline: at(leaseTTL + time.Minute)}, subj1),
+			wantLive(1),
+			beginStep(dlv1, OpAck, leaseTTL+time.Second, subj1, nil),
+		}},
+		{"adopting a token with an earlier deadline does not shorten the lease", []step{
+			adoptStep(Lease{StreamSeq: seq, ConsumerSeq: 77, Delivered: 1, Deadline: at(time.Second)}, subj1),
+			beginStep(dlv1, OpAck, 2*time.Second, subj1, nil),
+		}},
 		{"Extend keeps the lease live with its new deadline", []step{
 			beginStep(dlv1, OpExtend, 20*time.Second, subj1, nil),
 			finishStep(dlv1, OpExtend, true, 20*time.Second, 50*time.Second),
