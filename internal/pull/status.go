@@ -3,6 +3,7 @@ package pull
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -46,23 +47,24 @@ func statusError(code, desc string) error {
 	case "404":
 		return jetstream.ErrNoMessages
 	case "408":
-		if desc == "Requests Pending" {
+		if has(desc, "requests pending") {
 			return ErrRequestsPending
 		}
 		return jetstream.ErrNoMessages // the pull expired
 	case "409":
-		switch desc {
-		case "Consumer Deleted":
+		// Matched as nats.go matches them: by words, whatever their case.
+		switch {
+		case has(desc, "consumer deleted"):
 			return jetstream.ErrConsumerDeleted
-		case "Leadership Change":
+		case has(desc, "leadership change"):
 			return jetstream.ErrConsumerLeadershipChanged
-		case "Message Size Exceeds MaxBytes":
+		case has(desc, "message size exceeds maxbytes"):
 			return jetstream.ErrMaxBytesExceeded
-		case "Exceeded MaxWaiting":
+		case has(desc, "exceeded maxwaiting"):
 			return ErrExceededMaxWaiting
-		case "Server Shutdown":
+		case has(desc, "server shutdown"):
 			return jetstream.ErrServerShutdown
-		case "Batch Completed":
+		case has(desc, "batch completed"):
 			return jetstream.ErrBatchCompleted
 		}
 	case "503":
@@ -70,3 +72,5 @@ func statusError(code, desc string) error {
 	}
 	return &StatusError{Code: code, Description: desc}
 }
+
+func has(desc, words string) bool { return strings.Contains(strings.ToLower(desc), words) }

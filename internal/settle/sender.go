@@ -97,6 +97,9 @@ func (s *Sender) dispatch(m *nats.Msg) {
 // answer in time or the caller left) or errs.ErrUnavailable (not sent).
 func (s *Sender) Send(ctx context.Context, subjects []string, payload []byte) []error {
 	res := make([]error, len(subjects))
+	if err := ctx.Err(); err != nil {
+		return fillErr(res, err)
+	}
 	type reply struct {
 		i int
 		m *nats.Msg
@@ -161,6 +164,13 @@ func markUnanswered(res []error, answered []bool, err error) []error {
 		if res[i] == nil && !answered[i] {
 			res[i] = err
 		}
+	}
+	return res
+}
+
+func fillErr(res []error, err error) []error {
+	for i := range res {
+		res[i] = err
 	}
 	return res
 }
