@@ -114,20 +114,29 @@ func Run(ctx context.Context, o Options) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	gw, err := core.New(ctx, core.Options{
-		Conn:       nc,
-		Consumers:  []consumer.Config{cc},
-		Keys:       keys,
-		MaxBatch:   o.MaxBatch,
-		MaxExpires: o.MaxExpires,
-		Metrics:    reg,
-		Logger:     log,
+		Conn:          nc,
+		Consumers:     []consumer.Config{cc},
+		Keys:          keys,
+		MaxBatch:      o.MaxBatch,
+		MaxExpires:    o.MaxExpires,
+		MaxFetchBytes: o.MaxFetchBytes,
+		Metrics:       reg,
+		Logger:        log,
 	})
 	if err != nil {
 		return err
 	}
 	defer gw.Close()
 
-	gs := grpc.NewServer(grpc.ChainUnaryInterceptor(observe(log, reg)), grpc.WaitForHandlers(true))
+	gs := grpc.NewServer(
+		grpc.ChainUnaryInterceptor(observe(log, reg)),
+		grpc.WaitForHandlers(true),
+		// A gRPC caller is bounded as a REST one is: no request larger than
+		// a REST body makes, and a cap on the RPCs one connection runs at
+		// once.
+		grpc.MaxRecvMsgSize(gateway.RequestLimit(o.MaxBodyBytes)),
+		grpc.MaxConcurrentStreams(1024),
+	)
 	server.Register(gs, gw, log)
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(gs, hs)

@@ -42,6 +42,7 @@ type Options struct {
 	MaxBatch       int
 	MaxExpires     time.Duration
 	MaxBodyBytes   int64
+	MaxFetchBytes  int64
 	ShutdownGrace  time.Duration
 	Logger         *slog.Logger
 
@@ -71,6 +72,7 @@ func Defaults() Options {
 		MaxBatch:      core.DefaultMaxBatch,
 		MaxExpires:    core.DefaultMaxExpires,
 		MaxBodyBytes:  gateway.DefaultMaxBodyBytes,
+		MaxFetchBytes: consumer.DefaultMaxFetchBytes,
 		ShutdownGrace: 10 * time.Second,
 	}
 }
@@ -106,6 +108,8 @@ func (o Options) consumerConfig() (consumer.Config, error) {
 		return c, fmt.Errorf("--max-batch %d: must be at least 1", o.MaxBatch)
 	case o.MaxExpires < time.Second:
 		return c, fmt.Errorf("--max-expires %v: must be at least 1s", o.MaxExpires)
+	case o.MaxFetchBytes < 1<<10 || o.MaxFetchBytes > 64<<20:
+		return c, fmt.Errorf("--max-fetch-bytes %d: must be between 1 KiB and 64 MiB (the default, %d, fits a default gRPC client's 4 MiB)", o.MaxFetchBytes, consumer.DefaultMaxFetchBytes)
 	}
 	for _, f := range o.FilterSubjects {
 		if f == "" || strings.ContainsAny(f, " \t") {

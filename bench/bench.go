@@ -286,6 +286,7 @@ func (r *restClient) post(ctx context.Context, verb string, body, out any) error
 	if err != nil {
 		return err
 	}
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := r.hc.Do(req)
 	if err != nil {
 		return err

@@ -6,10 +6,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
+	"strings"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -27,11 +30,33 @@ import (
 // fit with room to spare, and so does a modest Publish.
 const DefaultMaxBodyBytes = 4 << 20
 
+// BodyLimit is the body limit that Options.MaxBodyBytes n sets: n, or
+// DefaultMaxBodyBytes when n is not positive.
+func BodyLimit(n int64) int64 {
+	if n <= 0 {
+		return DefaultMaxBodyBytes
+	}
+	return n
+}
+
+// pathOverhead is what a REST request's path adds to its body in the gRPC
+// request it becomes: the stream and consumer names (at most 255 bytes each
+// in NATS) and their framing, with room to spare.
+const pathOverhead = 4 << 10
+
+// RequestLimit is the largest gRPC request that a REST request within the
+// body limit n (see BodyLimit) turns into: the body, whose protobuf encoding
+// is no larger than its JSON, plus the fields taken from the path. The gRPC
+// server receives no larger request, so that a gRPC caller is bounded as a
+// REST one is, and a REST body at the limit still passes.
+func RequestLimit(n int64) int { return int(BodyLimit(n)) + pathOverhead }
+
 // Options configure the REST gateway.
 type Options struct {
 	// GRPCAddr is the gRPC server to dial.
 	GRPCAddr string
-	// MaxBodyBytes bounds request bodies; larger ones get 413.
+	// MaxBodyBytes bounds request bodies; larger ones get 413. Zero means
+	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// Ready reports whether the service can take traffic, for /readyz.
 	Ready func() error
@@ -49,9 +74,7 @@ type REST struct {
 // New dials the gRPC server and builds the handler. Close releases the
 // connection.
 func New(ctx context.Context, o Options) (*REST, error) {
-	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = DefaultMaxBodyBytes
-	}
+	o.MaxBodyBytes = BodyLimit(o.MaxBodyBytes)
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -65,6 +88,7 @@ func New(ctx context.Context, o Options) (*REST, error) {
 			UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
 		}),
 		runtime.WithErrorHandler(errorHandler(o.Logger)),
+		runtime.WithStreamErrorHandler(streamErrorHandler(o.Logger)),
 	)
 	if err := jetgatev1.RegisterConsumerServiceHandler(ctx, mux, conn); err != nil {
 		_ = conn.Close()
@@ -94,7 +118,7 @@ func New(ctx context.Context, o Options) (*REST, error) {
 	if o.Metrics != nil {
 		root.Handle("GET /metrics", o.Metrics)
 	}
-	root.Handle("/", limitBody(mux, o.MaxBodyBytes))
+	root.Handle("/", requireJSON(limitBody(mux, o.MaxBodyBytes)))
 	return &REST{Handler: root, conn: conn}, nil
 }
 
@@ -125,6 +149,55 @@ func limitBody(next http.Handler, limit int64) http.Handler {
 	})
 }
 
+// requireJSON answers 415 to a POST, PUT or PATCH whose Content-Type is not
+// JSON, body or no body, before anything reads it. A web page can send a
+// cross-origin request without a CORS preflight only as a "simple" one:
+// text/plain, a form, or no Content-Type at all. Refusing those keeps any
+// page a browser opens from settling, fetching or publishing through
+// jetgate. Requests that carry no body (GET) pass.
+func requireJSON(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodPost, http.MethodPut, http.MethodPatch:
+			if cts := r.Header.Values("Content-Type"); len(cts) != 1 || !isJSON(cts[0]) {
+				unsupportedMediaType(w, cts)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// isJSON reports whether a Content-Type is JSON: application/json or
+// application/*+json, with any parameters (charset=utf-8).
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return false
+	}
+	sub, ok := strings.CutPrefix(mt, "application/")
+	return ok && (sub == "json" || (strings.HasSuffix(sub, "+json") && len(sub) > len("+json")))
+}
+
+func unsupportedMediaType(w http.ResponseWriter, got []string) {
+	var what string
+	switch len(got) {
+	case 0:
+		what = "the request has no Content-Type"
+	case 1:
+		ct := got[0]
+		if len(ct) > 64 {
+			ct = ct[:64] + "…"
+		}
+		what = fmt.Sprintf("Content-Type %q is not JSON", ct)
+	default:
+		what = fmt.Sprintf("the request has %d Content-Type headers", len(got))
+	}
+	w.Header().Set("Accept", "application/json")
+	st := status.New(codes.InvalidArgument, what+"; send the body as JSON with Content-Type: application/json")
+	writeStatus(w, http.StatusUnsupportedMediaType, st, "UNSUPPORTED_MEDIA_TYPE")
+}
+
 func tooLarge(w http.ResponseWriter, limit int64) {
 	st := status.Newf(codes.InvalidArgument, "the request body is larger than %d bytes", limit)
 	writeStatus(w, http.StatusRequestEntityTooLarge, st, "BODY_TOO_LARGE")
@@ -150,19 +223,82 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// errorHandler renders errors as grpc-gateway does, but never passes on the
-// text of an error that did not come from jetgate's own services (a failed
-// connection to the gRPC server, say): that text is logged instead.
+// errorHandler renders errors as grpc-gateway does, but passes a caller only
+// the text of jetgate's own errors and of grpc-gateway's answers to bad
+// input; any other error's text is logged and replaced (see backendStatus).
 func errorHandler(log *slog.Logger) runtime.ErrorHandlerFunc {
 	return func(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
-		st, ok := status.FromError(err)
-		if ok && len(st.Details()) == 0 {
-			switch st.Code() {
-			case codes.Unavailable, codes.Internal, codes.Unknown:
-				log.Warn("gRPC backend error", "path", r.URL.Path, "code", st.Code(), "err", st.Message())
-				err = status.Error(st.Code(), "the jetgate service is unavailable; retry")
+		var routing *runtime.HTTPStatusError
+		if !errors.As(err, &routing) {
+			if st, replaced := backendStatus(status.Convert(err)); replaced {
+				log.Log(ctx, logLevel(st.Code()), "gRPC backend error", "path", r.URL.Path, "code", st.Code(), "err", err)
+				err = st.Err()
 			}
 		}
 		runtime.DefaultHTTPErrorHandler(ctx, mux, m, w, r, err)
 	}
+}
+
+// streamErrorHandler is errorHandler for the error that ends a streamed
+// response.
+func streamErrorHandler(log *slog.Logger) runtime.StreamErrorHandlerFunc {
+	return func(ctx context.Context, err error) *status.Status {
+		st, replaced := backendStatus(status.Convert(err))
+		if replaced {
+			log.Log(ctx, logLevel(st.Code()), "gRPC backend error in a stream", "code", st.Code(), "err", err)
+		}
+		return st
+	}
+}
+
+// logLevel is how loudly a replaced error is logged: a caller that went away
+// or ran out of time is no fault of the gateway's.
+func logLevel(c codes.Code) slog.Level {
+	if c == codes.Canceled || c == codes.DeadlineExceeded {
+		return slog.LevelDebug
+	}
+	return slog.LevelWarn
+}
+
+// gatewayCodes are the codes grpc-gateway itself answers bad input with: a
+// body, path parameter, query parameter or grpc-timeout it cannot parse
+// (InvalidArgument), a path it does not serve (NotFound), a method the path
+// does not take (Unimplemented). Their text is about the caller's own
+// request.
+var gatewayCodes = map[codes.Code]bool{codes.InvalidArgument: true, codes.NotFound: true, codes.Unimplemented: true}
+
+// backendText is what a caller reads instead of a transport error's text.
+var backendText = map[codes.Code]string{
+	codes.Canceled:          "the request was canceled",
+	codes.Unknown:           "internal error; see the gateway log",
+	codes.DeadlineExceeded:  "the deadline passed",
+	codes.ResourceExhausted: "the response is larger than the gateway accepts from its backend; fetch fewer or smaller messages",
+	codes.Unavailable:       "the jetgate service is unavailable; retry",
+	codes.Internal:          "internal error; see the gateway log",
+	codes.DataLoss:          "internal error; see the gateway log",
+	codes.Unauthenticated:   "the request is not authenticated",
+	codes.PermissionDenied:  "the caller is not allowed to do this",
+}
+
+// backendStatus is the status a REST caller sees for st. jetgate's own
+// errors (with an ErrorInfo of domain jetgate) keep their text, and so do the
+// codes of grpc-gateway's own answers to bad input. Any other text came from
+// a transport (a failed connection, a message over gRPC's size limit: "grpc:
+// received message larger than max …"), and is replaced with a fixed
+// sentence for its code; replaced reports that, so that the caller of
+// backendStatus logs the original once.
+func backendStatus(st *status.Status) (_ *status.Status, replaced bool) {
+	if st.Code() == codes.OK || gatewayCodes[st.Code()] {
+		return st, false
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == "jetgate" {
+			return st, false
+		}
+	}
+	text, ok := backendText[st.Code()]
+	if !ok {
+		text = fmt.Sprintf("the jetgate service failed (%s); see the gateway log", st.Code())
+	}
+	return status.New(st.Code(), text), true
 }

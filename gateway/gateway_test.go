@@ -455,6 +455,7 @@ func TestRESTBodyLimit(t *testing.T) {
 			if tt.chunked {
 				req.ContentLength = -1
 			}
+			req.Header.Set("Content-Type", "application/json")
 			r := c.send(req)
 			if r.status != tt.status {
 				t.Fatalf("status %d, body %s; want %d", r.status, r.raw, tt.status)

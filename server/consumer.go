@@ -56,12 +56,9 @@ func (s *consumerService) Nak(ctx context.Context, req *jetgatev1.NakRequest) (*
 	return &jetgatev1.NakResponse{Failures: fails}, nil
 }
 
-// maxTermReason bounds the reason of a Term.
-const maxTermReason = 1024
-
 func (s *consumerService) Term(ctx context.Context, req *jetgatev1.TermRequest) (*jetgatev1.TermResponse, error) {
-	if len(req.GetReason()) > maxTermReason {
-		return nil, s.status(fmt.Errorf("%w: reason is %d bytes; at most %d are allowed", errs.ErrInvalidArgument, len(req.GetReason()), maxTermReason))
+	if len(req.GetReason()) > settle.MaxReasonLen {
+		return nil, s.status(fmt.Errorf("%w: reason is %d bytes; at most %d are allowed", errs.ErrInvalidArgument, len(req.GetReason()), settle.MaxReasonLen))
 	}
 	fails, err := s.settle(ctx, req, core.SettleRequest{Op: lease.OpTerm, Reason: req.GetReason()}, nil)
 	if err != nil {

@@ -28,6 +28,7 @@ type config struct {
 	ackWait       time.Duration
 	maxAckPending int
 	keys          *token.Keyring
+	maxFetchBytes int64
 }
 
 // harness is one real NATS server and one gateway served over gRPC on a
@@ -64,6 +65,7 @@ func newHarness(t *testing.T, opts ...func(*config)) *harness {
 func ackWait(d time.Duration) func(*config)   { return func(c *config) { c.ackWait = d } }
 func maxAckPending(n int) func(*config)       { return func(c *config) { c.maxAckPending = n } }
 func withKeys(k *token.Keyring) func(*config) { return func(c *config) { c.keys = k } }
+func maxFetchBytes(n int64) func(*config)     { return func(c *config) { c.maxFetchBytes = n } }
 
 // startGateway starts one more gateway replica on the harness's server,
 // with its own NATS connection and gRPC server.
@@ -75,7 +77,8 @@ func (h *harness) startGateway() (*core.Replica, jetgatev1.ConsumerServiceClient
 			{Stream: stream, Name: consumer, AckWait: h.cfg.ackWait, MaxAckPending: h.cfg.maxAckPending},
 			{Stream: stream, Name: other, AckWait: h.cfg.ackWait, MaxAckPending: h.cfg.maxAckPending},
 		},
-		Keys: h.cfg.keys,
+		Keys:          h.cfg.keys,
+		MaxFetchBytes: h.cfg.maxFetchBytes,
 	})
 	return g.Replica, g.Consumers, g.Streams
 }

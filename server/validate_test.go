@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -262,6 +263,57 @@ func TestValidatePublish(t *testing.T) {
 	}
 }
 
+func TestValidatePublishReservedHeaders(t *testing.T) {
+	tests := []struct {
+		name     string
+		reserved bool
+	}{
+		{"X-Trace", false},
+		{"Nats", false},
+		{"NatsRollup", false},
+		{"X-Nats-Rollup", false},
+		{"Nats-Expected-Stream", false},
+		{"Nats-Expected-Last-Msg-Id", false},
+		{"Nats-Expected-Last-Sequence", false},
+		{"Nats-Expected-Last-Subject-Sequence", false},
+		{"Nats-Expected-Last-Subject-Sequence-Subject", false},
+		{"Nats-", true},
+		{"Nats-Rollup", true},
+		{"nats-rollup", true},
+		{"NATS-ROLLUP", true},
+		{"Nats-TTL", true},
+		{"Nats-Msg-Id", true},
+		{"nats-msg-id", true},
+		{"Nats-Schedule", true},
+		{"Nats-Incr", true},
+		{"Nats-Batch-Id", true},
+		{"Nats-Expected-", true},
+		{"nats-expected-last-sequence", true}, // the server would not read it
+		{"NATS-EXPECTED-STREAM", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := &jetgatev1.PublishRequest{
+				Stream: "ORDERS", Subject: "orders.eu",
+				Headers: map[string]*jetgatev1.HeaderValues{"X-Ok": {Values: []string{"1"}}, tt.name: {Values: []string{"v"}}},
+			}
+			_, err := validatePublish(req)
+			if !tt.reserved {
+				if err != nil {
+					t.Fatalf("validatePublish = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, errs.ErrHeaderReserved) || errors.Is(err, errs.ErrInvalidArgument) {
+				t.Fatalf("validatePublish = %v, want errs.ErrHeaderReserved alone", err)
+			}
+			if !strings.Contains(err.Error(), strconv.Quote(tt.name)) {
+				t.Errorf("%q does not name the header", err)
+			}
+		})
+	}
+}
+
 func TestValidatePublishCarriesMsgIDAndCopiesHeaders(t *testing.T) {
 	vals := []string{"a", "b"}
 	req := &jetgatev1.PublishRequest{
@@ -293,6 +345,7 @@ func TestToStatus(t *testing.T) {
 		{errs.ErrConsumerNotFound, codes.NotFound, "CONSUMER_NOT_FOUND", true},
 		{errs.ErrStreamNotFound, codes.NotFound, "STREAM_NOT_FOUND", true},
 		{errs.ErrSubjectNotAllowed, codes.InvalidArgument, "SUBJECT_NOT_ALLOWED", true},
+		{errs.ErrHeaderReserved, codes.InvalidArgument, "HEADER_RESERVED", true},
 		{errs.ErrTokenInvalid, codes.InvalidArgument, "TOKEN_INVALID", false},
 		{errs.ErrTokenWrongConsumer, codes.InvalidArgument, "TOKEN_WRONG_CONSUMER", false},
 		{errs.ErrLeaseExpired, codes.FailedPrecondition, "LEASE_EXPIRED", false},

@@ -70,6 +70,7 @@ func parse(args []string, env func(string) (string, bool)) (app.Options, error) 
 	fs.IntVar(&o.MaxBatch, "max-batch", o.MaxBatch, "largest Fetch batch")
 	fs.DurationVar(&o.MaxExpires, "max-expires", o.MaxExpires, "longest Fetch expires")
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", o.MaxBodyBytes, "largest REST request body")
+	fs.Int64Var(&o.MaxFetchBytes, "max-fetch-bytes", o.MaxFetchBytes, "most bytes of messages one Fetch pulls and returns")
 	fs.TextVar(&level, "log-level", slog.LevelInfo, "debug | info | warn | error")
 
 	if err := fs.Parse(args); err != nil {

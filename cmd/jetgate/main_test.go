@@ -58,6 +58,7 @@ func TestParseDefaults(t *testing.T) {
 		MaxBatch:      1000,
 		MaxExpires:    30 * time.Second,
 		MaxBodyBytes:  4 << 20,
+		MaxFetchBytes: 3 << 20,
 		ShutdownGrace: 10 * time.Second,
 	}
 	if !reflect.DeepEqual(o, want) {
@@ -94,6 +95,7 @@ var settings = []struct {
 	{"max-batch", "JETGATE_MAX_BATCH", "250", func(o app.Options) any { return o.MaxBatch }, 250},
 	{"max-expires", "JETGATE_MAX_EXPIRES", "1m", func(o app.Options) any { return o.MaxExpires }, time.Minute},
 	{"max-body-bytes", "JETGATE_MAX_BODY_BYTES", "65536", func(o app.Options) any { return o.MaxBodyBytes }, int64(65536)},
+	{"max-fetch-bytes", "JETGATE_MAX_FETCH_BYTES", "131072", func(o app.Options) any { return o.MaxFetchBytes }, int64(131072)},
 	{"log-level", "JETGATE_LOG_LEVEL", "debug", func(o app.Options) any { return o.Logger.Enabled(context.Background(), slog.LevelDebug) }, true},
 }
 

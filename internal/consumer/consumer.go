@@ -11,6 +11,7 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,14 +32,26 @@ import (
 // sweepEvery is how often expired leases are swept and orphans sent back.
 const sweepEvery = 100 * time.Millisecond
 
+// DefaultMaxFetchBytes is the bytes one Fetch pulls unless configured: a
+// margin under gRPC's default 4 MiB for the tokens and metadata each
+// message carries besides its data.
+const DefaultMaxFetchBytes = 3 << 20
+
 // Deps are what a Consumer shares with the rest of its replica.
 type Deps struct {
-	Conn    *nats.Conn
-	Sender  *settle.Sender
+	Conn   *nats.Conn
+	Sender *settle.Sender
+	// Ledger is the settle record shared by replicas. Nil only where one
+	// replica serves alone (tests of this package): a replica that acts on
+	// tokens whose issuer is gone must have it.
+	Ledger  *settle.Ledger
 	Keys    *token.Keyring
 	Self    token.IssuerID // this replica, the issuer of its tokens
 	Timeout time.Duration  // bounds each NATS request
-	Log     *slog.Logger
+	// MaxFetchBytes bounds the bytes one Fetch pulls (and so returns), so
+	// that a response fits what a default gRPC client accepts (4 MiB).
+	MaxFetchBytes int64
+	Log           *slog.Logger
 	// Orphans counts orphans by stream, consumer and outcome (handed, naked).
 	Orphans *prometheus.CounterVec
 }
@@ -50,6 +63,7 @@ type Consumer struct {
 	js      jetstream.Consumer
 	nc      *nats.Conn
 	sender  *settle.Sender
+	ledger  *settle.Ledger
 	keys    *token.Keyring
 	self    token.IssuerID
 	timeout time.Duration
@@ -60,6 +74,7 @@ type Consumer struct {
 	maxAckPending int
 	maxBatch      int           // the server's max_request_batch; 0 is none
 	maxExpires    time.Duration // the server's max_request_expires; 0 is none
+	maxFetchBytes int64         // the gateway's bound on one Fetch
 
 	leases  *lease.Table
 	waiting chan struct{} // one token per pull open on the server
@@ -95,6 +110,7 @@ func newConsumer(cons jetstream.Consumer, d Deps) *Consumer {
 		js:            cons,
 		nc:            d.Conn,
 		sender:        d.Sender,
+		ledger:        d.Ledger,
 		keys:          d.Keys,
 		self:          d.Self,
 		timeout:       d.Timeout,
@@ -103,6 +119,7 @@ func newConsumer(cons jetstream.Consumer, d Deps) *Consumer {
 		maxAckPending: cfg.MaxAckPending,
 		maxBatch:      cfg.MaxRequestBatch,
 		maxExpires:    cfg.MaxRequestExpires,
+		maxFetchBytes: cmp.Or(d.MaxFetchBytes, DefaultMaxFetchBytes),
 		leases:        lease.NewTable(cfg.AckWait),
 		// Stay below the consumer's max_waiting: past it the server drops
 		// pulls that carry heartbeats without a word.

@@ -25,6 +25,17 @@ type Delivery struct {
 	Deadline time.Time
 }
 
+// size is about what the server counts against a pull's max_bytes.
+func (d *Delivery) size() int64 {
+	n := len(d.Subject) + len(d.Data)
+	for k, vs := range d.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return int64(n)
+}
+
 // EmptyReason says why a Fetch returned nothing.
 type EmptyReason int
 
@@ -65,7 +76,11 @@ func (c *Consumer) Fetch(ctx context.Context, req FetchRequest) (FetchResult, er
 		return FetchResult{}, err
 	}
 	now := time.Now()
-	if held := c.orphans.take(req.Batch, now); len(held) > 0 {
+	maxBytes := c.maxFetchBytes
+	if req.MaxBytes > 0 {
+		maxBytes = min(maxBytes, req.MaxBytes)
+	}
+	if held := c.orphans.take(req.Batch, maxBytes, now); len(held) > 0 {
 		if err := ctx.Err(); err != nil {
 			c.orphans.putBack(held)
 			return FetchResult{}, err
@@ -96,7 +111,7 @@ func (c *Consumer) Fetch(ctx context.Context, req FetchRequest) (FetchResult, er
 			}
 			return FetchResult{Empty: EmptyMaxWaiting}, nil
 		}
-		p, err := pull.Start(c.nc, c.Stream, c.Name, c.pullFor(req, time.Until(until), noWait), c.releaseWaiting)
+		p, err := pull.Start(c.nc, c.Stream, c.Name, c.pullFor(req.Batch, maxBytes, time.Until(until), noWait), c.releaseWaiting)
 		if err != nil {
 			c.releaseWaiting()
 			return FetchResult{}, err
@@ -136,8 +151,11 @@ func (c *Consumer) Fetch(ctx context.Context, req FetchRequest) (FetchResult, er
 			retry = true
 		case errors.Is(err, jetstream.ErrConsumerDeleted):
 			return FetchResult{}, fmt.Errorf("%w: the consumer was deleted", errs.ErrConsumerNotFound)
+		case errors.Is(err, jetstream.ErrMaxBytesExceeded) && maxBytes < c.maxFetchBytes:
+			return FetchResult{Empty: EmptyMaxBytes}, nil // the caller's own max_bytes
 		case errors.Is(err, jetstream.ErrMaxBytesExceeded):
-			return FetchResult{Empty: EmptyMaxBytes}, nil
+			return FetchResult{}, fmt.Errorf("%w: the next message is larger than the %d bytes one Fetch may return (the gateway's max fetch bytes); raise that limit to receive it",
+				errs.ErrMessageTooLarge, c.maxFetchBytes)
 		case errors.Is(err, pull.ErrExceededMaxWaiting):
 			return FetchResult{Empty: EmptyMaxWaiting}, nil
 		case errors.Is(err, jetstream.ErrServerShutdown):
@@ -154,9 +172,10 @@ func (c *Consumer) Fetch(ctx context.Context, req FetchRequest) (FetchResult, er
 	}
 }
 
-// pullFor shapes the pull for a Fetch with wait left to go.
-func (c *Consumer) pullFor(req FetchRequest, wait time.Duration, noWait bool) pull.Request {
-	batch := req.Batch
+// pullFor shapes the pull for a Fetch of batch messages and maxBytes with
+// wait left to go. What does not fit stays with the server for the next
+// Fetch.
+func (c *Consumer) pullFor(batch int, maxBytes int64, wait time.Duration, noWait bool) pull.Request {
 	if room := c.maxAckPending - c.leases.Live(); room > 0 && room < batch {
 		// A no_wait pull cut short by max_ack_pending is held open by the
 		// server until the next heartbeat: ask only for what fits.
@@ -170,7 +189,7 @@ func (c *Consumer) pullFor(req FetchRequest, wait time.Duration, noWait bool) pu
 		// ends it the moment it arrives.
 		batch = 1
 	}
-	return pull.NewRequest(batch, wait, noWait, req.MaxBytes)
+	return pull.NewRequest(batch, wait, noWait, maxBytes)
 }
 
 // acquireWaiting takes a place among the pulls the consumer may have

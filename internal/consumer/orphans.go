@@ -77,19 +77,22 @@ func (o *orphanPool) drain(now time.Time) {
 	})
 }
 
-// take hands up to n orphans whose leases are still live to a Fetch. Those
-// past their deadline are dropped: the server redelivers them.
-func (o *orphanPool) take(n int, now time.Time) []*orphan {
+// take hands up to n orphans of at most maxBytes in all, whose leases are
+// still live, to a Fetch. Those past their deadline are dropped: the server
+// redelivers them.
+func (o *orphanPool) take(n int, maxBytes int64, now time.Time) []*orphan {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.drain(now)
 	var out []*orphan
+	var bytes int64
 	o.held = slices.DeleteFunc(o.held, func(h *orphan) bool {
-		switch {
+		switch size := h.d.size(); {
 		case !now.Before(h.d.Deadline):
 			return true
-		case len(out) < n:
+		case len(out) < n && bytes+size <= maxBytes:
 			out = append(out, h)
+			bytes += size
 			return true
 		}
 		return false

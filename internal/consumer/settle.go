@@ -3,9 +3,11 @@ package consumer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
+	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/pull"
 	"github.com/jetgate/jetgate/internal/settle"
@@ -14,11 +16,53 @@ import (
 
 func ref(c token.Claims) lease.Ref { return lease.Ref{StreamSeq: c.StreamSeq, Delivered: c.Delivered} }
 
-// Settle settles leases this replica holds (issued, or adopted). Every
-// settle to send is published before any reply is awaited, and each is
-// reported only once the server has confirmed it.
+// whose says whose lease a settle acts on, which decides what the ledger
+// must know first.
+type whose uint8
+
+const (
+	// issued: a lease this replica handed out. Its table knows its state;
+	// only a Nak is recorded in the ledger (before it is sent), since a Nak
+	// is what supersedes a delivery before its deadline.
+	issued whose = iota
+	// adopted: a lease whose issuer is gone, known from its token alone.
+	// Every settle claims the delivery in the ledger first: one that finds
+	// it nak'ed or settled otherwise is refused rather than sent, because
+	// it would land on the next delivery of the message.
+	adopted
+	// orphaned: a message no caller holds a token of; nothing to record.
+	orphaned
+)
+
+// Settle settles leases this replica issued. Every settle to send is
+// published before any reply is awaited, and each is reported only once the
+// server has confirmed it.
 func (c *Consumer) Settle(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args) []settle.Outcome {
+	return c.settle(ctx, op, cs, args, issued)
+}
+
+// Adopt settles leases whose issuer is gone, from their tokens alone: each
+// is recorded in this replica's table (unless it knows a newer delivery, or
+// the same one settled) and, once the ledger shows that no other settle of
+// that delivery came first, settled on its rebuilt ack subject.
+func (c *Consumer) Adopt(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args) []settle.Outcome {
+	for _, cl := range cs {
+		c.leases.Adopt(lease.Lease{
+			StreamSeq:   cl.StreamSeq,
+			ConsumerSeq: cl.ConsumerSeq,
+			Delivered:   cl.Delivered,
+			Deadline:    cl.Deadline,
+			AckSubject:  pull.AckSubject(c.Stream, c.Name, cl.Delivered, cl.StreamSeq, cl.ConsumerSeq),
+		})
+	}
+	return c.settle(ctx, op, cs, args, adopted)
+}
+
+func (c *Consumer) settle(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args, w whose) []settle.Outcome {
 	out := make([]settle.Outcome, len(cs))
+	if op < lease.OpAck || op > lease.OpExtend {
+		return settle.Fill(out, fmt.Errorf("%w: unknown settle op %d", errs.ErrInvalidArgument, op))
+	}
 	now := time.Now()
 	var subjects []string
 	var idx []int
@@ -32,6 +76,10 @@ func (c *Consumer) Settle(ctx context.Context, op lease.Op, cs []token.Claims, a
 			idx = append(idx, i)
 		}
 	}
+	if len(subjects) == 0 {
+		return out
+	}
+	subjects, idx = c.consultLedger(ctx, op, cs, w, out, subjects, idx)
 	if len(subjects) == 0 {
 		return out
 	}
@@ -66,20 +114,53 @@ func (c *Consumer) Settle(ctx context.Context, op lease.Op, cs []token.Claims, a
 	return out
 }
 
-// Adopt settles leases whose issuer is gone, from their tokens alone: each
-// is recorded in this replica's table (unless it knows a newer delivery, or
-// the same one settled) and settled on its rebuilt ack subject.
-func (c *Consumer) Adopt(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args) []settle.Outcome {
-	for _, cl := range cs {
-		c.leases.Adopt(lease.Lease{
-			StreamSeq:   cl.StreamSeq,
-			ConsumerSeq: cl.ConsumerSeq,
-			Delivered:   cl.Delivered,
-			Deadline:    cl.Deadline,
-			AckSubject:  pull.AckSubject(c.Stream, c.Name, cl.Delivered, cl.StreamSeq, cl.ConsumerSeq),
-		})
+// consultLedger records in the ledger what must be known before the settles
+// begun at idx are sent, and keeps only those still to send. Each one it
+// drops is finished in the table with its outcome in out.
+func (c *Consumer) consultLedger(ctx context.Context, op lease.Op, cs []token.Claims, w whose, out []settle.Outcome,
+	subjects []string, idx []int) ([]string, []int) {
+	if c.ledger == nil || w == orphaned || (w == issued && op != lease.OpNak) {
+		return subjects, idx
 	}
-	return c.Settle(ctx, op, cs, args)
+	es := make([]settle.Entry, len(idx))
+	for j, i := range idx {
+		es[j] = settle.Entry{
+			Stream: c.Stream, Consumer: c.Name,
+			StreamSeq: cs[i].StreamSeq, Delivered: cs[i].Delivered,
+			TTL: c.policy.AckWaitFor(cs[i].Delivered),
+		}
+	}
+	var prior []lease.Op
+	var fails []error
+	if op == lease.OpExtend {
+		prior, fails = c.ledger.Lookup(ctx, es) // a +WPI supersedes nothing
+	} else {
+		prior, fails = c.ledger.Claim(ctx, op, es)
+	}
+	keepSubj, keepIdx := subjects[:0], idx[:0]
+	now := time.Now()
+	for j, i := range idx {
+		r := ref(cs[i])
+		switch {
+		case fails[j] != nil:
+			c.leases.Finish(r, op, false, now, time.Time{})
+			out[i].Err = fails[j]
+		case prior[j] == 0, prior[j] == op && (op == lease.OpAck || op == lease.OpTerm):
+			// Nothing came first, or the same Ack or Term (a retry, whose
+			// first try may not have reached the server): nothing can have
+			// superseded the delivery, so sending it is safe.
+			keepSubj, keepIdx = append(keepSubj, subjects[j]), append(keepIdx, i)
+		case prior[j] == op && op == lease.OpNak:
+			// A retry of a Nak that may have been applied: sent again, it
+			// would land on the redelivery. Done; at worst the message
+			// returns after its ack wait.
+			c.leases.Finish(r, op, true, now, time.Time{})
+		default:
+			c.leases.Finish(r, op, false, now, time.Time{})
+			out[i].Err = errs.ErrLeaseSettled
+		}
+	}
+	return keepSubj, keepIdx
 }
 
 // nak sends orphans back so that they are redelivered at once rather than
@@ -93,7 +174,7 @@ func (c *Consumer) nak(ctx context.Context, ds []*Delivery) {
 	for i, d := range ds {
 		cs[i] = c.claimsOf(d)
 	}
-	for i, out := range c.Settle(ctx, lease.OpNak, cs, settle.Args{}) {
+	for i, out := range c.settle(ctx, lease.OpNak, cs, settle.Args{}, orphaned) {
 		if out.Err != nil {
 			c.log.Warn("could not nak a message left by a canceled fetch; it returns after ack_wait",
 				"stream_seq", cs[i].StreamSeq, "err", out.Err)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -97,47 +98,87 @@ func subjectMatches(pattern, subject string) bool {
 	}
 }
 
+// subjectsReload is how often at most a Publish to a subject outside a
+// stream's known subjects reloads them from the server: often enough that a
+// change made with the NATS CLI is seen soon, seldom enough that a caller
+// publishing to a wrong subject does not cost a request each time.
+const subjectsReload = 5 * time.Second
+
 // streamSubjects caches the subjects of the streams the gateway serves.
 type streamSubjects struct {
-	js jetstream.JetStream
-	mu sync.RWMutex
-	m  map[string][]string
+	js       jetstream.JetStream
+	interval time.Duration    // subjectsReload
+	now      func() time.Time // time.Now; a test sets its own clock
+	mu       sync.RWMutex
+	m        map[string]*subjectsEntry
+}
+
+// subjectsEntry is one stream's subjects and when a miss may next reload them.
+type subjectsEntry struct {
+	subjects []string
+	next     time.Time
 }
 
 func newStreamSubjects(js jetstream.JetStream) *streamSubjects {
-	return &streamSubjects{js: js, m: make(map[string][]string)}
+	return &streamSubjects{js: js, interval: subjectsReload, now: time.Now, m: make(map[string]*subjectsEntry)}
 }
 
+// load reads a stream's subjects from the server, for a stream the gateway
+// serves.
 func (s *streamSubjects) load(ctx context.Context, stream string) error {
-	st, err := s.js.Stream(ctx, stream)
+	subjects, err := s.fetch(ctx, stream)
 	if err != nil {
-		return fmt.Errorf("look up stream %q: %w", stream, err)
+		return err
 	}
 	s.mu.Lock()
-	s.m[stream] = st.CachedInfo().Config.Subjects
+	s.m[stream] = &subjectsEntry{subjects: subjects, next: s.now().Add(s.interval)}
 	s.mu.Unlock()
 	return nil
 }
 
+func (s *streamSubjects) fetch(ctx context.Context, stream string) ([]string, error) {
+	st, err := s.js.Stream(ctx, stream)
+	if err != nil {
+		return nil, fmt.Errorf("look up stream %q: %w", stream, err)
+	}
+	return st.CachedInfo().Config.Subjects, nil
+}
+
 // allows checks that subject is bound to stream. A miss reloads the stream's
-// subjects once, in case they were changed since.
+// subjects, in case they were changed since, but at most once an interval
+// however many callers miss: the first one to miss after the interval
+// reloads, the others answer from what is known.
 func (s *streamSubjects) allows(ctx context.Context, stream, subject string) error {
+	match := func(p string) bool { return subjectMatches(p, subject) }
 	s.mu.RLock()
-	subjects, ok := s.m[stream]
+	e, ok := s.m[stream]
+	var subjects []string
+	if ok {
+		subjects = e.subjects
+	}
 	s.mu.RUnlock()
 	if !ok {
 		return fmt.Errorf("%w: this gateway does not serve stream %q", errs.ErrStreamNotFound, stream)
 	}
-	match := func(p string) bool { return subjectMatches(p, subject) }
 	if slices.ContainsFunc(subjects, match) {
 		return nil
 	}
-	if err := s.load(ctx, stream); err == nil {
-		s.mu.RLock()
-		subjects = s.m[stream]
-		s.mu.RUnlock()
-		if slices.ContainsFunc(subjects, match) {
-			return nil
+	s.mu.Lock()
+	now := s.now()
+	reload := !now.Before(e.next)
+	if reload {
+		e.next = now.Add(s.interval)
+	}
+	s.mu.Unlock()
+	if reload {
+		if fresh, err := s.fetch(ctx, stream); err == nil {
+			s.mu.Lock()
+			e.subjects = fresh
+			s.mu.Unlock()
+			subjects = fresh
+			if slices.ContainsFunc(subjects, match) {
+				return nil
+			}
 		}
 	}
 	return fmt.Errorf("%w: subject %q is not bound to stream %q (its subjects: %s)",

@@ -39,6 +39,9 @@ type Options struct {
 	MaxBatch int
 	// MaxExpires caps a Fetch's expires.
 	MaxExpires time.Duration
+	// MaxFetchBytes bounds the bytes one Fetch pulls and returns; 0 is
+	// consumer.DefaultMaxFetchBytes.
+	MaxFetchBytes int64
 	// Metrics registers the replica's Prometheus metrics; nil keeps them
 	// unregistered.
 	Metrics prometheus.Registerer
@@ -51,7 +54,7 @@ const (
 	DefaultMaxBatch       = 1000
 	DefaultMaxExpires     = 30 * time.Second
 	DefaultExpires        = 5 * time.Second
-	MaxTokens             = 1000
+	MaxTokens             = settle.MaxTokens
 )
 
 type consumerKey struct{ stream, name string }
@@ -64,6 +67,7 @@ type Replica struct {
 	self      token.IssuerID
 	keys      *token.Keyring
 	sender    *settle.Sender
+	ledger    *settle.Ledger
 	consumers map[consumerKey]*consumer.Consumer
 	streams   *streamSubjects
 	timeout   time.Duration
@@ -72,11 +76,12 @@ type Replica struct {
 	log       *slog.Logger
 	metrics   *metrics
 
-	fwdSub *nats.Subscription
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // the consumers' Run loops and forwarded settles
-	mu     sync.Mutex
-	closed bool
+	fwdSub       *nats.Subscription
+	forwardSlots chan struct{} // one per forwarded settle being served
+	cancel       context.CancelFunc
+	wg           sync.WaitGroup // the consumers' Run loops and forwarded settles
+	mu           sync.Mutex
+	closed       bool
 }
 
 // New binds the configured consumers (creating or updating them) and starts
@@ -105,6 +110,8 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		maxBatch:  orDefault(o.MaxBatch, DefaultMaxBatch),
 		maxExp:    orDefault(o.MaxExpires, DefaultMaxExpires),
 		log:       o.Logger,
+
+		forwardSlots: make(chan struct{}, maxForwardsInFlight),
 	}
 	reg := o.Metrics
 	if reg == nil {
@@ -112,12 +119,15 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	}
 	r.metrics = newMetrics(reg)
 	r.streams = newStreamSubjects(js)
+	if r.ledger, err = settle.OpenLedger(ctx, js, ledgerReplicas(ctx, js, o.Consumers)); err != nil {
+		return nil, err
+	}
 	if r.sender, err = settle.NewSender(o.Conn, r.timeout); err != nil {
 		return nil, err
 	}
 	deps := consumer.Deps{
-		Conn: o.Conn, Sender: r.sender, Keys: r.keys, Self: r.self,
-		Timeout: r.timeout, Log: r.log, Orphans: r.metrics.orphans,
+		Conn: o.Conn, Sender: r.sender, Ledger: r.ledger, Keys: r.keys, Self: r.self,
+		Timeout: r.timeout, Log: r.log, Orphans: r.metrics.orphans, MaxFetchBytes: o.MaxFetchBytes,
 	}
 	for _, cfg := range o.Consumers {
 		c, err := consumer.Bind(ctx, js, cfg, deps)
@@ -148,6 +158,18 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	}
 	r.log.Info("gateway bound", "gateway_id", r.self.String(), "consumers", len(r.consumers))
 	return r, nil
+}
+
+// ledgerReplicas is how many replicas the ledger's bucket needs: as many as
+// the most replicated stream it serves, so that it survives what they do.
+func ledgerReplicas(ctx context.Context, js jetstream.JetStream, cs []consumer.Config) int {
+	n := 1
+	for _, c := range cs {
+		if s, err := js.Stream(ctx, c.Stream); err == nil {
+			n = max(n, s.CachedInfo().Config.Replicas)
+		}
+	}
+	return n
 }
 
 func orDefault[T int | time.Duration](v, def T) T {

@@ -29,10 +29,16 @@ func (r SettleRequest) args() settle.Args {
 	return settle.Args{Delay: r.Delay, Reason: r.Reason, Principal: r.Principal}
 }
 
+// maxForwardsInFlight bounds the forwarded settles a replica runs at once.
+// Past it, a forward is answered UNAVAILABLE at once, and the caller may
+// retry.
+const maxForwardsInFlight = 64
+
 // Settle settles each token's lease and returns one outcome per token, in
 // order. Leases this replica issued are settled here; the others are
 // forwarded to their issuer, or settled from the token alone when the
-// issuer is gone.
+// issuer is gone. A token given twice is settled once; both copies get its
+// outcome.
 func (r *Replica) Settle(ctx context.Context, stream, name string, req SettleRequest) ([]settle.Outcome, error) {
 	c, err := r.consumer(stream, name)
 	if err != nil {
@@ -41,32 +47,37 @@ func (r *Replica) Settle(ctx context.Context, stream, name string, req SettleReq
 	if !r.nc.IsConnected() {
 		return nil, fmt.Errorf("%w: not connected to NATS", errs.ErrUnavailable)
 	}
-	out := make([]settle.Outcome, len(req.Tokens))
-	parts := settle.Partition(r.keys, r.self, req.Tokens, stream, name, req.Principal, out)
+	tokens, at := settle.Dedupe(req.Tokens)
+	uout := make([]settle.Outcome, len(tokens))
+	parts := settle.Partition(r.keys, r.self, tokens, stream, name, req.Principal, uout)
 	var wg sync.WaitGroup
 	for issuer, b := range parts.Remote {
 		wg.Go(func() {
 			for j, o := range r.forward(ctx, c, issuer, b, req) {
-				out[b.Index[j]] = o
+				uout[b.Index[j]] = o
 			}
 		})
 	}
 	if len(parts.Local.Claims) > 0 {
 		for j, o := range c.Settle(ctx, req.Op, parts.Local.Claims, req.args()) {
-			out[parts.Local.Index[j]] = o
+			uout[parts.Local.Index[j]] = o
 		}
 	}
 	wg.Wait()
+	out := make([]settle.Outcome, len(req.Tokens))
+	for i, j := range at {
+		out[i] = uout[j]
+	}
 	r.metrics.settled(c, req.Op, out)
 	return out, nil
 }
 
 // forward asks the issuer to settle b. When no issuer answers (it crashed
 // or restarted), the tokens alone are acted on: their signature and
-// deadline are already checked, and the settle goes to the rebuilt ack
-// subject.
+// deadline are already checked, the ledger is consulted, and the settle
+// goes to the rebuilt ack subject.
 func (r *Replica) forward(ctx context.Context, c *consumer.Consumer, issuer token.IssuerID, b *settle.Batch, req SettleRequest) []settle.Outcome {
-	out, err := r.sender.SendForward(ctx, issuer, settle.Forward{
+	out, err := r.sender.SendForward(ctx, r.keys, issuer, settle.Forward{
 		Op: req.Op, Stream: c.Stream, Consumer: c.Name, Tokens: b.Tokens,
 		Delay: req.Delay, Reason: req.Reason, Principal: req.Principal,
 	})
@@ -83,49 +94,72 @@ func (r *Replica) forward(ctx context.Context, c *consumer.Consumer, issuer toke
 }
 
 // onForward takes a settle forwarded by another replica. It runs the settle
-// on its own goroutine so that one slow batch does not hold up the next.
+// on its own goroutine, at most maxForwardsInFlight at once, so that one
+// slow batch does not hold up the next.
 func (r *Replica) onForward(m *nats.Msg) {
+	f, err := settle.DecodeForward(r.keys, m, time.Now())
+	if errors.Is(err, errs.ErrInvalidArgument) {
+		r.log.Warn("refused a malformed forwarded settle", "err", err)
+		r.answerForward(m, f, settle.Fill(make([]settle.Outcome, len(f.Tokens)), err))
+		return
+	}
+	if err != nil {
+		// Not from a replica of this deployment: not answered, so that it
+		// learns nothing.
+		r.metrics.forwards.WithLabelValues("forged").Inc()
+		return
+	}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
+		return
+	}
+	select {
+	case r.forwardSlots <- struct{}{}:
+	default:
+		r.mu.Unlock()
+		r.answerForward(m, f, settle.Fill(make([]settle.Outcome, len(f.Tokens)),
+			fmt.Errorf("%w: the issuing replica is busy", errs.ErrUnavailable)))
 		return
 	}
 	r.wg.Add(1)
 	r.mu.Unlock()
 	go func() {
 		defer r.wg.Done()
-		body, err := settle.EncodeReply(r.serveForward(m.Data))
-		if err == nil {
-			err = m.Respond(body)
-		}
-		if err != nil {
-			r.log.Warn("could not answer a forwarded settle", "err", err)
-		}
+		defer func() { <-r.forwardSlots }()
+		r.answerForward(m, f, r.serveForward(f))
 	}()
+}
+
+func (r *Replica) answerForward(m *nats.Msg, f settle.Forward, out []settle.Outcome) {
+	if err := settle.Reply(r.keys, m, f, out); err != nil {
+		r.log.Warn("could not answer a forwarded settle", "err", err)
+	}
 }
 
 // serveForward settles a forwarded batch: only leases this replica issued;
 // a token another replica issued is not this replica's to act on.
-func (r *Replica) serveForward(data []byte) []settle.Outcome {
-	f, err := settle.DecodeForward(data)
-	if err != nil {
-		return nil
-	}
+func (r *Replica) serveForward(f settle.Forward) []settle.Outcome {
+	tokens, at := settle.Dedupe(f.Tokens)
+	uout := make([]settle.Outcome, len(tokens))
 	out := make([]settle.Outcome, len(f.Tokens))
 	c, err := r.consumer(f.Stream, f.Consumer)
 	if err != nil {
 		return settle.Fill(out, err)
 	}
-	parts := settle.Partition(r.keys, r.self, f.Tokens, f.Stream, f.Consumer, f.Principal, out)
+	parts := settle.Partition(r.keys, r.self, tokens, f.Stream, f.Consumer, f.Principal, uout)
 	for _, b := range parts.Remote {
 		for _, i := range b.Index {
-			out[i].Err = errs.ErrLeaseExpired
+			uout[i].Err = errs.ErrLeaseExpired
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
 	for j, o := range c.Settle(ctx, f.Op, parts.Local.Claims, f.Args()) {
-		out[parts.Local.Index[j]] = o
+		uout[parts.Local.Index[j]] = o
+	}
+	for i, j := range at {
+		out[i] = uout[j]
 	}
 	return out
 }

@@ -46,6 +46,16 @@ var (
 	// ErrSubjectNotAllowed is a publish subject outside the stream's subjects.
 	ErrSubjectNotAllowed = errors.New("subject not allowed")
 
+	// ErrHeaderReserved is a publish header whose name NATS reserves (one
+	// starting with Nats-, other than the Nats-Expected-* checks): it would
+	// make the server roll up, expire or deduplicate messages on the
+	// caller's say.
+	ErrHeaderReserved = errors.New("header reserved")
+
+	// ErrMessageTooLarge is a message larger than one Fetch may return: the
+	// server does not deliver it to a pull bounded below its size.
+	ErrMessageTooLarge = errors.New("message too large")
+
 	// ErrPullRefused is a pull request the server rejected (logged in full).
 	ErrPullRefused = errors.New("pull request refused")
 
@@ -63,12 +73,14 @@ var reasons = []struct {
 	{ErrConsumerNotFound, "CONSUMER_NOT_FOUND"},
 	{ErrStreamNotFound, "STREAM_NOT_FOUND"},
 	{ErrSubjectNotAllowed, "SUBJECT_NOT_ALLOWED"},
+	{ErrHeaderReserved, "HEADER_RESERVED"},
 	{ErrTokenInvalid, "TOKEN_INVALID"},
 	{ErrTokenWrongConsumer, "TOKEN_WRONG_CONSUMER"},
 	{ErrLeaseExpired, "LEASE_EXPIRED"},
 	{ErrLeaseSettled, "LEASE_SETTLED"},
 	{ErrSettleInProgress, "SETTLE_IN_PROGRESS"},
 	{ErrUnavailable, "NATS_UNAVAILABLE"},
+	{ErrMessageTooLarge, "MESSAGE_TOO_LARGE"},
 	{ErrPullRefused, "PULL_REFUSED"},
 	{ErrPublishRefused, "PUBLISH_REFUSED"},
 	{context.DeadlineExceeded, "DEADLINE_EXCEEDED"},

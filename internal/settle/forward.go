@@ -2,6 +2,8 @@ package settle
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,12 +13,31 @@ import (
 
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/lease"
+	"github.com/jetgate/jetgate/internal/natsname"
 	"github.com/jetgate/jetgate/internal/token"
+)
+
+// Bounds of a settle, the same for API requests and forwards.
+const (
+	MaxTokens    = 1000
+	MaxReasonLen = 1024 // a Term's reason
+	maxPrincipal = 1024
+	// forwardWindow is how far a forward's timestamp may be from the
+	// receiver's clock: a captured forward cannot be replayed later.
+	forwardWindow = 2 * time.Minute
 )
 
 // ErrIssuerGone is a forward no replica answered: the issuer crashed or
 // restarted, and the tokens must be acted on without it.
 var ErrIssuerGone = errors.New("issuer gone")
+
+// errForgedForward is a forward or reply that does not verify.
+var errForgedForward = errors.New("forward not signed with a key of this deployment")
+
+// sigHeader carries the signature of a forward or of its reply: the shared
+// token key authenticates both, so that a NATS client that is not a replica
+// can neither forge a settle nor answer one.
+const sigHeader = "Jetgate-Sig"
 
 // Subject is where the replica with the given id takes forwarded settles.
 func Subject(id token.IssuerID) string { return "_JETGATE.SETTLE." + id.String() }
@@ -30,10 +51,36 @@ type Forward struct {
 	Delay     time.Duration `json:"delay,omitempty"`
 	Reason    string        `json:"reason,omitempty"`
 	Principal string        `json:"principal,omitempty"`
+	// Sent (unix ms) and Nonce make each forward one of a kind: the reply
+	// is bound to the nonce, and an old forward is refused.
+	Sent  int64  `json:"sent_ms"`
+	Nonce string `json:"nonce"`
 }
 
 // Args are the forward's settle arguments.
 func (f Forward) Args() Args { return Args{Delay: f.Delay, Reason: f.Reason, Principal: f.Principal} }
+
+// Validate checks a settle as an API request is checked.
+func (f Forward) Validate() error {
+	switch {
+	case f.Op < lease.OpAck || f.Op > lease.OpExtend:
+		return fmt.Errorf("%w: unknown settle op %d", errs.ErrInvalidArgument, f.Op)
+	case len(f.Tokens) == 0 || len(f.Tokens) > MaxTokens:
+		return fmt.Errorf("%w: %d tokens; 1 to %d are allowed", errs.ErrInvalidArgument, len(f.Tokens), MaxTokens)
+	case f.Delay < 0 || (f.Delay > 0 && f.Op != lease.OpNak):
+		return fmt.Errorf("%w: a delay goes only with a Nak, and is not negative", errs.ErrInvalidArgument)
+	case len(f.Reason) > MaxReasonLen || (f.Reason != "" && f.Op != lease.OpTerm):
+		return fmt.Errorf("%w: a reason goes only with a Term, of at most %d bytes", errs.ErrInvalidArgument, MaxReasonLen)
+	case len(f.Principal) > maxPrincipal:
+		return fmt.Errorf("%w: principal too long", errs.ErrInvalidArgument)
+	}
+	for _, n := range [...]struct{ field, v string }{{"stream", f.Stream}, {"consumer", f.Consumer}} {
+		if err := natsname.Check(n.field, n.v); err != nil {
+			return fmt.Errorf("%w: %w", errs.ErrInvalidArgument, err)
+		}
+	}
+	return nil
+}
 
 type reply struct {
 	Outcomes []wireOutcome `json:"outcomes"`
@@ -46,27 +93,61 @@ type wireOutcome struct {
 }
 
 // SendForward asks issuer to settle f and returns its outcomes, one per
-// token. It fails with ErrIssuerGone when nothing answers, and otherwise
-// with an errs.ErrUnavailable error.
-func (s *Sender) SendForward(ctx context.Context, issuer token.IssuerID, f Forward) ([]Outcome, error) {
+// token. The forward is signed with keys; a reply that does not verify is
+// ignored. It fails with ErrIssuerGone when nothing takes the forward, and
+// otherwise with an errs.ErrUnavailable error.
+func (s *Sender) SendForward(ctx context.Context, keys *token.Keyring, issuer token.IssuerID, f Forward) ([]Outcome, error) {
+	var nonce [12]byte
+	_, _ = rand.Read(nonce[:])
+	f.Nonce = base64.RawURLEncoding.EncodeToString(nonce[:])
+	f.Sent = time.Now().UnixMilli()
 	body, err := json.Marshal(f)
 	if err != nil {
 		return nil, err
 	}
-	fctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	m, err := s.nc.RequestWithContext(fctx, Subject(issuer), body)
-	switch {
-	case errors.Is(err, nats.ErrNoResponders):
-		return nil, ErrIssuerGone
-	case err != nil && ctx.Err() != nil:
-		return nil, ctx.Err()
-	case err != nil:
+	subj := Subject(issuer)
+	replies := make(chan *nats.Msg, 4)
+	rsubj, id := s.open(func(m *nats.Msg) {
+		select {
+		case replies <- m:
+		default:
+		}
+	})
+	defer s.close(id)
+	if !s.nc.IsConnected() {
+		return nil, fmt.Errorf("%w: not connected", errs.ErrUnavailable)
+	}
+	m := &nats.Msg{Subject: subj, Reply: rsubj, Data: body, Header: nats.Header{}}
+	m.Header.Set(sigHeader, keys.Sign([]byte(subj), body))
+	if err := s.nc.PublishMsg(m); err != nil {
 		return nil, fmt.Errorf("%w: forward to issuer %s: %v", errs.ErrUnavailable, issuer, err)
+	}
+	timer := time.NewTimer(s.timeout)
+	defer timer.Stop()
+	for {
+		select {
+		case r := <-replies:
+			if r.Header.Get("Status") == "503" && len(r.Data) == 0 {
+				return nil, ErrIssuerGone
+			}
+			if out, ok := decodeReply(keys, f, r); ok {
+				return out, nil
+			}
+		case <-timer.C:
+			return nil, fmt.Errorf("%w: forward to issuer %s: no verified answer in %v", errs.ErrUnavailable, issuer, s.timeout)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func decodeReply(keys *token.Keyring, f Forward, m *nats.Msg) ([]Outcome, bool) {
+	if !keys.Verify(m.Header.Get(sigHeader), []byte("reply"), []byte(f.Nonce), m.Data) {
+		return nil, false
 	}
 	var rep reply
 	if err := json.Unmarshal(m.Data, &rep); err != nil || len(rep.Outcomes) != len(f.Tokens) {
-		return nil, fmt.Errorf("%w: malformed reply from issuer %s", errs.ErrUnavailable, issuer)
+		return nil, false
 	}
 	out := make([]Outcome, len(rep.Outcomes))
 	for i, w := range rep.Outcomes {
@@ -76,18 +157,27 @@ func (s *Sender) SendForward(ctx context.Context, issuer token.IssuerID, f Forwa
 			out[i].Deadline = time.UnixMilli(w.Deadline)
 		}
 	}
-	return out, nil
+	return out, true
 }
 
-// DecodeForward reads a forwarded settle.
-func DecodeForward(data []byte) (Forward, error) {
+// DecodeForward reads a forwarded settle: it must be signed with a key of
+// keys for the subject it came on, recent, and valid as an API request.
+func DecodeForward(keys *token.Keyring, m *nats.Msg, now time.Time) (Forward, error) {
 	var f Forward
-	err := json.Unmarshal(data, &f)
-	return f, err
+	if !keys.Verify(m.Header.Get(sigHeader), []byte(m.Subject), m.Data) {
+		return f, errForgedForward
+	}
+	if err := json.Unmarshal(m.Data, &f); err != nil {
+		return f, fmt.Errorf("%w: forward: %v", errs.ErrInvalidArgument, err)
+	}
+	if sent := time.UnixMilli(f.Sent); sent.Before(now.Add(-forwardWindow)) || sent.After(now.Add(forwardWindow)) {
+		return f, fmt.Errorf("%w: forward sent at %v, outside the window of %v", errs.ErrInvalidArgument, sent, forwardWindow)
+	}
+	return f, f.Validate()
 }
 
-// EncodeReply is the answer to a forward.
-func EncodeReply(out []Outcome) ([]byte, error) {
+// Reply answers a forward with its outcomes, signed and bound to it.
+func Reply(keys *token.Keyring, m *nats.Msg, f Forward, out []Outcome) error {
 	rep := reply{Outcomes: make([]wireOutcome, len(out))}
 	for i, o := range out {
 		w := &rep.Outcomes[i]
@@ -97,5 +187,11 @@ func EncodeReply(out []Outcome) ([]byte, error) {
 			w.Deadline = o.Deadline.UnixMilli()
 		}
 	}
-	return json.Marshal(rep)
+	body, err := json.Marshal(rep)
+	if err != nil {
+		return err
+	}
+	r := &nats.Msg{Subject: m.Reply, Data: body, Header: nats.Header{}}
+	r.Header.Set(sigHeader, keys.Sign([]byte("reply"), []byte(f.Nonce), body))
+	return m.RespondMsg(r)
 }

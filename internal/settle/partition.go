@@ -48,3 +48,21 @@ func Partition(keys *token.Keyring, self token.IssuerID, tokens []string, stream
 	}
 	return p
 }
+
+// Dedupe returns the tokens without repeats, in first-seen order, and for
+// each token of the request the index of its copy among them: a token given
+// twice in one request is settled once, and every copy gets that outcome.
+func Dedupe(tokens []string) (unique []string, at []int) {
+	seen := make(map[string]int, len(tokens))
+	at = make([]int, len(tokens))
+	for i, tok := range tokens {
+		j, ok := seen[tok]
+		if !ok {
+			j = len(unique)
+			seen[tok] = j
+			unique = append(unique, tok)
+		}
+		at[i] = j
+	}
+	return unique, at
+}

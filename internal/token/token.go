@@ -5,8 +5,6 @@
 package token
 
 import (
-	"bufio"
-	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -14,11 +12,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
-	"hash"
-	"io"
-	"os"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/jetgate/jetgate/internal/errs"
@@ -70,84 +63,6 @@ type Claims struct {
 	Deadline    time.Time // cut to the millisecond
 }
 
-// Keyring holds the token keys: the first signs, all verify.
-type Keyring struct {
-	signing key
-	byID    map[uint32]key
-}
-
-type key struct {
-	id   uint32
-	macs *sync.Pool // of HMAC-SHA256 hashes keyed with the secret
-}
-
-func newKey(secret []byte) key {
-	sum := sha256.Sum256(append([]byte("jetgate key id\x00"), secret...))
-	return key{
-		id:   binary.BigEndian.Uint32(sum[:4]),
-		macs: &sync.Pool{New: func() any { return hmac.New(sha256.New, secret) }},
-	}
-}
-
-// NewKeyring makes a keyring from secrets, the first of which signs.
-// Each secret must be at least 32 bytes.
-func NewKeyring(secrets ...[]byte) (*Keyring, error) {
-	if len(secrets) == 0 {
-		return nil, fmt.Errorf("no token key given")
-	}
-	kr := &Keyring{byID: make(map[uint32]key, len(secrets))}
-	for i, s := range secrets {
-		if len(s) < minKeyLen {
-			return nil, fmt.Errorf("token key %d is %d bytes; at least %d are needed", i+1, len(s), minKeyLen)
-		}
-		k := newKey(bytes.Clone(s))
-		if i == 0 {
-			kr.signing = k
-		}
-		kr.byID[k.id] = k
-	}
-	return kr, nil
-}
-
-// RandomKeyring makes a keyring with one random key. Tokens signed with it
-// live and die with the process.
-func RandomKeyring() *Keyring {
-	s := make([]byte, minKeyLen)
-	if _, err := rand.Read(s); err != nil {
-		panic(err)
-	}
-	kr, _ := NewKeyring(s)
-	return kr
-}
-
-// LoadKeyring reads a key file: one secret per line, the first signs and
-// every line verifies (for rotation, put the new key first and keep the old
-// one below it for one ack_wait). Blank lines and lines starting with # are
-// skipped.
-func LoadKeyring(path string) (*Keyring, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read token key file: %w", err)
-	}
-	var secrets [][]byte
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		secrets = append(secrets, []byte(line))
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read token key file: %w", err)
-	}
-	kr, err := NewKeyring(secrets...)
-	if err != nil {
-		return nil, fmt.Errorf("token key file %s: %w", path, err)
-	}
-	return kr, nil
-}
-
 // consumerTag is a short digest of the consumer a token was issued for.
 func consumerTag(stream, consumer string) [4]byte {
 	var buf [2*binary.MaxVarintLen64 + 2*maxName]byte
@@ -158,28 +73,6 @@ func consumerTag(stream, consumer string) [4]byte {
 	}
 	sum := sha256.Sum256(b)
 	return [4]byte(sum[:4])
-}
-
-// writeFields writes each field with its length first, so that no two lists
-// of fields write the same bytes.
-func writeFields(w io.Writer, fields ...string) {
-	var n [binary.MaxVarintLen64]byte
-	for _, f := range fields {
-		w.Write(n[:binary.PutUvarint(n[:], uint64(len(f)))])
-		io.WriteString(w, f)
-	}
-}
-
-// mac appends the MAC of payload, bound to stream, consumer and principal,
-// to dst.
-func (k key) mac(dst, payload []byte, stream, consumer, principal string) []byte {
-	m := k.macs.Get().(hash.Hash)
-	defer k.macs.Put(m)
-	m.Reset()
-	m.Write(payload)
-	writeFields(m, stream, consumer, principal)
-	var sum [sha256.Size]byte
-	return append(dst, m.Sum(sum[:0])[:macLen]...)
 }
 
 // Seal returns the token for c, issued for stream/consumer and principal.

@@ -1,0 +1,126 @@
+package settle
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/lease"
+)
+
+// LedgerBucket is the JetStream KV bucket of the ledger.
+const LedgerBucket = "jetgate_settles"
+
+// ledgerSlack is kept on top of a delivery's ack wait when a record is aged
+// out, for clocks that differ between replicas.
+const ledgerSlack = 2 * time.Second
+
+// claimWorkers bounds the ledger requests one batch has in flight.
+const claimWorkers = 32
+
+// Ledger is what every replica knows about settles that the lease table of
+// one replica cannot: whether a delivery was already nak'ed (and so
+// superseded before its deadline) or settled by a replica acting on its
+// token alone. JetStream applies a settle by stream sequence and ignores the
+// delivery count, so without it a stale settle could land on the next
+// delivery. It lives in a JetStream KV bucket, one key per delivery, written
+// with compare-and-set (only the first settle of a delivery is recorded) and
+// aged out once no token of that delivery can be live.
+type Ledger struct {
+	kv jetstream.KeyValue
+}
+
+// OpenLedger creates or updates the ledger's bucket with the given number of
+// replicas (match the streams': the ledger must survive what they survive).
+func OpenLedger(ctx context.Context, js jetstream.JetStream, replicas int) (*Ledger, error) {
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:         LedgerBucket,
+		Description:    "jetgate: settles of deliveries, shared by replicas (aged out per key)",
+		History:        1,
+		Replicas:       max(replicas, 1),
+		LimitMarkerTTL: time.Second,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create or update the KV bucket %s: %w", LedgerBucket, err)
+	}
+	return &Ledger{kv: kv}, nil
+}
+
+// Entry is a delivery to record.
+type Entry struct {
+	Stream, Consumer     string
+	StreamSeq, Delivered uint64
+	TTL                  time.Duration // how long a token of the delivery may still be live
+}
+
+func (e Entry) key() string {
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	for _, f := range [...]string{e.Stream, e.Consumer} {
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(f)))])
+		h.Write([]byte(f))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8]) + "." + strconv.FormatUint(e.StreamSeq, 10) + "." + strconv.FormatUint(e.Delivered, 10)
+}
+
+// Claim records op for each entry unless a settle of that delivery is
+// recorded already. For each entry it returns 0 when op was recorded now, or
+// the op recorded before; an error marks an entry whose outcome it could not
+// learn (errs.ErrUnavailable).
+func (l *Ledger) Claim(ctx context.Context, op lease.Op, es []Entry) ([]lease.Op, []error) {
+	return l.each(ctx, es, func(ctx context.Context, e Entry) (lease.Op, error) {
+		_, err := l.kv.Create(ctx, e.key(), []byte{byte(op)}, jetstream.KeyTTL(e.TTL+ledgerSlack))
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return l.lookup(ctx, e)
+		}
+		return 0, err
+	})
+}
+
+// Lookup returns the op recorded for each entry, 0 for none.
+func (l *Ledger) Lookup(ctx context.Context, es []Entry) ([]lease.Op, []error) {
+	return l.each(ctx, es, l.lookup)
+}
+
+func (l *Ledger) lookup(ctx context.Context, e Entry) (lease.Op, error) {
+	kve, err := l.kv.Get(ctx, e.key())
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
+		return 0, nil
+	case err != nil:
+		return 0, err
+	case len(kve.Value()) != 1:
+		return 0, fmt.Errorf("ledger entry %s holds %d bytes", e.key(), len(kve.Value()))
+	}
+	return lease.Op(kve.Value()[0]), nil
+}
+
+// each runs fn for every entry, claimWorkers at a time.
+func (l *Ledger) each(ctx context.Context, es []Entry, fn func(context.Context, Entry) (lease.Op, error)) ([]lease.Op, []error) {
+	ops := make([]lease.Op, len(es))
+	fails := make([]error, len(es))
+	sem := make(chan struct{}, claimWorkers)
+	var wg sync.WaitGroup
+	for i, e := range es {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			op, err := fn(ctx, e)
+			if err != nil {
+				err = fmt.Errorf("%w: the settle ledger: %v", errs.ErrUnavailable, err)
+			}
+			ops[i], fails[i] = op, err
+		})
+	}
+	wg.Wait()
+	return ops, fails
+}

@@ -1,0 +1,192 @@
+package token
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Keyring holds the token keys: one signs, all verify. Replicas share it;
+// it also authenticates the settles they forward to each other (Sign,
+// Verify).
+type Keyring struct {
+	signing key
+	byID    map[uint32]key
+}
+
+type key struct {
+	id   uint32
+	macs *sync.Pool // of HMAC-SHA256 hashes keyed with the secret
+}
+
+func newKey(secret []byte) key {
+	sum := sha256.Sum256(append([]byte("jetgate key id\x00"), secret...))
+	return key{
+		id:   binary.BigEndian.Uint32(sum[:4]),
+		macs: &sync.Pool{New: func() any { return hmac.New(sha256.New, secret) }},
+	}
+}
+
+// NewKeyring makes a keyring from secrets, the first of which signs; the
+// others only verify. Each secret must be at least 32 bytes.
+func NewKeyring(secrets ...[]byte) (*Keyring, error) {
+	if len(secrets) == 0 {
+		return nil, fmt.Errorf("no token key given")
+	}
+	return newKeyring(secrets[0], secrets[1:])
+}
+
+func newKeyring(signing []byte, verifyOnly [][]byte) (*Keyring, error) {
+	kr := &Keyring{byID: make(map[uint32]key, 1+len(verifyOnly))}
+	for i, s := range append([][]byte{signing}, verifyOnly...) {
+		if len(s) < minKeyLen {
+			return nil, fmt.Errorf("token key %d is %d bytes; at least %d are needed", i+1, len(s), minKeyLen)
+		}
+		k := newKey(bytes.Clone(s))
+		if i == 0 {
+			kr.signing = k
+		}
+		kr.byID[k.id] = k
+	}
+	return kr, nil
+}
+
+// RandomKeyring makes a keyring with one random key. Tokens signed with it
+// live and die with the process.
+func RandomKeyring() *Keyring {
+	s := make([]byte, minKeyLen)
+	if _, err := rand.Read(s); err != nil {
+		panic(err)
+	}
+	kr, _ := NewKeyring(s)
+	return kr
+}
+
+// VerifyOnly is the prefix of a key file line whose key only verifies.
+const VerifyOnly = "verify-only:"
+
+// LoadKeyring reads a key file: one secret per line. The first line without
+// the VerifyOnly prefix signs; every line verifies. Blank lines and lines
+// starting with # are skipped.
+//
+// A key is rotated in two steps, so that no replica ever meets a token it
+// cannot verify: first every replica gets the new key as a verify-only line;
+// then the new key is made the signing one (the first plain line) and the
+// old one kept, verify-only, for one ack_wait before it is removed.
+func LoadKeyring(path string) (*Keyring, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read token key file: %w", err)
+	}
+	var signing []byte
+	var verify [][]byte
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case line == "" || strings.HasPrefix(line, "#"):
+		case strings.HasPrefix(line, VerifyOnly):
+			verify = append(verify, []byte(strings.TrimSpace(strings.TrimPrefix(line, VerifyOnly))))
+		case signing == nil:
+			signing = []byte(line)
+		default:
+			verify = append(verify, []byte(line))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read token key file: %w", err)
+	}
+	if signing == nil {
+		if len(verify) > 0 {
+			return nil, fmt.Errorf("token key file %s: every key is %s; one must sign", path, strings.TrimSuffix(VerifyOnly, ":"))
+		}
+		return nil, fmt.Errorf("token key file %s: no token key given", path)
+	}
+	kr, err := newKeyring(signing, verify)
+	if err != nil {
+		return nil, fmt.Errorf("token key file %s: %w", path, err)
+	}
+	return kr, nil
+}
+
+// signDomain starts every MAC of Sign: token MACs start with the token
+// version byte, so no MAC of one kind is ever a MAC of the other.
+const signDomain = 0xF1
+
+// Sign authenticates parts (a message between replicas) with the signing
+// key. The result names the key, for Verify.
+func (kr *Keyring) Sign(parts ...[]byte) string {
+	var sum [macLen]byte
+	mac := kr.signing.macOf(sum[:0], parts)
+	return strconv.FormatUint(uint64(kr.signing.id), 16) + "." + base64.RawURLEncoding.EncodeToString(mac)
+}
+
+// Verify reports whether sig is Sign's result for parts under a key of the
+// ring.
+func (kr *Keyring) Verify(sig string, parts ...[]byte) bool {
+	idText, macText, ok := strings.Cut(sig, ".")
+	if !ok {
+		return false
+	}
+	id, err := strconv.ParseUint(idText, 16, 32)
+	if err != nil {
+		return false
+	}
+	k, ok := kr.byID[uint32(id)]
+	if !ok {
+		return false
+	}
+	got, err := base64.RawURLEncoding.Strict().DecodeString(macText)
+	if err != nil {
+		return false
+	}
+	var sum [macLen]byte
+	return hmac.Equal(got, k.macOf(sum[:0], parts))
+}
+
+func (k key) macOf(dst []byte, parts [][]byte) []byte {
+	m := k.macs.Get().(hash.Hash)
+	defer k.macs.Put(m)
+	m.Reset()
+	m.Write([]byte{signDomain})
+	var n [binary.MaxVarintLen64]byte
+	for _, p := range parts {
+		m.Write(n[:binary.PutUvarint(n[:], uint64(len(p)))])
+		m.Write(p)
+	}
+	var sum [sha256.Size]byte
+	return append(dst, m.Sum(sum[:0])[:macLen]...)
+}
+
+// mac appends the MAC of payload, bound to stream, consumer and principal,
+// to dst.
+func (k key) mac(dst, payload []byte, stream, consumer, principal string) []byte {
+	m := k.macs.Get().(hash.Hash)
+	defer k.macs.Put(m)
+	m.Reset()
+	m.Write(payload)
+	writeFields(m, stream, consumer, principal)
+	var sum [sha256.Size]byte
+	return append(dst, m.Sum(sum[:0])[:macLen]...)
+}
+
+// writeFields writes each field with its length first, so that no two lists
+// of fields write the same bytes.
+func writeFields(w io.Writer, fields ...string) {
+	var n [binary.MaxVarintLen64]byte
+	for _, f := range fields {
+		w.Write(n[:binary.PutUvarint(n[:], uint64(len(f)))])
+		io.WriteString(w, f)
+	}
+}
