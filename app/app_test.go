@@ -482,19 +482,19 @@ func TestConsumerConfig(t *testing.T) {
 			name: "defaults",
 			set:  func(*Options) {},
 			want: consumer.Config{Stream: "ORDERS", Name: "billing", AckWait: 30 * time.Second, MaxAckPending: 1024,
-				DeliverPolicy: jetstream.DeliverAllPolicy},
+				DeliverPolicy: ptr(jetstream.DeliverAllPolicy)},
 		},
 		{
 			name: "start sequence",
 			set:  func(o *Options) { o.DeliverPolicy, o.StartSeq = "by_start_sequence", 42 },
 			want: consumer.Config{Stream: "ORDERS", Name: "billing", AckWait: 30 * time.Second, MaxAckPending: 1024,
-				DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: 42},
+				DeliverPolicy: ptr(jetstream.DeliverByStartSequencePolicy), OptStartSeq: 42},
 		},
 		{
 			name: "start time with fraction",
 			set:  func(o *Options) { o.DeliverPolicy, o.StartTime = "by_start_time", "2026-01-02T15:04:05.5Z" },
 			want: consumer.Config{Stream: "ORDERS", Name: "billing", AckWait: 30 * time.Second, MaxAckPending: 1024,
-				DeliverPolicy: jetstream.DeliverByStartTimePolicy, OptStartTime: &at},
+				DeliverPolicy: ptr(jetstream.DeliverByStartTimePolicy), OptStartTime: &at},
 		},
 		{
 			name: "filters and limits",
@@ -502,7 +502,7 @@ func TestConsumerConfig(t *testing.T) {
 				o.FilterSubjects, o.AckWait, o.MaxAckPending, o.DeliverPolicy = []string{"orders.eu.>"}, time.Second, 1, "last_per_subject"
 			},
 			want: consumer.Config{Stream: "ORDERS", Name: "billing", FilterSubjects: []string{"orders.eu.>"},
-				AckWait: time.Second, MaxAckPending: 1, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy},
+				AckWait: time.Second, MaxAckPending: 1, DeliverPolicy: ptr(jetstream.DeliverLastPerSubjectPolicy)},
 		},
 		{name: "consumer wildcard", set: func(o *Options) { o.Consumer = "bill*" }, err: "--consumer"},
 		{name: "stream space", set: func(o *Options) { o.Stream = "OR DERS" }, err: "--stream"},
@@ -571,3 +571,5 @@ func TestRunAgainstAMissingStreamNamesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -120,7 +120,7 @@ func (o Options) consumerConfig() (consumer.Config, error) {
 	if !ok {
 		return c, fmt.Errorf("--deliver-policy %q: use one of all, last, new, by_start_sequence, by_start_time, last_per_subject", o.DeliverPolicy)
 	}
-	c.DeliverPolicy = p
+	c.DeliverPolicy = &p
 	if p == jetstream.DeliverLastPerSubjectPolicy && len(o.FilterSubjects) == 0 {
 		return c, errors.New("--deliver-policy last_per_subject needs --filter-subject (the server requires one)")
 	}

@@ -4,58 +4,146 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Config is a durable pull consumer the gateway fronts. Bootstrap sends
-// AckWait, MaxAckPending and DeliverPolicy explicitly, plus the filter
-// subjects and start position when given; every other field keeps the
-// server's default.
+// The seeds bootstrap sends on create when the configuration does not name
+// them: the service's own defaults, sent explicitly rather than left to the
+// server's.
+const (
+	SeedAckWait       = 30 * time.Second
+	SeedMaxAckPending = 1024
+)
+
+// Config is a durable pull consumer the gateway fronts. A zero field is one
+// the configuration does not name: on create the seeds (ack_wait,
+// max_ack_pending, deliver policy all) are sent explicitly and every other
+// field keeps the server's default; on update only the named fields change,
+// and whatever an operator set by other means is left as found.
 type Config struct {
 	Stream         string
 	Name           string
-	FilterSubjects []string
 	AckWait        time.Duration
 	MaxAckPending  int
-	DeliverPolicy  jetstream.DeliverPolicy
+	DeliverPolicy  *jetstream.DeliverPolicy
 	OptStartSeq    uint64
 	OptStartTime   *time.Time
+	FilterSubjects []string
+	MaxDeliver     int             // -1: unlimited
+	BackOff        []time.Duration // the redelivery wait by delivery count
+	DeadLetter     *DeadLetter
 }
 
-// bootstrap creates or updates the durable consumer c describes.
+// DeadLetter is where the messages of a consumer that run out of
+// deliveries (and, with OnTerm, those terminated) are copied.
+type DeadLetter struct {
+	Subject string
+	OnTerm  bool
+}
+
+// overlay sets on cfg the fields c names.
+func (c Config) overlay(cfg *jetstream.ConsumerConfig) {
+	if c.AckWait > 0 {
+		cfg.AckWait = c.AckWait
+	}
+	if c.MaxAckPending > 0 {
+		cfg.MaxAckPending = c.MaxAckPending
+	}
+	if c.DeliverPolicy != nil {
+		cfg.DeliverPolicy = *c.DeliverPolicy
+	}
+	if c.OptStartSeq > 0 {
+		cfg.OptStartSeq = c.OptStartSeq
+	}
+	if c.OptStartTime != nil {
+		cfg.OptStartTime = c.OptStartTime
+	}
+	if c.FilterSubjects != nil {
+		cfg.FilterSubject, cfg.FilterSubjects = "", nil
+		switch len(c.FilterSubjects) {
+		case 0:
+		case 1:
+			cfg.FilterSubject = c.FilterSubjects[0]
+		default:
+			cfg.FilterSubjects = c.FilterSubjects
+		}
+	}
+	if c.MaxDeliver != 0 {
+		cfg.MaxDeliver = c.MaxDeliver
+	}
+	if c.BackOff != nil {
+		cfg.BackOff = c.BackOff
+	}
+}
+
+// bootstrap creates the durable consumer c describes, or updates the named
+// fields of the one that exists.
 func bootstrap(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Consumer, error) {
 	s, err := js.Stream(ctx, c.Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, fmt.Errorf("stream %q does not exist: create it, or give --stream-subjects so that jetgate creates it", c.Stream)
+		return nil, fmt.Errorf("stream %q does not exist: create it, or configure its subjects so that jetgate creates it", c.Stream)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("look up stream %q: %w", c.Stream, err)
 	}
-	cfg := jetstream.ConsumerConfig{
-		Durable:       c.Name,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       c.AckWait,
-		MaxAckPending: c.MaxAckPending,
-		DeliverPolicy: c.DeliverPolicy,
-		OptStartSeq:   c.OptStartSeq,
-		OptStartTime:  c.OptStartTime,
-	}
-	switch len(c.FilterSubjects) {
-	case 0:
-	case 1:
-		cfg.FilterSubject = c.FilterSubjects[0]
-	default:
-		cfg.FilterSubjects = c.FilterSubjects
-	}
-	cons, err := s.CreateOrUpdateConsumer(ctx, cfg)
-	if err != nil {
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) {
-			return nil, fmt.Errorf("stream %q consumer %q: the server refused its configuration: %s", c.Stream, c.Name, apiErr.Description)
+	existing, err := s.Consumer(ctx, c.Name)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		all := jetstream.DeliverAllPolicy
+		cfg := jetstream.ConsumerConfig{
+			Durable:       c.Name,
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       SeedAckWait,
+			MaxAckPending: SeedMaxAckPending,
+			DeliverPolicy: all,
 		}
-		return nil, fmt.Errorf("stream %q consumer %q: create or update: %w", c.Stream, c.Name, err)
+		c.overlay(&cfg)
+		cons, err := s.CreateConsumer(ctx, cfg)
+		return cons, refused(c, "create", err)
+	case err != nil:
+		return nil, fmt.Errorf("stream %q consumer %q: look up: %w", c.Stream, c.Name, err)
 	}
-	return cons, nil
+	found := existing.CachedInfo().Config
+	if found.AckPolicy != jetstream.AckExplicitPolicy {
+		return nil, fmt.Errorf("stream %q consumer %q: ack_policy is %v; jetgate needs explicit acks (this field cannot be updated)", c.Stream, c.Name, found.AckPolicy)
+	}
+	want := found
+	want.Metadata = maps.Clone(found.Metadata)
+	maps.DeleteFunc(want.Metadata, func(k, _ string) bool { return strings.HasPrefix(k, "_nats.") })
+	if len(want.Metadata) == 0 {
+		want.Metadata = nil
+	}
+	c.overlay(&want)
+	if sameConfig(want, found) {
+		return existing, nil
+	}
+	cons, err := s.UpdateConsumer(ctx, want)
+	return cons, refused(c, "update", err)
+}
+
+// sameConfig reports whether updating found to want would change nothing
+// the configuration names.
+func sameConfig(want, found jetstream.ConsumerConfig) bool {
+	found.Metadata, want.Metadata = nil, nil
+	if slices.Equal(want.FilterSubjects, found.FilterSubjects) {
+		want.FilterSubjects = found.FilterSubjects
+	}
+	return reflect.DeepEqual(want, found)
+}
+
+func refused(c Config, what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return fmt.Errorf("stream %q consumer %q: the server refused its configuration: %s", c.Stream, c.Name, apiErr.Description)
+	}
+	return fmt.Errorf("stream %q consumer %q: %s: %w", c.Stream, c.Name, what, err)
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/errs"
@@ -108,8 +107,7 @@ func adoptable(t *testing.T, e *env) token.Claims {
 }
 
 func adoptConfig() consumer.Config {
-	return consumer.Config{AckWait: 30 * time.Second, MaxAckPending: 1024, FilterSubjects: []string{"orders.billed"},
-		DeliverPolicy: jetstream.DeliverAllPolicy}
+	return consumer.Config{AckWait: 30 * time.Second, MaxAckPending: 1024, FilterSubjects: []string{"orders.billed"}}
 }
 
 // A lease known only from its claims is acked on its rebuilt ack subject;
