@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
@@ -125,8 +127,35 @@ func (s *consumerService) GetConsumer(ctx context.Context, req *jetgatev1.GetCon
 		return nil, s.status(err)
 	}
 	return &jetgatev1.GetConsumerResponse{
-		Config:        consumerConfigOf(st.Info),
-		State:         consumerStateOf(st.Info),
-		GatewayLeases: int64(st.GatewayLeases),
+		Config:           consumerConfigOf(st.Info),
+		State:            consumerStateOf(st.Info),
+		GatewayLeases:    int64(st.GatewayLeases),
+		DeadLetters:      st.DeadLetters,
+		OldestUnackedAge: durationpb.New(st.OldestUnackedAge),
 	}, nil
+}
+
+// maxRedriveSeqs bounds the sequences one Redrive names.
+const maxRedriveSeqs = 1000
+
+func (s *consumerService) Redrive(ctx context.Context, req *jetgatev1.RedriveRequest) (*jetgatev1.RedriveResponse, error) {
+	if err := validateNames(req.GetStream(), req.GetConsumer()); err != nil {
+		return nil, s.status(err)
+	}
+	if n := len(req.GetSeqs()); n > maxRedriveSeqs {
+		return nil, s.status(fmt.Errorf("%w: seqs: %d given; at most %d per request (none redrives all)", errs.ErrInvalidArgument, n, maxRedriveSeqs))
+	}
+	if slices.Contains(req.GetSeqs(), 0) {
+		return nil, s.status(fmt.Errorf("%w: seqs: 0 is not a stream sequence", errs.ErrInvalidArgument))
+	}
+	res, err := s.g.Redrive(ctx, req.GetStream(), req.GetConsumer(), req.GetSeqs())
+	if err != nil {
+		return nil, s.status(err)
+	}
+	resp := &jetgatev1.RedriveResponse{Redriven: int64(res.Redriven)}
+	for _, f := range res.Failures {
+		code, reason, msg := failureOf(f.Err)
+		resp.Failures = append(resp.Failures, &jetgatev1.RedriveFailure{Seq: f.Seq, Code: int32(code), Reason: reason, Message: msg})
+	}
+	return resp, nil
 }

@@ -21,6 +21,7 @@ type leaser interface {
 	Fetch(ctx context.Context, stream, name string, req consumer.FetchRequest) (consumer.FetchResult, error)
 	Settle(ctx context.Context, stream, name string, req core.SettleRequest) ([]settle.Outcome, error)
 	Consumer(ctx context.Context, stream, name string) (core.ConsumerStatus, error)
+	Redrive(ctx context.Context, stream, name string, seqs []uint64) (core.RedriveResult, error)
 }
 
 // publisher is what the stream service needs of the core.

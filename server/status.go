@@ -43,6 +43,8 @@ var kinds = []kind{
 	{errs.ErrUnavailable, codes.Unavailable,
 		"NATS JetStream is unavailable or did not answer in time; retry"},
 	{errs.ErrMessageTooLarge, codes.FailedPrecondition, ""},
+	{errs.ErrNoDeadLetter, codes.FailedPrecondition, ""},
+	{errs.ErrDeadLetterNotFound, codes.NotFound, ""},
 	{errs.ErrPullRefused, codes.FailedPrecondition,
 		"the NATS server refused the pull request; see the gateway log"},
 	{errs.ErrPublishRefused, codes.FailedPrecondition, ""},

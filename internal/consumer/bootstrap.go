@@ -83,15 +83,20 @@ func (c Config) overlay(cfg *jetstream.ConsumerConfig) {
 }
 
 // bootstrap creates the durable consumer c describes, or updates the named
-// fields of the one that exists.
-func bootstrap(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Consumer, error) {
+// fields of the one that exists, and returns it with its stream.
+func bootstrap(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Stream, jetstream.Consumer, error) {
 	s, err := js.Stream(ctx, c.Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return nil, fmt.Errorf("stream %q does not exist: create it, or configure its subjects so that jetgate creates it", c.Stream)
+		return nil, nil, fmt.Errorf("stream %q does not exist: create it, or configure its subjects so that jetgate creates it", c.Stream)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("look up stream %q: %w", c.Stream, err)
+		return nil, nil, fmt.Errorf("look up stream %q: %w", c.Stream, err)
 	}
+	cons, err := bindConsumer(ctx, s, c)
+	return s, cons, err
+}
+
+func bindConsumer(ctx context.Context, s jetstream.Stream, c Config) (jetstream.Consumer, error) {
 	existing, err := s.Consumer(ctx, c.Name)
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound):

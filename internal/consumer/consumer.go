@@ -61,6 +61,7 @@ type Consumer struct {
 	Stream, Name string
 
 	js      jetstream.Consumer
+	stream  jetstream.Stream
 	nc      *nats.Conn
 	sender  *settle.Sender
 	ledger  *settle.Ledger
@@ -90,14 +91,14 @@ type Consumer struct {
 // Bind creates or updates the durable consumer cfg describes and returns the
 // Consumer that serves it. Run must then run until the Consumer is closed.
 func Bind(ctx context.Context, js jetstream.JetStream, cfg Config, d Deps) (*Consumer, error) {
-	cons, err := bootstrap(ctx, js, cfg)
+	s, cons, err := bootstrap(ctx, js, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return newConsumer(cons, d), nil
+	return newConsumer(s, cons, d), nil
 }
 
-func newConsumer(cons jetstream.Consumer, d Deps) *Consumer {
+func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer {
 	ci := cons.CachedInfo()
 	cfg := ci.Config
 	maxWaiting := cfg.MaxWaiting
@@ -108,6 +109,7 @@ func newConsumer(cons jetstream.Consumer, d Deps) *Consumer {
 		Stream:        ci.Stream,
 		Name:          ci.Name,
 		js:            cons,
+		stream:        s,
 		nc:            d.Conn,
 		sender:        d.Sender,
 		ledger:        d.Ledger,
@@ -199,4 +201,37 @@ func (c *Consumer) noResponders(ctx context.Context) error {
 		return c.deleted()
 	}
 	return fmt.Errorf("%w: no JetStream responder for the consumer (a leader election, or the server is unreachable)", errs.ErrUnavailable)
+}
+
+// OldestUnackedAge is how long the oldest message the consumer has not
+// acknowledged (delivered or not) has been in the stream, given the
+// consumer's info: the first message of its filter past the ack floor.
+func (c *Consumer) OldestUnackedAge(ctx context.Context, ci *jetstream.ConsumerInfo) (time.Duration, error) {
+	if ci.NumPending == 0 && ci.NumAckPending == 0 {
+		return 0, nil
+	}
+	filters := ci.Config.FilterSubjects
+	if f := ci.Config.FilterSubject; f != "" {
+		filters = append(filters, f)
+	}
+	if len(filters) == 0 {
+		filters = []string{">"}
+	}
+	var oldest time.Time
+	for _, f := range filters {
+		m, err := c.stream.GetMsg(ctx, ci.AckFloor.Stream+1, jetstream.WithGetMsgSubject(f))
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			continue
+		case err != nil:
+			return 0, fmt.Errorf("%w: read the oldest unacknowledged message: %v", errs.ErrUnavailable, err)
+		}
+		if oldest.IsZero() || m.Time.Before(oldest) {
+			oldest = m.Time
+		}
+	}
+	if oldest.IsZero() {
+		return 0, nil
+	}
+	return max(time.Since(oldest), 0), nil
 }

@@ -19,6 +19,10 @@ type metrics struct {
 	settles  *prometheus.CounterVec
 	orphans  *prometheus.CounterVec
 	forwards *prometheus.CounterVec
+
+	deadLetters     *prometheus.CounterVec // copied, by reason
+	deadLetterDepth *prometheus.GaugeVec   // waiting in the dead-letter stream
+	oldestUnacked   *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -26,7 +30,23 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		reg.MustRegister(c)
 		return c
 	}
+	g := func(v *prometheus.GaugeVec) *prometheus.GaugeVec {
+		reg.MustRegister(v)
+		return v
+	}
 	return &metrics{
+		deadLetters: f(prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "jetgate_dead_letters_total",
+			Help: "Messages copied to their consumer's dead-letter subject, by reason (MAX_DELIVERIES, TERM).",
+		}, []string{"stream", "consumer", "reason"})),
+		deadLetterDepth: g(prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "jetgate_dead_letters",
+			Help: "Dead letters waiting in the consumer's dead-letter stream (refreshed every 15s).",
+		}, []string{"stream", "consumer"})),
+		oldestUnacked: g(prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "jetgate_oldest_unacked_age_seconds",
+			Help: "Age of the oldest message the consumer has not acknowledged (refreshed every 15s); alert on it.",
+		}, []string{"stream", "consumer"})),
 		fetched: f(prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "jetgate_fetched_messages_total",
 			Help: "Messages leased by Fetch.",
@@ -45,7 +65,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"stream", "consumer", "outcome"})),
 		forwards: f(prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "jetgate_forwards_total",
-			Help: "Settle batches forwarded to the issuing replica, by result (ok, issuer_gone, error).",
+			Help: "Settle batches forwarded to the issuing replica, by result (ok, issuer_gone, error), and forged forwards refused (forged).",
 		}, []string{"result"})),
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/deadletter"
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/settle"
 	"github.com/jetgate/jetgate/internal/token"
@@ -69,6 +70,8 @@ type Replica struct {
 	sender    *settle.Sender
 	ledger    *settle.Ledger
 	consumers map[consumerKey]*consumer.Consumer
+	routes    map[consumerKey]deadletter.Route // consumers with a dead letter
+	dead      *deadletter.Worker               // nil when none has
 	streams   *streamSubjects
 	timeout   time.Duration
 	maxBatch  int
@@ -106,6 +109,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		self:      token.NewIssuerID(),
 		keys:      o.Keys,
 		consumers: make(map[consumerKey]*consumer.Consumer),
+		routes:    make(map[consumerKey]deadletter.Route),
 		timeout:   orDefault(o.RequestTimeout, DefaultRequestTimeout),
 		maxBatch:  orDefault(o.MaxBatch, DefaultMaxBatch),
 		maxExp:    orDefault(o.MaxExpires, DefaultMaxExpires),
@@ -129,35 +133,65 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		Conn: o.Conn, Sender: r.sender, Ledger: r.ledger, Keys: r.keys, Self: r.self,
 		Timeout: r.timeout, Log: r.log, Orphans: r.metrics.orphans, MaxFetchBytes: o.MaxFetchBytes,
 	}
-	for _, cfg := range o.Consumers {
-		c, err := consumer.Bind(ctx, js, cfg, deps)
-		if err == nil {
-			err = r.streams.load(ctx, cfg.Stream)
+	if err := r.bind(ctx, js, reg, o.Consumers, deps); err != nil {
+		if r.dead != nil {
+			r.dead.Stop()
 		}
-		if err != nil {
-			_ = r.sender.Close()
-			return nil, err
+		if r.fwdSub != nil {
+			_ = r.fwdSub.Unsubscribe()
 		}
-		r.metrics.watch(reg, c)
-		r.consumers[consumerKey{cfg.Stream, cfg.Name}] = c
-	}
-	if r.fwdSub, err = o.Conn.Subscribe(settle.Subject(r.self), r.onForward); err != nil {
 		_ = r.sender.Close()
-		return nil, fmt.Errorf("subscribe forward subject: %w", err)
-	}
-	// Make sure the subscriptions are in place before anyone is told our id.
-	if err := o.Conn.FlushTimeout(r.timeout); err != nil {
-		_ = r.fwdSub.Unsubscribe()
-		_ = r.sender.Close()
-		return nil, fmt.Errorf("flush subscriptions: %w", err)
+		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	for _, c := range r.consumers {
 		r.wg.Go(func() { c.Run(runCtx) })
 	}
+	r.wg.Go(func() { r.watchStats(runCtx) })
 	r.log.Info("gateway bound", "gateway_id", r.self.String(), "consumers", len(r.consumers))
 	return r, nil
+}
+
+// bind binds the consumers, starts their dead-letter worker and takes
+// forwarded settles.
+func (r *Replica) bind(ctx context.Context, js jetstream.JetStream, reg prometheus.Registerer, cs []consumer.Config, deps consumer.Deps) error {
+	var routes []deadletter.Route
+	for _, cfg := range cs {
+		c, err := consumer.Bind(ctx, js, cfg, deps)
+		if err == nil {
+			err = r.streams.load(ctx, cfg.Stream)
+		}
+		if err != nil {
+			return err
+		}
+		key := consumerKey{cfg.Stream, cfg.Name}
+		r.metrics.watch(reg, c)
+		r.consumers[key] = c
+		if dl := cfg.DeadLetter; dl != nil {
+			route := deadletter.Route{Stream: cfg.Stream, Consumer: cfg.Name, Subject: dl.Subject, OnTerm: dl.OnTerm}
+			r.routes[key] = route
+			routes = append(routes, route)
+		}
+	}
+	if len(routes) > 0 {
+		var err error
+		r.dead, err = deadletter.Start(ctx, deadletter.Options{
+			JS: js, Routes: routes, Replicas: ledgerReplicas(ctx, js, cs), Log: r.log, Copied: r.metrics.deadLetters,
+		})
+		if err != nil {
+			return err
+		}
+	}
+	var err error
+	if r.fwdSub, err = r.nc.Subscribe(settle.Subject(r.self), r.onForward); err != nil {
+		return fmt.Errorf("subscribe forward subject: %w", err)
+	}
+	// Make sure the subscriptions are in place before anyone is told our id.
+	if err := r.nc.FlushTimeout(r.timeout); err != nil {
+		return fmt.Errorf("flush subscriptions: %w", err)
+	}
+	return nil
 }
 
 // ledgerReplicas is how many replicas the ledger's bucket needs: as many as
@@ -208,6 +242,9 @@ func (r *Replica) Close() {
 	r.closed = true
 	r.mu.Unlock()
 	_ = r.fwdSub.Unsubscribe()
+	if r.dead != nil {
+		r.dead.Stop()
+	}
 	r.cancel()
 	r.wg.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
@@ -239,11 +276,14 @@ func (r *Replica) Fetch(ctx context.Context, stream, name string, req consumer.F
 	return res, err
 }
 
-// ConsumerStatus is a consumer's info from the server and this replica's
-// count of live leases on it.
+// ConsumerStatus is a consumer's info from the server, this replica's count
+// of live leases on it, its dead letters and its oldest unacknowledged
+// message.
 type ConsumerStatus struct {
-	Info          *jetstream.ConsumerInfo
-	GatewayLeases int
+	Info             *jetstream.ConsumerInfo
+	GatewayLeases    int
+	DeadLetters      int64
+	OldestUnackedAge time.Duration
 }
 
 // Consumer returns the consumer's configuration and state.
@@ -252,9 +292,22 @@ func (r *Replica) Consumer(ctx context.Context, stream, name string) (ConsumerSt
 	if err != nil {
 		return ConsumerStatus{}, err
 	}
+	return r.status(ctx, c)
+}
+
+func (r *Replica) status(ctx context.Context, c *consumer.Consumer) (ConsumerStatus, error) {
 	ci, err := c.Info(ctx)
 	if err != nil {
 		return ConsumerStatus{}, err
 	}
-	return ConsumerStatus{Info: ci, GatewayLeases: c.Leases()}, nil
+	st := ConsumerStatus{Info: ci, GatewayLeases: c.Leases()}
+	if st.OldestUnackedAge, err = c.OldestUnackedAge(ctx, ci); err != nil {
+		return ConsumerStatus{}, err
+	}
+	if route, ok := r.routes[consumerKey{c.Stream, c.Name}]; ok {
+		if st.DeadLetters, err = deadletter.Count(ctx, r.js, route); err != nil {
+			return ConsumerStatus{}, fmt.Errorf("%w: count dead letters: %v", errs.ErrUnavailable, err)
+		}
+	}
+	return st, nil
 }

@@ -56,6 +56,13 @@ var (
 	// server does not deliver it to a pull bounded below its size.
 	ErrMessageTooLarge = errors.New("message too large")
 
+	// ErrNoDeadLetter is a Redrive of a consumer that has no dead_letter.
+	ErrNoDeadLetter = errors.New("no dead letter configured")
+
+	// ErrDeadLetterNotFound is a dead-letter sequence that is not a dead
+	// letter of the consumer (or whose original message is gone).
+	ErrDeadLetterNotFound = errors.New("dead letter not found")
+
 	// ErrPullRefused is a pull request the server rejected (logged in full).
 	ErrPullRefused = errors.New("pull request refused")
 
@@ -81,6 +88,8 @@ var reasons = []struct {
 	{ErrSettleInProgress, "SETTLE_IN_PROGRESS"},
 	{ErrUnavailable, "NATS_UNAVAILABLE"},
 	{ErrMessageTooLarge, "MESSAGE_TOO_LARGE"},
+	{ErrNoDeadLetter, "NO_DEAD_LETTER"},
+	{ErrDeadLetterNotFound, "DEAD_LETTER_NOT_FOUND"},
 	{ErrPullRefused, "PULL_REFUSED"},
 	{ErrPublishRefused, "PUBLISH_REFUSED"},
 	{context.DeadlineExceeded, "DEADLINE_EXCEEDED"},

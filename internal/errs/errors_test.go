@@ -26,6 +26,8 @@ var sentinels = map[string]error{
 	"ErrSubjectNotAllowed":  ErrSubjectNotAllowed,
 	"ErrHeaderReserved":     ErrHeaderReserved,
 	"ErrMessageTooLarge":    ErrMessageTooLarge,
+	"ErrNoDeadLetter":       ErrNoDeadLetter,
+	"ErrDeadLetterNotFound": ErrDeadLetterNotFound,
 	"ErrPullRefused":        ErrPullRefused,
 	"ErrPublishRefused":     ErrPublishRefused,
 	"DeadlineExceeded":      context.DeadlineExceeded,

@@ -1265,8 +1265,14 @@ type GetConsumerResponse struct {
 	State *ConsumerState `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
 	// How many live leases this gateway holds on the consumer.
 	GatewayLeases int64 `protobuf:"varint,3,opt,name=gateway_leases,json=gatewayLeases,proto3" json:"gateway_leases,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// How many dead letters of the consumer wait in its dead-letter stream
+	// (0 when it has none configured).
+	DeadLetters int64 `protobuf:"varint,4,opt,name=dead_letters,json=deadLetters,proto3" json:"dead_letters,omitempty"`
+	// How long the oldest message the consumer has not acknowledged has been
+	// in the stream (0s when every message is acknowledged).
+	OldestUnackedAge *durationpb.Duration `protobuf:"bytes,5,opt,name=oldest_unacked_age,json=oldestUnackedAge,proto3" json:"oldest_unacked_age,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *GetConsumerResponse) Reset() {
@@ -1320,6 +1326,214 @@ func (x *GetConsumerResponse) GetGatewayLeases() int64 {
 	return 0
 }
 
+func (x *GetConsumerResponse) GetDeadLetters() int64 {
+	if x != nil {
+		return x.DeadLetters
+	}
+	return 0
+}
+
+func (x *GetConsumerResponse) GetOldestUnackedAge() *durationpb.Duration {
+	if x != nil {
+		return x.OldestUnackedAge
+	}
+	return nil
+}
+
+// RedriveRequest names dead letters to put back on their subjects.
+type RedriveRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stream the consumer belongs to.
+	Stream string `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	// The durable consumer's name.
+	Consumer string `protobuf:"bytes,2,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	// Sequences of dead letters in the dead-letter stream; empty redrives all
+	// of the consumer's dead letters.
+	Seqs          []uint64 `protobuf:"varint,3,rep,packed,name=seqs,proto3" json:"seqs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RedriveRequest) Reset() {
+	*x = RedriveRequest{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedriveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedriveRequest) ProtoMessage() {}
+
+func (x *RedriveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedriveRequest.ProtoReflect.Descriptor instead.
+func (*RedriveRequest) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *RedriveRequest) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *RedriveRequest) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+func (x *RedriveRequest) GetSeqs() []uint64 {
+	if x != nil {
+		return x.Seqs
+	}
+	return nil
+}
+
+// RedriveResponse counts what was redriven and lists what was not.
+type RedriveResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How many dead letters were republished and removed.
+	Redriven int64 `protobuf:"varint,1,opt,name=redriven,proto3" json:"redriven,omitempty"`
+	// One entry per dead letter that could not be redriven.
+	Failures      []*RedriveFailure `protobuf:"bytes,2,rep,name=failures,proto3" json:"failures,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RedriveResponse) Reset() {
+	*x = RedriveResponse{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedriveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedriveResponse) ProtoMessage() {}
+
+func (x *RedriveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedriveResponse.ProtoReflect.Descriptor instead.
+func (*RedriveResponse) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *RedriveResponse) GetRedriven() int64 {
+	if x != nil {
+		return x.Redriven
+	}
+	return 0
+}
+
+func (x *RedriveResponse) GetFailures() []*RedriveFailure {
+	if x != nil {
+		return x.Failures
+	}
+	return nil
+}
+
+// RedriveFailure says why one dead letter was not redriven.
+type RedriveFailure struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The dead letter's sequence in the dead-letter stream.
+	Seq uint64 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	// The gRPC status code (google.rpc.Code) of the failure.
+	Code int32 `protobuf:"varint,2,opt,name=code,proto3" json:"code,omitempty"`
+	// A machine-readable reason in UPPER_SNAKE_CASE, such as
+	// DEAD_LETTER_NOT_FOUND.
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// A sentence a person can act on.
+	Message       string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RedriveFailure) Reset() {
+	*x = RedriveFailure{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedriveFailure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedriveFailure) ProtoMessage() {}
+
+func (x *RedriveFailure) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedriveFailure.ProtoReflect.Descriptor instead.
+func (*RedriveFailure) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *RedriveFailure) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *RedriveFailure) GetCode() int32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *RedriveFailure) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *RedriveFailure) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 // ConsumerConfig is a consumer's configuration.
 type ConsumerConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1359,7 +1573,7 @@ type ConsumerConfig struct {
 
 func (x *ConsumerConfig) Reset() {
 	*x = ConsumerConfig{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[17]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1371,7 +1585,7 @@ func (x *ConsumerConfig) String() string {
 func (*ConsumerConfig) ProtoMessage() {}
 
 func (x *ConsumerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[17]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1384,7 +1598,7 @@ func (x *ConsumerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerConfig.ProtoReflect.Descriptor instead.
 func (*ConsumerConfig) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{17}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ConsumerConfig) GetDurableName() string {
@@ -1515,7 +1729,7 @@ type ConsumerState struct {
 
 func (x *ConsumerState) Reset() {
 	*x = ConsumerState{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[18]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1527,7 +1741,7 @@ func (x *ConsumerState) String() string {
 func (*ConsumerState) ProtoMessage() {}
 
 func (x *ConsumerState) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[18]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1540,7 +1754,7 @@ func (x *ConsumerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerState.ProtoReflect.Descriptor instead.
 func (*ConsumerState) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{18}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ConsumerState) GetNumPending() uint64 {
@@ -1607,7 +1821,7 @@ type SequencePair struct {
 
 func (x *SequencePair) Reset() {
 	*x = SequencePair{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[19]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1619,7 +1833,7 @@ func (x *SequencePair) String() string {
 func (*SequencePair) ProtoMessage() {}
 
 func (x *SequencePair) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[19]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1632,7 +1846,7 @@ func (x *SequencePair) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SequencePair.ProtoReflect.Descriptor instead.
 func (*SequencePair) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{19}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *SequencePair) GetConsumerSeq() uint64 {
@@ -1736,11 +1950,25 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\amessage\x18\x05 \x01(\tR\amessage\"H\n" +
 	"\x12GetConsumerRequest\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x1a\n" +
-	"\bconsumer\x18\x02 \x01(\tR\bconsumer\"\xa1\x01\n" +
+	"\bconsumer\x18\x02 \x01(\tR\bconsumer\"\x8d\x02\n" +
 	"\x13GetConsumerResponse\x122\n" +
 	"\x06config\x18\x01 \x01(\v2\x1a.jetgate.v1.ConsumerConfigR\x06config\x12/\n" +
 	"\x05state\x18\x02 \x01(\v2\x19.jetgate.v1.ConsumerStateR\x05state\x12%\n" +
-	"\x0egateway_leases\x18\x03 \x01(\x03R\rgatewayLeases\"\xcb\x05\n" +
+	"\x0egateway_leases\x18\x03 \x01(\x03R\rgatewayLeases\x12!\n" +
+	"\fdead_letters\x18\x04 \x01(\x03R\vdeadLetters\x12G\n" +
+	"\x12oldest_unacked_age\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x10oldestUnackedAge\"X\n" +
+	"\x0eRedriveRequest\x12\x16\n" +
+	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x1a\n" +
+	"\bconsumer\x18\x02 \x01(\tR\bconsumer\x12\x12\n" +
+	"\x04seqs\x18\x03 \x03(\x04R\x04seqs\"e\n" +
+	"\x0fRedriveResponse\x12\x1a\n" +
+	"\bredriven\x18\x01 \x01(\x03R\bredriven\x126\n" +
+	"\bfailures\x18\x02 \x03(\v2\x1a.jetgate.v1.RedriveFailureR\bfailures\"h\n" +
+	"\x0eRedriveFailure\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\x05R\x04code\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"\xcb\x05\n" +
 	"\x0eConsumerConfig\x12!\n" +
 	"\fdurable_name\x18\x01 \x01(\tR\vdurableName\x12@\n" +
 	"\x0edeliver_policy\x18\x02 \x01(\x0e2\x19.jetgate.v1.DeliverPolicyR\rdeliverPolicy\x12\"\n" +
@@ -1795,14 +2023,15 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\x16ACK_POLICY_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13ACK_POLICY_EXPLICIT\x10\x01\x12\x12\n" +
 	"\x0eACK_POLICY_ALL\x10\x02\x12\x13\n" +
-	"\x0fACK_POLICY_NONE\x10\x032\x8b\x03\n" +
+	"\x0fACK_POLICY_NONE\x10\x032\xcf\x03\n" +
 	"\x0fConsumerService\x12<\n" +
 	"\x05Fetch\x12\x18.jetgate.v1.FetchRequest\x1a\x19.jetgate.v1.FetchResponse\x126\n" +
 	"\x03Ack\x12\x16.jetgate.v1.AckRequest\x1a\x17.jetgate.v1.AckResponse\x126\n" +
 	"\x03Nak\x12\x16.jetgate.v1.NakRequest\x1a\x17.jetgate.v1.NakResponse\x129\n" +
 	"\x04Term\x12\x17.jetgate.v1.TermRequest\x1a\x18.jetgate.v1.TermResponse\x12?\n" +
 	"\x06Extend\x12\x19.jetgate.v1.ExtendRequest\x1a\x1a.jetgate.v1.ExtendResponse\x12N\n" +
-	"\vGetConsumer\x12\x1e.jetgate.v1.GetConsumerRequest\x1a\x1f.jetgate.v1.GetConsumerResponseB5Z3github.com/jetgate/jetgate/api/jetgate/v1;jetgatev1b\x06proto3"
+	"\vGetConsumer\x12\x1e.jetgate.v1.GetConsumerRequest\x1a\x1f.jetgate.v1.GetConsumerResponse\x12B\n" +
+	"\aRedrive\x12\x1a.jetgate.v1.RedriveRequest\x1a\x1b.jetgate.v1.RedriveResponseB5Z3github.com/jetgate/jetgate/api/jetgate/v1;jetgatev1b\x06proto3"
 
 var (
 	file_jetgate_v1_consumer_proto_rawDescOnce sync.Once
@@ -1817,7 +2046,7 @@ func file_jetgate_v1_consumer_proto_rawDescGZIP() []byte {
 }
 
 var file_jetgate_v1_consumer_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_jetgate_v1_consumer_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_jetgate_v1_consumer_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_jetgate_v1_consumer_proto_goTypes = []any{
 	(EmptyReason)(0),              // 0: jetgate.v1.EmptyReason
 	(DeliverPolicy)(0),            // 1: jetgate.v1.DeliverPolicy
@@ -1839,58 +2068,65 @@ var file_jetgate_v1_consumer_proto_goTypes = []any{
 	(*TokenFailure)(nil),          // 17: jetgate.v1.TokenFailure
 	(*GetConsumerRequest)(nil),    // 18: jetgate.v1.GetConsumerRequest
 	(*GetConsumerResponse)(nil),   // 19: jetgate.v1.GetConsumerResponse
-	(*ConsumerConfig)(nil),        // 20: jetgate.v1.ConsumerConfig
-	(*ConsumerState)(nil),         // 21: jetgate.v1.ConsumerState
-	(*SequencePair)(nil),          // 22: jetgate.v1.SequencePair
-	nil,                           // 23: jetgate.v1.Message.HeadersEntry
-	(*durationpb.Duration)(nil),   // 24: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 25: google.protobuf.Timestamp
+	(*RedriveRequest)(nil),        // 20: jetgate.v1.RedriveRequest
+	(*RedriveResponse)(nil),       // 21: jetgate.v1.RedriveResponse
+	(*RedriveFailure)(nil),        // 22: jetgate.v1.RedriveFailure
+	(*ConsumerConfig)(nil),        // 23: jetgate.v1.ConsumerConfig
+	(*ConsumerState)(nil),         // 24: jetgate.v1.ConsumerState
+	(*SequencePair)(nil),          // 25: jetgate.v1.SequencePair
+	nil,                           // 26: jetgate.v1.Message.HeadersEntry
+	(*durationpb.Duration)(nil),   // 27: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 28: google.protobuf.Timestamp
 }
 var file_jetgate_v1_consumer_proto_depIdxs = []int32{
-	24, // 0: jetgate.v1.FetchRequest.expires:type_name -> google.protobuf.Duration
+	27, // 0: jetgate.v1.FetchRequest.expires:type_name -> google.protobuf.Duration
 	5,  // 1: jetgate.v1.FetchResponse.messages:type_name -> jetgate.v1.Message
 	0,  // 2: jetgate.v1.FetchResponse.empty_reason:type_name -> jetgate.v1.EmptyReason
-	23, // 3: jetgate.v1.Message.headers:type_name -> jetgate.v1.Message.HeadersEntry
-	25, // 4: jetgate.v1.Message.lease_deadline:type_name -> google.protobuf.Timestamp
+	26, // 3: jetgate.v1.Message.headers:type_name -> jetgate.v1.Message.HeadersEntry
+	28, // 4: jetgate.v1.Message.lease_deadline:type_name -> google.protobuf.Timestamp
 	7,  // 5: jetgate.v1.Message.metadata:type_name -> jetgate.v1.MessageMetadata
-	25, // 6: jetgate.v1.MessageMetadata.timestamp:type_name -> google.protobuf.Timestamp
+	28, // 6: jetgate.v1.MessageMetadata.timestamp:type_name -> google.protobuf.Timestamp
 	17, // 7: jetgate.v1.AckResponse.failures:type_name -> jetgate.v1.TokenFailure
-	24, // 8: jetgate.v1.NakRequest.delay:type_name -> google.protobuf.Duration
+	27, // 8: jetgate.v1.NakRequest.delay:type_name -> google.protobuf.Duration
 	17, // 9: jetgate.v1.NakResponse.failures:type_name -> jetgate.v1.TokenFailure
 	17, // 10: jetgate.v1.TermResponse.failures:type_name -> jetgate.v1.TokenFailure
 	16, // 11: jetgate.v1.ExtendResponse.leases:type_name -> jetgate.v1.ExtendedLease
 	17, // 12: jetgate.v1.ExtendResponse.failures:type_name -> jetgate.v1.TokenFailure
-	25, // 13: jetgate.v1.ExtendedLease.lease_deadline:type_name -> google.protobuf.Timestamp
-	20, // 14: jetgate.v1.GetConsumerResponse.config:type_name -> jetgate.v1.ConsumerConfig
-	21, // 15: jetgate.v1.GetConsumerResponse.state:type_name -> jetgate.v1.ConsumerState
-	1,  // 16: jetgate.v1.ConsumerConfig.deliver_policy:type_name -> jetgate.v1.DeliverPolicy
-	25, // 17: jetgate.v1.ConsumerConfig.opt_start_time:type_name -> google.protobuf.Timestamp
-	2,  // 18: jetgate.v1.ConsumerConfig.ack_policy:type_name -> jetgate.v1.AckPolicy
-	24, // 19: jetgate.v1.ConsumerConfig.ack_wait:type_name -> google.protobuf.Duration
-	24, // 20: jetgate.v1.ConsumerConfig.backoff:type_name -> google.protobuf.Duration
-	24, // 21: jetgate.v1.ConsumerConfig.max_request_expires:type_name -> google.protobuf.Duration
-	22, // 22: jetgate.v1.ConsumerState.delivered:type_name -> jetgate.v1.SequencePair
-	22, // 23: jetgate.v1.ConsumerState.ack_floor:type_name -> jetgate.v1.SequencePair
-	25, // 24: jetgate.v1.ConsumerState.created:type_name -> google.protobuf.Timestamp
-	25, // 25: jetgate.v1.SequencePair.last_active:type_name -> google.protobuf.Timestamp
-	6,  // 26: jetgate.v1.Message.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
-	3,  // 27: jetgate.v1.ConsumerService.Fetch:input_type -> jetgate.v1.FetchRequest
-	8,  // 28: jetgate.v1.ConsumerService.Ack:input_type -> jetgate.v1.AckRequest
-	10, // 29: jetgate.v1.ConsumerService.Nak:input_type -> jetgate.v1.NakRequest
-	12, // 30: jetgate.v1.ConsumerService.Term:input_type -> jetgate.v1.TermRequest
-	14, // 31: jetgate.v1.ConsumerService.Extend:input_type -> jetgate.v1.ExtendRequest
-	18, // 32: jetgate.v1.ConsumerService.GetConsumer:input_type -> jetgate.v1.GetConsumerRequest
-	4,  // 33: jetgate.v1.ConsumerService.Fetch:output_type -> jetgate.v1.FetchResponse
-	9,  // 34: jetgate.v1.ConsumerService.Ack:output_type -> jetgate.v1.AckResponse
-	11, // 35: jetgate.v1.ConsumerService.Nak:output_type -> jetgate.v1.NakResponse
-	13, // 36: jetgate.v1.ConsumerService.Term:output_type -> jetgate.v1.TermResponse
-	15, // 37: jetgate.v1.ConsumerService.Extend:output_type -> jetgate.v1.ExtendResponse
-	19, // 38: jetgate.v1.ConsumerService.GetConsumer:output_type -> jetgate.v1.GetConsumerResponse
-	33, // [33:39] is the sub-list for method output_type
-	27, // [27:33] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	28, // 13: jetgate.v1.ExtendedLease.lease_deadline:type_name -> google.protobuf.Timestamp
+	23, // 14: jetgate.v1.GetConsumerResponse.config:type_name -> jetgate.v1.ConsumerConfig
+	24, // 15: jetgate.v1.GetConsumerResponse.state:type_name -> jetgate.v1.ConsumerState
+	27, // 16: jetgate.v1.GetConsumerResponse.oldest_unacked_age:type_name -> google.protobuf.Duration
+	22, // 17: jetgate.v1.RedriveResponse.failures:type_name -> jetgate.v1.RedriveFailure
+	1,  // 18: jetgate.v1.ConsumerConfig.deliver_policy:type_name -> jetgate.v1.DeliverPolicy
+	28, // 19: jetgate.v1.ConsumerConfig.opt_start_time:type_name -> google.protobuf.Timestamp
+	2,  // 20: jetgate.v1.ConsumerConfig.ack_policy:type_name -> jetgate.v1.AckPolicy
+	27, // 21: jetgate.v1.ConsumerConfig.ack_wait:type_name -> google.protobuf.Duration
+	27, // 22: jetgate.v1.ConsumerConfig.backoff:type_name -> google.protobuf.Duration
+	27, // 23: jetgate.v1.ConsumerConfig.max_request_expires:type_name -> google.protobuf.Duration
+	25, // 24: jetgate.v1.ConsumerState.delivered:type_name -> jetgate.v1.SequencePair
+	25, // 25: jetgate.v1.ConsumerState.ack_floor:type_name -> jetgate.v1.SequencePair
+	28, // 26: jetgate.v1.ConsumerState.created:type_name -> google.protobuf.Timestamp
+	28, // 27: jetgate.v1.SequencePair.last_active:type_name -> google.protobuf.Timestamp
+	6,  // 28: jetgate.v1.Message.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
+	3,  // 29: jetgate.v1.ConsumerService.Fetch:input_type -> jetgate.v1.FetchRequest
+	8,  // 30: jetgate.v1.ConsumerService.Ack:input_type -> jetgate.v1.AckRequest
+	10, // 31: jetgate.v1.ConsumerService.Nak:input_type -> jetgate.v1.NakRequest
+	12, // 32: jetgate.v1.ConsumerService.Term:input_type -> jetgate.v1.TermRequest
+	14, // 33: jetgate.v1.ConsumerService.Extend:input_type -> jetgate.v1.ExtendRequest
+	18, // 34: jetgate.v1.ConsumerService.GetConsumer:input_type -> jetgate.v1.GetConsumerRequest
+	20, // 35: jetgate.v1.ConsumerService.Redrive:input_type -> jetgate.v1.RedriveRequest
+	4,  // 36: jetgate.v1.ConsumerService.Fetch:output_type -> jetgate.v1.FetchResponse
+	9,  // 37: jetgate.v1.ConsumerService.Ack:output_type -> jetgate.v1.AckResponse
+	11, // 38: jetgate.v1.ConsumerService.Nak:output_type -> jetgate.v1.NakResponse
+	13, // 39: jetgate.v1.ConsumerService.Term:output_type -> jetgate.v1.TermResponse
+	15, // 40: jetgate.v1.ConsumerService.Extend:output_type -> jetgate.v1.ExtendResponse
+	19, // 41: jetgate.v1.ConsumerService.GetConsumer:output_type -> jetgate.v1.GetConsumerResponse
+	21, // 42: jetgate.v1.ConsumerService.Redrive:output_type -> jetgate.v1.RedriveResponse
+	36, // [36:43] is the sub-list for method output_type
+	29, // [29:36] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_jetgate_v1_consumer_proto_init() }
@@ -1905,7 +2141,7 @@ func file_jetgate_v1_consumer_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jetgate_v1_consumer_proto_rawDesc), len(file_jetgate_v1_consumer_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   21,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,6 +25,7 @@ const (
 	ConsumerService_Term_FullMethodName        = "/jetgate.v1.ConsumerService/Term"
 	ConsumerService_Extend_FullMethodName      = "/jetgate.v1.ConsumerService/Extend"
 	ConsumerService_GetConsumer_FullMethodName = "/jetgate.v1.ConsumerService/GetConsumer"
+	ConsumerService_Redrive_FullMethodName     = "/jetgate.v1.ConsumerService/Redrive"
 )
 
 // ConsumerServiceClient is the client API for ConsumerService service.
@@ -53,6 +54,11 @@ type ConsumerServiceClient interface {
 	// GetConsumer returns the consumer's configuration and live state, and how
 	// many leases this gateway holds on it.
 	GetConsumer(ctx context.Context, in *GetConsumerRequest, opts ...grpc.CallOption) (*GetConsumerResponse, error)
+	// Redrive republishes dead letters of the consumer to their original
+	// subjects and removes them from the dead-letter stream once the
+	// republish is confirmed. The RPC succeeds for a well formed request and
+	// lists each dead letter that could not be redriven.
+	Redrive(ctx context.Context, in *RedriveRequest, opts ...grpc.CallOption) (*RedriveResponse, error)
 }
 
 type consumerServiceClient struct {
@@ -123,6 +129,16 @@ func (c *consumerServiceClient) GetConsumer(ctx context.Context, in *GetConsumer
 	return out, nil
 }
 
+func (c *consumerServiceClient) Redrive(ctx context.Context, in *RedriveRequest, opts ...grpc.CallOption) (*RedriveResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RedriveResponse)
+	err := c.cc.Invoke(ctx, ConsumerService_Redrive_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConsumerServiceServer is the server API for ConsumerService service.
 // All implementations must embed UnimplementedConsumerServiceServer
 // for forward compatibility.
@@ -149,6 +165,11 @@ type ConsumerServiceServer interface {
 	// GetConsumer returns the consumer's configuration and live state, and how
 	// many leases this gateway holds on it.
 	GetConsumer(context.Context, *GetConsumerRequest) (*GetConsumerResponse, error)
+	// Redrive republishes dead letters of the consumer to their original
+	// subjects and removes them from the dead-letter stream once the
+	// republish is confirmed. The RPC succeeds for a well formed request and
+	// lists each dead letter that could not be redriven.
+	Redrive(context.Context, *RedriveRequest) (*RedriveResponse, error)
 	mustEmbedUnimplementedConsumerServiceServer()
 }
 
@@ -176,6 +197,9 @@ func (UnimplementedConsumerServiceServer) Extend(context.Context, *ExtendRequest
 }
 func (UnimplementedConsumerServiceServer) GetConsumer(context.Context, *GetConsumerRequest) (*GetConsumerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetConsumer not implemented")
+}
+func (UnimplementedConsumerServiceServer) Redrive(context.Context, *RedriveRequest) (*RedriveResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Redrive not implemented")
 }
 func (UnimplementedConsumerServiceServer) mustEmbedUnimplementedConsumerServiceServer() {}
 func (UnimplementedConsumerServiceServer) testEmbeddedByValue()                         {}
@@ -306,6 +330,24 @@ func _ConsumerService_GetConsumer_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConsumerService_Redrive_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RedriveRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConsumerServiceServer).Redrive(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConsumerService_Redrive_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConsumerServiceServer).Redrive(ctx, req.(*RedriveRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ConsumerService_ServiceDesc is the grpc.ServiceDesc for ConsumerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -336,6 +378,10 @@ var ConsumerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetConsumer",
 			Handler:    _ConsumerService_GetConsumer_Handler,
+		},
+		{
+			MethodName: "Redrive",
+			Handler:    _ConsumerService_Redrive_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,0 +1,120 @@
+package deadletter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/internal/errs"
+)
+
+// MaxRedrive is the most dead letters one Redrive of "all" takes; a caller
+// with more calls again.
+const MaxRedrive = 1000
+
+// Failure is a dead letter that was not redriven, and why.
+type Failure struct {
+	Seq uint64
+	Err error
+}
+
+// Redrive republishes r's dead letters — those at seqs in the dead-letter
+// stream, or all of them (at most MaxRedrive) — to their original subjects,
+// and removes each from the dead-letter stream once its republish is
+// confirmed. A republish carries a Nats-Msg-Id of its own, so a retry after
+// a failed removal is not stored twice.
+func Redrive(ctx context.Context, js jetstream.JetStream, r Route, seqs []uint64) (int, []Failure, error) {
+	name, err := js.StreamNameBySubject(ctx, r.Subject)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: find the dead-letter stream of %q: %v", errs.ErrUnavailable, r.Subject, err)
+	}
+	s, err := js.Stream(ctx, name)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: dead-letter stream %q: %v", errs.ErrUnavailable, name, err)
+	}
+	redriven := 0
+	var fails []Failure
+	one := func(m *jetstream.RawStreamMsg, seq uint64) {
+		if err := redriveOne(ctx, js, s, name, r, m, seq); err != nil {
+			fails = append(fails, Failure{seq, err})
+			return
+		}
+		redriven++
+	}
+	if len(seqs) > 0 {
+		for _, seq := range seqs {
+			m, err := s.GetMsg(ctx, seq)
+			switch {
+			case errors.Is(err, jetstream.ErrMsgNotFound):
+				fails = append(fails, Failure{seq, fmt.Errorf("%w: no message %d in dead-letter stream %q", errs.ErrDeadLetterNotFound, seq, name)})
+			case err != nil:
+				fails = append(fails, Failure{seq, fmt.Errorf("%w: read dead letter: %v", errs.ErrUnavailable, err)})
+			default:
+				one(m, seq)
+			}
+		}
+		return redriven, fails, nil
+	}
+	for next, n := uint64(1), 0; n < MaxRedrive; n++ {
+		m, err := s.GetMsg(ctx, next, jetstream.WithGetMsgSubject(r.Subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		}
+		if err != nil {
+			return redriven, fails, fmt.Errorf("%w: list dead letters: %v", errs.ErrUnavailable, err)
+		}
+		one(m, m.Sequence)
+		next = m.Sequence + 1
+	}
+	return redriven, fails, nil
+}
+
+func redriveOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream, name string, r Route, m *jetstream.RawStreamMsg, seq uint64) error {
+	if m.Subject != r.Subject || m.Header.Get(HeaderStream) != r.Stream || m.Header.Get(HeaderConsumer) != r.Consumer {
+		return fmt.Errorf("%w: message %d of stream %q is not a dead letter of consumer %q of stream %q", errs.ErrDeadLetterNotFound, seq, name, r.Consumer, r.Stream)
+	}
+	subject := m.Header.Get(HeaderSubject)
+	if subject == "" {
+		return fmt.Errorf("%w: dead letter %d has no original message to put back (it had left its stream)", errs.ErrDeadLetterNotFound, seq)
+	}
+	out := &nats.Msg{Subject: subject, Data: m.Data, Header: nats.Header{}}
+	for k, vs := range m.Header {
+		if !reservedHeader(k) && !strings.HasPrefix(k, "Jetgate-Dead-") {
+			out.Header[k] = vs
+		}
+	}
+	id := "jetgate-redrive:" + name + ":" + strconv.FormatUint(seq, 10)
+	if _, err := js.PublishMsg(ctx, out, jetstream.WithMsgID(id)); err != nil {
+		var apiErr *jetstream.APIError
+		if errors.As(err, &apiErr) {
+			return fmt.Errorf("%w: stream refused the redrive of dead letter %d to %q: %s", errs.ErrPublishRefused, seq, subject, apiErr.Description)
+		}
+		return fmt.Errorf("%w: republish dead letter %d: %v", errs.ErrUnavailable, seq, err)
+	}
+	if err := s.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return fmt.Errorf("%w: dead letter %d was republished but not removed; redrive it again: %v", errs.ErrUnavailable, seq, err)
+	}
+	return nil
+}
+
+// Count is how many dead letters wait on r's subject.
+func Count(ctx context.Context, js jetstream.JetStream, r Route) (int64, error) {
+	name, err := js.StreamNameBySubject(ctx, r.Subject)
+	if err != nil {
+		return 0, err
+	}
+	s, err := js.Stream(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(r.Subject))
+	if err != nil {
+		return 0, err
+	}
+	return int64(info.State.Subjects[r.Subject]), nil
+}

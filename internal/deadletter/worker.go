@@ -1,0 +1,234 @@
+// Package deadletter copies the messages a consumer gives up on to its
+// dead-letter subject, and puts them back on request (Redrive).
+//
+// The server tells of a message that ran out of deliveries, or was
+// terminated, only by a core-NATS advisory, lost while nobody listens. So
+// jetgate captures the advisories of every consumer with a dead letter in a
+// work-queue stream of its own (AdvisoryStream) and works them off with one
+// durable consumer shared by all replicas: a dead letter is never lost while
+// jetgate is down, and the copy carries a Nats-Msg-Id made from the stream,
+// sequence and event, so it is stored once however often it is made.
+package deadletter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Names of what the worker creates.
+const (
+	AdvisoryStream = "JETGATE_ADVISORIES"
+	workerDurable  = "jetgate_deadletters"
+)
+
+// The headers a dead letter carries besides the original's own.
+const (
+	HeaderStream      = "Jetgate-Dead-Stream"
+	HeaderConsumer    = "Jetgate-Dead-Consumer"
+	HeaderSeq         = "Jetgate-Dead-Seq"
+	HeaderSubject     = "Jetgate-Dead-Subject"
+	HeaderDeliveries  = "Jetgate-Dead-Deliveries"
+	HeaderReason      = "Jetgate-Dead-Reason"
+	HeaderTermReason  = "Jetgate-Dead-Term-Reason"
+	ReasonMaxDeliver  = "MAX_DELIVERIES"
+	ReasonTerminated  = "TERM"
+	advisoryMaxDeliv  = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES."
+	advisoryTermed    = "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED."
+	retryUnknownAfter = 30 * time.Second
+	retryFailedAfter  = 5 * time.Second
+)
+
+// Route is one consumer's dead letter.
+type Route struct {
+	Stream, Consumer string
+	Subject          string // where its dead letters go
+	OnTerm           bool   // terminated messages too, not only those out of deliveries
+}
+
+func (r Route) subjects() []string {
+	s := []string{advisoryMaxDeliv + r.Stream + "." + r.Consumer}
+	if r.OnTerm {
+		s = append(s, advisoryTermed+r.Stream+"."+r.Consumer)
+	}
+	return s
+}
+
+// Options configure a Worker.
+type Options struct {
+	JS       jetstream.JetStream
+	Routes   []Route
+	Replicas int // of the advisory stream: as many as the streams it serves
+	Log      *slog.Logger
+	// Copied counts dead letters by stream, consumer and reason; nil keeps
+	// no count.
+	Copied *prometheus.CounterVec
+}
+
+// Worker works off the captured advisories of its routes.
+type Worker struct {
+	js     jetstream.JetStream
+	routes map[[2]string]Route
+	log    *slog.Logger
+	copied *prometheus.CounterVec
+	cc     jetstream.ConsumeContext
+}
+
+// Start makes sure each route's dead-letter subject is bound to a stream,
+// captures the routes' advisories (adding their subjects to the advisory
+// stream, which other deployments may share) and starts working them off.
+// Stop ends it.
+func Start(ctx context.Context, o Options) (*Worker, error) {
+	w := &Worker{js: o.JS, routes: make(map[[2]string]Route), log: o.Log, copied: o.Copied}
+	var subjects []string
+	for _, r := range o.Routes {
+		if _, err := o.JS.StreamNameBySubject(ctx, r.Subject); err != nil {
+			return nil, fmt.Errorf("stream %q consumer %q: dead_letter.subject %q is bound to no stream: configure a stream with that subject: %w",
+				r.Stream, r.Consumer, r.Subject, err)
+		}
+		w.routes[[2]string{r.Stream, r.Consumer}] = r
+		subjects = append(subjects, r.subjects()...)
+	}
+	cfg := jetstream.StreamConfig{
+		Name:        AdvisoryStream,
+		Description: "jetgate: advisories of messages that ran out of deliveries or were terminated, until copied to their dead-letter subject",
+		Subjects:    subjects,
+		Retention:   jetstream.WorkQueuePolicy,
+		MaxAge:      14 * 24 * time.Hour,
+		Replicas:    max(o.Replicas, 1),
+	}
+	s, err := o.JS.Stream(ctx, AdvisoryStream)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		s, err = o.JS.CreateStream(ctx, cfg)
+	case err == nil:
+		have := s.CachedInfo().Config
+		if missing := slices.DeleteFunc(slices.Clone(subjects), func(x string) bool { return slices.Contains(have.Subjects, x) }); len(missing) > 0 {
+			have.Subjects = append(have.Subjects, missing...)
+			s, err = o.JS.UpdateStream(ctx, have)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("advisory stream %s: %w", AdvisoryStream, err)
+	}
+	cons, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:       workerDurable,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       30 * time.Second,
+		MaxAckPending: 64,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("advisory consumer %s: %w", workerDurable, err)
+	}
+	if w.cc, err = cons.Consume(w.handle, jetstream.PullMaxMessages(64)); err != nil {
+		return nil, fmt.Errorf("consume advisories: %w", err)
+	}
+	return w, nil
+}
+
+// Stop stops taking advisories and waits for the one in hand.
+func (w *Worker) Stop() {
+	w.cc.Drain()
+	<-w.cc.Closed()
+}
+
+// advisory is what the MAX_DELIVERIES and MSG_TERMINATED advisories say.
+type advisory struct {
+	Stream     string `json:"stream"`
+	Consumer   string `json:"consumer"`
+	StreamSeq  uint64 `json:"stream_seq"`
+	Deliveries uint64 `json:"deliveries"`
+	Reason     string `json:"reason"` // MSG_TERMINATED: the Term's reason
+}
+
+func (w *Worker) handle(m jetstream.Msg) {
+	var reason string
+	switch subj := m.Subject(); {
+	case strings.HasPrefix(subj, advisoryMaxDeliv):
+		reason = ReasonMaxDeliver
+	case strings.HasPrefix(subj, advisoryTermed):
+		reason = ReasonTerminated
+	default:
+		_ = m.Term()
+		return
+	}
+	var a advisory
+	if err := json.Unmarshal(m.Data(), &a); err != nil || a.StreamSeq == 0 {
+		w.log.Error("dropped an advisory that does not parse", "subject", m.Subject(), "err", err)
+		_ = m.Term()
+		return
+	}
+	r, ok := w.routes[[2]string{a.Stream, a.Consumer}]
+	switch {
+	case !ok:
+		// Another deployment's consumer, sharing the advisory stream.
+		_ = m.NakWithDelay(retryUnknownAfter)
+		return
+	case reason == ReasonTerminated && !r.OnTerm:
+		_ = m.Ack()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.copy(ctx, r, a, reason); err != nil {
+		w.log.Warn("could not copy a dead letter; retrying", "stream", a.Stream, "consumer", a.Consumer, "stream_seq", a.StreamSeq, "err", err)
+		_ = m.NakWithDelay(retryFailedAfter)
+		return
+	}
+	if w.copied != nil {
+		w.copied.WithLabelValues(a.Stream, a.Consumer, reason).Inc()
+	}
+	_ = m.Ack()
+}
+
+// copy publishes the dead letter of the advisory's message.
+func (w *Worker) copy(ctx context.Context, r Route, a advisory, reason string) error {
+	dl := &nats.Msg{Subject: r.Subject, Header: nats.Header{}}
+	s, err := w.js.Stream(ctx, a.Stream)
+	if err != nil {
+		return err
+	}
+	orig, err := s.GetMsg(ctx, a.StreamSeq)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		// Gone from its stream (a work queue, or a limit): the dead letter
+		// says so with its headers alone.
+		w.log.Warn("the message of a dead letter is no longer in its stream", "stream", a.Stream, "stream_seq", a.StreamSeq)
+	case err != nil:
+		return err
+	default:
+		dl.Data = orig.Data
+		for k, vs := range orig.Header {
+			if !reservedHeader(k) {
+				dl.Header[k] = vs
+			}
+		}
+		dl.Header.Set(HeaderSubject, orig.Subject)
+	}
+	dl.Header.Set(HeaderStream, a.Stream)
+	dl.Header.Set(HeaderConsumer, a.Consumer)
+	dl.Header.Set(HeaderSeq, strconv.FormatUint(a.StreamSeq, 10))
+	dl.Header.Set(HeaderDeliveries, strconv.FormatUint(a.Deliveries, 10))
+	dl.Header.Set(HeaderReason, reason)
+	if reason == ReasonTerminated && strings.TrimSpace(a.Reason) != "" {
+		dl.Header.Set(HeaderTermReason, a.Reason)
+	}
+	id := "jetgate-dead:" + a.Stream + ":" + a.Consumer + ":" + strconv.FormatUint(a.StreamSeq, 10) + ":" + reason
+	_, err = w.js.PublishMsg(ctx, dl, jetstream.WithMsgID(id))
+	return err
+}
+
+// reservedHeader is a header the server acts on when it stores a message
+// (Nats-Msg-Id, Nats-Rollup, Nats-TTL, …): not copied into a dead letter or
+// a redrive, where it would act again.
+func reservedHeader(k string) bool { return len(k) >= 5 && strings.EqualFold(k[:5], "Nats-") }
