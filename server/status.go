@@ -34,6 +34,8 @@ var kinds = []kind{
 		"the token was not issued by this gateway's key, or was altered or cut short"},
 	{errs.ErrTokenWrongConsumer, codes.InvalidArgument,
 		"the token was issued for another stream or consumer"},
+	{errs.ErrTokenWrongPrincipal, codes.PermissionDenied,
+		"the token was issued to another caller"},
 	{errs.ErrLeaseExpired, codes.FailedPrecondition,
 		"the lease has passed its deadline (or a newer delivery replaced it); the message will be redelivered, settle that delivery instead"},
 	{errs.ErrLeaseSettled, codes.FailedPrecondition,

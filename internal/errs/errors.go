@@ -32,6 +32,9 @@ var (
 	// ErrTokenWrongConsumer is a genuine token issued for another consumer.
 	ErrTokenWrongConsumer = errors.New("token issued for another consumer")
 
+	// ErrTokenWrongPrincipal is a genuine token issued to another caller.
+	ErrTokenWrongPrincipal = errors.New("token issued to another principal")
+
 	// ErrLeaseExpired is a lease whose deadline has passed, or that a newer
 	// delivery of the same message replaced. Nothing is sent to NATS for it.
 	ErrLeaseExpired = errors.New("lease expired")
@@ -83,6 +86,7 @@ var reasons = []struct {
 	{ErrHeaderReserved, "HEADER_RESERVED"},
 	{ErrTokenInvalid, "TOKEN_INVALID"},
 	{ErrTokenWrongConsumer, "TOKEN_WRONG_CONSUMER"},
+	{ErrTokenWrongPrincipal, "TOKEN_WRONG_PRINCIPAL"},
 	{ErrLeaseExpired, "LEASE_EXPIRED"},
 	{ErrLeaseSettled, "LEASE_SETTLED"},
 	{ErrSettleInProgress, "SETTLE_IN_PROGRESS"},

@@ -117,7 +117,7 @@ func TestPartition(t *testing.T) {
 	wantErr := map[int]error{
 		2:  errs.ErrTokenInvalid,
 		4:  errs.ErrTokenWrongConsumer,
-		6:  errs.ErrTokenInvalid,
+		6:  errs.ErrTokenWrongPrincipal,
 		7:  errs.ErrTokenInvalid,
 		9:  errs.ErrTokenInvalid,
 		10: errs.ErrTokenInvalid,

@@ -19,14 +19,15 @@ import (
 
 // Token layout, before base64url (no padding):
 //
-//	version(1) keyID(4) issuer(8) consumerTag(4)
+//	version(1) keyID(4) issuer(8) consumerTag(2) principalTag(2)
 //	uvarint streamSeq, consumerSeq, delivered, deadline (unix ms)
 //	mac(16)
 //
 // The MAC is HMAC-SHA256 over the bytes before it and over stream, consumer
 // and principal, so a token cannot be altered, forged, or moved to another
-// consumer or caller. The consumer tag only lets a token for another consumer
-// be told apart from a forged one.
+// consumer or caller. The tags only let a token for another consumer, or of
+// another caller, be told apart from a forged one; they are read only once
+// the MAC has failed.
 const (
 	tokenVersion  = 1
 	macLen        = 16
@@ -63,11 +64,17 @@ type Claims struct {
 	Deadline    time.Time // cut to the millisecond
 }
 
-// consumerTag is a short digest of the consumer a token was issued for.
-func consumerTag(stream, consumer string) [4]byte {
+// tags are short digests of the consumer and of the principal a token was
+// issued for.
+func tags(stream, consumer, principal string) [4]byte {
+	c, p := digest(stream, consumer), digest(principal)
+	return [4]byte{c[0], c[1], p[0], p[1]}
+}
+
+func digest(fields ...string) [4]byte {
 	var buf [2*binary.MaxVarintLen64 + 2*maxName]byte
 	b := buf[:0]
-	for _, f := range [...]string{stream, consumer} {
+	for _, f := range fields {
 		b = binary.AppendUvarint(b, uint64(len(f)))
 		b = append(b, f...)
 	}
@@ -81,7 +88,7 @@ func (kr *Keyring) Seal(c Claims, stream, consumer, principal string) string {
 	b[0] = tokenVersion
 	binary.BigEndian.PutUint32(b[1:5], kr.signing.id)
 	copy(b[5:13], c.Issuer[:])
-	tag := consumerTag(stream, consumer)
+	tag := tags(stream, consumer, principal)
 	copy(b[13:17], tag[:])
 	b = binary.AppendUvarint(b, c.StreamSeq)
 	b = binary.AppendUvarint(b, c.ConsumerSeq)
@@ -92,7 +99,8 @@ func (kr *Keyring) Seal(c Claims, stream, consumer, principal string) string {
 }
 
 // Open verifies tok for stream/consumer and principal and returns its claims.
-// It fails with errs.ErrTokenInvalid or errs.ErrTokenWrongConsumer.
+// It fails with errs.ErrTokenInvalid, errs.ErrTokenWrongConsumer or
+// errs.ErrTokenWrongPrincipal.
 func (kr *Keyring) Open(tok, stream, consumer, principal string) (Claims, error) {
 	var c Claims
 	if len(tok) == 0 || len(tok) > MaxTokenLen {
@@ -112,9 +120,12 @@ func (kr *Keyring) Open(tok, stream, consumer, principal string) (Claims, error)
 	}
 	var want [macLen]byte
 	if !hmac.Equal(sum, k.mac(want[:0], payload, stream, consumer, principal)) {
-		tag := consumerTag(stream, consumer)
-		if subtle.ConstantTimeCompare(tag[:], payload[13:17]) == 0 {
+		tag := tags(stream, consumer, principal)
+		switch {
+		case subtle.ConstantTimeCompare(tag[:2], payload[13:15]) == 0:
 			return c, errs.ErrTokenWrongConsumer
+		case subtle.ConstantTimeCompare(tag[2:], payload[15:17]) == 0:
+			return c, errs.ErrTokenWrongPrincipal
 		}
 		return c, errs.ErrTokenInvalid
 	}

@@ -56,7 +56,7 @@ func sameClaims(a, b Claims) bool {
 }
 
 func isTokenError(err error) bool {
-	return errors.Is(err, errs.ErrTokenInvalid) || errors.Is(err, errs.ErrTokenWrongConsumer)
+	return errors.Is(err, errs.ErrTokenInvalid) || errors.Is(err, errs.ErrTokenWrongConsumer) || errors.Is(err, errs.ErrTokenWrongPrincipal)
 }
 
 func TestTokenRoundTrip(t *testing.T) {
@@ -238,9 +238,9 @@ func TestTokenBoundToConsumerAndPrincipal(t *testing.T) {
 		{"other consumer", tokStream, "audit", tokPrincipal, errs.ErrTokenWrongConsumer},
 		{"both swapped", tokConsumer, tokStream, tokPrincipal, errs.ErrTokenWrongConsumer},
 		{"names run together", tokStream + tokConsumer, "", tokPrincipal, errs.ErrTokenWrongConsumer},
-		{"other principal", tokStream, tokConsumer, "mallory", errs.ErrTokenInvalid},
-		{"no principal", tokStream, tokConsumer, "", errs.ErrTokenInvalid},
-		{"principal prefix", tokStream, tokConsumer, tokPrincipal[:4], errs.ErrTokenInvalid},
+		{"other principal", tokStream, tokConsumer, "mallory", errs.ErrTokenWrongPrincipal},
+		{"no principal", tokStream, tokConsumer, "", errs.ErrTokenWrongPrincipal},
+		{"principal prefix", tokStream, tokConsumer, tokPrincipal[:4], errs.ErrTokenWrongPrincipal},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
