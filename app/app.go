@@ -10,10 +10,10 @@ import (
 	"net"
 	"net/http"
 	"path"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -25,7 +25,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/jetgate/jetgate/gateway"
-	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/auth"
+	"github.com/jetgate/jetgate/internal/config"
 	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/server"
 )
@@ -37,22 +38,22 @@ func Run(ctx context.Context, o Options) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	cc, err := o.consumerConfig()
+	cfg, err := config.Resolve(o.ConfigFile, o.Flags)
 	if err != nil {
 		return err
 	}
-	keys, err := loadKeys(o.TokenKeyFile, log)
+	keys, err := loadKeys(cfg, log)
 	if err != nil {
-		return fmt.Errorf("--token-key-file: %w", err)
+		return err
 	}
-	grpcLis, err := net.Listen("tcp", o.GRPCAddr)
+	grpcLis, err := net.Listen("tcp", cfg.Listen.GRPC)
 	if err != nil {
-		return fmt.Errorf("--grpc-addr %s: %w", o.GRPCAddr, err)
+		return cfg.Errorf("listen.grpc", "%s: %v", cfg.Listen.GRPC, err)
 	}
 	defer grpcLis.Close()
-	httpLis, err := net.Listen("tcp", o.HTTPAddr)
+	httpLis, err := net.Listen("tcp", cfg.Listen.HTTP)
 	if err != nil {
-		return fmt.Errorf("--http-addr %s: %w", o.HTTPAddr, err)
+		return cfg.Errorf("listen.http", "%s: %v", cfg.Listen.HTTP, err)
 	}
 	defer httpLis.Close()
 
@@ -76,9 +77,8 @@ func Run(ctx context.Context, o Options) error {
 
 	var addrs Addrs
 	var nc *nats.Conn
-	subjects := o.StreamSubjects
-	if o.NATSURL == "" {
-		ns, err := startEmbedded(o, log)
+	if cfg.NATS.URL == "" {
+		ns, err := startEmbedded(cfg, log)
 		if err != nil {
 			return err
 		}
@@ -86,40 +86,44 @@ func Run(ctx context.Context, o Options) error {
 			ns.Shutdown()
 			ns.WaitForShutdown()
 		}()
-		addrs.NATS = ns.ClientURL()
-		if len(subjects) == 0 {
-			subjects = []string{strings.ToLower(o.Stream) + ".>"}
+		if cfg.Embedded.Listen != "" {
+			addrs.NATS = ns.ClientURL()
 		}
 		nc, err = nats.Connect(ns.ClientURL(), append(natsOpts, nats.InProcessServer(ns))...)
 		if err != nil {
 			return fmt.Errorf("connect to embedded NATS: %w", err)
 		}
 	} else {
-		secured, err := o.natsSecurity()
+		secured, err := natsSecurity(cfg)
 		if err != nil {
 			return err
 		}
-		nc, err = nats.Connect(o.NATSURL, append(natsOpts, secured...)...)
+		nc, err = nats.Connect(cfg.NATS.URL, append(natsOpts, secured...)...)
 		if err != nil {
-			return fmt.Errorf("--nats-url %s: %w", o.NATSURL, err)
+			return cfg.Errorf("nats.url", "%s: %v", redactedURL(cfg.NATS.URL), err)
 		}
 	}
 	defer nc.Close()
 
-	if len(subjects) > 0 {
-		if err := ensureStream(ctx, nc, o.Stream, subjects, log); err != nil {
-			return err
-		}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	if err := ensureStreams(ctx, js, cfg, log); err != nil {
+		return err
+	}
+	if err := checkOnServer(ctx, js, cfg); err != nil {
+		return err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	gw, err := core.New(ctx, core.Options{
 		Conn:          nc,
-		Consumers:     []consumer.Config{cc},
+		Consumers:     cfg.ConsumerConfigs(),
 		Keys:          keys,
-		MaxBatch:      o.MaxBatch,
-		MaxExpires:    o.MaxExpires,
-		MaxFetchBytes: o.MaxFetchBytes,
+		MaxBatch:      cfg.Limits.MaxBatch,
+		MaxExpires:    time.Duration(cfg.Limits.MaxExpires),
+		MaxFetchBytes: cfg.Limits.MaxFetchBytes,
 		Metrics:       reg,
 		Logger:        log,
 	})
@@ -128,13 +132,18 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer gw.Close()
 
+	// One chain for gRPC and REST alike: REST calls come through it too,
+	// their principal asserted by the gateway.
+	assert := auth.NewAssertion()
+	guard := server.NewGuard(nil, assert, log, reg)
 	gs := grpc.NewServer(
-		grpc.ChainUnaryInterceptor(observe(log, reg)),
+		grpc.ChainUnaryInterceptor(observe(log, reg), guard.Unary()),
+		grpc.ChainStreamInterceptor(guard.Stream()),
 		grpc.WaitForHandlers(true),
 		// A gRPC caller is bounded as a REST one is: no request larger than
 		// a REST body makes, and a cap on the RPCs one connection runs at
 		// once.
-		grpc.MaxRecvMsgSize(gateway.RequestLimit(o.MaxBodyBytes)),
+		grpc.MaxRecvMsgSize(gateway.RequestLimit(cfg.Limits.MaxBodyBytes)),
 		grpc.MaxConcurrentStreams(1024),
 	)
 	server.Register(gs, gw, log)
@@ -144,10 +153,11 @@ func Run(ctx context.Context, o Options) error {
 
 	rest, err := gateway.New(ctx, gateway.Options{
 		GRPCAddr:     dialAddr(grpcLis.Addr()),
-		MaxBodyBytes: o.MaxBodyBytes,
+		MaxBodyBytes: cfg.Limits.MaxBodyBytes,
 		Ready:        gw.Ready,
 		Metrics:      promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Logger:       log,
+		Assert:       assert,
 	})
 	if err != nil {
 		return err
@@ -158,7 +168,7 @@ func Run(ctx context.Context, o Options) error {
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		// A Fetch may wait up to --max-expires before it writes.
-		WriteTimeout:   o.MaxExpires + 30*time.Second,
+		WriteTimeout:   time.Duration(cfg.Limits.MaxExpires) + 30*time.Second,
 		IdleTimeout:    2 * time.Minute,
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -194,8 +204,8 @@ func Run(ctx context.Context, o Options) error {
 		}
 		return nil
 	})
-	log.Info("jetgate serving", "grpc", addrs.GRPC, "http", addrs.HTTP, "stream", o.Stream, "consumer", o.Consumer,
-		"nats", firstNonEmpty(addrs.NATS, o.NATSURL))
+	log.Info("jetgate serving", "grpc", addrs.GRPC, "http", addrs.HTTP, "consumers", consumerNames(cfg),
+		"nats", firstNonEmpty(redactedURL(cfg.NATS.URL), firstNonEmpty(addrs.NATS, "embedded, in-process")), "config", cfg.File())
 	if o.Started != nil {
 		o.Started(addrs)
 	}

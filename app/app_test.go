@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/internal/config"
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/natstest"
 )
@@ -514,7 +515,7 @@ func TestConsumerConfig(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			o := Defaults()
 			tt.set(&o)
-			got, err := o.consumerConfig()
+			cfg, err := config.Resolve(o.ConfigFile, o.Flags)
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("error %v; want one naming %s", err, tt.err)
@@ -524,6 +525,10 @@ func TestConsumerConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if len(cfg.Consumers) != 1 {
+				t.Fatalf("%d consumers; want the flags' one", len(cfg.Consumers))
+			}
+			got := cfg.ConsumerConfigs()[0]
 			if (got.OptStartTime == nil) != (tt.want.OptStartTime == nil) ||
 				(got.OptStartTime != nil && !got.OptStartTime.Equal(*tt.want.OptStartTime)) {
 				t.Errorf("start time %v; want %v", got.OptStartTime, tt.want.OptStartTime)

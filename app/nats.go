@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
+	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetgate/jetgate/internal/config"
 	"github.com/jetgate/jetgate/internal/embedded"
 	"github.com/jetgate/jetgate/internal/token"
 )
@@ -36,50 +39,124 @@ func dialAddr(a net.Addr) string {
 	return net.JoinHostPort(host, port)
 }
 
-func loadKeys(path string, log *slog.Logger) (*token.Keyring, error) {
-	if path != "" {
-		return token.LoadKeyring(path)
+// loadKeys loads the token key files, or makes a random key if there are
+// none.
+func loadKeys(c *config.Config, log *slog.Logger) (*token.Keyring, error) {
+	if files := c.Tokens.KeyFiles; len(files) > 0 {
+		kr, err := token.LoadKeyringFiles(files...)
+		if err != nil {
+			return nil, c.Errorf("tokens.key_files", "%v", err)
+		}
+		return kr, nil
 	}
-	log.Warn("no --token-key-file: using a random token key, so tokens live and die with this process and replicas cannot settle each other's leases")
+	log.Warn("no token key file (tokens.key_files, --token-key-file): using a random token key, so tokens live and die with this process and replicas cannot settle each other's leases")
 	return token.RandomKeyring(), nil
 }
 
-func startEmbedded(o Options, log *slog.Logger) (*natsserver.Server, error) {
-	host, portStr, err := net.SplitHostPort(o.NATSListen)
-	if err != nil {
-		return nil, fmt.Errorf("--nats-listen %q: give host:port: %w", o.NATSListen, err)
+// startEmbedded runs the embedded server: with a client listener when
+// embedded.listen names one, else for in-process connections only.
+func startEmbedded(c *config.Config, log *slog.Logger) (*natsserver.Server, error) {
+	var ns *natsserver.Server
+	var err error
+	if listen := c.Embedded.Listen; listen != "" {
+		host, portStr, _ := net.SplitHostPort(listen) // Validate checked both
+		port, _ := strconv.Atoi(portStr)
+		ns, err = embedded.Start(embedded.Options{Name: "jetgate-embedded", Host: host, Port: port, StoreDir: c.Embedded.DataDir})
+		if err != nil {
+			return nil, c.Errorf("embedded.listen", "%s: %v", listen, err)
+		}
+	} else if ns, err = startInProcess(c.Embedded.DataDir); err != nil {
+		return nil, c.Errorf("embedded.data_dir", "%v", err)
 	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil {
-		return nil, fmt.Errorf("--nats-listen %q: bad port", o.NATSListen)
-	}
-	if o.DataDir == "" {
-		return nil, errors.New("--data-dir: the embedded server needs a directory for its store")
-	}
-	ns, err := embedded.Start(embedded.Options{Name: "jetgate-embedded", Host: host, Port: port, StoreDir: o.DataDir})
-	if err != nil {
-		return nil, fmt.Errorf("--nats-listen %s: %w", o.NATSListen, err)
-	}
-	log.Info("embedded NATS JetStream started", "url", ns.ClientURL(), "store", o.DataDir)
+	log.Info("embedded NATS JetStream started", "listen", firstNonEmpty(c.Embedded.Listen, "in-process only"), "store", c.Embedded.DataDir)
 	return ns, nil
 }
 
-// ensureStream creates the stream with the given subjects if it is missing.
-func ensureStream(ctx context.Context, nc *nats.Conn, name string, subjects []string, log *slog.Logger) error {
-	js, err := jetstream.New(nc)
+// startInProcess runs a JetStream server that takes no network clients.
+func startInProcess(dir string) (*natsserver.Server, error) {
+	ns, err := natsserver.NewServer(&natsserver.Options{
+		ServerName: "jetgate-embedded",
+		DontListen: true,
+		JetStream:  true,
+		StoreDir:   dir,
+		NoSigs:     true,
+		NoLog:      true,
+	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = js.Stream(ctx, name)
-	if err == nil {
-		return nil
+	ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		ns.Shutdown()
+		return nil, errors.New("the embedded NATS server did not start in 10s")
 	}
-	if !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return fmt.Errorf("look up stream %q: %w", name, err)
+	return ns, nil
+}
+
+// ensureStreams creates each configured stream that is missing. One that
+// exists is left as it is, with a warning if its subjects differ.
+func ensureStreams(ctx context.Context, js jetstream.JetStream, c *config.Config, log *slog.Logger) error {
+	for i, s := range c.Streams {
+		path := fmt.Sprintf("streams[%d]", i)
+		found, err := js.Stream(ctx, s.Name)
+		switch {
+		case err == nil:
+			if have := found.CachedInfo().Config.Subjects; !slices.Equal(have, s.Subjects) {
+				log.Warn("stream exists with other subjects than configured; jetgate leaves it as it is", "stream", s.Name, "subjects", have, "configured", s.Subjects)
+			}
+			continue
+		case !errors.Is(err, jetstream.ErrStreamNotFound):
+			return c.Errorf(path, "look up stream %q: %v", s.Name, err)
+		}
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: s.Name, Subjects: s.Subjects}); err != nil {
+			return c.Errorf(path+".subjects", "create stream %q with subjects %v: %v", s.Name, s.Subjects, err)
+		}
+		log.Info("created stream", "stream", s.Name, "subjects", s.Subjects)
 	}
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: subjects}); err != nil {
-		return fmt.Errorf("--stream-subjects: create stream %q with subjects %v: %w", name, subjects, err)
-	}
-	log.Info("created stream", "stream", name, "subjects", subjects)
 	return nil
 }
+
+// checkOnServer checks what the configuration cannot tell alone: that each
+// consumer's stream exists when it is not configured, and that a stream
+// other than the consumer's own binds each dead-letter subject that no
+// configured stream binds.
+func checkOnServer(ctx context.Context, js jetstream.JetStream, c *config.Config) error {
+	for i, k := range c.Consumers {
+		path := fmt.Sprintf("consumers[%d]", i)
+		if c.StreamNamed(k.Stream) == nil {
+			_, err := js.Stream(ctx, k.Stream)
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				return c.Errorf(path+".stream", "stream %q of consumer %q does not exist on the server, and jetgate is not configured to create it: give its subjects (in streams, or with --stream-subjects), or create it", k.Stream, k.Name)
+			}
+			if err != nil {
+				return c.Errorf(path+".stream", "look up stream %q: %v", k.Stream, err)
+			}
+		}
+		if k.DeadLetter == nil || c.StreamBinding(k.DeadLetter.Subject) != nil {
+			continue
+		}
+		subj := k.DeadLetter.Subject
+		name, err := js.StreamNameBySubject(ctx, subj)
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			return c.Errorf(path+".dead_letter.subject", "no stream has subject %q: add a stream for the dead letters to streams, or create one", subj)
+		case err != nil:
+			return c.Errorf(path+".dead_letter.subject", "look up the stream of %q: %v", subj, err)
+		case name == k.Stream:
+			return c.Errorf(path+".dead_letter.subject", "%q is a subject of stream %q, the consumer's own: its dead letters would be delivered to it again", subj, name)
+		}
+	}
+	return nil
+}
+
+// consumerNames lists the consumers for the log: ORDERS/billing,...
+func consumerNames(c *config.Config) string {
+	names := make([]string, len(c.Consumers))
+	for i, k := range c.Consumers {
+		names[i] = k.Stream + "/" + k.Name
+	}
+	return strings.Join(names, ",")
+}
+
+// redactedURL is url with its user information masked, for logs and errors.
+func redactedURL(url string) string { return config.MaskURLs(url) }

@@ -24,6 +24,8 @@ var jetgateUser = &natsserver.Permissions{
 		"$JS.API.CONSUMER.CREATE.ORDERS.>",
 		"$JS.API.CONSUMER.INFO.ORDERS.billing",
 		"$JS.API.CONSUMER.MSG.NEXT.ORDERS.billing",
+		"$JS.API.STREAM.MSG.GET.ORDERS",
+		"$JS.API.DIRECT.GET.ORDERS.>",
 		"$JS.ACK.ORDERS.billing.>",
 		"$JS.API.STREAM.INFO.KV_jetgate_settles",
 		"$JS.API.STREAM.CREATE.KV_jetgate_settles",

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/jetgate/jetgate/gateway"
+	"github.com/jetgate/jetgate/internal/auth"
 )
 
 // A REST call whose gRPC backend cannot be reached answers 503 with the
@@ -28,6 +29,7 @@ func TestRESTHidesBackendErrorText(t *testing.T) {
 	var logged bytes.Buffer
 	h, err := gateway.New(context.Background(), gateway.Options{
 		GRPCAddr: addr,
+		Assert:   auth.NewAssertion(),
 		Logger:   slog.New(slog.NewTextHandler(&logged, nil)),
 	})
 	if err != nil {

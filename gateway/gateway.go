@@ -19,11 +19,13 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/jetgate/jetgate/api"
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/internal/auth"
 )
 
 // DefaultMaxBodyBytes bounds a request body: 1000 tokens of 256 characters
@@ -60,9 +62,24 @@ type Options struct {
 	MaxBodyBytes int64
 	// Ready reports whether the service can take traffic, for /readyz.
 	Ready func() error
-	// Metrics, if set, serves GET /metrics.
+	// Metrics, if set, serves GET /metrics (to authenticated callers, when
+	// authentication is on).
 	Metrics http.Handler
 	Logger  *slog.Logger
+	// DialOptions are added to the connection to the gRPC server (an
+	// in-process dialer, say).
+	DialOptions []grpc.DialOption
+	// Auth authenticates each API call over HTTP; nil lets everybody in as
+	// the empty principal. The principal reaches the gRPC chain, which
+	// authorizes it, as an Assertion signed with Assert.
+	Auth   *auth.Authenticator
+	Assert *auth.Assertion
+	// Denied, if set, is told of each call refused here (for the log and
+	// the denial metric).
+	Denied func(r *http.Request, err error)
+	// CORSOrigins are the origins whose pages may call the API from a
+	// browser; none by default.
+	CORSOrigins []string
 }
 
 // REST is the REST handler and its connection to the gRPC server.
@@ -78,7 +95,11 @@ func New(ctx context.Context, o Options) (*REST, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	conn, err := grpc.NewClient(o.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if o.Assert == nil {
+		return nil, errors.New("gateway: no assertion signer")
+	}
+	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, o.DialOptions...)
+	conn, err := grpc.NewClient(o.GRPCAddr, dial...)
 	if err != nil {
 		return nil, fmt.Errorf("dial gRPC server %s: %w", o.GRPCAddr, err)
 	}
@@ -89,6 +110,14 @@ func New(ctx context.Context, o Options) (*REST, error) {
 		}),
 		runtime.WithErrorHandler(errorHandler(o.Logger)),
 		runtime.WithStreamErrorHandler(streamErrorHandler(o.Logger)),
+		// No header from outside becomes gRPC metadata (Grpc-Metadata-*
+		// included): the caller's identity reaches the gRPC chain only as
+		// the assertion made here.
+		runtime.WithIncomingHeaderMatcher(func(string) (string, bool) { return "", false }),
+		runtime.WithMetadata(func(ctx context.Context, _ *http.Request) metadata.MD {
+			p := auth.Principal(ctx)
+			return metadata.Pairs(auth.AssertedPrincipal, p, auth.AssertionProof, o.Assert.Sign(p))
+		}),
 	)
 	if err := jetgatev1.RegisterConsumerServiceHandler(ctx, mux, conn); err != nil {
 		_ = conn.Close()
@@ -115,10 +144,11 @@ func New(ctx context.Context, o Options) (*REST, error) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(api.OpenAPI)
 	})
+	authn := authenticate(o)
 	if o.Metrics != nil {
-		root.Handle("GET /metrics", o.Metrics)
+		root.Handle("GET /metrics", authn(o.Metrics))
 	}
-	root.Handle("/", requireJSON(limitBody(mux, o.MaxBodyBytes)))
+	root.Handle("/", cors(o.CORSOrigins, authn(requireJSON(limitBody(mux, o.MaxBodyBytes)))))
 	return &REST{Handler: root, conn: conn}, nil
 }
 

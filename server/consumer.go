@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/internal/auth"
 	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/lease"
@@ -20,7 +21,7 @@ func (s *consumerService) Fetch(ctx context.Context, req *jetgatev1.FetchRequest
 	if err != nil {
 		return nil, s.status(err)
 	}
-	fr.Principal = principalOf(ctx)
+	fr.Principal = auth.Principal(ctx)
 	res, err := s.g.Fetch(ctx, req.GetStream(), req.GetConsumer(), fr)
 	if err != nil {
 		return nil, s.status(err)
@@ -97,7 +98,7 @@ func (s *consumerService) settle(ctx context.Context, req settleRequest, sr core
 		return nil, s.status(err)
 	}
 	sr.Tokens = req.GetTokens()
-	sr.Principal = principalOf(ctx)
+	sr.Principal = auth.Principal(ctx)
 	outs, err := s.g.Settle(ctx, req.GetStream(), req.GetConsumer(), sr)
 	if err != nil {
 		return nil, s.status(err)

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"context"
-
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -11,10 +9,6 @@ import (
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	"github.com/jetgate/jetgate/internal/consumer"
 )
-
-// principalOf is the authenticated caller, bound into tokens. jetgate has no
-// authentication yet, so every caller is the same, empty principal.
-func principalOf(context.Context) string { return "" }
 
 func messageOf(d *consumer.Delivery) *jetgatev1.Message {
 	m := &jetgatev1.Message{

@@ -26,6 +26,8 @@ type kind struct {
 
 var kinds = []kind{
 	{errs.ErrInvalidArgument, codes.InvalidArgument, ""},
+	{errs.ErrUnauthenticated, codes.Unauthenticated, ""},
+	{errs.ErrPermissionDenied, codes.PermissionDenied, ""},
 	{errs.ErrConsumerNotFound, codes.NotFound, ""},
 	{errs.ErrStreamNotFound, codes.NotFound, ""},
 	{errs.ErrSubjectNotAllowed, codes.InvalidArgument, ""},

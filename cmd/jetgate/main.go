@@ -1,12 +1,19 @@
 // Command jetgate serves NATS JetStream durable pull consumers over gRPC and
 // REST/JSON. Every flag can also be set with an environment variable:
-// --nats-url is JETGATE_NATS_URL, and so on.
+// --nats-url is JETGATE_NATS_URL, and so on. A configuration file
+// (--config) describes any number of consumers; flags override it.
+//
+//	jetgate [flags]                          serve
+//	jetgate check-config --config FILE [flags]
+//	                                         validate, print the effective configuration
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -14,9 +21,13 @@ import (
 	"syscall"
 
 	"github.com/jetgate/jetgate/app"
+	"github.com/jetgate/jetgate/internal/config"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "check-config" {
+		os.Exit(checkConfig(os.Args[2:], os.LookupEnv, os.Stdout, os.Stderr))
+	}
 	o, err := parse(os.Args[1:], os.LookupEnv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "jetgate:", err)
@@ -28,6 +39,28 @@ func main() {
 		fmt.Fprintln(os.Stderr, "jetgate:", err)
 		os.Exit(1)
 	}
+}
+
+// checkConfig is `jetgate check-config`: it resolves the file and the flags
+// as a start would, without connecting to anything, and prints the result.
+// It returns the exit code: 0, or 2 for a bad file or command line.
+func checkConfig(args []string, env func(string) (string, bool), stdout, stderr io.Writer) int {
+	o, err := parse(args, env)
+	if err == nil && o.ConfigFile == "" {
+		err = errors.New("give the file to check with --config FILE (or JETGATE_CONFIG)")
+	}
+	var cfg *config.Config
+	if err == nil {
+		cfg, err = config.Resolve(o.ConfigFile, o.Flags)
+	}
+	if err == nil {
+		err = config.Write(stdout, cfg)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "jetgate check-config:", err)
+		return 2
+	}
+	return 0
 }
 
 // list is a repeatable flag.
@@ -48,6 +81,7 @@ func parse(args []string, env func(string) (string, bool)) (app.Options, error) 
 	var streamSubjects, filters list
 	var level slog.Level
 	fs := flag.NewFlagSet("jetgate", flag.ContinueOnError)
+	fs.StringVar(&o.ConfigFile, "config", "", "configuration file (YAML); flags given explicitly override it")
 	fs.StringVar(&o.NATSURL, "nats-url", "", "NATS server URL(s); empty runs an embedded JetStream server")
 	fs.StringVar(&o.NATSCreds, "nats-creds", "", "NATS credentials file (JWT and seed), with --nats-url")
 	fs.StringVar(&o.NATSTLSCA, "nats-tls-ca", "", "CA certificate file to verify the NATS server by, with --nats-url")
@@ -94,6 +128,17 @@ func parse(args []string, env func(string) (string, bool)) (app.Options, error) 
 	if envErr != nil {
 		return o, envErr
 	}
+	// What was given, on the command line or in the environment, overrides
+	// the configuration file.
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "config" || f.Name == "log-level" {
+			return
+		}
+		if o.Given == nil {
+			o.Given = make(map[string]bool)
+		}
+		o.Given[f.Name] = true
+	})
 	o.StreamSubjects, o.FilterSubjects = streamSubjects, filters
 	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	return o, nil

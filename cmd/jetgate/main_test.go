@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jetgate/jetgate/app"
+	"github.com/jetgate/jetgate/internal/config"
 )
 
 // envOf makes a lookup function over a fixed environment.
@@ -46,19 +50,21 @@ func TestParseDefaults(t *testing.T) {
 	}
 	// The defaults the flags document.
 	want := app.Options{
-		DataDir:       "jetgate-data",
-		NATSListen:    "127.0.0.1:4222",
-		Stream:        "ORDERS",
-		Consumer:      "billing",
-		AckWait:       30 * time.Second,
-		MaxAckPending: 1024,
-		DeliverPolicy: "all",
-		GRPCAddr:      ":9090",
-		HTTPAddr:      ":8080",
-		MaxBatch:      1000,
-		MaxExpires:    30 * time.Second,
-		MaxBodyBytes:  4 << 20,
-		MaxFetchBytes: 3 << 20,
+		Flags: config.Flags{
+			DataDir:       "jetgate-data",
+			NATSListen:    "127.0.0.1:4222",
+			Stream:        "ORDERS",
+			Consumer:      "billing",
+			AckWait:       30 * time.Second,
+			MaxAckPending: 1024,
+			DeliverPolicy: "all",
+			GRPCAddr:      ":9090",
+			HTTPAddr:      ":8080",
+			MaxBatch:      1000,
+			MaxExpires:    30 * time.Second,
+			MaxBodyBytes:  4 << 20,
+			MaxFetchBytes: 3 << 20,
+		},
 		ShutdownGrace: 10 * time.Second,
 	}
 	if !reflect.DeepEqual(o, want) {
@@ -73,6 +79,7 @@ var settings = []struct {
 	get              func(app.Options) any
 	want             any
 }{
+	{"config", "JETGATE_CONFIG", "/etc/jetgate/jetgate.yaml", func(o app.Options) any { return o.ConfigFile }, "/etc/jetgate/jetgate.yaml"},
 	{"nats-url", "JETGATE_NATS_URL", "nats://a:4222,nats://b:4222", func(o app.Options) any { return o.NATSURL }, "nats://a:4222,nats://b:4222"},
 	{"nats-creds", "JETGATE_NATS_CREDS", "/etc/jetgate/nats.creds", func(o app.Options) any { return o.NATSCreds }, "/etc/jetgate/nats.creds"},
 	{"nats-tls-ca", "JETGATE_NATS_TLS_CA", "/etc/jetgate/ca.pem", func(o app.Options) any { return o.NATSTLSCA }, "/etc/jetgate/ca.pem"},
@@ -190,5 +197,107 @@ func TestParseRejects(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Given lists what the command line and the environment set, for the
+// configuration file to yield to; --config and --log-level are not settings
+// of the file.
+func TestParseGiven(t *testing.T) {
+	o := mustParse(t, []string{"--grpc-addr", ":1", "--config", "f.yaml", "--log-level", "debug"}, envOf("JETGATE_ACK_WAIT", "5s", "JETGATE_BOGUS", "x"))
+	if want := map[string]bool{"grpc-addr": true, "ack-wait": true}; !reflect.DeepEqual(o.Given, want) {
+		t.Errorf("given %v; want %v", o.Given, want)
+	}
+	if o := mustParse(t, nil, envOf()); o.Given != nil {
+		t.Errorf("given %v with nothing set; want nil", o.Given)
+	}
+}
+
+// Every flag but --config and --log-level is a setting the configuration
+// file has, so that the flag can override it.
+func TestEveryFlagOverridesTheFile(t *testing.T) {
+	file := writeConfig(t, "consumers: [{stream: ORDERS, name: billing}]\n")
+	for _, s := range settings {
+		if s.flag == "config" || s.flag == "log-level" {
+			continue
+		}
+		t.Run(s.flag, func(t *testing.T) {
+			o := mustParse(t, []string{"--config", file, "--" + s.flag, s.value}, envOf())
+			_, err := config.Resolve(o.ConfigFile, o.Flags)
+			if err != nil && strings.Contains(err.Error(), "not a setting") {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "jetgate.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// checkConfigRun runs `jetgate check-config args...` and returns its exit
+// code and what it wrote.
+func checkConfigRun(args []string, env func(string) (string, bool)) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = checkConfig(args, env, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestCheckConfigGoodFile(t *testing.T) {
+	code, stdout, stderr := checkConfigRun([]string{"--config", "../../examples/two-consumers.yaml"}, envOf())
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit %d, stderr %q; want 0 and nothing", code, stderr)
+	}
+	for _, want := range []string{"# effective jetgate configuration of ../../examples/two-consumers.yaml",
+		"name: billing\n", "name: ledger # on create: max_ack_pending 1024, deliver_policy all", "subject: dead.billing", "max_fetch_bytes: 3145728"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+// Secrets are masked; flags and the environment apply as they would to a
+// start; JETGATE_CONFIG names the file too.
+func TestCheckConfigMasksSecretsAndAppliesFlags(t *testing.T) {
+	file := writeConfig(t, `nats: {url: "nats://jetgate:hunter2@nats-1:4222"}
+consumers: [{stream: ORDERS, name: billing}]
+`)
+	code, stdout, stderr := checkConfigRun([]string{"--grpc-addr", "127.0.0.1:7000"}, envOf("JETGATE_CONFIG", file, "JETGATE_ACK_WAIT", "45s"))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if strings.Contains(stdout, "hunter2") || !strings.Contains(stdout, "url: nats://jetgate:***@nats-1:4222\n") {
+		t.Errorf("the password is not masked:\n%s", stdout)
+	}
+	for _, want := range []string{"grpc: 127.0.0.1:7000\n", "ack_wait: 45s\n", "# checked at start-up, on the NATS server:\n#   stream ORDERS exists"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestCheckConfigBadFile(t *testing.T) {
+	file := writeConfig(t, "streams: [{name: ORDERS, subjects: [orders.>]}]\nconsumers:\n  - stream: ORDERS\n    name: billing\n    ack_wait: 3x\n")
+	for name, args := range map[string][]string{
+		"bad duration": {"--config", file},
+		"missing file": {"--config", filepath.Join(t.TempDir(), "nope.yaml")},
+		"no file":      nil,
+		"bad flag":     {"--config", file, "--max-batch", "many"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, stdout, stderr := checkConfigRun(args, envOf())
+			if code != 2 || stdout != "" || !strings.HasPrefix(stderr, "jetgate check-config: ") {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 2, nothing, an error", code, stdout, stderr)
+			}
+		})
+	}
+	_, _, stderr := checkConfigRun([]string{"--config", file}, envOf())
+	if want := "jetgate check-config: " + file + `:5: consumers[0].ack_wait: "3x" is not a duration`; !strings.HasPrefix(stderr, want) {
+		t.Errorf("stderr %q; want it to start %q", stderr, want)
 	}
 }

@@ -15,6 +15,12 @@ var (
 	// says which field and is safe to show the caller.
 	ErrInvalidArgument = errors.New("invalid argument")
 
+	// ErrUnauthenticated is a caller without good credentials.
+	ErrUnauthenticated = errors.New("unauthenticated")
+
+	// ErrPermissionDenied is a caller without a grant for what it asks.
+	ErrPermissionDenied = errors.New("permission denied")
+
 	// ErrConsumerNotFound is a stream/consumer pair this gateway does not
 	// serve, or a consumer the server deleted.
 	ErrConsumerNotFound = errors.New("consumer not found")
@@ -80,6 +86,8 @@ var reasons = []struct {
 	reason string
 }{
 	{ErrInvalidArgument, "INVALID_ARGUMENT"},
+	{ErrUnauthenticated, "UNAUTHENTICATED"},
+	{ErrPermissionDenied, "PERMISSION_DENIED"},
 	{ErrConsumerNotFound, "CONSUMER_NOT_FOUND"},
 	{ErrStreamNotFound, "STREAM_NOT_FOUND"},
 	{ErrSubjectNotAllowed, "SUBJECT_NOT_ALLOWED"},

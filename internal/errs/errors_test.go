@@ -15,6 +15,8 @@ import (
 // sentinels are the errors Reason names, by their Go names.
 var sentinels = map[string]error{
 	"ErrInvalidArgument":     ErrInvalidArgument,
+	"ErrUnauthenticated":     ErrUnauthenticated,
+	"ErrPermissionDenied":    ErrPermissionDenied,
 	"ErrConsumerNotFound":    ErrConsumerNotFound,
 	"ErrStreamNotFound":      ErrStreamNotFound,
 	"ErrUnavailable":         ErrUnavailable,

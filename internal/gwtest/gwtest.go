@@ -32,8 +32,8 @@ type Replica struct {
 func (g *Replica) Stop() { g.stop() }
 
 // Start builds a replica with o (a quiet logger and a 2s request timeout
-// unless o says otherwise) and serves it.
-func Start(t testing.TB, o core.Options) *Replica {
+// unless o says otherwise) and serves it on a gRPC server with opts.
+func Start(t testing.TB, o core.Options, opts ...grpc.ServerOption) *Replica {
 	t.Helper()
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -47,7 +47,7 @@ func Start(t testing.TB, o core.Options) *Replica {
 	if err != nil {
 		t.Fatalf("replica: %v", err)
 	}
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(opts...)
 	server.Register(gs, gw, o.Logger)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -479,7 +479,7 @@ func FuzzOpenToken(f *testing.F) {
 		if _, err := kr.Open(tok, tokStream, "audit", tokPrincipal); !errors.Is(err, errs.ErrTokenWrongConsumer) {
 			t.Fatalf("open for another consumer = %v", err)
 		}
-		if _, err := kr.Open(tok, tokStream, tokConsumer, "mallory"); !errors.Is(err, errs.ErrTokenInvalid) {
+		if _, err := kr.Open(tok, tokStream, tokConsumer, "mallory"); !errors.Is(err, errs.ErrTokenWrongPrincipal) {
 			t.Fatalf("open for another principal = %v", err)
 		}
 	})

@@ -1,0 +1,82 @@
+package gateway
+
+import (
+	"crypto/x509"
+	"net/http"
+	"slices"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/jetgate/jetgate/internal/auth"
+)
+
+// authenticate answers 401, with WWW-Authenticate: Bearer, to a request
+// without good credentials, and otherwise passes the principal on in the
+// request's context (from where the assertion to the gRPC chain is made).
+func authenticate(o Options) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if o.Auth == nil || r.Method == http.MethodOptions {
+				next.ServeHTTP(w, r)
+				return
+			}
+			p, err := o.Auth.Authenticate(bearer(r.Header.Get("Authorization")), verifiedCert(r))
+			if err != nil {
+				if o.Denied != nil {
+					o.Denied(r, err)
+				}
+				w.Header().Set("WWW-Authenticate", `Bearer realm="jetgate"`)
+				st := status.New(codes.Unauthenticated, "send valid credentials (Authorization: Bearer <API key or JWT>, or a client certificate where mTLS is on)")
+				writeStatus(w, http.StatusUnauthorized, st, "UNAUTHENTICATED")
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+		})
+	}
+}
+
+func bearer(v string) string {
+	if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+		return strings.TrimSpace(v[7:])
+	}
+	return ""
+}
+
+func verifiedCert(r *http.Request) *x509.Certificate {
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+		return nil
+	}
+	return r.TLS.VerifiedChains[0][0]
+}
+
+// cors answers the CORS preflight of, and allows, only the configured
+// origins; any other origin gets no CORS headers, so a browser keeps its
+// page from reading the answer (and, the body being JSON, from sending
+// anything but a preflighted request).
+func cors(origins []string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		allowed := origin != "" && slices.Contains(origins, origin)
+		if allowed {
+			h := w.Header()
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Add("Vary", "Origin")
+			h.Set("Access-Control-Allow-Credentials", "true")
+		}
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			if !allowed {
+				w.WriteHeader(http.StatusForbidden)
+				return
+			}
+			h := w.Header()
+			h.Set("Access-Control-Allow-Methods", "GET, POST")
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+			h.Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

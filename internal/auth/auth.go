@@ -1,0 +1,37 @@
+// Package auth says who a caller is and what it may do: API keys (stored as
+// their SHA-256, compared in constant time), JWT bearer tokens verified
+// against a JWKS file, and client certificates (authn.go); grants per
+// principal, stream, consumer and action (grants.go); and the assertion by
+// which the REST side hands the principal it authenticated to the gRPC
+// chain without a caller being able to forge it (assertion.go).
+package auth
+
+import "context"
+
+// Action is what a grant allows.
+type Action string
+
+// The actions, and the RPCs each covers.
+const (
+	ActionFetch   Action = "fetch"   // Fetch, Consume
+	ActionSettle  Action = "settle"  // Ack, Nak, Term, Extend
+	ActionRead    Action = "read"    // GetConsumer
+	ActionPublish Action = "publish" // Publish
+	ActionRedrive Action = "redrive" // Redrive
+)
+
+// Actions lists every action, for validating configurations.
+var Actions = []Action{ActionFetch, ActionSettle, ActionRead, ActionPublish, ActionRedrive}
+
+type principalKey struct{}
+
+// WithPrincipal returns ctx carrying the authenticated principal.
+func WithPrincipal(ctx context.Context, p string) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// Principal is the principal ctx carries: "" when authentication is off.
+func Principal(ctx context.Context) string {
+	p, _ := ctx.Value(principalKey{}).(string)
+	return p
+}

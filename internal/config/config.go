@@ -1,0 +1,266 @@
+// Package config is jetgate's configuration: the YAML file of DESIGN.md
+// section 7 (--config), the flags that stand in for it or override it, the
+// rules a configuration must keep before anything connects, and the
+// effective configuration printed with its secrets masked (check-config).
+//
+// A field the configuration does not name stays zero: for a consumer that
+// means "not named", which bootstrap leaves as the server has it (see
+// consumer.Config); for the process settings Resolve fills in the defaults.
+package config
+
+import (
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/jetgate/jetgate/gateway"
+	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/core"
+)
+
+// Config is the whole configuration of one process. The yaml tags are the
+// file's field names, the contract of DESIGN.md section 7.
+type Config struct {
+	NATS      NATS       `yaml:"nats"`
+	Embedded  Embedded   `yaml:"embedded"`
+	Listen    Listen     `yaml:"listen"`
+	Tokens    Tokens     `yaml:"tokens"`
+	Streams   []Stream   `yaml:"streams"`
+	Consumers []Consumer `yaml:"consumers"`
+	Auth      Auth       `yaml:"auth"`
+	Limits    Limits     `yaml:"limits"`
+
+	file  string            // the file it was read from, "" for flags alone
+	lines map[string]int    // path → line, for every field the file names
+	flags map[string]string // path → the flag (or its env variable) that set it
+}
+
+// NATS is the connection to a NATS server; an empty URL runs the embedded
+// server instead.
+type NATS struct {
+	URL   string  `yaml:"url"` // one or more, comma-separated
+	Creds string  `yaml:"creds"`
+	TLS   NATSTLS `yaml:"tls"`
+}
+
+// NATSTLS are the files jetgate verifies the NATS server by and, for
+// servers that ask, its client certificate.
+type NATSTLS struct {
+	CA   string `yaml:"ca"`
+	Cert string `yaml:"cert"`
+	Key  string `yaml:"key"`
+}
+
+// Embedded configures the in-process server run when NATS.URL is empty.
+type Embedded struct {
+	DataDir string `yaml:"data_dir"`
+	Listen  string `yaml:"listen"` // host:port for other clients; "" in-process only
+}
+
+// Listen are the gRPC and REST listeners.
+type Listen struct {
+	GRPC        string    `yaml:"grpc"`
+	HTTP        string    `yaml:"http"`
+	TLS         ListenTLS `yaml:"tls"`
+	CORSOrigins []string  `yaml:"cors_origins"`
+}
+
+// ListenTLS is the listeners' certificate and, for mTLS, the CA that
+// client certificates must chain to.
+type ListenTLS struct {
+	Cert     string `yaml:"cert"`
+	Key      string `yaml:"key"`
+	ClientCA string `yaml:"client_ca"`
+}
+
+// Tokens names the token key files: the first plain key line across them,
+// in order, signs; every key of every file verifies.
+type Tokens struct {
+	KeyFiles []string `yaml:"key_files"`
+}
+
+// Stream is a stream jetgate creates at start, with Subjects, when it is
+// missing. An existing stream is left as it is.
+type Stream struct {
+	Name     string   `yaml:"name"`
+	Subjects []string `yaml:"subjects"`
+}
+
+// Consumer is one durable pull consumer jetgate creates or updates and
+// serves. Zero fields are not named.
+type Consumer struct {
+	Stream         string      `yaml:"stream"`
+	Name           string      `yaml:"name"`
+	AckWait        Duration    `yaml:"ack_wait,omitempty"`
+	MaxAckPending  int         `yaml:"max_ack_pending,omitempty"`
+	DeliverPolicy  string      `yaml:"deliver_policy,omitempty"`
+	OptStartSeq    uint64      `yaml:"opt_start_seq,omitempty"`
+	OptStartTime   string      `yaml:"opt_start_time,omitempty"` // RFC 3339
+	FilterSubjects []string    `yaml:"filter_subjects,omitempty"`
+	MaxDeliver     int         `yaml:"max_deliver,omitempty"` // -1: unlimited
+	Backoff        []Duration  `yaml:"backoff,omitempty"`
+	DeadLetter     *DeadLetter `yaml:"dead_letter,omitempty"`
+}
+
+// DeadLetter is where a consumer's messages that run out of deliveries
+// (and, with OnTerm, those terminated) are copied.
+type DeadLetter struct {
+	Subject string `yaml:"subject"`
+	OnTerm  bool   `yaml:"on_term"`
+}
+
+// Auth is the authentication section. This version knows only
+// allow_unauthenticated; API keys, JWT, mTLS and grants (DESIGN.md section
+// 8) are refused as unknown fields until jetgate enforces them, so that no
+// file believes itself protected when it is not.
+type Auth struct {
+	AllowUnauthenticated bool `yaml:"allow_unauthenticated"`
+}
+
+// Limits bound what one request may ask for.
+type Limits struct {
+	MaxBatch      int      `yaml:"max_batch"`
+	MaxExpires    Duration `yaml:"max_expires"`
+	MaxBodyBytes  int64    `yaml:"max_body_bytes"`
+	MaxFetchBytes int64    `yaml:"max_fetch_bytes"`
+}
+
+// Defaults of the file, where it leaves a field out. The flags have their
+// own (DefaultFlags): with no file, jetgate runs exactly as it always did.
+const (
+	DefaultDataDir  = "jetgate-data"
+	DefaultGRPCAddr = "127.0.0.1:9090"
+	DefaultHTTPAddr = "127.0.0.1:8080"
+)
+
+// DeliverPolicies are the deliver_policy values, by name.
+var deliverPolicies = map[string]jetstream.DeliverPolicy{
+	"all":               jetstream.DeliverAllPolicy,
+	"last":              jetstream.DeliverLastPolicy,
+	"new":               jetstream.DeliverNewPolicy,
+	"by_start_sequence": jetstream.DeliverByStartSequencePolicy,
+	"by_start_time":     jetstream.DeliverByStartTimePolicy,
+	"last_per_subject":  jetstream.DeliverLastPerSubjectPolicy,
+}
+
+const policyNames = "all, last, new, by_start_sequence, by_start_time, last_per_subject"
+
+// File is the file the configuration was read from; "" when there is none.
+func (c *Config) File() string { return c.file }
+
+// ConsumerConfigs are the consumers as internal/consumer binds them. Call
+// it on a validated Config (Resolve's).
+func (c *Config) ConsumerConfigs() []consumer.Config {
+	out := make([]consumer.Config, 0, len(c.Consumers))
+	for _, k := range c.Consumers {
+		out = append(out, k.bootstrap())
+	}
+	return out
+}
+
+func (k Consumer) bootstrap() consumer.Config {
+	cc := consumer.Config{
+		Stream:         k.Stream,
+		Name:           k.Name,
+		AckWait:        time.Duration(k.AckWait),
+		MaxAckPending:  k.MaxAckPending,
+		OptStartSeq:    k.OptStartSeq,
+		FilterSubjects: k.FilterSubjects,
+		MaxDeliver:     k.MaxDeliver,
+	}
+	if p, ok := deliverPolicies[k.DeliverPolicy]; ok {
+		cc.DeliverPolicy = &p
+	}
+	if k.OptStartTime != "" {
+		if t, err := time.Parse(time.RFC3339Nano, k.OptStartTime); err == nil {
+			cc.OptStartTime = &t
+		}
+	}
+	if k.Backoff != nil {
+		cc.BackOff = make([]time.Duration, len(k.Backoff))
+		for i, d := range k.Backoff {
+			cc.BackOff[i] = time.Duration(d)
+		}
+	}
+	if k.DeadLetter != nil {
+		cc.DeadLetter = &consumer.DeadLetter{Subject: k.DeadLetter.Subject, OnTerm: k.DeadLetter.OnTerm}
+	}
+	return cc
+}
+
+// StreamNamed is the configured stream of that name, or nil.
+func (c *Config) StreamNamed(name string) *Stream {
+	for i := range c.Streams {
+		if c.Streams[i].Name == name {
+			return &c.Streams[i]
+		}
+	}
+	return nil
+}
+
+// StreamBinding is the configured stream one of whose subjects matches the
+// literal subject, or nil.
+func (c *Config) StreamBinding(subject string) *Stream {
+	for i := range c.Streams {
+		for _, p := range c.Streams[i].Subjects {
+			if subjectMatches(p, subject) {
+				return &c.Streams[i]
+			}
+		}
+	}
+	return nil
+}
+
+// defaultLimits are the limits' defaults, the same with a file and without.
+func defaultLimits() Limits {
+	return Limits{
+		MaxBatch:      core.DefaultMaxBatch,
+		MaxExpires:    Duration(core.DefaultMaxExpires),
+		MaxBodyBytes:  gateway.DefaultMaxBodyBytes,
+		MaxFetchBytes: consumer.DefaultMaxFetchBytes,
+	}
+}
+
+// Duration is a time.Duration written as a string: "30s", "1m", "1h30m".
+type Duration time.Duration
+
+// UnmarshalYAML reads a duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := parseDuration(n.Value)
+	if err != nil {
+		return &yaml.TypeError{Errors: []string{err.Error()}}
+	}
+	*d = v
+	return nil
+}
+
+// MarshalYAML writes the shortest form: "1m", not "1m0s".
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+func (d Duration) String() string {
+	s := time.Duration(d).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// durationError says what a duration looks like.
+type durationError struct{ value string }
+
+func (e durationError) Error() string {
+	return strings.TrimSpace(quote(e.value) + " is not a duration (write it with a unit: 500ms, 30s, 1m, 1h30m)")
+}
+
+func parseDuration(s string) (Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, durationError{s}
+	}
+	return Duration(d), nil
+}

@@ -1,0 +1,298 @@
+package config
+
+import (
+	"net"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/jetgate/jetgate/internal/natsname"
+)
+
+// Bounds the configuration is held to.
+const (
+	MinAckWait       = time.Second
+	MinMaxExpires    = time.Second
+	MinMaxBodyBytes  = 1 << 10
+	MinMaxFetchBytes = 1 << 10
+	MaxMaxFetchBytes = 64 << 20
+)
+
+// Validate checks every rule that needs no NATS server, section by section
+// in the file's order, and returns the first broken one as an *Error. What
+// only the server can tell (whether a stream that is not configured exists,
+// which stream binds a dead-letter subject that no configured stream does)
+// is checked at start-up.
+func (c *Config) Validate() error {
+	for _, check := range []func() *Error{c.validateNATS, c.validateListen, c.validateTokens, c.validateStreams, c.validateConsumers, c.validateLimits} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Config) validateNATS() *Error {
+	if (c.NATS.TLS.Cert == "") != (c.NATS.TLS.Key == "") {
+		p, other := "nats.tls.cert", "nats.tls.key"
+		if c.NATS.TLS.Cert == "" {
+			p, other = other, p
+		}
+		return c.errorf(p, "goes together with %s", c.label(other))
+	}
+	if c.NATS.URL != "" {
+		return nil // the embedded section is not used
+	}
+	if c.Embedded.DataDir == "" {
+		return c.errorf("embedded.data_dir", "the embedded server needs a directory for its store")
+	}
+	if l := c.Embedded.Listen; l != "" {
+		_, port, err := net.SplitHostPort(l)
+		if err != nil {
+			return c.errorf("embedded.listen", "%s: give host:port, or nothing for an in-process server only", quote(l))
+		}
+		if _, err := strconv.Atoi(port); err != nil {
+			return c.errorf("embedded.listen", "%s: the port is not a number", quote(l))
+		}
+	}
+	return nil
+}
+
+func (c *Config) validateListen() *Error {
+	for _, a := range []struct{ path, addr string }{{"listen.grpc", c.Listen.GRPC}, {"listen.http", c.Listen.HTTP}} {
+		if _, _, err := net.SplitHostPort(a.addr); err != nil {
+			return c.errorf(a.path, "%s: give host:port (or :port for every interface)", quote(a.addr))
+		}
+	}
+	// Refused rather than ignored: a file that asks for TLS must not be
+	// served in plaintext by a jetgate that cannot do it yet.
+	for _, p := range []struct{ path, v string }{
+		{"listen.tls.cert", c.Listen.TLS.Cert}, {"listen.tls.key", c.Listen.TLS.Key}, {"listen.tls.client_ca", c.Listen.TLS.ClientCA},
+	} {
+		if p.v != "" {
+			return c.errorf(p.path, "TLS on the gRPC and REST listeners is not supported by this version of jetgate")
+		}
+	}
+	if len(c.Listen.CORSOrigins) > 0 {
+		return c.errorf("listen.cors_origins", "CORS is not supported by this version of jetgate")
+	}
+	return nil
+}
+
+func (c *Config) validateTokens() *Error {
+	for i, f := range c.Tokens.KeyFiles {
+		if strings.TrimSpace(f) == "" {
+			return c.errorf(index("tokens.key_files", i), "empty file name")
+		}
+	}
+	return nil
+}
+
+func (c *Config) validateStreams() *Error {
+	seen := make(map[string]string)
+	for i, s := range c.Streams {
+		p := index("streams", i)
+		if err := c.checkName(p+".name", s.Name); err != nil {
+			return err
+		}
+		if first, dup := seen[s.Name]; dup {
+			return c.errorf(p+".name", "stream %s is configured twice (first as %s)", quote(s.Name), first)
+		}
+		seen[s.Name] = p
+		if len(s.Subjects) == 0 {
+			return c.errorf(p+".subjects", "stream %s needs at least one subject (it is created with them when missing)", quote(s.Name))
+		}
+		for j, subj := range s.Subjects {
+			if why := subjectProblem(subj, true); why != "" {
+				return c.errorf(index(p+".subjects", j), "%s %s", quote(subj), why)
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Config) validateConsumers() *Error {
+	if len(c.Consumers) == 0 {
+		return c.errorf("consumers", "no consumer is configured: add one to consumers, or give --stream and --consumer")
+	}
+	seen := make(map[[2]string]string)
+	deadLetters := make(map[string]string)
+	for i, k := range c.Consumers {
+		p := index("consumers", i)
+		if err := c.checkName(p+".stream", k.Stream); err != nil {
+			return err
+		}
+		if err := c.checkName(p+".name", k.Name); err != nil {
+			return err
+		}
+		key := [2]string{k.Stream, k.Name}
+		if first, dup := seen[key]; dup {
+			return c.errorf(p, "consumer %s of stream %s is configured twice (first as %s)", quote(k.Name), quote(k.Stream), first)
+		}
+		seen[key] = p
+		if err := c.validateConsumer(p, k); err != nil {
+			return err
+		}
+		if dl := k.DeadLetter; dl != nil {
+			if err := c.validateDeadLetter(p, k, deadLetters); err != nil {
+				return err
+			}
+			deadLetters[dl.Subject] = p
+		}
+	}
+	return nil
+}
+
+func (c *Config) validateConsumer(p string, k Consumer) *Error {
+	if c.named(p+".ack_wait") && time.Duration(k.AckWait) < MinAckWait {
+		return c.errorf(p+".ack_wait", "%v: must be at least %v", k.AckWait, MinAckWait)
+	}
+	if c.named(p+".max_ack_pending") && k.MaxAckPending < 1 {
+		return c.errorf(p+".max_ack_pending", "%d: must be at least 1 (jetgate holds a lease for every message pending)", k.MaxAckPending)
+	}
+	for j, f := range k.FilterSubjects {
+		if why := subjectProblem(f, true); why != "" {
+			return c.errorf(index(p+".filter_subjects", j), "%s %s", quote(f), why)
+		}
+	}
+	policy, named := k.DeliverPolicy, c.named(p+".deliver_policy")
+	if _, ok := deliverPolicies[policy]; named && !ok {
+		return c.errorf(p+".deliver_policy", "%s is not a deliver policy: use one of %s", quote(policy), policyNames)
+	}
+	if policy == "last_per_subject" && len(k.FilterSubjects) == 0 {
+		return c.errorf(p+".deliver_policy", "last_per_subject needs %s (the server requires one)", c.label(p+".filter_subjects"))
+	}
+	switch {
+	case policy == "by_start_sequence" && k.OptStartSeq == 0:
+		return c.errorf(p+".deliver_policy", "by_start_sequence needs %s (1 or more)", c.label(p+".opt_start_seq"))
+	case policy != "by_start_sequence" && k.OptStartSeq != 0:
+		return c.errorf(p+".opt_start_seq", "%d goes with %s by_start_sequence", k.OptStartSeq, c.label(p+".deliver_policy"))
+	}
+	switch {
+	case policy == "by_start_time":
+		if _, err := time.Parse(time.RFC3339Nano, k.OptStartTime); err != nil {
+			return c.errorf(c.startTimePath(p, k), "%s: give an RFC 3339 time, such as 2026-01-02T15:04:05Z (by_start_time needs it)", quote(k.OptStartTime))
+		}
+	case k.OptStartTime != "":
+		return c.errorf(p+".opt_start_time", "%s goes with %s by_start_time", quote(k.OptStartTime), c.label(p+".deliver_policy"))
+	}
+	if c.named(p+".max_deliver") && k.MaxDeliver != -1 && k.MaxDeliver < 1 {
+		return c.errorf(p+".max_deliver", "%d: give -1 (unlimited) or 1 or more", k.MaxDeliver)
+	}
+	for j, d := range k.Backoff {
+		if time.Duration(d) < MinAckWait {
+			return c.errorf(index(p+".backoff", j), "%v: every step must be at least %v", d, MinAckWait)
+		}
+	}
+	if k.MaxDeliver > 0 && len(k.Backoff) > 0 && k.MaxDeliver <= len(k.Backoff) {
+		return c.errorf(p+".max_deliver", "%d: must be more than the %d steps of backoff (the server requires it)", k.MaxDeliver, len(k.Backoff))
+	}
+	return nil
+}
+
+// startTimePath is where a missing or bad start time is reported: at the
+// start time if the configuration gives one, else at the policy.
+func (c *Config) startTimePath(p string, k Consumer) string {
+	if k.OptStartTime == "" && !c.named(p+".opt_start_time") {
+		return p + ".deliver_policy"
+	}
+	return p + ".opt_start_time"
+}
+
+// validateDeadLetter holds the dead-letter subject to these rules: a literal
+// subject (no wildcards, no "$"), one consumer's only, and, when a
+// configured stream binds it, not the consumer's own stream (its dead
+// letters would come back to it). That some stream binds it is checked here
+// when a configured stream does, and otherwise at start-up, on the server.
+func (c *Config) validateDeadLetter(p string, k Consumer, taken map[string]string) *Error {
+	dp := p + ".dead_letter.subject"
+	subj := k.DeadLetter.Subject
+	if subj == "" {
+		return c.errorf(dp, "the dead-letter subject is required")
+	}
+	if why := subjectProblem(subj, false); why != "" {
+		return c.errorf(dp, "%s %s", quote(subj), why)
+	}
+	if strings.HasPrefix(subj, "$") {
+		return c.errorf(dp, "%s: subjects starting with $ belong to the system", quote(subj))
+	}
+	if first, dup := taken[subj]; dup {
+		return c.errorf(dp, "%s is already the dead-letter subject of %s: give each consumer its own", quote(subj), first)
+	}
+	if s := c.StreamBinding(subj); s != nil && s.Name == k.Stream {
+		return c.errorf(dp, "%s is a subject of stream %s, the consumer's own: its dead letters would be delivered to it again", quote(subj), quote(s.Name))
+	}
+	return nil
+}
+
+func (c *Config) validateLimits() *Error {
+	l := c.Limits
+	switch {
+	case l.MaxBatch < 1:
+		return c.errorf("limits.max_batch", "%d: must be at least 1", l.MaxBatch)
+	case time.Duration(l.MaxExpires) < MinMaxExpires:
+		return c.errorf("limits.max_expires", "%v: must be at least %v", l.MaxExpires, MinMaxExpires)
+	case l.MaxBodyBytes < MinMaxBodyBytes:
+		return c.errorf("limits.max_body_bytes", "%d: must be at least %d", l.MaxBodyBytes, MinMaxBodyBytes)
+	case l.MaxFetchBytes < MinMaxFetchBytes || l.MaxFetchBytes > MaxMaxFetchBytes:
+		return c.errorf("limits.max_fetch_bytes", "%d: must be between 1 KiB and 64 MiB (the default, %d, fits a default gRPC client's 4 MiB)",
+			l.MaxFetchBytes, defaultLimits().MaxFetchBytes)
+	}
+	return nil
+}
+
+// subjectProblem says what is wrong with a subject, or "" if nothing is.
+// With wildcards, * and > may stand for whole tokens (> only last).
+func subjectProblem(s string, wildcards bool) string {
+	switch {
+	case s == "":
+		return "is empty"
+	case strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
+		return "is not a valid subject (it contains white space)"
+	}
+	tokens := strings.Split(s, ".")
+	for i, t := range tokens {
+		switch {
+		case t == "":
+			return "is not a valid subject (an empty token)"
+		case t == "*" || t == ">":
+			if !wildcards {
+				return "is not a literal subject (no wildcards)"
+			}
+			if t == ">" && i != len(tokens)-1 {
+				return "is not a valid subject (> must be the last token)"
+			}
+		case strings.ContainsAny(t, "*>"):
+			return "is not a valid subject (a wildcard must be a whole token)"
+		}
+	}
+	return ""
+}
+
+// subjectMatches reports whether the literal subject matches pattern.
+func subjectMatches(pattern, subject string) bool {
+	pt, st := strings.Split(pattern, "."), strings.Split(subject, ".")
+	for i, p := range pt {
+		switch {
+		case p == ">":
+			return len(st) > i
+		case i >= len(st):
+			return false
+		case p != "*" && p != st[i]:
+			return false
+		}
+	}
+	return len(pt) == len(st)
+}
+
+// checkName holds a stream or consumer name to natsname's rule.
+func (c *Config) checkName(path, name string) *Error {
+	if name == "" {
+		return c.errorf(path, "required")
+	}
+	if err := natsname.Check("name", name); err != nil {
+		return c.errorf(path, "%s", strings.TrimPrefix(err.Error(), "name "))
+	}
+	return nil
+}

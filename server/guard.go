@@ -1,0 +1,217 @@
+package server
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+
+	"github.com/jetgate/jetgate/internal/auth"
+	"github.com/jetgate/jetgate/internal/errs"
+)
+
+// actions maps each jetgate RPC to the action a grant must allow. Any other
+// method but health checks needs an authenticated caller only.
+var actions = map[string]auth.Action{
+	"/jetgate.v1.ConsumerService/Fetch":       auth.ActionFetch,
+	"/jetgate.v1.ConsumerService/Consume":     auth.ActionFetch,
+	"/jetgate.v1.ConsumerService/Ack":         auth.ActionSettle,
+	"/jetgate.v1.ConsumerService/Nak":         auth.ActionSettle,
+	"/jetgate.v1.ConsumerService/Term":        auth.ActionSettle,
+	"/jetgate.v1.ConsumerService/Extend":      auth.ActionSettle,
+	"/jetgate.v1.ConsumerService/GetConsumer": auth.ActionRead,
+	"/jetgate.v1.ConsumerService/Redrive":     auth.ActionRedrive,
+	"/jetgate.v1.StreamService/Publish":       auth.ActionPublish,
+}
+
+// open are the methods anyone may call: probes.
+func open(method string) bool { return strings.HasPrefix(method, "/grpc.health.v1.Health/") }
+
+// Guard authenticates every call and authorizes every jetgate RPC before it
+// does any work, the same for gRPC callers and for the REST side (which
+// authenticates the HTTP request itself and asserts the principal, see
+// auth.Assertion). With no authenticator it lets everybody through as the
+// empty principal.
+type Guard struct {
+	authn   *auth.Authenticator // nil: authentication is off
+	assert  *auth.Assertion
+	log     *slog.Logger
+	denials *prometheus.CounterVec
+}
+
+// NewGuard makes the guard; authn nil turns authentication off. reg, if
+// set, registers jetgate_denied_total.
+func NewGuard(authn *auth.Authenticator, assert *auth.Assertion, log *slog.Logger, reg prometheus.Registerer) *Guard {
+	g := &Guard{authn: authn, assert: assert, log: log, denials: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "jetgate_denied_total",
+		Help: "Calls refused before any work, by reason (UNAUTHENTICATED, PERMISSION_DENIED).",
+	}, []string{"reason"})}
+	if reg != nil {
+		reg.MustRegister(g.denials)
+	}
+	return g
+}
+
+// named is a request that names a stream and a consumer.
+type named interface{ GetStream() string }
+
+func consumerOf(req any) string {
+	if c, ok := req.(interface{ GetConsumer() string }); ok {
+		return c.GetConsumer()
+	}
+	return ""
+}
+
+// Unary is the guard as a unary interceptor.
+func (g *Guard) Unary() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		ctx, err := g.check(ctx, info.FullMethod, req)
+		if err != nil {
+			return nil, err
+		}
+		return h(ctx, req)
+	}
+}
+
+// Stream is the guard as a stream interceptor: the caller is authenticated
+// when the stream opens and authorized on its request.
+func (g *Guard) Stream() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		if open(info.FullMethod) {
+			return h(srv, ss)
+		}
+		ctx, err := g.check(ss.Context(), info.FullMethod, nil)
+		if err != nil {
+			return err
+		}
+		return h(srv, &guarded{ServerStream: ss, ctx: ctx, g: g, method: info.FullMethod})
+	}
+}
+
+type guarded struct {
+	grpc.ServerStream
+	ctx    context.Context
+	g      *Guard
+	method string
+	done   bool
+}
+
+func (s *guarded) Context() context.Context { return s.ctx }
+
+func (s *guarded) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	if !s.done {
+		s.done = true
+		if err := s.g.authorize(s.ctx, s.method, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// check authenticates the caller of method and, when req is given,
+// authorizes it; the returned context carries the principal.
+func (g *Guard) check(ctx context.Context, method string, req any) (context.Context, error) {
+	if open(method) {
+		return ctx, nil
+	}
+	p, err := g.authenticate(ctx)
+	if err != nil {
+		return nil, g.deny(ctx, method, "", req, err)
+	}
+	ctx = auth.WithPrincipal(ctx, p)
+	if req != nil {
+		if err := g.authorize(ctx, method, req); err != nil {
+			return nil, err
+		}
+	}
+	return ctx, nil
+}
+
+func (g *Guard) authenticate(ctx context.Context) (string, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if ps := md.Get(auth.AssertedPrincipal); len(ps) > 0 {
+		proofs := md.Get(auth.AssertionProof)
+		if len(ps) != 1 || len(proofs) != 1 || !g.assert.Verify(ps[0], proofs[0]) {
+			return "", fmt.Errorf("%w: a forged assertion of identity", errs.ErrUnauthenticated)
+		}
+		return ps[0], nil
+	}
+	if g.authn == nil {
+		return "", nil
+	}
+	return g.authn.Authenticate(Bearer(first(md.Get("authorization"))), peerCert(ctx))
+}
+
+func (g *Guard) authorize(ctx context.Context, method string, req any) error {
+	action, ok := actions[method]
+	if !ok || g.authn == nil {
+		return nil // another service (reflection): authenticated is enough
+	}
+	r, ok := req.(named)
+	if !ok {
+		return g.deny(ctx, method, auth.Principal(ctx), req, fmt.Errorf("%w: the request names no stream", errs.ErrPermissionDenied))
+	}
+	if err := g.authn.Authorize(auth.Principal(ctx), action, r.GetStream(), consumerOf(req)); err != nil {
+		return g.deny(ctx, method, auth.Principal(ctx), req, err)
+	}
+	return nil
+}
+
+// deny logs one line for a refused call (never its credentials), counts it
+// and returns its status.
+func (g *Guard) deny(ctx context.Context, method, principal string, req any, err error) error {
+	reason := errs.Reason(err)
+	g.denials.WithLabelValues(reason).Inc()
+	attrs := []any{"method", method, "reason", reason, "principal", principal}
+	if r, ok := req.(named); ok {
+		attrs = append(attrs, "stream", r.GetStream(), "consumer", consumerOf(req))
+	}
+	if p, ok := peer.FromContext(ctx); ok {
+		attrs = append(attrs, "peer", p.Addr.String())
+	}
+	g.log.Warn("call denied", append(attrs, "detail", err.Error())...)
+	if errors.Is(err, errs.ErrUnauthenticated) {
+		// The caller learns what to send, not what was wrong with it.
+		err = fmt.Errorf("%w: send valid credentials (Authorization: Bearer <API key or JWT>, or a client certificate where mTLS is on)", errs.ErrUnauthenticated)
+	}
+	return toStatus(err)
+}
+
+// Bearer is the credential of an "Authorization: Bearer <x>" value.
+func Bearer(v string) string {
+	if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+		return strings.TrimSpace(v[7:])
+	}
+	return ""
+}
+
+func first(vs []string) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	return vs[0]
+}
+
+// peerCert is the caller's verified client certificate, if any.
+func peerCert(ctx context.Context) *x509.Certificate {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return nil
+	}
+	ti, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok || len(ti.State.VerifiedChains) == 0 || len(ti.State.VerifiedChains[0]) == 0 {
+		return nil
+	}
+	return ti.State.VerifiedChains[0][0]
+}

@@ -1,0 +1,99 @@
+package server_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/internal/auth"
+	"github.com/jetgate/jetgate/internal/authtest"
+	coreconsumer "github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/core"
+	"github.com/jetgate/jetgate/internal/gwtest"
+	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/token"
+	"github.com/jetgate/jetgate/server"
+)
+
+// guarded starts a replica behind the guard with two API keys: "alice"
+// may fetch and settle billing, "bob" may only read it.
+func guarded(t *testing.T) (*harness, *gwtest.Replica, *auth.Assertion) {
+	t.Helper()
+	h := newHarness(t)
+	a, err := auth.New(auth.Config{
+		APIKeys: []auth.APIKey{{Principal: "alice", SHA256: authtest.KeyHash("alice-key")}, {Principal: "bob", SHA256: authtest.KeyHash("bob-key")}},
+		Grants: []auth.Grant{
+			{Principal: "alice", Stream: stream, Consumers: []string{consumer}, Actions: []auth.Action{auth.ActionFetch, auth.ActionSettle}},
+			{Principal: "bob", Stream: stream, Consumers: []string{consumer}, Actions: []auth.Action{auth.ActionRead, auth.ActionSettle}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assert := auth.NewAssertion()
+	g := server.NewGuard(a, assert, quietLog(), nil)
+	r := gwtest.Start(t, core.Options{
+		Conn:      natstest.Connect(t, h.ns),
+		Consumers: []coreconsumer.Config{{Stream: stream, Name: consumer}},
+		Keys:      token.RandomKeyring(),
+	}, grpc.ChainUnaryInterceptor(g.Unary()), grpc.ChainStreamInterceptor(g.Stream()))
+	return h, r, assert
+}
+
+func as(ctx context.Context, kv ...string) context.Context {
+	return metadata.NewOutgoingContext(ctx, metadata.Pairs(kv...))
+}
+
+func TestGuardAuthenticatesAndAuthorizesBeforeAnyWork(t *testing.T) {
+	h, r, assert := guarded(t)
+	h.publish(1)
+	ctx := context.Background()
+	fetch := func(ctx context.Context) (*jetgatev1.FetchResponse, error) {
+		return r.Consumers.Fetch(ctx, &jetgatev1.FetchRequest{Stream: stream, Consumer: consumer, Expires: durationpb.New(time.Second)})
+	}
+	_, err := fetch(ctx)
+	wantCode(t, err, codes.Unauthenticated, "UNAUTHENTICATED")
+	_, err = fetch(as(ctx, "authorization", "Bearer wrong"))
+	wantCode(t, err, codes.Unauthenticated, "UNAUTHENTICATED")
+	_, err = fetch(as(ctx, "authorization", "Bearer bob-key"))
+	wantCode(t, err, codes.PermissionDenied, "PERMISSION_DENIED")
+	// A caller cannot claim an identity with the REST side's assertion.
+	_, err = fetch(as(ctx, auth.AssertedPrincipal, "alice", auth.AssertionProof, "forged"))
+	wantCode(t, err, codes.Unauthenticated, "UNAUTHENTICATED")
+	_, err = fetch(as(ctx, auth.AssertedPrincipal, "alice", auth.AssertionProof, auth.NewAssertion().Sign("alice")))
+	wantCode(t, err, codes.Unauthenticated, "UNAUTHENTICATED")
+	if ci := h.info(consumer); ci.NumAckPending != 0 || ci.Delivered.Stream != 0 {
+		t.Fatalf("a refused Fetch leased a message: %+v", ci)
+	}
+
+	resp, err := fetch(as(ctx, "authorization", "Bearer alice-key"))
+	if err != nil || len(resp.GetMessages()) != 1 {
+		t.Fatalf("alice's fetch: %v %v", resp, err)
+	}
+	tok := resp.GetMessages()[0].GetToken()
+	// Bob may settle, but not alice's token: it is bound to her.
+	ack, err := r.Consumers.Ack(as(ctx, "authorization", "Bearer bob-key"), &jetgatev1.AckRequest{Stream: stream, Consumer: consumer, Tokens: []string{tok}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFailure(t, ack.GetFailures(), 0, "TOKEN_WRONG_PRINCIPAL")
+	if ack.GetFailures()[0].GetCode() != int32(codes.PermissionDenied) {
+		t.Fatalf("code %d; want PERMISSION_DENIED", ack.GetFailures()[0].GetCode())
+	}
+	// The REST side's genuine assertion is as good as the key.
+	ack, err = r.Consumers.Ack(as(ctx, auth.AssertedPrincipal, "alice", auth.AssertionProof, assert.Sign("alice")),
+		&jetgatev1.AckRequest{Stream: stream, Consumer: consumer, Tokens: []string{tok}})
+	if err != nil || len(ack.GetFailures()) != 0 {
+		t.Fatalf("alice's ack: %v %v", ack, err)
+	}
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
