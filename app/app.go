@@ -23,6 +23,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/jetgate/jetgate/gateway"
 	"github.com/jetgate/jetgate/internal/auth"
@@ -78,7 +79,7 @@ func Run(ctx context.Context, o Options) error {
 	var addrs Addrs
 	var nc *nats.Conn
 	if cfg.NATS.URL == "" {
-		ns, err := startEmbedded(cfg, log)
+		ns, creds, err := startEmbedded(cfg, log)
 		if err != nil {
 			return err
 		}
@@ -89,7 +90,7 @@ func Run(ctx context.Context, o Options) error {
 		if cfg.Embedded.Listen != "" {
 			addrs.NATS = ns.ClientURL()
 		}
-		nc, err = nats.Connect(ns.ClientURL(), append(natsOpts, nats.InProcessServer(ns))...)
+		nc, err = nats.Connect(ns.ClientURL(), append(append(natsOpts, nats.InProcessServer(ns)), creds...)...)
 		if err != nil {
 			return fmt.Errorf("connect to embedded NATS: %w", err)
 		}
@@ -134,9 +135,18 @@ func Run(ctx context.Context, o Options) error {
 
 	// One chain for gRPC and REST alike: REST calls come through it too,
 	// their principal asserted by the gateway.
+	var authn *auth.Authenticator
+	if cfg.Auth.Enabled() {
+		if authn, err = auth.New(cfg.AuthConfig()); err != nil {
+			return cfg.Errorf("auth", "%v", err)
+		}
+	} else if cfg.Auth.AllowUnauthenticated {
+		log.Warn("serving without authentication: anyone who can reach the listeners may fetch, settle and publish",
+			"grpc", cfg.Listen.GRPC, "http", cfg.Listen.HTTP)
+	}
 	assert := auth.NewAssertion()
-	guard := server.NewGuard(nil, assert, log, reg)
-	gs := grpc.NewServer(
+	guard := server.NewGuard(authn, assert, log, reg)
+	serverOpts := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(observe(log, reg), guard.Unary()),
 		grpc.ChainStreamInterceptor(guard.Stream()),
 		grpc.WaitForHandlers(true),
@@ -145,19 +155,36 @@ func Run(ctx context.Context, o Options) error {
 		// once.
 		grpc.MaxRecvMsgSize(gateway.RequestLimit(cfg.Limits.MaxBodyBytes)),
 		grpc.MaxConcurrentStreams(1024),
-	)
+	}
+	// The REST side reaches the gRPC server in process, on a listener of
+	// its own: no TLS to terminate, no port for anyone else.
+	inner := bufconn.Listen(1 << 20)
+	defer inner.Close()
+	gs := grpc.NewServer(serverOpts...)
 	server.Register(gs, gw, log)
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(gs, hs)
-	reflection.Register(gs)
+	if config.On(cfg.Listen.Reflection) {
+		reflection.Register(gs)
+	}
 
+	var metrics http.Handler
+	if config.On(cfg.Listen.Metrics) {
+		metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	}
 	rest, err := gateway.New(ctx, gateway.Options{
-		GRPCAddr:     dialAddr(grpcLis.Addr()),
+		GRPCAddr: "passthrough:///jetgate-in-process",
+		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			return inner.DialContext(ctx)
+		})},
 		MaxBodyBytes: cfg.Limits.MaxBodyBytes,
 		Ready:        gw.Ready,
-		Metrics:      promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Metrics:      metrics,
 		Logger:       log,
+		Auth:         authn,
 		Assert:       assert,
+		Denied:       guard.DeniedHTTP,
+		CORSOrigins:  cfg.Listen.CORSOrigins,
 	})
 	if err != nil {
 		return err
@@ -177,6 +204,7 @@ func Run(ctx context.Context, o Options) error {
 	addrs.GRPC, addrs.HTTP = grpcLis.Addr().String(), httpLis.Addr().String()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return gs.Serve(grpcLis) })
+	g.Go(func() error { return gs.Serve(inner) })
 	g.Go(func() error {
 		if err := hsrv.Serve(httpLis); !errors.Is(err, http.ErrServerClosed) {
 			return err

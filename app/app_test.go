@@ -541,25 +541,6 @@ func TestConsumerConfig(t *testing.T) {
 	}
 }
 
-func TestDialAddr(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"[::]:9090", "127.0.0.1:9090"},
-		{"0.0.0.0:9090", "127.0.0.1:9090"},
-		{"127.0.0.1:9090", "127.0.0.1:9090"},
-		{"[::1]:9090", "[::1]:9090"},
-		{"10.1.2.3:80", "10.1.2.3:80"},
-	}
-	for _, tt := range tests {
-		a, err := net.ResolveTCPAddr("tcp", tt.in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := dialAddr(a); got != tt.want {
-			t.Errorf("dialAddr(%s) = %s; want %s", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestRunAgainstAMissingStreamNamesIt(t *testing.T) {
 	ns := natstest.Start(t)
 	o := testOptions(t)

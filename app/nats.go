@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,9 +10,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/internal/config"
@@ -24,19 +25,6 @@ func firstNonEmpty(a, b string) string {
 		return a
 	}
 	return b
-}
-
-// dialAddr turns a listener address into one to dial: an unspecified host
-// becomes loopback.
-func dialAddr(a net.Addr) string {
-	host, port, err := net.SplitHostPort(a.String())
-	if err != nil {
-		return a.String()
-	}
-	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port)
 }
 
 // loadKeys loads the token key files, or makes a random key if there are
@@ -55,42 +43,33 @@ func loadKeys(c *config.Config, log *slog.Logger) (*token.Keyring, error) {
 
 // startEmbedded runs the embedded server: with a client listener when
 // embedded.listen names one, else for in-process connections only.
-func startEmbedded(c *config.Config, log *slog.Logger) (*natsserver.Server, error) {
-	var ns *natsserver.Server
-	var err error
+func startEmbedded(c *config.Config, log *slog.Logger) (*natsserver.Server, []nats.Option, error) {
+	o := embedded.Options{Name: "jetgate-embedded", StoreDir: c.Embedded.DataDir, DontListen: c.Embedded.Listen == ""}
 	if listen := c.Embedded.Listen; listen != "" {
 		host, portStr, _ := net.SplitHostPort(listen) // Validate checked both
-		port, _ := strconv.Atoi(portStr)
-		ns, err = embedded.Start(embedded.Options{Name: "jetgate-embedded", Host: host, Port: port, StoreDir: c.Embedded.DataDir})
-		if err != nil {
-			return nil, c.Errorf("embedded.listen", "%s: %v", listen, err)
+		o.Host = host
+		o.Port, _ = strconv.Atoi(portStr)
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			// Beyond loopback, nobody gets in without the credentials that
+			// jetgate makes now and tells its operator.
+			o.User, o.Password = "jetgate", rand.Text()
 		}
-	} else if ns, err = startInProcess(c.Embedded.DataDir); err != nil {
-		return nil, c.Errorf("embedded.data_dir", "%v", err)
+	}
+	ns, err := embedded.Start(o)
+	if err != nil {
+		if o.DontListen {
+			return nil, nil, c.Errorf("embedded.data_dir", "%v", err)
+		}
+		return nil, nil, c.Errorf("embedded.listen", "%s: %v", c.Embedded.Listen, err)
+	}
+	var opts []nats.Option
+	if o.User != "" {
+		opts = append(opts, nats.UserInfo(o.User, o.Password))
+		log.Warn("embedded NATS takes clients beyond loopback; they must authenticate", "listen", c.Embedded.Listen,
+			"user", o.User, "password", o.Password)
 	}
 	log.Info("embedded NATS JetStream started", "listen", firstNonEmpty(c.Embedded.Listen, "in-process only"), "store", c.Embedded.DataDir)
-	return ns, nil
-}
-
-// startInProcess runs a JetStream server that takes no network clients.
-func startInProcess(dir string) (*natsserver.Server, error) {
-	ns, err := natsserver.NewServer(&natsserver.Options{
-		ServerName: "jetgate-embedded",
-		DontListen: true,
-		JetStream:  true,
-		StoreDir:   dir,
-		NoSigs:     true,
-		NoLog:      true,
-	})
-	if err != nil {
-		return nil, err
-	}
-	ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		ns.Shutdown()
-		return nil, errors.New("the embedded NATS server did not start in 10s")
-	}
-	return ns, nil
+	return ns, opts, nil
 }
 
 // ensureStreams creates each configured stream that is missing. One that

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -186,6 +187,14 @@ func (g *Guard) deny(ctx context.Context, method, principal string, req any, err
 		err = fmt.Errorf("%w: send valid credentials (Authorization: Bearer <API key or JWT>, or a client certificate where mTLS is on)", errs.ErrUnauthenticated)
 	}
 	return toStatus(err)
+}
+
+// DeniedHTTP logs and counts a REST call that the gateway refused before
+// it reached the chain (it authenticates the HTTP request itself).
+func (g *Guard) DeniedHTTP(r *http.Request, err error) {
+	reason := errs.Reason(err)
+	g.denials.WithLabelValues(reason).Inc()
+	g.log.Warn("call denied", "method", r.Method+" "+r.URL.Path, "reason", reason, "principal", "", "peer", r.RemoteAddr, "detail", err.Error())
 }
 
 // Bearer is the credential of an "Authorization: Bearer <x>" value.

@@ -105,6 +105,9 @@ func parse(args []string, env func(string) (string, bool)) (app.Options, error) 
 	fs.DurationVar(&o.MaxExpires, "max-expires", o.MaxExpires, "longest Fetch expires")
 	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", o.MaxBodyBytes, "largest REST request body")
 	fs.Int64Var(&o.MaxFetchBytes, "max-fetch-bytes", o.MaxFetchBytes, "most bytes of messages one Fetch pulls and returns")
+	fs.BoolVar(&o.AllowUnauthenticated, "allow-unauthenticated", false, "serve listeners beyond loopback without authentication")
+	fs.BoolVar(&o.Metrics, "metrics", o.Metrics, "serve GET /metrics")
+	fs.BoolVar(&o.Reflection, "reflection", o.Reflection, "serve gRPC reflection")
 	fs.TextVar(&level, "log-level", slog.LevelInfo, "debug | info | warn | error")
 
 	if err := fs.Parse(args); err != nil {

@@ -52,18 +52,19 @@ func TestParseDefaults(t *testing.T) {
 	want := app.Options{
 		Flags: config.Flags{
 			DataDir:       "jetgate-data",
-			NATSListen:    "127.0.0.1:4222",
 			Stream:        "ORDERS",
 			Consumer:      "billing",
 			AckWait:       30 * time.Second,
 			MaxAckPending: 1024,
 			DeliverPolicy: "all",
-			GRPCAddr:      ":9090",
-			HTTPAddr:      ":8080",
+			GRPCAddr:      "127.0.0.1:9090",
+			HTTPAddr:      "127.0.0.1:8080",
 			MaxBatch:      1000,
 			MaxExpires:    30 * time.Second,
 			MaxBodyBytes:  4 << 20,
 			MaxFetchBytes: 3 << 20,
+			Metrics:       true,
+			Reflection:    true,
 		},
 		ShutdownGrace: 10 * time.Second,
 	}
@@ -103,6 +104,9 @@ var settings = []struct {
 	{"max-expires", "JETGATE_MAX_EXPIRES", "1m", func(o app.Options) any { return o.MaxExpires }, time.Minute},
 	{"max-body-bytes", "JETGATE_MAX_BODY_BYTES", "65536", func(o app.Options) any { return o.MaxBodyBytes }, int64(65536)},
 	{"max-fetch-bytes", "JETGATE_MAX_FETCH_BYTES", "131072", func(o app.Options) any { return o.MaxFetchBytes }, int64(131072)},
+	{"allow-unauthenticated", "JETGATE_ALLOW_UNAUTHENTICATED", "true", func(o app.Options) any { return o.AllowUnauthenticated }, true},
+	{"metrics", "JETGATE_METRICS", "false", func(o app.Options) any { return o.Metrics }, false},
+	{"reflection", "JETGATE_REFLECTION", "false", func(o app.Options) any { return o.Reflection }, false},
 	{"log-level", "JETGATE_LOG_LEVEL", "debug", func(o app.Options) any { return o.Logger.Enabled(context.Background(), slog.LevelDebug) }, true},
 }
 
@@ -120,7 +124,7 @@ func TestParseEnvironment(t *testing.T) {
 func TestParseFlags(t *testing.T) {
 	for _, s := range settings {
 		t.Run(s.flag, func(t *testing.T) {
-			o := mustParse(t, []string{"--" + s.flag, s.value}, envOf())
+			o := mustParse(t, []string{"--" + s.flag + "=" + s.value}, envOf())
 			if got := s.get(o); !reflect.DeepEqual(got, s.want) {
 				t.Errorf("--%s %q: got %#v; want %#v", s.flag, s.value, got, s.want)
 			}
@@ -222,7 +226,7 @@ func TestEveryFlagOverridesTheFile(t *testing.T) {
 			continue
 		}
 		t.Run(s.flag, func(t *testing.T) {
-			o := mustParse(t, []string{"--config", file, "--" + s.flag, s.value}, envOf())
+			o := mustParse(t, []string{"--config", file, "--" + s.flag + "=" + s.value}, envOf())
 			_, err := config.Resolve(o.ConfigFile, o.Flags)
 			if err != nil && strings.Contains(err.Error(), "not a setting") {
 				t.Error(err)

@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/jetgate/jetgate/gateway"
+	"github.com/jetgate/jetgate/internal/auth"
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/core"
 )
@@ -65,7 +66,15 @@ type Listen struct {
 	HTTP        string    `yaml:"http"`
 	TLS         ListenTLS `yaml:"tls"`
 	CORSOrigins []string  `yaml:"cors_origins"`
+	// Metrics serves GET /metrics on the REST listener (to authenticated
+	// callers, when auth is on); Reflection serves gRPC reflection (the
+	// same). Both are on unless set to false.
+	Metrics    *bool `yaml:"metrics,omitempty"`
+	Reflection *bool `yaml:"reflection,omitempty"`
 }
+
+// On reports whether an optional feature is on: unless set to false.
+func On(b *bool) bool { return b == nil || *b }
 
 // ListenTLS is the listeners' certificate and, for mTLS, the CA that
 // client certificates must chain to.
@@ -111,13 +120,41 @@ type DeadLetter struct {
 	OnTerm  bool   `yaml:"on_term"`
 }
 
-// Auth is the authentication section. This version knows only
-// allow_unauthenticated; API keys, JWT, mTLS and grants (DESIGN.md section
-// 8) are refused as unknown fields until jetgate enforces them, so that no
-// file believes itself protected when it is not.
+// Auth is how callers authenticate (API keys, JWT, client certificates)
+// and what they may do (grants), DESIGN.md section 8. With none of the
+// three, every caller is let in as the empty principal, and only on
+// loopback addresses unless AllowUnauthenticated.
 type Auth struct {
-	AllowUnauthenticated bool `yaml:"allow_unauthenticated"`
+	AllowUnauthenticated bool     `yaml:"allow_unauthenticated,omitempty"`
+	APIKeys              []APIKey `yaml:"api_keys,omitempty"`
+	JWT                  *JWT     `yaml:"jwt,omitempty"`
+	MTLS                 bool     `yaml:"mtls,omitempty"`
+	Grants               []Grant  `yaml:"grants,omitempty"`
 }
+
+// APIKey is a caller's key, kept as its SHA-256 (hex).
+type APIKey struct {
+	Principal string `yaml:"principal"`
+	SHA256    string `yaml:"sha256"`
+}
+
+// JWT verifies bearer JWTs against a JWKS file.
+type JWT struct {
+	JWKSFile string `yaml:"jwks_file"`
+	Issuer   string `yaml:"issuer,omitempty"`
+	Audience string `yaml:"audience,omitempty"`
+}
+
+// Grant lets a principal take actions on consumers of a stream.
+type Grant struct {
+	Principal string   `yaml:"principal"`
+	Stream    string   `yaml:"stream"`
+	Consumers []string `yaml:"consumers,omitempty"`
+	Actions   []string `yaml:"actions"`
+}
+
+// Enabled reports whether the section authenticates callers.
+func (a Auth) Enabled() bool { return len(a.APIKeys) > 0 || a.JWT != nil || a.MTLS }
 
 // Limits bound what one request may ask for.
 type Limits struct {
@@ -263,4 +300,23 @@ func parseDuration(s string) (Duration, error) {
 		return 0, durationError{s}
 	}
 	return Duration(d), nil
+}
+
+// AuthConfig is the auth section as internal/auth takes it.
+func (c *Config) AuthConfig() auth.Config {
+	a := auth.Config{MTLS: c.Auth.MTLS}
+	for _, k := range c.Auth.APIKeys {
+		a.APIKeys = append(a.APIKeys, auth.APIKey{Principal: k.Principal, SHA256: k.SHA256})
+	}
+	if j := c.Auth.JWT; j != nil {
+		a.JWT = &auth.JWT{JWKSFile: j.JWKSFile, Issuer: j.Issuer, Audience: j.Audience}
+	}
+	for _, g := range c.Auth.Grants {
+		ga := auth.Grant{Principal: g.Principal, Stream: g.Stream, Consumers: g.Consumers}
+		for _, act := range g.Actions {
+			ga.Actions = append(ga.Actions, auth.Action(act))
+		}
+		a.Grants = append(a.Grants, ga)
+	}
+	return a
 }

@@ -39,6 +39,12 @@ type Flags struct {
 	MaxExpires     time.Duration
 	MaxBodyBytes   int64
 	MaxFetchBytes  int64
+	// AllowUnauthenticated lets listeners beyond loopback serve without
+	// authentication; Metrics and Reflection turn /metrics and gRPC
+	// reflection on or off.
+	AllowUnauthenticated bool
+	Metrics              bool
+	Reflection           bool
 
 	// Given names the flags set explicitly, on the command line or in the
 	// environment, by flag name ("ack-wait"). It matters only with a file.
@@ -49,18 +55,20 @@ type Flags struct {
 func DefaultFlags() Flags {
 	return Flags{
 		DataDir:       DefaultDataDir,
-		NATSListen:    "127.0.0.1:4222",
+		NATSListen:    "",
 		Stream:        "ORDERS",
 		Consumer:      "billing",
 		AckWait:       consumer.SeedAckWait,
 		MaxAckPending: consumer.SeedMaxAckPending,
 		DeliverPolicy: "all",
-		GRPCAddr:      ":9090",
-		HTTPAddr:      ":8080",
+		GRPCAddr:      DefaultGRPCAddr,
+		HTTPAddr:      DefaultHTTPAddr,
 		MaxBatch:      core.DefaultMaxBatch,
 		MaxExpires:    core.DefaultMaxExpires,
 		MaxBodyBytes:  gateway.DefaultMaxBodyBytes,
 		MaxFetchBytes: consumer.DefaultMaxFetchBytes,
+		Metrics:       true,
+		Reflection:    true,
 	}
 }
 
@@ -88,6 +96,9 @@ var processFlags = []struct {
 	{"max-expires", "limits.max_expires", func(c *Config, f Flags) { c.Limits.MaxExpires = Duration(f.MaxExpires) }},
 	{"max-body-bytes", "limits.max_body_bytes", func(c *Config, f Flags) { c.Limits.MaxBodyBytes = f.MaxBodyBytes }},
 	{"max-fetch-bytes", "limits.max_fetch_bytes", func(c *Config, f Flags) { c.Limits.MaxFetchBytes = f.MaxFetchBytes }},
+	{"allow-unauthenticated", "auth.allow_unauthenticated", func(c *Config, f Flags) { c.Auth.AllowUnauthenticated = f.AllowUnauthenticated }},
+	{"metrics", "listen.metrics", func(c *Config, f Flags) { c.Listen.Metrics = &f.Metrics }},
+	{"reflection", "listen.reflection", func(c *Config, f Flags) { c.Listen.Reflection = &f.Reflection }},
 }
 
 // consumerFlags describe one consumer, by field.

@@ -51,7 +51,7 @@ func TestResolveWithoutAFileIsTheFlags(t *testing.T) {
 			if got := c.ConsumerConfigs(); !reflect.DeepEqual(got, []consumer.Config{tt.wantCons}) {
 				t.Errorf("consumers %+v; want %+v", got, tt.wantCons)
 			}
-			if c.Listen.GRPC != ":9090" || c.Listen.HTTP != ":8080" || c.Embedded.Listen != "127.0.0.1:4222" || c.Embedded.DataDir != "jetgate-data" {
+			if c.Listen.GRPC != "127.0.0.1:9090" || c.Listen.HTTP != "127.0.0.1:8080" || c.Embedded.Listen != "" || c.Embedded.DataDir != "jetgate-data" {
 				t.Errorf("process settings %+v %+v; want the flags' defaults", c.Listen, c.Embedded)
 			}
 		})

@@ -1,12 +1,17 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"net"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 
+	"github.com/jetgate/jetgate/internal/auth"
 	"github.com/jetgate/jetgate/internal/natsname"
 )
 
@@ -25,7 +30,7 @@ const (
 // which stream binds a dead-letter subject that no configured stream does)
 // is checked at start-up.
 func (c *Config) Validate() error {
-	for _, check := range []func() *Error{c.validateNATS, c.validateListen, c.validateTokens, c.validateStreams, c.validateConsumers, c.validateLimits} {
+	for _, check := range []func() *Error{c.validateNATS, c.validateListen, c.validateTokens, c.validateStreams, c.validateConsumers, c.validateAuth, c.validateLimits} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -65,19 +70,83 @@ func (c *Config) validateListen() *Error {
 			return c.errorf(a.path, "%s: give host:port (or :port for every interface)", quote(a.addr))
 		}
 	}
-	// Refused rather than ignored: a file that asks for TLS must not be
-	// served in plaintext by a jetgate that cannot do it yet.
-	for _, p := range []struct{ path, v string }{
-		{"listen.tls.cert", c.Listen.TLS.Cert}, {"listen.tls.key", c.Listen.TLS.Key}, {"listen.tls.client_ca", c.Listen.TLS.ClientCA},
-	} {
-		if p.v != "" {
-			return c.errorf(p.path, "TLS on the gRPC and REST listeners is not supported by this version of jetgate")
+	t := c.Listen.TLS
+	switch {
+	case (t.Cert == "") != (t.Key == ""):
+		return c.errorf("listen.tls.key", "listen.tls.cert and listen.tls.key go together")
+	case t.ClientCA != "" && t.Cert == "":
+		return c.errorf("listen.tls.client_ca", "client certificates need TLS: set listen.tls.cert and listen.tls.key too")
+	}
+	for i, o := range c.Listen.CORSOrigins {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" {
+			return c.errorf(index("listen.cors_origins", i), "%s: give an origin such as https://app.example.com (scheme and host, no path)", quote(o))
 		}
 	}
-	if len(c.Listen.CORSOrigins) > 0 {
-		return c.errorf("listen.cors_origins", "CORS is not supported by this version of jetgate")
+	return nil
+}
+
+// validateAuth checks the auth section, and the safe default: without
+// authentication, the listeners take only loopback addresses unless
+// allow_unauthenticated says otherwise.
+func (c *Config) validateAuth() *Error {
+	a := c.Auth
+	for i, k := range a.APIKeys {
+		p := index("auth.api_keys", i)
+		if k.Principal == "" {
+			return c.errorf(p+".principal", "required")
+		}
+		if b, err := hex.DecodeString(k.SHA256); err != nil || len(b) != sha256.Size {
+			return c.errorf(p+".sha256", "give the hex SHA-256 of the key (64 hex digits), never the key itself")
+		}
+	}
+	if a.JWT != nil && a.JWT.JWKSFile == "" {
+		return c.errorf("auth.jwt.jwks_file", "required with auth.jwt")
+	}
+	if a.MTLS && c.Listen.TLS.ClientCA == "" {
+		return c.errorf("auth.mtls", "needs listen.tls.client_ca (and listen.tls.cert, listen.tls.key): client certificates are verified against it")
+	}
+	for i, g := range a.Grants {
+		p := index("auth.grants", i)
+		switch {
+		case g.Principal == "":
+			return c.errorf(p+".principal", "required")
+		case g.Stream == "":
+			return c.errorf(p+".stream", `required ("*" for any stream)`)
+		case len(g.Actions) == 0:
+			return c.errorf(p+".actions", "give at least one of fetch, settle, read, publish, redrive")
+		}
+		for j, act := range g.Actions {
+			if !slices.Contains(auth.Actions, auth.Action(act)) {
+				return c.errorf(index(p+".actions", j), "%s is not one of fetch, settle, read, publish, redrive", quote(act))
+			}
+		}
+	}
+	if len(a.Grants) > 0 && !a.Enabled() {
+		return c.errorf("auth.grants", "grants need a way to authenticate: auth.api_keys, auth.jwt or auth.mtls")
+	}
+	if a.Enabled() || a.AllowUnauthenticated {
+		return nil
+	}
+	for _, l := range []struct{ path, addr string }{{"listen.grpc", c.Listen.GRPC}, {"listen.http", c.Listen.HTTP}} {
+		if !loopback(l.addr) {
+			return c.errorf(l.path, "%s listens beyond loopback without authentication: configure auth, or set auth.allow_unauthenticated: true (--allow-unauthenticated) to serve anyone who can reach it", quote(l.addr))
+		}
 	}
 	return nil
+}
+
+// loopback reports whether a listen address takes only local connections.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func (c *Config) validateTokens() *Error {

@@ -16,6 +16,11 @@ type Options struct {
 	Host     string
 	Port     int // -1: a random port
 	StoreDir string
+	// DontListen takes no network clients: in-process connections only.
+	DontListen bool
+	// User and Password, when set, are the only credentials the server
+	// accepts (in-process connections included).
+	User, Password string
 }
 
 // Start runs a JetStream server and waits until it takes connections.
@@ -32,6 +37,9 @@ func Start(o Options) (*server.Server, error) {
 		StoreDir:   o.StoreDir,
 		NoSigs:     true,
 		NoLog:      true,
+		DontListen: o.DontListen,
+		Username:   o.User,
+		Password:   o.Password,
 	})
 	if err != nil {
 		return nil, err
