@@ -4,6 +4,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
@@ -29,6 +31,7 @@ import (
 	"github.com/jetgate/jetgate/internal/auth"
 	"github.com/jetgate/jetgate/internal/config"
 	"github.com/jetgate/jetgate/internal/core"
+	"github.com/jetgate/jetgate/internal/tlsfiles"
 	"github.com/jetgate/jetgate/server"
 )
 
@@ -146,6 +149,12 @@ func Run(ctx context.Context, o Options) error {
 	}
 	assert := auth.NewAssertion()
 	guard := server.NewGuard(authn, assert, log, reg)
+	var tlsConf *tls.Config
+	if t := cfg.Listen.TLS; t.Cert != "" {
+		if tlsConf, err = tlsfiles.Config(tlsfiles.Files{Cert: t.Cert, Key: t.Key, ClientCA: t.ClientCA}, log); err != nil {
+			return cfg.Errorf("listen.tls", "%v", err)
+		}
+	}
 	serverOpts := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(observe(log, reg), guard.Unary()),
 		grpc.ChainStreamInterceptor(guard.Stream()),
@@ -156,10 +165,16 @@ func Run(ctx context.Context, o Options) error {
 		grpc.MaxRecvMsgSize(gateway.RequestLimit(cfg.Limits.MaxBodyBytes)),
 		grpc.MaxConcurrentStreams(1024),
 	}
-	// The REST side reaches the gRPC server in process, on a listener of
-	// its own: no TLS to terminate, no port for anyone else.
+	// The REST side reaches the services in process, through a gRPC server
+	// of its own on an in-memory listener: the same interceptor chain, no
+	// TLS to terminate, no port for anyone else.
 	inner := bufconn.Listen(1 << 20)
 	defer inner.Close()
+	ins := grpc.NewServer(serverOpts...)
+	server.Register(ins, gw, log)
+	if tlsConf != nil {
+		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(tlsConf)))
+	}
 	gs := grpc.NewServer(serverOpts...)
 	server.Register(gs, gw, log)
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
@@ -199,14 +214,19 @@ func Run(ctx context.Context, o Options) error {
 		IdleTimeout:    2 * time.Minute,
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		TLSConfig:      tlsConf,
 	}
 
 	addrs.GRPC, addrs.HTTP = grpcLis.Addr().String(), httpLis.Addr().String()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return gs.Serve(grpcLis) })
-	g.Go(func() error { return gs.Serve(inner) })
+	g.Go(func() error { return ins.Serve(inner) })
 	g.Go(func() error {
-		if err := hsrv.Serve(httpLis); !errors.Is(err, http.ErrServerClosed) {
+		serve := func() error { return hsrv.Serve(httpLis) }
+		if tlsConf != nil {
+			serve = func() error { return hsrv.ServeTLS(httpLis, "", "") } // certificates from TLSConfig
+		}
+		if err := serve(); !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}
 		return nil
@@ -222,12 +242,14 @@ func Run(ctx context.Context, o Options) error {
 		stopped := make(chan struct{})
 		go func() {
 			gs.GracefulStop()
+			ins.GracefulStop() // REST calls ended with the HTTP server
 			close(stopped)
 		}()
 		select {
 		case <-stopped:
 		case <-sctx.Done():
 			gs.Stop()
+			ins.Stop()
 			<-stopped
 		}
 		return nil

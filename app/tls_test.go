@@ -27,6 +27,7 @@ type pki struct {
 	server, client                tls.Certificate
 	pool                          *x509.CertPool
 	caFile, clientCert, clientKey string
+	serverCert, serverKey         string
 }
 
 func newPKI(t *testing.T) *pki {
@@ -65,7 +66,7 @@ func newPKI(t *testing.T) *pki {
 		}
 		return c, cf, kf
 	}
-	p.server, _, _ = issue(2, x509.ExtKeyUsageServerAuth, "server")
+	p.server, p.serverCert, p.serverKey = issue(2, x509.ExtKeyUsageServerAuth, "server")
 	p.client, p.clientCert, p.clientKey = issue(3, x509.ExtKeyUsageClientAuth, "client")
 	return p
 }

@@ -1,0 +1,213 @@
+// Package tlsfiles serves TLS for jetgate's gRPC and HTTP listeners from
+// certificate files that are reloaded when they change, optionally requiring
+// client certificates (mTLS).
+//
+// Reloading is lazy: a handshake at most once per second stats the files and,
+// when a modification time or size has changed, reads them again. There is no
+// goroutine and nothing to stop.
+package tlsfiles
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+)
+
+// Files names a listener's certificate, key and (for mTLS) client CA bundle.
+type Files struct{ Cert, Key, ClientCA string }
+
+// Config returns a *tls.Config for a server that reads Cert/Key (and ClientCA)
+// now — failing with an error naming the file when one is missing or bad — and
+// again on a later handshake whenever one of the files' modification time or
+// size has changed, checked at most once per second. A reload that fails keeps
+// serving the last good files and logs a warning to log (slog.Default() when
+// nil); it is retried when a file changes again.
+//
+// With ClientCA set, clients must present a certificate that verifies against
+// the current CA bundle (tls.RequireAndVerifyClientCert). The config accepts
+// TLS 1.2 and later and offers both "h2" and "http/1.1", so one config serves
+// gRPC and HTTP.
+func Config(f Files, log *slog.Logger) (*tls.Config, error) {
+	r, err := newReloader(f, log, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return r.serverConfig(), nil
+}
+
+// nextProtos is what every config offers in ALPN, in server preference order;
+// a fresh slice each time, as callers may append to a config's NextProtos.
+func nextProtos() []string { return []string{"h2", "http/1.1"} }
+
+// stamp is what a stat tells about a file; a change of it triggers a reload.
+type stamp struct {
+	exists  bool
+	modTime int64 // UnixNano
+	size    int64
+}
+
+// reloader holds the files' current config and reloads it on handshakes.
+type reloader struct {
+	files    Files
+	log      *slog.Logger
+	interval time.Duration // minimum time between two stats of the files
+
+	mu      sync.Mutex
+	checked time.Time   // when the files were last stat'ed
+	seen    [3]stamp    // of Cert, Key and ClientCA as last read
+	current *tls.Config // per-handshake config from the last good read
+}
+
+func newReloader(f Files, log *slog.Logger, interval time.Duration) (*reloader, error) {
+	if f.Cert == "" || f.Key == "" {
+		return nil, errors.New("tls: both a certificate file and a key file are required")
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	r := &reloader{files: f, log: log, interval: interval}
+	// Stat before reading: a write racing the read then shows up as a change
+	// at the next check.
+	seen := r.stat()
+	cfg, err := load(f)
+	if err != nil {
+		return nil, err
+	}
+	r.seen, r.current, r.checked = seen, cfg, time.Now()
+	return r, nil
+}
+
+// serverConfig is the config handed to listeners. Its fields other than
+// GetConfigForClient only describe what every per-handshake config enforces.
+func (r *reloader) serverConfig() *tls.Config {
+	return &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		NextProtos:         nextProtos(),
+		ClientAuth:         r.current.ClientAuth,
+		GetConfigForClient: r.configForClient,
+	}
+}
+
+func (r *reloader) configForClient(*tls.ClientHelloInfo) (*tls.Config, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if now := time.Now(); now.Sub(r.checked) >= r.interval {
+		r.checked = now
+		r.reloadIfChanged()
+	}
+	return r.current, nil
+}
+
+// reloadIfChanged reads the files again if a stat shows a change since the
+// last read. A failed read is not retried until the files change again, so a
+// bad file logs one warning, not one per handshake. r.mu must be held.
+func (r *reloader) reloadIfChanged() {
+	seen := r.stat()
+	if seen == r.seen {
+		return
+	}
+	r.seen = seen
+	cfg, err := load(r.files)
+	if err != nil {
+		r.log.Warn("TLS files changed but failed to load; serving the previous certificate",
+			"cert", r.files.Cert, "key", r.files.Key, "client_ca", r.files.ClientCA, "err", err)
+		return
+	}
+	r.current = cfg
+	leaf := cfg.Certificates[0].Leaf
+	r.log.Info("TLS files reloaded", "cert", r.files.Cert, "subject", leaf.Subject.String(),
+		"serial", leaf.SerialNumber.String(), "not_after", leaf.NotAfter)
+}
+
+func (r *reloader) stat() [3]stamp {
+	var s [3]stamp
+	for i, name := range []string{r.files.Cert, r.files.Key, r.files.ClientCA} {
+		if name == "" {
+			continue
+		}
+		if fi, err := os.Stat(name); err == nil {
+			s[i] = stamp{exists: true, modTime: fi.ModTime().UnixNano(), size: fi.Size()}
+		}
+	}
+	return s
+}
+
+// load reads the files into the config one handshake uses.
+func load(f Files) (*tls.Config, error) {
+	cert, err := loadKeyPair(f.Cert, f.Key)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		MinVersion:   tls.VersionTLS12,
+		NextProtos:   nextProtos(),
+	}
+	if f.ClientCA != "" {
+		data, err := os.ReadFile(f.ClientCA)
+		if err != nil {
+			return nil, fmt.Errorf("tls client CA: %w", err)
+		}
+		cas, err := parseCerts(data)
+		if err != nil {
+			return nil, fmt.Errorf("tls client CA %s: %w", f.ClientCA, err)
+		}
+		pool := x509.NewCertPool()
+		for _, ca := range cas {
+			pool.AddCert(ca)
+		}
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return cfg, nil
+}
+
+// loadKeyPair is tls.LoadX509KeyPair with errors that say which file is bad.
+func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
+	certPEM, err := os.ReadFile(certFile)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("tls certificate: %w", err)
+	}
+	keyPEM, err := os.ReadFile(keyFile)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("tls key: %w", err)
+	}
+	if _, err := parseCerts(certPEM); err != nil {
+		return tls.Certificate{}, fmt.Errorf("tls certificate %s: %w", certFile, err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("tls key %s for certificate %s: %w", keyFile, certFile, err)
+	}
+	return cert, nil
+}
+
+// parseCerts returns the certificates in PEM data, failing when there is none
+// or one does not parse; blocks of other types are skipped.
+func parseCerts(data []byte) ([]*x509.Certificate, error) {
+	var certs []*x509.Certificate
+	for {
+		var block *pem.Block
+		block, data = pem.Decode(data)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" {
+			continue
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, err
+		}
+		certs = append(certs, c)
+	}
+	if len(certs) == 0 {
+		return nil, errors.New("no PEM CERTIFICATE block")
+	}
+	return certs, nil
+}
