@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -48,12 +49,40 @@ type Driver struct {
 	// while some settles are of unknown outcome: long enough (ack_wait and
 	// more) for the messages whose settle did not take to come back.
 	Quiesce time.Duration
+	// Route, if set, returns the clients to call now, in place of
+	// Publishers and Consumers: for deployments whose replicas come and go.
+	// It is called for every RPC and must be safe for concurrent use.
+	Route func() ([]jetgatev1.StreamServiceClient, []jetgatev1.ConsumerServiceClient)
+	// Resend, if set, is asked after each answer whether the caller sends
+	// it again, as one whose response was lost would, and after how long.
+	// again is the action sent the second time: the same one for a retry
+	// (all the tokens of the first), or another one for a stale settle,
+	// sent only for the tokens the first settle confirmed, which must then
+	// be refused (LEASE_SETTLED or LEASE_EXPIRED): a stale settle that
+	// succeeds is reported in Stats.StaleAccepted. Either goes through
+	// another replica than the last attempt of the first, when there is one.
+	Resend func(r *rand.Rand, a Action) (again Action, after time.Duration, ok bool)
+	// Watch, if set, sees every delivery handed to a caller, and every
+	// settle just before each attempt to send it.
+	Watch Watcher
+	// Hold, if set, is how long a caller works on each batch it fetched
+	// before it answers.
+	Hold func(r *rand.Rand) time.Duration
 
 	mu         sync.Mutex
 	errors     map[codes.Code]int
 	slowestErr time.Duration // the longest RPC that ended in an error
 	lastAck    time.Time
 	stall      time.Duration // the longest gap between two confirmed settles
+
+	outcomes      map[string]int // per token: "<kind> <op> <result>"
+	staleAccepted []string
+}
+
+// Watcher observes a Driver's traffic.
+type Watcher interface {
+	Delivered(m *jetgatev1.Message, at time.Time)
+	Settling(a Action, ms []*jetgatev1.Message)
 }
 
 // Stats are the driver's own observations.
@@ -61,6 +90,13 @@ type Stats struct {
 	Errors       map[codes.Code]int
 	SlowestError time.Duration
 	LongestStall time.Duration
+	// Outcomes counts settle outcomes per token, by kind (first, resend,
+	// stale), op and result (OK or the failure reason); RPC failures are
+	// in Errors.
+	Outcomes map[string]int
+	// StaleAccepted lists the stale settles (see Driver.Resend) that
+	// succeeded.
+	StaleAccepted []string
 }
 
 // Stats returns what the driver saw.
@@ -71,7 +107,97 @@ func (d *Driver) Stats() Stats {
 	for k, v := range d.errors {
 		errs[k] = v
 	}
-	return Stats{Errors: errs, SlowestError: d.slowestErr, LongestStall: d.stall}
+	outs := make(map[string]int, len(d.outcomes))
+	for k, v := range d.outcomes {
+		outs[k] = v
+	}
+	return Stats{Errors: errs, SlowestError: d.slowestErr, LongestStall: d.stall,
+		Outcomes: outs, StaleAccepted: slices.Clone(d.staleAccepted)}
+}
+
+func (d *Driver) outcome(k settleKind, a Action, result string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.outcomes == nil {
+		d.outcomes = make(map[string]int)
+	}
+	d.outcomes[k.String()+" "+a.String()+" "+result]++
+}
+
+func (d *Driver) stale(a Action, m *jetgatev1.Message) {
+	md := m.GetMetadata()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.staleAccepted = append(d.staleAccepted, fmt.Sprintf("%s of %s (stream_seq %d, delivery %d)",
+		a, m.GetData(), md.GetStreamSeq(), md.GetNumDelivered()))
+}
+
+func (a Action) String() string {
+	switch a {
+	case Ack:
+		return "ack"
+	case Nak:
+		return "nak"
+	case NakDelay:
+		return "nak_delay"
+	case Term:
+		return "term"
+	case NoAnswer:
+		return "no_answer"
+	}
+	return "action(" + strconv.Itoa(int(a)) + ")"
+}
+
+// settleKind is why a settle is sent: a caller's answer, the same answer
+// again, or another answer after it.
+type settleKind int
+
+const (
+	firstSettle settleKind = iota
+	resendSettle
+	staleSettle
+)
+
+func (k settleKind) String() string {
+	return [...]string{"first", "resend", "stale"}[k]
+}
+
+// publishers and consumers are the clients to call now.
+func (d *Driver) publishers() []jetgatev1.StreamServiceClient {
+	if d.Route == nil {
+		return d.Publishers
+	}
+	p, _ := d.Route()
+	return p
+}
+
+func (d *Driver) consumers() []jetgatev1.ConsumerServiceClient {
+	if d.Route == nil {
+		return d.Consumers
+	}
+	_, c := d.Route()
+	return c
+}
+
+// pick returns a random client of cs, other than avoid when there is
+// another; nil when cs is empty.
+func pick[C comparable](r *rand.Rand, cs []C, avoid C) C {
+	var zero C
+	if avoid != zero && len(cs) > 1 {
+		others := make([]C, 0, len(cs))
+		for _, c := range cs {
+			if c != avoid {
+				others = append(others, c)
+			}
+		}
+		if len(others) > 0 {
+			cs = others
+		}
+	}
+	if len(cs) == 0 {
+		return zero
+	}
+	return cs[r.IntN(len(cs))]
 }
 
 func (d *Driver) rpcErr(err error, took time.Duration) {
@@ -105,9 +231,14 @@ func (d *Driver) Publish(ctx context.Context, prefix string, n int) error {
 			if ctx.Err() != nil {
 				return fmt.Errorf("publish %s: %w", id, ctx.Err())
 			}
+			p := pick(r, d.publishers(), nil)
+			if p == nil {
+				backoff(ctx, 50*time.Millisecond)
+				continue
+			}
 			pctx, cancel := context.WithTimeout(ctx, d.RPCTimeout)
 			start := time.Now()
-			_, err := d.Publishers[r.IntN(len(d.Publishers))].Publish(pctx, &jetgatev1.PublishRequest{
+			_, err := p.Publish(pctx, &jetgatev1.PublishRequest{
 				Stream: d.Stream, Subject: "orders.faults", Data: []byte(id), MsgId: id,
 			})
 			cancel()
@@ -131,12 +262,13 @@ func (d *Driver) Publish(ctx context.Context, prefix string, n int) error {
 func (d *Driver) Consume(ctx context.Context, workers int, published <-chan struct{}) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var wg sync.WaitGroup
+	var wg, resends sync.WaitGroup
+	defer resends.Wait() // after the workers, the only ones to add to it
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d.worker(ctx, rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano()))))
+			d.worker(ctx, rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano()))), &resends)
 		}()
 	}
 	var quietUntil time.Time
@@ -166,24 +298,58 @@ func (d *Driver) Consume(ctx context.Context, workers int, published <-chan stru
 	}
 }
 
-func (d *Driver) worker(ctx context.Context, r *rand.Rand) {
+func (d *Driver) worker(ctx context.Context, r *rand.Rand, resends *sync.WaitGroup) {
 	for ctx.Err() == nil {
 		msgs := d.fetch(ctx, r)
 		groups := make(map[Action][]*jetgatev1.Message)
 		for _, m := range msgs {
-			d.Checker.Delivered(string(m.GetData()), time.Now())
+			now := time.Now()
+			d.Checker.Delivered(string(m.GetData()), now)
+			if d.Watch != nil {
+				d.Watch.Delivered(m, now)
+			}
 			a := Ack
 			if d.Answer != nil {
 				a = d.Answer(r, m.GetMetadata().GetNumDelivered())
 			}
 			groups[a] = append(groups[a], m)
 		}
+		if d.Hold != nil && len(msgs) > 0 {
+			backoff(ctx, d.Hold(r))
+		}
 		for a, ms := range groups {
 			if a != NoAnswer {
-				d.settle(ctx, r, a, ms)
+				d.answer(ctx, r, a, ms, resends)
 			}
 		}
 	}
+}
+
+// answer settles ms with a and, if Resend says so, sends a settle of them
+// again later on a goroutine of its own, counted in resends.
+func (d *Driver) answer(ctx context.Context, r *rand.Rand, a Action, ms []*jetgatev1.Message, resends *sync.WaitGroup) {
+	confirmed, last := d.settleVia(ctx, r, a, ms, nil, firstSettle)
+	if d.Resend == nil {
+		return
+	}
+	again, after, ok := d.Resend(r, a)
+	if !ok {
+		return
+	}
+	kind, send := resendSettle, ms
+	if again != a {
+		kind, send = staleSettle, confirmed
+	}
+	if len(send) == 0 {
+		return
+	}
+	rr := rand.New(rand.NewPCG(r.Uint64(), r.Uint64()))
+	resends.Add(1)
+	go func() {
+		defer resends.Done()
+		backoff(ctx, after)
+		d.settleVia(ctx, rr, again, send, last, kind)
+	}()
 }
 
 func (d *Driver) fetch(ctx context.Context, r *rand.Rand) []*jetgatev1.Message {
@@ -193,8 +359,13 @@ func (d *Driver) fetch(ctx context.Context, r *rand.Rand) []*jetgatev1.Message {
 		t := time.AfterFunc(time.Duration(r.Int64N(int64(d.Expires))), cancel)
 		defer t.Stop()
 	}
+	c := pick(r, d.consumers(), nil)
+	if c == nil {
+		backoff(ctx, 50*time.Millisecond)
+		return nil
+	}
 	start := time.Now()
-	resp, err := d.Consumers[r.IntN(len(d.Consumers))].Fetch(fctx, &jetgatev1.FetchRequest{
+	resp, err := c.Fetch(fctx, &jetgatev1.FetchRequest{
 		Stream: d.Stream, Consumer: d.Consumer, Batch: int32(d.Batch), Expires: durationpb.New(d.Expires),
 	})
 	if err != nil {
@@ -207,23 +378,39 @@ func (d *Driver) fetch(ctx context.Context, r *rand.Rand) []*jetgatev1.Message {
 	return resp.GetMessages()
 }
 
-// settle answers ms with a, retrying what failed for a retryable reason
-// until it succeeds or the lease expires.
-func (d *Driver) settle(ctx context.Context, r *rand.Rand, a Action, ms []*jetgatev1.Message) {
+// settleVia answers ms with a, retrying what failed for a retryable reason
+// (through a random replica each time, the first other than avoid) until
+// it succeeds or the lease expires. It returns the messages whose settle
+// was confirmed and the client of the last attempt. A stale settle's
+// success is not the caller's answer but a failure of the gateway's: it is
+// recorded in staleAccepted (and in the checker, which is what the server
+// did); its unknown outcomes are retried, not counted as maybe settled.
+func (d *Driver) settleVia(ctx context.Context, r *rand.Rand, a Action, ms []*jetgatev1.Message,
+	avoid jetgatev1.ConsumerServiceClient, kind settleKind) (confirmed []*jetgatev1.Message, last jetgatev1.ConsumerServiceClient) {
 	pending := ms
 	for len(pending) > 0 && ctx.Err() == nil {
 		tokens := make([]string, len(pending))
 		for i, m := range pending {
 			tokens[i] = m.GetToken()
 		}
-		c := d.Consumers[r.IntN(len(d.Consumers))]
+		c := pick(r, d.consumers(), avoid)
+		if c == nil {
+			backoff(ctx, 50*time.Millisecond)
+			continue
+		}
+		avoid, last = nil, c
+		if d.Watch != nil {
+			d.Watch.Settling(a, pending)
+		}
 		sctx, cancel := context.WithTimeout(ctx, d.RPCTimeout)
 		start := time.Now()
 		fails, err := call(sctx, c, d.Stream, d.Consumer, a, tokens)
 		cancel()
 		if err != nil {
 			d.rpcErr(err, time.Since(start))
-			d.maybe(a, pending)
+			if kind != staleSettle {
+				d.maybe(a, pending)
+			}
 			backoff(ctx, 50*time.Millisecond)
 			continue
 		}
@@ -234,9 +421,18 @@ func (d *Driver) settle(ctx context.Context, r *rand.Rand, a Action, ms []*jetga
 		var retry []*jetgatev1.Message
 		for i, m := range pending {
 			reason, bad := failed[int32(i)]
+			if !bad {
+				reason = "OK"
+			}
+			d.outcome(kind, a, reason)
 			switch {
 			case !bad:
-				d.settledNow()
+				confirmed = append(confirmed, m)
+				if kind == staleSettle {
+					d.stale(a, m)
+				} else {
+					d.settledNow()
+				}
 				id := string(m.GetData())
 				switch a {
 				case Ack:
@@ -245,7 +441,9 @@ func (d *Driver) settle(ctx context.Context, r *rand.Rand, a Action, ms []*jetga
 					d.Checker.Termed(id)
 				}
 			case reason == "NATS_UNAVAILABLE" || reason == "SETTLE_IN_PROGRESS":
-				d.maybe(a, []*jetgatev1.Message{m})
+				if kind != staleSettle {
+					d.maybe(a, []*jetgatev1.Message{m})
+				}
 				retry = append(retry, m)
 			}
 		}
@@ -254,6 +452,7 @@ func (d *Driver) settle(ctx context.Context, r *rand.Rand, a Action, ms []*jetga
 			backoff(ctx, 50*time.Millisecond)
 		}
 	}
+	return confirmed, last
 }
 
 // maybe notes acks and terms that may have been applied.
