@@ -57,6 +57,7 @@ func TestRetriedAdoptedNakDoesNotNakTheRedelivery(t *testing.T) {
 	}
 	tp := h.tap()
 	wantNoFailures(t, nak(t, h, c, 0, t1.GetToken())) // the retry: reported done
+	wantNoFailures(t, nak(t, h, b, 0, t1.GetToken())) // also where the redelivery is known
 	wantNoRedelivery(t, h, b, tp, t2[0].GetToken())
 }
 

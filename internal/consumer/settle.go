@@ -76,6 +76,7 @@ func (c *Consumer) settle(ctx context.Context, op lease.Op, cs []token.Claims, a
 			idx = append(idx, i)
 		}
 	}
+	c.retriedNaks(ctx, op, cs, w, out)
 	if len(subjects) == 0 {
 		return out
 	}
@@ -161,6 +162,33 @@ func (c *Consumer) consultLedger(ctx context.Context, op lease.Op, cs []token.Cl
 		}
 	}
 	return keepSubj, keepIdx
+}
+
+// retriedNaks turns LEASE_EXPIRED into success for a Nak whose delivery the
+// ledger shows nak'ed already: a retry whose first try took (the
+// redelivery may be out, or the deadline past), which must not be sent
+// again but is no failure either.
+func (c *Consumer) retriedNaks(ctx context.Context, op lease.Op, cs []token.Claims, w whose, out []settle.Outcome) {
+	if op != lease.OpNak || c.ledger == nil || w == orphaned {
+		return
+	}
+	var es []settle.Entry
+	var idx []int
+	for i, o := range out {
+		if errors.Is(o.Err, errs.ErrLeaseExpired) {
+			es = append(es, settle.Entry{Stream: c.Stream, Consumer: c.Name, StreamSeq: cs[i].StreamSeq, Delivered: cs[i].Delivered})
+			idx = append(idx, i)
+		}
+	}
+	if len(es) == 0 {
+		return
+	}
+	prior, fails := c.ledger.Lookup(ctx, es)
+	for j, i := range idx {
+		if fails[j] == nil && prior[j] == lease.OpNak {
+			out[i].Err = nil
+		}
+	}
 }
 
 // nak sends orphans back so that they are redelivered at once rather than

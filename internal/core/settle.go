@@ -111,7 +111,10 @@ func (r *Replica) onForward(m *nats.Msg) {
 	}
 	r.mu.Lock()
 	if r.closed {
+		// Shutting down: every settle of its own is done, so the caller may
+		// act on the tokens alone, at once rather than after a timeout.
 		r.mu.Unlock()
+		r.answerForward(m, f, settle.Fill(make([]settle.Outcome, len(f.Tokens)), errs.ErrIssuerGone))
 		return
 	}
 	select {

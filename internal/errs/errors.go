@@ -52,6 +52,11 @@ var (
 	// ErrSettleInProgress is a lease with another settle still in flight.
 	ErrSettleInProgress = errors.New("settle in progress")
 
+	// ErrIssuerGone is a forwarded settle that the issuing replica could
+	// not take because it is shutting down: the caller acts on the tokens
+	// alone, as when nothing answers.
+	ErrIssuerGone = errors.New("issuer gone")
+
 	// ErrSubjectNotAllowed is a publish subject outside the stream's subjects.
 	ErrSubjectNotAllowed = errors.New("subject not allowed")
 
@@ -99,6 +104,7 @@ var reasons = []struct {
 	{ErrLeaseSettled, "LEASE_SETTLED"},
 	{ErrSettleInProgress, "SETTLE_IN_PROGRESS"},
 	{ErrUnavailable, "NATS_UNAVAILABLE"},
+	{ErrIssuerGone, "ISSUER_GONE"},
 	{ErrMessageTooLarge, "MESSAGE_TOO_LARGE"},
 	{ErrNoDeadLetter, "NO_DEAD_LETTER"},
 	{ErrDeadLetterNotFound, "DEAD_LETTER_NOT_FOUND"},

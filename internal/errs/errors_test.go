@@ -26,6 +26,7 @@ var sentinels = map[string]error{
 	"ErrLeaseExpired":        ErrLeaseExpired,
 	"ErrLeaseSettled":        ErrLeaseSettled,
 	"ErrSettleInProgress":    ErrSettleInProgress,
+	"ErrIssuerGone":          ErrIssuerGone,
 	"ErrSubjectNotAllowed":   ErrSubjectNotAllowed,
 	"ErrHeaderReserved":      ErrHeaderReserved,
 	"ErrMessageTooLarge":     ErrMessageTooLarge,

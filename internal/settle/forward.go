@@ -27,9 +27,10 @@ const (
 	forwardWindow = 2 * time.Minute
 )
 
-// ErrIssuerGone is a forward no replica answered: the issuer crashed or
-// restarted, and the tokens must be acted on without it.
-var ErrIssuerGone = errors.New("issuer gone")
+// ErrIssuerGone is a forward no replica took: the issuer crashed,
+// restarted or is shutting down, and the tokens must be acted on without
+// it.
+var ErrIssuerGone = errs.ErrIssuerGone
 
 // errForgedForward is a forward or reply that does not verify.
 var errForgedForward = errors.New("forward not signed with a key of this deployment")
@@ -131,6 +132,9 @@ func (s *Sender) SendForward(ctx context.Context, keys *token.Keyring, issuer to
 				return nil, ErrIssuerGone
 			}
 			if out, ok := decodeReply(keys, f, r); ok {
+				if len(out) > 0 && errors.Is(out[0].Err, ErrIssuerGone) {
+					return nil, ErrIssuerGone // it is shutting down
+				}
 				return out, nil
 			}
 		case <-timer.C:
