@@ -339,3 +339,26 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// The production example under version control is a valid configuration:
+// authentication on, TLS with client certificates, grants that auth takes.
+func TestProductionExampleFile(t *testing.T) {
+	c, err := Resolve(filepath.Join("..", "..", "examples", "production.yaml"), DefaultFlags())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Auth.Enabled() || !c.Auth.MTLS || c.Listen.TLS.ClientCA == "" || len(c.Auth.Grants) != 3 {
+		t.Fatalf("auth %+v, listen %+v; want authentication with mTLS and three grants", c.Auth, c.Listen)
+	}
+	a := c.AuthConfig()
+	if a.JWT == nil || a.JWT.Audience != "jetgate" || len(a.APIKeys) != 1 || a.Grants[2].Actions[1] != "redrive" {
+		t.Fatalf("auth config %+v", a)
+	}
+	var out strings.Builder
+	if err := Write(&out, c); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8") {
+		t.Errorf("check-config prints an API key hash:\n%s", out.String())
+	}
+}

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -18,10 +19,16 @@ const Masked = "***"
 // that leaves a seed field out (ack_wait, max_ack_pending, deliver_policy)
 // keeps it out, with a comment saying what is sent for it on create. Paths
 // are printed (a credentials or key file's name is no secret); what files
-// hold is never read. The secrets are the password or token in nats.url.
+// hold is never read. The secrets are the password or token in nats.url,
+// and the API keys' hashes (which would let a key be tried offline): with
+// those masked the output reads back only as a description.
 func Write(w io.Writer, c *Config) error {
 	m := *c
 	m.NATS.URL = MaskURLs(c.NATS.URL)
+	m.Auth.APIKeys = slices.Clone(c.Auth.APIKeys)
+	for i := range m.Auth.APIKeys {
+		m.Auth.APIKeys[i].SHA256 = Masked
+	}
 	var doc yaml.Node
 	if err := doc.Encode(&m); err != nil {
 		return err
