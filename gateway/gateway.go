@@ -13,6 +13,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -148,8 +149,20 @@ func New(ctx context.Context, o Options) (*REST, error) {
 	if o.Metrics != nil {
 		root.Handle("GET /metrics", authn(o.Metrics))
 	}
-	root.Handle("/", cors(o.CORSOrigins, authn(requireJSON(limitBody(mux, o.MaxBodyBytes)))))
+	root.Handle("/", cors(o.CORSOrigins, authn(requireJSON(limitBody(streaming(mux), o.MaxBodyBytes)))))
 	return &REST{Handler: root, conn: conn}, nil
+}
+
+// streaming lifts the server's write timeout from a Consume, whose answer
+// is a stream that lasts as long as its caller wants it (its heartbeats
+// show it is alive; the caller's going away ends it).
+func streaming(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, ":consume") {
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Close closes the connection to the gRPC server.

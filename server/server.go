@@ -22,6 +22,7 @@ type leaser interface {
 	Settle(ctx context.Context, stream, name string, req core.SettleRequest) ([]settle.Outcome, error)
 	Consumer(ctx context.Context, stream, name string) (core.ConsumerStatus, error)
 	Redrive(ctx context.Context, stream, name string, seqs []uint64) (core.RedriveResult, error)
+	Consume(ctx context.Context, stream, name string, req consumer.ConsumeRequest, send func([]*consumer.Delivery) error) error
 }
 
 // publisher is what the stream service needs of the core.

@@ -51,7 +51,10 @@ type Deps struct {
 	// MaxFetchBytes bounds the bytes one Fetch pulls (and so returns), so
 	// that a response fits what a default gRPC client accepts (4 MiB).
 	MaxFetchBytes int64
-	Log           *slog.Logger
+	// MaxLease is how long a Consume's auto_extend keeps one lease alive;
+	// 0 is DefaultMaxLease.
+	MaxLease time.Duration
+	Log      *slog.Logger
 	// Orphans counts orphans by stream, consumer and outcome (handed, naked).
 	Orphans *prometheus.CounterVec
 }
@@ -82,6 +85,10 @@ type Consumer struct {
 	orphans *orphanPool
 	handed  prometheus.Counter // orphans handed to a Fetch
 	naked   prometheus.Counter // orphans nak'ed back
+
+	streams  streams            // the Consume streams holding leases
+	maxLease time.Duration      // how long auto_extend keeps one lease
+	returned prometheus.Counter // leases of ended Consume streams nak'ed back
 
 	mu     sync.Mutex
 	full   bool // the server's last word on max_ack_pending
@@ -134,7 +141,8 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 		return d.Orphans.WithLabelValues(ci.Stream, ci.Name, outcome)
 	}
 	c.orphans = newOrphanPool(c.receive)
-	c.handed, c.naked = counter("handed"), counter("naked")
+	c.handed, c.naked, c.returned = counter("handed"), counter("naked"), counter("consume_returned")
+	c.maxLease = cmp.Or(d.MaxLease, DefaultMaxLease)
 	return c
 }
 

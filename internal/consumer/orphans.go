@@ -17,6 +17,10 @@ type orphan struct {
 	d       *Delivery
 	from    *pull.Pull // its pull while that may still be open, then nil
 	readyAt time.Time  // when it may be nak'ed; zero while its pull is open
+	// afterOpen is a lease of an ended Consume: nak'ed once no abandoned
+	// pull of the consumer is open (the stream's last pull may still be,
+	// and would take the message straight back).
+	afterOpen bool
 }
 
 // orphanPool keeps what canceled Fetches leave behind: their pulls, which
@@ -55,9 +59,30 @@ func (o *orphanPool) keep(ds []*Delivery, now time.Time) {
 	o.mu.Unlock()
 }
 
+// keepAfterOpen takes the leases of an ended Consume: for the next Fetch,
+// or a Nak once no abandoned pull is open.
+func (o *orphanPool) keepAfterOpen(ds []*Delivery, now time.Time) {
+	o.mu.Lock()
+	for _, d := range ds {
+		o.held = append(o.held, &orphan{d: d, afterOpen: true})
+	}
+	o.drain(now)
+	o.mu.Unlock()
+}
+
 // drain collects the messages of the open pulls and starts the hold of
 // those whose pull has ended; o.mu is held.
 func (o *orphanPool) drain(now time.Time) {
+	defer func() {
+		if len(o.open) > 0 {
+			return
+		}
+		for _, h := range o.held {
+			if h.afterOpen && h.readyAt.IsZero() {
+				h.readyAt = now
+			}
+		}
+	}()
 	o.open = slices.DeleteFunc(o.open, func(p *pull.Pull) bool {
 		msgs, ended, endedAt := p.Take(now)
 		for _, m := range msgs {
@@ -90,6 +115,10 @@ func (o *orphanPool) take(n int, maxBytes int64, now time.Time) []*orphan {
 		switch size := h.d.size(); {
 		case !now.Before(h.d.Deadline):
 			return true
+		case h.afterOpen:
+			// Its caller holds a token for this very delivery: handing it to
+			// another would make two holders of one lease.
+			return false
 		case len(out) < n && bytes+size <= maxBytes:
 			out = append(out, h)
 			bytes += size

@@ -59,6 +59,18 @@ func (c *Consumer) Adopt(ctx context.Context, op lease.Op, cs []token.Claims, ar
 }
 
 func (c *Consumer) settle(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args, w whose) []settle.Outcome {
+	out := c.settleBatch(ctx, op, cs, args, w)
+	if op != lease.OpExtend {
+		for i, o := range out {
+			if o.Err == nil {
+				c.streams.settled(cs[i].StreamSeq, cs[i].Delivered)
+			}
+		}
+	}
+	return out
+}
+
+func (c *Consumer) settleBatch(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args, w whose) []settle.Outcome {
 	out := make([]settle.Outcome, len(cs))
 	if op < lease.OpAck || op > lease.OpExtend {
 		return settle.Fill(out, fmt.Errorf("%w: unknown settle op %d", errs.ErrInvalidArgument, op))

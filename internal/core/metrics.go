@@ -61,7 +61,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"stream", "consumer", "op", "result"})),
 		orphans: f(prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "jetgate_orphans_total",
-			Help: "Messages that arrived for a Fetch whose caller had gone: handed to the next Fetch, or nak'ed back.",
+			Help: "Messages whose caller had gone: those of a canceled Fetch, handed to the next Fetch or nak'ed back, and the unsettled leases of an ended Consume, nak'ed back (consume_returned).",
 		}, []string{"stream", "consumer", "outcome"})),
 		forwards: f(prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "jetgate_forwards_total",

@@ -311,3 +311,18 @@ func (r *Replica) status(ctx context.Context, c *consumer.Consumer) (ConsumerSta
 	}
 	return st, nil
 }
+
+// Consume streams leases of a consumer to send until ctx ends (see
+// consumer.Consume).
+func (r *Replica) Consume(ctx context.Context, stream, name string, req consumer.ConsumeRequest, send func([]*consumer.Delivery) error) error {
+	c, err := r.consumer(stream, name)
+	if err != nil {
+		return err
+	}
+	return c.Consume(ctx, req, func(ds []*consumer.Delivery) error {
+		if len(ds) > 0 {
+			r.metrics.fetch(c, consumer.FetchResult{Messages: ds})
+		}
+		return send(ds)
+	})
+}

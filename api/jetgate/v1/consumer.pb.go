@@ -1340,6 +1340,144 @@ func (x *GetConsumerResponse) GetOldestUnackedAge() *durationpb.Duration {
 	return nil
 }
 
+// ConsumeRequest opens a stream of leases.
+type ConsumeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stream the consumer belongs to.
+	Stream string `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	// The durable consumer's name.
+	Consumer string `protobuf:"bytes,2,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	// The most unsettled leases the stream holds at once; unset or 0 is 200.
+	MaxMessages int32 `protobuf:"varint,3,opt,name=max_messages,json=maxMessages,proto3" json:"max_messages,omitempty"`
+	// The most bytes of unsettled messages the stream holds at once.
+	MaxBytes *int64 `protobuf:"varint,4,opt,name=max_bytes,json=maxBytes,proto3,oneof" json:"max_bytes,omitempty"`
+	// How often an idle stream sends an empty response; unset is 15s.
+	Heartbeat *durationpb.Duration `protobuf:"bytes,5,opt,name=heartbeat,proto3" json:"heartbeat,omitempty"`
+	// Keep the stream's leases alive (+WPI before each deadline) while it is
+	// open, up to the gateway's maximum lease time.
+	AutoExtend    bool `protobuf:"varint,6,opt,name=auto_extend,json=autoExtend,proto3" json:"auto_extend,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConsumeRequest) Reset() {
+	*x = ConsumeRequest{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConsumeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConsumeRequest) ProtoMessage() {}
+
+func (x *ConsumeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConsumeRequest.ProtoReflect.Descriptor instead.
+func (*ConsumeRequest) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ConsumeRequest) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *ConsumeRequest) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+func (x *ConsumeRequest) GetMaxMessages() int32 {
+	if x != nil {
+		return x.MaxMessages
+	}
+	return 0
+}
+
+func (x *ConsumeRequest) GetMaxBytes() int64 {
+	if x != nil && x.MaxBytes != nil {
+		return *x.MaxBytes
+	}
+	return 0
+}
+
+func (x *ConsumeRequest) GetHeartbeat() *durationpb.Duration {
+	if x != nil {
+		return x.Heartbeat
+	}
+	return nil
+}
+
+func (x *ConsumeRequest) GetAutoExtend() bool {
+	if x != nil {
+		return x.AutoExtend
+	}
+	return false
+}
+
+// ConsumeResponse carries messages, or none as a heartbeat.
+type ConsumeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The messages leased, each with its token.
+	Messages      []*Message `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConsumeResponse) Reset() {
+	*x = ConsumeResponse{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConsumeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConsumeResponse) ProtoMessage() {}
+
+func (x *ConsumeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConsumeResponse.ProtoReflect.Descriptor instead.
+func (*ConsumeResponse) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ConsumeResponse) GetMessages() []*Message {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
 // RedriveRequest names dead letters to put back on their subjects.
 type RedriveRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1356,7 +1494,7 @@ type RedriveRequest struct {
 
 func (x *RedriveRequest) Reset() {
 	*x = RedriveRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[17]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1368,7 +1506,7 @@ func (x *RedriveRequest) String() string {
 func (*RedriveRequest) ProtoMessage() {}
 
 func (x *RedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[17]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1381,7 +1519,7 @@ func (x *RedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveRequest.ProtoReflect.Descriptor instead.
 func (*RedriveRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{17}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RedriveRequest) GetStream() string {
@@ -1418,7 +1556,7 @@ type RedriveResponse struct {
 
 func (x *RedriveResponse) Reset() {
 	*x = RedriveResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[18]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1430,7 +1568,7 @@ func (x *RedriveResponse) String() string {
 func (*RedriveResponse) ProtoMessage() {}
 
 func (x *RedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[18]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1443,7 +1581,7 @@ func (x *RedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveResponse.ProtoReflect.Descriptor instead.
 func (*RedriveResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{18}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RedriveResponse) GetRedriven() int64 {
@@ -1478,7 +1616,7 @@ type RedriveFailure struct {
 
 func (x *RedriveFailure) Reset() {
 	*x = RedriveFailure{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[19]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1490,7 +1628,7 @@ func (x *RedriveFailure) String() string {
 func (*RedriveFailure) ProtoMessage() {}
 
 func (x *RedriveFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[19]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1503,7 +1641,7 @@ func (x *RedriveFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveFailure.ProtoReflect.Descriptor instead.
 func (*RedriveFailure) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{19}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RedriveFailure) GetSeq() uint64 {
@@ -1573,7 +1711,7 @@ type ConsumerConfig struct {
 
 func (x *ConsumerConfig) Reset() {
 	*x = ConsumerConfig{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[20]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1585,7 +1723,7 @@ func (x *ConsumerConfig) String() string {
 func (*ConsumerConfig) ProtoMessage() {}
 
 func (x *ConsumerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[20]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1598,7 +1736,7 @@ func (x *ConsumerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerConfig.ProtoReflect.Descriptor instead.
 func (*ConsumerConfig) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{20}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ConsumerConfig) GetDurableName() string {
@@ -1729,7 +1867,7 @@ type ConsumerState struct {
 
 func (x *ConsumerState) Reset() {
 	*x = ConsumerState{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[21]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1741,7 +1879,7 @@ func (x *ConsumerState) String() string {
 func (*ConsumerState) ProtoMessage() {}
 
 func (x *ConsumerState) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[21]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1754,7 +1892,7 @@ func (x *ConsumerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerState.ProtoReflect.Descriptor instead.
 func (*ConsumerState) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{21}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ConsumerState) GetNumPending() uint64 {
@@ -1821,7 +1959,7 @@ type SequencePair struct {
 
 func (x *SequencePair) Reset() {
 	*x = SequencePair{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[22]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1833,7 +1971,7 @@ func (x *SequencePair) String() string {
 func (*SequencePair) ProtoMessage() {}
 
 func (x *SequencePair) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[22]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1846,7 +1984,7 @@ func (x *SequencePair) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SequencePair.ProtoReflect.Descriptor instead.
 func (*SequencePair) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{22}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SequencePair) GetConsumerSeq() uint64 {
@@ -1956,7 +2094,19 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\x05state\x18\x02 \x01(\v2\x19.jetgate.v1.ConsumerStateR\x05state\x12%\n" +
 	"\x0egateway_leases\x18\x03 \x01(\x03R\rgatewayLeases\x12!\n" +
 	"\fdead_letters\x18\x04 \x01(\x03R\vdeadLetters\x12G\n" +
-	"\x12oldest_unacked_age\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x10oldestUnackedAge\"X\n" +
+	"\x12oldest_unacked_age\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x10oldestUnackedAge\"\xf1\x01\n" +
+	"\x0eConsumeRequest\x12\x16\n" +
+	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x1a\n" +
+	"\bconsumer\x18\x02 \x01(\tR\bconsumer\x12!\n" +
+	"\fmax_messages\x18\x03 \x01(\x05R\vmaxMessages\x12 \n" +
+	"\tmax_bytes\x18\x04 \x01(\x03H\x00R\bmaxBytes\x88\x01\x01\x127\n" +
+	"\theartbeat\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\theartbeat\x12\x1f\n" +
+	"\vauto_extend\x18\x06 \x01(\bR\n" +
+	"autoExtendB\f\n" +
+	"\n" +
+	"_max_bytes\"B\n" +
+	"\x0fConsumeResponse\x12/\n" +
+	"\bmessages\x18\x01 \x03(\v2\x13.jetgate.v1.MessageR\bmessages\"X\n" +
 	"\x0eRedriveRequest\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x1a\n" +
 	"\bconsumer\x18\x02 \x01(\tR\bconsumer\x12\x12\n" +
@@ -2023,7 +2173,7 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\x16ACK_POLICY_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13ACK_POLICY_EXPLICIT\x10\x01\x12\x12\n" +
 	"\x0eACK_POLICY_ALL\x10\x02\x12\x13\n" +
-	"\x0fACK_POLICY_NONE\x10\x032\xcf\x03\n" +
+	"\x0fACK_POLICY_NONE\x10\x032\x95\x04\n" +
 	"\x0fConsumerService\x12<\n" +
 	"\x05Fetch\x12\x18.jetgate.v1.FetchRequest\x1a\x19.jetgate.v1.FetchResponse\x126\n" +
 	"\x03Ack\x12\x16.jetgate.v1.AckRequest\x1a\x17.jetgate.v1.AckResponse\x126\n" +
@@ -2031,7 +2181,8 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\x04Term\x12\x17.jetgate.v1.TermRequest\x1a\x18.jetgate.v1.TermResponse\x12?\n" +
 	"\x06Extend\x12\x19.jetgate.v1.ExtendRequest\x1a\x1a.jetgate.v1.ExtendResponse\x12N\n" +
 	"\vGetConsumer\x12\x1e.jetgate.v1.GetConsumerRequest\x1a\x1f.jetgate.v1.GetConsumerResponse\x12B\n" +
-	"\aRedrive\x12\x1a.jetgate.v1.RedriveRequest\x1a\x1b.jetgate.v1.RedriveResponseB5Z3github.com/jetgate/jetgate/api/jetgate/v1;jetgatev1b\x06proto3"
+	"\aRedrive\x12\x1a.jetgate.v1.RedriveRequest\x1a\x1b.jetgate.v1.RedriveResponse\x12D\n" +
+	"\aConsume\x12\x1a.jetgate.v1.ConsumeRequest\x1a\x1b.jetgate.v1.ConsumeResponse0\x01B5Z3github.com/jetgate/jetgate/api/jetgate/v1;jetgatev1b\x06proto3"
 
 var (
 	file_jetgate_v1_consumer_proto_rawDescOnce sync.Once
@@ -2046,7 +2197,7 @@ func file_jetgate_v1_consumer_proto_rawDescGZIP() []byte {
 }
 
 var file_jetgate_v1_consumer_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_jetgate_v1_consumer_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_jetgate_v1_consumer_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_jetgate_v1_consumer_proto_goTypes = []any{
 	(EmptyReason)(0),              // 0: jetgate.v1.EmptyReason
 	(DeliverPolicy)(0),            // 1: jetgate.v1.DeliverPolicy
@@ -2068,65 +2219,71 @@ var file_jetgate_v1_consumer_proto_goTypes = []any{
 	(*TokenFailure)(nil),          // 17: jetgate.v1.TokenFailure
 	(*GetConsumerRequest)(nil),    // 18: jetgate.v1.GetConsumerRequest
 	(*GetConsumerResponse)(nil),   // 19: jetgate.v1.GetConsumerResponse
-	(*RedriveRequest)(nil),        // 20: jetgate.v1.RedriveRequest
-	(*RedriveResponse)(nil),       // 21: jetgate.v1.RedriveResponse
-	(*RedriveFailure)(nil),        // 22: jetgate.v1.RedriveFailure
-	(*ConsumerConfig)(nil),        // 23: jetgate.v1.ConsumerConfig
-	(*ConsumerState)(nil),         // 24: jetgate.v1.ConsumerState
-	(*SequencePair)(nil),          // 25: jetgate.v1.SequencePair
-	nil,                           // 26: jetgate.v1.Message.HeadersEntry
-	(*durationpb.Duration)(nil),   // 27: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 28: google.protobuf.Timestamp
+	(*ConsumeRequest)(nil),        // 20: jetgate.v1.ConsumeRequest
+	(*ConsumeResponse)(nil),       // 21: jetgate.v1.ConsumeResponse
+	(*RedriveRequest)(nil),        // 22: jetgate.v1.RedriveRequest
+	(*RedriveResponse)(nil),       // 23: jetgate.v1.RedriveResponse
+	(*RedriveFailure)(nil),        // 24: jetgate.v1.RedriveFailure
+	(*ConsumerConfig)(nil),        // 25: jetgate.v1.ConsumerConfig
+	(*ConsumerState)(nil),         // 26: jetgate.v1.ConsumerState
+	(*SequencePair)(nil),          // 27: jetgate.v1.SequencePair
+	nil,                           // 28: jetgate.v1.Message.HeadersEntry
+	(*durationpb.Duration)(nil),   // 29: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 30: google.protobuf.Timestamp
 }
 var file_jetgate_v1_consumer_proto_depIdxs = []int32{
-	27, // 0: jetgate.v1.FetchRequest.expires:type_name -> google.protobuf.Duration
+	29, // 0: jetgate.v1.FetchRequest.expires:type_name -> google.protobuf.Duration
 	5,  // 1: jetgate.v1.FetchResponse.messages:type_name -> jetgate.v1.Message
 	0,  // 2: jetgate.v1.FetchResponse.empty_reason:type_name -> jetgate.v1.EmptyReason
-	26, // 3: jetgate.v1.Message.headers:type_name -> jetgate.v1.Message.HeadersEntry
-	28, // 4: jetgate.v1.Message.lease_deadline:type_name -> google.protobuf.Timestamp
+	28, // 3: jetgate.v1.Message.headers:type_name -> jetgate.v1.Message.HeadersEntry
+	30, // 4: jetgate.v1.Message.lease_deadline:type_name -> google.protobuf.Timestamp
 	7,  // 5: jetgate.v1.Message.metadata:type_name -> jetgate.v1.MessageMetadata
-	28, // 6: jetgate.v1.MessageMetadata.timestamp:type_name -> google.protobuf.Timestamp
+	30, // 6: jetgate.v1.MessageMetadata.timestamp:type_name -> google.protobuf.Timestamp
 	17, // 7: jetgate.v1.AckResponse.failures:type_name -> jetgate.v1.TokenFailure
-	27, // 8: jetgate.v1.NakRequest.delay:type_name -> google.protobuf.Duration
+	29, // 8: jetgate.v1.NakRequest.delay:type_name -> google.protobuf.Duration
 	17, // 9: jetgate.v1.NakResponse.failures:type_name -> jetgate.v1.TokenFailure
 	17, // 10: jetgate.v1.TermResponse.failures:type_name -> jetgate.v1.TokenFailure
 	16, // 11: jetgate.v1.ExtendResponse.leases:type_name -> jetgate.v1.ExtendedLease
 	17, // 12: jetgate.v1.ExtendResponse.failures:type_name -> jetgate.v1.TokenFailure
-	28, // 13: jetgate.v1.ExtendedLease.lease_deadline:type_name -> google.protobuf.Timestamp
-	23, // 14: jetgate.v1.GetConsumerResponse.config:type_name -> jetgate.v1.ConsumerConfig
-	24, // 15: jetgate.v1.GetConsumerResponse.state:type_name -> jetgate.v1.ConsumerState
-	27, // 16: jetgate.v1.GetConsumerResponse.oldest_unacked_age:type_name -> google.protobuf.Duration
-	22, // 17: jetgate.v1.RedriveResponse.failures:type_name -> jetgate.v1.RedriveFailure
-	1,  // 18: jetgate.v1.ConsumerConfig.deliver_policy:type_name -> jetgate.v1.DeliverPolicy
-	28, // 19: jetgate.v1.ConsumerConfig.opt_start_time:type_name -> google.protobuf.Timestamp
-	2,  // 20: jetgate.v1.ConsumerConfig.ack_policy:type_name -> jetgate.v1.AckPolicy
-	27, // 21: jetgate.v1.ConsumerConfig.ack_wait:type_name -> google.protobuf.Duration
-	27, // 22: jetgate.v1.ConsumerConfig.backoff:type_name -> google.protobuf.Duration
-	27, // 23: jetgate.v1.ConsumerConfig.max_request_expires:type_name -> google.protobuf.Duration
-	25, // 24: jetgate.v1.ConsumerState.delivered:type_name -> jetgate.v1.SequencePair
-	25, // 25: jetgate.v1.ConsumerState.ack_floor:type_name -> jetgate.v1.SequencePair
-	28, // 26: jetgate.v1.ConsumerState.created:type_name -> google.protobuf.Timestamp
-	28, // 27: jetgate.v1.SequencePair.last_active:type_name -> google.protobuf.Timestamp
-	6,  // 28: jetgate.v1.Message.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
-	3,  // 29: jetgate.v1.ConsumerService.Fetch:input_type -> jetgate.v1.FetchRequest
-	8,  // 30: jetgate.v1.ConsumerService.Ack:input_type -> jetgate.v1.AckRequest
-	10, // 31: jetgate.v1.ConsumerService.Nak:input_type -> jetgate.v1.NakRequest
-	12, // 32: jetgate.v1.ConsumerService.Term:input_type -> jetgate.v1.TermRequest
-	14, // 33: jetgate.v1.ConsumerService.Extend:input_type -> jetgate.v1.ExtendRequest
-	18, // 34: jetgate.v1.ConsumerService.GetConsumer:input_type -> jetgate.v1.GetConsumerRequest
-	20, // 35: jetgate.v1.ConsumerService.Redrive:input_type -> jetgate.v1.RedriveRequest
-	4,  // 36: jetgate.v1.ConsumerService.Fetch:output_type -> jetgate.v1.FetchResponse
-	9,  // 37: jetgate.v1.ConsumerService.Ack:output_type -> jetgate.v1.AckResponse
-	11, // 38: jetgate.v1.ConsumerService.Nak:output_type -> jetgate.v1.NakResponse
-	13, // 39: jetgate.v1.ConsumerService.Term:output_type -> jetgate.v1.TermResponse
-	15, // 40: jetgate.v1.ConsumerService.Extend:output_type -> jetgate.v1.ExtendResponse
-	19, // 41: jetgate.v1.ConsumerService.GetConsumer:output_type -> jetgate.v1.GetConsumerResponse
-	21, // 42: jetgate.v1.ConsumerService.Redrive:output_type -> jetgate.v1.RedriveResponse
-	36, // [36:43] is the sub-list for method output_type
-	29, // [29:36] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	30, // 13: jetgate.v1.ExtendedLease.lease_deadline:type_name -> google.protobuf.Timestamp
+	25, // 14: jetgate.v1.GetConsumerResponse.config:type_name -> jetgate.v1.ConsumerConfig
+	26, // 15: jetgate.v1.GetConsumerResponse.state:type_name -> jetgate.v1.ConsumerState
+	29, // 16: jetgate.v1.GetConsumerResponse.oldest_unacked_age:type_name -> google.protobuf.Duration
+	29, // 17: jetgate.v1.ConsumeRequest.heartbeat:type_name -> google.protobuf.Duration
+	5,  // 18: jetgate.v1.ConsumeResponse.messages:type_name -> jetgate.v1.Message
+	24, // 19: jetgate.v1.RedriveResponse.failures:type_name -> jetgate.v1.RedriveFailure
+	1,  // 20: jetgate.v1.ConsumerConfig.deliver_policy:type_name -> jetgate.v1.DeliverPolicy
+	30, // 21: jetgate.v1.ConsumerConfig.opt_start_time:type_name -> google.protobuf.Timestamp
+	2,  // 22: jetgate.v1.ConsumerConfig.ack_policy:type_name -> jetgate.v1.AckPolicy
+	29, // 23: jetgate.v1.ConsumerConfig.ack_wait:type_name -> google.protobuf.Duration
+	29, // 24: jetgate.v1.ConsumerConfig.backoff:type_name -> google.protobuf.Duration
+	29, // 25: jetgate.v1.ConsumerConfig.max_request_expires:type_name -> google.protobuf.Duration
+	27, // 26: jetgate.v1.ConsumerState.delivered:type_name -> jetgate.v1.SequencePair
+	27, // 27: jetgate.v1.ConsumerState.ack_floor:type_name -> jetgate.v1.SequencePair
+	30, // 28: jetgate.v1.ConsumerState.created:type_name -> google.protobuf.Timestamp
+	30, // 29: jetgate.v1.SequencePair.last_active:type_name -> google.protobuf.Timestamp
+	6,  // 30: jetgate.v1.Message.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
+	3,  // 31: jetgate.v1.ConsumerService.Fetch:input_type -> jetgate.v1.FetchRequest
+	8,  // 32: jetgate.v1.ConsumerService.Ack:input_type -> jetgate.v1.AckRequest
+	10, // 33: jetgate.v1.ConsumerService.Nak:input_type -> jetgate.v1.NakRequest
+	12, // 34: jetgate.v1.ConsumerService.Term:input_type -> jetgate.v1.TermRequest
+	14, // 35: jetgate.v1.ConsumerService.Extend:input_type -> jetgate.v1.ExtendRequest
+	18, // 36: jetgate.v1.ConsumerService.GetConsumer:input_type -> jetgate.v1.GetConsumerRequest
+	22, // 37: jetgate.v1.ConsumerService.Redrive:input_type -> jetgate.v1.RedriveRequest
+	20, // 38: jetgate.v1.ConsumerService.Consume:input_type -> jetgate.v1.ConsumeRequest
+	4,  // 39: jetgate.v1.ConsumerService.Fetch:output_type -> jetgate.v1.FetchResponse
+	9,  // 40: jetgate.v1.ConsumerService.Ack:output_type -> jetgate.v1.AckResponse
+	11, // 41: jetgate.v1.ConsumerService.Nak:output_type -> jetgate.v1.NakResponse
+	13, // 42: jetgate.v1.ConsumerService.Term:output_type -> jetgate.v1.TermResponse
+	15, // 43: jetgate.v1.ConsumerService.Extend:output_type -> jetgate.v1.ExtendResponse
+	19, // 44: jetgate.v1.ConsumerService.GetConsumer:output_type -> jetgate.v1.GetConsumerResponse
+	23, // 45: jetgate.v1.ConsumerService.Redrive:output_type -> jetgate.v1.RedriveResponse
+	21, // 46: jetgate.v1.ConsumerService.Consume:output_type -> jetgate.v1.ConsumeResponse
+	39, // [39:47] is the sub-list for method output_type
+	31, // [31:39] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_jetgate_v1_consumer_proto_init() }
@@ -2135,13 +2292,14 @@ func file_jetgate_v1_consumer_proto_init() {
 		return
 	}
 	file_jetgate_v1_consumer_proto_msgTypes[0].OneofWrappers = []any{}
+	file_jetgate_v1_consumer_proto_msgTypes[17].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jetgate_v1_consumer_proto_rawDesc), len(file_jetgate_v1_consumer_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   24,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -26,6 +26,7 @@ const (
 	ConsumerService_Extend_FullMethodName      = "/jetgate.v1.ConsumerService/Extend"
 	ConsumerService_GetConsumer_FullMethodName = "/jetgate.v1.ConsumerService/GetConsumer"
 	ConsumerService_Redrive_FullMethodName     = "/jetgate.v1.ConsumerService/Redrive"
+	ConsumerService_Consume_FullMethodName     = "/jetgate.v1.ConsumerService/Consume"
 )
 
 // ConsumerServiceClient is the client API for ConsumerService service.
@@ -59,6 +60,12 @@ type ConsumerServiceClient interface {
 	// republish is confirmed. The RPC succeeds for a well formed request and
 	// lists each dead letter that could not be redriven.
 	Redrive(ctx context.Context, in *RedriveRequest, opts ...grpc.CallOption) (*RedriveResponse, error)
+	// Consume streams leased messages as they come, never holding more than
+	// max_messages unsettled leases at once. Settle them with Ack, Nak, Term
+	// or Extend (on any replica); each settle gives credit back. An empty
+	// response is a heartbeat, sent every heartbeat while idle. When the
+	// stream ends, its unsettled leases are nak'ed back at once.
+	Consume(ctx context.Context, in *ConsumeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ConsumeResponse], error)
 }
 
 type consumerServiceClient struct {
@@ -139,6 +146,25 @@ func (c *consumerServiceClient) Redrive(ctx context.Context, in *RedriveRequest,
 	return out, nil
 }
 
+func (c *consumerServiceClient) Consume(ctx context.Context, in *ConsumeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ConsumeResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ConsumerService_ServiceDesc.Streams[0], ConsumerService_Consume_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ConsumeRequest, ConsumeResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ConsumerService_ConsumeClient = grpc.ServerStreamingClient[ConsumeResponse]
+
 // ConsumerServiceServer is the server API for ConsumerService service.
 // All implementations must embed UnimplementedConsumerServiceServer
 // for forward compatibility.
@@ -170,6 +196,12 @@ type ConsumerServiceServer interface {
 	// republish is confirmed. The RPC succeeds for a well formed request and
 	// lists each dead letter that could not be redriven.
 	Redrive(context.Context, *RedriveRequest) (*RedriveResponse, error)
+	// Consume streams leased messages as they come, never holding more than
+	// max_messages unsettled leases at once. Settle them with Ack, Nak, Term
+	// or Extend (on any replica); each settle gives credit back. An empty
+	// response is a heartbeat, sent every heartbeat while idle. When the
+	// stream ends, its unsettled leases are nak'ed back at once.
+	Consume(*ConsumeRequest, grpc.ServerStreamingServer[ConsumeResponse]) error
 	mustEmbedUnimplementedConsumerServiceServer()
 }
 
@@ -200,6 +232,9 @@ func (UnimplementedConsumerServiceServer) GetConsumer(context.Context, *GetConsu
 }
 func (UnimplementedConsumerServiceServer) Redrive(context.Context, *RedriveRequest) (*RedriveResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Redrive not implemented")
+}
+func (UnimplementedConsumerServiceServer) Consume(*ConsumeRequest, grpc.ServerStreamingServer[ConsumeResponse]) error {
+	return status.Error(codes.Unimplemented, "method Consume not implemented")
 }
 func (UnimplementedConsumerServiceServer) mustEmbedUnimplementedConsumerServiceServer() {}
 func (UnimplementedConsumerServiceServer) testEmbeddedByValue()                         {}
@@ -348,6 +383,17 @@ func _ConsumerService_Redrive_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConsumerService_Consume_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ConsumeRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ConsumerServiceServer).Consume(m, &grpc.GenericServerStream[ConsumeRequest, ConsumeResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ConsumerService_ConsumeServer = grpc.ServerStreamingServer[ConsumeResponse]
+
 // ConsumerService_ServiceDesc is the grpc.ServiceDesc for ConsumerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -384,6 +430,12 @@ var ConsumerService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _ConsumerService_Redrive_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Consume",
+			Handler:       _ConsumerService_Consume_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "jetgate/v1/consumer.proto",
 }

@@ -1,0 +1,270 @@
+package consumer
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/jetgate/jetgate/internal/lease"
+	"github.com/jetgate/jetgate/internal/settle"
+	"github.com/jetgate/jetgate/internal/token"
+)
+
+// Defaults of a Consume.
+const (
+	DefaultConsumeMessages  = 200
+	DefaultConsumeHeartbeat = 15 * time.Second
+	// DefaultMaxLease is how long auto_extend keeps one lease alive.
+	DefaultMaxLease = time.Hour
+	// consumeMaxWait bounds one pull of a Consume.
+	consumeMaxWait = time.Second
+)
+
+// ConsumeRequest is a validated Consume.
+type ConsumeRequest struct {
+	MaxMessages int
+	MaxBytes    int64 // 0: no limit but the Fetch bound
+	Heartbeat   time.Duration
+	AutoExtend  bool
+	Principal   string
+}
+
+// stream is one Consume's hold on the consumer: the leases it handed out
+// and that are not settled yet, which bound what it may pull next.
+type stream struct {
+	mu     sync.Mutex
+	held   map[uint64]*heldLease // by stream sequence
+	bytes  int64
+	credit chan struct{} // a lease left: room to pull again
+}
+
+type heldLease struct {
+	d       *Delivery // as handed out; its Deadline follows Extends
+	claims  token.Claims
+	size    int64
+	started time.Time // handed out; auto_extend stops at started + max lease
+}
+
+func (s *stream) add(d *Delivery, cl token.Claims, now time.Time) {
+	size := d.size()
+	s.mu.Lock()
+	s.held[cl.StreamSeq] = &heldLease{d: d, claims: cl, size: size, started: now}
+	s.bytes += size
+	s.mu.Unlock()
+}
+
+// drop forgets the lease of delivery (seq, delivered) and signals credit.
+func (s *stream) drop(seq, delivered uint64) {
+	s.mu.Lock()
+	if h, ok := s.held[seq]; ok && h.claims.Delivered == delivered {
+		delete(s.held, seq)
+		s.bytes -= h.size
+	}
+	s.mu.Unlock()
+	select {
+	case s.credit <- struct{}{}:
+	default:
+	}
+}
+
+func (s *stream) load() (n int, bytes int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.held), s.bytes
+}
+
+// streams finds the Consume stream holding a lease, so that a settle (made
+// through any replica, and so here, at the issuer) gives its credit back.
+// Its lock is never held with a stream's.
+type streams struct {
+	mu     sync.Mutex
+	owners map[uint64]*stream // by stream sequence
+}
+
+func (ss *streams) own(s *stream, seq uint64) {
+	ss.mu.Lock()
+	if ss.owners == nil {
+		ss.owners = make(map[uint64]*stream)
+	}
+	ss.owners[seq] = s
+	ss.mu.Unlock()
+}
+
+func (ss *streams) settled(seq, delivered uint64) {
+	ss.mu.Lock()
+	s := ss.owners[seq]
+	if s != nil {
+		delete(ss.owners, seq)
+	}
+	ss.mu.Unlock()
+	if s != nil {
+		s.drop(seq, delivered)
+	}
+}
+
+func (ss *streams) forget(s *stream, seqs []uint64) {
+	ss.mu.Lock()
+	for _, seq := range seqs {
+		if ss.owners[seq] == s {
+			delete(ss.owners, seq)
+		}
+	}
+	ss.mu.Unlock()
+}
+
+// Consume leases messages to send as they come, never holding more than
+// req.MaxMessages (and req.MaxBytes) unsettled leases at once: it pulls
+// for the room it has, and again once half of it is free, as async-nats
+// does. An idle stream sends an empty batch every req.Heartbeat. With
+// req.AutoExtend its leases are extended (+WPI) before their deadlines, up
+// to the maximum lease time. When ctx ends or send fails, every lease it
+// still holds is nak'ed back at once (they all came from pulls that have
+// ended: Fetch returns only then), so that they are redelivered in
+// milliseconds rather than after ack_wait.
+func (c *Consumer) Consume(ctx context.Context, req ConsumeRequest, send func([]*Delivery) error) error {
+	s := &stream{held: make(map[uint64]*heldLease), credit: make(chan struct{}, 1)}
+	defer c.endStream(s)
+	lastSend := time.Now()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		now := time.Now()
+		if c.expireHeld(s, now) {
+			continue
+		}
+		if req.AutoExtend {
+			c.extendHeld(ctx, s, req.Principal, now)
+		}
+		untilBeat := lastSend.Add(req.Heartbeat).Sub(now)
+		if untilBeat <= 0 {
+			if err := send(nil); err != nil {
+				return err
+			}
+			lastSend = time.Now()
+			continue
+		}
+		// A pull lasts at most consumeMaxWait: when the stream ends, its
+		// leases wait for its last pull to end before they are nak'ed.
+		wait := min(untilBeat, c.untilNextDue(s, req.AutoExtend, now), consumeMaxWait)
+		n, bytes := s.load()
+		room := req.MaxMessages - n
+		roomBytes := c.maxFetchBytes
+		if req.MaxBytes > 0 {
+			roomBytes = min(roomBytes, req.MaxBytes-bytes)
+		}
+		if (n == 0 || room*2 >= req.MaxMessages) && roomBytes > 0 {
+			res, err := c.Fetch(ctx, FetchRequest{Batch: room, Expires: wait, MaxBytes: roomBytes, Principal: req.Principal})
+			if err != nil {
+				return err
+			}
+			if len(res.Messages) == 0 {
+				continue
+			}
+			now := time.Now()
+			for _, d := range res.Messages {
+				cl := c.claimsOf(d)
+				s.add(d, cl, now)
+				c.streams.own(s, cl.StreamSeq)
+			}
+			if err := send(res.Messages); err != nil {
+				return err
+			}
+			lastSend = time.Now()
+			continue
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-s.credit:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// untilNextDue is how long until a held lease needs attention: its
+// extension (auto_extend) or its deadline (when its credit returns).
+func (c *Consumer) untilNextDue(s *stream, autoExtend bool, now time.Time) time.Duration {
+	next := time.Hour
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, h := range s.held {
+		at := h.claims.Deadline
+		if autoExtend {
+			at = at.Add(-c.extendLead(h.claims.Delivered))
+		}
+		next = min(next, at.Sub(now))
+	}
+	return max(next, 10*time.Millisecond)
+}
+
+// extendLead is how long before a lease's deadline auto_extend renews it:
+// a third of its wait, so that a slow +WPI still lands in time.
+func (c *Consumer) extendLead(delivered uint64) time.Duration {
+	return c.policy.AckWaitFor(delivered) / 3
+}
+
+// expireHeld gives back the credit of leases past their deadline: the server
+// redelivers those messages. It reports whether any left.
+func (c *Consumer) expireHeld(s *stream, now time.Time) bool {
+	var gone []uint64
+	s.mu.Lock()
+	for seq, h := range s.held {
+		if !now.Before(h.claims.Deadline) {
+			gone = append(gone, seq)
+			delete(s.held, seq)
+			s.bytes -= h.size
+		}
+	}
+	s.mu.Unlock()
+	c.streams.forget(s, gone)
+	return len(gone) > 0
+}
+
+// extendHeld renews the leases whose deadline is near, unless they have
+// been held for the maximum lease time.
+func (c *Consumer) extendHeld(ctx context.Context, s *stream, principal string, now time.Time) {
+	var due []token.Claims
+	s.mu.Lock()
+	for _, h := range s.held {
+		if h.claims.Deadline.Sub(now) <= c.extendLead(h.claims.Delivered) && now.Sub(h.started) < c.maxLease {
+			due = append(due, h.claims)
+		}
+	}
+	s.mu.Unlock()
+	if len(due) == 0 {
+		return
+	}
+	for i, o := range c.settle(ctx, lease.OpExtend, due, settle.Args{Principal: principal}, issued) {
+		if o.Err != nil {
+			continue // settled meanwhile, or NATS is away: the deadline stands
+		}
+		s.mu.Lock()
+		if h, ok := s.held[due[i].StreamSeq]; ok && h.claims.Delivered == due[i].Delivered {
+			h.claims.Deadline = o.Deadline
+			h.d.Deadline = o.Deadline
+		}
+		s.mu.Unlock()
+	}
+}
+
+// endStream gives back every lease the stream still holds: to the next
+// Fetch, or nak'ed as soon as no abandoned pull is open (the stream's last
+// pull may still be, and would take a nak'ed message straight back).
+func (c *Consumer) endStream(s *stream) {
+	s.mu.Lock()
+	var seqs []uint64
+	var ds []*Delivery
+	for seq, h := range s.held {
+		seqs = append(seqs, seq)
+		ds = append(ds, h.d)
+	}
+	s.held = map[uint64]*heldLease{}
+	s.mu.Unlock()
+	c.streams.forget(s, seqs)
+	if len(ds) > 0 {
+		c.returned.Add(float64(len(ds)))
+		c.orphans.keepAfterOpen(ds, time.Now())
+	}
+}

@@ -1,0 +1,68 @@
+package server
+
+import (
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc"
+
+	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/internal/auth"
+	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/errs"
+)
+
+// Bounds of a Consume's heartbeat.
+const (
+	minHeartbeat = 100 * time.Millisecond
+	maxHeartbeat = 5 * time.Minute
+)
+
+func (s *consumerService) Consume(req *jetgatev1.ConsumeRequest, out grpc.ServerStreamingServer[jetgatev1.ConsumeResponse]) error {
+	cr, err := validateConsume(req, s.lim)
+	if err != nil {
+		return s.status(err)
+	}
+	ctx := out.Context()
+	cr.Principal = auth.Principal(ctx)
+	err = s.g.Consume(ctx, req.GetStream(), req.GetConsumer(), cr, func(ds []*consumer.Delivery) error {
+		resp := &jetgatev1.ConsumeResponse{Messages: make([]*jetgatev1.Message, len(ds))}
+		for i, d := range ds {
+			resp.Messages[i] = messageOf(d)
+		}
+		return out.Send(resp)
+	})
+	if err != nil {
+		return s.status(err)
+	}
+	return nil
+}
+
+// validateConsume checks a Consume and applies its defaults.
+func validateConsume(req *jetgatev1.ConsumeRequest, lim Limits) (consumer.ConsumeRequest, error) {
+	if err := validateNames(req.GetStream(), req.GetConsumer()); err != nil {
+		return consumer.ConsumeRequest{}, err
+	}
+	cr := consumer.ConsumeRequest{MaxMessages: int(req.GetMaxMessages()), Heartbeat: consumer.DefaultConsumeHeartbeat, AutoExtend: req.GetAutoExtend()}
+	switch {
+	case cr.MaxMessages < 0:
+		return cr, fmt.Errorf("%w: max_messages must not be negative", errs.ErrInvalidArgument)
+	case cr.MaxMessages == 0:
+		cr.MaxMessages = consumer.DefaultConsumeMessages
+	case cr.MaxMessages > lim.MaxBatch:
+		return cr, fmt.Errorf("%w: max_messages %d is above the maximum of %d", errs.ErrInvalidArgument, cr.MaxMessages, lim.MaxBatch)
+	}
+	if req.MaxBytes != nil {
+		if req.GetMaxBytes() <= 0 {
+			return cr, fmt.Errorf("%w: max_bytes must be positive when set", errs.ErrInvalidArgument)
+		}
+		cr.MaxBytes = req.GetMaxBytes()
+	}
+	if hb := req.GetHeartbeat(); hb != nil {
+		if err := hb.CheckValid(); err != nil || hb.AsDuration() < minHeartbeat || hb.AsDuration() > maxHeartbeat {
+			return cr, fmt.Errorf("%w: heartbeat must be a duration from %v to %v", errs.ErrInvalidArgument, minHeartbeat, maxHeartbeat)
+		}
+		cr.Heartbeat = hb.AsDuration()
+	}
+	return cr, nil
+}
