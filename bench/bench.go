@@ -93,14 +93,17 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 		if err := publish(ctx, strm, o); err != nil {
 			return results, err
 		}
-		var c client
+		var c func() client
 		switch mode {
 		case "grpc":
-			c = grpcClient{cons, o}
+			c = func() client { return grpcClient{cons, o} }
 		case "rest":
-			c = &restClient{base: "http://" + o.HTTPAddr, o: o, hc: &http.Client{Timeout: 30 * time.Second}}
+			rc := &restClient{base: "http://" + o.HTTPAddr, o: o, hc: &http.Client{Timeout: 30 * time.Second}}
+			c = func() client { return rc }
+		case "consume":
+			c = func() client { return &streamClient{c: cons, o: o} }
 		default:
-			return results, fmt.Errorf("unknown mode %q: use grpc or rest", mode)
+			return results, fmt.Errorf("unknown mode %q: use grpc, rest or consume", mode)
 		}
 		r, err := consume(ctx, mode, c, o)
 		if err != nil {
@@ -178,7 +181,7 @@ type client interface {
 	ack(ctx context.Context, tokens []string) error
 }
 
-func consume(ctx context.Context, mode string, c client, o Options) (Result, error) {
+func consume(ctx context.Context, mode string, newClient func() client, o Options) (Result, error) {
 	var left atomic.Int64
 	left.Store(int64(o.Messages))
 	var mu sync.Mutex
@@ -191,6 +194,10 @@ func consume(ctx context.Context, mode string, c client, o Options) (Result, err
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			c := newClient()
+			if cl, ok := c.(io.Closer); ok {
+				defer cl.Close()
+			}
 			var f, a []time.Duration
 			defer func() {
 				mu.Lock()
@@ -243,6 +250,49 @@ func summarise(ds []time.Duration) Latency {
 	slices.Sort(ds)
 	at := func(q float64) time.Duration { return ds[int(q*float64(len(ds)-1))].Round(time.Microsecond) }
 	return Latency{P50: at(0.50), P99: at(0.99), Max: ds[len(ds)-1].Round(time.Microsecond)}
+}
+
+// streamClient takes its batches from a Consume stream of its own (credit
+// of twice the batch) and acks them with the unary Ack.
+type streamClient struct {
+	c      jetgatev1.ConsumerServiceClient
+	o      Options
+	st     grpc.ServerStreamingClient[jetgatev1.ConsumeResponse]
+	cancel context.CancelFunc
+}
+
+func (s *streamClient) fetch(ctx context.Context) ([]string, error) {
+	if s.st == nil {
+		sctx, cancel := context.WithCancel(ctx)
+		st, err := s.c.Consume(sctx, &jetgatev1.ConsumeRequest{Stream: s.o.Stream, Consumer: s.o.Consumer,
+			MaxMessages: int32(2 * s.o.Batch), Heartbeat: durationpb.New(time.Second)})
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		s.st, s.cancel = st, cancel
+	}
+	resp, err := s.st.Recv()
+	if err != nil {
+		return nil, err
+	}
+	toks := make([]string, len(resp.GetMessages()))
+	for i, m := range resp.GetMessages() {
+		toks[i] = m.GetToken()
+	}
+	return toks, nil
+}
+
+func (s *streamClient) ack(ctx context.Context, tokens []string) error {
+	return grpcClient{s.c, s.o}.ack(ctx, tokens)
+}
+
+// Close ends the stream.
+func (s *streamClient) Close() error {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	return nil
 }
 
 type grpcClient struct {

@@ -27,7 +27,7 @@ func main() {
 	flag.IntVar(&o.Batch, "batch", 100, "Fetch batch and Ack size")
 	flag.IntVar(&o.Workers, "workers", 4, "concurrent Fetch+Ack loops")
 	flag.IntVar(&o.Size, "size", 128, "payload bytes")
-	flag.StringVar(&modes, "modes", "grpc,rest", "comma-separated: grpc, rest")
+	flag.StringVar(&modes, "modes", "grpc,rest,consume", "comma-separated: grpc, rest, consume (a Consume stream per worker, acked by batch)")
 	flag.DurationVar(&o.Soak, "soak", 0, "run a soak of this length instead (publish at --rate, sample /metrics every --every)")
 	flag.IntVar(&o.Rate, "rate", 1000, "soak: messages published per second")
 	flag.DurationVar(&o.Every, "every", 5*time.Second, "soak: sampling interval")
