@@ -155,8 +155,9 @@ func Run(ctx context.Context, o Options) error {
 			return cfg.Errorf("listen.tls", "%v", err)
 		}
 	}
+	chain := server.Chain(observe(log, reg), guard.Unary())
 	serverOpts := []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(observe(log, reg), guard.Unary()),
+		grpc.ChainUnaryInterceptor(chain),
 		grpc.ChainStreamInterceptor(guard.Stream()),
 		grpc.WaitForHandlers(true),
 		// A gRPC caller is bounded as a REST one is: no request larger than
@@ -187,7 +188,10 @@ func Run(ctx context.Context, o Options) error {
 	if config.On(cfg.Listen.Metrics) {
 		metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	}
+	localConsumer, localStream := server.InProcess(gw, log, chain)
 	rest, err := gateway.New(ctx, gateway.Options{
+		Consumer: localConsumer,
+		Stream:   localStream,
 		GRPCAddr: "passthrough:///jetgate-in-process",
 		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 			return inner.DialContext(ctx)

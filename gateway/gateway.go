@@ -81,6 +81,12 @@ type Options struct {
 	// CORSOrigins are the origins whose pages may call the API from a
 	// browser; none by default.
 	CORSOrigins []string
+	// Consumer and Stream, if set, serve the unary RPCs in process, through
+	// the same interceptor chain as gRPC (server.InProcess), without the
+	// encoding and transport of a gRPC hop. Consume, a stream, still takes
+	// the gRPC connection.
+	Consumer jetgatev1.ConsumerServiceServer
+	Stream   jetgatev1.StreamServiceServer
 }
 
 // REST is the REST handler and its connection to the gRPC server.
@@ -104,7 +110,7 @@ func New(ctx context.Context, o Options) (*REST, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dial gRPC server %s: %w", o.GRPCAddr, err)
 	}
-	mux := runtime.NewServeMux(
+	muxOpts := []runtime.ServeMuxOption{
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.JSONPb{
 			MarshalOptions:   protojson.MarshalOptions{EmitUnpopulated: true},
 			UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
@@ -119,7 +125,8 @@ func New(ctx context.Context, o Options) (*REST, error) {
 			p := auth.Principal(ctx)
 			return metadata.Pairs(auth.AssertedPrincipal, p, auth.AssertionProof, o.Assert.Sign(p))
 		}),
-	)
+	}
+	mux := runtime.NewServeMux(muxOpts...)
 	if err := jetgatev1.RegisterConsumerServiceHandler(ctx, mux, conn); err != nil {
 		_ = conn.Close()
 		return nil, err
@@ -127,6 +134,27 @@ func New(ctx context.Context, o Options) (*REST, error) {
 	if err := jetgatev1.RegisterStreamServiceHandler(ctx, mux, conn); err != nil {
 		_ = conn.Close()
 		return nil, err
+	}
+	calls := http.Handler(mux)
+	if o.Consumer != nil && o.Stream != nil {
+		// Unary calls go to the services in process; Consume, a stream,
+		// keeps the gRPC connection.
+		local := runtime.NewServeMux(muxOpts...)
+		if err := jetgatev1.RegisterConsumerServiceHandlerServer(ctx, local, o.Consumer); err != nil {
+			_ = conn.Close()
+			return nil, err
+		}
+		if err := jetgatev1.RegisterStreamServiceHandlerServer(ctx, local, o.Stream); err != nil {
+			_ = conn.Close()
+			return nil, err
+		}
+		calls = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(r.URL.Path, ":consume") {
+				mux.ServeHTTP(w, r)
+				return
+			}
+			local.ServeHTTP(w, r)
+		})
 	}
 	root := http.NewServeMux()
 	root.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -149,7 +177,7 @@ func New(ctx context.Context, o Options) (*REST, error) {
 	if o.Metrics != nil {
 		root.Handle("GET /metrics", authn(o.Metrics))
 	}
-	root.Handle("/", cors(o.CORSOrigins, authn(requireJSON(limitBody(streaming(mux), o.MaxBodyBytes)))))
+	root.Handle("/", cors(o.CORSOrigins, authn(requireJSON(limitBody(streaming(calls), o.MaxBodyBytes)))))
 	return &REST{Handler: root, conn: conn}, nil
 }
 

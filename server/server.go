@@ -39,10 +39,15 @@ type Limits struct {
 // Register adds jetgate's services, backed by the replica r, to s. Errors
 // the callers do not see in full are logged to log.
 func Register(s *grpc.Server, r *core.Replica, log *slog.Logger) {
+	c, st := services(r, log)
+	jetgatev1.RegisterConsumerServiceServer(s, c)
+	jetgatev1.RegisterStreamServiceServer(s, st)
+}
+
+func services(r *core.Replica, log *slog.Logger) (*consumerService, *streamService) {
 	lim := Limits{MaxBatch: r.MaxBatch(), MaxExpires: r.MaxExpires()}
 	e := edge{log: log}
-	jetgatev1.RegisterConsumerServiceServer(s, &consumerService{edge: e, g: r, lim: lim})
-	jetgatev1.RegisterStreamServiceServer(s, &streamService{edge: e, g: r})
+	return &consumerService{edge: e, g: r, lim: lim}, &streamService{edge: e, g: r}
 }
 
 type consumerService struct {
