@@ -30,8 +30,6 @@ const (
 	// it nak'ed or settled otherwise is refused rather than sent, because
 	// it would land on the next delivery of the message.
 	adopted
-	// orphaned: a message no caller holds a token of; nothing to record.
-	orphaned
 )
 
 // Settle settles leases this replica issued. Every settle to send is
@@ -132,7 +130,7 @@ func (c *Consumer) settleBatch(ctx context.Context, op lease.Op, cs []token.Clai
 // drops is finished in the table with its outcome in out.
 func (c *Consumer) consultLedger(ctx context.Context, op lease.Op, cs []token.Claims, w whose, out []settle.Outcome,
 	subjects []string, idx []int) ([]string, []int) {
-	if c.ledger == nil || w == orphaned || (w == issued && op != lease.OpNak) {
+	if c.ledger == nil || (w == issued && op != lease.OpNak) {
 		return subjects, idx
 	}
 	es := make([]settle.Entry, len(idx))
@@ -181,7 +179,7 @@ func (c *Consumer) consultLedger(ctx context.Context, op lease.Op, cs []token.Cl
 // redelivery may be out, or the deadline past), which must not be sent
 // again but is no failure either.
 func (c *Consumer) retriedNaks(ctx context.Context, op lease.Op, cs []token.Claims, w whose, out []settle.Outcome) {
-	if op != lease.OpNak || c.ledger == nil || w == orphaned {
+	if op != lease.OpNak || c.ledger == nil {
 		return
 	}
 	var es []settle.Entry
@@ -214,7 +212,10 @@ func (c *Consumer) nak(ctx context.Context, ds []*Delivery) {
 	for i, d := range ds {
 		cs[i] = c.claimsOf(d)
 	}
-	for i, out := range c.settle(ctx, lease.OpNak, cs, settle.Args{}, orphaned) {
+	// Recorded in the ledger like any Nak of an issued lease: the pool also
+	// gives back the leases of ended Consume streams, whose caller holds
+	// tokens.
+	for i, out := range c.settle(ctx, lease.OpNak, cs, settle.Args{}, issued) {
 		if out.Err != nil {
 			c.log.Warn("could not nak a message left by a canceled fetch; it returns after ack_wait",
 				"stream_seq", cs[i].StreamSeq, "err", out.Err)
