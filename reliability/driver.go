@@ -68,6 +68,9 @@ type Driver struct {
 	// Hold, if set, is how long a caller works on each batch it fetched
 	// before it answers.
 	Hold func(r *rand.Rand) time.Duration
+	// Streaming, if set, makes Consume's workers callers of
+	// ConsumerService.Consume in place of Fetch loops (consume.go).
+	Streaming *StreamMode
 
 	mu         sync.Mutex
 	errors     map[codes.Code]int
@@ -77,6 +80,8 @@ type Driver struct {
 
 	outcomes      map[string]int // per token: "<kind> <op> <result>"
 	staleAccepted []string
+
+	streams streamLog // the Consume streams of Streaming
 }
 
 // Watcher observes a Driver's traffic.
@@ -256,9 +261,9 @@ func (d *Driver) Publish(ctx context.Context, prefix string, n int) error {
 	return nil
 }
 
-// Consume runs workers Fetch+settle loops until publishing is over
-// (published is closed) and every confirmed publish is acked or terminated,
-// or ctx ends.
+// Consume runs workers Fetch+settle loops (or Consume streams, see
+// Streaming) until publishing is over (published is closed) and every
+// confirmed publish is acked or terminated, or ctx ends.
 func (d *Driver) Consume(ctx context.Context, workers int, published <-chan struct{}) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -268,7 +273,12 @@ func (d *Driver) Consume(ctx context.Context, workers int, published <-chan stru
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d.worker(ctx, rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano()))), &resends)
+			r := rand.New(rand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
+			if d.Streaming != nil {
+				d.streamWorker(ctx, r, &resends)
+			} else {
+				d.worker(ctx, r, &resends)
+			}
 		}()
 	}
 	var quietUntil time.Time
@@ -301,19 +311,7 @@ func (d *Driver) Consume(ctx context.Context, workers int, published <-chan stru
 func (d *Driver) worker(ctx context.Context, r *rand.Rand, resends *sync.WaitGroup) {
 	for ctx.Err() == nil {
 		msgs := d.fetch(ctx, r)
-		groups := make(map[Action][]*jetgatev1.Message)
-		for _, m := range msgs {
-			now := time.Now()
-			d.Checker.Delivered(string(m.GetData()), now)
-			if d.Watch != nil {
-				d.Watch.Delivered(m, now)
-			}
-			a := Ack
-			if d.Answer != nil {
-				a = d.Answer(r, m.GetMetadata().GetNumDelivered())
-			}
-			groups[a] = append(groups[a], m)
-		}
+		groups := d.deliver(r, msgs)
 		if d.Hold != nil && len(msgs) > 0 {
 			backoff(ctx, d.Hold(r))
 		}
@@ -323,6 +321,37 @@ func (d *Driver) worker(ctx context.Context, r *rand.Rand, resends *sync.WaitGro
 			}
 		}
 	}
+}
+
+// deliver records msgs as handed to a caller and groups them by the
+// caller's answer.
+func (d *Driver) deliver(r *rand.Rand, msgs []*jetgatev1.Message) map[Action][]*jetgatev1.Message {
+	d.record(msgs)
+	return d.decide(r, msgs)
+}
+
+// record notes msgs as handed to a caller, in the Checker and the Watch.
+func (d *Driver) record(msgs []*jetgatev1.Message) {
+	for _, m := range msgs {
+		now := time.Now()
+		d.Checker.Delivered(string(m.GetData()), now)
+		if d.Watch != nil {
+			d.Watch.Delivered(m, now)
+		}
+	}
+}
+
+// decide groups msgs by the caller's answer.
+func (d *Driver) decide(r *rand.Rand, msgs []*jetgatev1.Message) map[Action][]*jetgatev1.Message {
+	groups := make(map[Action][]*jetgatev1.Message)
+	for _, m := range msgs {
+		a := Ack
+		if d.Answer != nil {
+			a = d.Answer(r, m.GetMetadata().GetNumDelivered())
+		}
+		groups[a] = append(groups[a], m)
+	}
+	return groups
 }
 
 func (d *Driver) fetch(ctx context.Context, r *rand.Rand) []*jetgatev1.Message {

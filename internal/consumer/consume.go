@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jetgate/jetgate/internal/lease"
+	"github.com/jetgate/jetgate/internal/pull"
 	"github.com/jetgate/jetgate/internal/settle"
 	"github.com/jetgate/jetgate/internal/token"
 )
@@ -123,7 +124,9 @@ func (ss *streams) forget(s *stream, seqs []uint64) {
 // milliseconds rather than after ack_wait.
 func (c *Consumer) Consume(ctx context.Context, req ConsumeRequest, send func([]*Delivery) error) error {
 	s := &stream{held: make(map[uint64]*heldLease), credit: make(chan struct{}, 1)}
-	defer c.endStream(s)
+	var last *pull.Pull // the pull the stream's last Fetch abandoned
+	sendFailed := false // the caller is gone
+	defer func() { c.endStream(s, sendFailed || ctx.Err() != nil, last) }()
 	lastSend := time.Now()
 	for {
 		if err := ctx.Err(); err != nil {
@@ -139,6 +142,7 @@ func (c *Consumer) Consume(ctx context.Context, req ConsumeRequest, send func([]
 		untilBeat := lastSend.Add(req.Heartbeat).Sub(now)
 		if untilBeat <= 0 {
 			if err := send(nil); err != nil {
+				sendFailed = true
 				return err
 			}
 			lastSend = time.Now()
@@ -154,7 +158,10 @@ func (c *Consumer) Consume(ctx context.Context, req ConsumeRequest, send func([]
 			roomBytes = min(roomBytes, req.MaxBytes-bytes)
 		}
 		if (n == 0 || room*2 >= req.MaxMessages) && roomBytes > 0 {
-			res, err := c.Fetch(ctx, FetchRequest{Batch: room, Expires: wait, MaxBytes: roomBytes, Principal: req.Principal})
+			res, abandoned, err := c.fetch(ctx, FetchRequest{Batch: room, Expires: wait, MaxBytes: roomBytes, Principal: req.Principal})
+			if abandoned != nil {
+				last = abandoned
+			}
 			if err != nil {
 				return err
 			}
@@ -168,6 +175,7 @@ func (c *Consumer) Consume(ctx context.Context, req ConsumeRequest, send func([]
 				c.streams.own(s, cl.StreamSeq)
 			}
 			if err := send(res.Messages); err != nil {
+				sendFailed = true
 				return err
 			}
 			lastSend = time.Now()
@@ -249,10 +257,13 @@ func (c *Consumer) extendHeld(ctx context.Context, s *stream, principal string, 
 	}
 }
 
-// endStream gives back every lease the stream still holds: to the next
-// Fetch, or nak'ed as soon as no abandoned pull is open (the stream's last
-// pull may still be, and would take a nak'ed message straight back).
-func (c *Consumer) endStream(s *stream) {
+// endStream lets go of the stream's leases. When its caller left (ctx
+// ended), they are given back: to be nak'ed once the stream's last pull has
+// ended (while open, it would take a nak'ed message straight back), so that
+// they are redelivered at once rather than after ack_wait. When the stream
+// ended for another reason (NATS went away), the caller may still be
+// working on them: they stay its own until their deadlines.
+func (c *Consumer) endStream(s *stream, callerLeft bool, last *pull.Pull) {
 	s.mu.Lock()
 	var seqs []uint64
 	var ds []*Delivery
@@ -263,8 +274,8 @@ func (c *Consumer) endStream(s *stream) {
 	s.held = map[uint64]*heldLease{}
 	s.mu.Unlock()
 	c.streams.forget(s, seqs)
-	if len(ds) > 0 {
+	if len(ds) > 0 && callerLeft {
 		c.returned.Add(float64(len(ds)))
-		c.orphans.keepAfterOpen(ds, time.Now())
+		c.orphans.giveBack(ds, last, time.Now())
 	}
 }

@@ -72,8 +72,15 @@ const deadlineSlack = 50 * time.Millisecond
 // it had. When it returns, no pull of its own is left to a caller: one the
 // caller left is the orphan pool's.
 func (c *Consumer) Fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
+	res, _, err := c.fetch(ctx, req)
+	return res, err
+}
+
+// fetch is Fetch that also returns the pull it abandoned to the orphan pool
+// (the caller left, or the server went silent), if any.
+func (c *Consumer) fetch(ctx context.Context, req FetchRequest) (FetchResult, *pull.Pull, error) {
 	if err := ctx.Err(); err != nil {
-		return FetchResult{}, err
+		return FetchResult{}, nil, err
 	}
 	now := time.Now()
 	maxBytes := c.maxFetchBytes
@@ -83,17 +90,17 @@ func (c *Consumer) Fetch(ctx context.Context, req FetchRequest) (FetchResult, er
 	if held := c.orphans.take(req.Batch, maxBytes, now); len(held) > 0 {
 		if err := ctx.Err(); err != nil {
 			c.orphans.putBack(held)
-			return FetchResult{}, err
+			return FetchResult{}, nil, err
 		}
 		ds := make([]*Delivery, len(held))
 		for i, o := range held {
 			ds[i] = o.d
 		}
 		c.handed.Add(float64(len(ds)))
-		return c.lease(ds, req.Principal), nil
+		return c.lease(ds, req.Principal), nil, nil
 	}
 	if !c.nc.IsConnected() {
-		return FetchResult{}, fmt.Errorf("%w: not connected", errs.ErrUnavailable)
+		return FetchResult{}, nil, fmt.Errorf("%w: not connected", errs.ErrUnavailable)
 	}
 	expires := req.Expires
 	if dl, ok := ctx.Deadline(); ok {
@@ -107,14 +114,14 @@ func (c *Consumer) Fetch(ctx context.Context, req FetchRequest) (FetchResult, er
 	for {
 		if !c.acquireWaiting(ctx, until) {
 			if ctx.Err() != nil {
-				return FetchResult{}, ctx.Err()
+				return FetchResult{}, nil, ctx.Err()
 			}
-			return FetchResult{Empty: EmptyMaxWaiting}, nil
+			return FetchResult{Empty: EmptyMaxWaiting}, nil, nil
 		}
 		p, err := pull.Start(c.nc, c.Stream, c.Name, c.pullFor(req.Batch, maxBytes, time.Until(until), noWait), c.releaseWaiting)
 		if err != nil {
 			c.releaseWaiting()
-			return FetchResult{}, err
+			return FetchResult{}, nil, err
 		}
 		msgs, err := p.Await(ctx)
 		switch {
@@ -124,20 +131,20 @@ func (c *Consumer) Fetch(ctx context.Context, req FetchRequest) (FetchResult, er
 				// Past max_waiting the server drops a pull that asks for
 				// heartbeats without a word: other clients (or replicas)
 				// hold every place.
-				return FetchResult{Empty: EmptyMaxWaiting}, nil
+				return FetchResult{Empty: EmptyMaxWaiting}, p, nil
 			}
-			return FetchResult{}, fmt.Errorf("%w: no answer or heartbeat from the server for the pull", errs.ErrUnavailable)
+			return FetchResult{}, p, fmt.Errorf("%w: no answer or heartbeat from the server for the pull", errs.ErrUnavailable)
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 			c.orphans.abandon(p, time.Now())
-			return FetchResult{}, err
+			return FetchResult{}, p, err
 		}
 		if ds := c.receiveAll(msgs); len(ds) > 0 {
 			if err := ctx.Err(); err != nil {
 				// The caller left as the pull ended: its answer would be lost.
 				c.orphans.keep(ds, time.Now())
-				return FetchResult{}, err
+				return FetchResult{}, nil, err
 			}
-			return c.lease(ds, req.Principal), nil
+			return c.lease(ds, req.Principal), nil, nil
 		}
 		retry := false
 		switch {
@@ -150,24 +157,24 @@ func (c *Consumer) Fetch(ctx context.Context, req FetchRequest) (FetchResult, er
 		case errors.Is(err, jetstream.ErrConsumerLeadershipChanged):
 			retry = true
 		case errors.Is(err, jetstream.ErrConsumerDeleted):
-			return FetchResult{}, fmt.Errorf("%w: the consumer was deleted", errs.ErrConsumerNotFound)
+			return FetchResult{}, nil, fmt.Errorf("%w: the consumer was deleted", errs.ErrConsumerNotFound)
 		case errors.Is(err, jetstream.ErrMaxBytesExceeded) && maxBytes < c.maxFetchBytes:
-			return FetchResult{Empty: EmptyMaxBytes}, nil // the caller's own max_bytes
+			return FetchResult{Empty: EmptyMaxBytes}, nil, nil // the caller's own max_bytes
 		case errors.Is(err, jetstream.ErrMaxBytesExceeded):
-			return FetchResult{}, fmt.Errorf("%w: the next message is larger than the %d bytes one Fetch may return (the gateway's max fetch bytes); raise that limit to receive it",
+			return FetchResult{}, nil, fmt.Errorf("%w: the next message is larger than the %d bytes one Fetch may return (the gateway's max fetch bytes); raise that limit to receive it",
 				errs.ErrMessageTooLarge, c.maxFetchBytes)
 		case errors.Is(err, pull.ErrExceededMaxWaiting):
-			return FetchResult{Empty: EmptyMaxWaiting}, nil
+			return FetchResult{Empty: EmptyMaxWaiting}, nil, nil
 		case errors.Is(err, jetstream.ErrServerShutdown):
-			return FetchResult{}, fmt.Errorf("%w: the server is shutting down", errs.ErrUnavailable)
+			return FetchResult{}, nil, fmt.Errorf("%w: the server is shutting down", errs.ErrUnavailable)
 		case errors.Is(err, nats.ErrNoResponders):
-			return FetchResult{}, c.noResponders(ctx)
+			return FetchResult{}, nil, c.noResponders(ctx)
 		default: // a limit of the consumer's (max_batch, max_expires, max_bytes) or a status unknown
 			c.log.Error("the server refused a pull request", "err", err)
-			return FetchResult{}, fmt.Errorf("%w: %v", errs.ErrPullRefused, err)
+			return FetchResult{}, nil, fmt.Errorf("%w: %v", errs.ErrPullRefused, err)
 		}
 		if !retry || time.Until(until) < pull.ImmediateExpiry {
-			return FetchResult{Empty: c.emptyReason(ctx)}, nil
+			return FetchResult{Empty: c.emptyReason(ctx)}, nil, nil
 		}
 	}
 }

@@ -17,10 +17,9 @@ type orphan struct {
 	d       *Delivery
 	from    *pull.Pull // its pull while that may still be open, then nil
 	readyAt time.Time  // when it may be nak'ed; zero while its pull is open
-	// afterOpen is a lease of an ended Consume: nak'ed once no abandoned
-	// pull of the consumer is open (the stream's last pull may still be,
-	// and would take the message straight back).
-	afterOpen bool
+	// leased is a lease of an ended Consume: its caller holds a token of
+	// this very delivery, so it is never handed to another Fetch.
+	leased bool
 }
 
 // orphanPool keeps what canceled Fetches leave behind: their pulls, which
@@ -59,30 +58,27 @@ func (o *orphanPool) keep(ds []*Delivery, now time.Time) {
 	o.mu.Unlock()
 }
 
-// keepAfterOpen takes the leases of an ended Consume: for the next Fetch,
-// or a Nak once no abandoned pull is open.
-func (o *orphanPool) keepAfterOpen(ds []*Delivery, now time.Time) {
+// giveBack takes the leases of an ended Consume, to be nak'ed once last,
+// the pull the stream abandoned (if any), has ended: while it is open, a
+// nak'ed message would go straight back into it.
+func (o *orphanPool) giveBack(ds []*Delivery, last *pull.Pull, now time.Time) {
 	o.mu.Lock()
-	for _, d := range ds {
-		o.held = append(o.held, &orphan{d: d, afterOpen: true})
+	defer o.mu.Unlock()
+	if last != nil && !slices.Contains(o.open, last) {
+		last = nil // it has ended already
 	}
-	o.drain(now)
-	o.mu.Unlock()
+	for _, d := range ds {
+		h := &orphan{d: d, from: last, leased: true}
+		if last == nil {
+			h.readyAt = now
+		}
+		o.held = append(o.held, h)
+	}
 }
 
 // drain collects the messages of the open pulls and starts the hold of
 // those whose pull has ended; o.mu is held.
 func (o *orphanPool) drain(now time.Time) {
-	defer func() {
-		if len(o.open) > 0 {
-			return
-		}
-		for _, h := range o.held {
-			if h.afterOpen && h.readyAt.IsZero() {
-				h.readyAt = now
-			}
-		}
-	}()
 	o.open = slices.DeleteFunc(o.open, func(p *pull.Pull) bool {
 		msgs, ended, endedAt := p.Take(now)
 		for _, m := range msgs {
@@ -115,7 +111,7 @@ func (o *orphanPool) take(n int, maxBytes int64, now time.Time) []*orphan {
 		switch size := h.d.size(); {
 		case !now.Before(h.d.Deadline):
 			return true
-		case h.afterOpen:
+		case h.leased:
 			// Its caller holds a token for this very delivery: handing it to
 			// another would make two holders of one lease.
 			return false
