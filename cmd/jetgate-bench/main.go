@@ -1,6 +1,7 @@
-// Command jetgate-bench measures Fetch+Ack throughput over gRPC and REST,
-// against a jetgate it starts in-process or one given by --grpc-addr and
-// --http-addr.
+// Command jetgate-bench measures jetgate next to nats.go on the same NATS
+// server in one run: nats.go Fetch with fire-and-forget Ack and with
+// DoubleAck, jetgate's gRPC Fetch+Ack, REST and Consume. It starts jetgate
+// in-process, or measures one given by --grpc-addr and --http-addr.
 package main
 
 import (
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,20 +22,25 @@ func main() {
 	var modes string
 	flag.StringVar(&o.GRPCAddr, "grpc-addr", "", "gRPC address of a running jetgate; empty starts one in-process")
 	flag.StringVar(&o.HTTPAddr, "http-addr", "", "REST address of that jetgate")
+	flag.StringVar(&o.NATSURL, "nats-url", "", "NATS server of that jetgate, for the nats modes and for publishing")
 	flag.StringVar(&o.Stream, "stream", "ORDERS", "stream")
-	flag.StringVar(&o.Consumer, "consumer", "billing", "consumer")
-	flag.StringVar(&o.Subject, "subject", "orders.bench", "subject to publish to")
-	flag.IntVar(&o.Messages, "messages", 20000, "messages per mode")
+	flag.StringVar(&o.Consumer, "consumer", "billing", "jetgate's consumer")
+	flag.StringVar(&o.Subject, "subject", "orders.bench", "subject jetgate's consumer takes; the nats modes use <subject>.<mode>")
+	flag.IntVar(&o.Messages, "messages", 100000, "messages per mode")
 	flag.IntVar(&o.Batch, "batch", 100, "Fetch batch and Ack size")
 	flag.IntVar(&o.Workers, "workers", 4, "concurrent Fetch+Ack loops")
-	flag.IntVar(&o.Size, "size", 128, "payload bytes")
-	flag.StringVar(&modes, "modes", "grpc,rest,consume", "comma-separated: grpc, rest, consume (a Consume stream per worker, acked by batch)")
+	flag.IntVar(&o.Size, "size", 1024, "payload bytes")
+	flag.IntVar(&o.Samples, "samples", 200, "Fetch(1) latency samples per mode")
+	flag.IntVar(&o.Rounds, "rounds", 1, "run every mode this many times, in turn, and report medians")
+	flag.StringVar(&modes, "modes", strings.Join(bench.AllModes, ","), "comma-separated modes: "+strings.Join(bench.AllModes, ", "))
+	flag.StringVar(&o.JSON, "json", "", "also write the report to this file as JSON")
+	flag.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of each mode's timed part (cpu.out: cpu.grpc.out, ...)")
 	flag.DurationVar(&o.Soak, "soak", 0, "run a soak of this length instead (publish at --rate, sample /metrics every --every)")
 	flag.IntVar(&o.Rate, "rate", 1000, "soak: messages published per second")
 	flag.DurationVar(&o.Every, "every", 5*time.Second, "soak: sampling interval")
 	flag.Parse()
 	o.Modes = strings.Split(modes, ",")
-	if o.GRPCAddr != "" && o.HTTPAddr == "" && (strings.Contains(modes, "rest") || o.Soak > 0) {
+	if o.GRPCAddr != "" && o.HTTPAddr == "" && (slices.Contains(o.Modes, bench.ModeREST) || o.Soak > 0) {
 		fmt.Fprintln(os.Stderr, "jetgate-bench: --http-addr is needed with --grpc-addr for the rest mode and for --soak")
 		os.Exit(2)
 	}

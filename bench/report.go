@@ -1,0 +1,263 @@
+package bench
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Result is one mode's figures. CPU, bytes and allocations are the whole
+// process's: the NATS server, jetgate and the bench's clients; for the nats
+// modes that is the baseline without jetgate.
+type Result struct {
+	Mode          string        `json:"mode"`
+	Round         int           `json:"round,omitempty"`  // of a round's figures
+	Rounds        int           `json:"rounds,omitempty"` // of medians: over how many rounds
+	MinMsgsPerSec float64       `json:"min_msgs_per_s,omitempty"`
+	MaxMsgsPerSec float64       `json:"max_msgs_per_s,omitempty"`
+	Messages      int           `json:"messages"`
+	Elapsed       time.Duration `json:"elapsed_ns"`
+	MsgsPerSec    float64       `json:"msgs_per_s"`
+	Fetch1        Latency       `json:"fetch1"` // consume: publish to receipt on an open stream
+	CPUPer100k    float64       `json:"cpu_s_per_100k_msgs"`
+	BytesPerMsg   float64       `json:"bytes_per_msg"`
+	AllocsPerMsg  float64       `json:"allocs_per_msg"`
+}
+
+func newResult(mode string, n int, elapsed time.Duration, u usage) Result {
+	per := func(v float64) float64 { return v / float64(n) }
+	return Result{
+		Mode: mode, Messages: n, Elapsed: elapsed,
+		MsgsPerSec:   float64(n) / elapsed.Seconds(),
+		CPUPer100k:   per(u.cpu.Seconds()) * 100_000,
+		BytesPerMsg:  per(float64(u.bytes)),
+		AllocsPerMsg: per(float64(u.mallocs)),
+	}
+}
+
+func (r Result) progress() string {
+	return fmt.Sprintf("round %d %-11s %d msgs in %v: %.0f msg/s", r.Round, r.Mode, r.Messages, r.Elapsed.Round(time.Millisecond), r.MsgsPerSec)
+}
+
+// median is each figure's median over the rounds rs of one mode.
+func median(rs []Result) Result {
+	if len(rs) == 1 {
+		return rs[0]
+	}
+	mid := func(f func(Result) float64) float64 {
+		vs := make([]float64, len(rs))
+		for i, r := range rs {
+			vs[i] = f(r)
+		}
+		slices.Sort(vs)
+		if n := len(vs); n%2 == 0 {
+			return (vs[n/2-1] + vs[n/2]) / 2
+		}
+		return vs[len(vs)/2]
+	}
+	dur := func(f func(Result) time.Duration) time.Duration {
+		return time.Duration(mid(func(r Result) float64 { return float64(f(r)) })).Round(time.Microsecond)
+	}
+	rate := func(r Result) float64 { return r.MsgsPerSec }
+	return Result{
+		Mode: rs[0].Mode, Rounds: len(rs), Messages: rs[0].Messages,
+		Elapsed:       dur(func(r Result) time.Duration { return r.Elapsed }),
+		MsgsPerSec:    mid(rate),
+		MinMsgsPerSec: slices.MinFunc(rs, func(a, b Result) int { return cmp.Compare(rate(a), rate(b)) }).MsgsPerSec,
+		MaxMsgsPerSec: slices.MaxFunc(rs, func(a, b Result) int { return cmp.Compare(rate(a), rate(b)) }).MsgsPerSec,
+		Fetch1: Latency{
+			P50: dur(func(r Result) time.Duration { return r.Fetch1.P50 }),
+			P99: dur(func(r Result) time.Duration { return r.Fetch1.P99 }),
+			Max: dur(func(r Result) time.Duration { return r.Fetch1.Max }),
+		},
+		CPUPer100k:   mid(func(r Result) float64 { return r.CPUPer100k }),
+		BytesPerMsg:  mid(func(r Result) float64 { return r.BytesPerMsg }),
+		AllocsPerMsg: mid(func(r Result) float64 { return r.AllocsPerMsg }),
+	}
+}
+
+// Ratio is one mode's messages/s over another's, with the issue's target.
+type Ratio struct {
+	Name   string  `json:"name"` // "c/a"
+	Of     string  `json:"of"`
+	Over   string  `json:"over"`
+	Value  float64 `json:"value"`
+	Target float64 `json:"target_at_least"`
+}
+
+// Share is what a gateway mode costs over the nats mode, per message: the
+// gateway plus its clients, less the nats.go client.
+type Share struct {
+	Mode         string  `json:"mode"`
+	CPUPer100k   float64 `json:"cpu_s_per_100k_msgs"`
+	BytesPerMsg  float64 `json:"bytes_per_msg"`
+	AllocsPerMsg float64 `json:"allocs_per_msg"`
+}
+
+// Report is a run's table.
+type Report struct {
+	Machine  Machine  `json:"machine"`
+	Workload Workload `json:"workload"`
+	// Results are one per mode: its round's figures, or with more rounds
+	// each figure's median.
+	Results []Result `json:"results"`
+	// Rounds are every round's figures, in the order measured.
+	Rounds []Result `json:"rounds"`
+	Ratios []Ratio  `json:"ratios"`
+	// Fetch1Added is grpc's Fetch(1) p50 less nats's, when both ran.
+	Fetch1Added *time.Duration `json:"fetch1_added_p50_ns,omitempty"`
+	Shares      []Share        `json:"over_nats,omitempty"`
+}
+
+// Workload is what every mode consumed.
+type Workload struct {
+	Messages int `json:"messages_per_mode"`
+	Size     int `json:"message_bytes"`
+	Batch    int `json:"batch"`
+	Workers  int `json:"workers"`
+	Samples  int `json:"fetch1_samples"`
+	Rounds   int `json:"rounds"`
+}
+
+// The issue's targets.
+var targets = []Ratio{
+	{Name: "c/a", Of: ModeGRPC, Over: ModeNATS, Target: 0.6},
+	{Name: "c/b", Of: ModeGRPC, Over: ModeNATSDouble, Target: 2},
+	{Name: "d/a", Of: ModeREST, Over: ModeNATS, Target: 0.35},
+	{Name: "e/a", Of: ModeConsume, Over: ModeNATS, Target: 0.7},
+}
+
+const fetch1AddedTarget = 300 * time.Microsecond
+
+func newReport(o Options) Report {
+	return Report{Machine: thisMachine(), Workload: Workload{Messages: o.Messages, Size: o.Size, Batch: o.Batch,
+		Workers: o.Workers, Samples: o.Samples, Rounds: max(o.Rounds, 1)}}
+}
+
+// summarise sets Results: per mode, its figures or their medians.
+func (rep *Report) summarise(modes []string) {
+	for _, name := range modes {
+		if _, done := rep.result(name); done {
+			continue
+		}
+		var rs []Result
+		for _, r := range rep.Rounds {
+			if r.Mode == name {
+				rs = append(rs, r)
+			}
+		}
+		rep.Results = append(rep.Results, median(rs))
+	}
+}
+
+func (rep *Report) result(mode string) (Result, bool) {
+	for _, r := range rep.Results {
+		if r.Mode == mode {
+			return r, true
+		}
+	}
+	return Result{}, false
+}
+
+// compare works out the ratios, the added latency and the shares from the
+// modes that ran.
+func (rep *Report) compare() {
+	for _, t := range targets {
+		of, ok1 := rep.result(t.Of)
+		over, ok2 := rep.result(t.Over)
+		if ok1 && ok2 {
+			t.Value = of.MsgsPerSec / over.MsgsPerSec
+			rep.Ratios = append(rep.Ratios, t)
+		}
+	}
+	base, ok := rep.result(ModeNATS)
+	if !ok {
+		return
+	}
+	if g, ok := rep.result(ModeGRPC); ok {
+		d := g.Fetch1.P50 - base.Fetch1.P50
+		rep.Fetch1Added = &d
+	}
+	for _, m := range []string{ModeGRPC, ModeREST, ModeConsume} {
+		if r, ok := rep.result(m); ok {
+			rep.Shares = append(rep.Shares, Share{Mode: m, CPUPer100k: r.CPUPer100k - base.CPUPer100k,
+				BytesPerMsg: r.BytesPerMsg - base.BytesPerMsg, AllocsPerMsg: r.AllocsPerMsg - base.AllocsPerMsg})
+		}
+	}
+}
+
+func (rep *Report) header() string {
+	w, m := rep.Workload, rep.Machine
+	rounds := ""
+	if w.Rounds > 1 {
+		rounds = fmt.Sprintf("; %d rounds, medians shown", w.Rounds)
+	}
+	return fmt.Sprintf("jetgate-bench: %d messages of %d B per mode, batch %d, %d workers, Fetch(1) over %d samples%s\n"+
+		"%s %s/%s, %d CPUs (GOMAXPROCS %d), %s, %s memory, CPUs %.0f%% idle before the run",
+		w.Messages, w.Size, w.Batch, w.Workers, w.Samples, rounds, m.Go, m.OS, m.Arch, m.CPUs, m.GOMAXPROCS, m.CPUModel, m.Memory, m.Idle)
+}
+
+func (rep *Report) print(out io.Writer) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	spread := rep.Workload.Rounds > 1
+	row := func(cols ...string) {
+		if !spread {
+			cols = slices.Delete(cols, 2, 3)
+		}
+		fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
+	}
+	row("mode", "msg/s", "min-max", "Fetch(1) p50", "p99", "CPU s/100k", "B/msg", "allocs/msg")
+	for _, r := range rep.Results {
+		cpu := "-"
+		if r.CPUPer100k > 0 {
+			cpu = fmt.Sprintf("%.2f", r.CPUPer100k)
+		}
+		row(r.Mode, thousands(r.MsgsPerSec), thousands(r.MinMsgsPerSec)+"-"+thousands(r.MaxMsgsPerSec),
+			ms(r.Fetch1.P50), ms(r.Fetch1.P99), cpu, thousands(r.BytesPerMsg), fmt.Sprintf("%.1f", r.AllocsPerMsg))
+	}
+	tw.Flush()
+	fmt.Fprintln(out, "CPU, B/msg and allocs/msg are the whole bench process (NATS server + jetgate + clients); for the nats")
+	fmt.Fprintln(out, "modes that is the baseline without jetgate. consume's Fetch(1) is publish to receipt on an open stream.")
+	if len(rep.Ratios) > 0 {
+		fmt.Fprintln(out)
+	}
+	for _, r := range rep.Ratios {
+		fmt.Fprintf(out, "%s %-7s / %-11s %5.2f  (target >= %g)\n", r.Name, r.Of, r.Over, r.Value, r.Target)
+	}
+	if d := rep.Fetch1Added; d != nil {
+		fmt.Fprintf(out, "Fetch(1) p50 added by jetgate (grpc - nats): %s  (target <= %s)\n", ms(*d), ms(fetch1AddedTarget))
+	}
+	for _, s := range rep.Shares {
+		fmt.Fprintf(out, "%-7s over nats: %+.2f CPU s/100k, %+.0f B/msg, %+.1f allocs/msg\n", s.Mode, s.CPUPer100k, s.BytesPerMsg, s.AllocsPerMsg)
+	}
+}
+
+func (rep *Report) writeJSON(file string) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, append(b, '\n'), 0o644)
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.3fms", float64(d)/float64(time.Millisecond)) }
+
+// thousands formats v rounded, with commas: 12,345.
+func thousands(v float64) string {
+	s := fmt.Sprintf("%.0f", v)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
