@@ -178,24 +178,30 @@ func TestFaultTwoReplicasRandomRouting(t *testing.T) {
 	}
 }
 
-// randomAnswers acks most, and naks, delays, terminates or ignores the rest;
-// a message is not ignored twice so that the run ends in a few ack_waits.
-func randomAnswers(r *rand.Rand, delivered uint64) Action {
-	switch p := r.IntN(100); {
-	case p < 55:
-		return Ack
-	case p < 70:
-		return Nak
-	case p < 80:
-		return NakDelay
-	case p < 90:
-		return Term
-	case delivered < 2:
-		return NoAnswer
-	default:
-		return Ack
+// answers acks most, and naks, delays, terminates or ignores the rest; a
+// message is ignored only while its delivery count is below ignoreBelow, so
+// that the run ends in a few ack_waits.
+func answers(ignoreBelow uint64) func(*rand.Rand, uint64) Action {
+	return func(r *rand.Rand, delivered uint64) Action {
+		switch p := r.IntN(100); {
+		case p < 55:
+			return Ack
+		case p < 70:
+			return Nak
+		case p < 80:
+			return NakDelay
+		case p < 90:
+			return Term
+		case delivered < ignoreBelow:
+			return NoAnswer
+		default:
+			return Ack
+		}
 	}
 }
+
+// randomAnswers ignores a message at most once.
+var randomAnswers = answers(2)
 
 func TestFaultRandomAnswersMatchConsumerState(t *testing.T) {
 	ns := natstest.Start(t)

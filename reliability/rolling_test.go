@@ -155,22 +155,7 @@ func TestFaultRollingRestart(t *testing.T) {
 // rollingAnswers is the mix of randomAnswers, except that a redelivery
 // too may go unanswered once: one held until its lease ends is what a stale
 // settle would hit.
-func rollingAnswers(r *rand.Rand, delivered uint64) Action {
-	switch p := r.IntN(100); {
-	case p < 55:
-		return Ack
-	case p < 70:
-		return Nak
-	case p < 80:
-		return NakDelay
-	case p < 90:
-		return Term
-	case delivered < 3:
-		return NoAnswer
-	default:
-		return Ack
-	}
-}
+var rollingAnswers = answers(3)
 
 // replicaSet is the replicas of the deployment as a load balancer sees
 // them: the live ones, swapped one at a time.
