@@ -169,7 +169,10 @@ func (r *Replica) bind(ctx context.Context, js jetstream.JetStream, reg promethe
 		r.metrics.watch(reg, c)
 		r.consumers[key] = c
 		if dl := cfg.DeadLetter; dl != nil {
-			route := deadletter.Route{Stream: cfg.Stream, Consumer: cfg.Name, Subject: dl.Subject, OnTerm: dl.OnTerm}
+			route, err := deadletter.Resolve(ctx, js, deadletter.Route{Stream: cfg.Stream, Consumer: cfg.Name, Subject: dl.Subject, OnTerm: dl.OnTerm})
+			if err != nil {
+				return err
+			}
 			r.routes[key] = route
 			routes = append(routes, route)
 		}

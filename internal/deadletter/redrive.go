@@ -29,14 +29,12 @@ type Failure struct {
 // confirmed. A republish carries a Nats-Msg-Id of its own, so a retry after
 // a failed removal is not stored twice.
 func Redrive(ctx context.Context, js jetstream.JetStream, r Route, seqs []uint64) (int, []Failure, error) {
-	name, err := js.StreamNameBySubject(ctx, r.Subject)
+	r, err := resolved(ctx, js, r)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%w: find the dead-letter stream of %q: %v", errs.ErrUnavailable, r.Subject, err)
+		return 0, nil, fmt.Errorf("%w: %v", errs.ErrUnavailable, err)
 	}
-	s, err := js.Stream(ctx, name)
-	if err != nil {
-		return 0, nil, fmt.Errorf("%w: dead-letter stream %q: %v", errs.ErrUnavailable, name, err)
-	}
+	s := r.dead
+	name := s.CachedInfo().Config.Name
 	redriven := 0
 	var fails []Failure
 	one := func(m *jetstream.RawStreamMsg, seq uint64) {
@@ -102,17 +100,14 @@ func redriveOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream,
 	return nil
 }
 
-// Count is how many dead letters wait on r's subject.
+// Count is how many dead letters wait on r's subject: one request, once
+// the route is resolved.
 func Count(ctx context.Context, js jetstream.JetStream, r Route) (int64, error) {
-	name, err := js.StreamNameBySubject(ctx, r.Subject)
+	r, err := resolved(ctx, js, r)
 	if err != nil {
 		return 0, err
 	}
-	s, err := js.Stream(ctx, name)
-	if err != nil {
-		return 0, err
-	}
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(r.Subject))
+	info, err := r.dead.Info(ctx, jetstream.WithSubjectFilter(r.Subject))
 	if err != nil {
 		return 0, err
 	}

@@ -54,6 +54,31 @@ type Route struct {
 	Stream, Consumer string
 	Subject          string // where its dead letters go
 	OnTerm           bool   // terminated messages too, not only those out of deliveries
+
+	dead jetstream.Stream // the stream that binds Subject, once Resolve found it
+}
+
+// Resolve finds the stream that binds r's dead-letter subject, once, for
+// the worker, Redrive and Count to use. A subject no stream binds is an
+// error naming the consumer and the subject.
+func Resolve(ctx context.Context, js jetstream.JetStream, r Route) (Route, error) {
+	name, err := js.StreamNameBySubject(ctx, r.Subject)
+	if err != nil {
+		return r, fmt.Errorf("stream %q consumer %q: dead_letter.subject %q is bound to no stream: configure a stream with that subject: %w",
+			r.Stream, r.Consumer, r.Subject, err)
+	}
+	if r.dead, err = js.Stream(ctx, name); err != nil {
+		return r, fmt.Errorf("stream %q consumer %q: dead-letter stream %q: %w", r.Stream, r.Consumer, name, err)
+	}
+	return r, nil
+}
+
+// resolved is r with its dead-letter stream, looked up if Resolve has not.
+func resolved(ctx context.Context, js jetstream.JetStream, r Route) (Route, error) {
+	if r.dead != nil {
+		return r, nil
+	}
+	return Resolve(ctx, js, r)
 }
 
 func (r Route) subjects() []string {
@@ -84,7 +109,8 @@ type Worker struct {
 	cc     jetstream.ConsumeContext
 }
 
-// Start makes sure each route's dead-letter subject is bound to a stream,
+// Start makes sure each route's dead-letter subject is bound to a stream
+// (Resolve),
 // captures the routes' advisories (adding their subjects to the advisory
 // stream, which other deployments may share) and starts working them off.
 // Stop ends it.
@@ -92,9 +118,9 @@ func Start(ctx context.Context, o Options) (*Worker, error) {
 	w := &Worker{js: o.JS, routes: make(map[[2]string]Route), log: o.Log, copied: o.Copied}
 	var subjects []string
 	for _, r := range o.Routes {
-		if _, err := o.JS.StreamNameBySubject(ctx, r.Subject); err != nil {
-			return nil, fmt.Errorf("stream %q consumer %q: dead_letter.subject %q is bound to no stream: configure a stream with that subject: %w",
-				r.Stream, r.Consumer, r.Subject, err)
+		r, err := resolved(ctx, o.JS, r)
+		if err != nil {
+			return nil, err
 		}
 		w.routes[[2]string{r.Stream, r.Consumer}] = r
 		subjects = append(subjects, r.subjects()...)
