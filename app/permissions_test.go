@@ -33,6 +33,13 @@ var jetgateUser = &natsserver.Permissions{
 		"$JS.API.DIRECT.GET.KV_jetgate_settles.>",
 		"$JS.API.STREAM.MSG.GET.KV_jetgate_settles",
 		"$KV.jetgate_settles.>",
+		"$JS.API.STREAM.INFO.KV_jetgate_replicas",
+		"$JS.API.STREAM.CREATE.KV_jetgate_replicas",
+		"$JS.API.STREAM.UPDATE.KV_jetgate_replicas",
+		"$JS.API.CONSUMER.CREATE.KV_jetgate_replicas.>",
+		"$JS.API.CONSUMER.DELETE.KV_jetgate_replicas.>",
+		"$JS.FC.KV_jetgate_replicas.>",
+		"$KV.jetgate_replicas.>",
 		"_JETGATE.SETTLE.*",
 		"_INBOX.>",
 		"orders.>",
@@ -45,6 +52,7 @@ var otherUser = &natsserver.Permissions{
 	Publish: &natsserver.SubjectPermission{Deny: []string{
 		"_JETGATE.>", "$KV.jetgate_settles.>", "$JS.API.*.*.KV_jetgate_settles", "$JS.API.*.*.KV_jetgate_settles.>",
 		"$JS.API.STREAM.*.KV_jetgate_settles",
+		"$KV.jetgate_replicas.>", "$JS.API.STREAM.*.KV_jetgate_replicas",
 	}},
 	Subscribe: &natsserver.SubjectPermission{Deny: []string{"_JETGATE.>", "$KV.jetgate_settles.>"}},
 }

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -31,6 +32,10 @@ import (
 
 // sweepEvery is how often expired leases are swept and orphans sent back.
 const sweepEvery = 100 * time.Millisecond
+
+// growEvery is how often a replica below its share of waiting pulls asks
+// the server for room.
+const growEvery = time.Second
 
 // DefaultMaxFetchBytes is the bytes one Fetch pulls unless configured: a
 // margin under gRPC's default 4 MiB for the tokens and metadata each
@@ -80,11 +85,14 @@ type Consumer struct {
 	maxExpires    time.Duration // the server's max_request_expires; 0 is none
 	maxFetchBytes int64         // the gateway's bound on one Fetch
 
-	leases  *lease.Table
-	waiting chan struct{} // one token per pull open on the server
-	orphans *orphanPool
-	handed  prometheus.Counter // orphans handed to a Fetch
-	naked   prometheus.Counter // orphans nak'ed back
+	leases     *lease.Table
+	waiting    *waitingPulls // this replica's places among the consumer's waiting pulls
+	maxWaiting int           // the consumer's max_waiting, less one kept free
+	joined     atomic.Bool   // SetReplicas has been called
+	replicas   atomic.Int64  // replicas serving the consumer, as last told
+	orphans    *orphanPool
+	handed     prometheus.Counter // orphans handed to a Fetch
+	naked      prometheus.Counter // orphans nak'ed back
 
 	streams  streams            // the Consume streams holding leases
 	maxLease time.Duration      // how long auto_extend keeps one lease
@@ -132,7 +140,8 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 		leases:        lease.NewTable(cfg.AckWait),
 		// Stay below the consumer's max_waiting: past it the server drops
 		// pulls that carry heartbeats without a word.
-		waiting: make(chan struct{}, maxWaiting-1),
+		maxWaiting: maxWaiting - 1,
+		waiting:    newWaitingPulls(maxWaiting - 1),
 	}
 	counter := func(outcome string) prometheus.Counter {
 		if d.Orphans == nil {
@@ -146,14 +155,19 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 	return c
 }
 
-// Run sweeps the lease table and sends orphans back until ctx ends.
+// Run sweeps the lease table, sends orphans back and grows the replica's
+// share of waiting pulls until ctx ends.
 func (c *Consumer) Run(ctx context.Context) {
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
+	grow := time.NewTicker(growEvery)
+	defer grow.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-grow.C:
+			c.growWaiting(ctx)
 		case now := <-t.C:
 			c.leases.Sweep(now)
 			c.nak(ctx, c.orphans.due(now, false))

@@ -112,15 +112,17 @@ func (c *Consumer) fetch(ctx context.Context, req FetchRequest) (FetchResult, *p
 	until := now.Add(expires)
 	noWait := true
 	for {
-		if !c.acquireWaiting(ctx, until) {
+		if !c.waiting.acquire(ctx, until) {
 			if ctx.Err() != nil {
 				return FetchResult{}, nil, ctx.Err()
 			}
-			return FetchResult{Empty: EmptyMaxWaiting}, nil, nil
+			// It waited in line until its expiry: a message would have
+			// ended the pull of a caller ahead of it.
+			return FetchResult{Empty: c.emptyReason(ctx)}, nil, nil
 		}
-		p, err := pull.Start(c.nc, c.Stream, c.Name, c.pullFor(req.Batch, maxBytes, time.Until(until), noWait), c.releaseWaiting)
+		p, err := pull.Start(c.nc, c.Stream, c.Name, c.pullFor(req.Batch, maxBytes, time.Until(until), noWait), c.waiting.release)
 		if err != nil {
-			c.releaseWaiting()
+			c.waiting.release()
 			return FetchResult{}, nil, err
 		}
 		msgs, err := p.Await(ctx)
@@ -198,27 +200,6 @@ func (c *Consumer) pullFor(batch int, maxBytes int64, wait time.Duration, noWait
 	}
 	return pull.NewRequest(batch, wait, noWait, maxBytes)
 }
-
-// acquireWaiting takes a place among the pulls the consumer may have
-// waiting, waiting for one until ctx ends or until passes.
-func (c *Consumer) acquireWaiting(ctx context.Context, until time.Time) bool {
-	select {
-	case c.waiting <- struct{}{}:
-		return true
-	default:
-	}
-	t := time.NewTimer(time.Until(until))
-	defer t.Stop()
-	select {
-	case c.waiting <- struct{}{}:
-		return true
-	case <-ctx.Done():
-	case <-t.C:
-	}
-	return false
-}
-
-func (c *Consumer) releaseWaiting() { <-c.waiting }
 
 // receive turns a pulled message into a delivery and records its lease,
 // clocked from when it arrived.

@@ -83,6 +83,21 @@ func (m *metrics) watch(reg prometheus.Registerer, c *consumer.Consumer) {
 		Help:        "Messages of canceled Fetches waiting for the next Fetch or a Nak.",
 		ConstLabels: labels,
 	}, func() float64 { return float64(c.Orphans()) }))
+	pulls := func(name, help string, of func(open, limit, queued int) int) {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels},
+			func() float64 { return float64(of(c.Pulls())) }))
+	}
+	pulls("jetgate_pulls_open", "Pull requests this gateway has open on the server, canceled ones included until the server ends them.",
+		func(open, _, _ int) int { return open })
+	pulls("jetgate_pulls_allowed", "Pull requests this gateway may have open at once: its share of the consumer's max_waiting.",
+		func(_, limit, _ int) int { return limit })
+	pulls("jetgate_fetches_queued", "Fetches (and Consume pulls) waiting in line for a place among this gateway's pulls.",
+		func(_, _, queued int) int { return queued })
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "jetgate_replicas",
+		Help:        "Gateway replicas serving the consumer, this one included, as the roster in NATS has them.",
+		ConstLabels: labels,
+	}, func() float64 { return float64(c.Replicas()) }))
 }
 
 var emptyReasonNames = [...]string{consumer.EmptyNone: "", consumer.EmptyNoMessages: "no_messages",

@@ -19,6 +19,7 @@ import (
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/deadletter"
 	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/roster"
 	"github.com/jetgate/jetgate/internal/settle"
 	"github.com/jetgate/jetgate/internal/token"
 )
@@ -79,6 +80,7 @@ type Replica struct {
 	log       *slog.Logger
 	metrics   *metrics
 
+	roster       *roster.Roster
 	fwdSub       *nats.Subscription
 	forwardSlots chan struct{} // one per forwarded settle being served
 	cancel       context.CancelFunc
@@ -145,6 +147,11 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
+	if err := r.joinRoster(ctx, runCtx, o.Consumers); err != nil {
+		cancel()
+		r.Close()
+		return nil, err
+	}
 	for _, c := range r.consumers {
 		r.wg.Go(func() { c.Run(runCtx) })
 	}
@@ -197,6 +204,21 @@ func (r *Replica) bind(ctx context.Context, js jetstream.JetStream, reg promethe
 	return nil
 }
 
+// joinRoster puts the replica on the roster of each of its consumers, so
+// that the replicas serving one consumer split its max_waiting between them.
+func (r *Replica) joinRoster(ctx, runCtx context.Context, cs []consumer.Config) error {
+	var err error
+	if r.roster, err = roster.Open(ctx, r.js, ledgerReplicas(ctx, r.js, cs), r.self.String(), r.log); err != nil {
+		return err
+	}
+	for _, c := range r.consumers {
+		if err := r.roster.Join(ctx, c.Stream, c.Name, func(n int) { c.SetReplicas(runCtx, n) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ledgerReplicas is how many replicas the ledger's bucket needs: as many as
 // the most replicated stream it serves, so that it survives what they do.
 func ledgerReplicas(ctx context.Context, js jetstream.JetStream, cs []consumer.Config) int {
@@ -244,14 +266,17 @@ func (r *Replica) Close() {
 	}
 	r.closed = true
 	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	defer cancel()
+	if r.roster != nil {
+		r.roster.Close(ctx)
+	}
 	_ = r.fwdSub.Unsubscribe()
 	if r.dead != nil {
 		r.dead.Stop()
 	}
 	r.cancel()
 	r.wg.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
-	defer cancel()
 	for _, c := range r.consumers {
 		c.Close(ctx)
 	}

@@ -3,6 +3,9 @@
 package natsname
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"unicode"
@@ -24,4 +27,16 @@ func Check(field, name string) error {
 		return fmt.Errorf("%s %q is not a valid NATS name (no dots, wildcards, slashes or spaces)", field, name)
 	}
 	return nil
+}
+
+// Key names a stream's consumer in a JetStream KV key, which refuses
+// characters that names may hold: 16 hex digits of a hash of both names.
+func Key(stream, consumer string) string {
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	for _, f := range [...]string{stream, consumer} {
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(f)))])
+		h.Write([]byte(f))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }

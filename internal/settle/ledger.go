@@ -2,9 +2,6 @@ package settle
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -15,6 +12,7 @@ import (
 
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/lease"
+	"github.com/jetgate/jetgate/internal/natsname"
 )
 
 // LedgerBucket is the JetStream KV bucket of the ledger.
@@ -63,13 +61,7 @@ type Entry struct {
 }
 
 func (e Entry) key() string {
-	h := sha256.New()
-	var n [binary.MaxVarintLen64]byte
-	for _, f := range [...]string{e.Stream, e.Consumer} {
-		h.Write(n[:binary.PutUvarint(n[:], uint64(len(f)))])
-		h.Write([]byte(f))
-	}
-	return hex.EncodeToString(h.Sum(nil)[:8]) + "." + strconv.FormatUint(e.StreamSeq, 10) + "." + strconv.FormatUint(e.Delivered, 10)
+	return natsname.Key(e.Stream, e.Consumer) + "." + strconv.FormatUint(e.StreamSeq, 10) + "." + strconv.FormatUint(e.Delivered, 10)
 }
 
 // Claim records op for each entry unless a settle of that delivery is

@@ -1,0 +1,150 @@
+package consumer
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// waitingPulls is a replica's share of the consumer's max_waiting: the pulls
+// it may have open on the server at once. Past max_waiting the server drops
+// a pull that asks for heartbeats without a word, so the replicas serving
+// one consumer split it between them (SetReplicas). A Fetch that finds every
+// place taken waits in line for one, first come first served, for as long
+// as it would have waited on the server: a waiting caller costs the gateway
+// a goroutine, not a pull.
+type waitingPulls struct {
+	mu    sync.Mutex
+	limit int            // places this replica may use
+	share int            // its fair share: limit grows towards it
+	open  int            // places in use, pulls not yet ended
+	line  []*placeWaiter // callers waiting for a place, first come first
+}
+
+type placeWaiter struct {
+	granted chan struct{} // closed when the place is the caller's
+}
+
+func newWaitingPulls(limit int) *waitingPulls {
+	return &waitingPulls{limit: limit, share: limit}
+}
+
+// acquire takes a place, waiting in line until ctx ends or until passes.
+func (w *waitingPulls) acquire(ctx context.Context, until time.Time) bool {
+	w.mu.Lock()
+	if w.open < w.limit && len(w.line) == 0 {
+		w.open++
+		w.mu.Unlock()
+		return true
+	}
+	pw := &placeWaiter{granted: make(chan struct{})}
+	w.line = append(w.line, pw)
+	w.mu.Unlock()
+
+	t := time.NewTimer(time.Until(until))
+	defer t.Stop()
+	select {
+	case <-pw.granted:
+		return true
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	select {
+	case <-pw.granted: // granted as it gave up: pass the place on
+		w.open--
+		w.grantLocked()
+	default:
+		w.line = slices.DeleteFunc(w.line, func(o *placeWaiter) bool { return o == pw })
+	}
+	return false
+}
+
+// release frees a place, for the first caller in line.
+func (w *waitingPulls) release() {
+	w.mu.Lock()
+	w.open--
+	w.grantLocked()
+	w.mu.Unlock()
+}
+
+// grantLocked hands free places to the callers in line; w.mu is held.
+func (w *waitingPulls) grantLocked() {
+	for len(w.line) > 0 && w.open < w.limit {
+		close(w.line[0].granted)
+		w.line[0] = nil
+		w.line = w.line[1:]
+		w.open++
+	}
+}
+
+// setShare sets the replica's fair share. A smaller share takes effect at
+// once (places in use above it are given back as their pulls end); a larger
+// one only as grow finds the server has room, since other replicas may still
+// hold more than their new shares. fromNothing starts the limit at zero, for
+// a replica that joins others who may each be at their shares.
+func (w *waitingPulls) setShare(share int, fromNothing bool) {
+	w.mu.Lock()
+	w.share = share
+	w.limit = min(w.limit, share)
+	if fromNothing {
+		w.limit = 0
+	}
+	w.mu.Unlock()
+}
+
+// belowShare reports whether the limit is below the share.
+func (w *waitingPulls) belowShare() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.limit < w.share
+}
+
+// grow raises the limit to the places in use plus room, the places the
+// server has free, but never above the share.
+func (w *waitingPulls) grow(room int) {
+	w.mu.Lock()
+	w.limit = max(w.limit, min(w.share, w.open+room))
+	w.grantLocked()
+	w.mu.Unlock()
+}
+
+// counts returns the places in use, the limit, and the callers in line.
+func (w *waitingPulls) counts() (open, limit, queued int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.open, w.limit, len(w.line)
+}
+
+// SetReplicas tells the consumer how many replicas serve it, itself
+// included: each may keep an even part of the consumer's max_waiting open.
+func (c *Consumer) SetReplicas(ctx context.Context, n int) {
+	c.replicas.Store(int64(n))
+	share := max(1, c.maxWaiting/max(n, 1))
+	c.waiting.setShare(share, n > 1 && !c.joined.Swap(true))
+	c.growWaiting(ctx)
+}
+
+// growWaiting raises the replica's places towards its share by what the
+// server has free.
+func (c *Consumer) growWaiting(ctx context.Context) {
+	if !c.waiting.belowShare() || !c.nc.IsConnected() {
+		return
+	}
+	ci, err := c.info(ctx, time.Second)
+	if err != nil {
+		return
+	}
+	c.waiting.grow(c.maxWaiting - ci.NumWaiting)
+}
+
+// Pulls is how the replica uses its places among the consumer's waiting
+// pulls: the pulls it has open, how many it may have, and the Fetches (and
+// Consume pulls) waiting in line for a place.
+func (c *Consumer) Pulls() (open, limit, queued int) { return c.waiting.counts() }
+
+// Replicas is how many replicas serve the consumer, as last told by
+// SetReplicas (1 until then).
+func (c *Consumer) Replicas() int { return int(max(c.replicas.Load(), 1)) }

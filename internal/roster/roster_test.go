@@ -1,0 +1,113 @@
+package roster_test
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/goleak"
+
+	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/roster"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// count is what a replica was last told of a consumer's roster.
+type count struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *count) set(n int) { c.mu.Lock(); c.n = n; c.mu.Unlock() }
+func (c *count) get() int  { c.mu.Lock(); defer c.mu.Unlock(); return c.n }
+
+func open(t *testing.T, nc *nats.Conn, self string) *roster.Roster {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := roster.Open(context.Background(), js, 1, self, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func join(t *testing.T, r *roster.Roster, stream, consumer string) *count {
+	t.Helper()
+	c := &count{}
+	if err := r.Join(context.Background(), stream, consumer, c.set); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Replicas joining one consumer see each other at once; those of another
+// consumer do not count; one that leaves is gone from the others' count at
+// once, and one that stops without a word once its key ages out.
+func TestRosterCountsTheReplicasOfEachConsumer(t *testing.T) {
+	ns := natstest.Start(t)
+	ctx := context.Background()
+
+	a := open(t, natstest.Connect(t, ns), "a")
+	defer a.Close(ctx)
+	aBilling := join(t, a, "ORDERS", "billing")
+	if n := aBilling.get(); n != 1 {
+		t.Fatalf("alone: told %d, want 1", n)
+	}
+
+	b := open(t, natstest.Connect(t, ns), "b")
+	bBilling := join(t, b, "ORDERS", "billing")
+	if n := bBilling.get(); n != 2 {
+		t.Fatalf("b joining a: told %d, want 2", n)
+	}
+	natstest.Eventually(t, 5*time.Second, "a sees b", func() bool { return aBilling.get() == 2 })
+
+	// Another consumer of the same stream has a roster of its own.
+	bShipping := join(t, b, "ORDERS", "shipping")
+	if n := bShipping.get(); n != 1 {
+		t.Fatalf("shipping: told %d, want 1", n)
+	}
+
+	b.Close(ctx)
+	natstest.Eventually(t, 5*time.Second, "a sees b leave", func() bool { return aBilling.get() == 1 })
+
+	// A replica whose connection dies leaves by its key aging out.
+	cconn := natstest.Connect(t, ns)
+	c := open(t, cconn, "c")
+	join(t, c, "ORDERS", "billing")
+	natstest.Eventually(t, 5*time.Second, "a sees c", func() bool { return aBilling.get() == 2 })
+	cconn.Close()
+	stopped := time.Now()
+	natstest.Eventually(t, roster.TTL+3*roster.RenewEvery, "a sees c age out", func() bool { return aBilling.get() == 1 })
+	t.Logf("a replica that stopped without a word left the count after %v (key TTL %v)", time.Since(stopped).Round(time.Millisecond), roster.TTL)
+	c.Close(ctx)
+}
+
+// A replica that keeps running stays on the roster past its keys' TTL.
+func TestRosterRenewsItsKeys(t *testing.T) {
+	ns := natstest.Start(t)
+	ctx := context.Background()
+	a := open(t, natstest.Connect(t, ns), "a")
+	defer a.Close(ctx)
+	b := open(t, natstest.Connect(t, ns), "b")
+	defer b.Close(ctx)
+	aSees := join(t, a, "ORDERS", "billing")
+	join(t, b, "ORDERS", "billing")
+	natstest.Eventually(t, 5*time.Second, "a sees b", func() bool { return aSees.get() == 2 })
+
+	// Past one TTL and a renewal, the count never drops.
+	until := time.Now().Add(roster.TTL + roster.RenewEvery)
+	for time.Now().Before(until) {
+		if n := aSees.get(); n != 2 {
+			t.Fatalf("count fell to %d while both replicas ran", n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
