@@ -87,17 +87,8 @@ func (c *Consumer) fetch(ctx context.Context, req FetchRequest) (FetchResult, *p
 	if req.MaxBytes > 0 {
 		maxBytes = min(maxBytes, req.MaxBytes)
 	}
-	if held := c.orphans.take(req.Batch, maxBytes, now); len(held) > 0 {
-		if err := ctx.Err(); err != nil {
-			c.orphans.putBack(held)
-			return FetchResult{}, nil, err
-		}
-		ds := make([]*Delivery, len(held))
-		for i, o := range held {
-			ds[i] = o.d
-		}
-		c.handed.Add(float64(len(ds)))
-		return c.lease(ds, req.Principal), nil, nil
+	if res, ok, err := c.fromOrphans(ctx, req, maxBytes, now); ok || err != nil {
+		return res, nil, err
 	}
 	if !c.nc.IsConnected() {
 		return FetchResult{}, nil, fmt.Errorf("%w: not connected", errs.ErrUnavailable)
@@ -119,6 +110,11 @@ func (c *Consumer) fetch(ctx context.Context, req FetchRequest) (FetchResult, *p
 			// It waited in line until its expiry: a message would have
 			// ended the pull of a caller ahead of it.
 			return FetchResult{Empty: c.emptyReason(ctx)}, nil, nil
+		}
+		// While it waited in line, a canceled Fetch may have left messages.
+		if res, ok, err := c.fromOrphans(ctx, req, maxBytes, time.Now()); ok || err != nil {
+			c.waiting.release()
+			return res, nil, err
 		}
 		p, err := pull.Start(c.nc, c.Stream, c.Name, c.pullFor(req.Batch, maxBytes, time.Until(until), noWait), c.waiting.release)
 		if err != nil {
@@ -179,6 +175,25 @@ func (c *Consumer) fetch(ctx context.Context, req FetchRequest) (FetchResult, *p
 			return FetchResult{Empty: c.emptyReason(ctx)}, nil, nil
 		}
 	}
+}
+
+// fromOrphans leases up to req.Batch orphans of canceled Fetches, if any
+// are held; ok reports that it did.
+func (c *Consumer) fromOrphans(ctx context.Context, req FetchRequest, maxBytes int64, now time.Time) (res FetchResult, ok bool, err error) {
+	held := c.orphans.take(req.Batch, maxBytes, now)
+	if len(held) == 0 {
+		return FetchResult{}, false, nil
+	}
+	if err := ctx.Err(); err != nil {
+		c.orphans.putBack(held)
+		return FetchResult{}, false, err
+	}
+	ds := make([]*Delivery, len(held))
+	for i, o := range held {
+		ds[i] = o.d
+	}
+	c.handed.Add(float64(len(ds)))
+	return c.lease(ds, req.Principal), true, nil
 }
 
 // pullFor shapes the pull for a Fetch of batch messages and maxBytes with

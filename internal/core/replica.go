@@ -304,6 +304,22 @@ func (r *Replica) Fetch(ctx context.Context, stream, name string, req consumer.F
 	return res, err
 }
 
+// PullUse is how a replica uses its share of a consumer's waiting pulls.
+type PullUse struct {
+	Open, Allowed, Queued int // see consumer.Consumer.Pulls
+	Replicas              int // serving the consumer, this one included
+}
+
+// Pulls reports how the replica uses its share of a consumer's pulls.
+func (r *Replica) Pulls(stream, name string) (PullUse, error) {
+	c, err := r.consumer(stream, name)
+	if err != nil {
+		return PullUse{}, err
+	}
+	open, allowed, queued := c.Pulls()
+	return PullUse{Open: open, Allowed: allowed, Queued: queued, Replicas: c.Replicas()}, nil
+}
+
 // ConsumerStatus is a consumer's info from the server, this replica's count
 // of live leases on it, its dead letters and its oldest unacknowledged
 // message.
