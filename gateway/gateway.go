@@ -111,10 +111,7 @@ func New(ctx context.Context, o Options) (*REST, error) {
 		return nil, fmt.Errorf("dial gRPC server %s: %w", o.GRPCAddr, err)
 	}
 	muxOpts := []runtime.ServeMuxOption{
-		runtime.WithMarshalerOption(runtime.MIMEWildcard, &runtime.JSONPb{
-			MarshalOptions:   protojson.MarshalOptions{EmitUnpopulated: true},
-			UnmarshalOptions: protojson.UnmarshalOptions{DiscardUnknown: false},
-		}),
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, newMarshaler()),
 		runtime.WithErrorHandler(errorHandler(o.Logger)),
 		runtime.WithStreamErrorHandler(streamErrorHandler(o.Logger)),
 		// No header from outside becomes gRPC metadata (Grpc-Metadata-*
