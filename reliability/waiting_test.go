@@ -214,24 +214,27 @@ func waitingCallers(t *testing.T, replicas, callers int) {
 	})
 }
 
-// publishAll publishes n messages straight to NATS, waiting for each ack.
+// publishAll publishes n messages straight to NATS, a thousand at a time
+// (nats.go stalls past 4,000 acks outstanding), waiting for each ack.
 func publishAll(ctx context.Context, t *testing.T, js jetstream.JetStream, n int) {
 	t.Helper()
-	var futures []jetstream.PubAckFuture
-	for i := range n {
-		f, err := js.PublishAsync(fmt.Sprintf("orders.waiting.%d", i), []byte("x"))
-		if err != nil {
-			t.Fatal(err)
+	for start := 0; start < n; start += 1000 {
+		var futures []jetstream.PubAckFuture
+		for i := start; i < min(start+1000, n); i++ {
+			f, err := js.PublishAsync(fmt.Sprintf("orders.waiting.%d", i), []byte("x"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			futures = append(futures, f)
 		}
-		futures = append(futures, f)
-	}
-	for _, f := range futures {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			t.Fatal(err)
-		case <-ctx.Done():
-			t.Fatal(ctx.Err())
+		for _, f := range futures {
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				t.Fatal(err)
+			case <-ctx.Done():
+				t.Fatal(ctx.Err())
+			}
 		}
 	}
 }

@@ -40,7 +40,10 @@ type stream struct {
 }
 
 type heldLease struct {
-	d       *Delivery // as handed out; its Deadline follows Extends
+	// d is the delivery as a Nak needs it: its metadata, and its deadline,
+	// which follows Extends. The message itself is the caller's once sent:
+	// kept here, it would hold every byte of every unsettled message.
+	d       *Delivery
 	claims  token.Claims
 	size    int64
 	started time.Time // handed out; auto_extend stops at started + max lease
@@ -48,8 +51,9 @@ type heldLease struct {
 
 func (s *stream) add(d *Delivery, cl token.Claims, now time.Time) {
 	size := d.size()
+	kept := &Delivery{Meta: d.Meta, Deadline: d.Deadline}
 	s.mu.Lock()
-	s.held[cl.StreamSeq] = &heldLease{d: d, claims: cl, size: size, started: now}
+	s.held[cl.StreamSeq] = &heldLease{d: kept, claims: cl, size: size, started: now}
 	s.bytes += size
 	s.mu.Unlock()
 }
