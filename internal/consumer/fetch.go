@@ -263,8 +263,9 @@ func (c *Consumer) claimsOf(d *Delivery) token.Claims {
 
 // lease issues the tokens of deliveries that are about to be handed out.
 func (c *Consumer) lease(ds []*Delivery, principal string) FetchResult {
+	sealer := c.keys.Sealer(c.Stream, c.Name, principal)
 	for _, d := range ds {
-		d.Token = c.keys.Seal(c.claimsOf(d), c.Stream, c.Name, principal)
+		d.Token = sealer.Seal(c.claimsOf(d))
 	}
 	return FetchResult{Messages: ds}
 }

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -184,24 +183,24 @@ func (k key) macOf(dst []byte, parts [][]byte) []byte {
 	return append(dst, m.Sum(sum[:0])[:macLen]...)
 }
 
-// mac appends the MAC of payload, bound to stream, consumer and principal,
-// to dst.
-func (k key) mac(dst, payload []byte, stream, consumer, principal string) []byte {
+// mac appends the MAC of payload, bound to fields (appendFields of the
+// stream, consumer and principal), to dst.
+func (k key) mac(dst, payload, fields []byte) []byte {
 	m := k.macs.Get().(hash.Hash)
 	defer k.macs.Put(m)
 	m.Reset()
 	m.Write(payload)
-	writeFields(m, stream, consumer, principal)
+	m.Write(fields)
 	var sum [sha256.Size]byte
 	return append(dst, m.Sum(sum[:0])[:macLen]...)
 }
 
-// writeFields writes each field with its length first, so that no two lists
-// of fields write the same bytes.
-func writeFields(w io.Writer, fields ...string) {
-	var n [binary.MaxVarintLen64]byte
+// appendFields appends each field with its length first, so that no two
+// lists of fields give the same bytes.
+func appendFields(b []byte, fields ...string) []byte {
 	for _, f := range fields {
-		w.Write(n[:binary.PutUvarint(n[:], uint64(len(f)))])
-		io.WriteString(w, f)
+		b = binary.AppendUvarint(b, uint64(len(f)))
+		b = append(b, f...)
 	}
+	return b
 }

@@ -84,17 +84,35 @@ func digest(fields ...string) [4]byte {
 
 // Seal returns the token for c, issued for stream/consumer and principal.
 func (kr *Keyring) Seal(c Claims, stream, consumer, principal string) string {
-	b := make([]byte, headerLen, maxTokenBytes)
+	return kr.Sealer(stream, consumer, principal).Seal(c)
+}
+
+// Sealer seals tokens for one stream/consumer and principal: what is the
+// same for each token of a Fetch is worked out once.
+type Sealer struct {
+	key    key
+	tag    [4]byte
+	fields []byte
+}
+
+// Sealer returns a Sealer for stream/consumer and principal.
+func (kr *Keyring) Sealer(stream, consumer, principal string) Sealer {
+	return Sealer{key: kr.signing, tag: tags(stream, consumer, principal), fields: appendFields(nil, stream, consumer, principal)}
+}
+
+// Seal returns the token for c.
+func (s Sealer) Seal(c Claims) string {
+	var buf [maxTokenBytes]byte
+	b := buf[:headerLen]
 	b[0] = tokenVersion
-	binary.BigEndian.PutUint32(b[1:5], kr.signing.id)
+	binary.BigEndian.PutUint32(b[1:5], s.key.id)
 	copy(b[5:13], c.Issuer[:])
-	tag := tags(stream, consumer, principal)
-	copy(b[13:17], tag[:])
+	copy(b[13:17], s.tag[:])
 	b = binary.AppendUvarint(b, c.StreamSeq)
 	b = binary.AppendUvarint(b, c.ConsumerSeq)
 	b = binary.AppendUvarint(b, c.Delivered)
 	b = binary.AppendUvarint(b, uint64(c.Deadline.UnixMilli()))
-	b = kr.signing.mac(b, b, stream, consumer, principal)
+	b = s.key.mac(b, b, s.fields)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
@@ -119,7 +137,8 @@ func (kr *Keyring) Open(tok, stream, consumer, principal string) (Claims, error)
 		return c, errs.ErrTokenInvalid
 	}
 	var want [macLen]byte
-	if !hmac.Equal(sum, k.mac(want[:0], payload, stream, consumer, principal)) {
+	bound := appendFields(make([]byte, 0, 3*binary.MaxVarintLen64+len(stream)+len(consumer)+len(principal)), stream, consumer, principal)
+	if !hmac.Equal(sum, k.mac(want[:0], payload, bound)) {
 		tag := tags(stream, consumer, principal)
 		switch {
 		case subtle.ConstantTimeCompare(tag[:2], payload[13:15]) == 0:

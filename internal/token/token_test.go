@@ -533,3 +533,23 @@ func FuzzForge(f *testing.F) {
 		}
 	})
 }
+
+// The bytes of a token do not change between releases: replicas of two
+// versions, side by side in a rolling upgrade, open each other's tokens.
+func TestTokenFormatIsStable(t *testing.T) {
+	kr, err := NewKeyring([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Claims{Issuer: IssuerID{1, 2, 3, 4, 5, 6, 7, 8}, StreamSeq: 1234567, ConsumerSeq: 7654321, Delivered: 3, Deadline: time.UnixMilli(1764547200123)}
+	const want = "AbcLMikBAgMEBQYHCIZWC4mHrUuxl9MDA_uI1rmtM4z3PY9HYBQ0rJ2R3bG1SGM"
+	if got := kr.Seal(c, "ORDERS", "billing", "alice"); got != want {
+		t.Fatalf("token %s, want %s as every earlier release sealed it", got, want)
+	}
+	if got := kr.Sealer("ORDERS", "billing", "alice").Seal(c); got != want {
+		t.Fatalf("Sealer: token %s, want %s", got, want)
+	}
+	if got, err := kr.Open(want, "ORDERS", "billing", "alice"); err != nil || got != c {
+		t.Fatalf("open: %+v, %v", got, err)
+	}
+}
