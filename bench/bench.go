@@ -71,11 +71,27 @@ type Options struct {
 	Soak  time.Duration
 	Rate  int
 	Every time.Duration
+
+	// Waiting, when set, runs the waiting measurement instead of the modes:
+	// that many long-polling Fetch(1) callers spread over each count of
+	// Replicas in turn, every replica a process of its own (RunWaiting).
+	Waiting  int
+	Replicas []int
+	// ReplicaCommand runs one replica process; empty runs this program
+	// again, which Run turns into a replica when ReplicaEnv is set.
+	ReplicaCommand []string
 }
 
 // Run measures each mode in turn (o.Rounds times), prints the table and,
 // with o.JSON, writes it as JSON too.
 func Run(ctx context.Context, o Options) (Report, error) {
+	if cfg, ok := os.LookupEnv(ReplicaEnv); ok {
+		return Report{}, serveReplica(ctx, cfg, os.Stdin, os.Stdout)
+	}
+	if o.Waiting > 0 {
+		_, err := RunWaiting(ctx, o)
+		return Report{}, err
+	}
 	if o.GRPCAddr == "" {
 		stop, addrs, err := startJetgate(ctx, o)
 		if err != nil {

@@ -1,7 +1,8 @@
 // Command jetgate-bench measures jetgate next to nats.go on the same NATS
 // server in one run: nats.go Fetch with fire-and-forget Ack and with
 // DoubleAck, jetgate's gRPC Fetch+Ack, REST and Consume. It starts jetgate
-// in-process, or measures one given by --grpc-addr and --http-addr.
+// in-process, or measures one given by --grpc-addr and --http-addr. With
+// --waiting it measures long-polling Fetch callers over replica processes.
 package main
 
 import (
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,7 +21,7 @@ import (
 
 func main() {
 	o := bench.Options{Out: os.Stdout}
-	var modes string
+	var modes, replicas string
 	flag.StringVar(&o.GRPCAddr, "grpc-addr", "", "gRPC address of a running jetgate; empty starts one in-process")
 	flag.StringVar(&o.HTTPAddr, "http-addr", "", "REST address of that jetgate")
 	flag.StringVar(&o.NATSURL, "nats-url", "", "NATS server of that jetgate, for the nats modes and for publishing")
@@ -38,7 +40,17 @@ func main() {
 	flag.DurationVar(&o.Soak, "soak", 0, "run a soak of this length instead (publish at --rate, sample /metrics every --every)")
 	flag.IntVar(&o.Rate, "rate", 1000, "soak: messages published per second")
 	flag.DurationVar(&o.Every, "every", 5*time.Second, "soak: sampling interval")
+	flag.IntVar(&o.Waiting, "waiting", 0, "measure this many concurrent long-polling Fetch(1) callers instead, over --replicas")
+	flag.StringVar(&replicas, "replicas", "3", "with --waiting: comma-separated replica counts, each run in turn (3,10)")
 	flag.Parse()
+	for _, r := range strings.Split(replicas, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(r))
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "jetgate-bench: --replicas %q: want comma-separated counts of at least 1\n", replicas)
+			os.Exit(2)
+		}
+		o.Replicas = append(o.Replicas, n)
+	}
 	o.Modes = strings.Split(modes, ",")
 	if o.GRPCAddr != "" && o.HTTPAddr == "" && (slices.Contains(o.Modes, bench.ModeREST) || o.Soak > 0) {
 		fmt.Fprintln(os.Stderr, "jetgate-bench: --http-addr is needed with --grpc-addr for the rest mode and for --soak")
