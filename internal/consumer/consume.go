@@ -83,34 +83,46 @@ func (s *stream) load() (n int, bytes int64) {
 // Its lock is never held with a stream's.
 type streams struct {
 	mu     sync.Mutex
-	owners map[uint64]*stream // by stream sequence
+	owners map[uint64]owner // by stream sequence
 }
 
-func (ss *streams) own(s *stream, seq uint64) {
+// owner is the stream holding a message and which delivery of it it holds.
+type owner struct {
+	s         *stream
+	delivered uint64
+}
+
+func (ss *streams) own(s *stream, seq, delivered uint64) {
 	ss.mu.Lock()
 	if ss.owners == nil {
-		ss.owners = make(map[uint64]*stream)
+		ss.owners = make(map[uint64]owner)
 	}
-	ss.owners[seq] = s
+	ss.owners[seq] = owner{s, delivered}
 	ss.mu.Unlock()
 }
 
+// settled gives back the credit of the stream that holds delivery (seq,
+// delivered). A settle of another delivery of the message leaves its owner
+// alone: a Nak's confirmation (the orphan pool's, or a Fetch caller's) can
+// come after the redelivery it caused has reached a stream, and taking that
+// stream's entry would lose the credit of the redelivery's own settle.
 func (ss *streams) settled(seq, delivered uint64) {
 	ss.mu.Lock()
-	s := ss.owners[seq]
-	if s != nil {
+	o, ok := ss.owners[seq]
+	ok = ok && o.delivered == delivered
+	if ok {
 		delete(ss.owners, seq)
 	}
 	ss.mu.Unlock()
-	if s != nil {
-		s.drop(seq, delivered)
+	if ok {
+		o.s.drop(seq, delivered)
 	}
 }
 
 func (ss *streams) forget(s *stream, seqs []uint64) {
 	ss.mu.Lock()
 	for _, seq := range seqs {
-		if ss.owners[seq] == s {
+		if ss.owners[seq].s == s {
 			delete(ss.owners, seq)
 		}
 	}
@@ -176,7 +188,7 @@ func (c *Consumer) Consume(ctx context.Context, req ConsumeRequest, send func([]
 			for _, d := range res.Messages {
 				cl := c.claimsOf(d)
 				s.add(d, cl, now)
-				c.streams.own(s, cl.StreamSeq)
+				c.streams.own(s, cl.StreamSeq, cl.Delivered)
 			}
 			if err := send(res.Messages); err != nil {
 				sendFailed = true

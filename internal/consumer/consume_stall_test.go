@@ -1,0 +1,239 @@
+package consumer_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/lease"
+	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/settle"
+	"github.com/jetgate/jetgate/internal/token"
+)
+
+// A settle of one delivery of a message must not take away the credit of a
+// Consume stream that holds the next delivery of it. Here a Nak's
+// confirmation is held back until its redelivery has reached a Consume stream
+// with a credit of one, as happens when the orphan pool naks a message that
+// an open stream's waiting pull takes at once. When that stream's delivery
+// is acked, its credit must come back and the stream pull the next message.
+func TestConsumeKeepsItsCreditWhenAnOlderDeliveryIsSettled(t *testing.T) {
+	e, replies := startHeld(t, consumer.Config{AckWait: time.Minute, MaxAckPending: 1024})
+	seq := e.publish("orders.1", "first")
+	res := e.fetch(consumer.FetchRequest{Batch: 1})
+	if len(res.Messages) != 1 {
+		t.Fatalf("fetch: %d messages, want 1", len(res.Messages))
+	}
+	first, err := e.keys.Open(res.Messages[0].Token, stream, name, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A stream with a credit of one; the first delivery is the Fetch's, so
+	// it waits with nothing.
+	sent := make(chan *consumer.Delivery, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	ended := make(chan error, 1)
+	go func() {
+		ended <- e.c.Consume(ctx, consumer.ConsumeRequest{MaxMessages: 1, Heartbeat: time.Hour},
+			func(ds []*consumer.Delivery) error {
+				for _, d := range ds {
+					sent <- d
+				}
+				return nil
+			})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-ended
+	})
+	natstest.Eventually(t, within, "the stream's pull waiting on the server", func() bool {
+		return e.info().NumWaiting == 1
+	})
+
+	// Nak the Fetch's delivery; hold its confirmation until the stream has
+	// the redelivery.
+	replies.hold()
+	nakked := make(chan settle.Outcome, 1)
+	go func() {
+		sctx, scancel := context.WithTimeout(context.Background(), within)
+		defer scancel()
+		nakked <- e.c.Settle(sctx, lease.OpNak, []token.Claims{first}, settle.Args{})[0]
+	}()
+	second := receiveDelivery(t, sent, "the redelivery on the stream")
+	replies.release()
+	if o := <-nakked; o.Err != nil {
+		t.Fatalf("nak of the first delivery: %v", o.Err)
+	}
+	if second.Meta.StreamSeq != seq || second.Meta.Delivered != first.Delivered+1 {
+		t.Fatalf("stream sent seq %d delivery %d, want seq %d delivery %d",
+			second.Meta.StreamSeq, second.Meta.Delivered, seq, first.Delivered+1)
+	}
+
+	// Ack the stream's delivery: its credit comes back, and the next message
+	// goes to it.
+	held, err := e.keys.Open(second.Token, stream, name, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), within)
+	defer scancel()
+	if o := e.c.Settle(sctx, lease.OpAck, []token.Claims{held}, settle.Args{})[0]; o.Err != nil {
+		t.Fatalf("ack of the stream's delivery: %v", o.Err)
+	}
+	next := e.publish("orders.2", "second")
+	select {
+	case d := <-sent:
+		if d.Meta.StreamSeq != next {
+			t.Fatalf("stream sent seq %d, want %d", d.Meta.StreamSeq, next)
+		}
+	case <-time.After(within):
+		ci := e.info()
+		t.Fatalf("the stream did not pull again after its lease was acked: server has %d pending, %d waiting pulls, %d acks pending",
+			ci.NumPending, ci.NumWaiting, ci.NumAckPending)
+	}
+}
+
+func receiveDelivery(t *testing.T, sent <-chan *consumer.Delivery, what string) *consumer.Delivery {
+	t.Helper()
+	select {
+	case d := <-sent:
+		return d
+	case <-time.After(within):
+		t.Fatalf("no %s within %v", what, within)
+		return nil
+	}
+}
+
+// startHeld is start with the Consumer's settles sent on a connection of
+// their own, whose replies (the server's confirmations) the test can hold
+// back while pulls go on as ever.
+func startHeld(t *testing.T, cfg consumer.Config) (*env, *holdBack) {
+	t.Helper()
+	ns := natstest.Start(t)
+	own := natstest.Connect(t, ns)
+	natstest.Stream(t, own, stream, "orders.>")
+	js, err := jetstream.New(own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{
+		t: t, ns: ns, js: js,
+		nc:   natstest.Connect(t, ns),
+		keys: token.RandomKeyring(),
+		self: token.NewIssuerID(),
+		orphans: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "orphans_total"},
+			[]string{"stream", "consumer", "outcome"}),
+	}
+	hb := &holdBack{}
+	settles := natstest.Connect(t, ns, nats.SetCustomDialer(hb))
+	cfg.Stream, cfg.Name = stream, name
+	sender, err := settle.NewSender(settles, within)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := settles.Flush(); err != nil { // the reply subscription is in place
+		t.Fatal(err)
+	}
+	gjs, err := jetstream.New(e.nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	e.c, err = consumer.Bind(ctx, gjs, cfg, consumer.Deps{
+		Conn:    e.nc,
+		Sender:  sender,
+		Keys:    e.keys,
+		Self:    e.self,
+		Timeout: 2 * time.Second,
+		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Orphans: e.orphans,
+	})
+	if err != nil {
+		_ = sender.Close()
+		t.Fatalf("bind: %v", err)
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		e.c.Run(runCtx)
+	}()
+	t.Cleanup(func() {
+		stop()
+		<-ran
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		e.c.Close(ctx)
+		_ = sender.Close()
+	})
+	// Registered last: runs before Close, whose Naks need their replies.
+	t.Cleanup(hb.releaseIfHeld)
+	if e.plain, err = js.Consumer(ctx, stream, name); err != nil {
+		t.Fatal(err)
+	}
+	return e, hb
+}
+
+// holdBack dials connections whose reads it can hold: while held, what the
+// server sends waits, read but not handed on, until it is released.
+type holdBack struct {
+	gate sync.RWMutex // write-locked while held
+	mu   sync.Mutex
+	held bool
+}
+
+func (h *holdBack) Dial(network, address string) (net.Conn, error) {
+	c, err := net.Dial(network, address)
+	if err != nil {
+		return nil, err
+	}
+	return &heldConn{Conn: c, h: h}, nil
+}
+
+func (h *holdBack) hold() {
+	h.gate.Lock()
+	h.mu.Lock()
+	h.held = true
+	h.mu.Unlock()
+}
+
+func (h *holdBack) release() {
+	h.mu.Lock()
+	h.held = false
+	h.mu.Unlock()
+	h.gate.Unlock()
+}
+
+func (h *holdBack) releaseIfHeld() {
+	h.mu.Lock()
+	held := h.held
+	h.mu.Unlock()
+	if held {
+		h.release()
+	}
+}
+
+type heldConn struct {
+	net.Conn
+	h *holdBack
+}
+
+// Read waits after reading, not before: the client's reader is always
+// inside a Read, and what that one returns must wait too.
+func (c *heldConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.h.gate.RLock()
+	c.h.gate.RUnlock()
+	return n, err
+}
