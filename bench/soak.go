@@ -26,6 +26,10 @@ type Sample struct {
 	HeapBytes  float64
 	RSSBytes   float64
 	Leases     float64
+	Mallocs    float64 // allocations since the process started
+	// AllocsPerMsg is the whole process's allocations since the last sample
+	// per message acked since then.
+	AllocsPerMsg float64
 }
 
 // SoakResult is a soak's samples and whether memory and goroutines stayed
@@ -38,6 +42,8 @@ type SoakResult struct {
 	HeapFlat        bool
 	GoroutineGrowth float64
 	HeapGrowth      float64
+	AllocsFlat      bool
+	AllocsGrowth    float64
 }
 
 // soak publishes at o.Rate messages per second and consumes them for
@@ -87,6 +93,7 @@ func soak(ctx context.Context, cons jetgatev1.ConsumerServiceClient, strm jetgat
 	tick := time.NewTicker(o.Every)
 	defer tick.Stop()
 	var last int64
+	var lastMallocs float64
 	for done := false; !done; {
 		select {
 		case <-ctx.Done():
@@ -104,17 +111,26 @@ func soak(ctx context.Context, cons jetgatev1.ConsumerServiceClient, strm jetgat
 			}
 			now := acked.Load()
 			s.At, s.Acked, last = time.Since(start).Round(time.Second), now-last, now
+			if s.Acked > 0 && lastMallocs > 0 {
+				s.AllocsPerMsg = (s.Mallocs - lastMallocs) / float64(s.Acked)
+			}
+			lastMallocs = s.Mallocs
 			res.Samples = append(res.Samples, s)
-			fmt.Fprintf(o.Out, "soak %6v acked/s %7.0f goroutines %5.0f heap %6.1f MiB rss %6.1f MiB leases %5.0f\n",
-				s.At, float64(s.Acked)/o.Every.Seconds(), s.Goroutines, s.HeapBytes/(1<<20), s.RSSBytes/(1<<20), s.Leases)
+			fmt.Fprintf(o.Out, "soak %6v acked/s %7.0f goroutines %5.0f heap %6.1f MiB rss %6.1f MiB leases %5.0f allocs/msg %6.1f\n",
+				s.At, float64(s.Acked)/o.Every.Seconds(), s.Goroutines, s.HeapBytes/(1<<20), s.RSSBytes/(1<<20), s.Leases, s.AllocsPerMsg)
 		}
 	}
 	wg.Wait()
 	res.Published, res.Acked = published.Load(), acked.Load()
 	res.GoroutineGrowth, res.GoroutinesFlat = growth(res.Samples, func(s Sample) float64 { return s.Goroutines }, 10)
 	res.HeapGrowth, res.HeapFlat = growth(res.Samples, func(s Sample) float64 { return s.HeapBytes }, 8<<20)
-	fmt.Fprintf(o.Out, "soak %v at %d msg/s: published %d, acked %d; goroutines %+.0f%% (flat: %v), heap %+.0f%% (flat: %v)\n",
-		o.Soak, o.Rate, res.Published, res.Acked, 100*res.GoroutineGrowth, res.GoroutinesFlat, 100*res.HeapGrowth, res.HeapFlat)
+	// The first sample has no allocations per message: it starts the count.
+	if len(res.Samples) > 1 {
+		res.AllocsGrowth, res.AllocsFlat = growth(res.Samples[1:], func(s Sample) float64 { return s.AllocsPerMsg }, 5)
+	}
+	fmt.Fprintf(o.Out, "soak %v at %d msg/s: published %d, acked %d; goroutines %+.0f%% (flat: %v), heap %+.0f%% (flat: %v), allocs/msg %+.0f%% (flat: %v)\n",
+		o.Soak, o.Rate, res.Published, res.Acked, 100*res.GoroutineGrowth, res.GoroutinesFlat, 100*res.HeapGrowth, res.HeapFlat,
+		100*res.AllocsGrowth, res.AllocsFlat)
 	return res, nil
 }
 
@@ -206,6 +222,7 @@ func scrape(ctx context.Context, url string) (Sample, error) {
 		HeapBytes:  sum("go_memstats_heap_inuse_bytes"),
 		RSSBytes:   sum("process_resident_memory_bytes"),
 		Leases:     sum("jetgate_leases_live"),
+		Mallocs:    sum("go_memstats_mallocs_total"),
 	}, nil
 }
 

@@ -1,13 +1,16 @@
 // Package consumer is jetgate's hold on one durable pull consumer: it
-// leases the consumer's messages (fetch.go), settles the leases it holds
-// (settle.go), and keeps the messages of canceled Fetches for the next Fetch
-// or a Nak (orphans.go). It combines the lease table, the token keyring, the
-// pull protocol and the settle sender; each of those owns its own rules.
+// leases the consumer's messages (fetch.go, consume.go), settles the leases
+// it holds (settle.go), keeps the messages of canceled Fetches for the next
+// Fetch or a Nak (orphans.go), and keeps its pulls within this replica's
+// share of the consumer's max_waiting (waiting.go). It combines the lease
+// table, the token keyring, the pull protocol and the settle sender; each
+// of those owns its own rules.
 //
 // Lock order, where two locks meet: a Consumer's orphan pool, then a pull's
-// lock (taking its messages), then the lease table's. The Consumer's own mu
-// guards only the cached max_ack_pending answer and is never held with
-// another.
+// lock (taking its messages), then the lease table's or the waiting line's
+// (a pull gives its place back as it ends, under its own lock). The
+// Consumer's own mu guards only the cached max_ack_pending answer and is
+// never held with another.
 package consumer
 
 import (
