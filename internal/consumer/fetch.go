@@ -125,10 +125,11 @@ func (c *Consumer) fetch(ctx context.Context, req FetchRequest) (FetchResult, *p
 		switch {
 		case errors.Is(err, jetstream.ErrNoHeartbeat):
 			c.orphans.abandon(p, time.Now())
-			if c.serverFullOfPulls(ctx) {
-				// Past max_waiting the server drops a pull that asks for
-				// heartbeats without a word: other clients (or replicas)
-				// hold every place.
+			if c.serverAnswers(ctx) {
+				// The server is there but dropped the pull: past
+				// max_waiting it drops a pull that asks for heartbeats
+				// without a word. Clients outside jetgate hold the places
+				// (or did when it came; they may be free by now).
 				return FetchResult{Empty: EmptyMaxWaiting}, p, nil
 			}
 			return FetchResult{}, p, fmt.Errorf("%w: no answer or heartbeat from the server for the pull", errs.ErrUnavailable)
@@ -270,14 +271,13 @@ func (c *Consumer) lease(ds []*Delivery, principal string) FetchResult {
 	return FetchResult{Messages: ds}
 }
 
-// serverFullOfPulls reports whether the consumer, reachable, has as many
-// pulls waiting as its max_waiting allows.
-func (c *Consumer) serverFullOfPulls(ctx context.Context) bool {
+// serverAnswers reports whether the server answers for the consumer.
+func (c *Consumer) serverAnswers(ctx context.Context) bool {
 	if !c.nc.IsConnected() {
 		return false
 	}
-	ci, err := c.info(context.WithoutCancel(ctx), time.Second)
-	return err == nil && ci.Config.MaxWaiting > 0 && ci.NumWaiting >= ci.Config.MaxWaiting
+	_, err := c.info(context.WithoutCancel(ctx), time.Second)
+	return err == nil
 }
 
 // emptyReason says why nothing came: the gateway's own count of leases, or
