@@ -26,11 +26,7 @@ func (s *consumerService) Consume(req *jetgatev1.ConsumeRequest, out grpc.Server
 	ctx := out.Context()
 	cr.Principal = auth.Principal(ctx)
 	err = s.g.Consume(ctx, req.GetStream(), req.GetConsumer(), cr, func(ds []*consumer.Delivery) error {
-		resp := &jetgatev1.ConsumeResponse{Messages: make([]*jetgatev1.Message, len(ds))}
-		for i, d := range ds {
-			resp.Messages[i] = messageOf(d)
-		}
-		return out.Send(resp)
+		return out.Send(&jetgatev1.ConsumeResponse{Messages: messagesOf(ds)})
 	})
 	if err != nil {
 		return s.status(err)

@@ -26,14 +26,10 @@ func (s *consumerService) Fetch(ctx context.Context, req *jetgatev1.FetchRequest
 	if err != nil {
 		return nil, s.status(err)
 	}
-	resp := &jetgatev1.FetchResponse{
-		Messages:    make([]*jetgatev1.Message, len(res.Messages)),
+	return &jetgatev1.FetchResponse{
+		Messages:    messagesOf(res.Messages),
 		EmptyReason: jetgatev1.EmptyReason(res.Empty),
-	}
-	for i, d := range res.Messages {
-		resp.Messages[i] = messageOf(d)
-	}
-	return resp, nil
+	}, nil
 }
 
 func (s *consumerService) Ack(ctx context.Context, req *jetgatev1.AckRequest) (*jetgatev1.AckResponse, error) {

@@ -27,14 +27,23 @@ type Keyring struct {
 
 type key struct {
 	id   uint32
-	macs *sync.Pool // of HMAC-SHA256 hashes keyed with the secret
+	macs *sync.Pool // of *macState keyed with the secret
+}
+
+// macState is an HMAC-SHA256 keyed with a secret and the scratch space of
+// one token, pooled: sealing or opening a token allocates for neither.
+type macState struct {
+	h      hash.Hash
+	token  [maxTokenBytes]byte
+	sum    [sha256.Size]byte
+	fields []byte // appendFields of a token's stream, consumer, principal
 }
 
 func newKey(secret []byte) key {
 	sum := sha256.Sum256(append([]byte("jetgate key id\x00"), secret...))
 	return key{
 		id:   binary.BigEndian.Uint32(sum[:4]),
-		macs: &sync.Pool{New: func() any { return hmac.New(sha256.New, secret) }},
+		macs: &sync.Pool{New: func() any { return &macState{h: hmac.New(sha256.New, secret)} }},
 	}
 }
 
@@ -170,8 +179,9 @@ func (kr *Keyring) Verify(sig string, parts ...[]byte) bool {
 }
 
 func (k key) macOf(dst []byte, parts [][]byte) []byte {
-	m := k.macs.Get().(hash.Hash)
-	defer k.macs.Put(m)
+	st := k.macs.Get().(*macState)
+	defer k.macs.Put(st)
+	m := st.h
 	m.Reset()
 	m.Write([]byte{signDomain})
 	var n [binary.MaxVarintLen64]byte
@@ -183,16 +193,13 @@ func (k key) macOf(dst []byte, parts [][]byte) []byte {
 	return append(dst, m.Sum(sum[:0])[:macLen]...)
 }
 
-// mac appends the MAC of payload, bound to fields (appendFields of the
-// stream, consumer and principal), to dst.
-func (k key) mac(dst, payload, fields []byte) []byte {
-	m := k.macs.Get().(hash.Hash)
-	defer k.macs.Put(m)
-	m.Reset()
-	m.Write(payload)
-	m.Write(fields)
-	var sum [sha256.Size]byte
-	return append(dst, m.Sum(sum[:0])[:macLen]...)
+// mac returns the MAC of payload bound to fields (appendFields of the
+// stream, consumer and principal), in st's scratch space.
+func (st *macState) mac(payload, fields []byte) []byte {
+	st.h.Reset()
+	st.h.Write(payload)
+	st.h.Write(fields)
+	return st.h.Sum(st.sum[:0])[:macLen]
 }
 
 // appendFields appends each field with its length first, so that no two

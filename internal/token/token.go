@@ -102,8 +102,9 @@ func (kr *Keyring) Sealer(stream, consumer, principal string) Sealer {
 
 // Seal returns the token for c.
 func (s Sealer) Seal(c Claims) string {
-	var buf [maxTokenBytes]byte
-	b := buf[:headerLen]
+	st := s.key.macs.Get().(*macState)
+	defer s.key.macs.Put(st)
+	b := st.token[:headerLen]
 	b[0] = tokenVersion
 	binary.BigEndian.PutUint32(b[1:5], s.key.id)
 	copy(b[5:13], c.Issuer[:])
@@ -112,7 +113,7 @@ func (s Sealer) Seal(c Claims) string {
 	b = binary.AppendUvarint(b, c.ConsumerSeq)
 	b = binary.AppendUvarint(b, c.Delivered)
 	b = binary.AppendUvarint(b, uint64(c.Deadline.UnixMilli()))
-	b = s.key.mac(b, b, s.fields)
+	b = append(b, st.mac(b, s.fields)...)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
@@ -136,9 +137,11 @@ func (kr *Keyring) Open(tok, stream, consumer, principal string) (Claims, error)
 	if !ok {
 		return c, errs.ErrTokenInvalid
 	}
-	var want [macLen]byte
-	bound := appendFields(make([]byte, 0, 3*binary.MaxVarintLen64+len(stream)+len(consumer)+len(principal)), stream, consumer, principal)
-	if !hmac.Equal(sum, k.mac(want[:0], payload, bound)) {
+	st := k.macs.Get().(*macState)
+	st.fields = appendFields(st.fields[:0], stream, consumer, principal)
+	ok = hmac.Equal(sum, st.mac(payload, st.fields))
+	k.macs.Put(st)
+	if !ok {
 		tag := tags(stream, consumer, principal)
 		switch {
 		case subtle.ConstantTimeCompare(tag[:2], payload[13:15]) == 0:
