@@ -178,7 +178,7 @@ func startHeld(t *testing.T, cfg consumer.Config) (*env, *holdBack) {
 		_ = sender.Close()
 	})
 	// Registered last: runs before Close, whose Naks need their replies.
-	t.Cleanup(hb.releaseIfHeld)
+	t.Cleanup(hb.release)
 	if e.plain, err = js.Consumer(ctx, stream, name); err != nil {
 		t.Fatal(err)
 	}
@@ -188,9 +188,8 @@ func startHeld(t *testing.T, cfg consumer.Config) (*env, *holdBack) {
 // holdBack dials connections whose reads it can hold: while held, what the
 // server sends waits, read but not handed on, until it is released.
 type holdBack struct {
-	gate sync.RWMutex // write-locked while held
 	mu   sync.Mutex
-	held bool
+	gate chan struct{} // while held, closed on release; nil otherwise
 }
 
 func (h *holdBack) Dial(network, address string) (net.Conn, error) {
@@ -202,26 +201,19 @@ func (h *holdBack) Dial(network, address string) (net.Conn, error) {
 }
 
 func (h *holdBack) hold() {
-	h.gate.Lock()
 	h.mu.Lock()
-	h.held = true
+	h.gate = make(chan struct{})
 	h.mu.Unlock()
 }
 
+// release lets held reads through; it does nothing when nothing is held.
 func (h *holdBack) release() {
 	h.mu.Lock()
-	h.held = false
-	h.mu.Unlock()
-	h.gate.Unlock()
-}
-
-func (h *holdBack) releaseIfHeld() {
-	h.mu.Lock()
-	held := h.held
-	h.mu.Unlock()
-	if held {
-		h.release()
+	if h.gate != nil {
+		close(h.gate)
+		h.gate = nil
 	}
+	h.mu.Unlock()
 }
 
 type heldConn struct {
@@ -233,7 +225,11 @@ type heldConn struct {
 // inside a Read, and what that one returns must wait too.
 func (c *heldConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
-	c.h.gate.RLock()
-	c.h.gate.RUnlock()
+	c.h.mu.Lock()
+	gate := c.h.gate
+	c.h.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
 	return n, err
 }
