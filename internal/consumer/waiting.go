@@ -123,7 +123,10 @@ func (w *waitingPulls) counts() (open, limit, queued int) {
 func (c *Consumer) SetReplicas(ctx context.Context, n int) {
 	c.replicas.Store(int64(n))
 	share := max(1, c.maxWaiting/max(n, 1))
-	c.waiting.setShare(share, n > 1 && !c.joined.Swap(true))
+	// Only a replica joining others starts from nothing: one that was alone
+	// keeps its pulls and gives back what is above its new share.
+	first := !c.joined.Swap(true)
+	c.waiting.setShare(share, first && n > 1)
 	c.growWaiting(ctx)
 }
 
