@@ -80,13 +80,16 @@ type Replica struct {
 	log       *slog.Logger
 	metrics   *metrics
 
-	roster       *roster.Roster
-	fwdSub       *nats.Subscription
-	forwardSlots chan struct{} // one per forwarded settle being served
-	cancel       context.CancelFunc
-	wg           sync.WaitGroup // the consumers' Run loops and forwarded settles
-	mu           sync.Mutex
-	closed       bool
+	roster *roster.Roster
+	// stateReplicas is the replica count of jetgate's own streams and KV
+	// buckets.
+	stateReplicas int
+	fwdSub        *nats.Subscription
+	forwardSlots  chan struct{} // one per forwarded settle being served
+	cancel        context.CancelFunc
+	wg            sync.WaitGroup // the consumers' Run loops and forwarded settles
+	mu            sync.Mutex
+	closed        bool
 }
 
 // New binds the configured consumers (creating or updating them) and starts
@@ -125,7 +128,8 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	}
 	r.metrics = newMetrics(reg)
 	r.streams = newStreamSubjects(js)
-	if r.ledger, err = settle.OpenLedger(ctx, js, ledgerReplicas(ctx, js, o.Consumers)); err != nil {
+	r.stateReplicas = stateReplicas(ctx, js, o.Consumers)
+	if r.ledger, err = settle.OpenLedger(ctx, js, r.stateReplicas); err != nil {
 		return nil, err
 	}
 	if r.sender, err = settle.NewSender(o.Conn, r.timeout); err != nil {
@@ -147,7 +151,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
-	if err := r.joinRoster(ctx, runCtx, o.Consumers); err != nil {
+	if err := r.joinRoster(ctx, runCtx); err != nil {
 		cancel()
 		r.Close()
 		return nil, err
@@ -187,7 +191,7 @@ func (r *Replica) bind(ctx context.Context, js jetstream.JetStream, reg promethe
 	if len(routes) > 0 {
 		var err error
 		r.dead, err = deadletter.Start(ctx, deadletter.Options{
-			JS: js, Routes: routes, Replicas: ledgerReplicas(ctx, js, cs), Log: r.log, Copied: r.metrics.deadLetters,
+			JS: js, Routes: routes, Replicas: r.stateReplicas, Log: r.log, Copied: r.metrics.deadLetters,
 		})
 		if err != nil {
 			return err
@@ -206,9 +210,9 @@ func (r *Replica) bind(ctx context.Context, js jetstream.JetStream, reg promethe
 
 // joinRoster puts the replica on the roster of each of its consumers, so
 // that the replicas serving one consumer split its max_waiting between them.
-func (r *Replica) joinRoster(ctx, runCtx context.Context, cs []consumer.Config) error {
+func (r *Replica) joinRoster(ctx, runCtx context.Context) error {
 	var err error
-	if r.roster, err = roster.Open(ctx, r.js, ledgerReplicas(ctx, r.js, cs), r.self.String(), r.log); err != nil {
+	if r.roster, err = roster.Open(ctx, r.js, r.stateReplicas, r.self.String(), r.log); err != nil {
 		return err
 	}
 	for _, c := range r.consumers {
@@ -219,9 +223,10 @@ func (r *Replica) joinRoster(ctx, runCtx context.Context, cs []consumer.Config) 
 	return nil
 }
 
-// ledgerReplicas is how many replicas the ledger's bucket needs: as many as
-// the most replicated stream it serves, so that it survives what they do.
-func ledgerReplicas(ctx context.Context, js jetstream.JetStream, cs []consumer.Config) int {
+// stateReplicas is how many replicas jetgate's own streams and buckets
+// need (the ledger, the roster, the advisories): as many as the most
+// replicated stream it serves, so that they survive what the streams do.
+func stateReplicas(ctx context.Context, js jetstream.JetStream, cs []consumer.Config) int {
 	n := 1
 	for _, c := range cs {
 		if s, err := js.Stream(ctx, c.Stream); err == nil {
