@@ -161,18 +161,21 @@ func Run(ctx context.Context, o Options) error {
 		grpc.ChainStreamInterceptor(guard.Stream()),
 		grpc.WaitForHandlers(true),
 		// A gRPC caller is bounded as a REST one is: no request larger than
-		// a REST body makes, and a cap on the RPCs one connection runs at
-		// once.
+		// a REST body makes.
 		grpc.MaxRecvMsgSize(gateway.RequestLimit(cfg.Limits.MaxBodyBytes)),
-		grpc.MaxConcurrentStreams(1024),
 	}
 	// The REST side reaches the services in process, through a gRPC server
 	// of its own on an in-memory listener: the same interceptor chain, no
-	// TLS to terminate, no port for anyone else.
+	// TLS to terminate, no port for anyone else. Every REST caller's stream
+	// shares its one connection, so it has no cap on the streams a
+	// connection runs: REST callers are bounded by HTTP, connection by
+	// connection.
 	inner := bufconn.Listen(1 << 20)
 	defer inner.Close()
 	ins := grpc.NewServer(serverOpts...)
 	server.Register(ins, gw, log)
+	// A gRPC caller's connection runs at most 1024 RPCs at once.
+	serverOpts = append(serverOpts, grpc.MaxConcurrentStreams(1024))
 	if tlsConf != nil {
 		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(tlsConf)))
 	}
