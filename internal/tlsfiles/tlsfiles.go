@@ -8,6 +8,7 @@
 package tlsfiles
 
 import (
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -45,18 +46,20 @@ func Config(f Files, log *slog.Logger) (*tls.Config, error) {
 // a fresh slice each time, as callers may append to a config's NextProtos.
 func nextProtos() []string { return []string{"h2", "http/1.1"} }
 
-// stamp is what a stat tells about a file; a change of it triggers a reload.
+// stamp is what a file held when last looked at; a change of it triggers a
+// reload. It is the contents' digest, not the modification time and size:
+// a copy that keeps timestamps, or a file system with coarse ones, can
+// replace a file with one of the same size and time.
 type stamp struct {
-	exists  bool
-	modTime int64 // UnixNano
-	size    int64
+	exists bool
+	sum    [sha256.Size]byte
 }
 
 // reloader holds the files' current config and reloads it on handshakes.
 type reloader struct {
 	files    Files
 	log      *slog.Logger
-	interval time.Duration // minimum time between two stats of the files
+	interval time.Duration // minimum time between two looks at the files
 
 	mu      sync.Mutex
 	checked time.Time   // when the files were last stat'ed
@@ -104,8 +107,8 @@ func (r *reloader) configForClient(*tls.ClientHelloInfo) (*tls.Config, error) {
 	return r.current, nil
 }
 
-// reloadIfChanged reads the files again if a stat shows a change since the
-// last read. A failed read is not retried until the files change again, so a
+// reloadIfChanged reads the files again if their contents changed since
+// the last read. A failed read is not retried until the files change again, so a
 // bad file logs one warning, not one per handshake. r.mu must be held.
 func (r *reloader) reloadIfChanged() {
 	seen := r.stat()
@@ -125,14 +128,16 @@ func (r *reloader) reloadIfChanged() {
 		"serial", leaf.SerialNumber.String(), "not_after", leaf.NotAfter)
 }
 
+// stat reads the files (a few kilobytes, at most once an interval, and
+// only when handshakes come) and stamps each.
 func (r *reloader) stat() [3]stamp {
 	var s [3]stamp
 	for i, name := range []string{r.files.Cert, r.files.Key, r.files.ClientCA} {
 		if name == "" {
 			continue
 		}
-		if fi, err := os.Stat(name); err == nil {
-			s[i] = stamp{exists: true, modTime: fi.ModTime().UnixNano(), size: fi.Size()}
+		if data, err := os.ReadFile(name); err == nil {
+			s[i] = stamp{exists: true, sum: sha256.Sum256(data)}
 		}
 	}
 	return s

@@ -293,6 +293,45 @@ func TestRotatedCertificateIsServedWithoutRestart(t *testing.T) {
 	}
 }
 
+// A replacement of the same size and modification time (a copy that keeps
+// timestamps, a file system with coarse ones) is still a rotation.
+func TestRotationKeepingSizeAndTimeIsServed(t *testing.T) {
+	serverCA := newCA(t, "server CA")
+	first, next := serverCA.server(t, 10), serverCA.server(t, 12)
+	// PEM ignores what follows its blocks: pad each pair to one length.
+	pad := func(a, b []byte) ([]byte, []byte) {
+		n := max(len(a), len(b))
+		return append(a, bytes.Repeat([]byte("\n"), n-len(a))...), append(b, bytes.Repeat([]byte("\n"), n-len(b))...)
+	}
+	first.certPEM, next.certPEM = pad(first.certPEM, next.certPEM)
+	first.keyPEM, next.keyPEM = pad(first.keyPEM, next.keyPEM)
+	f := writeFiles(t, first, nil)
+	addr := start(t, f, nil, 20*time.Millisecond)
+	client := &tls.Config{RootCAs: serverCA.pool}
+	if err := wantSerial(addr, client, 10)(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct {
+		path string
+		data []byte
+	}{{f.Cert, next.certPEM}, {f.Key, next.keyPEM}} {
+		fi, err := os.Stat(r.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(r.path, r.data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(r.path, fi.ModTime(), fi.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+		if after, err := os.Stat(r.path); err != nil || after.Size() != fi.Size() || !after.ModTime().Equal(fi.ModTime()) {
+			t.Fatalf("%s not replaced in place at the same size and time: %v", r.path, err)
+		}
+	}
+	eventually(t, "certificate of the same size and time", wantSerial(addr, client, 12))
+}
+
 func TestFilesAreCheckedAtMostOncePerInterval(t *testing.T) {
 	serverCA := newCA(t, "server CA")
 	f := writeFiles(t, serverCA.server(t, 10), nil)
