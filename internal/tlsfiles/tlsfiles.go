@@ -2,9 +2,9 @@
 // certificate files that are reloaded when they change, optionally requiring
 // client certificates (mTLS).
 //
-// Reloading is lazy: a handshake at most once per second stats the files and,
-// when a modification time or size has changed, reads them again. There is no
-// goroutine and nothing to stop.
+// Reloading is lazy: a handshake at most once per second reads the files and,
+// when their contents have changed, loads them again. There is no goroutine
+// and nothing to stop.
 package tlsfiles
 
 import (
@@ -25,8 +25,8 @@ type Files struct{ Cert, Key, ClientCA string }
 
 // Config returns a *tls.Config for a server that reads Cert/Key (and ClientCA)
 // now — failing with an error naming the file when one is missing or bad — and
-// again on a later handshake whenever one of the files' modification time or
-// size has changed, checked at most once per second. A reload that fails keeps
+// again on a later handshake whenever one of the files' contents has changed,
+// checked at most once per second. A reload that fails keeps
 // serving the last good files and logs a warning to log (slog.Default() when
 // nil); it is retried when a file changes again.
 //
@@ -62,7 +62,7 @@ type reloader struct {
 	interval time.Duration // minimum time between two looks at the files
 
 	mu      sync.Mutex
-	checked time.Time   // when the files were last stat'ed
+	checked time.Time   // when the files were last looked at
 	seen    [3]stamp    // of Cert, Key and ClientCA as last read
 	current *tls.Config // per-handshake config from the last good read
 }
@@ -77,7 +77,7 @@ func newReloader(f Files, log *slog.Logger, interval time.Duration) (*reloader, 
 	r := &reloader{files: f, log: log, interval: interval}
 	// Stat before reading: a write racing the read then shows up as a change
 	// at the next check.
-	seen := r.stat()
+	seen := r.look()
 	cfg, err := load(f)
 	if err != nil {
 		return nil, err
@@ -111,7 +111,7 @@ func (r *reloader) configForClient(*tls.ClientHelloInfo) (*tls.Config, error) {
 // the last read. A failed read is not retried until the files change again, so a
 // bad file logs one warning, not one per handshake. r.mu must be held.
 func (r *reloader) reloadIfChanged() {
-	seen := r.stat()
+	seen := r.look()
 	if seen == r.seen {
 		return
 	}
@@ -128,9 +128,9 @@ func (r *reloader) reloadIfChanged() {
 		"serial", leaf.SerialNumber.String(), "not_after", leaf.NotAfter)
 }
 
-// stat reads the files (a few kilobytes, at most once an interval, and
+// look reads the files (a few kilobytes, at most once an interval, and
 // only when handshakes come) and stamps each.
-func (r *reloader) stat() [3]stamp {
+func (r *reloader) look() [3]stamp {
 	var s [3]stamp
 	for i, name := range []string{r.files.Cert, r.files.Key, r.files.ClientCA} {
 		if name == "" {
