@@ -72,6 +72,10 @@ func (r *Roster) Join(ctx context.Context, stream, consumer string, changed func
 	if _, err := r.kv.Put(ctx, key, nil); err != nil {
 		return fmt.Errorf("join the roster of consumer %q of stream %q: %w", consumer, stream, err)
 	}
+	// Close deletes the key even if the rest of the join fails.
+	r.mu.Lock()
+	r.keys = append(r.keys, key)
+	r.mu.Unlock()
 	w, err := r.kv.Watch(r.ctx, prefix+"*")
 	if err != nil {
 		return fmt.Errorf("watch the roster of consumer %q of stream %q: %w", consumer, stream, err)
@@ -93,9 +97,6 @@ func (r *Roster) Join(ctx context.Context, stream, consumer string, changed func
 	}
 	n := m.count()
 	changed(n)
-	r.mu.Lock()
-	r.keys = append(r.keys, key)
-	r.mu.Unlock()
 	r.wg.Go(func() { r.follow(w, m, prefix, key, n, changed) })
 	return nil
 }
