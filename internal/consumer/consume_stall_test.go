@@ -2,16 +2,13 @@ package consumer_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net"
 	"sync"
 	"testing"
 	"time"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/lease"
@@ -119,69 +116,13 @@ func receiveDelivery(t *testing.T, sent <-chan *consumer.Delivery, what string) 
 // back while pulls go on as ever.
 func startHeld(t *testing.T, cfg consumer.Config) (*env, *holdBack) {
 	t.Helper()
-	ns := natstest.Start(t)
-	own := natstest.Connect(t, ns)
-	natstest.Stream(t, own, stream, "orders.>")
-	js, err := jetstream.New(own)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{
-		t: t, ns: ns, js: js,
-		nc:   natstest.Connect(t, ns),
-		keys: token.RandomKeyring(),
-		self: token.NewIssuerID(),
-		orphans: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "orphans_total"},
-			[]string{"stream", "consumer", "outcome"}),
-	}
 	hb := &holdBack{}
-	settles := natstest.Connect(t, ns, nats.SetCustomDialer(hb))
-	cfg.Stream, cfg.Name = stream, name
-	sender, err := settle.NewSender(settles, within)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := settles.Flush(); err != nil { // the reply subscription is in place
-		t.Fatal(err)
-	}
-	gjs, err := jetstream.New(e.nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	e.c, err = consumer.Bind(ctx, gjs, cfg, consumer.Deps{
-		Conn:    e.nc,
-		Sender:  sender,
-		Keys:    e.keys,
-		Self:    e.self,
-		Timeout: 2 * time.Second,
-		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Orphans: e.orphans,
-	})
-	if err != nil {
-		_ = sender.Close()
-		t.Fatalf("bind: %v", err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() {
-		defer close(ran)
-		e.c.Run(runCtx)
-	}()
-	t.Cleanup(func() {
-		stop()
-		<-ran
-		ctx, cancel := context.WithTimeout(context.Background(), within)
-		defer cancel()
-		e.c.Close(ctx)
-		_ = sender.Close()
-	})
-	// Registered last: runs before Close, whose Naks need their replies.
+	e := startWith(t, cfg, func(ns *natsserver.Server) *nats.Conn {
+		return natstest.Connect(t, ns, nats.SetCustomDialer(hb))
+	}, within)
+	// Registered last: runs before the Consumer's Close, whose Naks need
+	// their replies.
 	t.Cleanup(hb.release)
-	if e.plain, err = js.Consumer(ctx, stream, name); err != nil {
-		t.Fatal(err)
-	}
 	return e, hb
 }
 

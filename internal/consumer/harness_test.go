@@ -49,6 +49,13 @@ type env struct {
 // filled in) describes and runs it until the end of the test.
 func start(t *testing.T, cfg consumer.Config) *env {
 	t.Helper()
+	return startWith(t, cfg, nil, 2*time.Second)
+}
+
+// startWith is start with the Consumer's settles sent on a connection that
+// settles makes (nil: the Consumer's own), each awaited up to timeout.
+func startWith(t *testing.T, cfg consumer.Config, settles func(*natsserver.Server) *nats.Conn, timeout time.Duration) *env {
+	t.Helper()
 	ns := natstest.Start(t)
 	own := natstest.Connect(t, ns)
 	natstest.Stream(t, own, stream, "orders.>")
@@ -65,8 +72,15 @@ func start(t *testing.T, cfg consumer.Config) *env {
 			[]string{"stream", "consumer", "outcome"}),
 	}
 	cfg.Stream, cfg.Name = stream, name
-	sender, err := settle.NewSender(e.nc, 2*time.Second)
+	settleConn := e.nc
+	if settles != nil {
+		settleConn = settles(ns)
+	}
+	sender, err := settle.NewSender(settleConn, timeout)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := settleConn.Flush(); err != nil { // the reply subscription is in place
 		t.Fatal(err)
 	}
 	gjs, err := jetstream.New(e.nc)

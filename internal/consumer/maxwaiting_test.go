@@ -21,20 +21,7 @@ func TestFetchPastMaxWaitingIsEmptyWithAReason(t *testing.T) {
 	}
 
 	// Another client holds every place.
-	other := natstest.Connect(t, e.ns)
-	inbox := other.NewRespInbox()
-	sub, err := other.SubscribeSync(inbox)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	body := []byte(`{"batch":1,"expires":` + strconv.FormatInt(int64(time.Minute), 10) + `}`)
-	for range places {
-		if err := other.PublishRequest("$JS.API.CONSUMER.MSG.NEXT."+stream+"."+name, inbox, body); err != nil {
-			t.Fatal(err)
-		}
-	}
-	natstest.Eventually(t, within, "every place taken", func() bool { return e.info().NumWaiting == places })
+	e.holdPlaces(places)
 
 	for _, tc := range []struct {
 		name    string
@@ -53,4 +40,22 @@ func TestFetchPastMaxWaitingIsEmptyWithAReason(t *testing.T) {
 			}
 		})
 	}
+}
+
+// holdPlaces has a client outside jetgate hold n of the consumer's waiting
+// places, with pulls that wait a minute, until the end of the test.
+func (e *env) holdPlaces(n int) {
+	e.t.Helper()
+	other := natstest.Connect(e.t, e.ns)
+	inbox := other.NewRespInbox()
+	if _, err := other.SubscribeSync(inbox); err != nil {
+		e.t.Fatal(err)
+	}
+	body := []byte(`{"batch":1,"expires":` + strconv.FormatInt(int64(time.Minute), 10) + `}`)
+	for range n {
+		if err := other.PublishRequest("$JS.API.CONSUMER.MSG.NEXT."+stream+"."+name, inbox, body); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	natstest.Eventually(e.t, within, "the other client's pulls waiting", func() bool { return e.info().NumWaiting == n })
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"strconv"
 	"testing"
 	"time"
 
@@ -36,21 +35,8 @@ func TestSetReplicasSharesMaxWaiting(t *testing.T) {
 	}
 
 	// Clients outside jetgate hold 400 places.
-	other := natstest.Connect(t, e.ns)
-	inbox := other.NewRespInbox()
-	sub, err := other.SubscribeSync(inbox)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Unsubscribe()
-	body := []byte(`{"batch":1,"expires":` + strconv.FormatInt(int64(time.Minute), 10) + `}`)
 	const held = 400
-	for range held {
-		if err := other.PublishRequest("$JS.API.CONSUMER.MSG.NEXT."+stream+"."+name, inbox, body); err != nil {
-			t.Fatal(err)
-		}
-	}
-	natstest.Eventually(t, within, "the other clients' pulls waiting", func() bool { return e.info().NumWaiting == held })
+	e.holdPlaces(held)
 
 	e.c.SetReplicas(ctx, 2)
 	if a, want := allowed(e.c), (places-1)/2; a != want {
