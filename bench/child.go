@@ -15,8 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -196,37 +194,11 @@ func (m replicaMetrics) inUse() float64 { return m.Heap + m.Stack }
 // metrics reads the replica's /metrics; the consumer's gauges are those with
 // its stream and consumer labels.
 func (r *replicaProc) metrics(ctx context.Context, stream, consumer string) (replicaMetrics, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.HTTP+"/metrics", nil)
+	fams, err := metricFamilies(ctx, r.hc, "http://"+r.HTTP+"/metrics")
 	if err != nil {
 		return replicaMetrics{}, err
 	}
-	resp, err := r.hc.Do(req)
-	if err != nil {
-		return replicaMetrics{}, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return replicaMetrics{}, fmt.Errorf("GET /metrics: HTTP %d", resp.StatusCode)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return replicaMetrics{}, err
-	}
-	get := func(name string) float64 {
-		var t float64
-		for _, m := range fams[name].GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if s, ok := labels["stream"]; ok && (s != stream || labels["consumer"] != consumer) {
-				continue
-			}
-			t += value(m)
-		}
-		return t
-	}
+	get := func(name string) float64 { return sumOf(fams, name, stream, consumer) }
 	return replicaMetrics{
 		Replicas: get("jetgate_replicas"), Open: get("jetgate_pulls_open"),
 		Allowed: get("jetgate_pulls_allowed"), Queued: get("jetgate_fetches_queued"),

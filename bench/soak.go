@@ -194,29 +194,11 @@ func growth(ss []Sample, v func(Sample) float64, slack float64) (float64, bool) 
 }
 
 func scrape(ctx context.Context, url string) (Sample, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	fams, err := metricFamilies(ctx, http.DefaultClient, url)
 	if err != nil {
 		return Sample{}, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return Sample{}, err
-	}
-	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return Sample{}, err
-	}
-	sum := func(name string) float64 {
-		var t float64
-		if f, ok := fams[name]; ok {
-			for _, m := range f.GetMetric() {
-				t += value(m)
-			}
-		}
-		return t
-	}
+	sum := func(name string) float64 { return sumOf(fams, name, "", "") }
 	return Sample{
 		Goroutines: sum("go_goroutines"),
 		HeapBytes:  sum("go_memstats_heap_inuse_bytes"),
@@ -224,6 +206,41 @@ func scrape(ctx context.Context, url string) (Sample, error) {
 		Leases:     sum("jetgate_leases_live"),
 		Mallocs:    sum("go_memstats_mallocs_total"),
 	}, nil
+}
+
+// metricFamilies reads the Prometheus page at url.
+func metricFamilies(ctx context.Context, hc *http.Client, url string) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(resp.Body)
+}
+
+// sumOf adds up the samples of the named metric. Given a stream, it counts
+// only the samples of that stream's consumer (and those with no stream).
+func sumOf(fams map[string]*dto.MetricFamily, name, stream, consumer string) float64 {
+	var t float64
+	for _, m := range fams[name].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if s, ok := labels["stream"]; stream != "" && ok && (s != stream || labels["consumer"] != consumer) {
+			continue
+		}
+		t += value(m)
+	}
+	return t
 }
 
 func value(m *dto.Metric) float64 {
