@@ -103,7 +103,8 @@ func (c *Consumer) fetch(ctx context.Context, req FetchRequest) (FetchResult, *p
 	until := now.Add(expires)
 	noWait := true
 	for {
-		if !c.waiting.acquire(ctx, until) {
+		ok, waited := c.waiting.acquire(ctx, until)
+		if !ok {
 			if ctx.Err() != nil {
 				return FetchResult{}, nil, ctx.Err()
 			}
@@ -111,10 +112,13 @@ func (c *Consumer) fetch(ctx context.Context, req FetchRequest) (FetchResult, *p
 			// ended the pull of a caller ahead of it.
 			return FetchResult{Empty: c.emptyReason(ctx)}, nil, nil
 		}
-		// While it waited in line, a canceled Fetch may have left messages.
-		if res, ok, err := c.fromOrphans(ctx, req, maxBytes, time.Now()); ok || err != nil {
-			c.waiting.release()
-			return res, nil, err
+		if waited {
+			// While it waited in line, a canceled Fetch may have left
+			// messages.
+			if res, ok, err := c.fromOrphans(ctx, req, maxBytes, time.Now()); ok || err != nil {
+				c.waiting.release()
+				return res, nil, err
+			}
 		}
 		p, err := pull.Start(c.nc, c.Stream, c.Name, c.pullFor(req.Batch, maxBytes, time.Until(until), noWait), c.waiting.release)
 		if err != nil {

@@ -30,13 +30,14 @@ func newWaitingPulls(limit int) *waitingPulls {
 	return &waitingPulls{limit: limit, share: limit}
 }
 
-// acquire takes a place, waiting in line until ctx ends or until passes.
-func (w *waitingPulls) acquire(ctx context.Context, until time.Time) bool {
+// acquire takes a place, waiting in line until ctx ends or until passes;
+// waited reports that it had to wait in line.
+func (w *waitingPulls) acquire(ctx context.Context, until time.Time) (ok, waited bool) {
 	w.mu.Lock()
 	if w.open < w.limit && len(w.line) == 0 {
 		w.open++
 		w.mu.Unlock()
-		return true
+		return true, false
 	}
 	pw := &placeWaiter{granted: make(chan struct{})}
 	w.line = append(w.line, pw)
@@ -46,7 +47,7 @@ func (w *waitingPulls) acquire(ctx context.Context, until time.Time) bool {
 	defer t.Stop()
 	select {
 	case <-pw.granted:
-		return true
+		return true, true
 	case <-ctx.Done():
 	case <-t.C:
 	}
@@ -59,7 +60,7 @@ func (w *waitingPulls) acquire(ctx context.Context, until time.Time) bool {
 	default:
 		w.line = slices.DeleteFunc(w.line, func(o *placeWaiter) bool { return o == pw })
 	}
-	return false
+	return false, true
 }
 
 // release frees a place, for the first caller in line.

@@ -13,14 +13,14 @@ import (
 func TestWaitingPullsServeTheLineInOrder(t *testing.T) {
 	w := newWaitingPulls(1)
 	far := time.Now().Add(time.Minute)
-	if !w.acquire(context.Background(), far) {
-		t.Fatal("the first place was refused")
+	if ok, waited := w.acquire(context.Background(), far); !ok || waited {
+		t.Fatalf("the first place: ok %v, waited %v; want it at once", ok, waited)
 	}
 	const n = 5
 	order := make(chan int, n)
 	for i := range n {
 		go func() {
-			if w.acquire(context.Background(), far) {
+			if ok, waited := w.acquire(context.Background(), far); ok && waited {
 				order <- i
 			}
 		}()
@@ -41,14 +41,14 @@ func TestWaitingPullsServeTheLineInOrder(t *testing.T) {
 // goes to the next.
 func TestWaitingPullsCallerThatLeavesGivesUpItsTurn(t *testing.T) {
 	w := newWaitingPulls(1)
-	w.acquire(context.Background(), time.Now().Add(time.Minute))
+	take(w, context.Background(), time.Now().Add(time.Minute))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	left := make(chan bool)
-	go func() { left <- w.acquire(ctx, time.Now().Add(time.Minute)) }()
+	go func() { left <- take(w, ctx, time.Now().Add(time.Minute)) }()
 	natstest.Eventually(t, 10*time.Second, "first in line", func() bool { _, _, q := w.counts(); return q == 1 })
 	got := make(chan bool)
-	go func() { got <- w.acquire(context.Background(), time.Now().Add(time.Minute)) }()
+	go func() { got <- take(w, context.Background(), time.Now().Add(time.Minute)) }()
 	natstest.Eventually(t, 10*time.Second, "second in line", func() bool { _, _, q := w.counts(); return q == 2 })
 
 	cancel()
@@ -64,7 +64,7 @@ func TestWaitingPullsCallerThatLeavesGivesUpItsTurn(t *testing.T) {
 	}
 
 	// Expiry ends a wait as cancellation does.
-	if w.acquire(context.Background(), time.Now().Add(20*time.Millisecond)) {
+	if take(w, context.Background(), time.Now().Add(20*time.Millisecond)) {
 		t.Fatal("got a place though every place was taken")
 	}
 	if open, _, q := w.counts(); open != 1 || q != 0 {
@@ -77,19 +77,19 @@ func TestWaitingPullsCallerThatLeavesGivesUpItsTurn(t *testing.T) {
 func TestWaitingPullsShareShrinksAtOnceAndGrowsByRoom(t *testing.T) {
 	w := newWaitingPulls(10)
 	for range 6 {
-		w.acquire(context.Background(), time.Now())
+		take(w, context.Background(), time.Now())
 	}
 	w.setShare(4, false)
 	if _, limit, _ := w.counts(); limit != 4 {
 		t.Fatalf("limit %d after share 4, want 4", limit)
 	}
-	if w.acquire(context.Background(), time.Now()) {
+	if take(w, context.Background(), time.Now()) {
 		t.Fatal("a place above the new share was given")
 	}
 	for range 3 {
 		w.release() // 3 open now
 	}
-	if !w.acquire(context.Background(), time.Now()) {
+	if !take(w, context.Background(), time.Now()) {
 		t.Fatal("a place within the share was refused")
 	}
 
@@ -128,7 +128,7 @@ func TestWaitingPullsGrowServesTheLine(t *testing.T) {
 	w.setShare(3, true)
 	got := make(chan bool, 2)
 	for range 2 {
-		go func() { got <- w.acquire(context.Background(), time.Now().Add(time.Minute)) }()
+		go func() { got <- take(w, context.Background(), time.Now().Add(time.Minute)) }()
 	}
 	natstest.Eventually(t, 10*time.Second, "two in line", func() bool { _, _, q := w.counts(); return q == 2 })
 	w.grow(2)
@@ -137,4 +137,10 @@ func TestWaitingPullsGrowServesTheLine(t *testing.T) {
 			t.Fatal("a caller in line got no place when the limit grew")
 		}
 	}
+}
+
+// take is acquire for tests that need only whether a place was had.
+func take(w *waitingPulls, ctx context.Context, until time.Time) bool {
+	ok, _ := w.acquire(ctx, until)
+	return ok
 }
