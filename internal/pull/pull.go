@@ -9,6 +9,7 @@ package pull
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -35,6 +36,9 @@ const (
 	// missedHeartbeats is how many heartbeats may be missed before a waiting
 	// pull is taken to be lost.
 	missedHeartbeats = 3
+	// completeGrace is how long a pull the server reported complete waits
+	// for messages of its batch that have not come yet.
+	completeGrace = LostGrace
 )
 
 // Request is the JSON body of $JS.API.CONSUMER.MSG.NEXT.
@@ -72,13 +76,16 @@ type Pull struct {
 	release func()
 	wake    chan struct{}
 
-	mu      sync.Mutex
-	msgs    []Msg
-	n       int // messages received, taken or not
-	ended   bool
-	err     error // why it ended: nil when the batch was filled
-	endedAt time.Time
-	seen    time.Time // last message or heartbeat
+	mu   sync.Mutex
+	msgs []Msg
+	n    int // messages received, taken or not
+	// completing: the server reported the batch delivered (409 Batch
+	// Completed) before all of it arrived; the rest is on its way.
+	completing bool
+	ended      bool
+	err        error // why it ended: nil when the batch was filled
+	endedAt    time.Time
+	seen       time.Time // last message or heartbeat
 }
 
 // Start sends req for the consumer. release is called once, when the pull
@@ -141,7 +148,15 @@ func (p *Pull) onMsg(m *nats.Msg) {
 			p.end(nil, now)
 		}
 	default:
-		p.end(statusError(status, m.Header.Get("Description")), now)
+		err := statusError(status, m.Header.Get("Description"))
+		if errors.Is(err, jetstream.ErrBatchCompleted) && p.n < p.req.Batch {
+			// A clustered consumer may send this status ahead of the
+			// messages it counts. Ending the pull now would drop them, each
+			// a delivery to no one until ack_wait passes.
+			p.completing = true
+			return
+		}
+		p.end(err, now)
 	}
 	select {
 	case p.wake <- struct{}{}:
@@ -154,6 +169,14 @@ func (p *Pull) end(err error, now time.Time) {
 	p.ended, p.err, p.endedAt = true, err, now
 	_ = p.sub.Unsubscribe()
 	p.release()
+}
+
+// giveUpCompleting ends a completing pull whose missing messages have not
+// come within completeGrace of the last that did; p.mu is held.
+func (p *Pull) giveUpCompleting(now time.Time) {
+	if !p.ended && p.completing && now.Sub(p.seen) > completeGrace {
+		p.end(jetstream.ErrBatchCompleted, now)
+	}
 }
 
 // silent reports whether the server has gone quiet on the open pull for
@@ -190,7 +213,14 @@ func (p *Pull) Await(ctx context.Context) ([]Msg, error) {
 			return nil, ctx.Err()
 		case now := <-check.C:
 			p.mu.Lock()
-			lost := !p.ended && p.silent(now)
+			p.giveUpCompleting(now)
+			if p.ended {
+				msgs := p.msgs
+				p.msgs = nil
+				p.mu.Unlock()
+				return msgs, p.err
+			}
+			lost := !p.completing && p.silent(now)
 			p.mu.Unlock()
 			if lost {
 				return nil, jetstream.ErrNoHeartbeat
@@ -205,7 +235,8 @@ func (p *Pull) Await(ctx context.Context) ([]Msg, error) {
 func (p *Pull) Take(now time.Time) (msgs []Msg, ended bool, endedAt time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.ended && now.Sub(p.sentAt) > p.req.Expires+LostGrace {
+	p.giveUpCompleting(now)
+	if !p.ended && !p.completing && now.Sub(p.sentAt) > p.req.Expires+LostGrace {
 		p.end(jetstream.ErrNoHeartbeat, now)
 	}
 	msgs, p.msgs = p.msgs, nil

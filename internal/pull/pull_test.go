@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -605,4 +606,65 @@ func TestServerStatusesEndPulls(t *testing.T) {
 			t.Fatalf("Await: %v, want ErrRequestsPending", err)
 		}
 	})
+}
+
+// respondAsACluster answers pulls for stream/consumer on nc the way a
+// clustered consumer was seen to: 409 Batch Completed first, then the
+// messages it counts (send of them, of the batch asked for).
+func respondAsACluster(t *testing.T, nc *nats.Conn, stream, consumer string, send int) {
+	t.Helper()
+	sub, err := nc.Subscribe("$JS.API.CONSUMER.MSG.NEXT."+stream+"."+consumer, func(m *nats.Msg) {
+		_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Header: nats.Header{"Status": {"409"}, "Description": {"Batch Completed"}}})
+		for i := 1; i <= send; i++ {
+			// A client may not publish with a $JS.ACK reply; the pull does
+			// not read it.
+			_ = nc.PublishMsg(&nats.Msg{Subject: m.Reply, Reply: "reordered.ack." + strconv.Itoa(i), Data: []byte("x")})
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A pull told its batch is complete before the messages of the batch have
+// come waits for them: dropping them would leave each a delivery to no one
+// until ack_wait. If some never come, it ends with what came, soon after.
+func TestBatchCompletedAheadOfItsMessagesWaitsForThem(t *testing.T) {
+	ns := natstest.Start(t)
+	nc := natstest.Connect(t, ns)
+	respondAsACluster(t, natstest.Connect(t, ns), "REORDERED", "all", 3)
+	respondAsACluster(t, natstest.Connect(t, ns), "REORDERED", "short", 2)
+
+	var c counter
+	p, err := Start(nc, "REORDERED", "all", NewRequest(3, 5*time.Second, false, 0), c.release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, _, err := await(t, p)
+	if err != nil || len(msgs) != 3 {
+		t.Fatalf("Await: %d messages, %v; want all 3 the server counted, no error", len(msgs), err)
+	}
+	if c.calls() != 1 {
+		t.Errorf("release called %d times, want 1", c.calls())
+	}
+
+	var c2 counter
+	p, err = Start(nc, "REORDERED", "short", NewRequest(3, 5*time.Second, false, 0), c2.release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, took, err := await(t, p)
+	if !errors.Is(err, jetstream.ErrBatchCompleted) || len(msgs) != 2 {
+		t.Fatalf("Await: %d messages, %v; want the 2 that came and ErrBatchCompleted", len(msgs), err)
+	}
+	if took > completeGrace+2*MaxHeartbeat {
+		t.Errorf("gave up on the missing message after %v, want within %v", took, completeGrace+2*MaxHeartbeat)
+	}
+	if c2.calls() != 1 {
+		t.Errorf("release called %d times, want 1", c2.calls())
+	}
 }
