@@ -301,30 +301,65 @@ func startCluster(t *testing.T) *cluster {
 		})
 	}
 	c.nodes = make([]*natsserver.Server, len(c.opts))
-	for i := range c.opts {
-		c.start(i)
-	}
 	t.Cleanup(func() {
+		// A node stopped while it still recovers its streams can leave a
+		// stream's store running (nats-server), so the cluster settles first.
 		for _, ns := range c.nodes {
-			ns.Shutdown()
-			ns.WaitForShutdown()
+			if ns == nil {
+				continue
+			}
+			if err := healthy(ns, 30*time.Second); err != nil {
+				t.Log(err)
+			}
+		}
+		for _, ns := range c.nodes {
+			if ns != nil {
+				ns.Shutdown()
+				ns.WaitForShutdown()
+			}
 		}
 	})
+	for i := range c.opts {
+		if err := c.start(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ns := range c.nodes {
+		if err := healthy(ns, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return c
 }
 
-func (c *cluster) start(i int) {
-	c.t.Helper()
+// start starts node i and waits until it serves clients.
+func (c *cluster) start(i int) error {
 	o := *c.opts[i]
 	ns, err := natsserver.NewServer(&o)
 	if err != nil {
-		c.t.Fatal(err)
-	}
-	ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		c.t.Fatalf("node %d did not start", i+1)
+		return err
 	}
 	c.nodes[i] = ns
+	ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		return fmt.Errorf("node %s did not start", o.ServerName)
+	}
+	return nil
+}
+
+// healthy waits for ns's health check to pass.
+func healthy(ns *natsserver.Server, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		h := ns.Healthz(nil)
+		if h.Status == "ok" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %s not healthy within %v: %s %v", ns.Name(), within, h.Error, h.Errors)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func (c *cluster) urls() string {
@@ -345,7 +380,15 @@ func (c *cluster) bounce(ctx context.Context, name string) {
 			c.nodes[i].Shutdown()
 			c.nodes[i].WaitForShutdown()
 			backoff(ctx, time.Second)
-			c.start(i)
+			// Back, and current with its streams and consumers, as an
+			// operator's rolling restart waits before the next node.
+			err := c.start(i)
+			if err == nil {
+				err = healthy(c.nodes[i], time.Minute)
+			}
+			if err != nil {
+				c.t.Error(err)
+			}
 			return
 		}
 	}
