@@ -1,10 +1,16 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/pull"
 	"github.com/jetgate/jetgate/internal/settle"
@@ -17,9 +23,17 @@ const (
 	DefaultConsumeHeartbeat = 15 * time.Second
 	// DefaultMaxLease is how long auto_extend keeps one lease alive.
 	DefaultMaxLease = time.Hour
-	// consumeMaxWait bounds one pull of a Consume.
-	consumeMaxWait = time.Second
+	// A Consume stream sends the messages of a pull that is still open (the
+	// consumer is at max_ack_pending, and settles let messages through one
+	// by one) once the server pauses for consumeGap, or the oldest has
+	// waited consumeMaxLinger: a burst goes as one response, not one
+	// response (and one Ack) a message.
+	consumeGap       = time.Millisecond
+	consumeMaxLinger = 5 * time.Millisecond
 )
+
+// consumeMaxWait bounds one pull of a Consume (a variable for tests).
+var consumeMaxWait = time.Second
 
 // ConsumeRequest is a validated Consume.
 type ConsumeRequest struct {
@@ -132,15 +146,16 @@ func (ss *streams) forget(s *stream, seqs []uint64) {
 // Consume leases messages to send as they come, never holding more than
 // req.MaxMessages (and req.MaxBytes) unsettled leases at once: it pulls
 // for the room it has, and again once half of it is free, as async-nats
-// does. An idle stream sends an empty batch every req.Heartbeat. With
+// does, and sends a pull's messages while the pull is still open
+// (pullInto). An idle stream sends an empty batch every req.Heartbeat. With
 // req.AutoExtend its leases are extended (+WPI) before their deadlines, up
 // to the maximum lease time. When ctx ends or send fails, every lease it
-// still holds is nak'ed back at once (they all came from pulls that have
-// ended: Fetch returns only then), so that they are redelivered in
-// milliseconds rather than after ack_wait.
+// still holds is nak'ed back at once, once the pull it left open (if any)
+// has ended, so that they are redelivered in milliseconds rather than
+// after ack_wait.
 func (c *Consumer) Consume(ctx context.Context, req ConsumeRequest, send func([]*Delivery) error) error {
 	s := &stream{held: make(map[uint64]*heldLease), credit: make(chan struct{}, 1)}
-	var last *pull.Pull // the pull the stream's last Fetch abandoned
+	var last *pull.Pull // the pull the stream left open, to the orphan pool
 	sendFailed := false // the caller is gone
 	defer func() { c.endStream(s, sendFailed || ctx.Err() != nil, last) }()
 	lastSend := time.Now()
@@ -174,28 +189,36 @@ func (c *Consumer) Consume(ctx context.Context, req ConsumeRequest, send func([]
 			roomBytes = min(roomBytes, req.MaxBytes-bytes)
 		}
 		if (n == 0 || room*2 >= req.MaxMessages) && roomBytes > 0 {
-			res, abandoned, err := c.fetch(ctx, FetchRequest{Batch: room, Expires: wait, MaxBytes: roomBytes, Principal: req.Principal})
+			empty, abandoned, err := c.pullInto(ctx, FetchRequest{Batch: room, Expires: wait, MaxBytes: roomBytes, Principal: req.Principal},
+				func(res FetchResult) error {
+					now := time.Now()
+					for _, d := range res.Messages {
+						cl := c.claimsOf(d)
+						s.add(d, cl, now)
+						c.streams.own(s, cl.StreamSeq, cl.Delivered)
+					}
+					if err := send(res.Messages); err != nil {
+						sendFailed = true
+						return err
+					}
+					lastSend = time.Now()
+					return nil
+				})
 			if abandoned != nil {
 				last = abandoned
 			}
 			if err != nil {
 				return err
 			}
-			if len(res.Messages) == 0 {
+			if empty != EmptyMaxBytes {
 				continue
 			}
-			now := time.Now()
-			for _, d := range res.Messages {
-				cl := c.claimsOf(d)
-				s.add(d, cl, now)
-				c.streams.own(s, cl.StreamSeq, cl.Delivered)
+			// The next message does not fit in the bytes left: wait for
+			// settles to free some, or, holding nothing, it never will.
+			if n == 0 {
+				return fmt.Errorf("%w: the next message is larger than the stream's max_bytes (%d); open the stream with a larger max_bytes to receive it",
+					errs.ErrMessageTooLarge, req.MaxBytes)
 			}
-			if err := send(res.Messages); err != nil {
-				sendFailed = true
-				return err
-			}
-			lastSend = time.Now()
-			continue
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -204,6 +227,99 @@ func (c *Consumer) Consume(ctx context.Context, req ConsumeRequest, send func([]
 		case <-t.C:
 		}
 		t.Stop()
+	}
+}
+
+// pullInto leases messages for a Consume stream and hands them to each as
+// they arrive: the orphans of canceled Fetches first, else one pull for
+// req.Batch that stays open up to req.Expires. Unlike a Fetch, which waits
+// for its pull to end, the stream passes messages on as the server sends
+// them, so that a pull filled slowly (the consumer at max_ack_pending, or
+// a trickle of messages) does not hold back those it already has. It
+// returns why nothing came (when the status says), and the pull it left to
+// the orphan pool, if any: each failed, ctx ended, or the server went silent
+// while it was open.
+func (c *Consumer) pullInto(ctx context.Context, req FetchRequest, each func(FetchResult) error) (EmptyReason, *pull.Pull, error) {
+	now := time.Now()
+	maxBytes := c.maxFetchBytes
+	if req.MaxBytes > 0 {
+		maxBytes = min(maxBytes, req.MaxBytes)
+	}
+	if res, ok, err := c.fromOrphans(ctx, req, maxBytes, now); ok || err != nil {
+		if err == nil {
+			err = each(res)
+		}
+		return EmptyNone, nil, err
+	}
+	if !c.nc.IsConnected() {
+		return EmptyNone, nil, fmt.Errorf("%w: not connected", errs.ErrUnavailable)
+	}
+	until := now.Add(min(req.Expires, cmp.Or(c.maxExpires, req.Expires)))
+	noWait := true
+	for {
+		ok, waited := c.waiting.acquire(ctx, until)
+		if !ok {
+			return EmptyNone, nil, ctx.Err()
+		}
+		if waited {
+			if res, ok, err := c.fromOrphans(ctx, req, maxBytes, time.Now()); ok || err != nil {
+				c.waiting.release()
+				if err == nil {
+					err = each(res)
+				}
+				return EmptyNone, nil, err
+			}
+		}
+		// As for Fetch: a no_wait pull returns what is available at once
+		// and otherwise the first messages to come. Only at max_ack_pending
+		// does it stay open, filling as settles make room.
+		preq := c.pullFor(req.Batch, maxBytes, time.Until(until), true)
+		if !noWait {
+			preq = pull.NewRequest(min(req.Batch, cmp.Or(c.maxBatch, req.Batch)), time.Until(until), false, maxBytes)
+		}
+		p, err := pull.Start(c.nc, c.Stream, c.Name, preq, c.waiting.release)
+		if err != nil {
+			c.waiting.release()
+			return EmptyNone, nil, err
+		}
+		sent := false
+		for {
+			msgs, ended, err := p.Next(ctx, consumeGap, consumeMaxLinger)
+			if !ended && err != nil {
+				c.orphans.abandon(p, time.Now())
+				if errors.Is(err, jetstream.ErrNoHeartbeat) && !c.serverAnswers(ctx) {
+					return EmptyNone, p, fmt.Errorf("%w: no answer or heartbeat from the server for the pull", errs.ErrUnavailable)
+				}
+				if errors.Is(err, jetstream.ErrNoHeartbeat) {
+					return EmptyMaxWaiting, p, nil // dropped past max_waiting, as for Fetch
+				}
+				return EmptyNone, p, err
+			}
+			if ds := c.receiveAll(msgs); len(ds) > 0 {
+				sent = true
+				if err := each(c.lease(ds, req.Principal)); err != nil {
+					if ended {
+						return EmptyNone, nil, err
+					}
+					c.orphans.abandon(p, time.Now())
+					return EmptyNone, p, err
+				}
+			}
+			if !ended {
+				continue
+			}
+			if sent {
+				return EmptyNone, nil, nil
+			}
+			if errors.Is(err, pull.ErrRequestsPending) {
+				noWait = false // as for Fetch
+			}
+			empty, retry, err := c.endedEmpty(ctx, err, maxBytes)
+			if err != nil || !retry || time.Until(until) < pull.ImmediateExpiry {
+				return empty, nil, err
+			}
+			break
+		}
 	}
 }
 

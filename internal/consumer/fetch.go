@@ -149,37 +149,51 @@ func (c *Consumer) fetch(ctx context.Context, req FetchRequest) (FetchResult, *p
 			}
 			return c.lease(ds, req.Principal), nil, nil
 		}
-		retry := false
-		switch {
-		case err == nil, errors.Is(err, jetstream.ErrNoMessages), errors.Is(err, jetstream.ErrBatchCompleted):
-		case errors.Is(err, pull.ErrRequestsPending):
+		if errors.Is(err, pull.ErrRequestsPending) {
 			// Other pulls wait for more than is pending (the consumer is at
 			// max_ack_pending), so a no_wait pull is refused at once. Wait
 			// in line with a plain pull instead.
-			retry, noWait = true, false
-		case errors.Is(err, jetstream.ErrConsumerLeadershipChanged):
-			retry = true
-		case errors.Is(err, jetstream.ErrConsumerDeleted):
-			return FetchResult{}, nil, fmt.Errorf("%w: the consumer was deleted", errs.ErrConsumerNotFound)
-		case errors.Is(err, jetstream.ErrMaxBytesExceeded) && maxBytes < c.maxFetchBytes:
-			return FetchResult{Empty: EmptyMaxBytes}, nil, nil // the caller's own max_bytes
-		case errors.Is(err, jetstream.ErrMaxBytesExceeded):
-			return FetchResult{}, nil, fmt.Errorf("%w: the next message is larger than the %d bytes one Fetch may return (the gateway's max fetch bytes); raise that limit to receive it",
-				errs.ErrMessageTooLarge, c.maxFetchBytes)
-		case errors.Is(err, pull.ErrExceededMaxWaiting):
-			return FetchResult{Empty: EmptyMaxWaiting}, nil, nil
-		case errors.Is(err, jetstream.ErrServerShutdown):
-			return FetchResult{}, nil, fmt.Errorf("%w: the server is shutting down", errs.ErrUnavailable)
-		case errors.Is(err, nats.ErrNoResponders):
-			return FetchResult{}, nil, c.noResponders(ctx)
-		default: // a limit of the consumer's (max_batch, max_expires, max_bytes) or a status unknown
-			c.log.Error("the server refused a pull request", "err", err)
-			return FetchResult{}, nil, fmt.Errorf("%w: %v", errs.ErrPullRefused, err)
+			noWait = false
+		}
+		empty, retry, err := c.endedEmpty(ctx, err, maxBytes)
+		if err != nil {
+			return FetchResult{}, nil, err
 		}
 		if !retry || time.Until(until) < pull.ImmediateExpiry {
-			return FetchResult{Empty: c.emptyReason(ctx)}, nil, nil
+			if empty == EmptyNone {
+				empty = c.emptyReason(ctx)
+			}
+			return FetchResult{Empty: empty}, nil, nil
 		}
 	}
+}
+
+// endedEmpty maps the status that ended a pull with nothing for its caller:
+// why it is empty when the status says (EmptyNone when emptyReason must
+// tell), a reason to pull again, or an error.
+func (c *Consumer) endedEmpty(ctx context.Context, err error, maxBytes int64) (empty EmptyReason, retry bool, _ error) {
+	switch {
+	case err == nil, errors.Is(err, jetstream.ErrNoMessages), errors.Is(err, jetstream.ErrBatchCompleted):
+	case errors.Is(err, pull.ErrRequestsPending), errors.Is(err, jetstream.ErrConsumerLeadershipChanged):
+		retry = true
+	case errors.Is(err, jetstream.ErrConsumerDeleted):
+		return 0, false, fmt.Errorf("%w: the consumer was deleted", errs.ErrConsumerNotFound)
+	case errors.Is(err, jetstream.ErrMaxBytesExceeded) && maxBytes < c.maxFetchBytes:
+		return EmptyMaxBytes, false, nil // the caller's own max_bytes
+	case errors.Is(err, jetstream.ErrMaxBytesExceeded):
+		return 0, false, fmt.Errorf("%w: the next message is larger than the %d bytes one Fetch may return (the gateway's max fetch bytes); raise that limit to receive it",
+			errs.ErrMessageTooLarge, c.maxFetchBytes)
+	case errors.Is(err, pull.ErrExceededMaxWaiting):
+		return EmptyMaxWaiting, false, nil
+	case errors.Is(err, jetstream.ErrServerShutdown):
+		return 0, false, fmt.Errorf("%w: the server is shutting down", errs.ErrUnavailable)
+	case errors.Is(err, nats.ErrNoResponders):
+		return 0, false, c.noResponders(ctx)
+	default: // a limit of the consumer's (max_batch, max_expires, max_bytes) or a status unknown
+		c.log.Error("the server refused a pull request", "err", err)
+		return 0, false, fmt.Errorf("%w: %v", errs.ErrPullRefused, err)
+	}
+	return EmptyNone, retry, nil
 }
 
 // fromOrphans leases up to req.Batch orphans of canceled Fetches, if any

@@ -196,34 +196,75 @@ func (p *Pull) silent(now time.Time) bool {
 // returns at once: the pull stays open, and what it has and still receives
 // is for Take.
 func (p *Pull) Await(ctx context.Context) ([]Msg, error) {
-	check := time.NewTicker(min(MaxHeartbeat, p.req.Expires+LostGrace))
-	defer check.Stop()
+	msgs, _, err := p.wait(ctx, false, 0, 0)
+	return msgs, err
+}
+
+// Next waits for messages of the pull and returns those not taken yet once
+// the server pauses: none has come for gap, or the oldest has waited
+// maxWait. So a burst goes on as one batch and a trickle goes on as it comes,
+// rather than when the pull ends. ended reports that the pull is over, and
+// err is then the status that ended it, as for Await. If ctx ends first, or
+// the server goes silent, it returns at once with that error and ended
+// false: the pull stays open, and what it still receives is for Take.
+func (p *Pull) Next(ctx context.Context, gap, maxWait time.Duration) (msgs []Msg, ended bool, err error) {
+	return p.wait(ctx, true, gap, maxWait)
+}
+
+// wait returns once the pull has ended or, with some, once it has messages
+// and the server paused (see Next).
+func (p *Pull) wait(ctx context.Context, some bool, gap, maxWait time.Duration) ([]Msg, bool, error) {
+	var check *time.Ticker
+	var paused *time.Timer
+	defer func() {
+		if check != nil {
+			check.Stop()
+		}
+		if paused != nil {
+			paused.Stop()
+		}
+	}()
 	for {
+		var due <-chan time.Time
+		p.mu.Lock()
+		ready := p.ended
+		if n := len(p.msgs); !ready && some && n > 0 {
+			now := time.Now()
+			left := min(gap-now.Sub(p.msgs[n-1].At), maxWait-now.Sub(p.msgs[0].At))
+			if ready = left <= 0; !ready {
+				if paused == nil {
+					paused = time.NewTimer(left)
+				} else {
+					paused.Reset(left)
+				}
+				due = paused.C
+			}
+		}
+		if ready {
+			msgs, ended, err := p.msgs, p.ended, p.err
+			p.msgs = nil
+			p.mu.Unlock()
+			if !ended {
+				err = nil
+			}
+			return msgs, ended, err
+		}
+		p.mu.Unlock()
+		if check == nil {
+			check = time.NewTicker(min(MaxHeartbeat, p.req.Expires+LostGrace))
+		}
 		select {
 		case <-p.wake:
-			p.mu.Lock()
-			if p.ended {
-				msgs := p.msgs
-				p.msgs = nil
-				p.mu.Unlock()
-				return msgs, p.err
-			}
-			p.mu.Unlock()
+		case <-due:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, false, ctx.Err()
 		case now := <-check.C:
 			p.mu.Lock()
 			p.giveUpCompleting(now)
-			if p.ended {
-				msgs := p.msgs
-				p.msgs = nil
-				p.mu.Unlock()
-				return msgs, p.err
-			}
-			lost := !p.completing && p.silent(now)
+			lost := !p.ended && !p.completing && p.silent(now)
 			p.mu.Unlock()
 			if lost {
-				return nil, jetstream.ErrNoHeartbeat
+				return nil, false, jetstream.ErrNoHeartbeat
 			}
 		}
 	}
