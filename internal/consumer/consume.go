@@ -284,7 +284,7 @@ func (c *Consumer) pullInto(ctx context.Context, req FetchRequest, each func(Fet
 		}
 		sent := false
 		for {
-			msgs, ended, err := p.Next(ctx, consumeGap, consumeMaxLinger)
+			msgs, ended, err := p.Next(ctx, consumeGap, consumeMaxLinger, nil)
 			if !ended && err != nil {
 				c.orphans.abandon(p, time.Now())
 				if errors.Is(err, jetstream.ErrNoHeartbeat) && !c.serverAnswers(ctx) {

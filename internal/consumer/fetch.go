@@ -62,6 +62,16 @@ type FetchResult struct {
 	Empty    EmptyReason
 }
 
+// A Fetch whose pull the server keeps open after its first messages (the
+// consumer is at max_ack_pending) answers once the server pauses for
+// fetchGap, or fetchMaxLinger after the first message, rather than at the
+// pull's heartbeat. A pull that is not held ends by itself well within
+// either: the server sends what it has back to back, then ends it.
+const (
+	fetchGap       = 5 * time.Millisecond
+	fetchMaxLinger = 50 * time.Millisecond
+)
+
 // deadlineSlack is kept from the caller's own deadline so that the answer
 // can reach it in time.
 const deadlineSlack = 50 * time.Millisecond
@@ -87,6 +97,7 @@ func (c *Consumer) fetch(ctx context.Context, req FetchRequest) (FetchResult, *p
 	if req.MaxBytes > 0 {
 		maxBytes = min(maxBytes, req.MaxBytes)
 	}
+	arrivals := c.orphans.arrivals() // before looking: what comes after wakes the wait
 	if res, ok, err := c.fromOrphans(ctx, req, maxBytes, now); ok || err != nil {
 		return res, nil, err
 	}
@@ -125,7 +136,26 @@ func (c *Consumer) fetch(ctx context.Context, req FetchRequest) (FetchResult, *p
 			c.waiting.release()
 			return FetchResult{}, nil, err
 		}
-		msgs, err := p.Await(ctx)
+		msgs, ended, err := p.Next(ctx, fetchGap, fetchMaxLinger, arrivals)
+		for !ended && err == nil && len(msgs) == 0 {
+			// Orphans came while this Fetch waited on its own pull (a
+			// canceled Fetch's pull took a message): take them, and leave
+			// this pull to the pool.
+			arrivals = c.orphans.arrivals()
+			if res, ok, err := c.fromOrphans(ctx, req, maxBytes, time.Now()); ok || err != nil {
+				c.orphans.abandon(p, time.Now())
+				return res, p, err
+			}
+			msgs, ended, err = p.Next(ctx, fetchGap, fetchMaxLinger, arrivals)
+		}
+		if !ended && err == nil {
+			// The server paused with the pull still open: the consumer is at
+			// max_ack_pending, and the server fills the pull as settles make
+			// room, until its heartbeat. The Fetch answers with what came
+			// (the server has sent what it had); what the pull still
+			// receives goes to the next Fetch, through the orphan pool.
+			c.orphans.abandon(p, time.Now())
+		}
 		switch {
 		case errors.Is(err, jetstream.ErrNoHeartbeat):
 			c.orphans.abandon(p, time.Now())

@@ -34,28 +34,57 @@ type orphanPool struct {
 	mu   sync.Mutex
 	open []*pull.Pull // abandoned pulls the server has not ended yet
 	held []*orphan
+	more chan struct{} // closed when orphans may have come, then replaced
 }
 
 func newOrphanPool(receive func(pull.Msg) (*Delivery, bool)) *orphanPool {
-	return &orphanPool{receive: receive}
+	return &orphanPool{receive: receive, more: make(chan struct{})}
+}
+
+// arrivals is closed when orphans may have come: a Fetch waiting on a pull
+// of its own listens to it, so that a message an abandoned pull takes goes
+// to a caller already waiting, not only to the next Fetch.
+func (o *orphanPool) arrivals() <-chan struct{} {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.more
+}
+
+// arrived wakes the Fetches waiting on arrivals.
+func (o *orphanPool) arrived() {
+	o.mu.Lock()
+	o.wake()
+	o.mu.Unlock()
+}
+
+// wake closes arrivals; o.mu is held.
+func (o *orphanPool) wake() {
+	close(o.more)
+	o.more = make(chan struct{})
 }
 
 // abandon takes over a pull whose Fetch has gone: what it received and what
 // it still receives becomes orphans.
 func (o *orphanPool) abandon(p *pull.Pull, now time.Time) {
 	o.mu.Lock()
+	defer o.mu.Unlock()
+	p.OnMessage(o.arrived)
 	o.open = append(o.open, p)
+	n := len(o.held)
 	o.drain(now)
-	o.mu.Unlock()
+	if len(o.held) > n {
+		o.wake()
+	}
 }
 
 // keep takes deliveries of an ended pull that no caller will see.
 func (o *orphanPool) keep(ds []*Delivery, now time.Time) {
 	o.mu.Lock()
+	defer o.mu.Unlock()
 	for _, d := range ds {
 		o.held = append(o.held, &orphan{d: d, readyAt: now.Add(orphanHold)})
 	}
-	o.mu.Unlock()
+	o.wake()
 }
 
 // giveBack takes the leases of an ended Consume, to be nak'ed once last,

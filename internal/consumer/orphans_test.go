@@ -175,3 +175,45 @@ func ackToken(t *testing.T, e *env, tok, principal string) {
 		t.Fatalf("ack: %v", out[0].Err)
 	}
 }
+
+// A message that arrives for a canceled Fetch goes to a Fetch that is
+// already waiting, at once and as a first delivery: it does not wait for
+// the canceled Fetch's pull to end and come back nak'ed.
+func TestOrphanGoesToAFetchAlreadyWaiting(t *testing.T) {
+	e := start(t, consumer.Config{AckWait: 30 * time.Second, MaxAckPending: 100})
+	e.abandonFetch(consumer.FetchRequest{Batch: 1, Expires: time.Minute})
+	type answer struct {
+		res consumer.FetchResult
+		err error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*within)
+		defer cancel()
+		res, err := e.c.Fetch(ctx, consumer.FetchRequest{Batch: 1, Expires: time.Minute, Principal: "alice"})
+		answered <- answer{res, err}
+	}()
+	natstest.Eventually(t, within, "both pulls waiting on the server", func() bool { return e.info().NumWaiting == 2 })
+
+	// The server hands it to the oldest pull: the canceled Fetch's.
+	seq := e.publish("orders.1", "for the waiting fetch")
+	var a answer
+	select {
+	case a = <-answered:
+	case <-time.After(within):
+		t.Fatal("the waiting Fetch did not get the message the canceled Fetch's pull took")
+	}
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if len(a.res.Messages) != 1 {
+		t.Fatalf("waiting fetch: %d messages (empty reason %v), want the orphan", len(a.res.Messages), a.res.Empty)
+	}
+	if d := a.res.Messages[0]; d.Meta.StreamSeq != seq || d.Meta.Delivered != 1 {
+		t.Fatalf("waiting fetch got seq %d delivery %d, want seq %d delivery 1", d.Meta.StreamSeq, d.Meta.Delivered, seq)
+	}
+	ackToken(t, e, a.res.Messages[0].Token, "alice")
+	if h := e.counted("handed"); h != 1 {
+		t.Errorf("orphans handed: %v, want 1", h)
+	}
+}

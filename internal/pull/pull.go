@@ -86,6 +86,7 @@ type Pull struct {
 	err        error // why it ended: nil when the batch was filled
 	endedAt    time.Time
 	seen       time.Time // last message or heartbeat
+	arrived    func()    // OnMessage
 }
 
 // Start sends req for the consumer. release is called once, when the pull
@@ -127,6 +128,14 @@ func (p *Pull) Request() Request { return p.req }
 
 // onMsg runs on the subscription's goroutine for every message of the pull.
 func (p *Pull) onMsg(m *nats.Msg) {
+	if arrived := p.record(m); arrived != nil {
+		arrived()
+	}
+}
+
+// record takes in what the server sent on the pull and returns the
+// OnMessage hook to call when it was a message.
+func (p *Pull) record(m *nats.Msg) (arrived func()) {
 	now := time.Now()
 	status := ""
 	if len(m.Data) == 0 && m.Reply == "" {
@@ -135,18 +144,19 @@ func (p *Pull) onMsg(m *nats.Msg) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.ended {
-		return
+		return nil
 	}
 	p.seen = now
 	switch status {
 	case "100": // idle heartbeat (or flow control, which pulls do not use)
-		return
+		return nil
 	case "":
 		p.msgs = append(p.msgs, Msg{m, now})
 		p.n++
 		if p.n >= p.req.Batch {
 			p.end(nil, now)
 		}
+		arrived = p.arrived
 	default:
 		err := statusError(status, m.Header.Get("Description"))
 		if errors.Is(err, jetstream.ErrBatchCompleted) && p.n < p.req.Batch {
@@ -154,7 +164,7 @@ func (p *Pull) onMsg(m *nats.Msg) {
 			// messages it counts. Ending the pull now would drop them, each
 			// a delivery to no one until ack_wait passes.
 			p.completing = true
-			return
+			return nil
 		}
 		p.end(err, now)
 	}
@@ -162,6 +172,16 @@ func (p *Pull) onMsg(m *nats.Msg) {
 	case p.wake <- struct{}{}:
 	default:
 	}
+	return arrived
+}
+
+// OnMessage has f called (on the pull's subscription goroutine, with no
+// lock held) for every message that arrives from now on: for whoever took
+// the pull over after its caller stopped waiting for it.
+func (p *Pull) OnMessage(f func()) {
+	p.mu.Lock()
+	p.arrived = f
+	p.mu.Unlock()
 }
 
 // end closes the pull; p.mu is held.
@@ -196,7 +216,7 @@ func (p *Pull) silent(now time.Time) bool {
 // returns at once: the pull stays open, and what it has and still receives
 // is for Take.
 func (p *Pull) Await(ctx context.Context) ([]Msg, error) {
-	msgs, _, err := p.wait(ctx, false, 0, 0)
+	msgs, _, err := p.wait(ctx, false, 0, 0, nil)
 	return msgs, err
 }
 
@@ -206,16 +226,19 @@ func (p *Pull) Await(ctx context.Context) ([]Msg, error) {
 // rather than when the pull ends. ended reports that the pull is over, and
 // err is then the status that ended it, as for Await. If ctx ends first, or
 // the server goes silent, it returns at once with that error and ended
-// false: the pull stays open, and what it still receives is for Take.
-func (p *Pull) Next(ctx context.Context, gap, maxWait time.Duration) (msgs []Msg, ended bool, err error) {
-	return p.wait(ctx, true, gap, maxWait)
+// false: the pull stays open, and what it still receives is for Take. When
+// other fires first (the caller has another source of messages), it returns
+// what the pull has then, maybe nothing, with ended false and no error.
+func (p *Pull) Next(ctx context.Context, gap, maxWait time.Duration, other <-chan struct{}) (msgs []Msg, ended bool, err error) {
+	return p.wait(ctx, true, gap, maxWait, other)
 }
 
 // wait returns once the pull has ended or, with some, once it has messages
 // and the server paused (see Next).
-func (p *Pull) wait(ctx context.Context, some bool, gap, maxWait time.Duration) ([]Msg, bool, error) {
+func (p *Pull) wait(ctx context.Context, some bool, gap, maxWait time.Duration, other <-chan struct{}) ([]Msg, bool, error) {
 	var check *time.Ticker
 	var paused *time.Timer
+	var due <-chan time.Time // paused's, while it is armed
 	defer func() {
 		if check != nil {
 			check.Stop()
@@ -225,10 +248,11 @@ func (p *Pull) wait(ctx context.Context, some bool, gap, maxWait time.Duration) 
 		}
 	}()
 	for {
-		var due <-chan time.Time
 		p.mu.Lock()
 		ready := p.ended
-		if n := len(p.msgs); !ready && some && n > 0 {
+		if n := len(p.msgs); !ready && some && n > 0 && due == nil {
+			// Armed once, not at every message: when it fires, a message
+			// that came meanwhile arms it again for the rest of its gap.
 			now := time.Now()
 			left := min(gap-now.Sub(p.msgs[n-1].At), maxWait-now.Sub(p.msgs[0].At))
 			if ready = left <= 0; !ready {
@@ -240,22 +264,19 @@ func (p *Pull) wait(ctx context.Context, some bool, gap, maxWait time.Duration) 
 				due = paused.C
 			}
 		}
-		if ready {
-			msgs, ended, err := p.msgs, p.ended, p.err
-			p.msgs = nil
-			p.mu.Unlock()
-			if !ended {
-				err = nil
-			}
-			return msgs, ended, err
-		}
 		p.mu.Unlock()
+		if ready {
+			return p.takeAll()
+		}
 		if check == nil {
 			check = time.NewTicker(min(MaxHeartbeat, p.req.Expires+LostGrace))
 		}
 		select {
 		case <-p.wake:
 		case <-due:
+			due = nil
+		case <-other:
+			return p.takeAll()
 		case <-ctx.Done():
 			return nil, false, ctx.Err()
 		case now := <-check.C:
@@ -268,6 +289,19 @@ func (p *Pull) wait(ctx context.Context, some bool, gap, maxWait time.Duration) 
 			}
 		}
 	}
+}
+
+// takeAll takes the messages not taken yet, and the pull's end if it has
+// ended.
+func (p *Pull) takeAll() ([]Msg, bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	msgs := p.msgs
+	p.msgs = nil
+	if !p.ended {
+		return msgs, false, nil
+	}
+	return msgs, true, p.err
 }
 
 // Take returns the messages received and not yet taken, and whether the pull
