@@ -65,8 +65,7 @@ type FetchResult struct {
 // A Fetch whose pull the server keeps open after its first messages (the
 // consumer is at max_ack_pending) answers once the server pauses for
 // fetchGap, or fetchMaxLinger after the first message, rather than at the
-// pull's heartbeat. A pull that is not held ends by itself well within
-// either: the server sends what it has back to back, then ends it.
+// pull's heartbeat.
 const (
 	fetchGap       = 5 * time.Millisecond
 	fetchMaxLinger = 50 * time.Millisecond
@@ -148,13 +147,29 @@ func (c *Consumer) fetch(ctx context.Context, req FetchRequest) (FetchResult, *p
 			}
 			msgs, ended, err = p.Next(ctx, fetchGap, fetchMaxLinger, arrivals)
 		}
-		if !ended && err == nil {
-			// The server paused with the pull still open: the consumer is at
-			// max_ack_pending, and the server fills the pull as settles make
-			// room, until its heartbeat. The Fetch answers with what came
-			// (the server has sent what it had); what the pull still
-			// receives goes to the next Fetch, through the orphan pool.
+		if !ended && err == nil && !c.heldFull(ctx, len(msgs)) {
+			// A pause, but the consumer is not at max_ack_pending: the
+			// server is only slow to send (a slow link, large messages, a
+			// slow disk). Wait for the pull's end, as ever, rather than leave
+			// the rest of the batch to the orphan pool, and to a Nak if no
+			// Fetch follows.
+			var rest []pull.Msg
+			rest, ended, err = p.Next(ctx, 0, 0, nil)
+			msgs = append(msgs, rest...)
+		}
+		switch {
+		case !ended && err == nil:
+			// The server holds the pull open at max_ack_pending, filling it
+			// as settles make room, until its heartbeat. The Fetch answers
+			// with what came (the server has sent what it had); what the
+			// pull still receives goes to the next Fetch, through the orphan
+			// pool.
 			c.orphans.abandon(p, time.Now())
+		case !ended && len(msgs) > 0:
+			// The caller left, or the server went silent, with messages in
+			// hand: they stay with the pull, for the orphan pool.
+			p.Unread(msgs)
+			msgs = nil
 		}
 		switch {
 		case errors.Is(err, jetstream.ErrNoHeartbeat):
@@ -335,6 +350,13 @@ func (c *Consumer) emptyReason(ctx context.Context) EmptyReason {
 		return EmptyMaxAckPending
 	}
 	return EmptyNoMessages
+}
+
+// heldFull reports whether the consumer is at max_ack_pending, with n
+// messages just in hand that are not yet leased: by the replica's own count
+// of leases, or else by the server's (asked at most once a second).
+func (c *Consumer) heldFull(ctx context.Context, n int) bool {
+	return c.leases.Live()+n >= c.maxAckPending || c.serverAtMaxAckPending(ctx)
 }
 
 // serverAtMaxAckPending asks the server whether the consumer is at

@@ -80,3 +80,47 @@ func TestOnMessageIsCalledForEachMessage(t *testing.T) {
 		t.Fatalf("Take: %d messages, ended %v; want 2 and the end", len(msgs), ended)
 	}
 }
+
+// With a gap of 0, Next waits for the end, whatever came before it; what a
+// caller took and puts back with Unread goes to Take ahead of the rest.
+func TestNextWithoutGapWaitsForTheEndAndUnreadPutsBack(t *testing.T) {
+	e := newEnv(t)
+	var c counter
+	p := e.start(e.nc, NewRequest(3, 10*time.Second, false, 0), &c)
+	e.waiting(1)
+	e.publish(1, []byte("first"))
+	msgs, ended, err := next(t, p, time.Millisecond, time.Second, nil)
+	if err != nil || ended || len(msgs) != 1 {
+		t.Fatalf("Next: %d messages, ended %v, %v; want the first, the pull open", len(msgs), ended, err)
+	}
+
+	// The second message comes while Next without a gap waits: it keeps
+	// waiting for the end, which does not come before ctx does.
+	ctx, cancel := context.WithCancel(context.Background())
+	returned := make(chan []Msg, 1)
+	go func() {
+		got, _, _ := p.Next(ctx, 0, 0, nil)
+		returned <- got
+	}()
+	e.publish(1, []byte("second"))
+	natstest.Eventually(t, 10*time.Second, "the second message received", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.n == 2
+	})
+	select {
+	case got := <-returned:
+		t.Fatalf("Next without a gap returned %d messages before the pull ended", len(got))
+	default:
+	}
+	cancel()
+	if got := <-returned; len(got) != 0 {
+		t.Fatalf("Next on a canceled ctx returned %d messages, want none (they stay for Take)", len(got))
+	}
+
+	p.Unread(msgs)
+	rest, ended, _ := p.Take(time.Now())
+	if ended || len(rest) != 2 || string(rest[0].Data) != "first" || string(rest[1].Data) != "second" {
+		t.Fatalf("Take after Unread: %d messages, ended %v; want first then second, the pull open", len(rest), ended)
+	}
+}

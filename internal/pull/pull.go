@@ -227,10 +227,11 @@ func (p *Pull) Await(ctx context.Context) ([]Msg, error) {
 // err is then the status that ended it, as for Await. If ctx ends first, or
 // the server goes silent, it returns at once with that error and ended
 // false: the pull stays open, and what it still receives is for Take. When
-// other fires first (the caller has another source of messages), it returns
-// what the pull has then, maybe nothing, with ended false and no error.
+// other fires while the pull has nothing (the caller has another source of
+// messages), it returns nothing, with ended false and no error. A gap of 0
+// waits for the end, as Await does.
 func (p *Pull) Next(ctx context.Context, gap, maxWait time.Duration, other <-chan struct{}) (msgs []Msg, ended bool, err error) {
-	return p.wait(ctx, true, gap, maxWait, other)
+	return p.wait(ctx, gap > 0, gap, maxWait, other)
 }
 
 // wait returns once the pull has ended or, with some, once it has messages
@@ -276,7 +277,13 @@ func (p *Pull) wait(ctx context.Context, some bool, gap, maxWait time.Duration, 
 		case <-due:
 			due = nil
 		case <-other:
-			return p.takeAll()
+			p.mu.Lock()
+			idle := len(p.msgs) == 0 && !p.ended
+			p.mu.Unlock()
+			if idle {
+				return nil, false, nil
+			}
+			other = nil // it has messages of its own: they come first
 		case <-ctx.Done():
 			return nil, false, ctx.Err()
 		case now := <-check.C:
@@ -289,6 +296,14 @@ func (p *Pull) wait(ctx context.Context, some bool, gap, maxWait time.Duration, 
 			}
 		}
 	}
+}
+
+// Unread puts back messages taken with Next ahead of those not taken yet,
+// for Take: a caller that stops waiting leaves them with the pull.
+func (p *Pull) Unread(msgs []Msg) {
+	p.mu.Lock()
+	p.msgs = append(msgs[:len(msgs):len(msgs)], p.msgs...)
+	p.mu.Unlock()
 }
 
 // takeAll takes the messages not taken yet, and the pull's end if it has
