@@ -17,27 +17,35 @@ func next(t *testing.T, p *Pull, gap, maxWait time.Duration, other <-chan struct
 	return p.Next(ctx, gap, maxWait, other)
 }
 
-// Next hands on what a pull has once the server pauses, with the pull still
-// open; the rest comes with later calls, and the last one reports the end.
-func TestNextReturnsWhatCameWhileThePullIsOpen(t *testing.T) {
-	e := newEnv(t)
-	var c counter
-	p := e.start(e.nc, NewRequest(3, 10*time.Second, false, 0), &c)
+// firstOfOpenPull opens a pull for 3 messages, publishes one, and returns
+// it as Next hands it on, the pull still open.
+func firstOfOpenPull(t *testing.T, e *env, c *counter) (*Pull, []Msg) {
+	t.Helper()
+	p := e.start(e.nc, NewRequest(3, 10*time.Second, false, 0), c)
 	e.waiting(1)
-
 	e.publish(1, []byte("first"))
 	msgs, ended, err := next(t, p, time.Millisecond, time.Second, nil)
 	if err != nil || ended || len(msgs) != 1 || string(msgs[0].Data) != "first" {
 		t.Fatalf("Next: %d messages, ended %v, %v; want the first, the pull open", len(msgs), ended, err)
 	}
+	return p, msgs
+}
+
+// Next hands on what a pull has once the server pauses, with the pull still
+// open; the rest comes with later calls, and the last one reports the end.
+func TestNextReturnsWhatCameWhileThePullIsOpen(t *testing.T) {
+	e := newEnv(t)
+	var c counter
+	p, _ := firstOfOpenPull(t, e, &c)
 	if n := e.info().NumWaiting; n != 1 {
 		t.Fatalf("server: %d waiting pulls, want the pull still open", n)
 	}
 
 	e.publish(2, []byte("rest"))
 	var rest []Msg
-	for !ended {
-		msgs, ended, err = next(t, p, time.Millisecond, time.Second, nil)
+	for ended := false; !ended; {
+		msgs, end, err := next(t, p, time.Millisecond, time.Second, nil)
+		ended = end
 		if err != nil {
 			t.Fatalf("Next: %v, want nil (batch filled)", err)
 		}
@@ -86,13 +94,7 @@ func TestOnMessageIsCalledForEachMessage(t *testing.T) {
 func TestNextWithoutGapWaitsForTheEndAndUnreadPutsBack(t *testing.T) {
 	e := newEnv(t)
 	var c counter
-	p := e.start(e.nc, NewRequest(3, 10*time.Second, false, 0), &c)
-	e.waiting(1)
-	e.publish(1, []byte("first"))
-	msgs, ended, err := next(t, p, time.Millisecond, time.Second, nil)
-	if err != nil || ended || len(msgs) != 1 {
-		t.Fatalf("Next: %d messages, ended %v, %v; want the first, the pull open", len(msgs), ended, err)
-	}
+	p, msgs := firstOfOpenPull(t, e, &c)
 
 	// The second message comes while Next without a gap waits: it keeps
 	// waiting for the end, which does not come before ctx does.
