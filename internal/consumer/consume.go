@@ -277,6 +277,7 @@ func (c *Consumer) pullInto(ctx context.Context, req FetchRequest, each func(Fet
 		if !noWait {
 			preq = pull.NewRequest(min(req.Batch, cmp.Or(c.maxBatch, req.Batch)), time.Until(until), false, maxBytes)
 		}
+		reconnects := c.nc.Stats().Reconnects
 		p, err := pull.Start(c.nc, c.Stream, c.Name, preq, c.waiting.release)
 		if err != nil {
 			c.waiting.release()
@@ -287,13 +288,18 @@ func (c *Consumer) pullInto(ctx context.Context, req FetchRequest, each func(Fet
 			msgs, ended, err := p.Next(ctx, consumeGap, consumeMaxLinger, nil)
 			if !ended && err != nil {
 				c.orphans.abandon(p, time.Now())
-				if errors.Is(err, jetstream.ErrNoHeartbeat) && !c.serverAnswers(ctx) {
-					return EmptyNone, p, fmt.Errorf("%w: no answer or heartbeat from the server for the pull", errs.ErrUnavailable)
+				if !errors.Is(err, jetstream.ErrNoHeartbeat) {
+					return EmptyNone, p, err
 				}
-				if errors.Is(err, jetstream.ErrNoHeartbeat) {
-					return EmptyMaxWaiting, p, nil // dropped past max_waiting, as for Fetch
+				// The pull was lost with the server (the connection went
+				// and came back meanwhile, or is away): the stream ends
+				// UNAVAILABLE, rather than go on as if nothing had happened.
+				// Otherwise the server dropped it past max_waiting, as for
+				// Fetch.
+				if c.nc.Stats().Reconnects != reconnects || !c.serverAnswers(ctx) {
+					return EmptyNone, p, fmt.Errorf("%w: the pull was lost with the NATS server", errs.ErrUnavailable)
 				}
-				return EmptyNone, p, err
+				return EmptyMaxWaiting, p, nil
 			}
 			if ds := c.receiveAll(msgs); len(ds) > 0 {
 				sent = true
