@@ -214,6 +214,12 @@ func TestRESTWalkthrough(t *testing.T) {
 	for _, d := range []string{"order 2", "order 3", "order 4"} {
 		c.post(publishPath, map[string]any{"subject": "orders.new", "data": []byte(d)}).ok(t)
 	}
+	// The consumer counts new messages a moment after the stream stores
+	// them: the first delivery's numPending is only 3 once it has.
+	natstest.Eventually(t, 5*time.Second, "the consumer counts the 4 messages pending", func() bool {
+		st, ok := c.get(consumerPath).ok(t).body["state"].(map[string]any)
+		return ok && st["numPending"] == "4"
+	})
 
 	fetchedAt := time.Now()
 	f := c.post(consumerPath+":fetch", `{"batch":10,"expires":"1s"}`).ok(t)

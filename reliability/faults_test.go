@@ -132,6 +132,26 @@ func assertDrained(t *testing.T, nc *nats.Conn, r Report) {
 	}
 }
 
+// consumerInfo is the consumer's state on the server.
+func consumerInfo(t *testing.T, nc *nats.Conn) *jetstream.ConsumerInfo {
+	t.Helper()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := js.Consumer(ctx, stream, consumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := c.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ci
+}
+
 // waitPublished blocks until n publishes are confirmed (or ctx ends).
 func waitPublished(ctx context.Context, c *Checker, n int) {
 	for ctx.Err() == nil && c.Report().Published < n {
@@ -211,21 +231,8 @@ func TestFaultRandomAnswersMatchConsumerState(t *testing.T) {
 	d.Answer = randomAnswers
 	n := scale(2000, 20000)
 	r := run(t, d, n, 4, 3*time.Minute, nil)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := js.Consumer(ctx, stream, consumer)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Settles are confirmed by the server, so its state already agrees.
-	ci, err := c.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ci := consumerInfo(t, nc)
 	if ci.NumAckPending != 0 || ci.NumPending != 0 || ci.AckFloor.Stream != uint64(n) {
 		t.Fatalf("consumer state: ack pending %d, pending %d, ack floor %d; checker: %v",
 			ci.NumAckPending, ci.NumPending, ci.AckFloor.Stream, r)

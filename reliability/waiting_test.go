@@ -62,20 +62,7 @@ func waitingCallers(t *testing.T, replicas, callers int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info := func() *jetstream.ConsumerInfo {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		c, err := js.Consumer(ctx, stream, consumer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ci, err := c.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ci
-	}
+	info := func() *jetstream.ConsumerInfo { return consumerInfo(t, nc) }
 	maxWaiting := info().Config.MaxWaiting
 	use := func() (sum core.PullUse) {
 		for _, g := range gs {
