@@ -157,18 +157,11 @@ func (c *Consumer) pullInto(ctx context.Context, req FetchRequest, each func(Fet
 	until := now.Add(min(req.Expires, cmp.Or(c.maxExpires, req.Expires)))
 	noWait := true
 	for {
-		ok, waited := c.waiting.acquire(ctx, until)
-		if !ok {
-			return EmptyNone, nil, ctx.Err()
-		}
-		if waited {
-			if res, ok, err := c.fromOrphans(ctx, req, maxBytes, time.Now()); ok || err != nil {
-				c.waiting.release()
-				if err == nil {
-					err = each(res)
-				}
-				return EmptyNone, nil, err
+		if res, placed, err := c.place(ctx, req, maxBytes, until); !placed {
+			if err == nil && len(res.Messages) > 0 {
+				err = each(res)
 			}
+			return EmptyNone, nil, err
 		}
 		// As for Fetch: a no_wait pull returns what is available at once
 		// and otherwise the first messages to come. Only at max_ack_pending

@@ -113,22 +113,13 @@ func (c *Consumer) fetch(ctx context.Context, req FetchRequest) (FetchResult, *p
 	until := now.Add(expires)
 	noWait := true
 	for {
-		ok, waited := c.waiting.acquire(ctx, until)
-		if !ok {
-			if ctx.Err() != nil {
-				return FetchResult{}, nil, ctx.Err()
+		if res, placed, err := c.place(ctx, req, maxBytes, until); !placed {
+			if err != nil || len(res.Messages) > 0 {
+				return res, nil, err
 			}
 			// It waited in line until its expiry: a message would have
 			// ended the pull of a caller ahead of it.
 			return FetchResult{Empty: c.emptyReason(ctx)}, nil, nil
-		}
-		if waited {
-			// While it waited in line, a canceled Fetch may have left
-			// messages.
-			if res, ok, err := c.fromOrphans(ctx, req, maxBytes, time.Now()); ok || err != nil {
-				c.waiting.release()
-				return res, nil, err
-			}
 		}
 		p, err := pull.Start(c.nc, c.Stream, c.Name, c.pullFor(req.Batch, maxBytes, time.Until(until), noWait), c.waiting.release)
 		if err != nil {
@@ -239,6 +230,24 @@ func (c *Consumer) endedEmpty(ctx context.Context, err error, maxBytes int64) (e
 		return 0, false, fmt.Errorf("%w: %v", errs.ErrPullRefused, err)
 	}
 	return EmptyNone, retry, nil
+}
+
+// place takes one of the replica's places among the consumer's waiting
+// pulls, in line up to until if all are taken. A caller that waited takes
+// instead the orphans a canceled Fetch left meanwhile, if any, in res. Not
+// placed with no messages and no error: until passed in line.
+func (c *Consumer) place(ctx context.Context, req FetchRequest, maxBytes int64, until time.Time) (res FetchResult, placed bool, err error) {
+	ok, waited := c.waiting.acquire(ctx, until)
+	if !ok {
+		return FetchResult{}, false, ctx.Err()
+	}
+	if waited {
+		if res, ok, err := c.fromOrphans(ctx, req, maxBytes, time.Now()); ok || err != nil {
+			c.waiting.release()
+			return res, false, err
+		}
+	}
+	return FetchResult{}, true, nil
 }
 
 // fromOrphans leases up to req.Batch orphans of canceled Fetches, if any

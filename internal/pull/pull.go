@@ -216,7 +216,7 @@ func (p *Pull) silent(now time.Time) bool {
 // returns at once: the pull stays open, and what it has and still receives
 // is for Take.
 func (p *Pull) Await(ctx context.Context) ([]Msg, error) {
-	msgs, _, err := p.wait(ctx, false, 0, 0, nil)
+	msgs, _, err := p.Next(ctx, 0, 0, nil)
 	return msgs, err
 }
 
@@ -231,12 +231,7 @@ func (p *Pull) Await(ctx context.Context) ([]Msg, error) {
 // messages), it returns nothing, with ended false and no error. A gap of 0
 // waits for the end, as Await does.
 func (p *Pull) Next(ctx context.Context, gap, maxWait time.Duration, other <-chan struct{}) (msgs []Msg, ended bool, err error) {
-	return p.wait(ctx, gap > 0, gap, maxWait, other)
-}
-
-// wait returns once the pull has ended or, with some, once it has messages
-// and the server paused (see Next).
-func (p *Pull) wait(ctx context.Context, some bool, gap, maxWait time.Duration, other <-chan struct{}) ([]Msg, bool, error) {
+	some := gap > 0 // else only the end returns messages
 	var check *time.Ticker
 	var paused *time.Timer
 	var due <-chan time.Time // paused's, while it is armed
