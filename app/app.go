@@ -63,21 +63,14 @@ func Run(ctx context.Context, o Options) error {
 
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
-	natsOpts := []nats.Option{
+	watch := newNATSWatch(log, hs)
+	natsOpts := append([]nats.Option{
 		nats.Name("jetgate"),
 		nats.MaxReconnects(-1),
 		// Nothing waits in a reconnect buffer: a settle sent late would land
 		// on the next delivery of its message, a late publish be a duplicate.
 		nats.ReconnectBufSize(-1),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
-			log.Warn("NATS disconnected", "err", err)
-		}),
-		nats.ReconnectHandler(func(c *nats.Conn) {
-			hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-			log.Info("NATS reconnected", "url", c.ConnectedUrlRedacted())
-		}),
-	}
+	}, watch.options()...)
 
 	var addrs Addrs
 	var nc *nats.Conn
@@ -107,7 +100,7 @@ func Run(ctx context.Context, o Options) error {
 			return cfg.Errorf("nats.url", "%s: %v", redactedURL(cfg.NATS.URL), err)
 		}
 	}
-	defer nc.Close()
+	defer watch.close(nc)
 
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -201,6 +194,7 @@ func Run(ctx context.Context, o Options) error {
 		})},
 		MaxBodyBytes: cfg.Limits.MaxBodyBytes,
 		Ready:        gw.Ready,
+		Live:         watch.live(nc),
 		Metrics:      metrics,
 		Logger:       log,
 		Auth:         authn,
@@ -226,6 +220,14 @@ func Run(ctx context.Context, o Options) error {
 
 	addrs.GRPC, addrs.HTTP = grpcLis.Addr().String(), httpLis.Addr().String()
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		select {
+		case err := <-watch.lost:
+			return err
+		case <-gctx.Done():
+			return nil
+		}
+	})
 	g.Go(func() error { return gs.Serve(grpcLis) })
 	g.Go(func() error { return ins.Serve(inner) })
 	g.Go(func() error {

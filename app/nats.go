@@ -10,10 +10,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/jetgate/jetgate/internal/config"
 	"github.com/jetgate/jetgate/internal/embedded"
@@ -139,3 +142,64 @@ func consumerNames(c *config.Config) string {
 
 // redactedURL is url with its user information masked, for logs and errors.
 func redactedURL(url string) string { return config.MaskURLs(url) }
+
+// natsWatch follows the NATS connection for the probes and the process. A
+// connection that drops reconnects on its own (nats.go, without end) and
+// resubscribes; one the server closes for good (nats.go takes most -ERRs as
+// fatal) cannot, and then the process stops with an error, so that an
+// orchestrator starts it again.
+type natsWatch struct {
+	log      *slog.Logger
+	health   *health.Server
+	stopping atomic.Bool
+	lost     chan error // the reason the connection was closed for good
+}
+
+func newNATSWatch(log *slog.Logger, hs *health.Server) *natsWatch {
+	return &natsWatch{log: log, health: hs, lost: make(chan error, 1)}
+}
+
+func (w *natsWatch) options() []nats.Option {
+	return []nats.Option{
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if w.stopping.Load() {
+				return
+			}
+			w.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+			w.log.Warn("NATS disconnected; reconnecting", "err", err)
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			w.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+			w.log.Info("NATS reconnected", "url", c.ConnectedUrlRedacted())
+		}),
+		nats.ClosedHandler(func(c *nats.Conn) {
+			if w.stopping.Load() {
+				return
+			}
+			w.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+			err := fmt.Errorf("the NATS connection was closed for good: %v", c.LastError())
+			w.log.Error("NATS closed the connection for good; stopping, so that jetgate is started again", "err", c.LastError())
+			select {
+			case w.lost <- err:
+			default:
+			}
+		}),
+	}
+}
+
+// close closes nc as the process stops: no warning, no lost connection.
+func (w *natsWatch) close(nc *nats.Conn) {
+	w.stopping.Store(true)
+	nc.Close()
+}
+
+// live is the liveness probe: failing once the connection is closed for
+// good, which no reconnect mends.
+func (w *natsWatch) live(nc *nats.Conn) func() error {
+	return func() error {
+		if nc.IsClosed() && !w.stopping.Load() {
+			return errors.New("the NATS connection is closed")
+		}
+		return nil
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/internal/natstest"
 )
 
 // The NATS permissions the README's "NATS permissions" section documents
@@ -61,22 +62,13 @@ var otherUser = &natsserver.Permissions{
 // publish, fetch, forward settles to each other, and settle from the ledger
 // once the issuer is gone. Another user cannot listen to the forwards.
 func TestRunsUnderTheDocumentedNATSPermissions(t *testing.T) {
-	ns, err := natsserver.NewServer(&natsserver.Options{
-		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
+	ns := natstest.StartWith(t, &natsserver.Options{
 		Users: []*natsserver.User{
 			{Username: "admin", Password: "admin"},
 			{Username: "jetgate", Password: "s3cret", Permissions: jetgateUser},
 			{Username: "other", Password: "other", Permissions: otherUser},
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns.Start()
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats server did not start")
-	}
 	url := func(user, pass string) string {
 		return fmt.Sprintf("nats://%s:%s@%s", user, pass, strings.TrimPrefix(ns.ClientURL(), "nats://"))
 	}

@@ -3,7 +3,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -63,6 +62,9 @@ type Options struct {
 	MaxBodyBytes int64
 	// Ready reports whether the service can take traffic, for /readyz.
 	Ready func() error
+	// Live reports whether the process can still recover by itself, for
+	// /healthz: an error there asks to be restarted.
+	Live func() error
 	// Metrics, if set, serves GET /metrics (to authenticated callers, when
 	// authentication is on).
 	Metrics http.Handler
@@ -154,18 +156,9 @@ func New(ctx context.Context, o Options) (*REST, error) {
 		})
 	}
 	root := http.NewServeMux()
-	root.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	root.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if o.Ready != nil {
-			if err := o.Ready(); err != nil {
-				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": err.Error()})
-				return
-			}
-		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-	})
+	// The probes answer anyone, so they say only yes or no; the log says why.
+	root.HandleFunc("GET /healthz", probe(o.Live, "ok", "unhealthy"))
+	root.HandleFunc("GET /readyz", probe(o.Ready, "ready", "unavailable"))
 	root.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(api.OpenAPI)
@@ -174,7 +167,12 @@ func New(ctx context.Context, o Options) (*REST, error) {
 	if o.Metrics != nil {
 		root.Handle("GET /metrics", authn(o.Metrics))
 	}
-	root.Handle("/", cors(o.CORSOrigins, authn(requireJSON(limitBody(streaming(calls), o.MaxBodyBytes)))))
+	routes, err := loadRoutes(api.OpenAPI)
+	if err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	root.Handle("/", cors(o.CORSOrigins, authn(routes.routes(requireJSON(limitBody(streaming(calls), o.MaxBodyBytes))))))
 	return &REST{Handler: root, conn: conn}, nil
 }
 
@@ -188,6 +186,17 @@ func streaming(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// probe answers 200 with yes while check passes (or is nil), else 503 with no.
+func probe(check func() error, yes, no string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		if check != nil && check() != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": no})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": yes})
+	}
 }
 
 // Close closes the connection to the gRPC server.
@@ -211,7 +220,7 @@ func limitBody(next http.Handler, limit int64) http.Handler {
 				tooLarge(w, limit)
 				return
 			}
-			r.Body = io.NopCloser(bytes.NewReader(b))
+			r.Body = newRequestBody(b)
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -237,10 +246,14 @@ func requireJSON(next http.Handler) http.Handler {
 }
 
 // isJSON reports whether a Content-Type is JSON: application/json or
-// application/*+json, with any parameters (charset=utf-8).
+// application/*+json, in UTF-8 (the only encoding protobuf's JSON reads:
+// charset absent or utf-8).
 func isJSON(contentType string) bool {
-	mt, _, err := mime.ParseMediaType(contentType)
+	mt, params, err := mime.ParseMediaType(contentType)
 	if err != nil {
+		return false
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
 		return false
 	}
 	sub, ok := strings.CutPrefix(mt, "application/")
@@ -253,11 +266,7 @@ func unsupportedMediaType(w http.ResponseWriter, got []string) {
 	case 0:
 		what = "the request has no Content-Type"
 	case 1:
-		ct := got[0]
-		if len(ct) > 64 {
-			ct = ct[:64] + "…"
-		}
-		what = fmt.Sprintf("Content-Type %q is not JSON", ct)
+		what = fmt.Sprintf("Content-Type %q is not JSON in UTF-8", cut(got[0], 64))
 	default:
 		what = fmt.Sprintf("the request has %d Content-Type headers", len(got))
 	}
@@ -296,6 +305,10 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // input; any other error's text is logged and replaced (see backendStatus).
 func errorHandler(log *slog.Logger) runtime.ErrorHandlerFunc {
 	return func(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+		if malformedBody(r) {
+			writeStatus(w, http.StatusBadRequest, status.Convert(err), "MALFORMED_BODY")
+			return
+		}
 		var routing *runtime.HTTPStatusError
 		if !errors.As(err, &routing) {
 			if st, replaced := backendStatus(status.Convert(err)); replaced {

@@ -72,6 +72,7 @@ func newREST(t testing.TB, a app.Addrs) *rest {
 // reply is a decoded JSON response.
 type reply struct {
 	status int
+	header http.Header
 	raw    []byte
 	body   map[string]any
 }
@@ -87,7 +88,7 @@ func (c *rest) send(req *http.Request) reply {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	r := reply{status: resp.StatusCode, raw: raw}
+	r := reply{status: resp.StatusCode, header: resp.Header, raw: raw}
 	if err := json.Unmarshal(raw, &r.body); err != nil {
 		c.t.Fatalf("%s %s: %d with a body that is not a JSON object: %q", req.Method, req.URL.Path, resp.StatusCode, raw)
 	}
@@ -381,8 +382,8 @@ func TestRESTErrors(t *testing.T) {
 		{"unknown consumer get", "GET", "/v1/streams/ORDERS/consumers/nope", nil, 404, "CONSUMER_NOT_FOUND"},
 		{"unknown consumer ack", "POST", "/v1/streams/ORDERS/consumers/nope:ack", `{"tokens":["x"]}`, 404, "CONSUMER_NOT_FOUND"},
 		{"unknown stream publish", "POST", "/v1/streams/NOPE:publish", `{"subject":"nope.x"}`, 404, "STREAM_NOT_FOUND"},
-		{"malformed JSON", "POST", consumerPath + ":fetch", `{"batch":`, 400, ""},
-		{"unknown field", "POST", consumerPath + ":fetch", `{"bogus":1}`, 400, ""},
+		{"malformed JSON", "POST", consumerPath + ":fetch", `{"batch":`, 400, "MALFORMED_BODY"},
+		{"unknown field", "POST", consumerPath + ":fetch", `{"bogus":1}`, 400, "MALFORMED_BODY"},
 		{"batch over max", "POST", consumerPath + ":fetch", `{"batch":1001}`, 400, "INVALID_ARGUMENT"},
 		{"negative batch", "POST", consumerPath + ":fetch", `{"batch":-1}`, 400, "INVALID_ARGUMENT"},
 		{"negative expires", "POST", consumerPath + ":fetch", `{"expires":"-1s"}`, 400, "INVALID_ARGUMENT"},

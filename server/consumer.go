@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -14,6 +15,7 @@ import (
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/settle"
+	"github.com/jetgate/jetgate/internal/token"
 )
 
 func (s *consumerService) Fetch(ctx context.Context, req *jetgatev1.FetchRequest) (*jetgatev1.FetchResponse, error) {
@@ -109,10 +111,21 @@ func (s *consumerService) settle(ctx context.Context, req settleRequest, sr core
 		}
 		code, reason, msg := failureOf(o.Err)
 		fails = append(fails, &jetgatev1.TokenFailure{
-			Token: sr.Tokens[i], Index: int32(i), Code: int32(code), Reason: reason, Message: msg,
+			Token: echoed(sr.Tokens[i]), Index: int32(i), Code: int32(code), Reason: reason, Message: msg,
 		})
 	}
 	return fails, nil
+}
+
+// echoed is a failed token as its failure repeats it: whole if it could be a
+// token, else cut, so that a thousand junk tokens near the request limit do
+// not make a response over a default gRPC client's 4 MiB. index says which
+// it was.
+func echoed(tok string) string {
+	if len(tok) <= token.MaxTokenLen {
+		return tok
+	}
+	return strings.ToValidUTF8(tok[:32], "") + "…"
 }
 
 func (s *consumerService) GetConsumer(ctx context.Context, req *jetgatev1.GetConsumerRequest) (*jetgatev1.GetConsumerResponse, error) {

@@ -55,6 +55,9 @@ func NewGuard(authn *auth.Authenticator, assert *auth.Assertion, log *slog.Logge
 		Name: "jetgate_denied_total",
 		Help: "Calls refused before any work, by reason (UNAUTHENTICATED, PERMISSION_DENIED).",
 	}, []string{"reason"})}
+	for _, reason := range [...]string{errs.Reason(errs.ErrUnauthenticated), errs.Reason(errs.ErrPermissionDenied)} {
+		g.denials.WithLabelValues(reason)
+	}
 	if reg != nil {
 		reg.MustRegister(g.denials)
 	}

@@ -89,8 +89,13 @@ func validatePublish(req *jetgatev1.PublishRequest) (core.PublishRequest, error)
 			size += len(k) + len(s) + 4
 		}
 	}
+	if id := req.GetMsgId(); strings.ContainsAny(id, "\r\n") {
+		return core.PublishRequest{}, fmt.Errorf("%w: msg_id has a line break", errs.ErrInvalidArgument)
+	} else if id != "" {
+		size += len("Nats-Msg-Id") + len(id) + 4
+	}
 	if size > maxHeaderBytes {
-		return core.PublishRequest{}, fmt.Errorf("%w: headers are %d bytes; at most %d are allowed", errs.ErrInvalidArgument, size, maxHeaderBytes)
+		return core.PublishRequest{}, fmt.Errorf("%w: headers (msg_id included) are %d bytes; at most %d are allowed", errs.ErrHeadersTooLarge, size, maxHeaderBytes)
 	}
 	return core.PublishRequest{
 		Stream:  req.GetStream(),

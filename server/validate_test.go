@@ -209,42 +209,45 @@ func TestValidatePublish(t *testing.T) {
 	// A header of exactly maxHeaderBytes: name, value and 4 bytes of framing.
 	atLimit := strings.Repeat("v", maxHeaderBytes-len("X-Big")-4)
 	tests := []struct {
-		name    string
-		req     *jetgatev1.PublishRequest
-		wantErr bool
+		name string
+		req  *jetgatev1.PublishRequest
+		want error
 	}{
-		{"no headers", pub(nil), false},
-		{"multi-valued header", pub(map[string]*jetgatev1.HeaderValues{"X-Tag": hv("a", "b"), "X-Empty": hv("")}), false},
-		{"nil header values", pub(map[string]*jetgatev1.HeaderValues{"X-Nil": nil}), false},
-		{"headers at the size limit", pub(map[string]*jetgatev1.HeaderValues{"X-Big": hv(atLimit)}), false},
-		{"no stream", &jetgatev1.PublishRequest{Subject: "orders.eu"}, true},
-		{"empty header name", pub(map[string]*jetgatev1.HeaderValues{"": hv("v")}), true},
-		{"colon in header name", pub(map[string]*jetgatev1.HeaderValues{"X:Y": hv("v")}), true},
-		{"space in header name", pub(map[string]*jetgatev1.HeaderValues{"X Y": hv("v")}), true},
-		{"tab in header name", pub(map[string]*jetgatev1.HeaderValues{"X\tY": hv("v")}), true},
-		{"newline in header name", pub(map[string]*jetgatev1.HeaderValues{"X\r\nY": hv("v")}), true},
-		{"NUL in header name", pub(map[string]*jetgatev1.HeaderValues{"X\x00Y": hv("v")}), true},
-		{"DEL in header name", pub(map[string]*jetgatev1.HeaderValues{"X\x7fY": hv("v")}), true},
-		{"non-ASCII header name", pub(map[string]*jetgatev1.HeaderValues{"X-Größe": hv("v")}), true},
-		{"CR in header value", pub(map[string]*jetgatev1.HeaderValues{"X-A": hv("ok", "a\rb")}), true},
-		{"LF in header value", pub(map[string]*jetgatev1.HeaderValues{"X-A": hv("a\nb")}), true},
-		{"header injection", pub(map[string]*jetgatev1.HeaderValues{"X-A": hv("v\r\nNats-Msg-Id: forged")}), true},
-		{"one header over the size limit", pub(map[string]*jetgatev1.HeaderValues{"X-Big": hv(atLimit + "v")}), true},
+		{"no headers", pub(nil), nil},
+		{"multi-valued header", pub(map[string]*jetgatev1.HeaderValues{"X-Tag": hv("a", "b"), "X-Empty": hv("")}), nil},
+		{"nil header values", pub(map[string]*jetgatev1.HeaderValues{"X-Nil": nil}), nil},
+		{"headers at the size limit", pub(map[string]*jetgatev1.HeaderValues{"X-Big": hv(atLimit)}), nil},
+		{"no stream", &jetgatev1.PublishRequest{Subject: "orders.eu"}, errs.ErrInvalidArgument},
+		{"CR LF in msg_id", &jetgatev1.PublishRequest{Stream: "ORDERS", Subject: "orders.eu", MsgId: "a\r\nb"}, errs.ErrInvalidArgument},
+		{"LF in msg_id", &jetgatev1.PublishRequest{Stream: "ORDERS", Subject: "orders.eu", MsgId: "a\nb"}, errs.ErrInvalidArgument},
+		{"msg_id over the header limit", &jetgatev1.PublishRequest{Stream: "ORDERS", Subject: "orders.eu", MsgId: strings.Repeat("i", maxHeaderBytes)}, errs.ErrHeadersTooLarge},
+		{"empty header name", pub(map[string]*jetgatev1.HeaderValues{"": hv("v")}), errs.ErrInvalidArgument},
+		{"colon in header name", pub(map[string]*jetgatev1.HeaderValues{"X:Y": hv("v")}), errs.ErrInvalidArgument},
+		{"space in header name", pub(map[string]*jetgatev1.HeaderValues{"X Y": hv("v")}), errs.ErrInvalidArgument},
+		{"tab in header name", pub(map[string]*jetgatev1.HeaderValues{"X\tY": hv("v")}), errs.ErrInvalidArgument},
+		{"newline in header name", pub(map[string]*jetgatev1.HeaderValues{"X\r\nY": hv("v")}), errs.ErrInvalidArgument},
+		{"NUL in header name", pub(map[string]*jetgatev1.HeaderValues{"X\x00Y": hv("v")}), errs.ErrInvalidArgument},
+		{"DEL in header name", pub(map[string]*jetgatev1.HeaderValues{"X\x7fY": hv("v")}), errs.ErrInvalidArgument},
+		{"non-ASCII header name", pub(map[string]*jetgatev1.HeaderValues{"X-Größe": hv("v")}), errs.ErrInvalidArgument},
+		{"CR in header value", pub(map[string]*jetgatev1.HeaderValues{"X-A": hv("ok", "a\rb")}), errs.ErrInvalidArgument},
+		{"LF in header value", pub(map[string]*jetgatev1.HeaderValues{"X-A": hv("a\nb")}), errs.ErrInvalidArgument},
+		{"header injection", pub(map[string]*jetgatev1.HeaderValues{"X-A": hv("v\r\nNats-Msg-Id: forged")}), errs.ErrInvalidArgument},
+		{"one header over the size limit", pub(map[string]*jetgatev1.HeaderValues{"X-Big": hv(atLimit + "v")}), errs.ErrHeadersTooLarge},
 		{"many headers over the size limit", pub(func() map[string]*jetgatev1.HeaderValues {
 			h := map[string]*jetgatev1.HeaderValues{}
 			for i := range 100 {
 				h[fmt.Sprintf("X-%d", i)] = hv(strings.Repeat("v", 1000))
 			}
 			return h
-		}()), true},
-		{"many values over the size limit", pub(map[string]*jetgatev1.HeaderValues{"X-A": hv(make([]string, maxHeaderBytes/4)...)}), true},
+		}()), errs.ErrHeadersTooLarge},
+		{"many values over the size limit", pub(map[string]*jetgatev1.HeaderValues{"X-A": hv(make([]string, maxHeaderBytes/4)...)}), errs.ErrHeadersTooLarge},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := validatePublish(tt.req)
-			if tt.wantErr {
-				if !errors.Is(err, errs.ErrInvalidArgument) {
-					t.Fatalf("validatePublish = %v, want errs.ErrInvalidArgument", err)
+			if tt.want != nil {
+				if !errors.Is(err, tt.want) {
+					t.Fatalf("validatePublish = %v, want %v", err, tt.want)
 				}
 				return
 			}

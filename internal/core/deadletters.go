@@ -10,8 +10,9 @@ import (
 )
 
 // statsEvery is how often the per-consumer gauges that need the server
-// (dead letters, oldest unacknowledged age) are refreshed.
-const statsEvery = 15 * time.Second
+// (dead letters, oldest unacknowledged age) are refreshed: two requests a
+// consumer each time.
+const statsEvery = 3 * time.Second
 
 // RedriveResult is what a Redrive did.
 type RedriveResult struct {

@@ -34,18 +34,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		reg.MustRegister(v)
 		return v
 	}
-	return &metrics{
+	m := &metrics{
 		deadLetters: f(prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "jetgate_dead_letters_total",
 			Help: "Messages copied to their consumer's dead-letter subject, by reason (MAX_DELIVERIES, TERM).",
 		}, []string{"stream", "consumer", "reason"})),
 		deadLetterDepth: g(prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "jetgate_dead_letters",
-			Help: "Dead letters waiting in the consumer's dead-letter stream (refreshed every 15s).",
+			Help: "Dead letters waiting in the consumer's dead-letter stream (refreshed every 3s).",
 		}, []string{"stream", "consumer"})),
 		oldestUnacked: g(prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "jetgate_oldest_unacked_age_seconds",
-			Help: "Age of the oldest message the consumer has not acknowledged (refreshed every 15s); alert on it.",
+			Help: "Age of the oldest message the consumer has not acknowledged (refreshed every 3s); alert on it.",
 		}, []string{"stream", "consumer"})),
 		fetched: f(prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "jetgate_fetched_messages_total",
@@ -68,10 +68,24 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Settle batches forwarded to the issuing replica, by result (ok, issuer_gone, error), and forged forwards refused (forged).",
 		}, []string{"result"})),
 	}
+	for _, result := range [...]string{"ok", "issuer_gone", "error", "forged"} {
+		m.forwards.WithLabelValues(result)
+	}
+	return m
 }
 
-// watch registers the gauges read from a binding's lease table.
+// watch registers the gauges read from a binding's lease table, and starts
+// the consumer's counters at zero, so that a rate() has a first sample
+// before the first event.
 func (m *metrics) watch(reg prometheus.Registerer, c *consumer.Consumer) {
+	m.fetched.WithLabelValues(c.Stream, c.Name)
+	for _, reason := range emptyReasonNames[consumer.EmptyNone+1:] {
+		m.empty.WithLabelValues(c.Stream, c.Name, reason)
+	}
+	for _, op := range [...]lease.Op{lease.OpAck, lease.OpNak, lease.OpTerm, lease.OpExtend} {
+		m.settles.WithLabelValues(c.Stream, c.Name, strings.ToUpper(op.String()), "OK")
+	}
+	m.oldestUnacked.WithLabelValues(c.Stream, c.Name)
 	labels := prometheus.Labels{"stream": c.Stream, "consumer": c.Name}
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name:        "jetgate_leases_live",
@@ -98,6 +112,15 @@ func (m *metrics) watch(reg prometheus.Registerer, c *consumer.Consumer) {
 		Help:        "Gateway replicas serving the consumer, this one included, as the roster in NATS has them.",
 		ConstLabels: labels,
 	}, func() float64 { return float64(c.Replicas()) }))
+}
+
+// watchDeadLetters starts the dead-letter metrics of a consumer with a
+// dead_letter at zero.
+func (m *metrics) watchDeadLetters(stream, name string) {
+	for _, reason := range [...]string{"MAX_DELIVERIES", "TERM"} {
+		m.deadLetters.WithLabelValues(stream, name, reason)
+	}
+	m.deadLetterDepth.WithLabelValues(stream, name)
 }
 
 var emptyReasonNames = [...]string{consumer.EmptyNone: "", consumer.EmptyNoMessages: "no_messages",

@@ -40,17 +40,22 @@ func (r *Replica) Publish(ctx context.Context, req PublishRequest) (PubAck, erro
 	if err := r.streams.allows(ctx, req.Stream, req.Subject); err != nil {
 		return PubAck{}, err
 	}
-	m := &nats.Msg{Subject: req.Subject, Data: req.Data, Header: req.Header}
 	// No Nats-Expected-Stream header: the subject was checked against the
 	// stream's own (which no other stream may share), and the header would be
 	// stored with the message and handed back to every consumer.
-	var opts []jetstream.PublishOpt
+	m := &nats.Msg{Subject: req.Subject, Data: req.Data, Header: req.Header}
 	if req.MsgID != "" {
-		opts = append(opts, jetstream.WithMsgID(req.MsgID))
+		if m.Header == nil {
+			m.Header = nats.Header{}
+		}
+		m.Header.Set(jetstream.MsgIDHeader, req.MsgID)
+	}
+	if err := r.fitsPayload(m); err != nil {
+		return PubAck{}, err
 	}
 	pctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	ack, err := r.js.PublishMsg(pctx, m, opts...)
+	ack, err := r.js.PublishMsg(pctx, m)
 	if err != nil {
 		var apiErr *jetstream.APIError
 		switch {
@@ -58,6 +63,9 @@ func (r *Replica) Publish(ctx context.Context, req PublishRequest) (PubAck, erro
 			return PubAck{}, ctx.Err()
 		case errors.As(err, &apiErr):
 			return PubAck{}, fmt.Errorf("%w: stream %q refused the message: %s", errs.ErrPublishRefused, req.Stream, apiErr.Description)
+		case errors.Is(err, nats.ErrMaxPayload):
+			// The connection moved to a server with a smaller max_payload.
+			return PubAck{}, r.fitsPayload(m)
 		default:
 			return PubAck{}, fmt.Errorf("%w: publish: %v", errs.ErrUnavailable, err)
 		}
@@ -65,11 +73,40 @@ func (r *Replica) Publish(ctx context.Context, req PublishRequest) (PubAck, erro
 	return PubAck{Stream: ack.Stream, Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
 }
 
+// The NATS server closes a connection that sends a protocol line longer than
+// its max_control_line (nats-server parser.go, overMaxControlLineLimit;
+// 4096 bytes unless configured: MAX_CONTROL_LINE_SIZE in const.go), and
+// nats.go takes that error as fatal: the connection is closed for good. A
+// publish's line is "HPUB <subject> <reply> <header size> <total size>\r\n".
+const (
+	serverMaxControlLine = 4096
+	// publishLineOverhead is all of that line but the subject: the verb,
+	// the reply inbox (_INBOX.<nuid>.<token>, under 64 bytes), two sizes
+	// and the separators, with room to spare.
+	publishLineOverhead = 256
+	// MaxSubjectBytes is the longest subject Publish sends.
+	MaxSubjectBytes = serverMaxControlLine - publishLineOverhead
+)
+
+// fitsPayload checks a message against the server's max_payload, which
+// counts its data and its encoded headers (nats.go refuses a larger one
+// before sending it).
+func (r *Replica) fitsPayload(m *nats.Msg) error {
+	size, limit := int64(m.Size()-len(m.Subject)-len(m.Reply)), r.nc.MaxPayload()
+	if size > limit {
+		return fmt.Errorf("%w: the message is %d bytes with its headers; the NATS server takes at most %d (its max_payload)",
+			errs.ErrPayloadTooLarge, size, limit)
+	}
+	return nil
+}
+
 // validSubject accepts a literal subject a client may publish to.
 func validSubject(s string) error {
 	switch {
 	case s == "":
 		return fmt.Errorf("%w: subject is required", errs.ErrInvalidArgument)
+	case len(s) > MaxSubjectBytes:
+		return fmt.Errorf("%w: subject is %d bytes; at most %d are allowed", errs.ErrSubjectTooLong, len(s), MaxSubjectBytes)
 	case strings.HasPrefix(s, "$"):
 		return fmt.Errorf("%w: subject %q starts with $, which is reserved for the system", errs.ErrSubjectNotAllowed, s)
 	case strings.ContainsAny(s, " \t\r\n*>"):

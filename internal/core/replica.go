@@ -185,6 +185,7 @@ func (r *Replica) bind(ctx context.Context, js jetstream.JetStream, reg promethe
 				return err
 			}
 			r.routes[key] = route
+			r.metrics.watchDeadLetters(cfg.Stream, cfg.Name)
 			routes = append(routes, route)
 		}
 	}

@@ -66,6 +66,18 @@ var (
 	// caller's say.
 	ErrHeaderReserved = errors.New("header reserved")
 
+	// ErrSubjectTooLong is a publish subject longer than a NATS server takes
+	// in one protocol line: sent, it would close the connection.
+	ErrSubjectTooLong = errors.New("subject too long")
+
+	// ErrPayloadTooLarge is a message to publish (data and headers) larger
+	// than the NATS server's max_payload.
+	ErrPayloadTooLarge = errors.New("payload too large")
+
+	// ErrHeadersTooLarge is a message to publish whose headers pass the
+	// gateway's bound on them.
+	ErrHeadersTooLarge = errors.New("headers too large")
+
 	// ErrMessageTooLarge is a message larger than one Fetch may return: the
 	// server does not deliver it to a pull bounded below its size.
 	ErrMessageTooLarge = errors.New("message too large")
@@ -97,6 +109,9 @@ var reasons = []struct {
 	{ErrStreamNotFound, "STREAM_NOT_FOUND"},
 	{ErrSubjectNotAllowed, "SUBJECT_NOT_ALLOWED"},
 	{ErrHeaderReserved, "HEADER_RESERVED"},
+	{ErrSubjectTooLong, "SUBJECT_TOO_LONG"},
+	{ErrPayloadTooLarge, "PAYLOAD_TOO_LARGE"},
+	{ErrHeadersTooLarge, "HEADERS_TOO_LARGE"},
 	{ErrTokenInvalid, "TOKEN_INVALID"},
 	{ErrTokenWrongConsumer, "TOKEN_WRONG_CONSUMER"},
 	{ErrTokenWrongPrincipal, "TOKEN_WRONG_PRINCIPAL"},

@@ -3,6 +3,7 @@
 package natstest
 
 import (
+	"cmp"
 	"context"
 	"net"
 	"sync"
@@ -36,6 +37,31 @@ func StartIn(t testing.TB, dir string, port int) *server.Server {
 		ns.Shutdown()
 		ns.WaitForShutdown()
 	})
+	return ns
+}
+
+// StartWith runs a server with opts of the test's own (users, limits), on
+// 127.0.0.1 and a random port with JetStream in a temporary store unless
+// opts say otherwise, and shuts it down at the end of the test.
+func StartWith(t testing.TB, opts *server.Options) *server.Server {
+	t.Helper()
+	o := *opts
+	o.Host = cmp.Or(o.Host, "127.0.0.1")
+	o.Port = cmp.Or(o.Port, -1)
+	o.StoreDir = cmp.Or(o.StoreDir, t.TempDir())
+	o.JetStream, o.NoLog, o.NoSigs = true, true, true
+	ns, err := server.NewServer(&o)
+	if err != nil {
+		t.Fatalf("nats server: %v", err)
+	}
+	ns.Start()
+	t.Cleanup(func() {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+	})
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats server did not start in 10s")
+	}
 	return ns
 }
 

@@ -1,0 +1,73 @@
+package gateway
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/protobuf/proto"
+)
+
+// requestBody is a request's body, read whole by limitBody. The decoder
+// decodes it in one piece (exact positions in errors, nothing after the
+// JSON value ignored) and marks it malformed when it does not decode, so
+// that the error handler can answer with the reason MALFORMED_BODY:
+// grpc-gateway passes on only the decoder's error text.
+type requestBody struct {
+	*bytes.Reader
+	data      []byte
+	malformed bool
+}
+
+func newRequestBody(b []byte) *requestBody {
+	return &requestBody{Reader: bytes.NewReader(b), data: b}
+}
+
+func (*requestBody) Close() error { return nil }
+
+// malformedBody reports whether r's body failed to decode.
+func malformedBody(r *http.Request) bool {
+	b, ok := r.Body.(*requestBody)
+	return ok && b.malformed
+}
+
+// NewDecoder decodes a request body read by limitBody whole, with protojson;
+// any other reader goes to runtime.JSONPb's decoder.
+func (m *marshaler) NewDecoder(r io.Reader) runtime.Decoder {
+	body, ok := r.(*requestBody)
+	if !ok {
+		return m.JSONPb.NewDecoder(r)
+	}
+	return runtime.DecoderFunc(func(v any) error {
+		msg, ok := v.(proto.Message)
+		if !ok {
+			return m.JSONPb.NewDecoder(body).Decode(v)
+		}
+		if len(bytes.TrimSpace(body.data)) == 0 {
+			return io.EOF // no body: the request's defaults
+		}
+		if err := m.UnmarshalOptions.Unmarshal(body.data, msg); err != nil {
+			body.malformed = true
+			return describeMalformed(msg, body.data, err)
+		}
+		return nil
+	})
+}
+
+// describeMalformed says where a body went wrong and what was expected, in
+// protojson's words ("(line 1:10): invalid value for int32 field batch"),
+// less its "proto:" prefix (whose space protobuf varies on purpose).
+func describeMalformed(msg proto.Message, body []byte, err error) error {
+	what := strings.TrimLeft(strings.TrimPrefix(err.Error(), "proto:"), " \u00a0")
+	if errors.Is(err, io.ErrUnexpectedEOF) || what == io.ErrUnexpectedEOF.Error() {
+		line := 1 + bytes.Count(body, []byte("\n"))
+		col := 1 + len(body) - (bytes.LastIndexByte(body, '\n') + 1)
+		what = fmt.Sprintf("(line %d:%d): the body ends before its JSON does", line, col)
+	}
+	return fmt.Errorf("the request body is not a valid %s: %s; send one JSON object with the fields of the API (see /openapi.json)",
+		msg.ProtoReflect().Descriptor().Name(), what)
+}

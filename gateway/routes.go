@@ -1,0 +1,130 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// route is one path of the API, as the OpenAPI document has it:
+// "/v1/streams/{stream}/consumers/{consumer}:fetch" is the segments "v1",
+// "streams", "{stream}", "consumers", "{consumer}" and the verb "fetch".
+type route struct {
+	segs    []string
+	verb    string
+	methods []string
+}
+
+// routeTable knows which methods each path of the API takes, so that a
+// request grpc-gateway's mux would answer badly gets a plain answer: a path
+// asked with a method it does not take is 405 with Allow (the mux says 501),
+// and a custom verb the API does not have is 404 (the mux says 501, or for a
+// GET reads "billing:foo" as a consumer's name).
+type routeTable []route
+
+// loadRoutes reads the paths of the generated OpenAPI document, so that the
+// table is the API's own and cannot drift from it.
+func loadRoutes(openAPI []byte) (routeTable, error) {
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(openAPI, &doc); err != nil {
+		return nil, fmt.Errorf("read the OpenAPI document: %w", err)
+	}
+	var rt routeTable
+	for path, ops := range doc.Paths {
+		r := route{segs: strings.Split(strings.TrimPrefix(path, "/"), "/")}
+		last := &r.segs[len(r.segs)-1]
+		if i := strings.LastIndex(*last, "}:"); i >= 0 {
+			*last, r.verb = (*last)[:i+1], (*last)[i+2:]
+		}
+		for m := range ops {
+			r.methods = append(r.methods, strings.ToUpper(m))
+		}
+		slices.Sort(r.methods)
+		rt = append(rt, r)
+	}
+	if len(rt) == 0 {
+		return nil, fmt.Errorf("the OpenAPI document has no paths")
+	}
+	return rt, nil
+}
+
+// allowed is what the table says of a path: the methods it takes, and
+// whether its last segment names a verb the API has there. A path no route
+// matches takes no method.
+func (rt routeTable) allowed(path string) (methods []string, knownVerb bool) {
+	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	var plain []string
+	for _, r := range rt {
+		if len(r.segs) != len(segs) || !r.matches(segs) {
+			continue
+		}
+		if r.verb == "" {
+			plain = append(plain, r.methods...)
+		} else {
+			methods = append(methods, r.methods...)
+		}
+	}
+	if len(methods) > 0 {
+		return methods, true
+	}
+	return plain, false
+}
+
+func (r route) matches(segs []string) bool {
+	last := len(segs) - 1
+	for i, s := range r.segs {
+		got := segs[i]
+		if i == last && r.verb != "" {
+			var ok bool
+			if got, ok = strings.CutSuffix(got, ":"+r.verb); !ok {
+				return false
+			}
+		}
+		variable := strings.HasPrefix(s, "{")
+		if got == "" || (!variable && got != s) {
+			return false
+		}
+	}
+	return true
+}
+
+// routes answers 404 and 405 for requests that no RPC serves, and passes the
+// rest on.
+func (rt routeTable) routes(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		methods, knownVerb := rt.allowed(r.URL.Path)
+		switch {
+		case slices.Contains(methods, r.Method):
+			next.ServeHTTP(w, r)
+		case len(methods) == 0 || (!knownVerb && hasVerb(r.URL.Path) && r.Method != http.MethodGet):
+			st := status.Newf(codes.NotFound, "no API call is at %s %s; see /openapi.json for the routes", r.Method, cut(r.URL.Path, 200))
+			writeStatus(w, http.StatusNotFound, st, "ROUTE_NOT_FOUND")
+		default:
+			allow := strings.Join(methods, ", ")
+			w.Header().Set("Allow", allow)
+			st := status.Newf(codes.Unimplemented, "%s takes %s, not %s", cut(r.URL.Path, 200), allow, cut(r.Method, 20))
+			writeStatus(w, http.StatusMethodNotAllowed, st, "METHOD_NOT_ALLOWED")
+		}
+	})
+}
+
+// hasVerb reports whether a path's last segment ends in a custom verb
+// (":fetch").
+func hasVerb(path string) bool {
+	return strings.Contains(path[strings.LastIndexByte(path, '/')+1:], ":")
+}
+
+// cut shortens s to at most n bytes for an error message, at a rune boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
