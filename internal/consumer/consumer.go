@@ -88,16 +88,14 @@ type Consumer struct {
 	maxExpires    time.Duration // the server's max_request_expires; 0 is none
 	maxFetchBytes int64         // the gateway's bound on one Fetch
 
-	leases     *lease.Table
-	waiting    *waitingPulls // this replica's places among the consumer's waiting pulls
-	maxWaiting int           // the consumer's max_waiting, less one kept free
-	joined     atomic.Bool   // SetReplicas has been called
-	replicas   atomic.Int64  // replicas serving the consumer, as last told
-	orphans    *orphanPool
-	handed     prometheus.Counter // orphans handed to a Fetch
-	naked      prometheus.Counter // orphans nak'ed back
+	leases   *lease.Table
+	waiting  *waitingPulls // this replica's places among the consumer's waiting pulls
+	replicas atomic.Int64  // replicas serving the consumer, as last told; 0 until then
+	orphans  *orphanPool
+	handed   prometheus.Counter // orphans handed to a Fetch
+	naked    prometheus.Counter // orphans nak'ed back
 
-	streams  streams            // the Consume streams holding leases
+	owners   streamOwners       // the Consume streams holding leases
 	maxLease time.Duration      // how long auto_extend keeps one lease
 	returned prometheus.Counter // leases of ended Consume streams nak'ed back
 
@@ -143,8 +141,7 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 		leases:        lease.NewTable(cfg.AckWait),
 		// Stay below the consumer's max_waiting: past it the server drops
 		// pulls that carry heartbeats without a word.
-		maxWaiting: maxWaiting - 1,
-		waiting:    newWaitingPulls(maxWaiting - 1),
+		waiting: newWaitingPulls(maxWaiting - 1),
 	}
 	counter := func(outcome string) prometheus.Counter {
 		if d.Orphans == nil {
@@ -173,7 +170,7 @@ func (c *Consumer) Run(ctx context.Context) {
 			c.growWaiting(ctx)
 		case now := <-t.C:
 			c.leases.Sweep(now)
-			c.nak(ctx, c.orphans.due(now, false))
+			c.nak(ctx, c.orphans.due(now))
 		}
 	}
 }
@@ -182,7 +179,7 @@ func (c *Consumer) Run(ctx context.Context) {
 // redelivered at once rather than after ack_wait. Run must have returned.
 // Pulls still open on the server end by themselves at their expiry.
 func (c *Consumer) Close(ctx context.Context) {
-	c.nak(ctx, c.orphans.due(time.Now(), true))
+	c.nak(ctx, c.orphans.ended(time.Now()))
 }
 
 // Leases counts the leases this replica holds on the consumer, unsettled.

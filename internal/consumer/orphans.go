@@ -12,29 +12,30 @@ import (
 // for the next Fetch, once its pull has ended, before it is nak'ed back.
 const orphanHold = 250 * time.Millisecond
 
-// orphan is a message whose Fetch had gone before it could be handed out.
+// orphan is a leased message whose caller had gone before it could have it.
 type orphan struct {
 	d       *Delivery
 	from    *pull.Pull // its pull while that may still be open, then nil
 	readyAt time.Time  // when it may be nak'ed; zero while its pull is open
-	// leased is a lease of an ended Consume: its caller holds a token of
-	// this very delivery, so it is never handed to another Fetch.
-	leased bool
 }
 
-// orphanPool keeps what canceled Fetches leave behind: their pulls, which
-// stay open on the server until it ends them (JetStream cannot withdraw a
-// pull), and every message those pulls received. An orphan goes to the next
-// Fetch, or is nak'ed back once its pull has ended and the hold has passed
-// — never while the pull is open, or the Nak would send it straight back
-// into the same dead pull and burn a delivery each round.
+// orphanPool keeps what callers that left leave behind: the pulls of
+// canceled Fetches, which stay open on the server until it ends them
+// (JetStream cannot withdraw a pull), every message those pulls received,
+// and the leases of ended Consume streams. An orphan goes to the next Fetch,
+// or is nak'ed back once its pull has ended and the hold has passed — never
+// while the pull is open, or the Nak would send it straight back into the
+// same dead pull and burn a delivery each round.
 type orphanPool struct {
 	receive func(pull.Msg) (*Delivery, bool) // leases a message
 
 	mu   sync.Mutex
 	open []*pull.Pull // abandoned pulls the server has not ended yet
-	held []*orphan
-	more chan struct{} // closed when orphans may have come, then replaced
+	held []*orphan    // for the next Fetch, else a Nak
+	// returned are leases of ended Consume streams: their caller holds
+	// tokens of these very deliveries, so they only wait for their Nak.
+	returned []*orphan
+	more     chan struct{} // closed when orphans may have come, then replaced
 }
 
 func newOrphanPool(receive func(pull.Msg) (*Delivery, bool)) *orphanPool {
@@ -77,32 +78,38 @@ func (o *orphanPool) abandon(p *pull.Pull, now time.Time) {
 	}
 }
 
-// keep takes deliveries of an ended pull that no caller will see.
-func (o *orphanPool) keep(ds []*Delivery, now time.Time) {
+// keep takes deliveries leased for a caller that left before it had them,
+// for the next Fetch: from is the pull they came from, nil if it has ended.
+func (o *orphanPool) keep(ds []*Delivery, from *pull.Pull, now time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for _, d := range ds {
-		o.held = append(o.held, &orphan{d: d, readyAt: now.Add(orphanHold)})
-	}
+	o.held = o.appendFrom(o.held, ds, from, now.Add(orphanHold))
 	o.wake()
 }
 
-// giveBack takes the leases of an ended Consume, to be nak'ed once last,
-// the pull the stream abandoned (if any), has ended: while it is open, a
-// nak'ed message would go straight back into it.
+// giveBack takes the leases of an ended Consume stream, to be nak'ed once
+// last, the pull the stream left open (nil if none), has ended: while it is
+// open, a nak'ed message would go straight back into it.
 func (o *orphanPool) giveBack(ds []*Delivery, last *pull.Pull, now time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if last != nil && !slices.Contains(o.open, last) {
-		last = nil // it has ended already
+	o.returned = o.appendFrom(o.returned, ds, last, now)
+}
+
+// appendFrom appends ds as orphans of from, to be nak'ed once it has ended:
+// if it has (it is not among the open pulls), from readyAt; o.mu is held.
+func (o *orphanPool) appendFrom(list []*orphan, ds []*Delivery, from *pull.Pull, readyAt time.Time) []*orphan {
+	if from != nil && !slices.Contains(o.open, from) {
+		from = nil
 	}
 	for _, d := range ds {
-		h := &orphan{d: d, from: last, leased: true}
-		if last == nil {
-			h.readyAt = now
+		h := &orphan{d: d, from: from}
+		if from == nil {
+			h.readyAt = readyAt
 		}
-		o.held = append(o.held, h)
+		list = append(list, h)
 	}
+	return list
 }
 
 // drain collects the messages of the open pulls and starts the hold of
@@ -123,6 +130,11 @@ func (o *orphanPool) drain(now time.Time) {
 				h.from, h.readyAt = nil, endedAt.Add(orphanHold)
 			}
 		}
+		for _, h := range o.returned {
+			if h.from == p {
+				h.from, h.readyAt = nil, endedAt
+			}
+		}
 		return true
 	})
 }
@@ -140,10 +152,6 @@ func (o *orphanPool) take(n int, maxBytes int64, now time.Time) []*orphan {
 		switch size := h.d.size(); {
 		case !now.Before(h.d.Deadline):
 			return true
-		case h.leased:
-			// Its caller holds a token for this very delivery: handing it to
-			// another would make two holders of one lease.
-			return false
 		case len(out) < n && bytes+size <= maxBytes:
 			out = append(out, h)
 			bytes += size
@@ -161,23 +169,37 @@ func (o *orphanPool) putBack(hs []*orphan) {
 	o.mu.Unlock()
 }
 
-// due removes and returns the orphans to nak: those whose pull has ended and
-// whose hold has passed, or, when closing, all whose pull has ended.
-func (o *orphanPool) due(now time.Time, closing bool) []*Delivery {
+// due removes and returns the orphans to nak now: those whose pull has
+// ended and whose hold has passed.
+func (o *orphanPool) due(now time.Time) []*Delivery {
+	return o.ready(now, func(h *orphan) bool { return !now.Before(h.readyAt) })
+}
+
+// ended removes and returns every orphan whose pull has ended, hold or not:
+// what a closing consumer naks back.
+func (o *orphanPool) ended(now time.Time) []*Delivery {
+	return o.ready(now, func(*orphan) bool { return true })
+}
+
+// ready removes and returns the orphans whose pull has ended and that pass
+// nakNow; those past their deadline are dropped (the server redelivers them).
+func (o *orphanPool) ready(now time.Time, nakNow func(*orphan) bool) []*Delivery {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.drain(now)
 	var out []*Delivery
-	o.held = slices.DeleteFunc(o.held, func(h *orphan) bool {
+	pick := func(h *orphan) bool {
 		switch {
 		case !now.Before(h.d.Deadline):
 			return true
-		case !h.readyAt.IsZero() && (closing || !now.Before(h.readyAt)):
+		case !h.readyAt.IsZero() && nakNow(h):
 			out = append(out, h.d)
 			return true
 		}
 		return false
-	})
+	}
+	o.held = slices.DeleteFunc(o.held, pick)
+	o.returned = slices.DeleteFunc(o.returned, pick)
 	return out
 }
 
@@ -185,5 +207,5 @@ func (o *orphanPool) due(now time.Time, closing bool) []*Delivery {
 func (o *orphanPool) len() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return len(o.held)
+	return len(o.held) + len(o.returned)
 }

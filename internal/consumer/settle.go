@@ -61,7 +61,7 @@ func (c *Consumer) settle(ctx context.Context, op lease.Op, cs []token.Claims, a
 	if op != lease.OpExtend {
 		for i, o := range out {
 			if o.Err == nil {
-				c.streams.settled(cs[i].StreamSeq, cs[i].Delivered)
+				c.owners.settled(cs[i].StreamSeq, cs[i].Delivered)
 			}
 		}
 	}

@@ -15,6 +15,8 @@ import (
 // as it would have waited on the server: a waiting caller costs the gateway
 // a goroutine, not a pull.
 type waitingPulls struct {
+	total int // the consumer's max_waiting, less one kept free
+
 	mu    sync.Mutex
 	limit int            // places this replica may use
 	share int            // its fair share: limit grows towards it
@@ -26,8 +28,9 @@ type placeWaiter struct {
 	granted chan struct{} // closed when the place is the caller's
 }
 
-func newWaitingPulls(limit int) *waitingPulls {
-	return &waitingPulls{limit: limit, share: limit}
+// newWaitingPulls has a replica alone use all of total places.
+func newWaitingPulls(total int) *waitingPulls {
+	return &waitingPulls{total: total, limit: total, share: total}
 }
 
 // acquire takes a place, waiting in line until ctx ends or until passes;
@@ -84,15 +87,19 @@ func (w *waitingPulls) grantLocked() {
 // setShare sets the replica's fair share. A smaller share takes effect at
 // once (places in use above it are given back as their pulls end); a larger
 // one only as grow finds the server has room, since other replicas may still
-// hold more than their new shares. fromNothing starts the limit at zero, for
-// a replica that joins others who may each be at their shares.
-func (w *waitingPulls) setShare(share int, fromNothing bool) {
+// hold more than their new shares.
+func (w *waitingPulls) setShare(share int) {
 	w.mu.Lock()
 	w.share = share
 	w.limit = min(w.limit, share)
-	if fromNothing {
-		w.limit = 0
-	}
+	w.mu.Unlock()
+}
+
+// join sets the share of a replica that joins others, who may each be at
+// their shares: it starts from no place at all and grows by room.
+func (w *waitingPulls) join(share int) {
+	w.mu.Lock()
+	w.share, w.limit = share, 0
 	w.mu.Unlock()
 }
 
@@ -121,13 +128,15 @@ func (w *waitingPulls) counts() (open, limit, queued int) {
 
 // SetReplicas tells the consumer how many replicas serve it, itself
 // included: each may keep an even part of the consumer's max_waiting open.
+// Only a replica joining others starts from nothing: one that was alone
+// keeps its pulls and gives back what is above its new share.
 func (c *Consumer) SetReplicas(ctx context.Context, n int) {
-	c.replicas.Store(int64(n))
-	share := max(1, c.maxWaiting/max(n, 1))
-	// Only a replica joining others starts from nothing: one that was alone
-	// keeps its pulls and gives back what is above its new share.
-	first := !c.joined.Swap(true)
-	c.waiting.setShare(share, first && n > 1)
+	share := max(1, c.waiting.total/max(n, 1))
+	if first := c.replicas.Swap(int64(n)) == 0; first && n > 1 {
+		c.waiting.join(share)
+	} else {
+		c.waiting.setShare(share)
+	}
 	c.growWaiting(ctx)
 }
 
@@ -141,7 +150,7 @@ func (c *Consumer) growWaiting(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	c.waiting.grow(c.maxWaiting - ci.NumWaiting)
+	c.waiting.grow(c.waiting.total - ci.NumWaiting)
 }
 
 // Pulls is how the replica uses its places among the consumer's waiting

@@ -79,7 +79,7 @@ func TestWaitingPullsShareShrinksAtOnceAndGrowsByRoom(t *testing.T) {
 	for range 6 {
 		take(w, context.Background(), time.Now())
 	}
-	w.setShare(4, false)
+	w.setShare(4)
 	if _, limit, _ := w.counts(); limit != 4 {
 		t.Fatalf("limit %d after share 4, want 4", limit)
 	}
@@ -93,7 +93,7 @@ func TestWaitingPullsShareShrinksAtOnceAndGrowsByRoom(t *testing.T) {
 		t.Fatal("a place within the share was refused")
 	}
 
-	w.setShare(8, false)
+	w.setShare(8)
 	if !w.belowShare() {
 		t.Fatal("not below a larger share")
 	}
@@ -112,7 +112,7 @@ func TestWaitingPullsShareShrinksAtOnceAndGrowsByRoom(t *testing.T) {
 
 	// A replica joining others starts from nothing and grows by room.
 	j := newWaitingPulls(10)
-	j.setShare(5, true)
+	j.join(5)
 	if _, limit, _ := j.counts(); limit != 0 {
 		t.Fatalf("joining limit %d, want 0", limit)
 	}
@@ -125,7 +125,7 @@ func TestWaitingPullsShareShrinksAtOnceAndGrowsByRoom(t *testing.T) {
 // Growing the limit hands the new places to the callers in line.
 func TestWaitingPullsGrowServesTheLine(t *testing.T) {
 	w := newWaitingPulls(1)
-	w.setShare(3, true)
+	w.join(3)
 	got := make(chan bool, 2)
 	for range 2 {
 		go func() { got <- take(w, context.Background(), time.Now().Add(time.Minute)) }()

@@ -123,9 +123,6 @@ func Start(nc *nats.Conn, stream, consumer string, req Request, release func()) 
 	return p, nil
 }
 
-// Request is what the pull asked for.
-func (p *Pull) Request() Request { return p.req }
-
 // onMsg runs on the subscription's goroutine for every message of the pull.
 func (p *Pull) onMsg(m *nats.Msg) {
 	if arrived := p.record(m); arrived != nil {
@@ -209,29 +206,18 @@ func (p *Pull) silent(now time.Time) bool {
 	return now.Sub(p.sentAt) > p.req.Expires+LostGrace
 }
 
-// Await waits for the pull to end and returns its messages and the status
-// that ended it (nil when the batch was filled; jetstream.ErrNoMessages when
-// it expired or had nothing; other statuses as status.go has them). If ctx
-// ends first, or the server goes silent (jetstream.ErrNoHeartbeat), it
-// returns at once: the pull stays open, and what it has and still receives
-// is for Take.
-func (p *Pull) Await(ctx context.Context) ([]Msg, error) {
-	msgs, _, err := p.Next(ctx, 0, 0, nil)
-	return msgs, err
-}
-
 // Next waits for messages of the pull and returns those not taken yet once
 // the server pauses: none has come for gap, or the oldest has waited
 // maxWait. So a burst goes on as one batch and a trickle goes on as it comes,
 // rather than when the pull ends. ended reports that the pull is over, and
-// err is then the status that ended it, as for Await. If ctx ends first, or
-// the server goes silent, it returns at once with that error and ended
+// err is then the status that ended it: nil when the batch was filled,
+// jetstream.ErrNoMessages when it expired or had nothing, other statuses as
+// status.go has them. If ctx ends first, or the server goes silent
+// (jetstream.ErrNoHeartbeat), it returns at once with that error and ended
 // false: the pull stays open, and what it still receives is for Take. When
 // other fires while the pull has nothing (the caller has another source of
-// messages), it returns nothing, with ended false and no error. A gap of 0
-// waits for the end, as Await does.
+// messages), it returns nothing, with ended false and no error.
 func (p *Pull) Next(ctx context.Context, gap, maxWait time.Duration, other <-chan struct{}) (msgs []Msg, ended bool, err error) {
-	some := gap > 0 // else only the end returns messages
 	var check *time.Ticker
 	var paused *time.Timer
 	var due <-chan time.Time // paused's, while it is armed
@@ -246,7 +232,7 @@ func (p *Pull) Next(ctx context.Context, gap, maxWait time.Duration, other <-cha
 	for {
 		p.mu.Lock()
 		ready := p.ended
-		if n := len(p.msgs); !ready && some && n > 0 && due == nil {
+		if n := len(p.msgs); !ready && n > 0 && due == nil {
 			// Armed once, not at every message: when it fires, a message
 			// that came meanwhile arms it again for the rest of its gap.
 			now := time.Now()
@@ -291,14 +277,6 @@ func (p *Pull) Next(ctx context.Context, gap, maxWait time.Duration, other <-cha
 			}
 		}
 	}
-}
-
-// Unread puts back messages taken with Next ahead of those not taken yet,
-// for Take: a caller that stops waiting leaves them with the pull.
-func (p *Pull) Unread(msgs []Msg) {
-	p.mu.Lock()
-	p.msgs = append(msgs[:len(msgs):len(msgs)], p.msgs...)
-	p.mu.Unlock()
 }
 
 // takeAll takes the messages not taken yet, and the pull's end if it has

@@ -102,18 +102,25 @@ func (e *env) start(nc *nats.Conn, req Request, c *counter) *Pull {
 	return p
 }
 
-// await runs p.Await with a generous bound, so that a pull that never ends
-// fails the test instead of hanging it.
+// await reads p until it ends (or the server goes silent), with a generous
+// bound, so that a pull that never ends fails the test instead of hanging
+// it.
 func await(t *testing.T, p *Pull) ([]Msg, time.Duration, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	start := time.Now()
-	msgs, err := p.Await(ctx)
-	if errors.Is(err, context.DeadlineExceeded) {
-		t.Fatal("the pull did not end within 20s")
+	var all []Msg
+	for {
+		msgs, ended, err := p.Next(ctx, time.Millisecond, time.Second, nil)
+		all = append(all, msgs...)
+		if errors.Is(err, context.DeadlineExceeded) {
+			t.Fatal("the pull did not end within 20s")
+		}
+		if ended || err != nil {
+			return all, time.Since(start), err
+		}
 	}
-	return msgs, time.Since(start), err
 }
 
 // (a) A pull ends when its batch is filled, with the messages clocked and
@@ -127,7 +134,7 @@ func TestPullEndsWhenTheBatchIsFilled(t *testing.T) {
 	msgs, took, err := await(t, p)
 	after := time.Now()
 	if err != nil {
-		t.Fatalf("Await: %v, want nil (batch filled)", err)
+		t.Fatalf("await: %v, want nil (batch filled)", err)
 	}
 	if len(msgs) != 2 {
 		t.Fatalf("got %d messages, want 2", len(msgs))
@@ -165,7 +172,7 @@ func TestNoWaitPullOnAnEmptyConsumerEndsWithNoMessages(t *testing.T) {
 	p := e.start(e.nc, NewRequest(1, 0, true, 0), &c)
 	msgs, took, err := await(t, p)
 	if !errors.Is(err, jetstream.ErrNoMessages) {
-		t.Fatalf("Await: %v, want ErrNoMessages", err)
+		t.Fatalf("await: %v, want ErrNoMessages", err)
 	}
 	if len(msgs) != 0 {
 		t.Errorf("got %d messages from an empty consumer", len(msgs))
@@ -184,7 +191,7 @@ func TestNoWaitPullReturnsWhatIsAvailableAndEnds(t *testing.T) {
 	p := e.start(e.nc, NewRequest(5, 10*time.Second, true, 0), &c)
 	msgs, took, err := await(t, p)
 	if !errors.Is(err, jetstream.ErrNoMessages) {
-		t.Fatalf("Await: %v, want ErrNoMessages after what was available", err)
+		t.Fatalf("await: %v, want ErrNoMessages after what was available", err)
 	}
 	if len(msgs) != 2 {
 		t.Fatalf("got %d messages, want the 2 available", len(msgs))
@@ -205,7 +212,7 @@ func TestWaitingPullEndsWhenAMessageArrives(t *testing.T) {
 	msgs, _, err := await(t, p)
 	took := time.Since(published)
 	if err != nil || len(msgs) != 1 {
-		t.Fatalf("Await: %d messages, %v; want 1 and nil", len(msgs), err)
+		t.Fatalf("await: %d messages, %v; want 1 and nil", len(msgs), err)
 	}
 	if took > time.Second {
 		t.Errorf("ended %v after the publish, want at once", took)
@@ -217,7 +224,7 @@ func TestWaitingPullEndsWhenAMessageArrives(t *testing.T) {
 
 // (d) A caller that leaves does not end the pull: what the server still
 // sends is kept for Take, and Take reports the end when the server ends it.
-func TestAwaitReturnsOnCancelAndThePullStaysOpen(t *testing.T) {
+func TestNextReturnsOnCancelAndThePullStaysOpen(t *testing.T) {
 	t.Parallel() // waits out timers; its own server
 	e := newEnv(t)
 	var c counter
@@ -229,12 +236,12 @@ func TestAwaitReturnsOnCancelAndThePullStaysOpen(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	start := time.Now()
-	msgs, err := p.Await(ctx)
+	msgs, _, err := p.Next(ctx, time.Millisecond, time.Second, nil)
 	if !errors.Is(err, context.Canceled) || len(msgs) != 0 {
-		t.Fatalf("Await on a canceled ctx: %d messages, %v; want none and context.Canceled", len(msgs), err)
+		t.Fatalf("await on a canceled ctx: %d messages, %v; want none and context.Canceled", len(msgs), err)
 	}
 	if took := time.Since(start); took > time.Second {
-		t.Errorf("Await on a canceled ctx took %v, want at once", took)
+		t.Errorf("await on a canceled ctx took %v, want at once", took)
 	}
 	if c.calls() != 0 {
 		t.Fatalf("release called when the caller left; the pull is still open on the server")
@@ -289,7 +296,7 @@ func TestReleaseIsCalledOncePerPull(t *testing.T) {
 		var c counter
 		p := e.start(e.nc, NewRequest(1, 5*time.Second, false, 0), &c)
 		if msgs, _, err := await(t, p); err != nil || len(msgs) != 1 {
-			t.Fatalf("Await: %d, %v", len(msgs), err)
+			t.Fatalf("await: %d, %v", len(msgs), err)
 		}
 		if c.calls() != 1 {
 			t.Fatalf("release called %d times when the batch filled, want 1", c.calls())
@@ -307,7 +314,7 @@ func TestReleaseIsCalledOncePerPull(t *testing.T) {
 		var c counter
 		p := e.start(e.nc, NewRequest(1, 0, true, 0), &c)
 		if _, _, err := await(t, p); !errors.Is(err, jetstream.ErrNoMessages) {
-			t.Fatalf("Await: %v", err)
+			t.Fatalf("await: %v", err)
 		}
 		if c.calls() != 1 {
 			t.Fatalf("release called %d times when a status ended the pull, want 1", c.calls())
@@ -410,7 +417,7 @@ func TestRequestJSON(t *testing.T) {
 
 // (g) A waiting pull notices a server that went silent through its missing
 // heartbeats, long before its expiry.
-func TestLostServerEndsAwaitWithNoHeartbeat(t *testing.T) {
+func TestLostServerEndsNextWithNoHeartbeat(t *testing.T) {
 	t.Parallel() // waits out timers; its own server
 	e := newEnv(t)
 	proxy := natstest.StartProxy(t, e.ns.Addr().String())
@@ -425,7 +432,7 @@ func TestLostServerEndsAwaitWithNoHeartbeat(t *testing.T) {
 	proxy.Blackhole() // no goodbye from the server: only missing heartbeats tell
 	msgs, took, err := await(t, p)
 	if !errors.Is(err, jetstream.ErrNoHeartbeat) || len(msgs) != 0 {
-		t.Fatalf("Await: %d messages, %v; want none and ErrNoHeartbeat", len(msgs), err)
+		t.Fatalf("await: %d messages, %v; want none and ErrNoHeartbeat", len(msgs), err)
 	}
 	// Three missed heartbeats of 1s, noticed on a 1s tick: about 4s.
 	if took > 8*time.Second {
@@ -434,7 +441,7 @@ func TestLostServerEndsAwaitWithNoHeartbeat(t *testing.T) {
 	if took < time.Second+MaxHeartbeat/2 {
 		t.Errorf("gave up after %v, before %d heartbeats were missed", took, missedHeartbeats)
 	}
-	// Await does not end the pull: it may still be open on the server.
+	// await does not end the pull: it may still be open on the server.
 	if c.calls() != 0 {
 		t.Errorf("release called %d times; only the server or Take's lost rule ends a pull", c.calls())
 	}
@@ -442,7 +449,7 @@ func TestLostServerEndsAwaitWithNoHeartbeat(t *testing.T) {
 
 // A pull too short for heartbeats is taken to be lost when the server has
 // been silent for its expiry and the grace.
-func TestLostServerEndsAwaitWithoutHeartbeats(t *testing.T) {
+func TestLostServerEndsNextWithoutHeartbeats(t *testing.T) {
 	t.Parallel() // waits out timers; its own server
 	e := newEnv(t)
 	proxy := natstest.StartProxy(t, e.ns.Addr().String())
@@ -457,7 +464,7 @@ func TestLostServerEndsAwaitWithoutHeartbeats(t *testing.T) {
 	p := e.start(pnc, req, &c)
 	msgs, took, err := await(t, p)
 	if !errors.Is(err, jetstream.ErrNoHeartbeat) || len(msgs) != 0 {
-		t.Fatalf("Await: %d messages, %v; want none and ErrNoHeartbeat", len(msgs), err)
+		t.Fatalf("await: %d messages, %v; want none and ErrNoHeartbeat", len(msgs), err)
 	}
 	if took < LostGrace {
 		t.Errorf("gave up after %v, before the expiry and grace %v", took, req.Expires+LostGrace)
@@ -466,7 +473,7 @@ func TestLostServerEndsAwaitWithoutHeartbeats(t *testing.T) {
 		t.Errorf("noticed the lost server after %v, want about %v", took, req.Expires+LostGrace)
 	}
 	if c.calls() != 0 {
-		t.Errorf("release called %d times by Await", c.calls())
+		t.Errorf("release called %d times by await", c.calls())
 	}
 }
 
@@ -524,7 +531,7 @@ func TestServerStatusesEndPulls(t *testing.T) {
 		_, _, err := await(t, p)
 		var se *StatusError
 		if !errors.Is(err, ErrRefused) || !errors.As(err, &se) {
-			t.Fatalf("Await: %v, want a StatusError refusal", err)
+			t.Fatalf("await: %v, want a StatusError refusal", err)
 		}
 		if se.Code != "409" || se.Description != "Exceeded MaxRequestBatch of 10" {
 			t.Errorf("StatusError %q %q, want the server's 409 Exceeded MaxRequestBatch of 10", se.Code, se.Description)
@@ -539,7 +546,7 @@ func TestServerStatusesEndPulls(t *testing.T) {
 		var c counter
 		p := e.start(e.nc, NewRequest(1, 5*time.Second, false, 100), &c)
 		if _, _, err := await(t, p); !errors.Is(err, jetstream.ErrMaxBytesExceeded) {
-			t.Fatalf("Await: %v, want ErrMaxBytesExceeded", err)
+			t.Fatalf("await: %v, want ErrMaxBytesExceeded", err)
 		}
 	})
 	t.Run("consumer deleted", func(t *testing.T) {
@@ -551,7 +558,7 @@ func TestServerStatusesEndPulls(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, _, err := await(t, p); !errors.Is(err, jetstream.ErrConsumerDeleted) {
-			t.Fatalf("Await: %v, want ErrConsumerDeleted", err)
+			t.Fatalf("await: %v, want ErrConsumerDeleted", err)
 		}
 		if c.calls() != 1 {
 			t.Errorf("release called %d times, want 1", c.calls())
@@ -576,7 +583,7 @@ func TestServerStatusesEndPulls(t *testing.T) {
 		var c counter
 		p := e.start(e.nc, req, &c)
 		if _, _, err := await(t, p); !errors.Is(err, ErrExceededMaxWaiting) {
-			t.Fatalf("Await: %v, want ErrExceededMaxWaiting", err)
+			t.Fatalf("await: %v, want ErrExceededMaxWaiting", err)
 		}
 	})
 	t.Run("requests pending", func(t *testing.T) {
@@ -603,7 +610,7 @@ func TestServerStatusesEndPulls(t *testing.T) {
 		var c counter
 		p := e.start(e.nc, NewRequest(1, time.Second, true, 0), &c)
 		if _, _, err := await(t, p); !errors.Is(err, ErrRequestsPending) {
-			t.Fatalf("Await: %v, want ErrRequestsPending", err)
+			t.Fatalf("await: %v, want ErrRequestsPending", err)
 		}
 	})
 }
@@ -646,7 +653,7 @@ func TestBatchCompletedAheadOfItsMessagesWaitsForThem(t *testing.T) {
 	}
 	msgs, _, err := await(t, p)
 	if err != nil || len(msgs) != 3 {
-		t.Fatalf("Await: %d messages, %v; want all 3 the server counted, no error", len(msgs), err)
+		t.Fatalf("await: %d messages, %v; want all 3 the server counted, no error", len(msgs), err)
 	}
 	if c.calls() != 1 {
 		t.Errorf("release called %d times, want 1", c.calls())
@@ -659,7 +666,7 @@ func TestBatchCompletedAheadOfItsMessagesWaitsForThem(t *testing.T) {
 	}
 	msgs, took, err := await(t, p)
 	if !errors.Is(err, jetstream.ErrBatchCompleted) || len(msgs) != 2 {
-		t.Fatalf("Await: %d messages, %v; want the 2 that came and ErrBatchCompleted", len(msgs), err)
+		t.Fatalf("await: %d messages, %v; want the 2 that came and ErrBatchCompleted", len(msgs), err)
 	}
 	if took > completeGrace+2*MaxHeartbeat {
 		t.Errorf("gave up on the missing message after %v, want within %v", took, completeGrace+2*MaxHeartbeat)
