@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -11,8 +9,6 @@ import (
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	"github.com/jetgate/jetgate/internal/auth"
-	"github.com/jetgate/jetgate/internal/core"
-	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/settle"
 	"github.com/jetgate/jetgate/internal/token"
@@ -35,7 +31,7 @@ func (s *consumerService) Fetch(ctx context.Context, req *jetgatev1.FetchRequest
 }
 
 func (s *consumerService) Ack(ctx context.Context, req *jetgatev1.AckRequest) (*jetgatev1.AckResponse, error) {
-	fails, err := s.settle(ctx, req, core.SettleRequest{Op: lease.OpAck}, nil)
+	fails, err := s.settle(ctx, req, lease.OpAck, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -43,14 +39,7 @@ func (s *consumerService) Ack(ctx context.Context, req *jetgatev1.AckRequest) (*
 }
 
 func (s *consumerService) Nak(ctx context.Context, req *jetgatev1.NakRequest) (*jetgatev1.NakResponse, error) {
-	sr := core.SettleRequest{Op: lease.OpNak}
-	if d := req.GetDelay(); d != nil {
-		if err := d.CheckValid(); err != nil || d.AsDuration() < 0 {
-			return nil, s.status(fmt.Errorf("%w: delay must be a duration of 0s or more", errs.ErrInvalidArgument))
-		}
-		sr.Delay = d.AsDuration()
-	}
-	fails, err := s.settle(ctx, req, sr, nil)
+	fails, err := s.settle(ctx, req, lease.OpNak, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -58,10 +47,7 @@ func (s *consumerService) Nak(ctx context.Context, req *jetgatev1.NakRequest) (*
 }
 
 func (s *consumerService) Term(ctx context.Context, req *jetgatev1.TermRequest) (*jetgatev1.TermResponse, error) {
-	if len(req.GetReason()) > settle.MaxReasonLen {
-		return nil, s.status(fmt.Errorf("%w: reason is %d bytes; at most %d are allowed", errs.ErrInvalidArgument, len(req.GetReason()), settle.MaxReasonLen))
-	}
-	fails, err := s.settle(ctx, req, core.SettleRequest{Op: lease.OpTerm, Reason: req.GetReason()}, nil)
+	fails, err := s.settle(ctx, req, lease.OpTerm, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +56,7 @@ func (s *consumerService) Term(ctx context.Context, req *jetgatev1.TermRequest) 
 
 func (s *consumerService) Extend(ctx context.Context, req *jetgatev1.ExtendRequest) (*jetgatev1.ExtendResponse, error) {
 	resp := &jetgatev1.ExtendResponse{}
-	fails, err := s.settle(ctx, req, core.SettleRequest{Op: lease.OpExtend}, func(tok string, o settle.Outcome) {
+	fails, err := s.settle(ctx, req, lease.OpExtend, func(tok string, o settle.Outcome) {
 		resp.Leases = append(resp.Leases, &jetgatev1.ExtendedLease{
 			Token:         tok,
 			NewToken:      o.NewToken,
@@ -84,20 +70,14 @@ func (s *consumerService) Extend(ctx context.Context, req *jetgatev1.ExtendReque
 	return resp, nil
 }
 
-// settleRequest is what Ack, Nak, Term and Extend requests share.
-type settleRequest interface {
-	GetStream() string
-	GetConsumer() string
-	GetTokens() []string
-}
-
-func (s *consumerService) settle(ctx context.Context, req settleRequest, sr core.SettleRequest, ok func(string, settle.Outcome)) ([]*jetgatev1.TokenFailure, error) {
-	if err := validateSettle(req); err != nil {
+// settle runs an Ack, Nak, Term or Extend and reports each token that
+// failed; ok is told of each that did not.
+func (s *consumerService) settle(ctx context.Context, req settleRequest, op lease.Op, ok func(string, settle.Outcome)) ([]*jetgatev1.TokenFailure, error) {
+	sr, err := validateSettle(req, op, auth.Principal(ctx))
+	if err != nil {
 		return nil, s.status(err)
 	}
-	sr.Tokens = req.GetTokens()
-	sr.Principal = auth.Principal(ctx)
-	outs, err := s.g.Settle(ctx, req.GetStream(), req.GetConsumer(), sr)
+	outs, err := s.g.Settle(ctx, sr)
 	if err != nil {
 		return nil, s.status(err)
 	}
@@ -145,18 +125,9 @@ func (s *consumerService) GetConsumer(ctx context.Context, req *jetgatev1.GetCon
 	}, nil
 }
 
-// maxRedriveSeqs bounds the sequences one Redrive names.
-const maxRedriveSeqs = 1000
-
 func (s *consumerService) Redrive(ctx context.Context, req *jetgatev1.RedriveRequest) (*jetgatev1.RedriveResponse, error) {
-	if err := validateNames(req.GetStream(), req.GetConsumer()); err != nil {
+	if err := validateRedrive(req); err != nil {
 		return nil, s.status(err)
-	}
-	if n := len(req.GetSeqs()); n > maxRedriveSeqs {
-		return nil, s.status(fmt.Errorf("%w: seqs: %d given; at most %d per request (none redrives all)", errs.ErrInvalidArgument, n, maxRedriveSeqs))
-	}
-	if slices.Contains(req.GetSeqs(), 0) {
-		return nil, s.status(fmt.Errorf("%w: seqs: 0 is not a stream sequence", errs.ErrInvalidArgument))
 	}
 	res, err := s.g.Redrive(ctx, req.GetStream(), req.GetConsumer(), req.GetSeqs())
 	if err != nil {

@@ -58,12 +58,12 @@ func TestSignedForwardIsValidatedAndOnlyForTheIssuer(t *testing.T) {
 	defer cancel()
 	tp := h.tap()
 
-	out, err := s.SendForward(ctx, keys, h.gw.ID(), settle.Forward{Op: 0, Stream: stream, Consumer: consumer, Tokens: []string{mine.GetToken()}})
+	out, err := s.SendForward(ctx, keys, h.gw.ID(), settle.Forward{Request: settle.Request{Op: 0, Stream: stream, Consumer: consumer, Tokens: []string{mine.GetToken()}}})
 	if err != nil || len(out) != 1 || !errors.Is(out[0].Err, errs.ErrInvalidArgument) {
 		t.Fatalf("signed forward with op 0: %v %v; want INVALID_ARGUMENT", out, err)
 	}
-	out, err = s.SendForward(ctx, keys, h.gw.ID(), settle.Forward{Op: lease.OpAck, Stream: stream, Consumer: consumer,
-		Tokens: []string{theirs.GetToken(), mine.GetToken()}})
+	out, err = s.SendForward(ctx, keys, h.gw.ID(), settle.Forward{Request: settle.Request{Op: lease.OpAck, Stream: stream, Consumer: consumer,
+		Tokens: []string{theirs.GetToken(), mine.GetToken()}}})
 	if err != nil || len(out) != 2 {
 		t.Fatalf("forward: %v %v", out, err)
 	}
@@ -78,7 +78,7 @@ func TestSignedForwardIsValidatedAndOnlyForTheIssuer(t *testing.T) {
 	}
 	wantNoFailures(t, ack(t, h, bc, theirs.GetToken())) // B's lease is still B's
 	// A forward signed with another deployment's key is not answered.
-	_, err = s.SendForward(ctx, token.RandomKeyring(), h.gw.ID(), settle.Forward{Op: lease.OpAck, Stream: stream, Consumer: consumer, Tokens: []string{mine.GetToken()}})
+	_, err = s.SendForward(ctx, token.RandomKeyring(), h.gw.ID(), settle.Forward{Request: settle.Request{Op: lease.OpAck, Stream: stream, Consumer: consumer, Tokens: []string{mine.GetToken()}}})
 	if !errors.Is(err, errs.ErrUnavailable) {
 		t.Fatalf("forward signed with a foreign key: %v; want no answer (UNAVAILABLE)", err)
 	}

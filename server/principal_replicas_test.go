@@ -192,9 +192,9 @@ func wantIssuerRefusesBob(t *testing.T, h *harness, keys *token.Keyring, issuer 
 		t.Fatal(err)
 	}
 	defer func() { _ = s.Close() }()
-	out, err := s.SendForward(h.ctx(), keys, issuer, settle.Forward{
+	out, err := s.SendForward(h.ctx(), keys, issuer, settle.Forward{Request: settle.Request{
 		Op: lease.OpAck, Stream: stream, Consumer: consumer, Tokens: []string{tok}, Principal: bob.name,
-	})
+	}})
 	if err != nil || len(out) != 1 || !errors.Is(out[0].Err, errs.ErrTokenWrongPrincipal) {
 		t.Errorf("a forwarded Ack of alice's token in bob's name: %v %v; want TOKEN_WRONG_PRINCIPAL", out, err)
 	}

@@ -19,7 +19,7 @@ import (
 // leaser is what the consumer service needs of the core.
 type leaser interface {
 	Fetch(ctx context.Context, stream, name string, req consumer.FetchRequest) (consumer.FetchResult, error)
-	Settle(ctx context.Context, stream, name string, req core.SettleRequest) ([]settle.Outcome, error)
+	Settle(ctx context.Context, req settle.Request) ([]settle.Outcome, error)
 	Consumer(ctx context.Context, stream, name string) (core.ConsumerStatus, error)
 	Redrive(ctx context.Context, stream, name string, seqs []uint64) (core.RedriveResult, error)
 	Consume(ctx context.Context, stream, name string, req consumer.ConsumeRequest, send func([]*consumer.Delivery) error) error

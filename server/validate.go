@@ -10,7 +10,9 @@ import (
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/natsname"
+	"github.com/jetgate/jetgate/internal/settle"
 )
 
 func validateNames(stream, consumer string) error {
@@ -52,15 +54,43 @@ func validateFetch(req *jetgatev1.FetchRequest, lim Limits) (consumer.FetchReque
 	return fr, nil
 }
 
-func validateSettle(req settleRequest) error {
+// settleRequest is what Ack, Nak, Term and Extend requests share.
+type settleRequest interface {
+	GetStream() string
+	GetConsumer() string
+	GetTokens() []string
+}
+
+// validateSettle turns an Ack, Nak, Term or Extend of principal into a
+// settle request, checked by the rule that forwards are checked by too.
+func validateSettle(req settleRequest, op lease.Op, principal string) (settle.Request, error) {
+	sr := settle.Request{Op: op, Stream: req.GetStream(), Consumer: req.GetConsumer(), Tokens: req.GetTokens(), Principal: principal}
+	switch r := req.(type) {
+	case *jetgatev1.NakRequest:
+		if d := r.GetDelay(); d != nil {
+			if err := d.CheckValid(); err != nil {
+				return settle.Request{}, fmt.Errorf("%w: delay must be a duration of 0s or more", errs.ErrInvalidArgument)
+			}
+			sr.Delay = d.AsDuration()
+		}
+	case *jetgatev1.TermRequest:
+		sr.Reason = r.GetReason()
+	}
+	return sr, sr.Validate()
+}
+
+// maxRedriveSeqs bounds the sequences one Redrive names.
+const maxRedriveSeqs = 1000
+
+func validateRedrive(req *jetgatev1.RedriveRequest) error {
 	if err := validateNames(req.GetStream(), req.GetConsumer()); err != nil {
 		return err
 	}
-	switch n := len(req.GetTokens()); {
-	case n == 0:
-		return fmt.Errorf("%w: tokens: give at least one token", errs.ErrInvalidArgument)
-	case n > core.MaxTokens:
-		return fmt.Errorf("%w: tokens: %d given; at most %d per request", errs.ErrInvalidArgument, n, core.MaxTokens)
+	if n := len(req.GetSeqs()); n > maxRedriveSeqs {
+		return fmt.Errorf("%w: seqs: %d given; at most %d per request (none redrives all)", errs.ErrInvalidArgument, n, maxRedriveSeqs)
+	}
+	if slices.Contains(req.GetSeqs(), 0) {
+		return fmt.Errorf("%w: seqs: 0 is not a stream sequence", errs.ErrInvalidArgument)
 	}
 	return nil
 }

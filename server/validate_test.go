@@ -20,7 +20,9 @@ import (
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/natsname"
+	"github.com/jetgate/jetgate/internal/settle"
 )
 
 var testLimits = Limits{MaxBatch: 100, MaxExpires: 30 * time.Second}
@@ -187,10 +189,12 @@ func TestValidateSettle(t *testing.T) {
 		{"consumer with a newline", &jetgatev1.AckRequest{Stream: "ORDERS", Consumer: "bill\ning", Tokens: tokens(1)}, true},
 		{"consumer with a backslash", &jetgatev1.AckRequest{Stream: "ORDERS", Consumer: `bill\ing`, Tokens: tokens(1)}, true},
 		{"consumer too long", &jetgatev1.AckRequest{Stream: "ORDERS", Consumer: strings.Repeat("c", natsname.MaxLen+1), Tokens: tokens(1)}, true},
+		{"negative nak delay", &jetgatev1.NakRequest{Stream: "ORDERS", Consumer: "billing", Tokens: tokens(1), Delay: durationpb.New(-time.Second)}, true},
+		{"term reason too long", &jetgatev1.TermRequest{Stream: "ORDERS", Consumer: "billing", Tokens: tokens(1), Reason: strings.Repeat("r", settle.MaxReasonLen+1)}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := validateSettle(tt.req)
+			_, err := validateSettle(tt.req, lease.OpAck, "")
 			if tt.wantErr && !errors.Is(err, errs.ErrInvalidArgument) {
 				t.Fatalf("validateSettle = %v, want errs.ErrInvalidArgument", err)
 			}

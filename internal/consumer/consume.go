@@ -171,7 +171,7 @@ func (c *Consumer) extendHeld(ctx context.Context, s *consumeStream, principal s
 	if len(due) == 0 {
 		return
 	}
-	for i, o := range c.settle(ctx, lease.OpExtend, due, settle.Args{Principal: principal}, issued) {
+	for i, o := range c.settle(ctx, lease.OpExtend, due, settle.Args{Principal: principal}, settle.Issued) {
 		if o.Err == nil { // else settled meanwhile, or NATS is away: the deadline stands
 			s.extended(due[i], o.Deadline)
 		}

@@ -3,7 +3,6 @@ package consumer
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -16,27 +15,11 @@ import (
 
 func ref(c token.Claims) lease.Ref { return lease.Ref{StreamSeq: c.StreamSeq, Delivered: c.Delivered} }
 
-// whose says whose lease a settle acts on, which decides what the ledger
-// must know first.
-type whose uint8
-
-const (
-	// issued: a lease this replica handed out. Its table knows its state;
-	// only a Nak is recorded in the ledger (before it is sent), since a Nak
-	// is what supersedes a delivery before its deadline.
-	issued whose = iota
-	// adopted: a lease whose issuer is gone, known from its token alone.
-	// Every settle claims the delivery in the ledger first: one that finds
-	// it nak'ed or settled otherwise is refused rather than sent, because
-	// it would land on the next delivery of the message.
-	adopted
-)
-
 // Settle settles leases this replica issued. Every settle to send is
 // published before any reply is awaited, and each is reported only once the
 // server has confirmed it.
 func (c *Consumer) Settle(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args) []settle.Outcome {
-	return c.settle(ctx, op, cs, args, issued)
+	return c.settle(ctx, op, cs, args, settle.Issued)
 }
 
 // Adopt settles leases whose issuer is gone, from their tokens alone: each
@@ -53,10 +36,10 @@ func (c *Consumer) Adopt(ctx context.Context, op lease.Op, cs []token.Claims, ar
 			AckSubject:  pull.AckSubject(c.Stream, c.Name, cl.Delivered, cl.StreamSeq, cl.ConsumerSeq),
 		})
 	}
-	return c.settle(ctx, op, cs, args, adopted)
+	return c.settle(ctx, op, cs, args, settle.Adopted)
 }
 
-func (c *Consumer) settle(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args, w whose) []settle.Outcome {
+func (c *Consumer) settle(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args, w settle.Whose) []settle.Outcome {
 	out := c.settleBatch(ctx, op, cs, args, w)
 	if op != lease.OpExtend {
 		for i, o := range out {
@@ -68,11 +51,8 @@ func (c *Consumer) settle(ctx context.Context, op lease.Op, cs []token.Claims, a
 	return out
 }
 
-func (c *Consumer) settleBatch(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args, w whose) []settle.Outcome {
+func (c *Consumer) settleBatch(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args, w settle.Whose) []settle.Outcome {
 	out := make([]settle.Outcome, len(cs))
-	if op < lease.OpAck || op > lease.OpExtend {
-		return settle.Fill(out, fmt.Errorf("%w: unknown settle op %d", errs.ErrInvalidArgument, op))
-	}
 	now := time.Now()
 	var subjects []string
 	var idx []int
@@ -86,10 +66,7 @@ func (c *Consumer) settleBatch(ctx context.Context, op lease.Op, cs []token.Clai
 			idx = append(idx, i)
 		}
 	}
-	c.retriedNaks(ctx, op, cs, w, out)
-	if len(subjects) == 0 {
-		return out
-	}
+	c.retriedNaks(ctx, op, cs, out)
 	subjects, idx = c.consultLedger(ctx, op, cs, w, out, subjects, idx)
 	if len(subjects) == 0 {
 		return out
@@ -125,78 +102,63 @@ func (c *Consumer) settleBatch(ctx context.Context, op lease.Op, cs []token.Clai
 	return out
 }
 
-// consultLedger records in the ledger what must be known before the settles
-// begun at idx are sent, and keeps only those still to send. Each one it
-// drops is finished in the table with its outcome in out.
-func (c *Consumer) consultLedger(ctx context.Context, op lease.Op, cs []token.Claims, w whose, out []settle.Outcome,
+// entry is the ledger's record of the delivery cl names.
+func (c *Consumer) entry(cl token.Claims) settle.Entry {
+	return settle.Entry{
+		Stream: c.Stream, Consumer: c.Name,
+		StreamSeq: cl.StreamSeq, Delivered: cl.Delivered,
+		TTL: c.policy.AckWaitFor(cl.Delivered),
+	}
+}
+
+// consultLedger asks the ledger's verdict on the settles begun at idx and
+// keeps only those to send; each one it drops is finished in the table, with
+// its outcome in out.
+func (c *Consumer) consultLedger(ctx context.Context, op lease.Op, cs []token.Claims, w settle.Whose, out []settle.Outcome,
 	subjects []string, idx []int) ([]string, []int) {
-	if c.ledger == nil || (w == issued && op != lease.OpNak) {
+	if len(idx) == 0 || !c.ledger.Consulted(op, w) {
 		return subjects, idx
 	}
 	es := make([]settle.Entry, len(idx))
 	for j, i := range idx {
-		es[j] = settle.Entry{
-			Stream: c.Stream, Consumer: c.Name,
-			StreamSeq: cs[i].StreamSeq, Delivered: cs[i].Delivered,
-			TTL: c.policy.AckWaitFor(cs[i].Delivered),
-		}
+		es[j] = c.entry(cs[i])
 	}
-	var prior []lease.Op
-	var fails []error
-	if op == lease.OpExtend {
-		prior, fails = c.ledger.Lookup(ctx, es) // a +WPI supersedes nothing
-	} else {
-		prior, fails = c.ledger.Claim(ctx, op, es)
-	}
+	verdicts, fails := c.ledger.Verdicts(ctx, op, w, es)
 	keepSubj, keepIdx := subjects[:0], idx[:0]
 	now := time.Now()
 	for j, i := range idx {
-		r := ref(cs[i])
 		switch {
 		case fails[j] != nil:
-			c.leases.Finish(r, op, false, now, time.Time{})
 			out[i].Err = fails[j]
-		case prior[j] == 0, prior[j] == op && (op == lease.OpAck || op == lease.OpTerm):
-			// Nothing came first, or the same Ack or Term (a retry, whose
-			// first try may not have reached the server): nothing can have
-			// superseded the delivery, so sending it is safe.
+		case verdicts[j] == settle.Send:
 			keepSubj, keepIdx = append(keepSubj, subjects[j]), append(keepIdx, i)
-		case prior[j] == op && op == lease.OpNak:
-			// A retry of a Nak that may have been applied: sent again, it
-			// would land on the redelivery. Done; at worst the message
-			// returns after its ack wait.
-			c.leases.Finish(r, op, true, now, time.Time{})
-		default:
-			c.leases.Finish(r, op, false, now, time.Time{})
+			continue
+		case verdicts[j] == settle.Refuse:
 			out[i].Err = errs.ErrLeaseSettled
 		}
+		c.leases.Finish(ref(cs[i]), op, out[i].Err == nil, now, time.Time{})
 	}
 	return keepSubj, keepIdx
 }
 
 // retriedNaks turns LEASE_EXPIRED into success for a Nak whose delivery the
 // ledger shows nak'ed already: a retry whose first try took (the
-// redelivery may be out, or the deadline past), which must not be sent
-// again but is no failure either.
-func (c *Consumer) retriedNaks(ctx context.Context, op lease.Op, cs []token.Claims, w whose, out []settle.Outcome) {
-	if op != lease.OpNak || c.ledger == nil {
+// redelivery may be out, or the deadline past).
+func (c *Consumer) retriedNaks(ctx context.Context, op lease.Op, cs []token.Claims, out []settle.Outcome) {
+	if op != lease.OpNak {
 		return
 	}
 	var es []settle.Entry
 	var idx []int
 	for i, o := range out {
 		if errors.Is(o.Err, errs.ErrLeaseExpired) {
-			es = append(es, settle.Entry{Stream: c.Stream, Consumer: c.Name, StreamSeq: cs[i].StreamSeq, Delivered: cs[i].Delivered})
+			es = append(es, c.entry(cs[i]))
 			idx = append(idx, i)
 		}
 	}
-	if len(es) == 0 {
-		return
-	}
-	prior, fails := c.ledger.Lookup(ctx, es)
-	for j, i := range idx {
-		if fails[j] == nil && prior[j] == lease.OpNak {
-			out[i].Err = nil
+	for j, naked := range c.ledger.NakedAlready(ctx, es) {
+		if naked {
+			out[idx[j]].Err = nil
 		}
 	}
 }
@@ -215,7 +177,7 @@ func (c *Consumer) nak(ctx context.Context, ds []*Delivery) {
 	// Recorded in the ledger like any Nak of an issued lease: the pool also
 	// gives back the leases of ended Consume streams, whose caller holds
 	// tokens.
-	for i, out := range c.settle(ctx, lease.OpNak, cs, settle.Args{}, issued) {
+	for i, out := range c.settle(ctx, lease.OpNak, cs, settle.Args{}, settle.Issued) {
 		if out.Err != nil {
 			c.log.Warn("could not nak a message left by a canceled fetch; it returns after ack_wait",
 				"stream_seq", cs[i].StreamSeq, "err", out.Err)

@@ -42,7 +42,7 @@ func TestClosingReplicaAnswersForwardsIssuerGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
-	f := settle.Forward{Op: lease.OpAck, Stream: "ORDERS", Consumer: "billing", Tokens: []string{"t1", "t2"}, Sent: time.Now().UnixMilli(), Nonce: "n"}
+	f := settle.Forward{Request: settle.Request{Op: lease.OpAck, Stream: "ORDERS", Consumer: "billing", Tokens: []string{"t1", "t2"}}, Sent: time.Now().UnixMilli(), Nonce: "n"}
 	body, _ := json.Marshal(f)
 	m := &nats.Msg{Subject: settle.Subject(r.ID()), Reply: inbox, Data: body, Header: nats.Header{}}
 	m.Header.Set("Jetgate-Sig", keys.Sign([]byte(m.Subject), body))

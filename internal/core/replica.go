@@ -277,7 +277,7 @@ func (r *Replica) Close() {
 	if r.roster != nil {
 		r.roster.Close(ctx)
 	}
-	_ = r.fwdSub.Unsubscribe()
+	r.stopForwards(ctx)
 	if r.dead != nil {
 		r.dead.Stop()
 	}
@@ -287,6 +287,23 @@ func (r *Replica) Close() {
 		c.Close(ctx)
 	}
 	_ = r.sender.Close()
+}
+
+// stopForwards takes the replica off its forward subject. The subscription
+// is drained, not just dropped: a forward the server routes here until it
+// has taken the interest away is still answered (ISSUER_GONE, the replica
+// being closed), rather than left to time out while the caller waits; once
+// the interest is gone, a forward gets no responders at once.
+func (r *Replica) stopForwards(ctx context.Context) {
+	closed := r.fwdSub.StatusChanged(nats.SubscriptionClosed)
+	if err := r.fwdSub.Drain(); err != nil {
+		_ = r.fwdSub.Unsubscribe()
+		return
+	}
+	select {
+	case <-closed:
+	case <-ctx.Done():
+	}
 }
 
 func (r *Replica) consumer(stream, name string) (*consumer.Consumer, error) {

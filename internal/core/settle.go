@@ -4,30 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/errs"
-	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/settle"
 	"github.com/jetgate/jetgate/internal/token"
 )
-
-// SettleRequest is a validated Ack, Nak, Term or Extend.
-type SettleRequest struct {
-	Op        lease.Op
-	Tokens    []string
-	Delay     time.Duration // Nak
-	Reason    string        // Term
-	Principal string
-}
-
-func (r SettleRequest) args() settle.Args {
-	return settle.Args{Delay: r.Delay, Reason: r.Reason, Principal: r.Principal}
-}
 
 // maxForwardsInFlight bounds the forwarded settles a replica runs at once.
 // Past it, a forward is answered UNAVAILABLE at once, and the caller may
@@ -39,35 +24,20 @@ const maxForwardsInFlight = 64
 // forwarded to their issuer, or settled from the token alone when the
 // issuer is gone. A token given twice is settled once; both copies get its
 // outcome.
-func (r *Replica) Settle(ctx context.Context, stream, name string, req SettleRequest) ([]settle.Outcome, error) {
-	c, err := r.consumer(stream, name)
+func (r *Replica) Settle(ctx context.Context, req settle.Request) ([]settle.Outcome, error) {
+	c, err := r.consumer(req.Stream, req.Consumer)
 	if err != nil {
 		return nil, err
 	}
 	if !r.nc.IsConnected() {
 		return nil, fmt.Errorf("%w: not connected to NATS", errs.ErrUnavailable)
 	}
-	tokens, at := settle.Dedupe(req.Tokens)
-	uout := make([]settle.Outcome, len(tokens))
-	parts := settle.Partition(r.keys, r.self, tokens, stream, name, req.Principal, uout)
-	var wg sync.WaitGroup
-	for issuer, b := range parts.Remote {
-		wg.Go(func() {
-			for j, o := range r.forward(ctx, c, issuer, b, req) {
-				uout[b.Index[j]] = o
-			}
-		})
-	}
-	if len(parts.Local.Claims) > 0 {
-		for j, o := range c.Settle(ctx, req.Op, parts.Local.Claims, req.args()) {
-			uout[parts.Local.Index[j]] = o
+	out := settle.Split(r.keys, r.self, req, func(issuer token.IssuerID, b *settle.Batch) []settle.Outcome {
+		if issuer == r.self {
+			return c.Settle(ctx, req.Op, b.Claims, req.Args())
 		}
-	}
-	wg.Wait()
-	out := make([]settle.Outcome, len(req.Tokens))
-	for i, j := range at {
-		out[i] = uout[j]
-	}
+		return r.forward(ctx, c, issuer, b, req)
+	})
 	r.metrics.settled(c, req.Op, out)
 	return out, nil
 }
@@ -76,15 +46,13 @@ func (r *Replica) Settle(ctx context.Context, stream, name string, req SettleReq
 // or restarted), the tokens alone are acted on: their signature and
 // deadline are already checked, the ledger is consulted, and the settle
 // goes to the rebuilt ack subject.
-func (r *Replica) forward(ctx context.Context, c *consumer.Consumer, issuer token.IssuerID, b *settle.Batch, req SettleRequest) []settle.Outcome {
-	out, err := r.sender.SendForward(ctx, r.keys, issuer, settle.Forward{
-		Op: req.Op, Stream: c.Stream, Consumer: c.Name, Tokens: b.Tokens,
-		Delay: req.Delay, Reason: req.Reason, Principal: req.Principal,
-	})
+func (r *Replica) forward(ctx context.Context, c *consumer.Consumer, issuer token.IssuerID, b *settle.Batch, req settle.Request) []settle.Outcome {
+	req.Tokens = b.Tokens
+	out, err := r.sender.SendForward(ctx, r.keys, issuer, settle.Forward{Request: req})
 	switch {
 	case errors.Is(err, settle.ErrIssuerGone):
 		r.metrics.forwards.WithLabelValues("issuer_gone").Inc()
-		return c.Adopt(ctx, req.Op, b.Claims, req.args())
+		return c.Adopt(ctx, req.Op, b.Claims, req.Args())
 	case err != nil:
 		r.metrics.forwards.WithLabelValues("error").Inc()
 		return settle.Fill(make([]settle.Outcome, len(b.Claims)), err)
@@ -143,26 +111,16 @@ func (r *Replica) answerForward(m *nats.Msg, f settle.Forward, out []settle.Outc
 // serveForward settles a forwarded batch: only leases this replica issued;
 // a token another replica issued is not this replica's to act on.
 func (r *Replica) serveForward(f settle.Forward) []settle.Outcome {
-	tokens, at := settle.Dedupe(f.Tokens)
-	uout := make([]settle.Outcome, len(tokens))
-	out := make([]settle.Outcome, len(f.Tokens))
 	c, err := r.consumer(f.Stream, f.Consumer)
 	if err != nil {
-		return settle.Fill(out, err)
-	}
-	parts := settle.Partition(r.keys, r.self, tokens, f.Stream, f.Consumer, f.Principal, uout)
-	for _, b := range parts.Remote {
-		for _, i := range b.Index {
-			uout[i].Err = errs.ErrLeaseExpired
-		}
+		return settle.Fill(make([]settle.Outcome, len(f.Tokens)), err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
-	for j, o := range c.Settle(ctx, f.Op, parts.Local.Claims, f.Args()) {
-		uout[parts.Local.Index[j]] = o
-	}
-	for i, j := range at {
-		out[i] = uout[j]
-	}
-	return out
+	return settle.Split(r.keys, r.self, f.Request, func(issuer token.IssuerID, b *settle.Batch) []settle.Outcome {
+		if issuer == r.self {
+			return c.Settle(ctx, f.Op, b.Claims, f.Args())
+		}
+		return settle.Fill(make([]settle.Outcome, len(b.Claims)), errs.ErrLeaseExpired)
+	})
 }

@@ -88,4 +88,3 @@ func TestOnMessageIsCalledForEachMessage(t *testing.T) {
 		t.Fatalf("Take: %d messages, ended %v; want 2 and the end", len(msgs), ended)
 	}
 }
-

@@ -73,4 +73,19 @@ func statusError(code, desc string) error {
 	return &StatusError{Code: code, Description: desc}
 }
 
+// ReplyStatus reads the status of a reply to a request (a settle, a
+// forwarded settle): nil when it has none, nats.ErrNoResponders for 503
+// (nothing listens on the subject), else a StatusError. It is the one place
+// a reply's status is read.
+func ReplyStatus(m *nats.Msg) error {
+	switch code := m.Header.Get("Status"); code {
+	case "":
+		return nil
+	case "503":
+		return nats.ErrNoResponders
+	default:
+		return &StatusError{Code: code, Description: m.Header.Get("Description")}
+	}
+}
+
 func has(desc, words string) bool { return strings.Contains(strings.ToLower(desc), words) }

@@ -12,20 +12,13 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/jetgate/jetgate/internal/errs"
-	"github.com/jetgate/jetgate/internal/lease"
-	"github.com/jetgate/jetgate/internal/natsname"
+	"github.com/jetgate/jetgate/internal/pull"
 	"github.com/jetgate/jetgate/internal/token"
 )
 
-// Bounds of a settle, the same for API requests and forwards.
-const (
-	MaxTokens    = 1000
-	MaxReasonLen = 1024 // a Term's reason
-	maxPrincipal = 1024
-	// forwardWindow is how far a forward's timestamp may be from the
-	// receiver's clock: a captured forward cannot be replayed later.
-	forwardWindow = 2 * time.Minute
-)
+// forwardWindow is how far a forward's timestamp may be from the receiver's
+// clock: a captured forward cannot be replayed later.
+const forwardWindow = 2 * time.Minute
 
 // ErrIssuerGone is a forward no replica took: the issuer crashed,
 // restarted or is shutting down, and the tokens must be acted on without
@@ -43,44 +36,13 @@ const sigHeader = "Jetgate-Sig"
 // Subject is where the replica with the given id takes forwarded settles.
 func Subject(id token.IssuerID) string { return "_JETGATE.SETTLE." + id.String() }
 
-// Forward is what one replica asks of the issuer of some leases.
+// Forward is what one replica asks of the issuer of some leases: a settle
+// request, made one of a kind by Sent (unix ms) and Nonce: the reply is
+// bound to the nonce, and an old forward is refused.
 type Forward struct {
-	Op        lease.Op      `json:"op"`
-	Stream    string        `json:"stream"`
-	Consumer  string        `json:"consumer"`
-	Tokens    []string      `json:"tokens"`
-	Delay     time.Duration `json:"delay,omitempty"`
-	Reason    string        `json:"reason,omitempty"`
-	Principal string        `json:"principal,omitempty"`
-	// Sent (unix ms) and Nonce make each forward one of a kind: the reply
-	// is bound to the nonce, and an old forward is refused.
+	Request
 	Sent  int64  `json:"sent_ms"`
 	Nonce string `json:"nonce"`
-}
-
-// Args are the forward's settle arguments.
-func (f Forward) Args() Args { return Args{Delay: f.Delay, Reason: f.Reason, Principal: f.Principal} }
-
-// Validate checks a settle as an API request is checked.
-func (f Forward) Validate() error {
-	switch {
-	case f.Op < lease.OpAck || f.Op > lease.OpExtend:
-		return fmt.Errorf("%w: unknown settle op %d", errs.ErrInvalidArgument, f.Op)
-	case len(f.Tokens) == 0 || len(f.Tokens) > MaxTokens:
-		return fmt.Errorf("%w: %d tokens; 1 to %d are allowed", errs.ErrInvalidArgument, len(f.Tokens), MaxTokens)
-	case f.Delay < 0 || (f.Delay > 0 && f.Op != lease.OpNak):
-		return fmt.Errorf("%w: a delay goes only with a Nak, and is not negative", errs.ErrInvalidArgument)
-	case len(f.Reason) > MaxReasonLen || (f.Reason != "" && f.Op != lease.OpTerm):
-		return fmt.Errorf("%w: a reason goes only with a Term, of at most %d bytes", errs.ErrInvalidArgument, MaxReasonLen)
-	case len(f.Principal) > maxPrincipal:
-		return fmt.Errorf("%w: principal too long", errs.ErrInvalidArgument)
-	}
-	for _, n := range [...]struct{ field, v string }{{"stream", f.Stream}, {"consumer", f.Consumer}} {
-		if err := natsname.Check(n.field, n.v); err != nil {
-			return fmt.Errorf("%w: %w", errs.ErrInvalidArgument, err)
-		}
-	}
-	return nil
 }
 
 type reply struct {
@@ -128,7 +90,7 @@ func (s *Sender) SendForward(ctx context.Context, keys *token.Keyring, issuer to
 	for {
 		select {
 		case r := <-replies:
-			if r.Header.Get("Status") == "503" && len(r.Data) == 0 {
+			if errors.Is(pull.ReplyStatus(r), nats.ErrNoResponders) {
 				return nil, ErrIssuerGone
 			}
 			if out, ok := decodeReply(keys, f, r); ok {

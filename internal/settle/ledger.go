@@ -116,3 +116,85 @@ func (l *Ledger) each(ctx context.Context, es []Entry, fn func(context.Context, 
 	wg.Wait()
 	return ops, fails
 }
+
+// Whose says whose lease a settle acts on, which decides what the ledger
+// must know first.
+type Whose uint8
+
+const (
+	// Issued is a lease this replica handed out. Its table knows its state;
+	// only a Nak is recorded in the ledger (before it is sent), since a Nak
+	// is what supersedes a delivery before its deadline.
+	Issued Whose = iota
+	// Adopted is a lease whose issuer is gone, known from its token alone.
+	// Every settle claims the delivery in the ledger first: one that finds
+	// it nak'ed or settled otherwise is refused rather than sent, because
+	// it would land on the next delivery of the message.
+	Adopted
+)
+
+// Verdict is the ledger's word on a settle about to be sent.
+type Verdict uint8
+
+const (
+	// Send: nothing came first, or the same Ack or Term (a retry, whose
+	// first try may not have reached the server): nothing can have
+	// superseded the delivery, so sending it is safe.
+	Send Verdict = iota
+	// Done: the same Nak came first. It may have been applied, and sent
+	// again it would land on the redelivery; at worst the message returns
+	// after its ack wait. Not sent, and a success.
+	Done
+	// Refuse: another settle came first (errs.ErrLeaseSettled). Not sent.
+	Refuse
+)
+
+// Verdicts records in the ledger what must be known before op is sent for
+// each entry, as whose leases they are requires, and says whether to send
+// it. An entry whose verdict could not be learnt has an error
+// (errs.ErrUnavailable) and is not to be sent. A nil Ledger (one replica
+// alone, in tests) says Send to all.
+func (l *Ledger) Verdicts(ctx context.Context, op lease.Op, w Whose, es []Entry) ([]Verdict, []error) {
+	vs := make([]Verdict, len(es))
+	if !l.Consulted(op, w) {
+		return vs, make([]error, len(es))
+	}
+	var prior []lease.Op
+	var fails []error
+	if op == lease.OpExtend {
+		prior, fails = l.Lookup(ctx, es) // a +WPI supersedes nothing
+	} else {
+		prior, fails = l.Claim(ctx, op, es)
+	}
+	for j, p := range prior {
+		switch {
+		case fails[j] != nil, p == 0, p == op && (op == lease.OpAck || op == lease.OpTerm):
+		case p == op && op == lease.OpNak:
+			vs[j] = Done
+		default:
+			vs[j] = Refuse
+		}
+	}
+	return vs, fails
+}
+
+// Consulted reports whether Verdicts asks the ledger for op on w's leases:
+// when not, every verdict is Send, and a caller need not make the entries.
+func (l *Ledger) Consulted(op lease.Op, w Whose) bool {
+	return l != nil && (w == Adopted || op == lease.OpNak)
+}
+
+// NakedAlready reports for each entry whether the ledger shows it nak'ed: a
+// Nak whose lease is past its deadline may be the retry of one that took,
+// which is done, not a failure (and must not be sent again).
+func (l *Ledger) NakedAlready(ctx context.Context, es []Entry) []bool {
+	naked := make([]bool, len(es))
+	if l == nil || len(es) == 0 {
+		return naked
+	}
+	prior, fails := l.Lookup(ctx, es)
+	for j := range es {
+		naked[j] = fails[j] == nil && prior[j] == lease.OpNak
+	}
+	return naked
+}

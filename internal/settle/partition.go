@@ -1,6 +1,10 @@
 package settle
 
-import "github.com/jetgate/jetgate/internal/token"
+import (
+	"sync"
+
+	"github.com/jetgate/jetgate/internal/token"
+)
 
 // Batch is the part of a settle whose leases one issuer holds: the opened
 // claims, the tokens they came from, and their places in the request.
@@ -65,4 +69,35 @@ func Dedupe(tokens []string) (unique []string, at []int) {
 		at[i] = j
 	}
 	return unique, at
+}
+
+// Split settles r's tokens by issuer: each token once however often it is
+// given, opened for r's stream, consumer and principal (one that does not
+// open gets its error), and each issuer's batch handed to settle, which
+// returns the batch's outcomes in order. Other issuers' batches are settled
+// at once, each on its own goroutine; self's on the caller's. Split returns
+// one outcome per token of r, in order.
+func Split(keys *token.Keyring, self token.IssuerID, r Request, settle func(issuer token.IssuerID, b *Batch) []Outcome) []Outcome {
+	tokens, at := Dedupe(r.Tokens)
+	uout := make([]Outcome, len(tokens))
+	parts := Partition(keys, self, tokens, r.Stream, r.Consumer, r.Principal, uout)
+	var wg sync.WaitGroup
+	for issuer, b := range parts.Remote {
+		wg.Go(func() {
+			for j, o := range settle(issuer, b) {
+				uout[b.Index[j]] = o
+			}
+		})
+	}
+	if len(parts.Local.Claims) > 0 {
+		for j, o := range settle(self, &parts.Local) {
+			uout[parts.Local.Index[j]] = o
+		}
+	}
+	wg.Wait()
+	out := make([]Outcome, len(r.Tokens))
+	for i, j := range at {
+		out[i] = uout[j]
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/pull"
 )
 
 var (
@@ -143,12 +144,11 @@ func (s *Sender) Send(ctx context.Context, subjects []string, payload []byte) []
 			}
 			answered[r.i] = true
 			pending--
-			switch st := r.m.Header.Get("Status"); st {
-			case "":
-			case "503":
+			switch err := pull.ReplyStatus(r.m); {
+			case errors.Is(err, nats.ErrNoResponders):
 				res[r.i] = ErrNoResponders
-			default:
-				res[r.i] = fmt.Errorf("%w: settle answered with status %s", errs.ErrUnavailable, st)
+			case err != nil:
+				res[r.i] = fmt.Errorf("%w: settle answered with %v", errs.ErrUnavailable, err)
 			}
 		case <-timer.C:
 			return markUnanswered(res, answered, fmt.Errorf("%w in %v", ErrUnconfirmed, s.timeout))
