@@ -79,7 +79,7 @@ func newForwardEnv(t *testing.T) *forwardEnv {
 
 // forward is an Ack of the lease, as a replica would forward it now.
 func (e *forwardEnv) forward() settle.Forward {
-	return settle.Forward{Op: lease.OpAck, Stream: "ORDERS", Consumer: "billing", Tokens: []string{e.tok},
+	return settle.Forward{Request: settle.Request{Op: lease.OpAck, Stream: "ORDERS", Consumer: "billing", Tokens: []string{e.tok}},
 		Sent: time.Now().UnixMilli(), Nonce: "n1"}
 }
 
@@ -124,7 +124,7 @@ func (e *forwardEnv) stillLive() {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	out, err := e.r.Settle(ctx, "ORDERS", "billing", SettleRequest{Op: lease.OpNak, Tokens: []string{e.tok}})
+	out, err := e.r.Settle(ctx, settle.Request{Op: lease.OpNak, Stream: "ORDERS", Consumer: "billing", Tokens: []string{e.tok}})
 	if err != nil || out[0].Err != nil {
 		e.t.Fatalf("the holder's Nak after the forwards: %v %v; want success, the lease untouched", out, err)
 	}

@@ -39,7 +39,7 @@ func TestDecodeForwardRefusesAWrongSignature(t *testing.T) {
 	keys := token.RandomKeyring()
 	now := time.Now()
 	subject := settle.Subject(token.NewIssuerID())
-	f := settle.Forward{Op: lease.OpAck, Stream: "ORDERS", Consumer: "billing", Tokens: []string{"t1"}, Sent: now.UnixMilli(), Nonce: "n1"}
+	f := settle.Forward{Request: settle.Request{Op: lease.OpAck, Stream: "ORDERS", Consumer: "billing", Tokens: []string{"t1"}}, Sent: now.UnixMilli(), Nonce: "n1"}
 	good := keys.Sign([]byte(subject), mustJSON(t, f))
 	kid, _, _ := strings.Cut(good, ".")
 
@@ -89,7 +89,7 @@ func TestDecodeForwardRefusesAForwardOutsideTheWindow(t *testing.T) {
 		{"no time", time.UnixMilli(0), false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			f := settle.Forward{Op: lease.OpAck, Stream: "ORDERS", Consumer: "billing", Tokens: []string{"t1"}, Sent: tt.sent.UnixMilli(), Nonce: "n1"}
+			f := settle.Forward{Request: settle.Request{Op: lease.OpAck, Stream: "ORDERS", Consumer: "billing", Tokens: []string{"t1"}}, Sent: tt.sent.UnixMilli(), Nonce: "n1"}
 			_, err := settle.DecodeForward(keys, forwardMsg(t, subject, f, sign), now)
 			switch {
 			case tt.ok && err != nil:
