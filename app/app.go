@@ -6,11 +6,11 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"path"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -46,116 +46,114 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	keys, err := loadKeys(cfg, log)
+	p := &process{cfg: cfg, log: log, health: health.NewServer()}
+	defer p.close()
+	if err := p.listen(); err != nil {
+		return err
+	}
+	if err := p.connect(); err != nil {
+		return err
+	}
+	if err := p.build(ctx); err != nil {
+		return err
+	}
+	return p.serve(ctx, o)
+}
+
+// process is what Run builds, step by step, and takes down in reverse.
+type process struct {
+	cfg    *config.Config
+	log    *slog.Logger
+	health *health.Server
+	addrs  Addrs
+
+	grpcLis, httpLis net.Listener
+	nc               *nats.Conn
+	watch            *natsWatch
+	replica          *core.Replica
+	public, inner    *grpc.Server      // gRPC for callers; for the REST side, in memory
+	innerLis         *bufconn.Listener // the inner server's
+	http             *http.Server
+	tls              *tls.Config // the listeners', nil without TLS
+	closers          []func()    // run in reverse by close
+}
+
+func (p *process) onClose(f func()) { p.closers = append(p.closers, f) }
+
+func (p *process) close() {
+	for _, f := range slices.Backward(p.closers) {
+		f()
+	}
+}
+
+func (p *process) listen() error {
+	var err error
+	if p.grpcLis, err = net.Listen("tcp", p.cfg.Listen.GRPC); err != nil {
+		return p.cfg.Errorf("listen.grpc", "%s: %v", p.cfg.Listen.GRPC, err)
+	}
+	p.onClose(func() { _ = p.grpcLis.Close() })
+	if p.httpLis, err = net.Listen("tcp", p.cfg.Listen.HTTP); err != nil {
+		return p.cfg.Errorf("listen.http", "%s: %v", p.cfg.Listen.HTTP, err)
+	}
+	p.onClose(func() { _ = p.httpLis.Close() })
+	p.addrs.GRPC, p.addrs.HTTP = p.grpcLis.Addr().String(), p.httpLis.Addr().String()
+	return nil
+}
+
+// build creates the streams and the replica, then the servers in front of it.
+func (p *process) build(ctx context.Context) error {
+	js, err := jetstream.New(p.nc)
 	if err != nil {
 		return err
 	}
-	grpcLis, err := net.Listen("tcp", cfg.Listen.GRPC)
-	if err != nil {
-		return cfg.Errorf("listen.grpc", "%s: %v", cfg.Listen.GRPC, err)
-	}
-	defer grpcLis.Close()
-	httpLis, err := net.Listen("tcp", cfg.Listen.HTTP)
-	if err != nil {
-		return cfg.Errorf("listen.http", "%s: %v", cfg.Listen.HTTP, err)
-	}
-	defer httpLis.Close()
-
-	hs := health.NewServer()
-	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
-	watch := newNATSWatch(log, hs)
-	natsOpts := append([]nats.Option{
-		nats.Name("jetgate"),
-		nats.MaxReconnects(-1),
-		// Nothing waits in a reconnect buffer: a settle sent late would land
-		// on the next delivery of its message, a late publish be a duplicate.
-		nats.ReconnectBufSize(-1),
-	}, watch.options()...)
-
-	var addrs Addrs
-	var nc *nats.Conn
-	if cfg.NATS.URL == "" {
-		ns, creds, err := startEmbedded(cfg, log)
-		if err != nil {
-			return err
-		}
-		defer func() {
-			ns.Shutdown()
-			ns.WaitForShutdown()
-		}()
-		if cfg.Embedded.Listen != "" {
-			addrs.NATS = ns.ClientURL()
-		}
-		nc, err = nats.Connect(ns.ClientURL(), append(append(natsOpts, nats.InProcessServer(ns)), creds...)...)
-		if err != nil {
-			return fmt.Errorf("connect to embedded NATS: %w", err)
-		}
-	} else {
-		secured, err := natsSecurity(cfg)
-		if err != nil {
-			return err
-		}
-		nc, err = nats.Connect(cfg.NATS.URL, append(natsOpts, secured...)...)
-		if err != nil {
-			return cfg.Errorf("nats.url", "%s: %v", redactedURL(cfg.NATS.URL), err)
-		}
-	}
-	defer watch.close(nc)
-
-	js, err := jetstream.New(nc)
-	if err != nil {
+	if err := ensureStreams(ctx, js, p.cfg, p.log); err != nil {
 		return err
 	}
-	if err := ensureStreams(ctx, js, cfg, log); err != nil {
+	if err := checkOnServer(ctx, js, p.cfg); err != nil {
 		return err
 	}
-	if err := checkOnServer(ctx, js, cfg); err != nil {
+	keys, err := loadKeys(p.cfg, p.log)
+	if err != nil {
 		return err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	gw, err := core.New(ctx, core.Options{
-		Conn:          nc,
-		Consumers:     cfg.ConsumerConfigs(),
-		Keys:          keys,
-		MaxBatch:      cfg.Limits.MaxBatch,
-		MaxExpires:    time.Duration(cfg.Limits.MaxExpires),
-		MaxFetchBytes: cfg.Limits.MaxFetchBytes,
-		Metrics:       reg,
-		Logger:        log,
+	lim := p.cfg.Limits
+	p.replica, err = core.New(ctx, core.Options{
+		Conn: p.nc, Consumers: p.cfg.ConsumerConfigs(), Keys: keys,
+		MaxBatch: lim.MaxBatch, MaxExpires: time.Duration(lim.MaxExpires), MaxFetchBytes: lim.MaxFetchBytes,
+		Metrics: reg, Logger: p.log,
 	})
 	if err != nil {
 		return err
 	}
-	defer gw.Close()
+	p.onClose(p.replica.Close)
+	return p.buildServers(ctx, reg)
+}
 
-	// One chain for gRPC and REST alike: REST calls come through it too,
-	// their principal asserted by the gateway.
-	var authn *auth.Authenticator
-	if cfg.Auth.Enabled() {
-		if authn, err = auth.New(cfg.AuthConfig()); err != nil {
-			return cfg.Errorf("auth", "%v", err)
+// buildServers makes the gRPC servers and the REST side, with one
+// interceptor chain for gRPC and REST alike: REST calls come through it too,
+// their principal asserted by the gateway.
+func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) error {
+	authn, err := p.authenticator()
+	if err != nil {
+		return err
+	}
+	if t := p.cfg.Listen.TLS; t.Cert != "" {
+		if p.tls, err = tlsfiles.Config(tlsfiles.Files{Cert: t.Cert, Key: t.Key, ClientCA: t.ClientCA}, p.log); err != nil {
+			return p.cfg.Errorf("listen.tls", "%v", err)
 		}
-	} else if cfg.Auth.AllowUnauthenticated {
-		log.Warn("serving without authentication: anyone who can reach the listeners may fetch, settle and publish",
-			"grpc", cfg.Listen.GRPC, "http", cfg.Listen.HTTP)
 	}
 	assert := auth.NewAssertion()
-	guard := server.NewGuard(authn, assert, log, reg)
-	var tlsConf *tls.Config
-	if t := cfg.Listen.TLS; t.Cert != "" {
-		if tlsConf, err = tlsfiles.Config(tlsfiles.Files{Cert: t.Cert, Key: t.Key, ClientCA: t.ClientCA}, log); err != nil {
-			return cfg.Errorf("listen.tls", "%v", err)
-		}
-	}
-	chain := server.Chain(observe(log, reg), guard.Unary())
-	serverOpts := []grpc.ServerOption{
+	guard := server.NewGuard(authn, assert, p.log, reg)
+	chain := server.Chain(observe(p.log, reg), guard.Unary())
+	opts := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(chain),
 		grpc.ChainStreamInterceptor(guard.Stream()),
 		grpc.WaitForHandlers(true),
 		// A gRPC caller is bounded as a REST one is: no request larger than
 		// a REST body makes.
-		grpc.MaxRecvMsgSize(gateway.RequestLimit(cfg.Limits.MaxBodyBytes)),
+		grpc.MaxRecvMsgSize(gateway.RequestLimit(p.cfg.Limits.MaxBodyBytes)),
 	}
 	// The REST side reaches the services in process, through a gRPC server
 	// of its own on an in-memory listener: the same interceptor chain, no
@@ -163,77 +161,95 @@ func Run(ctx context.Context, o Options) error {
 	// shares its one connection, so it has no cap on the streams a
 	// connection runs: REST callers are bounded by HTTP, connection by
 	// connection.
-	inner := bufconn.Listen(1 << 20)
-	defer inner.Close()
-	ins := grpc.NewServer(serverOpts...)
-	server.Register(ins, gw, log)
+	p.innerLis = bufconn.Listen(1 << 20)
+	p.onClose(func() { _ = p.innerLis.Close() })
+	p.inner = grpc.NewServer(opts...)
+	server.Register(p.inner, p.replica, p.log)
 	// A gRPC caller's connection runs at most 1024 RPCs at once.
-	serverOpts = append(serverOpts, grpc.MaxConcurrentStreams(1024))
-	if tlsConf != nil {
-		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(tlsConf)))
+	opts = append(opts, grpc.MaxConcurrentStreams(1024))
+	if p.tls != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(p.tls)))
 	}
-	gs := grpc.NewServer(serverOpts...)
-	server.Register(gs, gw, log)
-	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	healthpb.RegisterHealthServer(gs, hs)
-	if config.On(cfg.Listen.Reflection) {
-		reflection.Register(gs)
+	p.public = grpc.NewServer(opts...)
+	server.Register(p.public, p.replica, p.log)
+	p.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(p.public, p.health)
+	if config.On(p.cfg.Listen.Reflection) {
+		reflection.Register(p.public)
 	}
-
 	var metrics http.Handler
-	if config.On(cfg.Listen.Metrics) {
+	if config.On(p.cfg.Listen.Metrics) {
 		metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	}
-	localConsumer, localStream := server.InProcess(gw, log, chain)
-	rest, err := gateway.New(ctx, gateway.Options{
-		Consumer: localConsumer,
-		Stream:   localStream,
-		GRPCAddr: "passthrough:///jetgate-in-process",
-		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-			return inner.DialContext(ctx)
-		})},
-		MaxBodyBytes: cfg.Limits.MaxBodyBytes,
-		Ready:        gw.Ready,
-		Live:         watch.live(nc),
-		Metrics:      metrics,
-		Logger:       log,
-		Auth:         authn,
-		Assert:       assert,
-		Denied:       guard.DeniedHTTP,
-		CORSOrigins:  cfg.Listen.CORSOrigins,
+	localConsumer, localStream := server.InProcess(p.replica, p.log, chain)
+	return p.buildREST(ctx, gateway.Options{
+		Consumer: localConsumer, Stream: localStream, Metrics: metrics,
+		Auth: authn, Assert: assert, Denied: guard.DeniedHTTP,
 	})
+}
+
+// authenticator is the configured authentication, nil when it is off.
+func (p *process) authenticator() (*auth.Authenticator, error) {
+	if p.cfg.Auth.Enabled() {
+		authn, err := auth.New(p.cfg.AuthConfig())
+		if err != nil {
+			return nil, p.cfg.Errorf("auth", "%v", err)
+		}
+		return authn, nil
+	}
+	if p.cfg.Auth.AllowUnauthenticated {
+		p.log.Warn("serving without authentication: anyone who can reach the listeners may fetch, settle and publish",
+			"grpc", p.cfg.Listen.GRPC, "http", p.cfg.Listen.HTTP)
+	}
+	return nil, nil
+}
+
+// buildREST makes the REST gateway, o naming its services, and the HTTP
+// server that serves it.
+func (p *process) buildREST(ctx context.Context, o gateway.Options) error {
+	o.GRPCAddr = "passthrough:///jetgate-in-process"
+	o.DialOptions = []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+		return p.innerLis.DialContext(ctx)
+	})}
+	o.MaxBodyBytes, o.CORSOrigins = p.cfg.Limits.MaxBodyBytes, p.cfg.Listen.CORSOrigins
+	o.Ready, o.Live, o.Logger = p.replica.Ready, p.watch.live(p.nc), p.log
+	rest, err := gateway.New(ctx, o)
 	if err != nil {
 		return err
 	}
-	defer rest.Close()
-	hsrv := &http.Server{
+	p.onClose(func() { _ = rest.Close() })
+	p.http = &http.Server{
 		Handler:           rest,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		// A Fetch may wait up to --max-expires before it writes.
-		WriteTimeout:   time.Duration(cfg.Limits.MaxExpires) + 30*time.Second,
+		WriteTimeout:   time.Duration(p.cfg.Limits.MaxExpires) + 30*time.Second,
 		IdleTimeout:    2 * time.Minute,
 		MaxHeaderBytes: 64 << 10,
-		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-		TLSConfig:      tlsConf,
+		ErrorLog:       slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
+		TLSConfig:      p.tls,
 	}
+	return nil
+}
 
-	addrs.GRPC, addrs.HTTP = grpcLis.Addr().String(), httpLis.Addr().String()
+// serve runs the servers until ctx ends or the NATS connection is closed for
+// good, then stops them within the grace.
+func (p *process) serve(ctx context.Context, o Options) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		select {
-		case err := <-watch.lost:
+		case err := <-p.watch.lost:
 			return err
 		case <-gctx.Done():
 			return nil
 		}
 	})
-	g.Go(func() error { return gs.Serve(grpcLis) })
-	g.Go(func() error { return ins.Serve(inner) })
+	g.Go(func() error { return p.public.Serve(p.grpcLis) })
+	g.Go(func() error { return p.inner.Serve(p.innerLis) })
 	g.Go(func() error {
-		serve := func() error { return hsrv.Serve(httpLis) }
-		if tlsConf != nil {
-			serve = func() error { return hsrv.ServeTLS(httpLis, "", "") } // certificates from TLSConfig
+		serve := func() error { return p.http.Serve(p.httpLis) }
+		if p.tls != nil {
+			serve = func() error { return p.http.ServeTLS(p.httpLis, "", "") } // certificates from TLSConfig
 		}
 		if err := serve(); !errors.Is(err, http.ErrServerClosed) {
 			return err
@@ -242,42 +258,49 @@ func Run(ctx context.Context, o Options) error {
 	})
 	g.Go(func() error {
 		<-gctx.Done()
-		hs.Shutdown()
-		sctx, cancel := context.WithTimeout(context.Background(), o.ShutdownGrace)
-		defer cancel()
-		if err := hsrv.Shutdown(sctx); err != nil {
-			_ = hsrv.Close() // the grace ran out: cut the long polls
-		}
-		stopped := make(chan struct{})
-		go func() {
-			gs.GracefulStop()
-			ins.GracefulStop() // REST calls ended with the HTTP server
-			close(stopped)
-		}()
-		select {
-		case <-stopped:
-		case <-sctx.Done():
-			gs.Stop()
-			ins.Stop()
-			<-stopped
-		}
+		p.shutdown(o.ShutdownGrace)
 		return nil
 	})
-	log.Info("jetgate serving", "grpc", addrs.GRPC, "http", addrs.HTTP, "consumers", consumerNames(cfg),
-		"nats", firstNonEmpty(redactedURL(cfg.NATS.URL), firstNonEmpty(addrs.NATS, "embedded, in-process")), "config", cfg.File())
+	p.log.Info("jetgate serving", "grpc", p.addrs.GRPC, "http", p.addrs.HTTP, "consumers", consumerNames(p.cfg),
+		"nats", firstNonEmpty(redactedURL(p.cfg.NATS.URL), firstNonEmpty(p.addrs.NATS, "embedded, in-process")), "config", p.cfg.File())
 	if o.Started != nil {
-		o.Started(addrs)
+		o.Started(p.addrs)
 	}
-	err = g.Wait()
-	log.Info("jetgate stopped")
+	err := g.Wait()
+	p.log.Info("jetgate stopped")
 	if ctx.Err() != nil {
 		return nil
 	}
 	return err
 }
 
-// observe times every RPC (REST calls included: the gateway dials gRPC) and
-// logs failures at debug level; the services log what callers do not see.
+// shutdown stops HTTP, then gRPC, gracefully within grace, and cuts what is
+// left when it runs out.
+func (p *process) shutdown(grace time.Duration) {
+	p.health.Shutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := p.http.Shutdown(ctx); err != nil {
+		_ = p.http.Close() // the grace ran out: cut the long polls
+	}
+	stopped := make(chan struct{})
+	go func() {
+		p.public.GracefulStop()
+		p.inner.GracefulStop() // REST calls ended with the HTTP server
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		p.public.Stop()
+		p.inner.Stop()
+		<-stopped
+	}
+}
+
+// observe times every RPC (REST calls included: they run the same chain)
+// and logs failures at debug level; the services log what callers do not
+// see.
 func observe(log *slog.Logger, reg prometheus.Registerer) grpc.UnaryServerInterceptor {
 	dur := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "jetgate_rpc_duration_seconds",

@@ -143,6 +143,46 @@ func consumerNames(c *config.Config) string {
 // redactedURL is url with its user information masked, for logs and errors.
 func redactedURL(url string) string { return config.MaskURLs(url) }
 
+// connect starts the embedded server (when no URL is configured) and
+// connects to NATS, watched for the probes.
+func (p *process) connect() error {
+	p.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	p.watch = newNATSWatch(p.log, p.health)
+	opts := append([]nats.Option{
+		nats.Name("jetgate"),
+		nats.MaxReconnects(-1),
+		// Nothing waits in a reconnect buffer: a settle sent late would land
+		// on the next delivery of its message, a late publish be a duplicate.
+		nats.ReconnectBufSize(-1),
+	}, p.watch.options()...)
+	if p.cfg.NATS.URL == "" {
+		ns, creds, err := startEmbedded(p.cfg, p.log)
+		if err != nil {
+			return err
+		}
+		p.onClose(func() {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+		})
+		if p.cfg.Embedded.Listen != "" {
+			p.addrs.NATS = ns.ClientURL()
+		}
+		if p.nc, err = nats.Connect(ns.ClientURL(), append(append(opts, nats.InProcessServer(ns)), creds...)...); err != nil {
+			return fmt.Errorf("connect to embedded NATS: %w", err)
+		}
+	} else {
+		secured, err := natsSecurity(p.cfg)
+		if err != nil {
+			return err
+		}
+		if p.nc, err = nats.Connect(p.cfg.NATS.URL, append(opts, secured...)...); err != nil {
+			return p.cfg.Errorf("nats.url", "%s: %v", redactedURL(p.cfg.NATS.URL), err)
+		}
+	}
+	p.onClose(func() { p.watch.close(p.nc) })
+	return nil
+}
+
 // natsWatch follows the NATS connection for the probes and the process. A
 // connection that drops reconnects on its own (nats.go, without end) and
 // resubscribes; one the server closes for good (nats.go takes most -ERRs as

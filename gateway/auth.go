@@ -4,7 +4,6 @@ import (
 	"crypto/x509"
 	"net/http"
 	"slices"
-	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -22,26 +21,19 @@ func authenticate(o Options) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			p, err := o.Auth.Authenticate(bearer(r.Header.Get("Authorization")), verifiedCert(r))
+			p, err := o.Auth.Authenticate(auth.Bearer(r.Header.Get("Authorization")), verifiedCert(r))
 			if err != nil {
 				if o.Denied != nil {
 					o.Denied(r, err)
 				}
 				w.Header().Set("WWW-Authenticate", `Bearer realm="jetgate"`)
-				st := status.New(codes.Unauthenticated, "send valid credentials (Authorization: Bearer <API key or JWT>, or a client certificate where mTLS is on)")
+				st := status.New(codes.Unauthenticated, auth.CredentialsHint)
 				writeStatus(w, http.StatusUnauthorized, st, "UNAUTHENTICATED")
 				return
 			}
 			next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
 		})
 	}
-}
-
-func bearer(v string) string {
-	if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
-		return strings.TrimSpace(v[7:])
-	}
-	return ""
 }
 
 func verifiedCert(r *http.Request) *x509.Certificate {

@@ -28,9 +28,10 @@ func TestRESTHidesBackendErrorText(t *testing.T) {
 
 	var logged bytes.Buffer
 	h, err := gateway.New(context.Background(), gateway.Options{
-		GRPCAddr: addr,
-		Assert:   auth.NewAssertion(),
-		Logger:   slog.New(slog.NewTextHandler(&logged, nil)),
+		GRPCAddr:     addr,
+		MaxBodyBytes: 1 << 20,
+		Assert:       auth.NewAssertion(),
+		Logger:       slog.New(slog.NewTextHandler(&logged, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,5 +1,7 @@
-// Package gateway serves jetgate's REST/JSON API: a grpc-gateway mux that
-// dials the gRPC server, plus health, readiness and the OpenAPI document.
+// Package gateway serves jetgate's REST/JSON API: a grpc-gateway mux over
+// the services in process (Consume, a stream, over an in-memory gRPC
+// connection), both through the gRPC interceptor chain, plus health,
+// readiness, metrics and the OpenAPI document.
 package gateway
 
 import (
@@ -26,20 +28,8 @@ import (
 	"github.com/jetgate/jetgate/api"
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	"github.com/jetgate/jetgate/internal/auth"
+	"github.com/jetgate/jetgate/internal/errs"
 )
-
-// DefaultMaxBodyBytes bounds a request body: 1000 tokens of 256 characters
-// fit with room to spare, and so does a modest Publish.
-const DefaultMaxBodyBytes = 4 << 20
-
-// BodyLimit is the body limit that Options.MaxBodyBytes n sets: n, or
-// DefaultMaxBodyBytes when n is not positive.
-func BodyLimit(n int64) int64 {
-	if n <= 0 {
-		return DefaultMaxBodyBytes
-	}
-	return n
-}
 
 // pathOverhead is what a REST request's path adds to its body in the gRPC
 // request it becomes: the stream and consumer names (at most 255 bytes each
@@ -47,18 +37,17 @@ func BodyLimit(n int64) int64 {
 const pathOverhead = 4 << 10
 
 // RequestLimit is the largest gRPC request that a REST request within the
-// body limit n (see BodyLimit) turns into: the body, whose protobuf encoding
-// is no larger than its JSON, plus the fields taken from the path. The gRPC
-// server receives no larger request, so that a gRPC caller is bounded as a
-// REST one is, and a REST body at the limit still passes.
-func RequestLimit(n int64) int { return int(BodyLimit(n)) + pathOverhead }
+// body limit n turns into: the body, whose protobuf encoding is no larger
+// than its JSON, plus the fields taken from the path. The gRPC server
+// receives no larger request, so that a gRPC caller is bounded as a REST one
+// is, and a REST body at the limit still passes.
+func RequestLimit(n int64) int { return int(n) + pathOverhead }
 
 // Options configure the REST gateway.
 type Options struct {
 	// GRPCAddr is the gRPC server to dial.
 	GRPCAddr string
-	// MaxBodyBytes bounds request bodies; larger ones get 413. Zero means
-	// DefaultMaxBodyBytes.
+	// MaxBodyBytes bounds request bodies; larger ones get 413.
 	MaxBodyBytes int64
 	// Ready reports whether the service can take traffic, for /readyz.
 	Ready func() error
@@ -100,7 +89,9 @@ type REST struct {
 // New dials the gRPC server and builds the handler. Close releases the
 // connection.
 func New(ctx context.Context, o Options) (*REST, error) {
-	o.MaxBodyBytes = BodyLimit(o.MaxBodyBytes)
+	if o.MaxBodyBytes <= 0 {
+		return nil, errors.New("gateway: no body limit")
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -350,13 +341,13 @@ var gatewayCodes = map[codes.Code]bool{codes.InvalidArgument: true, codes.NotFou
 
 // backendText is what a caller reads instead of a transport error's text.
 var backendText = map[codes.Code]string{
-	codes.Canceled:          "the request was canceled",
-	codes.Unknown:           "internal error; see the gateway log",
-	codes.DeadlineExceeded:  "the deadline passed",
+	codes.Canceled:          errs.TextCanceled,
+	codes.Unknown:           errs.TextInternal,
+	codes.DeadlineExceeded:  errs.TextDeadline,
 	codes.ResourceExhausted: "the response is larger than the gateway accepts from its backend; fetch fewer or smaller messages",
 	codes.Unavailable:       "the jetgate service is unavailable; retry",
-	codes.Internal:          "internal error; see the gateway log",
-	codes.DataLoss:          "internal error; see the gateway log",
+	codes.Internal:          errs.TextInternal,
+	codes.DataLoss:          errs.TextInternal,
 	codes.Unauthenticated:   "the request is not authenticated",
 	codes.PermissionDenied:  "the caller is not allowed to do this",
 }

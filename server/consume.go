@@ -25,7 +25,7 @@ func (s *consumerService) Consume(req *jetgatev1.ConsumeRequest, out grpc.Server
 	}
 	ctx := out.Context()
 	cr.Principal = auth.Principal(ctx)
-	err = s.g.Consume(ctx, req.GetStream(), req.GetConsumer(), cr, func(ds []*consumer.Delivery) error {
+	err = s.replica.Consume(ctx, req.GetStream(), req.GetConsumer(), cr, func(ds []*consumer.Delivery) error {
 		return out.Send(&jetgatev1.ConsumeResponse{Messages: messagesOf(ds)})
 	})
 	if err != nil {

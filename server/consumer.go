@@ -20,7 +20,7 @@ func (s *consumerService) Fetch(ctx context.Context, req *jetgatev1.FetchRequest
 		return nil, s.status(err)
 	}
 	fr.Principal = auth.Principal(ctx)
-	res, err := s.g.Fetch(ctx, req.GetStream(), req.GetConsumer(), fr)
+	res, err := s.replica.Fetch(ctx, req.GetStream(), req.GetConsumer(), fr)
 	if err != nil {
 		return nil, s.status(err)
 	}
@@ -77,7 +77,7 @@ func (s *consumerService) settle(ctx context.Context, req settleRequest, op leas
 	if err != nil {
 		return nil, s.status(err)
 	}
-	outs, err := s.g.Settle(ctx, sr)
+	outs, err := s.replica.Settle(ctx, sr)
 	if err != nil {
 		return nil, s.status(err)
 	}
@@ -112,7 +112,7 @@ func (s *consumerService) GetConsumer(ctx context.Context, req *jetgatev1.GetCon
 	if err := validateNames(req.GetStream(), req.GetConsumer()); err != nil {
 		return nil, s.status(err)
 	}
-	st, err := s.g.Consumer(ctx, req.GetStream(), req.GetConsumer())
+	st, err := s.replica.Consumer(ctx, req.GetStream(), req.GetConsumer())
 	if err != nil {
 		return nil, s.status(err)
 	}
@@ -129,7 +129,7 @@ func (s *consumerService) Redrive(ctx context.Context, req *jetgatev1.RedriveReq
 	if err := validateRedrive(req); err != nil {
 		return nil, s.status(err)
 	}
-	res, err := s.g.Redrive(ctx, req.GetStream(), req.GetConsumer(), req.GetSeqs())
+	res, err := s.replica.Redrive(ctx, req.GetStream(), req.GetConsumer(), req.GetSeqs())
 	if err != nil {
 		return nil, s.status(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 
+	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	"github.com/jetgate/jetgate/internal/auth"
 	"github.com/jetgate/jetgate/internal/errs"
 )
@@ -22,15 +23,15 @@ import (
 // actions maps each jetgate RPC to the action a grant must allow. Any other
 // method but health checks needs an authenticated caller only.
 var actions = map[string]auth.Action{
-	"/jetgate.v1.ConsumerService/Fetch":       auth.ActionFetch,
-	"/jetgate.v1.ConsumerService/Consume":     auth.ActionFetch,
-	"/jetgate.v1.ConsumerService/Ack":         auth.ActionSettle,
-	"/jetgate.v1.ConsumerService/Nak":         auth.ActionSettle,
-	"/jetgate.v1.ConsumerService/Term":        auth.ActionSettle,
-	"/jetgate.v1.ConsumerService/Extend":      auth.ActionSettle,
-	"/jetgate.v1.ConsumerService/GetConsumer": auth.ActionRead,
-	"/jetgate.v1.ConsumerService/Redrive":     auth.ActionRedrive,
-	"/jetgate.v1.StreamService/Publish":       auth.ActionPublish,
+	jetgatev1.ConsumerService_Fetch_FullMethodName:       auth.ActionFetch,
+	jetgatev1.ConsumerService_Consume_FullMethodName:     auth.ActionFetch,
+	jetgatev1.ConsumerService_Ack_FullMethodName:         auth.ActionSettle,
+	jetgatev1.ConsumerService_Nak_FullMethodName:         auth.ActionSettle,
+	jetgatev1.ConsumerService_Term_FullMethodName:        auth.ActionSettle,
+	jetgatev1.ConsumerService_Extend_FullMethodName:      auth.ActionSettle,
+	jetgatev1.ConsumerService_GetConsumer_FullMethodName: auth.ActionRead,
+	jetgatev1.ConsumerService_Redrive_FullMethodName:     auth.ActionRedrive,
+	jetgatev1.StreamService_Publish_FullMethodName:       auth.ActionPublish,
 }
 
 // open are the methods anyone may call: probes.
@@ -154,7 +155,7 @@ func (g *Guard) authenticate(ctx context.Context) (string, error) {
 	if g.authn == nil {
 		return "", nil
 	}
-	return g.authn.Authenticate(Bearer(first(md.Get("authorization"))), peerCert(ctx))
+	return g.authn.Authenticate(auth.Bearer(first(md.Get("authorization"))), peerCert(ctx))
 }
 
 func (g *Guard) authorize(ctx context.Context, method string, req any) error {
@@ -187,7 +188,7 @@ func (g *Guard) deny(ctx context.Context, method, principal string, req any, err
 	g.log.Warn("call denied", append(attrs, "detail", err.Error())...)
 	if errors.Is(err, errs.ErrUnauthenticated) {
 		// The caller learns what to send, not what was wrong with it.
-		err = fmt.Errorf("%w: send valid credentials (Authorization: Bearer <API key or JWT>, or a client certificate where mTLS is on)", errs.ErrUnauthenticated)
+		err = fmt.Errorf("%w: %s", errs.ErrUnauthenticated, auth.CredentialsHint)
 	}
 	return toStatus(err)
 }
@@ -198,14 +199,6 @@ func (g *Guard) DeniedHTTP(r *http.Request, err error) {
 	reason := errs.Reason(err)
 	g.denials.WithLabelValues(reason).Inc()
 	g.log.Warn("call denied", "method", r.Method+" "+r.URL.Path, "reason", reason, "principal", "", "peer", r.RemoteAddr, "detail", err.Error())
-}
-
-// Bearer is the credential of an "Authorization: Bearer <x>" value.
-func Bearer(v string) string {
-	if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
-		return strings.TrimSpace(v[7:])
-	}
-	return ""
 }
 
 func first(vs []string) string {

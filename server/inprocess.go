@@ -45,8 +45,6 @@ func invoke[Req, Resp any](ctx context.Context, chain grpc.UnaryServerIntercepto
 	return out.(Resp), nil
 }
 
-const consumerSvc = "/jetgate.v1.ConsumerService/"
-
 type chainedConsumer struct {
 	jetgatev1.UnimplementedConsumerServiceServer
 	c     jetgatev1.ConsumerServiceServer
@@ -54,31 +52,31 @@ type chainedConsumer struct {
 }
 
 func (x *chainedConsumer) Fetch(ctx context.Context, r *jetgatev1.FetchRequest) (*jetgatev1.FetchResponse, error) {
-	return invoke(ctx, x.chain, consumerSvc+"Fetch", r, x.c.Fetch)
+	return invoke(ctx, x.chain, jetgatev1.ConsumerService_Fetch_FullMethodName, r, x.c.Fetch)
 }
 
 func (x *chainedConsumer) Ack(ctx context.Context, r *jetgatev1.AckRequest) (*jetgatev1.AckResponse, error) {
-	return invoke(ctx, x.chain, consumerSvc+"Ack", r, x.c.Ack)
+	return invoke(ctx, x.chain, jetgatev1.ConsumerService_Ack_FullMethodName, r, x.c.Ack)
 }
 
 func (x *chainedConsumer) Nak(ctx context.Context, r *jetgatev1.NakRequest) (*jetgatev1.NakResponse, error) {
-	return invoke(ctx, x.chain, consumerSvc+"Nak", r, x.c.Nak)
+	return invoke(ctx, x.chain, jetgatev1.ConsumerService_Nak_FullMethodName, r, x.c.Nak)
 }
 
 func (x *chainedConsumer) Term(ctx context.Context, r *jetgatev1.TermRequest) (*jetgatev1.TermResponse, error) {
-	return invoke(ctx, x.chain, consumerSvc+"Term", r, x.c.Term)
+	return invoke(ctx, x.chain, jetgatev1.ConsumerService_Term_FullMethodName, r, x.c.Term)
 }
 
 func (x *chainedConsumer) Extend(ctx context.Context, r *jetgatev1.ExtendRequest) (*jetgatev1.ExtendResponse, error) {
-	return invoke(ctx, x.chain, consumerSvc+"Extend", r, x.c.Extend)
+	return invoke(ctx, x.chain, jetgatev1.ConsumerService_Extend_FullMethodName, r, x.c.Extend)
 }
 
 func (x *chainedConsumer) GetConsumer(ctx context.Context, r *jetgatev1.GetConsumerRequest) (*jetgatev1.GetConsumerResponse, error) {
-	return invoke(ctx, x.chain, consumerSvc+"GetConsumer", r, x.c.GetConsumer)
+	return invoke(ctx, x.chain, jetgatev1.ConsumerService_GetConsumer_FullMethodName, r, x.c.GetConsumer)
 }
 
 func (x *chainedConsumer) Redrive(ctx context.Context, r *jetgatev1.RedriveRequest) (*jetgatev1.RedriveResponse, error) {
-	return invoke(ctx, x.chain, consumerSvc+"Redrive", r, x.c.Redrive)
+	return invoke(ctx, x.chain, jetgatev1.ConsumerService_Redrive_FullMethodName, r, x.c.Redrive)
 }
 
 type chainedStream struct {
@@ -88,5 +86,5 @@ type chainedStream struct {
 }
 
 func (x *chainedStream) Publish(ctx context.Context, r *jetgatev1.PublishRequest) (*jetgatev1.PublishResponse, error) {
-	return invoke(ctx, x.chain, "/jetgate.v1.StreamService/Publish", r, x.s.Publish)
+	return invoke(ctx, x.chain, jetgatev1.StreamService_Publish_FullMethodName, r, x.s.Publish)
 }

@@ -47,18 +47,18 @@ func Register(s *grpc.Server, r *core.Replica, log *slog.Logger) {
 func services(r *core.Replica, log *slog.Logger) (*consumerService, *streamService) {
 	lim := Limits{MaxBatch: r.MaxBatch(), MaxExpires: r.MaxExpires()}
 	e := edge{log: log}
-	return &consumerService{edge: e, g: r, lim: lim}, &streamService{edge: e, g: r}
+	return &consumerService{edge: e, replica: r, lim: lim}, &streamService{edge: e, replica: r}
 }
 
 type consumerService struct {
 	jetgatev1.UnimplementedConsumerServiceServer
 	edge
-	g   leaser
-	lim Limits
+	replica leaser
+	lim     Limits
 }
 
 type streamService struct {
 	jetgatev1.UnimplementedStreamServiceServer
 	edge
-	g publisher
+	replica publisher
 }

@@ -55,11 +55,11 @@ var kinds = []kind{
 	{errs.ErrPullRefused, codes.FailedPrecondition,
 		"the NATS server refused the pull request; see the gateway log"},
 	{errs.ErrPublishRefused, codes.FailedPrecondition, ""},
-	{context.DeadlineExceeded, codes.DeadlineExceeded, "the deadline passed"},
-	{context.Canceled, codes.Canceled, "the request was canceled"},
+	{context.DeadlineExceeded, codes.DeadlineExceeded, errs.TextDeadline},
+	{context.Canceled, codes.Canceled, errs.TextCanceled},
 }
 
-var internal = kind{nil, codes.Internal, "internal error; see the gateway log"}
+var internal = kind{nil, codes.Internal, errs.TextInternal}
 
 func kindOf(err error) kind {
 	for _, k := range kinds {

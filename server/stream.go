@@ -11,7 +11,7 @@ func (s *streamService) Publish(ctx context.Context, req *jetgatev1.PublishReque
 	if err != nil {
 		return nil, s.status(err)
 	}
-	ack, err := s.g.Publish(ctx, pr)
+	ack, err := s.replica.Publish(ctx, pr)
 	if err != nil {
 		return nil, s.status(err)
 	}

@@ -6,7 +6,23 @@
 // chain without a caller being able to forge it (assertion.go).
 package auth
 
-import "context"
+import (
+	"context"
+	"strings"
+)
+
+// CredentialsHint is what a caller without good credentials is told, on
+// gRPC and REST alike.
+const CredentialsHint = "send valid credentials (Authorization: Bearer <API key or JWT>, or a client certificate where mTLS is on)"
+
+// Bearer is the credential of an "Authorization: Bearer <x>" value, on gRPC
+// (metadata authorization) and REST alike; "" when it is no bearer.
+func Bearer(v string) string {
+	if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+		return strings.TrimSpace(v[7:])
+	}
+	return ""
+}
 
 // Action is what a grant allows.
 type Action string

@@ -15,7 +15,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/jetgate/jetgate/gateway"
 	"github.com/jetgate/jetgate/internal/auth"
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/core"
@@ -255,7 +254,7 @@ func defaultLimits() Limits {
 	return Limits{
 		MaxBatch:      core.DefaultMaxBatch,
 		MaxExpires:    Duration(core.DefaultMaxExpires),
-		MaxBodyBytes:  gateway.DefaultMaxBodyBytes,
+		MaxBodyBytes:  core.DefaultMaxBodyBytes,
 		MaxFetchBytes: consumer.DefaultMaxFetchBytes,
 	}
 }

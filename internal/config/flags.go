@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jetgate/jetgate/gateway"
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/core"
 )
@@ -65,7 +64,7 @@ func DefaultFlags() Flags {
 		HTTPAddr:      DefaultHTTPAddr,
 		MaxBatch:      core.DefaultMaxBatch,
 		MaxExpires:    core.DefaultMaxExpires,
-		MaxBodyBytes:  gateway.DefaultMaxBodyBytes,
+		MaxBodyBytes:  core.DefaultMaxBodyBytes,
 		MaxFetchBytes: consumer.DefaultMaxFetchBytes,
 		Metrics:       true,
 		Reflection:    true,

@@ -71,15 +71,15 @@ type Deps struct {
 type Consumer struct {
 	Stream, Name string
 
-	js      jetstream.Consumer
-	stream  jetstream.Stream
-	nc      *nats.Conn
-	sender  *settle.Sender
-	ledger  *settle.Ledger
-	keys    *token.Keyring
-	self    token.IssuerID
-	timeout time.Duration
-	log     *slog.Logger
+	jsConsumer jetstream.Consumer // the consumer on the server
+	jsStream   jetstream.Stream   // its stream on the server
+	nc         *nats.Conn
+	sender     *settle.Sender
+	ledger     *settle.Ledger
+	keys       *token.Keyring
+	self       token.IssuerID
+	timeout    time.Duration
+	log        *slog.Logger
 
 	// From the consumer's configuration when it was bound.
 	policy        lease.Policy
@@ -88,16 +88,16 @@ type Consumer struct {
 	maxExpires    time.Duration // the server's max_request_expires; 0 is none
 	maxFetchBytes int64         // the gateway's bound on one Fetch
 
-	leases   *lease.Table
-	waiting  *waitingPulls // this replica's places among the consumer's waiting pulls
-	replicas atomic.Int64  // replicas serving the consumer, as last told; 0 until then
-	orphans  *orphanPool
-	handed   prometheus.Counter // orphans handed to a Fetch
-	naked    prometheus.Counter // orphans nak'ed back
+	leases        *lease.Table
+	waiting       *waitingPulls // this replica's places among the consumer's waiting pulls
+	replicas      atomic.Int64  // replicas serving the consumer, as last told; 0 until then
+	orphans       *orphanPool
+	orphansHanded prometheus.Counter // orphans handed to a Fetch
+	orphansNaked  prometheus.Counter // orphans nak'ed back
 
-	owners   streamOwners       // the Consume streams holding leases
-	maxLease time.Duration      // how long auto_extend keeps one lease
-	returned prometheus.Counter // leases of ended Consume streams nak'ed back
+	owners         streamOwners       // the Consume streams holding leases
+	maxLease       time.Duration      // how long auto_extend keeps one lease
+	leasesReturned prometheus.Counter // leases of ended Consume streams nak'ed back
 
 	mu     sync.Mutex
 	full   bool // the server's last word on max_ack_pending
@@ -124,8 +124,8 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 	c := &Consumer{
 		Stream:        ci.Stream,
 		Name:          ci.Name,
-		js:            cons,
-		stream:        s,
+		jsConsumer:    cons,
+		jsStream:      s,
 		nc:            d.Conn,
 		sender:        d.Sender,
 		ledger:        d.Ledger,
@@ -150,7 +150,7 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 		return d.Orphans.WithLabelValues(ci.Stream, ci.Name, outcome)
 	}
 	c.orphans = newOrphanPool(c.receive)
-	c.handed, c.naked, c.returned = counter("handed"), counter("naked"), counter("consume_returned")
+	c.orphansHanded, c.orphansNaked, c.leasesReturned = counter("handed"), counter("naked"), counter("consume_returned")
 	c.maxLease = cmp.Or(d.MaxLease, DefaultMaxLease)
 	return c
 }
@@ -194,7 +194,7 @@ func (c *Consumer) Orphans() int { return c.orphans.len() }
 func (c *Consumer) info(ctx context.Context, limit time.Duration) (*jetstream.ConsumerInfo, error) {
 	ictx, cancel := context.WithTimeout(ctx, min(c.timeout, limit))
 	defer cancel()
-	return c.js.Info(ictx)
+	return c.jsConsumer.Info(ictx)
 }
 
 // Info is the consumer's configuration and state, from the server.
@@ -241,7 +241,7 @@ func (c *Consumer) OldestUnackedAge(ctx context.Context, ci *jetstream.ConsumerI
 	}
 	var oldest time.Time
 	for _, f := range filters {
-		m, err := c.stream.GetMsg(ctx, ci.AckFloor.Stream+1, jetstream.WithGetMsgSubject(f))
+		m, err := c.jsStream.GetMsg(ctx, ci.AckFloor.Stream+1, jetstream.WithGetMsgSubject(f))
 		switch {
 		case errors.Is(err, jetstream.ErrMsgNotFound):
 			continue

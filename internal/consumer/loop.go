@@ -201,7 +201,7 @@ func (c *Consumer) takeOrphans(ctx context.Context, lim pullLimits, s sink) (too
 	for i, o := range held {
 		ds[i] = o.d
 	}
-	c.handed.Add(float64(len(ds)))
+	c.orphansHanded.Add(float64(len(ds)))
 	_, err = s.take(ctx, c.lease(ds, lim.principal), false)
 	return true, err
 }

@@ -37,7 +37,7 @@ func (r *Replica) Publish(ctx context.Context, req PublishRequest) (PubAck, erro
 	if err := validSubject(req.Subject); err != nil {
 		return PubAck{}, err
 	}
-	if err := r.streams.allows(ctx, req.Stream, req.Subject); err != nil {
+	if err := r.subjects.allows(ctx, req.Stream, req.Subject); err != nil {
 		return PubAck{}, err
 	}
 	// No Nats-Expected-Stream header: the subject was checked against the

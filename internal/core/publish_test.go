@@ -125,7 +125,7 @@ func TestPublishOutsideTheStreamReloadsSubjectsAtMostOncePerInterval(t *testing.
 	}
 	t.Cleanup(r.Close)
 	now := time.Now()
-	r.streams.now = func() time.Time { return now }
+	r.subjects.now = func() time.Time { return now }
 
 	// Count the stream info requests on the wire. The server delivers what
 	// one connection sends in order, so once a mark sent on the replica's

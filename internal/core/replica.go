@@ -56,7 +56,11 @@ const (
 	DefaultMaxBatch       = 1000
 	DefaultMaxExpires     = 30 * time.Second
 	DefaultExpires        = 5 * time.Second
-	MaxTokens             = settle.MaxTokens
+	// DefaultMaxBodyBytes bounds a REST body and a gRPC request: 1000
+	// tokens of 256 characters fit with room to spare, and so does a modest
+	// Publish.
+	DefaultMaxBodyBytes = 4 << 20
+	MaxTokens           = settle.MaxTokens
 )
 
 type consumerKey struct{ stream, name string }
@@ -73,7 +77,7 @@ type Replica struct {
 	consumers map[consumerKey]*consumer.Consumer
 	routes    map[consumerKey]deadletter.Route // consumers with a dead letter
 	dead      *deadletter.Worker               // nil when none has
-	streams   *streamSubjects
+	subjects  *streamSubjects
 	timeout   time.Duration
 	maxBatch  int
 	maxExp    time.Duration
@@ -127,7 +131,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		reg = prometheus.NewRegistry()
 	}
 	r.metrics = newMetrics(reg)
-	r.streams = newStreamSubjects(js)
+	r.subjects = newStreamSubjects(js)
 	r.stateReplicas = stateReplicas(ctx, js, o.Consumers)
 	if r.ledger, err = settle.OpenLedger(ctx, js, r.stateReplicas); err != nil {
 		return nil, err
@@ -171,7 +175,7 @@ func (r *Replica) bind(ctx context.Context, js jetstream.JetStream, reg promethe
 	for _, cfg := range cs {
 		c, err := consumer.Bind(ctx, js, cfg, deps)
 		if err == nil {
-			err = r.streams.load(ctx, cfg.Stream)
+			err = r.subjects.load(ctx, cfg.Stream)
 		}
 		if err != nil {
 			return err

@@ -129,6 +129,14 @@ var reasons = []struct {
 	{context.Canceled, "CANCELED"},
 }
 
+// Fixed texts a caller reads where an error's own text is not for them, on
+// gRPC and REST alike.
+const (
+	TextCanceled = "the request was canceled"
+	TextDeadline = "the deadline passed"
+	TextInternal = "internal error; see the gateway log"
+)
+
 // ReasonInternal is the reason of an error that is none of the above.
 const ReasonInternal = "INTERNAL"
 
