@@ -173,6 +173,7 @@ func TestCountersStartAtZero(t *testing.T) {
 		`jetgate_denied_total{reason="UNAUTHENTICATED"} 0`,
 		`jetgate_denied_total{reason="PERMISSION_DENIED"} 0`,
 		`jetgate_orphans_total{consumer="billing",outcome="naked",stream="ORDERS"} 0`,
+		`jetgate_pulls_abandoned{consumer="billing",stream="ORDERS"} 0`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)

@@ -86,6 +86,10 @@ func TestConsumeAtMaxAckPendingSendsAsSettlesMakeRoom(t *testing.T) {
 func TestConsumeEndsWhenTheNextMessageCanNeverFit(t *testing.T) {
 	e := start(t, consumer.Config{AckWait: time.Minute, MaxAckPending: 100})
 	e.publish("orders.big", string(make([]byte, 2048)))
+	// The consumer counts a message a moment after its publish is
+	// acknowledged, and may refuse a pull for it before: the check of what
+	// stayed with the server below must not race that count.
+	natstest.Eventually(t, within, "the consumer counts the message", func() bool { return e.info().NumPending == 1 })
 	sent := make(chan []*consumer.Delivery, 16)
 	ended := consumeInto(t, e, consumer.ConsumeRequest{MaxMessages: 10, MaxBytes: 1024, Heartbeat: time.Hour}, sent, nil)
 	select {

@@ -189,6 +189,10 @@ func (c *Consumer) Leases() int { return c.leases.Live() }
 // or a Nak.
 func (c *Consumer) Orphans() int { return c.orphans.len() }
 
+// AbandonedPulls counts the pulls that callers who went away left open on
+// the server: the orphan pool's, until the server ends them.
+func (c *Consumer) AbandonedPulls() int { return c.orphans.pulls(time.Now()) }
+
 // info asks the server for the consumer's info, bounded by limit (and the
 // request timeout) even when ctx has no deadline.
 func (c *Consumer) info(ctx context.Context, limit time.Duration) (*jetstream.ConsumerInfo, error) {

@@ -203,6 +203,14 @@ func (o *orphanPool) ready(now time.Time, nakNow func(*orphan) bool) []*Delivery
 	return out
 }
 
+// pulls counts the abandoned pulls the server has not ended yet.
+func (o *orphanPool) pulls(now time.Time) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.drain(now)
+	return len(o.open)
+}
+
 // len counts the orphans held.
 func (o *orphanPool) len() int {
 	o.mu.Lock()

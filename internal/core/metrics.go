@@ -105,6 +105,11 @@ func (m *metrics) watch(reg prometheus.Registerer, c *consumer.Consumer) {
 		func(open, _, _ int) int { return open })
 	pulls("jetgate_pulls_allowed", "Pull requests this gateway may have open at once: its share of the consumer's max_waiting.",
 		func(_, limit, _ int) int { return limit })
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "jetgate_pulls_abandoned",
+		Help:        "Pull requests that callers who went away left open on the server, held by the orphan pool until the server ends them.",
+		ConstLabels: labels,
+	}, func() float64 { return float64(c.AbandonedPulls()) }))
 	pulls("jetgate_fetches_queued", "Fetches (and Consume pulls) waiting in line for a place among this gateway's pulls.",
 		func(_, _, queued int) int { return queued })
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{

@@ -334,6 +334,7 @@ func (r *Replica) Fetch(ctx context.Context, stream, name string, req consumer.F
 // PullUse is how a replica uses its share of a consumer's waiting pulls.
 type PullUse struct {
 	Open, Allowed, Queued int // see consumer.Consumer.Pulls
+	Abandoned             int // left open by callers that went away
 	Replicas              int // serving the consumer, this one included
 }
 
@@ -344,7 +345,7 @@ func (r *Replica) Pulls(stream, name string) (PullUse, error) {
 		return PullUse{}, err
 	}
 	open, allowed, queued := c.Pulls()
-	return PullUse{Open: open, Allowed: allowed, Queued: queued, Replicas: c.Replicas()}, nil
+	return PullUse{Open: open, Allowed: allowed, Queued: queued, Abandoned: c.AbandonedPulls(), Replicas: c.Replicas()}, nil
 }
 
 // ConsumerStatus is a consumer's info from the server, this replica's count
