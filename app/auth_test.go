@@ -20,6 +20,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	"github.com/jetgate/jetgate/internal/authtest"
 )
@@ -40,13 +42,16 @@ auth:
     - {principal: billing-svc, sha256: %s}
     - {principal: dashboard, sha256: %s}
     - {principal: audit-svc, sha256: %s}
+    - {principal: ops, sha256: %s}
   jwt: {jwks_file: %q, issuer: "https://idp.test", audience: jetgate}
   grants:
     - {principal: billing-svc, stream: ORDERS, consumers: [billing], actions: [fetch, settle, publish]}
     - {principal: dashboard, stream: "*", consumers: ["*"], actions: [read]}
     - {principal: audit-svc, stream: ORDERS, consumers: [audit], actions: [fetch, settle]}
     - {principal: alice, stream: ORDERS, consumers: [billing], actions: [fetch, settle]}
-`, authtest.KeyHash("billing-key"), authtest.KeyHash("dashboard-key"), authtest.KeyHash("audit-key"), authtest.WriteJWKS(t, idp)))
+    - {principal: ops, stream: ORDERS, consumers: ["*"], actions: [manage]}
+`, authtest.KeyHash("billing-key"), authtest.KeyHash("dashboard-key"), authtest.KeyHash("audit-key"), authtest.KeyHash("ops-key"),
+		authtest.WriteJWKS(t, idp)))
 	o := fileOptions(t, file)
 	o.NATSListen = "" // no port but gRPC and HTTP
 	o.Given["nats-listen"] = true
@@ -105,7 +110,7 @@ func (g grpcCaller) ack(t *testing.T, bearer string, tokens ...string) (codes.Co
 type restCaller struct{ base string }
 
 // httpCodes are the HTTP statuses each code maps to, as grpc-gateway maps them.
-var httpCodes = map[int]codes.Code{200: codes.OK, 401: codes.Unauthenticated, 403: codes.PermissionDenied}
+var httpCodes = map[int]codes.Code{200: codes.OK, 400: codes.InvalidArgument, 401: codes.Unauthenticated, 403: codes.PermissionDenied}
 
 func (r restCaller) post(t *testing.T, bearer, path, body string) (codes.Code, map[string]any) {
 	t.Helper()
@@ -228,6 +233,54 @@ func TestAuthMatrix(t *testing.T) {
 		if code, fails := c.ack(t, "billing-key", toks[0]); code != codes.OK || len(fails) != 0 {
 			t.Errorf("%s: the holder's ack: %v %v", name, code, fails)
 		}
+	}
+}
+
+// Pause, Resume and Unpin need the manage grant, on gRPC and REST alike:
+// a caller that may fetch and settle may not pause the consumer for all.
+func TestManageNeedsTheManageGrant(t *testing.T) {
+	p, _, _ := secured(t)
+	conn, err := grpc.NewClient(p.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	cc := jetgatev1.NewConsumerServiceClient(conn)
+	until := time.Now().Add(time.Hour).UTC()
+	grpcCalls := map[string]func(ctx context.Context) error{
+		"pause": func(ctx context.Context) error {
+			_, err := cc.Pause(ctx, &jetgatev1.PauseRequest{Stream: "ORDERS", Consumer: "billing", PauseUntil: timestamppb.New(until)})
+			return err
+		},
+		"resume": func(ctx context.Context) error {
+			_, err := cc.Resume(ctx, &jetgatev1.ResumeRequest{Stream: "ORDERS", Consumer: "billing"})
+			return err
+		},
+	}
+	restBodies := map[string]string{"pause": fmt.Sprintf(`{"pauseUntil":%q}`, until.Format(time.RFC3339)), "resume": `{}`}
+	r := restCaller{"http://" + p.HTTP}
+	for _, verb := range []string{"pause", "resume"} {
+		for _, tt := range []struct {
+			bearer string
+			code   codes.Code
+		}{{"", codes.Unauthenticated}, {"billing-key", codes.PermissionDenied}, {"dashboard-key", codes.PermissionDenied}, {"ops-key", codes.OK}} {
+			ctx, cancel := context.WithTimeout(withBearer(tt.bearer), 8*time.Second)
+			if got := status.Code(grpcCalls[verb](ctx)); got != tt.code {
+				t.Errorf("gRPC %s as %q: %v; want %v", verb, tt.bearer, got, tt.code)
+			}
+			cancel()
+			if got, body := r.post(t, tt.bearer, "/v1/streams/ORDERS/consumers/billing:"+verb, restBodies[verb]); got != tt.code {
+				t.Errorf("REST %s as %q: %v %v; want %v", verb, tt.bearer, got, body, tt.code)
+			}
+		}
+	}
+	// Through the guard, an Unpin of a consumer without groups reaches the
+	// service and is refused there.
+	if got, _ := r.post(t, "ops-key", "/v1/streams/ORDERS/consumers/billing:unpin", `{}`); got != codes.InvalidArgument {
+		t.Errorf("REST unpin of a consumer without groups: %v; want InvalidArgument", got)
+	}
+	if got, _ := r.post(t, "billing-key", "/v1/streams/ORDERS/consumers/billing:unpin", `{}`); got != codes.PermissionDenied {
+		t.Errorf("REST unpin without the grant: %v; want PermissionDenied", got)
 	}
 }
 

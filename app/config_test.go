@@ -3,6 +3,7 @@ package app
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -306,5 +307,30 @@ func TestFlagsOverrideTheFileAtStart(t *testing.T) {
 	}
 	if _, err := cc.Fetch(ctxT(t), &jetgatev1.FetchRequest{Stream: "ORDERS", Consumer: "billing", Batch: 3, Expires: durationpb.New(0)}); err != nil {
 		t.Errorf("Fetch of 3: %v", err)
+	}
+}
+
+// The file names a consumer's priority groups and pause like any field, and
+// bootstrap sends them.
+func TestConfigSendsPriorityGroupsAndPause(t *testing.T) {
+	until := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	file := writeConfig(t, fmt.Sprintf(`
+streams: [{name: ORDERS, subjects: ["orders.>"]}]
+consumers:
+  - stream: ORDERS
+    name: pinned
+    priority_groups: [main]
+    priority_policy: pinned_client
+    priority_timeout: 2m
+    pause_until: %s
+`, until.Format(time.RFC3339)))
+	p := start(t, fileOptions(t, file))
+	ci := consumerInfo(t, p.NATS, "ORDERS", "pinned")
+	c := ci.Config
+	if !reflect.DeepEqual(c.PriorityGroups, []string{"main"}) || c.PriorityPolicy != jetstream.PriorityPolicyPinned || c.PinnedTTL != 2*time.Minute {
+		t.Errorf("priority groups %v, policy %v, timeout %v", c.PriorityGroups, c.PriorityPolicy, c.PinnedTTL)
+	}
+	if c.PauseUntil == nil || !c.PauseUntil.Equal(until) || !ci.Paused {
+		t.Errorf("pause_until %v, paused %v; want %v", c.PauseUntil, ci.Paused, until)
 	}
 }

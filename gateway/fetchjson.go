@@ -70,6 +70,10 @@ func appendFetchResponse(b []byte, r *jetgatev1.FetchResponse) (_ []byte, ok boo
 	}
 	b = append(b, `],"emptyReason":`...)
 	b = strconv.AppendQuote(b, r.GetEmptyReason().String())
+	b = append(b, `,"pinId":`...)
+	if b, ok = appendString(b, r.GetPinId()); !ok {
+		return nil, false
+	}
 	return append(b, '}'), true
 }
 

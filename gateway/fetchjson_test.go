@@ -65,7 +65,10 @@ func randomTimestamp(r *rand.Rand) *timestamppb.Timestamp {
 }
 
 func randomResponse(r *rand.Rand) *jetgatev1.FetchResponse {
-	res := &jetgatev1.FetchResponse{EmptyReason: jetgatev1.EmptyReason(r.IntN(5))}
+	res := &jetgatev1.FetchResponse{EmptyReason: jetgatev1.EmptyReason(r.IntN(6))}
+	if r.IntN(3) == 0 {
+		res.PinId = randomString(r)
+	}
 	for range r.IntN(4) {
 		m := &jetgatev1.Message{Token: randomString(r), Subject: randomString(r), LeaseDeadline: randomTimestamp(r)}
 		if r.IntN(4) > 0 {

@@ -25,8 +25,12 @@ func (s *consumerService) Consume(req *jetgatev1.ConsumeRequest, out grpc.Server
 	}
 	ctx := out.Context()
 	cr.Principal = auth.Principal(ctx)
+	pin := cr.Priority.PinID
 	err = s.replica.Consume(ctx, req.GetStream(), req.GetConsumer(), cr, func(ds []*consumer.Delivery) error {
-		return out.Send(&jetgatev1.ConsumeResponse{Messages: messagesOf(ds)})
+		if p := consumer.PinOf(ds); p != "" {
+			pin = p
+		}
+		return out.Send(&jetgatev1.ConsumeResponse{Messages: messagesOf(ds), PinId: pin})
 	})
 	if err != nil {
 		return s.status(err)
@@ -39,7 +43,11 @@ func validateConsume(req *jetgatev1.ConsumeRequest, lim Limits) (consumer.Consum
 	if err := validateNames(req.GetStream(), req.GetConsumer()); err != nil {
 		return consumer.ConsumeRequest{}, err
 	}
-	cr := consumer.ConsumeRequest{MaxMessages: int(req.GetMaxMessages()), Heartbeat: consumer.DefaultConsumeHeartbeat, AutoExtend: req.GetAutoExtend()}
+	pri, err := validatePriority(req)
+	if err != nil {
+		return consumer.ConsumeRequest{}, err
+	}
+	cr := consumer.ConsumeRequest{MaxMessages: int(req.GetMaxMessages()), Heartbeat: consumer.DefaultConsumeHeartbeat, AutoExtend: req.GetAutoExtend(), Priority: pri}
 	switch {
 	case cr.MaxMessages < 0:
 		return cr, fmt.Errorf("%w: max_messages must not be negative", errs.ErrInvalidArgument)

@@ -27,6 +27,7 @@ func (s *consumerService) Fetch(ctx context.Context, req *jetgatev1.FetchRequest
 	return &jetgatev1.FetchResponse{
 		Messages:    messagesOf(res.Messages),
 		EmptyReason: jetgatev1.EmptyReason(res.Empty),
+		PinId:       res.PinID,
 	}, nil
 }
 

@@ -108,7 +108,20 @@ func consumerConfigOf(ci *jetstream.ConsumerInfo) *jetgatev1.ConsumerConfig {
 	for _, b := range c.BackOff {
 		out.Backoff = append(out.Backoff, durationpb.New(b))
 	}
+	out.PriorityGroups, out.PriorityPolicy = c.PriorityGroups, priorityPolicies[c.PriorityPolicy]
+	if c.PinnedTTL > 0 {
+		out.PriorityTimeout = durationpb.New(c.PinnedTTL)
+	}
+	if c.PauseUntil != nil && !c.PauseUntil.IsZero() {
+		out.PauseUntil = timestamppb.New(*c.PauseUntil)
+	}
 	return out
+}
+
+var priorityPolicies = map[jetstream.PriorityPolicy]jetgatev1.PriorityPolicy{
+	jetstream.PriorityPolicyOverflow:    jetgatev1.PriorityPolicy_PRIORITY_POLICY_OVERFLOW,
+	jetstream.PriorityPolicyPinned:      jetgatev1.PriorityPolicy_PRIORITY_POLICY_PINNED_CLIENT,
+	jetstream.PriorityPolicyPrioritized: jetgatev1.PriorityPolicy_PRIORITY_POLICY_PRIORITIZED,
 }
 
 func consumerStateOf(ci *jetstream.ConsumerInfo) *jetgatev1.ConsumerState {
@@ -119,7 +132,7 @@ func consumerStateOf(ci *jetstream.ConsumerInfo) *jetgatev1.ConsumerState {
 		}
 		return p
 	}
-	return &jetgatev1.ConsumerState{
+	st := &jetgatev1.ConsumerState{
 		NumPending:     ci.NumPending,
 		NumAckPending:  int64(ci.NumAckPending),
 		NumRedelivered: int64(ci.NumRedelivered),
@@ -127,5 +140,23 @@ func consumerStateOf(ci *jetstream.ConsumerInfo) *jetgatev1.ConsumerState {
 		Delivered:      seq(ci.Delivered),
 		AckFloor:       seq(ci.AckFloor),
 		Created:        timestamppb.New(ci.Created),
+		Paused:         ci.Paused,
 	}
+	if ci.Paused {
+		st.PauseRemaining = durationpb.New(ci.PauseRemaining)
+	}
+	// Each group and whether it is pinned; never the pin, which would let
+	// any reader take the pinned client's place.
+	groups := map[string]jetstream.PriorityGroupState{}
+	for _, g := range ci.PriorityGroups {
+		groups[g.Group] = g
+	}
+	for _, name := range ci.Config.PriorityGroups {
+		g := &jetgatev1.PriorityGroupState{Group: name}
+		if pg := groups[name]; pg.PinnedClientID != "" {
+			g.Pinned, g.PinnedSince = true, timestamppb.New(pg.PinnedTS)
+		}
+		st.PriorityGroups = append(st.PriorityGroups, g)
+	}
+	return st
 }

@@ -31,6 +31,9 @@ var actions = map[string]auth.Action{
 	jetgatev1.ConsumerService_Extend_FullMethodName:      auth.ActionSettle,
 	jetgatev1.ConsumerService_GetConsumer_FullMethodName: auth.ActionRead,
 	jetgatev1.ConsumerService_Redrive_FullMethodName:     auth.ActionRedrive,
+	jetgatev1.ConsumerService_Pause_FullMethodName:       auth.ActionManage,
+	jetgatev1.ConsumerService_Resume_FullMethodName:      auth.ActionManage,
+	jetgatev1.ConsumerService_Unpin_FullMethodName:       auth.ActionManage,
 	jetgatev1.StreamService_Publish_FullMethodName:       auth.ActionPublish,
 }
 

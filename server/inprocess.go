@@ -79,6 +79,18 @@ func (x *chainedConsumer) Redrive(ctx context.Context, r *jetgatev1.RedriveReque
 	return invoke(ctx, x.chain, jetgatev1.ConsumerService_Redrive_FullMethodName, r, x.c.Redrive)
 }
 
+func (x *chainedConsumer) Pause(ctx context.Context, r *jetgatev1.PauseRequest) (*jetgatev1.PauseResponse, error) {
+	return invoke(ctx, x.chain, jetgatev1.ConsumerService_Pause_FullMethodName, r, x.c.Pause)
+}
+
+func (x *chainedConsumer) Resume(ctx context.Context, r *jetgatev1.ResumeRequest) (*jetgatev1.ResumeResponse, error) {
+	return invoke(ctx, x.chain, jetgatev1.ConsumerService_Resume_FullMethodName, r, x.c.Resume)
+}
+
+func (x *chainedConsumer) Unpin(ctx context.Context, r *jetgatev1.UnpinRequest) (*jetgatev1.UnpinResponse, error) {
+	return invoke(ctx, x.chain, jetgatev1.ConsumerService_Unpin_FullMethodName, r, x.c.Unpin)
+}
+
 type chainedStream struct {
 	jetgatev1.UnimplementedStreamServiceServer
 	s     jetgatev1.StreamServiceServer

@@ -23,6 +23,9 @@ type leaser interface {
 	Consumer(ctx context.Context, stream, name string) (core.ConsumerStatus, error)
 	Redrive(ctx context.Context, stream, name string, seqs []uint64) (core.RedriveResult, error)
 	Consume(ctx context.Context, stream, name string, req consumer.ConsumeRequest, send func([]*consumer.Delivery) error) error
+	Pause(ctx context.Context, stream, name string, until time.Time) (bool, time.Time, error)
+	Resume(ctx context.Context, stream, name string) (bool, error)
+	Unpin(ctx context.Context, stream, name, group string) error
 }
 
 // publisher is what the stream service needs of the core.

@@ -55,6 +55,9 @@ var kinds = []kind{
 	{errs.ErrPullRefused, codes.FailedPrecondition,
 		"the NATS server refused the pull request; see the gateway log"},
 	{errs.ErrPublishRefused, codes.FailedPrecondition, ""},
+	{errs.ErrManageRefused, codes.FailedPrecondition, ""},
+	{errs.ErrPriorityGroupRequired, codes.InvalidArgument, ""},
+	{errs.ErrPinIDMismatch, codes.FailedPrecondition, ""},
 	{context.DeadlineExceeded, codes.DeadlineExceeded, errs.TextDeadline},
 	{context.Canceled, codes.Canceled, errs.TextCanceled},
 }

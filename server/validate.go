@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	"github.com/jetgate/jetgate/internal/consumer"
@@ -12,6 +13,7 @@ import (
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/natsname"
+	"github.com/jetgate/jetgate/internal/pull"
 	"github.com/jetgate/jetgate/internal/settle"
 )
 
@@ -29,7 +31,11 @@ func validateFetch(req *jetgatev1.FetchRequest, lim Limits) (consumer.FetchReque
 	if err := validateNames(req.GetStream(), req.GetConsumer()); err != nil {
 		return consumer.FetchRequest{}, err
 	}
-	fr := consumer.FetchRequest{Batch: int(req.GetBatch()), Expires: core.DefaultExpires}
+	pri, err := validatePriority(req)
+	if err != nil {
+		return consumer.FetchRequest{}, err
+	}
+	fr := consumer.FetchRequest{Batch: int(req.GetBatch()), Expires: core.DefaultExpires, Priority: pri}
 	switch {
 	case fr.Batch < 0:
 		return consumer.FetchRequest{}, fmt.Errorf("%w: batch must not be negative", errs.ErrInvalidArgument)
@@ -63,6 +69,56 @@ type settleRequest interface {
 
 // validateSettle turns an Ack, Nak, Term or Extend of principal into a
 // settle request, checked by the rule that forwards are checked by too.
+// priorityRequest is what Fetch and Consume requests ask of priority groups.
+type priorityRequest interface {
+	GetGroup() string
+	GetMinPending() int64
+	GetMinAckPending() int64
+	GetPriority() int32
+	GetPinId() string
+}
+
+// Bounds of priority fields: the server takes group names of at most 16
+// characters of A-Z a-z 0-9 - _ / = (ADR-42), and priorities 0 to 9.
+const (
+	maxGroupLen = 16
+	maxPinIDLen = 64
+	maxPriority = 9
+)
+
+func validatePriority(req priorityRequest) (pull.Priority, error) {
+	p := pull.Priority{Group: req.GetGroup(), MinPending: req.GetMinPending(), MinAckPending: req.GetMinAckPending(), PinID: req.GetPinId()}
+	switch pr := req.GetPriority(); {
+	case len(p.Group) > maxGroupLen || strings.ContainsFunc(p.Group, func(r rune) bool { return !isGroupRune(r) }):
+		return p, fmt.Errorf("%w: group must be at most %d characters of A-Z, a-z, 0-9, -, _, / and =", errs.ErrInvalidArgument, maxGroupLen)
+	case p.MinPending < 0 || p.MinAckPending < 0:
+		return p, fmt.Errorf("%w: min_pending and min_ack_pending must not be negative", errs.ErrInvalidArgument)
+	case pr < 0 || pr > maxPriority:
+		return p, fmt.Errorf("%w: priority must be from 0 to %d", errs.ErrInvalidArgument, maxPriority)
+	case len(p.PinID) > maxPinIDLen || !isASCIIPrintable(p.PinID):
+		return p, fmt.Errorf("%w: pin_id is not a pin this gateway handed out", errs.ErrInvalidArgument)
+	default:
+		p.Priority = uint8(pr)
+	}
+	return p, nil
+}
+
+func isGroupRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_/=", r)
+}
+
+// validatePause checks a Pause: pause_until is required and in the future.
+func validatePause(req *jetgatev1.PauseRequest, now time.Time) (time.Time, error) {
+	if err := validateNames(req.GetStream(), req.GetConsumer()); err != nil {
+		return time.Time{}, err
+	}
+	until := req.GetPauseUntil()
+	if until == nil || until.CheckValid() != nil || !until.AsTime().After(now) {
+		return time.Time{}, fmt.Errorf("%w: pause_until must be a time in the future (an RFC 3339 timestamp over REST)", errs.ErrInvalidArgument)
+	}
+	return until.AsTime(), nil
+}
+
 func validateSettle(req settleRequest, op lease.Op, principal string) (settle.Request, error) {
 	sr := settle.Request{Op: op, Stream: req.GetStream(), Consumer: req.GetConsumer(), Tokens: req.GetTokens(), Principal: principal}
 	switch r := req.(type) {

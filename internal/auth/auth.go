@@ -34,10 +34,11 @@ const (
 	ActionRead    Action = "read"    // GetConsumer
 	ActionPublish Action = "publish" // Publish
 	ActionRedrive Action = "redrive" // Redrive
+	ActionManage  Action = "manage"  // Pause, Resume, Unpin
 )
 
 // Actions lists every action, for validating configurations.
-var Actions = []Action{ActionFetch, ActionSettle, ActionRead, ActionPublish, ActionRedrive}
+var Actions = []Action{ActionFetch, ActionSettle, ActionRead, ActionPublish, ActionRedrive, ActionManage}
 
 type principalKey struct{}
 

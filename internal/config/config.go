@@ -110,6 +110,11 @@ type Consumer struct {
 	MaxDeliver     int         `yaml:"max_deliver,omitempty"` // -1: unlimited
 	Backoff        []Duration  `yaml:"backoff,omitempty"`
 	DeadLetter     *DeadLetter `yaml:"dead_letter,omitempty"`
+	// Priority groups (ADR-42) and pause, as the server has them.
+	PriorityGroups  []string `yaml:"priority_groups,omitempty"`
+	PriorityPolicy  string   `yaml:"priority_policy,omitempty"`  // overflow | pinned_client | prioritized
+	PriorityTimeout Duration `yaml:"priority_timeout,omitempty"` // pinned_client
+	PauseUntil      string   `yaml:"pause_until,omitempty"`      // RFC 3339
 }
 
 // DeadLetter is where a consumer's messages that run out of deliveries
@@ -223,6 +228,7 @@ func (k Consumer) bootstrap() consumer.Config {
 	if k.DeadLetter != nil {
 		cc.DeadLetter = &consumer.DeadLetter{Subject: k.DeadLetter.Subject, OnTerm: k.DeadLetter.OnTerm}
 	}
+	k.priority(&cc)
 	return cc
 }
 

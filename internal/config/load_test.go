@@ -148,6 +148,12 @@ func TestBadFilesInBlockForm(t *testing.T) {
 	}{
 		{"    deliver_policy: by_start_time\n    opt_start_time: 2026-01-02 15:04", "consumers[1].opt_start_time", 13, `"2026-01-02 15:04": give an RFC 3339 time`},
 		{"    max_deliver: 2\n    backoff: [1s, 2s]", "consumers[1].max_deliver", 12, "2: must be more than the 2 steps of backoff"},
+		{"    priority_groups: [main]\n    priority_policy: sticky", "consumers[1].priority_policy", 13, `"sticky" is not a priority policy`},
+		{"    priority_groups: [main]\n    priority_timeout: 1m", "consumers[1].priority_groups", 12, "need priority_policy"},
+		{"    priority_groups: [main, \"no spaces\"]\n    priority_policy: overflow", "consumers[1].priority_groups[1]", 12, "a group is 1 to 16 characters"},
+		{"    priority_policy: overflow\n    priority_timeout: 1m", "consumers[1].priority_policy", 12, "overflow needs priority_groups"},
+		{"    priority_groups: [main]\n    priority_policy: overflow\n    priority_timeout: 1m", "consumers[1].priority_timeout", 14, "goes with priority_policy pinned_client"},
+		{"    pause_until: tomorrow", "consumers[1].pause_until", 12, `"tomorrow": give an RFC 3339 time`},
 	} {
 		_, err := parseAndValidate("bad.yaml", badFile(12, tt.repl))
 		var e *Error

@@ -38,6 +38,11 @@ type Config struct {
 	MaxDeliver     int             // -1: unlimited
 	BackOff        []time.Duration // the redelivery wait by delivery count
 	DeadLetter     *DeadLetter
+	// Priority groups (ADR-42) and pause; unset, as the server has them.
+	PriorityGroups []string
+	PriorityPolicy *jetstream.PriorityPolicy
+	PinnedTTL      time.Duration // priority_timeout, pinned_client
+	PauseUntil     *time.Time
 }
 
 // DeadLetter is where the messages of a consumer that run out of
@@ -79,6 +84,18 @@ func (c Config) overlay(cfg *jetstream.ConsumerConfig) {
 	}
 	if c.BackOff != nil {
 		cfg.BackOff = c.BackOff
+	}
+	if c.PriorityGroups != nil {
+		cfg.PriorityGroups = c.PriorityGroups
+	}
+	if c.PriorityPolicy != nil {
+		cfg.PriorityPolicy = *c.PriorityPolicy
+	}
+	if c.PinnedTTL > 0 {
+		cfg.PinnedTTL = c.PinnedTTL
+	}
+	if c.PauseUntil != nil {
+		cfg.PauseUntil = c.PauseUntil
 	}
 }
 

@@ -36,6 +36,7 @@ type ConsumeRequest struct {
 	MaxBytes    int64 // 0: no limit but the Fetch bound
 	Heartbeat   time.Duration
 	AutoExtend  bool
+	Priority    pull.Priority // of a consumer with priority groups
 	Principal   string
 }
 
@@ -49,7 +50,11 @@ type ConsumeRequest struct {
 // back at once, once the pull it left open (if any) has ended, so that they
 // are redelivered in milliseconds rather than after ack_wait.
 func (c *Consumer) Consume(ctx context.Context, req ConsumeRequest, send func([]*Delivery) error) error {
-	k := &consumeSink{c: c, s: newConsumeStream(), send: send, lastSend: time.Now()}
+	pri, err := c.priorityOf(req.Priority)
+	if err != nil {
+		return err
+	}
+	k := &consumeSink{c: c, s: newConsumeStream(), send: send, lastSend: time.Now(), pin: pri.PinID}
 	var last *pull.Pull // the pull the stream left open, to the orphan pool
 	defer func() { c.endStream(k.s, k.sendFailed || ctx.Err() != nil, last) }()
 	for {
@@ -75,6 +80,7 @@ func (c *Consumer) Consume(ctx context.Context, req ConsumeRequest, send func([]
 		wait := min(untilBeat, k.s.untilNextDue(c.leadIf(req.AutoExtend), now), consumeMaxWait)
 		n, bytes := k.s.load()
 		lim := c.limits(ctx, req.MaxMessages-n, 0, wait, req.Principal)
+		lim.priority, lim.priority.PinID = pri, k.pin // the stream keeps the pin it was given
 		if req.MaxBytes > 0 {
 			lim.maxBytes = min(lim.maxBytes, req.MaxBytes-bytes)
 		}
@@ -103,7 +109,8 @@ type consumeSink struct {
 	s          *consumeStream
 	send       func([]*Delivery) error
 	lastSend   time.Time
-	sendFailed bool // the caller is gone
+	sendFailed bool   // the caller is gone
+	pin        string // pinned_client: the pin the stream holds
 }
 
 func (k *consumeSink) pause() (gap, linger time.Duration) { return consumeGap, consumeMaxLinger }
@@ -116,6 +123,9 @@ func (k *consumeSink) take(_ context.Context, ds []*Delivery, _ bool) (bool, err
 		cl := k.c.claimsOf(d)
 		k.s.add(d, cl, now)
 		k.c.owners.own(k.s, cl.StreamSeq, cl.Delivered)
+	}
+	if pin := PinOf(ds); pin != "" {
+		k.pin = pin
 	}
 	return false, k.deliver(ds)
 }

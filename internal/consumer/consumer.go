@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -99,9 +98,7 @@ type Consumer struct {
 	maxLease       time.Duration      // how long auto_extend keeps one lease
 	leasesReturned prometheus.Counter // leases of ended Consume streams nak'ed back
 
-	mu     sync.Mutex
-	full   bool // the server's last word on max_ack_pending
-	fullAt time.Time
+	view atomic.Pointer[serverView] // what the server last said of the consumer
 }
 
 // Bind creates or updates the durable consumer cfg describes and returns the
@@ -152,6 +149,9 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 	c.orphans = newOrphanPool(c.receive)
 	c.orphansHanded, c.orphansNaked, c.leasesReturned = counter("handed"), counter("naked"), counter("consume_returned")
 	c.maxLease = cmp.Or(d.MaxLease, DefaultMaxLease)
+	v := viewOf(ci, c.maxAckPending)
+	v.at = time.Time{} // its groups stand; whether full or paused is asked anew
+	c.view.Store(v)
 	return c
 }
 
@@ -198,7 +198,11 @@ func (c *Consumer) AbandonedPulls() int { return c.orphans.pulls(time.Now()) }
 func (c *Consumer) info(ctx context.Context, limit time.Duration) (*jetstream.ConsumerInfo, error) {
 	ictx, cancel := context.WithTimeout(ctx, min(c.timeout, limit))
 	defer cancel()
-	return c.jsConsumer.Info(ictx)
+	ci, err := c.jsConsumer.Info(ictx)
+	if err == nil {
+		c.view.Store(viewOf(ci, c.maxAckPending))
+	}
+	return ci, err
 }
 
 // Info is the consumer's configuration and state, from the server.

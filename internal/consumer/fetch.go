@@ -42,6 +42,7 @@ const (
 	EmptyMaxAckPending                    // the consumer is at max_ack_pending
 	EmptyMaxBytes                         // the next message is larger than max_bytes
 	EmptyMaxWaiting                       // too many pulls already wait on the consumer
+	EmptyPaused                           // the consumer is paused
 )
 
 // FetchRequest is a validated Fetch.
@@ -49,6 +50,7 @@ type FetchRequest struct {
 	Batch     int
 	Expires   time.Duration // 0: return at once with what is available
 	MaxBytes  int64         // 0: no limit
+	Priority  pull.Priority // of a consumer with priority groups
 	Principal string
 }
 
@@ -56,6 +58,7 @@ type FetchRequest struct {
 type FetchResult struct {
 	Messages []*Delivery
 	Empty    EmptyReason
+	PinID    string // the pin the server gave the caller (pinned_client)
 }
 
 // A Fetch whose pull the server keeps open after its first messages (the
@@ -76,8 +79,12 @@ func (c *Consumer) Fetch(ctx context.Context, req FetchRequest) (FetchResult, er
 	if err := ctx.Err(); err != nil {
 		return FetchResult{}, err
 	}
+	pri, err := c.priorityOf(req.Priority)
+	if err != nil {
+		return FetchResult{}, err
+	}
 	lim := c.limits(ctx, req.Batch, req.MaxBytes, req.Expires, req.Principal)
-	lim.waitBatch = 1
+	lim.waitBatch, lim.priority = 1, pri
 	s := &fetchSink{c: c}
 	empty, left, err := c.pullLoop(ctx, lim, s)
 	switch {
@@ -86,7 +93,7 @@ func (c *Consumer) Fetch(ctx context.Context, req FetchRequest) (FetchResult, er
 		c.orphans.keep(s.got, left, time.Now())
 		return FetchResult{}, ctx.Err()
 	case len(s.got) > 0:
-		return FetchResult{Messages: s.got}, nil
+		return FetchResult{Messages: s.got, PinID: PinOf(s.got)}, nil
 	case err != nil:
 		return FetchResult{}, err
 	case empty == EmptyNone:
@@ -178,9 +185,13 @@ func (c *Consumer) serverAnswers(ctx context.Context) bool {
 	return err == nil
 }
 
-// emptyReason says why nothing came.
+// emptyReason says why nothing came: the consumer is paused (by anyone), or
+// at max_ack_pending, as the server last said, or there was nothing.
 func (c *Consumer) emptyReason(ctx context.Context) EmptyReason {
-	if c.atMaxAckPending(ctx) {
+	switch {
+	case c.serverState(ctx).paused:
+		return EmptyPaused
+	case c.atMaxAckPending(ctx):
 		return EmptyMaxAckPending
 	}
 	return EmptyNoMessages
@@ -190,24 +201,22 @@ func (c *Consumer) emptyReason(ctx context.Context) EmptyReason {
 // replica's own count of leases, or else by the server's (asked at most
 // once a second).
 func (c *Consumer) atMaxAckPending(ctx context.Context) bool {
-	return c.leases.Live() >= c.maxAckPending || c.serverAtMaxAckPending(ctx)
+	return c.leases.Live() >= c.maxAckPending || c.serverState(ctx).full
 }
 
-// serverAtMaxAckPending asks the server whether the consumer is at
-// max_ack_pending with messages waiting, at most once a second: clients
-// polling with expires 0s must not turn into a stream of info requests.
-func (c *Consumer) serverAtMaxAckPending(ctx context.Context) bool {
-	c.mu.Lock()
-	if time.Since(c.fullAt) < time.Second {
-		full := c.full
-		c.mu.Unlock()
-		return full
+// serverState is the server's word on whether the consumer is at
+// max_ack_pending and whether it is paused, asked at most once a second:
+// clients polling with expires 0s must not turn into a stream of info
+// requests.
+func (c *Consumer) serverState(ctx context.Context) *serverView {
+	if v := c.view.Load(); time.Since(v.at) < time.Second {
+		return v
 	}
-	c.mu.Unlock()
-	ci, err := c.info(context.WithoutCancel(ctx), time.Second)
-	full := err == nil && ci.NumAckPending >= c.maxAckPending && ci.NumPending > 0
-	c.mu.Lock()
-	c.full, c.fullAt = full, time.Now()
-	c.mu.Unlock()
-	return full
+	if _, err := c.info(context.WithoutCancel(ctx), time.Second); err != nil {
+		// Unknown: neither full nor paused, and not asked again for a second.
+		v := *c.view.Load()
+		v.full, v.paused, v.at = false, false, time.Now()
+		c.view.Store(&v)
+	}
+	return c.view.Load()
 }

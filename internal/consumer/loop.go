@@ -23,6 +23,7 @@ type pullLimits struct {
 	maxBytes  int64     // bytes at most, within the gateway's bound
 	until     time.Time // no pull waits past it
 	principal string    // whose tokens the messages get
+	priority  pull.Priority
 	// waitBatch is what a pull asks for when it has to wait in the
 	// server's queue behind others (where a no_wait pull is refused): a
 	// Fetch asks for one, which ends its pull the moment it comes; a
@@ -120,7 +121,7 @@ func (c *Consumer) startPull(lim pullLimits, noWait bool) (*pull.Pull, error) {
 	if c.maxBatch > 0 {
 		batch = min(batch, c.maxBatch)
 	}
-	req := pull.NewRequest(batch, time.Until(lim.until), noWait, lim.maxBytes)
+	req := pull.NewRequest(batch, time.Until(lim.until), noWait, lim.maxBytes, lim.priority)
 	p, err := pull.Start(c.nc, c.Stream, c.Name, req, c.waiting.release)
 	if err != nil {
 		c.waiting.release()
@@ -241,6 +242,9 @@ func (c *Consumer) ending(ctx context.Context, err error, maxBytes int64) pullEn
 			errs.ErrMessageTooLarge, c.maxFetchBytes)}
 	case errors.Is(err, pull.ErrExceededMaxWaiting):
 		return pullEnd{empty: EmptyMaxWaiting}
+	case errors.Is(err, jetstream.ErrPinIDMismatch):
+		return pullEnd{err: fmt.Errorf("%w: the priority group is pinned to another client; pull without pin_id to wait for the pin, or Unpin the group",
+			errs.ErrPinIDMismatch)}
 	case errors.Is(err, jetstream.ErrServerShutdown):
 		return pullEnd{err: fmt.Errorf("%w: the server is shutting down", errs.ErrUnavailable)}
 	case errors.Is(err, nats.ErrNoResponders):

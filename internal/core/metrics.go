@@ -129,7 +129,8 @@ func (m *metrics) watchDeadLetters(stream, name string) {
 }
 
 var emptyReasonNames = [...]string{consumer.EmptyNone: "", consumer.EmptyNoMessages: "no_messages",
-	consumer.EmptyMaxAckPending: "max_ack_pending", consumer.EmptyMaxBytes: "max_bytes", consumer.EmptyMaxWaiting: "max_waiting"}
+	consumer.EmptyMaxAckPending: "max_ack_pending", consumer.EmptyMaxBytes: "max_bytes", consumer.EmptyMaxWaiting: "max_waiting",
+	consumer.EmptyPaused: "paused"}
 
 func (m *metrics) fetch(c *consumer.Consumer, res consumer.FetchResult) {
 	if n := len(res.Messages); n > 0 {

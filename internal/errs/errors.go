@@ -94,6 +94,17 @@ var (
 
 	// ErrPublishRefused is a publish the stream refused.
 	ErrPublishRefused = errors.New("publish refused")
+
+	// ErrManageRefused is a Pause, Resume or Unpin the server refused.
+	ErrManageRefused = errors.New("refused by the server")
+
+	// ErrPriorityGroupRequired is a pull of a consumer with several priority
+	// groups that names none.
+	ErrPriorityGroupRequired = errors.New("priority group required")
+
+	// ErrPinIDMismatch is a pull of a pinned_client group that is pinned to
+	// another client (the server's 423): nothing was leased.
+	ErrPinIDMismatch = errors.New("pin id mismatch")
 )
 
 // reasons names each domain error as callers and replicas see it. Order
@@ -125,6 +136,9 @@ var reasons = []struct {
 	{ErrDeadLetterNotFound, "DEAD_LETTER_NOT_FOUND"},
 	{ErrPullRefused, "PULL_REFUSED"},
 	{ErrPublishRefused, "PUBLISH_REFUSED"},
+	{ErrManageRefused, "MANAGE_REFUSED"},
+	{ErrPriorityGroupRequired, "PRIORITY_GROUP_REQUIRED"},
+	{ErrPinIDMismatch, "PIN_ID_MISMATCH"},
 	{context.DeadlineExceeded, "DEADLINE_EXCEEDED"},
 	{context.Canceled, "CANCELED"},
 }

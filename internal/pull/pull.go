@@ -48,12 +48,26 @@ type Request struct {
 	NoWait    bool          `json:"no_wait,omitempty"`
 	MaxBytes  int64         `json:"max_bytes,omitempty"`
 	Heartbeat time.Duration `json:"idle_heartbeat,omitempty"`
+	Priority
 }
+
+// Priority is what a pull asks of a consumer with priority groups (ADR-42).
+type Priority struct {
+	Group         string `json:"group,omitempty"`
+	MinPending    int64  `json:"min_pending,omitempty"`     // overflow
+	MinAckPending int64  `json:"min_ack_pending,omitempty"` // overflow
+	Priority      uint8  `json:"priority,omitempty"`        // prioritized: 0 first, 9 last
+	PinID         string `json:"id,omitempty"`              // pinned_client: the pin held
+}
+
+// PinHeader carries, on a delivery of a pinned_client group, the pin its
+// puller now holds.
+const PinHeader = "Nats-Pin-Id"
 
 // NewRequest shapes a pull that waits up to wait: at least ImmediateExpiry,
 // and with idle heartbeats when it is long enough to need them.
-func NewRequest(batch int, wait time.Duration, noWait bool, maxBytes int64) Request {
-	r := Request{Batch: batch, NoWait: noWait, MaxBytes: maxBytes, Expires: max(wait, ImmediateExpiry)}
+func NewRequest(batch int, wait time.Duration, noWait bool, maxBytes int64, pri Priority) Request {
+	r := Request{Batch: batch, NoWait: noWait, MaxBytes: maxBytes, Expires: max(wait, ImmediateExpiry), Priority: pri}
 	if r.Expires >= 4*ImmediateExpiry {
 		r.Heartbeat = min(r.Expires/2, MaxHeartbeat)
 	}

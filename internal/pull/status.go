@@ -12,7 +12,8 @@ import (
 // Errors of the pull protocol that nats.go's jetstream package has no
 // sentinel for. The others are jetstream's own: ErrNoMessages,
 // ErrMaxBytesExceeded, ErrBatchCompleted, ErrConsumerDeleted,
-// ErrConsumerLeadershipChanged, ErrServerShutdown and ErrNoHeartbeat.
+// ErrConsumerLeadershipChanged, ErrServerShutdown, ErrPinIDMismatch and
+// ErrNoHeartbeat.
 var (
 	// ErrRequestsPending is a no_wait pull refused at once because other
 	// pulls already wait for more than is pending (408 Requests Pending):
@@ -67,6 +68,8 @@ func statusError(code, desc string) error {
 		case has(desc, "batch completed"):
 			return jetstream.ErrBatchCompleted
 		}
+	case "423":
+		return jetstream.ErrPinIDMismatch // a pinned_client group pinned to another
 	case "503":
 		return nats.ErrNoResponders
 	}

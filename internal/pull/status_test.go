@@ -17,6 +17,7 @@ var statusSentinels = []error{
 	jetstream.ErrMaxBytesExceeded,
 	jetstream.ErrServerShutdown,
 	jetstream.ErrBatchCompleted,
+	jetstream.ErrPinIDMismatch,
 	ErrRequestsPending,
 	ErrExceededMaxWaiting,
 	nats.ErrNoResponders,
@@ -41,6 +42,7 @@ func TestStatusErrorKnownStatuses(t *testing.T) {
 		{"409", "Exceeded MaxWaiting", ErrExceededMaxWaiting},
 		{"409", "Server Shutdown", jetstream.ErrServerShutdown},
 		{"409", "Batch Completed", jetstream.ErrBatchCompleted},
+		{"423", "Nats-Pin-Id mismatch", jetstream.ErrPinIDMismatch},
 		{"503", "", nats.ErrNoResponders},
 		{"503", "No Responders", nats.ErrNoResponders},
 	}
@@ -71,7 +73,6 @@ func TestStatusErrorUnknownStatusesAreRefusals(t *testing.T) {
 		{"409", "Consumer is push based"},
 		{"409", ""},
 		{"400", "Bad Request - invalid character"},
-		{"423", "Nats-Pin-Id mismatch"},
 		{"418", "I'm a teapot"},
 	}
 	for _, tt := range tests {

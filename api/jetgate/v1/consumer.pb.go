@@ -37,6 +37,8 @@ const (
 	EmptyReason_EMPTY_REASON_MAX_BYTES EmptyReason = 3
 	// The gateway has as many pulls waiting on the consumer as it allows.
 	EmptyReason_EMPTY_REASON_MAX_WAITING EmptyReason = 4
+	// The consumer is paused (by anyone) until its pause_until.
+	EmptyReason_EMPTY_REASON_PAUSED EmptyReason = 5
 )
 
 // Enum value maps for EmptyReason.
@@ -47,6 +49,7 @@ var (
 		2: "EMPTY_REASON_MAX_ACK_PENDING",
 		3: "EMPTY_REASON_MAX_BYTES",
 		4: "EMPTY_REASON_MAX_WAITING",
+		5: "EMPTY_REASON_PAUSED",
 	}
 	EmptyReason_value = map[string]int32{
 		"EMPTY_REASON_UNSPECIFIED":     0,
@@ -54,6 +57,7 @@ var (
 		"EMPTY_REASON_MAX_ACK_PENDING": 2,
 		"EMPTY_REASON_MAX_BYTES":       3,
 		"EMPTY_REASON_MAX_WAITING":     4,
+		"EMPTY_REASON_PAUSED":          5,
 	}
 )
 
@@ -210,6 +214,64 @@ func (AckPolicy) EnumDescriptor() ([]byte, []int) {
 	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{2}
 }
 
+// PriorityPolicy says how a consumer's priority groups are served.
+type PriorityPolicy int32
+
+const (
+	// No priority groups.
+	PriorityPolicy_PRIORITY_POLICY_UNSPECIFIED PriorityPolicy = 0
+	// Pulls that set min_pending or min_ack_pending get messages only past
+	// those thresholds.
+	PriorityPolicy_PRIORITY_POLICY_OVERFLOW PriorityPolicy = 1
+	// One client at a time is pinned and gets every message.
+	PriorityPolicy_PRIORITY_POLICY_PINNED_CLIENT PriorityPolicy = 2
+	// Pulls of a lower priority number are served first.
+	PriorityPolicy_PRIORITY_POLICY_PRIORITIZED PriorityPolicy = 3
+)
+
+// Enum value maps for PriorityPolicy.
+var (
+	PriorityPolicy_name = map[int32]string{
+		0: "PRIORITY_POLICY_UNSPECIFIED",
+		1: "PRIORITY_POLICY_OVERFLOW",
+		2: "PRIORITY_POLICY_PINNED_CLIENT",
+		3: "PRIORITY_POLICY_PRIORITIZED",
+	}
+	PriorityPolicy_value = map[string]int32{
+		"PRIORITY_POLICY_UNSPECIFIED":   0,
+		"PRIORITY_POLICY_OVERFLOW":      1,
+		"PRIORITY_POLICY_PINNED_CLIENT": 2,
+		"PRIORITY_POLICY_PRIORITIZED":   3,
+	}
+)
+
+func (x PriorityPolicy) Enum() *PriorityPolicy {
+	p := new(PriorityPolicy)
+	*p = x
+	return p
+}
+
+func (x PriorityPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PriorityPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_jetgate_v1_consumer_proto_enumTypes[3].Descriptor()
+}
+
+func (PriorityPolicy) Type() protoreflect.EnumType {
+	return &file_jetgate_v1_consumer_proto_enumTypes[3]
+}
+
+func (x PriorityPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PriorityPolicy.Descriptor instead.
+func (PriorityPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{3}
+}
+
 // FetchRequest asks for a batch of leased messages.
 type FetchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -225,7 +287,21 @@ type FetchRequest struct {
 	// caller's own deadline.
 	Expires *durationpb.Duration `protobuf:"bytes,4,opt,name=expires,proto3" json:"expires,omitempty"`
 	// The most payload bytes to return in this batch, if set.
-	MaxBytes      *int64 `protobuf:"varint,5,opt,name=max_bytes,json=maxBytes,proto3,oneof" json:"max_bytes,omitempty"`
+	MaxBytes *int64 `protobuf:"varint,5,opt,name=max_bytes,json=maxBytes,proto3,oneof" json:"max_bytes,omitempty"`
+	// The consumer's priority group to pull from. Unset: the consumer's group
+	// when it has exactly one (a consumer with several needs it).
+	Group string `protobuf:"bytes,6,opt,name=group,proto3" json:"group,omitempty"`
+	// Overflow policy: take messages only while the consumer has at least
+	// this many pending.
+	MinPending int64 `protobuf:"varint,7,opt,name=min_pending,json=minPending,proto3" json:"min_pending,omitempty"`
+	// Overflow policy: take messages only while the consumer has at least
+	// this many delivered and unacknowledged.
+	MinAckPending int64 `protobuf:"varint,8,opt,name=min_ack_pending,json=minAckPending,proto3" json:"min_ack_pending,omitempty"`
+	// Prioritized policy: 0 is served first, 9 last.
+	Priority int32 `protobuf:"varint,9,opt,name=priority,proto3" json:"priority,omitempty"`
+	// Pinned-client policy: the pin this caller was given (pin_id of an
+	// earlier response), through any replica. Unset asks to be pinned.
+	PinId         string `protobuf:"bytes,10,opt,name=pin_id,json=pinId,proto3" json:"pin_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -295,13 +371,51 @@ func (x *FetchRequest) GetMaxBytes() int64 {
 	return 0
 }
 
+func (x *FetchRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *FetchRequest) GetMinPending() int64 {
+	if x != nil {
+		return x.MinPending
+	}
+	return 0
+}
+
+func (x *FetchRequest) GetMinAckPending() int64 {
+	if x != nil {
+		return x.MinAckPending
+	}
+	return 0
+}
+
+func (x *FetchRequest) GetPriority() int32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
+func (x *FetchRequest) GetPinId() string {
+	if x != nil {
+		return x.PinId
+	}
+	return ""
+}
+
 // FetchResponse carries the leased messages.
 type FetchResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The leased messages, in delivery order. Empty is a success.
 	Messages []*Message `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
 	// Why no messages were returned; unspecified when messages is not empty.
-	EmptyReason   EmptyReason `protobuf:"varint,2,opt,name=empty_reason,json=emptyReason,proto3,enum=jetgate.v1.EmptyReason" json:"empty_reason,omitempty"`
+	EmptyReason EmptyReason `protobuf:"varint,2,opt,name=empty_reason,json=emptyReason,proto3,enum=jetgate.v1.EmptyReason" json:"empty_reason,omitempty"`
+	// Pinned-client policy: the pin the server gave this caller; send it
+	// with the next Fetch.
+	PinId         string `protobuf:"bytes,3,opt,name=pin_id,json=pinId,proto3" json:"pin_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -348,6 +462,13 @@ func (x *FetchResponse) GetEmptyReason() EmptyReason {
 		return x.EmptyReason
 	}
 	return EmptyReason_EMPTY_REASON_UNSPECIFIED
+}
+
+func (x *FetchResponse) GetPinId() string {
+	if x != nil {
+		return x.PinId
+	}
+	return ""
 }
 
 // Message is one leased delivery.
@@ -1355,7 +1476,18 @@ type ConsumeRequest struct {
 	Heartbeat *durationpb.Duration `protobuf:"bytes,5,opt,name=heartbeat,proto3" json:"heartbeat,omitempty"`
 	// Keep the stream's leases alive (+WPI before each deadline) while it is
 	// open, up to the gateway's maximum lease time.
-	AutoExtend    bool `protobuf:"varint,6,opt,name=auto_extend,json=autoExtend,proto3" json:"auto_extend,omitempty"`
+	AutoExtend bool `protobuf:"varint,6,opt,name=auto_extend,json=autoExtend,proto3" json:"auto_extend,omitempty"`
+	// The consumer's priority group, as for Fetch.
+	Group string `protobuf:"bytes,7,opt,name=group,proto3" json:"group,omitempty"`
+	// Overflow policy, as for Fetch.
+	MinPending int64 `protobuf:"varint,8,opt,name=min_pending,json=minPending,proto3" json:"min_pending,omitempty"`
+	// Overflow policy, as for Fetch.
+	MinAckPending int64 `protobuf:"varint,9,opt,name=min_ack_pending,json=minAckPending,proto3" json:"min_ack_pending,omitempty"`
+	// Prioritized policy, as for Fetch.
+	Priority int32 `protobuf:"varint,10,opt,name=priority,proto3" json:"priority,omitempty"`
+	// Pinned-client policy: a pin given earlier. The stream keeps the pin the
+	// server gives it, and ends with PIN_ID_MISMATCH when it loses it.
+	PinId         string `protobuf:"bytes,11,opt,name=pin_id,json=pinId,proto3" json:"pin_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1432,11 +1564,48 @@ func (x *ConsumeRequest) GetAutoExtend() bool {
 	return false
 }
 
+func (x *ConsumeRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *ConsumeRequest) GetMinPending() int64 {
+	if x != nil {
+		return x.MinPending
+	}
+	return 0
+}
+
+func (x *ConsumeRequest) GetMinAckPending() int64 {
+	if x != nil {
+		return x.MinAckPending
+	}
+	return 0
+}
+
+func (x *ConsumeRequest) GetPriority() int32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
+func (x *ConsumeRequest) GetPinId() string {
+	if x != nil {
+		return x.PinId
+	}
+	return ""
+}
+
 // ConsumeResponse carries messages, or none as a heartbeat.
 type ConsumeResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The messages leased, each with its token.
-	Messages      []*Message `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	Messages []*Message `protobuf:"bytes,1,rep,name=messages,proto3" json:"messages,omitempty"`
+	// Pinned-client policy: the stream's pin.
+	PinId         string `protobuf:"bytes,2,opt,name=pin_id,json=pinId,proto3" json:"pin_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1478,6 +1647,335 @@ func (x *ConsumeResponse) GetMessages() []*Message {
 	return nil
 }
 
+func (x *ConsumeResponse) GetPinId() string {
+	if x != nil {
+		return x.PinId
+	}
+	return ""
+}
+
+// PauseRequest pauses a consumer.
+type PauseRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stream the consumer belongs to.
+	Stream string `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	// The durable consumer's name.
+	Consumer string `protobuf:"bytes,2,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	// When the consumer delivers again by itself; required, in the future.
+	PauseUntil    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=pause_until,json=pauseUntil,proto3" json:"pause_until,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseRequest) Reset() {
+	*x = PauseRequest{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseRequest) ProtoMessage() {}
+
+func (x *PauseRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
+func (*PauseRequest) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *PauseRequest) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *PauseRequest) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+func (x *PauseRequest) GetPauseUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PauseUntil
+	}
+	return nil
+}
+
+// PauseResponse is the consumer's pause as the server took it.
+type PauseResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whether the consumer is paused.
+	Paused bool `protobuf:"varint,1,opt,name=paused,proto3" json:"paused,omitempty"`
+	// Until when.
+	PauseUntil    *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=pause_until,json=pauseUntil,proto3" json:"pause_until,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseResponse) Reset() {
+	*x = PauseResponse{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseResponse) ProtoMessage() {}
+
+func (x *PauseResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseResponse.ProtoReflect.Descriptor instead.
+func (*PauseResponse) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *PauseResponse) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *PauseResponse) GetPauseUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PauseUntil
+	}
+	return nil
+}
+
+// ResumeRequest resumes a paused consumer.
+type ResumeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stream the consumer belongs to.
+	Stream string `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	// The durable consumer's name.
+	Consumer      string `protobuf:"bytes,2,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeRequest) Reset() {
+	*x = ResumeRequest{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeRequest) ProtoMessage() {}
+
+func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
+func (*ResumeRequest) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ResumeRequest) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *ResumeRequest) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+// ResumeResponse is the consumer's state after Resume.
+type ResumeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Whether the consumer is still paused (false once resumed).
+	Paused        bool `protobuf:"varint,1,opt,name=paused,proto3" json:"paused,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResumeResponse) Reset() {
+	*x = ResumeResponse{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResumeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResumeResponse) ProtoMessage() {}
+
+func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResumeResponse.ProtoReflect.Descriptor instead.
+func (*ResumeResponse) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ResumeResponse) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+// UnpinRequest unpins a priority group's client.
+type UnpinRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stream the consumer belongs to.
+	Stream string `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	// The durable consumer's name.
+	Consumer string `protobuf:"bytes,2,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	// The priority group. Unset: the consumer's group when it has exactly
+	// one.
+	Group         string `protobuf:"bytes,3,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnpinRequest) Reset() {
+	*x = UnpinRequest{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnpinRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnpinRequest) ProtoMessage() {}
+
+func (x *UnpinRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnpinRequest.ProtoReflect.Descriptor instead.
+func (*UnpinRequest) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *UnpinRequest) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *UnpinRequest) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+func (x *UnpinRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+// UnpinResponse says the group was unpinned.
+type UnpinResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnpinResponse) Reset() {
+	*x = UnpinResponse{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnpinResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnpinResponse) ProtoMessage() {}
+
+func (x *UnpinResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnpinResponse.ProtoReflect.Descriptor instead.
+func (*UnpinResponse) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{24}
+}
+
 // RedriveRequest names dead letters to put back on their subjects.
 type RedriveRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1494,7 +1992,7 @@ type RedriveRequest struct {
 
 func (x *RedriveRequest) Reset() {
 	*x = RedriveRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[19]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1506,7 +2004,7 @@ func (x *RedriveRequest) String() string {
 func (*RedriveRequest) ProtoMessage() {}
 
 func (x *RedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[19]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1519,7 +2017,7 @@ func (x *RedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveRequest.ProtoReflect.Descriptor instead.
 func (*RedriveRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{19}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RedriveRequest) GetStream() string {
@@ -1556,7 +2054,7 @@ type RedriveResponse struct {
 
 func (x *RedriveResponse) Reset() {
 	*x = RedriveResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[20]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1568,7 +2066,7 @@ func (x *RedriveResponse) String() string {
 func (*RedriveResponse) ProtoMessage() {}
 
 func (x *RedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[20]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1581,7 +2079,7 @@ func (x *RedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveResponse.ProtoReflect.Descriptor instead.
 func (*RedriveResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{20}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RedriveResponse) GetRedriven() int64 {
@@ -1616,7 +2114,7 @@ type RedriveFailure struct {
 
 func (x *RedriveFailure) Reset() {
 	*x = RedriveFailure{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[21]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1628,7 +2126,7 @@ func (x *RedriveFailure) String() string {
 func (*RedriveFailure) ProtoMessage() {}
 
 func (x *RedriveFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[21]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1641,7 +2139,7 @@ func (x *RedriveFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveFailure.ProtoReflect.Descriptor instead.
 func (*RedriveFailure) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{21}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RedriveFailure) GetSeq() uint64 {
@@ -1704,14 +2202,23 @@ type ConsumerConfig struct {
 	// How many replicas the consumer has; 0 is the stream's.
 	NumReplicas int32 `protobuf:"varint,14,opt,name=num_replicas,json=numReplicas,proto3" json:"num_replicas,omitempty"`
 	// The consumer's description.
-	Description   string `protobuf:"bytes,15,opt,name=description,proto3" json:"description,omitempty"`
+	Description string `protobuf:"bytes,15,opt,name=description,proto3" json:"description,omitempty"`
+	// The consumer's priority groups (ADR-42), if any.
+	PriorityGroups []string `protobuf:"bytes,16,rep,name=priority_groups,json=priorityGroups,proto3" json:"priority_groups,omitempty"`
+	// How the groups are served.
+	PriorityPolicy PriorityPolicy `protobuf:"varint,17,opt,name=priority_policy,json=priorityPolicy,proto3,enum=jetgate.v1.PriorityPolicy" json:"priority_policy,omitempty"`
+	// Pinned-client policy: how long a pinned client may go without pulling
+	// before the pin moves on.
+	PriorityTimeout *durationpb.Duration `protobuf:"bytes,18,opt,name=priority_timeout,json=priorityTimeout,proto3" json:"priority_timeout,omitempty"`
+	// When a paused consumer delivers again, as configured.
+	PauseUntil    *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=pause_until,json=pauseUntil,proto3" json:"pause_until,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ConsumerConfig) Reset() {
 	*x = ConsumerConfig{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[22]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1723,7 +2230,7 @@ func (x *ConsumerConfig) String() string {
 func (*ConsumerConfig) ProtoMessage() {}
 
 func (x *ConsumerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[22]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1736,7 +2243,7 @@ func (x *ConsumerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerConfig.ProtoReflect.Descriptor instead.
 func (*ConsumerConfig) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{22}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ConsumerConfig) GetDurableName() string {
@@ -1844,6 +2351,34 @@ func (x *ConsumerConfig) GetDescription() string {
 	return ""
 }
 
+func (x *ConsumerConfig) GetPriorityGroups() []string {
+	if x != nil {
+		return x.PriorityGroups
+	}
+	return nil
+}
+
+func (x *ConsumerConfig) GetPriorityPolicy() PriorityPolicy {
+	if x != nil {
+		return x.PriorityPolicy
+	}
+	return PriorityPolicy_PRIORITY_POLICY_UNSPECIFIED
+}
+
+func (x *ConsumerConfig) GetPriorityTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.PriorityTimeout
+	}
+	return nil
+}
+
+func (x *ConsumerConfig) GetPauseUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PauseUntil
+	}
+	return nil
+}
+
 // ConsumerState is a consumer's live state.
 type ConsumerState struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1860,14 +2395,21 @@ type ConsumerState struct {
 	// The acknowledgement floor.
 	AckFloor *SequencePair `protobuf:"bytes,6,opt,name=ack_floor,json=ackFloor,proto3" json:"ack_floor,omitempty"`
 	// When the consumer was created.
-	Created       *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=created,proto3" json:"created,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Created *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=created,proto3" json:"created,omitempty"`
+	// Whether the consumer is paused now.
+	Paused bool `protobuf:"varint,8,opt,name=paused,proto3" json:"paused,omitempty"`
+	// How long the pause has left, when paused.
+	PauseRemaining *durationpb.Duration `protobuf:"bytes,9,opt,name=pause_remaining,json=pauseRemaining,proto3" json:"pause_remaining,omitempty"`
+	// Each priority group and whether a client is pinned to it (the pin
+	// itself is never shown).
+	PriorityGroups []*PriorityGroupState `protobuf:"bytes,10,rep,name=priority_groups,json=priorityGroups,proto3" json:"priority_groups,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ConsumerState) Reset() {
 	*x = ConsumerState{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[23]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1879,7 +2421,7 @@ func (x *ConsumerState) String() string {
 func (*ConsumerState) ProtoMessage() {}
 
 func (x *ConsumerState) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[23]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1892,7 +2434,7 @@ func (x *ConsumerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerState.ProtoReflect.Descriptor instead.
 func (*ConsumerState) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{23}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ConsumerState) GetNumPending() uint64 {
@@ -1944,6 +2486,91 @@ func (x *ConsumerState) GetCreated() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *ConsumerState) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *ConsumerState) GetPauseRemaining() *durationpb.Duration {
+	if x != nil {
+		return x.PauseRemaining
+	}
+	return nil
+}
+
+func (x *ConsumerState) GetPriorityGroups() []*PriorityGroupState {
+	if x != nil {
+		return x.PriorityGroups
+	}
+	return nil
+}
+
+// PriorityGroupState is one priority group's state.
+type PriorityGroupState struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The group's name.
+	Group string `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	// Whether a client is pinned to it.
+	Pinned bool `protobuf:"varint,2,opt,name=pinned,proto3" json:"pinned,omitempty"`
+	// Since when, when pinned.
+	PinnedSince   *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=pinned_since,json=pinnedSince,proto3" json:"pinned_since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PriorityGroupState) Reset() {
+	*x = PriorityGroupState{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PriorityGroupState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PriorityGroupState) ProtoMessage() {}
+
+func (x *PriorityGroupState) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PriorityGroupState.ProtoReflect.Descriptor instead.
+func (*PriorityGroupState) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *PriorityGroupState) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *PriorityGroupState) GetPinned() bool {
+	if x != nil {
+		return x.Pinned
+	}
+	return false
+}
+
+func (x *PriorityGroupState) GetPinnedSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PinnedSince
+	}
+	return nil
+}
+
 // SequencePair is a position in the consumer and in its stream.
 type SequencePair struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1959,7 +2586,7 @@ type SequencePair struct {
 
 func (x *SequencePair) Reset() {
 	*x = SequencePair{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[24]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1971,7 +2598,7 @@ func (x *SequencePair) String() string {
 func (*SequencePair) ProtoMessage() {}
 
 func (x *SequencePair) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[24]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1984,7 +2611,7 @@ func (x *SequencePair) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SequencePair.ProtoReflect.Descriptor instead.
 func (*SequencePair) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{24}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SequencePair) GetConsumerSeq() uint64 {
@@ -2013,18 +2640,26 @@ var File_jetgate_v1_consumer_proto protoreflect.FileDescriptor
 const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\n" +
 	"\x19jetgate/v1/consumer.proto\x12\n" +
-	"jetgate.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xbd\x01\n" +
+	"jetgate.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcf\x02\n" +
 	"\fFetchRequest\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x1a\n" +
 	"\bconsumer\x18\x02 \x01(\tR\bconsumer\x12\x14\n" +
 	"\x05batch\x18\x03 \x01(\x05R\x05batch\x123\n" +
 	"\aexpires\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\aexpires\x12 \n" +
-	"\tmax_bytes\x18\x05 \x01(\x03H\x00R\bmaxBytes\x88\x01\x01B\f\n" +
+	"\tmax_bytes\x18\x05 \x01(\x03H\x00R\bmaxBytes\x88\x01\x01\x12\x14\n" +
+	"\x05group\x18\x06 \x01(\tR\x05group\x12\x1f\n" +
+	"\vmin_pending\x18\a \x01(\x03R\n" +
+	"minPending\x12&\n" +
+	"\x0fmin_ack_pending\x18\b \x01(\x03R\rminAckPending\x12\x1a\n" +
+	"\bpriority\x18\t \x01(\x05R\bpriority\x12\x15\n" +
+	"\x06pin_id\x18\n" +
+	" \x01(\tR\x05pinIdB\f\n" +
 	"\n" +
-	"_max_bytes\"|\n" +
+	"_max_bytes\"\x93\x01\n" +
 	"\rFetchResponse\x12/\n" +
 	"\bmessages\x18\x01 \x03(\v2\x13.jetgate.v1.MessageR\bmessages\x12:\n" +
-	"\fempty_reason\x18\x02 \x01(\x0e2\x17.jetgate.v1.EmptyReasonR\vemptyReason\"\xdb\x02\n" +
+	"\fempty_reason\x18\x02 \x01(\x0e2\x17.jetgate.v1.EmptyReasonR\vemptyReason\x12\x15\n" +
+	"\x06pin_id\x18\x03 \x01(\tR\x05pinId\"\xdb\x02\n" +
 	"\aMessage\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12\x18\n" +
 	"\asubject\x18\x02 \x01(\tR\asubject\x12\x12\n" +
@@ -2094,7 +2729,7 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\x05state\x18\x02 \x01(\v2\x19.jetgate.v1.ConsumerStateR\x05state\x12%\n" +
 	"\x0egateway_leases\x18\x03 \x01(\x03R\rgatewayLeases\x12!\n" +
 	"\fdead_letters\x18\x04 \x01(\x03R\vdeadLetters\x12G\n" +
-	"\x12oldest_unacked_age\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x10oldestUnackedAge\"\xf1\x01\n" +
+	"\x12oldest_unacked_age\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x10oldestUnackedAge\"\x83\x03\n" +
 	"\x0eConsumeRequest\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x1a\n" +
 	"\bconsumer\x18\x02 \x01(\tR\bconsumer\x12!\n" +
@@ -2102,11 +2737,38 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\tmax_bytes\x18\x04 \x01(\x03H\x00R\bmaxBytes\x88\x01\x01\x127\n" +
 	"\theartbeat\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\theartbeat\x12\x1f\n" +
 	"\vauto_extend\x18\x06 \x01(\bR\n" +
-	"autoExtendB\f\n" +
+	"autoExtend\x12\x14\n" +
+	"\x05group\x18\a \x01(\tR\x05group\x12\x1f\n" +
+	"\vmin_pending\x18\b \x01(\x03R\n" +
+	"minPending\x12&\n" +
+	"\x0fmin_ack_pending\x18\t \x01(\x03R\rminAckPending\x12\x1a\n" +
+	"\bpriority\x18\n" +
+	" \x01(\x05R\bpriority\x12\x15\n" +
+	"\x06pin_id\x18\v \x01(\tR\x05pinIdB\f\n" +
 	"\n" +
-	"_max_bytes\"B\n" +
+	"_max_bytes\"Y\n" +
 	"\x0fConsumeResponse\x12/\n" +
-	"\bmessages\x18\x01 \x03(\v2\x13.jetgate.v1.MessageR\bmessages\"X\n" +
+	"\bmessages\x18\x01 \x03(\v2\x13.jetgate.v1.MessageR\bmessages\x12\x15\n" +
+	"\x06pin_id\x18\x02 \x01(\tR\x05pinId\"\x7f\n" +
+	"\fPauseRequest\x12\x16\n" +
+	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x1a\n" +
+	"\bconsumer\x18\x02 \x01(\tR\bconsumer\x12;\n" +
+	"\vpause_until\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"pauseUntil\"d\n" +
+	"\rPauseResponse\x12\x16\n" +
+	"\x06paused\x18\x01 \x01(\bR\x06paused\x12;\n" +
+	"\vpause_until\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"pauseUntil\"C\n" +
+	"\rResumeRequest\x12\x16\n" +
+	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x1a\n" +
+	"\bconsumer\x18\x02 \x01(\tR\bconsumer\"(\n" +
+	"\x0eResumeResponse\x12\x16\n" +
+	"\x06paused\x18\x01 \x01(\bR\x06paused\"X\n" +
+	"\fUnpinRequest\x12\x16\n" +
+	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x1a\n" +
+	"\bconsumer\x18\x02 \x01(\tR\bconsumer\x12\x14\n" +
+	"\x05group\x18\x03 \x01(\tR\x05group\"\x0f\n" +
+	"\rUnpinResponse\"X\n" +
 	"\x0eRedriveRequest\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x1a\n" +
 	"\bconsumer\x18\x02 \x01(\tR\bconsumer\x12\x12\n" +
@@ -2118,7 +2780,7 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\x05R\x04code\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
-	"\amessage\x18\x04 \x01(\tR\amessage\"\xcb\x05\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"\xbc\a\n" +
 	"\x0eConsumerConfig\x12!\n" +
 	"\fdurable_name\x18\x01 \x01(\tR\vdurableName\x12@\n" +
 	"\x0edeliver_policy\x18\x02 \x01(\x0e2\x19.jetgate.v1.DeliverPolicyR\rdeliverPolicy\x12\"\n" +
@@ -2138,7 +2800,12 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\x11max_request_batch\x18\f \x01(\x03R\x0fmaxRequestBatch\x12I\n" +
 	"\x13max_request_expires\x18\r \x01(\v2\x19.google.protobuf.DurationR\x11maxRequestExpires\x12!\n" +
 	"\fnum_replicas\x18\x0e \x01(\x05R\vnumReplicas\x12 \n" +
-	"\vdescription\x18\x0f \x01(\tR\vdescription\"\xc7\x02\n" +
+	"\vdescription\x18\x0f \x01(\tR\vdescription\x12'\n" +
+	"\x0fpriority_groups\x18\x10 \x03(\tR\x0epriorityGroups\x12C\n" +
+	"\x0fpriority_policy\x18\x11 \x01(\x0e2\x1a.jetgate.v1.PriorityPolicyR\x0epriorityPolicy\x12D\n" +
+	"\x10priority_timeout\x18\x12 \x01(\v2\x19.google.protobuf.DurationR\x0fpriorityTimeout\x12;\n" +
+	"\vpause_until\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"pauseUntil\"\xec\x03\n" +
 	"\rConsumerState\x12\x1f\n" +
 	"\vnum_pending\x18\x01 \x01(\x04R\n" +
 	"numPending\x12&\n" +
@@ -2148,19 +2815,28 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"numWaiting\x126\n" +
 	"\tdelivered\x18\x05 \x01(\v2\x18.jetgate.v1.SequencePairR\tdelivered\x125\n" +
 	"\tack_floor\x18\x06 \x01(\v2\x18.jetgate.v1.SequencePairR\backFloor\x124\n" +
-	"\acreated\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\acreated\"\x8d\x01\n" +
+	"\acreated\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\acreated\x12\x16\n" +
+	"\x06paused\x18\b \x01(\bR\x06paused\x12B\n" +
+	"\x0fpause_remaining\x18\t \x01(\v2\x19.google.protobuf.DurationR\x0epauseRemaining\x12G\n" +
+	"\x0fpriority_groups\x18\n" +
+	" \x03(\v2\x1e.jetgate.v1.PriorityGroupStateR\x0epriorityGroups\"\x81\x01\n" +
+	"\x12PriorityGroupState\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x16\n" +
+	"\x06pinned\x18\x02 \x01(\bR\x06pinned\x12=\n" +
+	"\fpinned_since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\vpinnedSince\"\x8d\x01\n" +
 	"\fSequencePair\x12!\n" +
 	"\fconsumer_seq\x18\x01 \x01(\x04R\vconsumerSeq\x12\x1d\n" +
 	"\n" +
 	"stream_seq\x18\x02 \x01(\x04R\tstreamSeq\x12;\n" +
 	"\vlast_active\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"lastActive*\xa5\x01\n" +
+	"lastActive*\xbe\x01\n" +
 	"\vEmptyReason\x12\x1c\n" +
 	"\x18EMPTY_REASON_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18EMPTY_REASON_NO_MESSAGES\x10\x01\x12 \n" +
 	"\x1cEMPTY_REASON_MAX_ACK_PENDING\x10\x02\x12\x1a\n" +
 	"\x16EMPTY_REASON_MAX_BYTES\x10\x03\x12\x1c\n" +
-	"\x18EMPTY_REASON_MAX_WAITING\x10\x04*\xe5\x01\n" +
+	"\x18EMPTY_REASON_MAX_WAITING\x10\x04\x12\x17\n" +
+	"\x13EMPTY_REASON_PAUSED\x10\x05*\xe5\x01\n" +
 	"\rDeliverPolicy\x12\x1e\n" +
 	"\x1aDELIVER_POLICY_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12DELIVER_POLICY_ALL\x10\x01\x12\x17\n" +
@@ -2173,7 +2849,12 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\x16ACK_POLICY_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13ACK_POLICY_EXPLICIT\x10\x01\x12\x12\n" +
 	"\x0eACK_POLICY_ALL\x10\x02\x12\x13\n" +
-	"\x0fACK_POLICY_NONE\x10\x032\x95\x04\n" +
+	"\x0fACK_POLICY_NONE\x10\x03*\x93\x01\n" +
+	"\x0ePriorityPolicy\x12\x1f\n" +
+	"\x1bPRIORITY_POLICY_UNSPECIFIED\x10\x00\x12\x1c\n" +
+	"\x18PRIORITY_POLICY_OVERFLOW\x10\x01\x12!\n" +
+	"\x1dPRIORITY_POLICY_PINNED_CLIENT\x10\x02\x12\x1f\n" +
+	"\x1bPRIORITY_POLICY_PRIORITIZED\x10\x032\xd2\x05\n" +
 	"\x0fConsumerService\x12<\n" +
 	"\x05Fetch\x12\x18.jetgate.v1.FetchRequest\x1a\x19.jetgate.v1.FetchResponse\x126\n" +
 	"\x03Ack\x12\x16.jetgate.v1.AckRequest\x1a\x17.jetgate.v1.AckResponse\x126\n" +
@@ -2182,7 +2863,10 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\x06Extend\x12\x19.jetgate.v1.ExtendRequest\x1a\x1a.jetgate.v1.ExtendResponse\x12N\n" +
 	"\vGetConsumer\x12\x1e.jetgate.v1.GetConsumerRequest\x1a\x1f.jetgate.v1.GetConsumerResponse\x12B\n" +
 	"\aRedrive\x12\x1a.jetgate.v1.RedriveRequest\x1a\x1b.jetgate.v1.RedriveResponse\x12D\n" +
-	"\aConsume\x12\x1a.jetgate.v1.ConsumeRequest\x1a\x1b.jetgate.v1.ConsumeResponse0\x01B5Z3github.com/jetgate/jetgate/api/jetgate/v1;jetgatev1b\x06proto3"
+	"\aConsume\x12\x1a.jetgate.v1.ConsumeRequest\x1a\x1b.jetgate.v1.ConsumeResponse0\x01\x12<\n" +
+	"\x05Pause\x12\x18.jetgate.v1.PauseRequest\x1a\x19.jetgate.v1.PauseResponse\x12?\n" +
+	"\x06Resume\x12\x19.jetgate.v1.ResumeRequest\x1a\x1a.jetgate.v1.ResumeResponse\x12<\n" +
+	"\x05Unpin\x12\x18.jetgate.v1.UnpinRequest\x1a\x19.jetgate.v1.UnpinResponseB5Z3github.com/jetgate/jetgate/api/jetgate/v1;jetgatev1b\x06proto3"
 
 var (
 	file_jetgate_v1_consumer_proto_rawDescOnce sync.Once
@@ -2196,94 +2880,116 @@ func file_jetgate_v1_consumer_proto_rawDescGZIP() []byte {
 	return file_jetgate_v1_consumer_proto_rawDescData
 }
 
-var file_jetgate_v1_consumer_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_jetgate_v1_consumer_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_jetgate_v1_consumer_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_jetgate_v1_consumer_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_jetgate_v1_consumer_proto_goTypes = []any{
 	(EmptyReason)(0),              // 0: jetgate.v1.EmptyReason
 	(DeliverPolicy)(0),            // 1: jetgate.v1.DeliverPolicy
 	(AckPolicy)(0),                // 2: jetgate.v1.AckPolicy
-	(*FetchRequest)(nil),          // 3: jetgate.v1.FetchRequest
-	(*FetchResponse)(nil),         // 4: jetgate.v1.FetchResponse
-	(*Message)(nil),               // 5: jetgate.v1.Message
-	(*HeaderValues)(nil),          // 6: jetgate.v1.HeaderValues
-	(*MessageMetadata)(nil),       // 7: jetgate.v1.MessageMetadata
-	(*AckRequest)(nil),            // 8: jetgate.v1.AckRequest
-	(*AckResponse)(nil),           // 9: jetgate.v1.AckResponse
-	(*NakRequest)(nil),            // 10: jetgate.v1.NakRequest
-	(*NakResponse)(nil),           // 11: jetgate.v1.NakResponse
-	(*TermRequest)(nil),           // 12: jetgate.v1.TermRequest
-	(*TermResponse)(nil),          // 13: jetgate.v1.TermResponse
-	(*ExtendRequest)(nil),         // 14: jetgate.v1.ExtendRequest
-	(*ExtendResponse)(nil),        // 15: jetgate.v1.ExtendResponse
-	(*ExtendedLease)(nil),         // 16: jetgate.v1.ExtendedLease
-	(*TokenFailure)(nil),          // 17: jetgate.v1.TokenFailure
-	(*GetConsumerRequest)(nil),    // 18: jetgate.v1.GetConsumerRequest
-	(*GetConsumerResponse)(nil),   // 19: jetgate.v1.GetConsumerResponse
-	(*ConsumeRequest)(nil),        // 20: jetgate.v1.ConsumeRequest
-	(*ConsumeResponse)(nil),       // 21: jetgate.v1.ConsumeResponse
-	(*RedriveRequest)(nil),        // 22: jetgate.v1.RedriveRequest
-	(*RedriveResponse)(nil),       // 23: jetgate.v1.RedriveResponse
-	(*RedriveFailure)(nil),        // 24: jetgate.v1.RedriveFailure
-	(*ConsumerConfig)(nil),        // 25: jetgate.v1.ConsumerConfig
-	(*ConsumerState)(nil),         // 26: jetgate.v1.ConsumerState
-	(*SequencePair)(nil),          // 27: jetgate.v1.SequencePair
-	nil,                           // 28: jetgate.v1.Message.HeadersEntry
-	(*durationpb.Duration)(nil),   // 29: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 30: google.protobuf.Timestamp
+	(PriorityPolicy)(0),           // 3: jetgate.v1.PriorityPolicy
+	(*FetchRequest)(nil),          // 4: jetgate.v1.FetchRequest
+	(*FetchResponse)(nil),         // 5: jetgate.v1.FetchResponse
+	(*Message)(nil),               // 6: jetgate.v1.Message
+	(*HeaderValues)(nil),          // 7: jetgate.v1.HeaderValues
+	(*MessageMetadata)(nil),       // 8: jetgate.v1.MessageMetadata
+	(*AckRequest)(nil),            // 9: jetgate.v1.AckRequest
+	(*AckResponse)(nil),           // 10: jetgate.v1.AckResponse
+	(*NakRequest)(nil),            // 11: jetgate.v1.NakRequest
+	(*NakResponse)(nil),           // 12: jetgate.v1.NakResponse
+	(*TermRequest)(nil),           // 13: jetgate.v1.TermRequest
+	(*TermResponse)(nil),          // 14: jetgate.v1.TermResponse
+	(*ExtendRequest)(nil),         // 15: jetgate.v1.ExtendRequest
+	(*ExtendResponse)(nil),        // 16: jetgate.v1.ExtendResponse
+	(*ExtendedLease)(nil),         // 17: jetgate.v1.ExtendedLease
+	(*TokenFailure)(nil),          // 18: jetgate.v1.TokenFailure
+	(*GetConsumerRequest)(nil),    // 19: jetgate.v1.GetConsumerRequest
+	(*GetConsumerResponse)(nil),   // 20: jetgate.v1.GetConsumerResponse
+	(*ConsumeRequest)(nil),        // 21: jetgate.v1.ConsumeRequest
+	(*ConsumeResponse)(nil),       // 22: jetgate.v1.ConsumeResponse
+	(*PauseRequest)(nil),          // 23: jetgate.v1.PauseRequest
+	(*PauseResponse)(nil),         // 24: jetgate.v1.PauseResponse
+	(*ResumeRequest)(nil),         // 25: jetgate.v1.ResumeRequest
+	(*ResumeResponse)(nil),        // 26: jetgate.v1.ResumeResponse
+	(*UnpinRequest)(nil),          // 27: jetgate.v1.UnpinRequest
+	(*UnpinResponse)(nil),         // 28: jetgate.v1.UnpinResponse
+	(*RedriveRequest)(nil),        // 29: jetgate.v1.RedriveRequest
+	(*RedriveResponse)(nil),       // 30: jetgate.v1.RedriveResponse
+	(*RedriveFailure)(nil),        // 31: jetgate.v1.RedriveFailure
+	(*ConsumerConfig)(nil),        // 32: jetgate.v1.ConsumerConfig
+	(*ConsumerState)(nil),         // 33: jetgate.v1.ConsumerState
+	(*PriorityGroupState)(nil),    // 34: jetgate.v1.PriorityGroupState
+	(*SequencePair)(nil),          // 35: jetgate.v1.SequencePair
+	nil,                           // 36: jetgate.v1.Message.HeadersEntry
+	(*durationpb.Duration)(nil),   // 37: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 38: google.protobuf.Timestamp
 }
 var file_jetgate_v1_consumer_proto_depIdxs = []int32{
-	29, // 0: jetgate.v1.FetchRequest.expires:type_name -> google.protobuf.Duration
-	5,  // 1: jetgate.v1.FetchResponse.messages:type_name -> jetgate.v1.Message
+	37, // 0: jetgate.v1.FetchRequest.expires:type_name -> google.protobuf.Duration
+	6,  // 1: jetgate.v1.FetchResponse.messages:type_name -> jetgate.v1.Message
 	0,  // 2: jetgate.v1.FetchResponse.empty_reason:type_name -> jetgate.v1.EmptyReason
-	28, // 3: jetgate.v1.Message.headers:type_name -> jetgate.v1.Message.HeadersEntry
-	30, // 4: jetgate.v1.Message.lease_deadline:type_name -> google.protobuf.Timestamp
-	7,  // 5: jetgate.v1.Message.metadata:type_name -> jetgate.v1.MessageMetadata
-	30, // 6: jetgate.v1.MessageMetadata.timestamp:type_name -> google.protobuf.Timestamp
-	17, // 7: jetgate.v1.AckResponse.failures:type_name -> jetgate.v1.TokenFailure
-	29, // 8: jetgate.v1.NakRequest.delay:type_name -> google.protobuf.Duration
-	17, // 9: jetgate.v1.NakResponse.failures:type_name -> jetgate.v1.TokenFailure
-	17, // 10: jetgate.v1.TermResponse.failures:type_name -> jetgate.v1.TokenFailure
-	16, // 11: jetgate.v1.ExtendResponse.leases:type_name -> jetgate.v1.ExtendedLease
-	17, // 12: jetgate.v1.ExtendResponse.failures:type_name -> jetgate.v1.TokenFailure
-	30, // 13: jetgate.v1.ExtendedLease.lease_deadline:type_name -> google.protobuf.Timestamp
-	25, // 14: jetgate.v1.GetConsumerResponse.config:type_name -> jetgate.v1.ConsumerConfig
-	26, // 15: jetgate.v1.GetConsumerResponse.state:type_name -> jetgate.v1.ConsumerState
-	29, // 16: jetgate.v1.GetConsumerResponse.oldest_unacked_age:type_name -> google.protobuf.Duration
-	29, // 17: jetgate.v1.ConsumeRequest.heartbeat:type_name -> google.protobuf.Duration
-	5,  // 18: jetgate.v1.ConsumeResponse.messages:type_name -> jetgate.v1.Message
-	24, // 19: jetgate.v1.RedriveResponse.failures:type_name -> jetgate.v1.RedriveFailure
-	1,  // 20: jetgate.v1.ConsumerConfig.deliver_policy:type_name -> jetgate.v1.DeliverPolicy
-	30, // 21: jetgate.v1.ConsumerConfig.opt_start_time:type_name -> google.protobuf.Timestamp
-	2,  // 22: jetgate.v1.ConsumerConfig.ack_policy:type_name -> jetgate.v1.AckPolicy
-	29, // 23: jetgate.v1.ConsumerConfig.ack_wait:type_name -> google.protobuf.Duration
-	29, // 24: jetgate.v1.ConsumerConfig.backoff:type_name -> google.protobuf.Duration
-	29, // 25: jetgate.v1.ConsumerConfig.max_request_expires:type_name -> google.protobuf.Duration
-	27, // 26: jetgate.v1.ConsumerState.delivered:type_name -> jetgate.v1.SequencePair
-	27, // 27: jetgate.v1.ConsumerState.ack_floor:type_name -> jetgate.v1.SequencePair
-	30, // 28: jetgate.v1.ConsumerState.created:type_name -> google.protobuf.Timestamp
-	30, // 29: jetgate.v1.SequencePair.last_active:type_name -> google.protobuf.Timestamp
-	6,  // 30: jetgate.v1.Message.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
-	3,  // 31: jetgate.v1.ConsumerService.Fetch:input_type -> jetgate.v1.FetchRequest
-	8,  // 32: jetgate.v1.ConsumerService.Ack:input_type -> jetgate.v1.AckRequest
-	10, // 33: jetgate.v1.ConsumerService.Nak:input_type -> jetgate.v1.NakRequest
-	12, // 34: jetgate.v1.ConsumerService.Term:input_type -> jetgate.v1.TermRequest
-	14, // 35: jetgate.v1.ConsumerService.Extend:input_type -> jetgate.v1.ExtendRequest
-	18, // 36: jetgate.v1.ConsumerService.GetConsumer:input_type -> jetgate.v1.GetConsumerRequest
-	22, // 37: jetgate.v1.ConsumerService.Redrive:input_type -> jetgate.v1.RedriveRequest
-	20, // 38: jetgate.v1.ConsumerService.Consume:input_type -> jetgate.v1.ConsumeRequest
-	4,  // 39: jetgate.v1.ConsumerService.Fetch:output_type -> jetgate.v1.FetchResponse
-	9,  // 40: jetgate.v1.ConsumerService.Ack:output_type -> jetgate.v1.AckResponse
-	11, // 41: jetgate.v1.ConsumerService.Nak:output_type -> jetgate.v1.NakResponse
-	13, // 42: jetgate.v1.ConsumerService.Term:output_type -> jetgate.v1.TermResponse
-	15, // 43: jetgate.v1.ConsumerService.Extend:output_type -> jetgate.v1.ExtendResponse
-	19, // 44: jetgate.v1.ConsumerService.GetConsumer:output_type -> jetgate.v1.GetConsumerResponse
-	23, // 45: jetgate.v1.ConsumerService.Redrive:output_type -> jetgate.v1.RedriveResponse
-	21, // 46: jetgate.v1.ConsumerService.Consume:output_type -> jetgate.v1.ConsumeResponse
-	39, // [39:47] is the sub-list for method output_type
-	31, // [31:39] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	36, // 3: jetgate.v1.Message.headers:type_name -> jetgate.v1.Message.HeadersEntry
+	38, // 4: jetgate.v1.Message.lease_deadline:type_name -> google.protobuf.Timestamp
+	8,  // 5: jetgate.v1.Message.metadata:type_name -> jetgate.v1.MessageMetadata
+	38, // 6: jetgate.v1.MessageMetadata.timestamp:type_name -> google.protobuf.Timestamp
+	18, // 7: jetgate.v1.AckResponse.failures:type_name -> jetgate.v1.TokenFailure
+	37, // 8: jetgate.v1.NakRequest.delay:type_name -> google.protobuf.Duration
+	18, // 9: jetgate.v1.NakResponse.failures:type_name -> jetgate.v1.TokenFailure
+	18, // 10: jetgate.v1.TermResponse.failures:type_name -> jetgate.v1.TokenFailure
+	17, // 11: jetgate.v1.ExtendResponse.leases:type_name -> jetgate.v1.ExtendedLease
+	18, // 12: jetgate.v1.ExtendResponse.failures:type_name -> jetgate.v1.TokenFailure
+	38, // 13: jetgate.v1.ExtendedLease.lease_deadline:type_name -> google.protobuf.Timestamp
+	32, // 14: jetgate.v1.GetConsumerResponse.config:type_name -> jetgate.v1.ConsumerConfig
+	33, // 15: jetgate.v1.GetConsumerResponse.state:type_name -> jetgate.v1.ConsumerState
+	37, // 16: jetgate.v1.GetConsumerResponse.oldest_unacked_age:type_name -> google.protobuf.Duration
+	37, // 17: jetgate.v1.ConsumeRequest.heartbeat:type_name -> google.protobuf.Duration
+	6,  // 18: jetgate.v1.ConsumeResponse.messages:type_name -> jetgate.v1.Message
+	38, // 19: jetgate.v1.PauseRequest.pause_until:type_name -> google.protobuf.Timestamp
+	38, // 20: jetgate.v1.PauseResponse.pause_until:type_name -> google.protobuf.Timestamp
+	31, // 21: jetgate.v1.RedriveResponse.failures:type_name -> jetgate.v1.RedriveFailure
+	1,  // 22: jetgate.v1.ConsumerConfig.deliver_policy:type_name -> jetgate.v1.DeliverPolicy
+	38, // 23: jetgate.v1.ConsumerConfig.opt_start_time:type_name -> google.protobuf.Timestamp
+	2,  // 24: jetgate.v1.ConsumerConfig.ack_policy:type_name -> jetgate.v1.AckPolicy
+	37, // 25: jetgate.v1.ConsumerConfig.ack_wait:type_name -> google.protobuf.Duration
+	37, // 26: jetgate.v1.ConsumerConfig.backoff:type_name -> google.protobuf.Duration
+	37, // 27: jetgate.v1.ConsumerConfig.max_request_expires:type_name -> google.protobuf.Duration
+	3,  // 28: jetgate.v1.ConsumerConfig.priority_policy:type_name -> jetgate.v1.PriorityPolicy
+	37, // 29: jetgate.v1.ConsumerConfig.priority_timeout:type_name -> google.protobuf.Duration
+	38, // 30: jetgate.v1.ConsumerConfig.pause_until:type_name -> google.protobuf.Timestamp
+	35, // 31: jetgate.v1.ConsumerState.delivered:type_name -> jetgate.v1.SequencePair
+	35, // 32: jetgate.v1.ConsumerState.ack_floor:type_name -> jetgate.v1.SequencePair
+	38, // 33: jetgate.v1.ConsumerState.created:type_name -> google.protobuf.Timestamp
+	37, // 34: jetgate.v1.ConsumerState.pause_remaining:type_name -> google.protobuf.Duration
+	34, // 35: jetgate.v1.ConsumerState.priority_groups:type_name -> jetgate.v1.PriorityGroupState
+	38, // 36: jetgate.v1.PriorityGroupState.pinned_since:type_name -> google.protobuf.Timestamp
+	38, // 37: jetgate.v1.SequencePair.last_active:type_name -> google.protobuf.Timestamp
+	7,  // 38: jetgate.v1.Message.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
+	4,  // 39: jetgate.v1.ConsumerService.Fetch:input_type -> jetgate.v1.FetchRequest
+	9,  // 40: jetgate.v1.ConsumerService.Ack:input_type -> jetgate.v1.AckRequest
+	11, // 41: jetgate.v1.ConsumerService.Nak:input_type -> jetgate.v1.NakRequest
+	13, // 42: jetgate.v1.ConsumerService.Term:input_type -> jetgate.v1.TermRequest
+	15, // 43: jetgate.v1.ConsumerService.Extend:input_type -> jetgate.v1.ExtendRequest
+	19, // 44: jetgate.v1.ConsumerService.GetConsumer:input_type -> jetgate.v1.GetConsumerRequest
+	29, // 45: jetgate.v1.ConsumerService.Redrive:input_type -> jetgate.v1.RedriveRequest
+	21, // 46: jetgate.v1.ConsumerService.Consume:input_type -> jetgate.v1.ConsumeRequest
+	23, // 47: jetgate.v1.ConsumerService.Pause:input_type -> jetgate.v1.PauseRequest
+	25, // 48: jetgate.v1.ConsumerService.Resume:input_type -> jetgate.v1.ResumeRequest
+	27, // 49: jetgate.v1.ConsumerService.Unpin:input_type -> jetgate.v1.UnpinRequest
+	5,  // 50: jetgate.v1.ConsumerService.Fetch:output_type -> jetgate.v1.FetchResponse
+	10, // 51: jetgate.v1.ConsumerService.Ack:output_type -> jetgate.v1.AckResponse
+	12, // 52: jetgate.v1.ConsumerService.Nak:output_type -> jetgate.v1.NakResponse
+	14, // 53: jetgate.v1.ConsumerService.Term:output_type -> jetgate.v1.TermResponse
+	16, // 54: jetgate.v1.ConsumerService.Extend:output_type -> jetgate.v1.ExtendResponse
+	20, // 55: jetgate.v1.ConsumerService.GetConsumer:output_type -> jetgate.v1.GetConsumerResponse
+	30, // 56: jetgate.v1.ConsumerService.Redrive:output_type -> jetgate.v1.RedriveResponse
+	22, // 57: jetgate.v1.ConsumerService.Consume:output_type -> jetgate.v1.ConsumeResponse
+	24, // 58: jetgate.v1.ConsumerService.Pause:output_type -> jetgate.v1.PauseResponse
+	26, // 59: jetgate.v1.ConsumerService.Resume:output_type -> jetgate.v1.ResumeResponse
+	28, // 60: jetgate.v1.ConsumerService.Unpin:output_type -> jetgate.v1.UnpinResponse
+	50, // [50:61] is the sub-list for method output_type
+	39, // [39:50] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_jetgate_v1_consumer_proto_init() }
@@ -2298,8 +3004,8 @@ func file_jetgate_v1_consumer_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jetgate_v1_consumer_proto_rawDesc), len(file_jetgate_v1_consumer_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   26,
+			NumEnums:      4,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

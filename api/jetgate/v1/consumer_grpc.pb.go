@@ -27,6 +27,9 @@ const (
 	ConsumerService_GetConsumer_FullMethodName = "/jetgate.v1.ConsumerService/GetConsumer"
 	ConsumerService_Redrive_FullMethodName     = "/jetgate.v1.ConsumerService/Redrive"
 	ConsumerService_Consume_FullMethodName     = "/jetgate.v1.ConsumerService/Consume"
+	ConsumerService_Pause_FullMethodName       = "/jetgate.v1.ConsumerService/Pause"
+	ConsumerService_Resume_FullMethodName      = "/jetgate.v1.ConsumerService/Resume"
+	ConsumerService_Unpin_FullMethodName       = "/jetgate.v1.ConsumerService/Unpin"
 )
 
 // ConsumerServiceClient is the client API for ConsumerService service.
@@ -66,6 +69,16 @@ type ConsumerServiceClient interface {
 	// response is a heartbeat, sent every heartbeat while idle. When the
 	// stream ends, its unsettled leases are nak'ed back at once.
 	Consume(ctx context.Context, in *ConsumeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ConsumeResponse], error)
+	// Pause stops the server delivering the consumer's messages until
+	// pause_until, for every client of the consumer (jetgate's and others').
+	// A Fetch on a paused consumer waits as usual and, empty, says
+	// EMPTY_REASON_PAUSED.
+	Pause(ctx context.Context, in *PauseRequest, opts ...grpc.CallOption) (*PauseResponse, error)
+	// Resume lets a paused consumer deliver again at once.
+	Resume(ctx context.Context, in *ResumeRequest, opts ...grpc.CallOption) (*ResumeResponse, error)
+	// Unpin releases the pinned client of a priority group (pinned_client
+	// policy): the next pull of the group is pinned in its place.
+	Unpin(ctx context.Context, in *UnpinRequest, opts ...grpc.CallOption) (*UnpinResponse, error)
 }
 
 type consumerServiceClient struct {
@@ -165,6 +178,36 @@ func (c *consumerServiceClient) Consume(ctx context.Context, in *ConsumeRequest,
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ConsumerService_ConsumeClient = grpc.ServerStreamingClient[ConsumeResponse]
 
+func (c *consumerServiceClient) Pause(ctx context.Context, in *PauseRequest, opts ...grpc.CallOption) (*PauseResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PauseResponse)
+	err := c.cc.Invoke(ctx, ConsumerService_Pause_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *consumerServiceClient) Resume(ctx context.Context, in *ResumeRequest, opts ...grpc.CallOption) (*ResumeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResumeResponse)
+	err := c.cc.Invoke(ctx, ConsumerService_Resume_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *consumerServiceClient) Unpin(ctx context.Context, in *UnpinRequest, opts ...grpc.CallOption) (*UnpinResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UnpinResponse)
+	err := c.cc.Invoke(ctx, ConsumerService_Unpin_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConsumerServiceServer is the server API for ConsumerService service.
 // All implementations must embed UnimplementedConsumerServiceServer
 // for forward compatibility.
@@ -202,6 +245,16 @@ type ConsumerServiceServer interface {
 	// response is a heartbeat, sent every heartbeat while idle. When the
 	// stream ends, its unsettled leases are nak'ed back at once.
 	Consume(*ConsumeRequest, grpc.ServerStreamingServer[ConsumeResponse]) error
+	// Pause stops the server delivering the consumer's messages until
+	// pause_until, for every client of the consumer (jetgate's and others').
+	// A Fetch on a paused consumer waits as usual and, empty, says
+	// EMPTY_REASON_PAUSED.
+	Pause(context.Context, *PauseRequest) (*PauseResponse, error)
+	// Resume lets a paused consumer deliver again at once.
+	Resume(context.Context, *ResumeRequest) (*ResumeResponse, error)
+	// Unpin releases the pinned client of a priority group (pinned_client
+	// policy): the next pull of the group is pinned in its place.
+	Unpin(context.Context, *UnpinRequest) (*UnpinResponse, error)
 	mustEmbedUnimplementedConsumerServiceServer()
 }
 
@@ -235,6 +288,15 @@ func (UnimplementedConsumerServiceServer) Redrive(context.Context, *RedriveReque
 }
 func (UnimplementedConsumerServiceServer) Consume(*ConsumeRequest, grpc.ServerStreamingServer[ConsumeResponse]) error {
 	return status.Error(codes.Unimplemented, "method Consume not implemented")
+}
+func (UnimplementedConsumerServiceServer) Pause(context.Context, *PauseRequest) (*PauseResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Pause not implemented")
+}
+func (UnimplementedConsumerServiceServer) Resume(context.Context, *ResumeRequest) (*ResumeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Resume not implemented")
+}
+func (UnimplementedConsumerServiceServer) Unpin(context.Context, *UnpinRequest) (*UnpinResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Unpin not implemented")
 }
 func (UnimplementedConsumerServiceServer) mustEmbedUnimplementedConsumerServiceServer() {}
 func (UnimplementedConsumerServiceServer) testEmbeddedByValue()                         {}
@@ -394,6 +456,60 @@ func _ConsumerService_Consume_Handler(srv interface{}, stream grpc.ServerStream)
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type ConsumerService_ConsumeServer = grpc.ServerStreamingServer[ConsumeResponse]
 
+func _ConsumerService_Pause_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PauseRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConsumerServiceServer).Pause(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConsumerService_Pause_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConsumerServiceServer).Pause(ctx, req.(*PauseRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConsumerService_Resume_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResumeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConsumerServiceServer).Resume(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConsumerService_Resume_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConsumerServiceServer).Resume(ctx, req.(*ResumeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConsumerService_Unpin_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UnpinRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConsumerServiceServer).Unpin(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConsumerService_Unpin_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConsumerServiceServer).Unpin(ctx, req.(*UnpinRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ConsumerService_ServiceDesc is the grpc.ServiceDesc for ConsumerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -428,6 +544,18 @@ var ConsumerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Redrive",
 			Handler:    _ConsumerService_Redrive_Handler,
+		},
+		{
+			MethodName: "Pause",
+			Handler:    _ConsumerService_Pause_Handler,
+		},
+		{
+			MethodName: "Resume",
+			Handler:    _ConsumerService_Resume_Handler,
+		},
+		{
+			MethodName: "Unpin",
+			Handler:    _ConsumerService_Unpin_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,135 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/pull"
+)
+
+// serverView is what the consumer last learnt of itself from the server:
+// its priority groups (an operator may change them at any time) and, from
+// an info at most a second old, whether it is at max_ack_pending or paused.
+type serverView struct {
+	groups []string
+	policy jetstream.PriorityPolicy
+	full   bool // at max_ack_pending with messages waiting
+	paused bool
+	at     time.Time
+}
+
+func viewOf(ci *jetstream.ConsumerInfo, maxAckPending int) *serverView {
+	return &serverView{
+		groups: ci.Config.PriorityGroups,
+		policy: ci.Config.PriorityPolicy,
+		full:   ci.NumAckPending >= maxAckPending && ci.NumPending > 0,
+		paused: ci.Paused,
+		at:     time.Now(),
+	}
+}
+
+// priorityOf checks a caller's priority fields against the consumer's
+// groups and policy, and names the group when the consumer has just one.
+func (c *Consumer) priorityOf(p pull.Priority) (pull.Priority, error) {
+	v := c.view.Load()
+	groups := v.groups
+	switch {
+	case len(groups) == 0 && p != (pull.Priority{}):
+		return p, fmt.Errorf("%w: consumer %q has no priority groups: leave group, min_pending, min_ack_pending, priority and pin_id unset",
+			errs.ErrInvalidArgument, c.Name)
+	case len(groups) == 0:
+		return p, nil
+	case p.Group == "" && len(groups) == 1:
+		p.Group = groups[0]
+	case p.Group == "":
+		return p, fmt.Errorf("%w: consumer %q has the priority groups %s: name one in group",
+			errs.ErrPriorityGroupRequired, c.Name, strings.Join(groups, ", "))
+	case !slices.Contains(groups, p.Group):
+		return p, fmt.Errorf("%w: group %q is not one of consumer %q's priority groups (%s)",
+			errs.ErrInvalidArgument, p.Group, c.Name, strings.Join(groups, ", "))
+	}
+	switch {
+	case (p.MinPending != 0 || p.MinAckPending != 0) && v.policy != jetstream.PriorityPolicyOverflow:
+		return p, fmt.Errorf("%w: min_pending and min_ack_pending are for a consumer of the overflow policy", errs.ErrInvalidArgument)
+	case p.PinID != "" && v.policy != jetstream.PriorityPolicyPinned:
+		return p, fmt.Errorf("%w: pin_id is for a consumer of the pinned_client policy", errs.ErrInvalidArgument)
+	case p.Priority != 0 && v.policy != jetstream.PriorityPolicyPrioritized:
+		return p, fmt.Errorf("%w: priority is for a consumer of the prioritized policy", errs.ErrInvalidArgument)
+	}
+	return p, nil
+}
+
+// PinOf is the pin the last of ds carries, if any.
+func PinOf(ds []*Delivery) string {
+	for _, d := range slices.Backward(ds) {
+		if pin := d.Header.Get(pull.PinHeader); pin != "" {
+			return pin
+		}
+	}
+	return ""
+}
+
+// Pause stops the server delivering the consumer's messages until until,
+// for every client of the consumer; it returns the pause the server took.
+func (c *Consumer) Pause(ctx context.Context, until time.Time) (paused bool, pauseUntil time.Time, err error) {
+	r, err := c.jsStream.PauseConsumer(ctx, c.Name, until)
+	if err != nil {
+		return false, time.Time{}, c.manageError("pause", err)
+	}
+	c.forgetState()
+	return r.Paused, r.PauseUntil, nil
+}
+
+// Resume lets a paused consumer deliver again at once.
+func (c *Consumer) Resume(ctx context.Context) (paused bool, err error) {
+	r, err := c.jsStream.ResumeConsumer(ctx, c.Name)
+	if err != nil {
+		return false, c.manageError("resume", err)
+	}
+	c.forgetState()
+	return r.Paused, nil
+}
+
+// Unpin releases the pinned client of group ("" for the consumer's only
+// group): the group's next pull is pinned in its place.
+func (c *Consumer) Unpin(ctx context.Context, group string) error {
+	p, err := c.priorityOf(pull.Priority{Group: group})
+	if err != nil {
+		return err
+	}
+	if v := c.view.Load(); v.policy != jetstream.PriorityPolicyPinned {
+		return fmt.Errorf("%w: consumer %q is not of the pinned_client policy: it has no pin to release", errs.ErrInvalidArgument, c.Name)
+	}
+	if err := c.jsStream.UnpinConsumer(ctx, c.Name, p.Group); err != nil {
+		return c.manageError("unpin", err)
+	}
+	return nil
+}
+
+// forgetState has the next Fetch that needs it ask the server again.
+func (c *Consumer) forgetState() {
+	v := *c.view.Load()
+	v.at = time.Time{}
+	c.view.Store(&v)
+}
+
+// manageError maps what the server answered a Pause, Resume or Unpin.
+func (c *Consumer) manageError(what string, err error) error {
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		return c.deleted()
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.As(err, &apiErr):
+		return fmt.Errorf("%w: the server refused to %s consumer %q: %s", errs.ErrManageRefused, what, c.Name, apiErr.Description)
+	}
+	return fmt.Errorf("%w: %s: %v", errs.ErrUnavailable, what, err)
+}
