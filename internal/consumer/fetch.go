@@ -137,13 +137,16 @@ func (c *Consumer) receive(m pull.Msg) (*Delivery, bool) {
 		Meta:     md,
 		Deadline: c.policy.Deadline(m.At, md.Delivered),
 	}
-	c.leases.Add(lease.Lease{
+	reset := c.leases.Add(lease.Lease{
 		StreamSeq:   md.StreamSeq,
 		ConsumerSeq: md.ConsumerSeq,
 		Delivered:   md.Delivered,
 		Deadline:    d.Deadline,
 		AckSubject:  m.Reply,
 	})
+	if reset {
+		c.log.Warn("the consumer was reset: the leases this replica held before are void", "stream_seq", md.StreamSeq, "delivered", md.Delivered)
+	}
 	return d, true
 }
 

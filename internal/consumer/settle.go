@@ -13,7 +13,11 @@ import (
 	"github.com/jetgate/jetgate/internal/token"
 )
 
-func ref(c token.Claims) lease.Ref { return lease.Ref{StreamSeq: c.StreamSeq, Delivered: c.Delivered} }
+// ref is the delivery a token names: the consumer sequence and deadline
+// tell it from a delivery of the same message after a consumer reset.
+func ref(c token.Claims) lease.Ref {
+	return lease.Ref{StreamSeq: c.StreamSeq, Delivered: c.Delivered, ConsumerSeq: c.ConsumerSeq, Deadline: c.Deadline}
+}
 
 // Settle settles leases this replica issued. Every settle to send is
 // published before any reply is awaited, and each is reported only once the
@@ -161,6 +165,19 @@ func (c *Consumer) retriedNaks(ctx context.Context, op lease.Op, cs []token.Clai
 			out[idx[j]].Err = nil
 		}
 	}
+}
+
+// Superseded reports, for each lease another replica issued, whether this
+// replica holds a later delivery of its message: after a consumer reset,
+// that lease is from before it, and its settle would land on this
+// replica's delivery.
+func (c *Consumer) Superseded(cs []token.Claims) []bool {
+	now := time.Now()
+	out := make([]bool, len(cs))
+	for i, cl := range cs {
+		out[i] = c.leases.HoldsLater(ref(cl), now)
+	}
+	return out
 }
 
 // nak sends orphans back so that they are redelivered at once rather than

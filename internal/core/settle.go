@@ -42,11 +42,32 @@ func (r *Replica) Settle(ctx context.Context, req settle.Request) ([]settle.Outc
 	return out, nil
 }
 
-// forward asks the issuer to settle b. When no issuer answers (it crashed
-// or restarted), the tokens alone are acted on: their signature and
+// forward settles b, another issuer's leases: a token whose message this
+// replica holds a later delivery of (the consumer was reset since it was
+// issued) is refused here, LEASE_EXPIRED; the rest go to the issuer.
+func (r *Replica) forward(ctx context.Context, c *consumer.Consumer, issuer token.IssuerID, b *settle.Batch, req settle.Request) []settle.Outcome {
+	out := make([]settle.Outcome, len(b.Claims))
+	var rest settle.Batch
+	for i, stale := range c.Superseded(b.Claims) {
+		if stale {
+			out[i].Err = errs.ErrLeaseExpired
+			continue
+		}
+		rest.Claims, rest.Tokens, rest.Index = append(rest.Claims, b.Claims[i]), append(rest.Tokens, b.Tokens[i]), append(rest.Index, i)
+	}
+	if len(rest.Claims) > 0 {
+		for j, o := range r.forwardBatch(ctx, c, issuer, &rest, req) {
+			out[rest.Index[j]] = o
+		}
+	}
+	return out
+}
+
+// forwardBatch asks the issuer to settle b. When no issuer answers (it
+// crashed or restarted), the tokens alone are acted on: their signature and
 // deadline are already checked, the ledger is consulted, and the settle
 // goes to the rebuilt ack subject.
-func (r *Replica) forward(ctx context.Context, c *consumer.Consumer, issuer token.IssuerID, b *settle.Batch, req settle.Request) []settle.Outcome {
+func (r *Replica) forwardBatch(ctx context.Context, c *consumer.Consumer, issuer token.IssuerID, b *settle.Batch, req settle.Request) []settle.Outcome {
 	req.Tokens = b.Tokens
 	out, err := r.sender.SendForward(ctx, r.keys, issuer, settle.Forward{Request: req})
 	switch {

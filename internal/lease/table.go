@@ -18,14 +18,21 @@ type Lease struct {
 }
 
 // Ref names one delivery of a message: a token's stream sequence and
-// delivery count.
+// delivery count and, when the token says, its consumer sequence and
+// deadline. After a consumer reset the server delivers a message again with
+// its delivery count restarted, so that count alone does not tell two
+// deliveries apart: the consumer sequence does, and where that restarted
+// too, the deadline (a token of the delivery carries its first deadline, or
+// an Extend's later one; a token of an earlier delivery, an earlier one).
 type Ref struct {
-	StreamSeq uint64
-	Delivered uint64
+	StreamSeq   uint64
+	Delivered   uint64
+	ConsumerSeq uint64    // 0: any
+	Deadline    time.Time // zero: any
 }
 
 // Ref is the delivery l is a lease of.
-func (l Lease) Ref() Ref { return Ref{l.StreamSeq, l.Delivered} }
+func (l Lease) Ref() Ref { return Ref{StreamSeq: l.StreamSeq, Delivered: l.Delivered} }
 
 type state uint8
 
@@ -44,6 +51,7 @@ type entry struct {
 	maybe  Op
 	op     Op        // the settle in flight or done
 	dropAt time.Time // for a settled lease: when it leaves the table
+	first  int64     // the delivery's first deadline, in unix ms as tokens carry it
 }
 
 // Table holds one consumer's leases by stream sequence. A newer delivery of
@@ -65,12 +73,55 @@ func NewTable(retention time.Duration) *Table {
 }
 
 // Add records a fresh delivery. An entry for a newer delivery is kept.
-func (t *Table) Add(l Lease) {
+//
+// It reports a reset of the consumer (ADR-60) when a live delivery comes of
+// a message held already with as many deliveries or more: a redelivery
+// counts one more, and comes only after the older delivery's deadline; only
+// a reset restarts the count. Every lease the table held is void then
+// (their messages are delivered anew), and it keeps only l.
+func (t *Table) Add(l Lease) (reset bool) {
 	t.mu.Lock()
-	if old, ok := t.entries[l.StreamSeq]; !ok || old.Delivered <= l.Delivered {
-		t.put(&entry{Lease: l})
+	defer t.mu.Unlock()
+	old, ok := t.entries[l.StreamSeq]
+	switch {
+	case ok && old.Delivered >= l.Delivered && time.Now().Before(l.Deadline):
+		t.voidLocked()
+		reset = true
+	case ok && old.Delivered > l.Delivered:
+		return false // a late copy of an older delivery
 	}
+	t.put(&entry{Lease: l, first: l.Deadline.UnixMilli()})
+	return reset
+}
+
+// HoldsLater reports whether the table holds, live, a delivery of r's
+// message made after a consumer reset that r is from before: delivered as
+// often as r but first received after it, or fewer times (while a lease of
+// the message is live, only a reset restarts its count). A delivery counted
+// more often is a plain redelivery, whose settles the issuer and the ledger
+// decide.
+func (t *Table) HoldsLater(r Ref, now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e, ok := t.entries[r.StreamSeq]
+	if !ok || e.state == stateSettled || !now.Before(e.Deadline) {
+		return false
+	}
+	return e.Delivered < r.Delivered || (e.Delivered == r.Delivered && e.first > r.Deadline.UnixMilli())
+}
+
+// Void drops every lease: the consumer was reset, and no lease from before
+// may settle a delivery made after it.
+func (t *Table) Void() {
+	t.mu.Lock()
+	t.voidLocked()
 	t.mu.Unlock()
+}
+
+func (t *Table) voidLocked() {
+	clear(t.entries)
+	t.unsettled = 0
+	t.due = t.due[:0]
 }
 
 // Adopt records a lease known only from its token, for a settle whose issuer
@@ -84,7 +135,7 @@ func (t *Table) Adopt(l Lease) {
 	old, ok := t.entries[l.StreamSeq]
 	switch {
 	case !ok || old.Delivered < l.Delivered:
-		t.put(&entry{Lease: l})
+		t.put(&entry{Lease: l, first: l.Deadline.UnixMilli()})
 	case old.Delivered == l.Delivered && old.state == stateLive && l.Deadline.After(old.Deadline):
 		old.Deadline = l.Deadline
 		heap.Push(&t.due, expiry{old, old.Deadline})
@@ -104,8 +155,13 @@ func (t *Table) put(e *entry) {
 // lookup returns the entry of delivery r; t.mu is held.
 func (t *Table) lookup(r Ref) *entry {
 	e, ok := t.entries[r.StreamSeq]
-	if !ok || e.Delivered != r.Delivered {
+	switch {
+	case !ok || e.Delivered != r.Delivered:
 		return nil
+	case r.ConsumerSeq != 0 && r.ConsumerSeq != e.ConsumerSeq:
+		return nil // a delivery from before a reset
+	case !r.Deadline.IsZero() && r.Deadline.UnixMilli() < e.first:
+		return nil // likewise, where the consumer sequence restarted too
 	}
 	return e
 }
