@@ -237,7 +237,8 @@ func TestAuthMatrix(t *testing.T) {
 }
 
 // Pause, Resume and Unpin need the manage grant, on gRPC and REST alike:
-// a caller that may fetch and settle may not pause the consumer for all.
+// a caller that may fetch and settle may not pause the consumer for all;
+// PublishBatch needs publish.
 func TestManageNeedsTheManageGrant(t *testing.T) {
 	p, _, _ := secured(t)
 	conn, err := grpc.NewClient(p.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -281,6 +282,24 @@ func TestManageNeedsTheManageGrant(t *testing.T) {
 	}
 	if got, _ := r.post(t, "billing-key", "/v1/streams/ORDERS/consumers/billing:unpin", `{}`); got != codes.PermissionDenied {
 		t.Errorf("REST unpin without the grant: %v; want PermissionDenied", got)
+	}
+	// PublishBatch needs the publish grant: billing-svc's passes the guard
+	// (and the stream, without allow_atomic, refuses the batch).
+	sc := jetgatev1.NewStreamServiceClient(conn)
+	batch := &jetgatev1.PublishBatchRequest{Stream: "ORDERS", Messages: []*jetgatev1.BatchMessage{{Subject: "orders.b"}}}
+	for _, tt := range []struct {
+		bearer string
+		code   codes.Code
+	}{{"", codes.Unauthenticated}, {"dashboard-key", codes.PermissionDenied}, {"ops-key", codes.PermissionDenied}, {"billing-key", codes.FailedPrecondition}} {
+		ctx, cancel := context.WithTimeout(withBearer(tt.bearer), 8*time.Second)
+		_, err := sc.PublishBatch(ctx, batch)
+		cancel()
+		if got := status.Code(err); got != tt.code {
+			t.Errorf("gRPC PublishBatch as %q: %v; want %v", tt.bearer, err, tt.code)
+		}
+	}
+	if got, _ := r.post(t, "dashboard-key", "/v1/streams/ORDERS:publishBatch", `{"messages":[{"subject":"orders.b"}]}`); got != codes.PermissionDenied {
+		t.Errorf("REST PublishBatch without the grant: %v; want PermissionDenied", got)
 	}
 }
 

@@ -35,6 +35,7 @@ var actions = map[string]auth.Action{
 	jetgatev1.ConsumerService_Resume_FullMethodName:      auth.ActionManage,
 	jetgatev1.ConsumerService_Unpin_FullMethodName:       auth.ActionManage,
 	jetgatev1.StreamService_Publish_FullMethodName:       auth.ActionPublish,
+	jetgatev1.StreamService_PublishBatch_FullMethodName:  auth.ActionPublish,
 }
 
 // open are the methods anyone may call: probes.

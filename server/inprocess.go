@@ -100,3 +100,7 @@ type chainedStream struct {
 func (x *chainedStream) Publish(ctx context.Context, r *jetgatev1.PublishRequest) (*jetgatev1.PublishResponse, error) {
 	return invoke(ctx, x.chain, jetgatev1.StreamService_Publish_FullMethodName, r, x.s.Publish)
 }
+
+func (x *chainedStream) PublishBatch(ctx context.Context, r *jetgatev1.PublishBatchRequest) (*jetgatev1.PublishBatchResponse, error) {
+	return invoke(ctx, x.chain, jetgatev1.StreamService_PublishBatch_FullMethodName, r, x.s.PublishBatch)
+}

@@ -31,6 +31,7 @@ type leaser interface {
 // publisher is what the stream service needs of the core.
 type publisher interface {
 	Publish(ctx context.Context, req core.PublishRequest) (core.PubAck, error)
+	PublishBatch(ctx context.Context, stream string, msgs []core.PublishRequest) ([]uint64, error)
 }
 
 // Limits are the request bounds the services enforce.

@@ -56,6 +56,8 @@ var kinds = []kind{
 		"the NATS server refused the pull request; see the gateway log"},
 	{errs.ErrPublishRefused, codes.FailedPrecondition, ""},
 	{errs.ErrManageRefused, codes.FailedPrecondition, ""},
+	{errs.ErrTTLNotAllowed, codes.FailedPrecondition, ""},
+	{errs.ErrBatchNotAllowed, codes.FailedPrecondition, ""},
 	{errs.ErrPriorityGroupRequired, codes.InvalidArgument, ""},
 	{errs.ErrPinIDMismatch, codes.FailedPrecondition, ""},
 	{context.DeadlineExceeded, codes.DeadlineExceeded, errs.TextDeadline},

@@ -2,7 +2,6 @@ package server
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -149,73 +148,6 @@ func validateRedrive(req *jetgatev1.RedriveRequest) error {
 		return fmt.Errorf("%w: seqs: 0 is not a stream sequence", errs.ErrInvalidArgument)
 	}
 	return nil
-}
-
-// maxHeaderBytes bounds the headers of one published message.
-const maxHeaderBytes = 64 << 10
-
-func validatePublish(req *jetgatev1.PublishRequest) (core.PublishRequest, error) {
-	if req.GetStream() == "" {
-		return core.PublishRequest{}, fmt.Errorf("%w: stream is required", errs.ErrInvalidArgument)
-	}
-	size := 0
-	headers := req.GetHeaders()
-	for _, k := range slices.Sorted(maps.Keys(headers)) {
-		v := headers[k]
-		if k == "" || strings.ContainsAny(k, ": \t\r\n") || !isASCIIPrintable(k) {
-			return core.PublishRequest{}, fmt.Errorf("%w: header name %q is not a valid header name", errs.ErrInvalidArgument, k)
-		}
-		if err := checkReserved(k); err != nil {
-			return core.PublishRequest{}, err
-		}
-		for _, s := range v.GetValues() {
-			if strings.ContainsAny(s, "\r\n") {
-				return core.PublishRequest{}, fmt.Errorf("%w: header %q has a value with a line break", errs.ErrInvalidArgument, k)
-			}
-			size += len(k) + len(s) + 4
-		}
-	}
-	if id := req.GetMsgId(); strings.ContainsAny(id, "\r\n") {
-		return core.PublishRequest{}, fmt.Errorf("%w: msg_id has a line break", errs.ErrInvalidArgument)
-	} else if id != "" {
-		size += len("Nats-Msg-Id") + len(id) + 4
-	}
-	if size > maxHeaderBytes {
-		return core.PublishRequest{}, fmt.Errorf("%w: headers (msg_id included) are %d bytes; at most %d are allowed", errs.ErrHeadersTooLarge, size, maxHeaderBytes)
-	}
-	return core.PublishRequest{
-		Stream:  req.GetStream(),
-		Subject: req.GetSubject(),
-		Data:    req.GetData(),
-		Header:  headerOf(req.GetHeaders()),
-		MsgID:   req.GetMsgId(),
-	}, nil
-}
-
-// expectedPrefix starts the names of JetStream's optimistic concurrency
-// checks (Nats-Expected-Last-Sequence and the like), the one kind of Nats-
-// header a client may send. The server reads header names case-sensitively,
-// so only this spelling takes effect.
-const expectedPrefix = "Nats-Expected-"
-
-// checkReserved refuses a header name NATS reserves: any that starts with
-// Nats-, in any case, except the Nats-Expected-* checks. Such a header could
-// roll up or expire other messages, or deduplicate on the caller's say.
-func checkReserved(name string) error {
-	const reserved = "nats-"
-	if len(name) < len(reserved) || !strings.EqualFold(name[:len(reserved)], reserved) {
-		return nil
-	}
-	switch {
-	case strings.HasPrefix(name, expectedPrefix) && len(name) > len(expectedPrefix):
-		return nil
-	case strings.EqualFold(name, "Nats-Msg-Id"):
-		return fmt.Errorf("%w: header %q is reserved for NATS; set the msg_id field to deduplicate", errs.ErrHeaderReserved, name)
-	case len(name) > len(expectedPrefix) && strings.EqualFold(name[:len(expectedPrefix)], expectedPrefix):
-		return fmt.Errorf("%w: header %q is reserved for NATS; the server reads concurrency checks only when spelled %s…, as in Nats-Expected-Last-Sequence",
-			errs.ErrHeaderReserved, name, expectedPrefix)
-	}
-	return fmt.Errorf("%w: header %q is reserved for NATS; only the Nats-Expected-* concurrency checks may be sent", errs.ErrHeaderReserved, name)
 }
 
 func isASCIIPrintable(s string) bool {

@@ -12,6 +12,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/synadia-io/orbit.go/jetstreamext"
+
 	"github.com/jetgate/jetgate/internal/errs"
 )
 
@@ -22,6 +24,7 @@ type PublishRequest struct {
 	Data    []byte
 	Header  nats.Header
 	MsgID   string
+	TTL     time.Duration // the message's own time to live; 0: the stream's
 }
 
 // PubAck is JetStream's acknowledgement of a publish.
@@ -34,43 +37,93 @@ type PubAck struct {
 // Publish stores a message in one of the streams the gateway serves. The
 // subject must be one of the stream's own and must not start with $.
 func (r *Replica) Publish(ctx context.Context, req PublishRequest) (PubAck, error) {
-	if err := validSubject(req.Subject); err != nil {
-		return PubAck{}, err
-	}
-	if err := r.subjects.allows(ctx, req.Stream, req.Subject); err != nil {
-		return PubAck{}, err
-	}
-	// No Nats-Expected-Stream header: the subject was checked against the
-	// stream's own (which no other stream may share), and the header would be
-	// stored with the message and handed back to every consumer.
-	m := &nats.Msg{Subject: req.Subject, Data: req.Data, Header: req.Header}
-	if req.MsgID != "" {
-		if m.Header == nil {
-			m.Header = nats.Header{}
-		}
-		m.Header.Set(jetstream.MsgIDHeader, req.MsgID)
-	}
-	if err := r.fitsPayload(m); err != nil {
+	m, err := r.message(ctx, req)
+	if err != nil {
 		return PubAck{}, err
 	}
 	pctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	ack, err := r.js.PublishMsg(pctx, m)
 	if err != nil {
-		var apiErr *jetstream.APIError
-		switch {
-		case ctx.Err() != nil:
-			return PubAck{}, ctx.Err()
-		case errors.As(err, &apiErr):
-			return PubAck{}, fmt.Errorf("%w: stream %q refused the message: %s", errs.ErrPublishRefused, req.Stream, apiErr.Description)
-		case errors.Is(err, nats.ErrMaxPayload):
-			// The connection moved to a server with a smaller max_payload.
-			return PubAck{}, r.fitsPayload(m)
-		default:
-			return PubAck{}, fmt.Errorf("%w: publish: %v", errs.ErrUnavailable, err)
-		}
+		return PubAck{}, r.publishError(ctx, req.Stream, m, err)
 	}
 	return PubAck{Stream: ack.Stream, Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// message checks what the server would refuse of req (or take as a
+// protocol violation) and builds its message.
+func (r *Replica) message(ctx context.Context, req PublishRequest) (*nats.Msg, error) {
+	if err := validSubject(req.Subject); err != nil {
+		return nil, err
+	}
+	if err := r.subjects.allows(ctx, req.Stream, req.Subject); err != nil {
+		return nil, err
+	}
+	// No Nats-Expected-Stream header: the subject was checked against the
+	// stream's own (which no other stream may share), and the header would be
+	// stored with the message and handed back to every consumer.
+	m := &nats.Msg{Subject: req.Subject, Data: req.Data, Header: req.Header}
+	if m.Header == nil && (req.MsgID != "" || req.TTL > 0) {
+		m.Header = nats.Header{}
+	}
+	if req.MsgID != "" {
+		m.Header.Set(jetstream.MsgIDHeader, req.MsgID)
+	}
+	if req.TTL > 0 {
+		m.Header.Set(jetstream.MsgTTLHeader, req.TTL.String())
+	}
+	return m, r.fitsPayload(m)
+}
+
+// publishError maps what a publish of m to stream failed with.
+func (r *Replica) publishError(ctx context.Context, stream string, m *nats.Msg, err error) error {
+	var apiErr *jetstream.APIError
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrMessageTTLDisabled:
+		return fmt.Errorf("%w: stream %q does not take a message's own ttl (its allow_msg_ttl is off); nothing was stored", errs.ErrTTLNotAllowed, stream)
+	case errors.As(err, &apiErr) && apiErr.ErrorCode == jetstreamext.JSErrCodeBatchPublishNotEnabled:
+		return fmt.Errorf("%w: stream %q does not take atomic batches (its allow_atomic is off); nothing was stored", errs.ErrBatchNotAllowed, stream)
+	case errors.As(err, &apiErr):
+		return fmt.Errorf("%w: stream %q refused the message: %s", errs.ErrPublishRefused, stream, apiErr.Description)
+	case errors.Is(err, nats.ErrMaxPayload):
+		// The connection moved to a server with a smaller max_payload.
+		return r.fitsPayload(m)
+	}
+	return fmt.Errorf("%w: publish: %v", errs.ErrUnavailable, err)
+}
+
+// jsErrMessageTTLDisabled is the server's error code for a message ttl on a
+// stream without allow_msg_ttl (JSMessageTTLDisabledErr).
+const jsErrMessageTTLDisabled = 10166
+
+// PublishBatch stores msgs all or none, as one atomic batch (ADR-50), and
+// returns each one's sequence: the server stores a batch's messages one
+// after another.
+func (r *Replica) PublishBatch(ctx context.Context, stream string, reqs []PublishRequest) ([]uint64, error) {
+	msgs := make([]*nats.Msg, len(reqs))
+	for i, req := range reqs {
+		m, err := r.message(ctx, req)
+		if err != nil {
+			return nil, fmt.Errorf("messages[%d]: %w", i, err)
+		}
+		if m.Header == nil {
+			m.Header = nats.Header{} // the batch's own headers go in it
+		}
+		msgs[i] = m
+	}
+	pctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	ack, err := jetstreamext.PublishMsgBatch(pctx, r.js, msgs)
+	if err != nil {
+		return nil, r.publishError(ctx, stream, msgs[len(msgs)-1], err)
+	}
+	seqs := make([]uint64, len(msgs))
+	for i := range seqs {
+		seqs[i] = ack.Sequence - uint64(len(msgs)-1-i)
+	}
+	return seqs, nil
 }
 
 // The NATS server closes a connection that sends a protocol line longer than

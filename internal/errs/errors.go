@@ -95,6 +95,13 @@ var (
 	// ErrPublishRefused is a publish the stream refused.
 	ErrPublishRefused = errors.New("publish refused")
 
+	// ErrTTLNotAllowed is a message ttl for a stream without allow_msg_ttl.
+	ErrTTLNotAllowed = errors.New("ttl not allowed")
+
+	// ErrBatchNotAllowed is an atomic batch for a stream without
+	// allow_atomic.
+	ErrBatchNotAllowed = errors.New("atomic batch not allowed")
+
 	// ErrManageRefused is a Pause, Resume or Unpin the server refused.
 	ErrManageRefused = errors.New("refused by the server")
 
@@ -136,6 +143,8 @@ var reasons = []struct {
 	{ErrDeadLetterNotFound, "DEAD_LETTER_NOT_FOUND"},
 	{ErrPullRefused, "PULL_REFUSED"},
 	{ErrPublishRefused, "PUBLISH_REFUSED"},
+	{ErrTTLNotAllowed, "TTL_NOT_ALLOWED"},
+	{ErrBatchNotAllowed, "BATCH_NOT_ALLOWED"},
 	{ErrManageRefused, "MANAGE_REFUSED"},
 	{ErrPriorityGroupRequired, "PRIORITY_GROUP_REQUIRED"},
 	{ErrPinIDMismatch, "PIN_ID_MISMATCH"},

@@ -39,6 +39,8 @@ var sentinels = map[string]error{
 	"ErrPublishRefused":        ErrPublishRefused,
 	"ErrPriorityGroupRequired": ErrPriorityGroupRequired,
 	"ErrManageRefused":         ErrManageRefused,
+	"ErrTTLNotAllowed":         ErrTTLNotAllowed,
+	"ErrBatchNotAllowed":       ErrBatchNotAllowed,
 	"ErrPinIDMismatch":         ErrPinIDMismatch,
 	"DeadlineExceeded":         context.DeadlineExceeded,
 	"Canceled":                 context.Canceled,

@@ -9,6 +9,7 @@ package jetgatev1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -35,7 +36,11 @@ type PublishRequest struct {
 	Headers map[string]*HeaderValues `protobuf:"bytes,4,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// A deduplication id (Nats-Msg-Id): a repeat within the stream's duplicate
 	// window is stored once.
-	MsgId         string `protobuf:"bytes,5,opt,name=msg_id,json=msgId,proto3" json:"msg_id,omitempty"`
+	MsgId string `protobuf:"bytes,5,opt,name=msg_id,json=msgId,proto3" json:"msg_id,omitempty"`
+	// The message's own time to live (Nats-TTL), at least 1s, on a stream
+	// with allow_msg_ttl; elsewhere the publish is refused with
+	// TTL_NOT_ALLOWED and nothing is stored.
+	Ttl           *durationpb.Duration `protobuf:"bytes,6,opt,name=ttl,proto3" json:"ttl,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -105,6 +110,13 @@ func (x *PublishRequest) GetMsgId() string {
 	return ""
 }
 
+func (x *PublishRequest) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
 // PublishResponse is JetStream's acknowledgement of a publish.
 type PublishResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -169,27 +181,226 @@ func (x *PublishResponse) GetDuplicate() bool {
 	return false
 }
 
+// PublishBatchRequest is a list of messages to store all or none.
+type PublishBatchRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stream that must store the messages.
+	Stream string `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	// The messages, in order: 1 to 1000.
+	Messages      []*BatchMessage `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PublishBatchRequest) Reset() {
+	*x = PublishBatchRequest{}
+	mi := &file_jetgate_v1_stream_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PublishBatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PublishBatchRequest) ProtoMessage() {}
+
+func (x *PublishBatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_stream_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PublishBatchRequest.ProtoReflect.Descriptor instead.
+func (*PublishBatchRequest) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_stream_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *PublishBatchRequest) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *PublishBatchRequest) GetMessages() []*BatchMessage {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+// BatchMessage is one message of an atomic batch.
+type BatchMessage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The subject to publish to; it must be one of the stream's subjects.
+	Subject string `protobuf:"bytes,1,opt,name=subject,proto3" json:"subject,omitempty"`
+	// The message payload.
+	Data []byte `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	// The message headers.
+	Headers map[string]*HeaderValues `protobuf:"bytes,3,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The message's own time to live, as for Publish.
+	Ttl           *durationpb.Duration `protobuf:"bytes,4,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BatchMessage) Reset() {
+	*x = BatchMessage{}
+	mi := &file_jetgate_v1_stream_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BatchMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BatchMessage) ProtoMessage() {}
+
+func (x *BatchMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_stream_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BatchMessage.ProtoReflect.Descriptor instead.
+func (*BatchMessage) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_stream_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *BatchMessage) GetSubject() string {
+	if x != nil {
+		return x.Subject
+	}
+	return ""
+}
+
+func (x *BatchMessage) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *BatchMessage) GetHeaders() map[string]*HeaderValues {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+func (x *BatchMessage) GetTtl() *durationpb.Duration {
+	if x != nil {
+		return x.Ttl
+	}
+	return nil
+}
+
+// PublishBatchResponse is JetStream's acknowledgement of an atomic batch.
+type PublishBatchResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stream that stored the messages.
+	Stream string `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	// Each message's sequence in the stream, in the order given.
+	Seqs          []uint64 `protobuf:"varint,2,rep,packed,name=seqs,proto3" json:"seqs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PublishBatchResponse) Reset() {
+	*x = PublishBatchResponse{}
+	mi := &file_jetgate_v1_stream_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PublishBatchResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PublishBatchResponse) ProtoMessage() {}
+
+func (x *PublishBatchResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_stream_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PublishBatchResponse.ProtoReflect.Descriptor instead.
+func (*PublishBatchResponse) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_stream_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *PublishBatchResponse) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *PublishBatchResponse) GetSeqs() []uint64 {
+	if x != nil {
+		return x.Seqs
+	}
+	return nil
+}
+
 var File_jetgate_v1_stream_proto protoreflect.FileDescriptor
 
 const file_jetgate_v1_stream_proto_rawDesc = "" +
 	"\n" +
 	"\x17jetgate/v1/stream.proto\x12\n" +
-	"jetgate.v1\x1a\x19jetgate/v1/consumer.proto\"\x86\x02\n" +
+	"jetgate.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x19jetgate/v1/consumer.proto\"\xb3\x02\n" +
 	"\x0ePublishRequest\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x18\n" +
 	"\asubject\x18\x02 \x01(\tR\asubject\x12\x12\n" +
 	"\x04data\x18\x03 \x01(\fR\x04data\x12A\n" +
 	"\aheaders\x18\x04 \x03(\v2'.jetgate.v1.PublishRequest.HeadersEntryR\aheaders\x12\x15\n" +
-	"\x06msg_id\x18\x05 \x01(\tR\x05msgId\x1aT\n" +
+	"\x06msg_id\x18\x05 \x01(\tR\x05msgId\x12+\n" +
+	"\x03ttl\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x1aT\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
 	"\x05value\x18\x02 \x01(\v2\x18.jetgate.v1.HeaderValuesR\x05value:\x028\x01\"Y\n" +
 	"\x0fPublishResponse\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x1c\n" +
-	"\tduplicate\x18\x03 \x01(\bR\tduplicate2S\n" +
+	"\tduplicate\x18\x03 \x01(\bR\tduplicate\"c\n" +
+	"\x13PublishBatchRequest\x12\x16\n" +
+	"\x06stream\x18\x01 \x01(\tR\x06stream\x124\n" +
+	"\bmessages\x18\x02 \x03(\v2\x18.jetgate.v1.BatchMessageR\bmessages\"\x80\x02\n" +
+	"\fBatchMessage\x12\x18\n" +
+	"\asubject\x18\x01 \x01(\tR\asubject\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12?\n" +
+	"\aheaders\x18\x03 \x03(\v2%.jetgate.v1.BatchMessage.HeadersEntryR\aheaders\x12+\n" +
+	"\x03ttl\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x03ttl\x1aT\n" +
+	"\fHeadersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
+	"\x05value\x18\x02 \x01(\v2\x18.jetgate.v1.HeaderValuesR\x05value:\x028\x01\"B\n" +
+	"\x14PublishBatchResponse\x12\x16\n" +
+	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x12\n" +
+	"\x04seqs\x18\x02 \x03(\x04R\x04seqs2\xa6\x01\n" +
 	"\rStreamService\x12B\n" +
-	"\aPublish\x12\x1a.jetgate.v1.PublishRequest\x1a\x1b.jetgate.v1.PublishResponseB5Z3github.com/jetgate/jetgate/api/jetgate/v1;jetgatev1b\x06proto3"
+	"\aPublish\x12\x1a.jetgate.v1.PublishRequest\x1a\x1b.jetgate.v1.PublishResponse\x12Q\n" +
+	"\fPublishBatch\x12\x1f.jetgate.v1.PublishBatchRequest\x1a .jetgate.v1.PublishBatchResponseB5Z3github.com/jetgate/jetgate/api/jetgate/v1;jetgatev1b\x06proto3"
 
 var (
 	file_jetgate_v1_stream_proto_rawDescOnce sync.Once
@@ -203,23 +414,35 @@ func file_jetgate_v1_stream_proto_rawDescGZIP() []byte {
 	return file_jetgate_v1_stream_proto_rawDescData
 }
 
-var file_jetgate_v1_stream_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_jetgate_v1_stream_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_jetgate_v1_stream_proto_goTypes = []any{
-	(*PublishRequest)(nil),  // 0: jetgate.v1.PublishRequest
-	(*PublishResponse)(nil), // 1: jetgate.v1.PublishResponse
-	nil,                     // 2: jetgate.v1.PublishRequest.HeadersEntry
-	(*HeaderValues)(nil),    // 3: jetgate.v1.HeaderValues
+	(*PublishRequest)(nil),       // 0: jetgate.v1.PublishRequest
+	(*PublishResponse)(nil),      // 1: jetgate.v1.PublishResponse
+	(*PublishBatchRequest)(nil),  // 2: jetgate.v1.PublishBatchRequest
+	(*BatchMessage)(nil),         // 3: jetgate.v1.BatchMessage
+	(*PublishBatchResponse)(nil), // 4: jetgate.v1.PublishBatchResponse
+	nil,                          // 5: jetgate.v1.PublishRequest.HeadersEntry
+	nil,                          // 6: jetgate.v1.BatchMessage.HeadersEntry
+	(*durationpb.Duration)(nil),  // 7: google.protobuf.Duration
+	(*HeaderValues)(nil),         // 8: jetgate.v1.HeaderValues
 }
 var file_jetgate_v1_stream_proto_depIdxs = []int32{
-	2, // 0: jetgate.v1.PublishRequest.headers:type_name -> jetgate.v1.PublishRequest.HeadersEntry
-	3, // 1: jetgate.v1.PublishRequest.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
-	0, // 2: jetgate.v1.StreamService.Publish:input_type -> jetgate.v1.PublishRequest
-	1, // 3: jetgate.v1.StreamService.Publish:output_type -> jetgate.v1.PublishResponse
-	3, // [3:4] is the sub-list for method output_type
-	2, // [2:3] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	5, // 0: jetgate.v1.PublishRequest.headers:type_name -> jetgate.v1.PublishRequest.HeadersEntry
+	7, // 1: jetgate.v1.PublishRequest.ttl:type_name -> google.protobuf.Duration
+	3, // 2: jetgate.v1.PublishBatchRequest.messages:type_name -> jetgate.v1.BatchMessage
+	6, // 3: jetgate.v1.BatchMessage.headers:type_name -> jetgate.v1.BatchMessage.HeadersEntry
+	7, // 4: jetgate.v1.BatchMessage.ttl:type_name -> google.protobuf.Duration
+	8, // 5: jetgate.v1.PublishRequest.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
+	8, // 6: jetgate.v1.BatchMessage.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
+	0, // 7: jetgate.v1.StreamService.Publish:input_type -> jetgate.v1.PublishRequest
+	2, // 8: jetgate.v1.StreamService.PublishBatch:input_type -> jetgate.v1.PublishBatchRequest
+	1, // 9: jetgate.v1.StreamService.Publish:output_type -> jetgate.v1.PublishResponse
+	4, // 10: jetgate.v1.StreamService.PublishBatch:output_type -> jetgate.v1.PublishBatchResponse
+	9, // [9:11] is the sub-list for method output_type
+	7, // [7:9] is the sub-list for method input_type
+	7, // [7:7] is the sub-list for extension type_name
+	7, // [7:7] is the sub-list for extension extendee
+	0, // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_jetgate_v1_stream_proto_init() }
@@ -234,7 +457,7 @@ func file_jetgate_v1_stream_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jetgate_v1_stream_proto_rawDesc), len(file_jetgate_v1_stream_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,7 +19,8 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	StreamService_Publish_FullMethodName = "/jetgate.v1.StreamService/Publish"
+	StreamService_Publish_FullMethodName      = "/jetgate.v1.StreamService/Publish"
+	StreamService_PublishBatch_FullMethodName = "/jetgate.v1.StreamService/PublishBatch"
 )
 
 // StreamServiceClient is the client API for StreamService service.
@@ -31,6 +32,10 @@ type StreamServiceClient interface {
 	// Publish stores a message in a stream and returns JetStream's
 	// acknowledgement. Only subjects bound to the stream are accepted.
 	Publish(ctx context.Context, in *PublishRequest, opts ...grpc.CallOption) (*PublishResponse, error)
+	// PublishBatch stores a list of messages all or none (an atomic batch,
+	// on a stream with allow_atomic) and returns each message's sequence. A
+	// refused batch stores nothing, and the error says which message and why.
+	PublishBatch(ctx context.Context, in *PublishBatchRequest, opts ...grpc.CallOption) (*PublishBatchResponse, error)
 }
 
 type streamServiceClient struct {
@@ -51,6 +56,16 @@ func (c *streamServiceClient) Publish(ctx context.Context, in *PublishRequest, o
 	return out, nil
 }
 
+func (c *streamServiceClient) PublishBatch(ctx context.Context, in *PublishBatchRequest, opts ...grpc.CallOption) (*PublishBatchResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PublishBatchResponse)
+	err := c.cc.Invoke(ctx, StreamService_PublishBatch_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // StreamServiceServer is the server API for StreamService service.
 // All implementations must embed UnimplementedStreamServiceServer
 // for forward compatibility.
@@ -60,6 +75,10 @@ type StreamServiceServer interface {
 	// Publish stores a message in a stream and returns JetStream's
 	// acknowledgement. Only subjects bound to the stream are accepted.
 	Publish(context.Context, *PublishRequest) (*PublishResponse, error)
+	// PublishBatch stores a list of messages all or none (an atomic batch,
+	// on a stream with allow_atomic) and returns each message's sequence. A
+	// refused batch stores nothing, and the error says which message and why.
+	PublishBatch(context.Context, *PublishBatchRequest) (*PublishBatchResponse, error)
 	mustEmbedUnimplementedStreamServiceServer()
 }
 
@@ -72,6 +91,9 @@ type UnimplementedStreamServiceServer struct{}
 
 func (UnimplementedStreamServiceServer) Publish(context.Context, *PublishRequest) (*PublishResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Publish not implemented")
+}
+func (UnimplementedStreamServiceServer) PublishBatch(context.Context, *PublishBatchRequest) (*PublishBatchResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PublishBatch not implemented")
 }
 func (UnimplementedStreamServiceServer) mustEmbedUnimplementedStreamServiceServer() {}
 func (UnimplementedStreamServiceServer) testEmbeddedByValue()                       {}
@@ -112,6 +134,24 @@ func _StreamService_Publish_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _StreamService_PublishBatch_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PublishBatchRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StreamServiceServer).PublishBatch(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StreamService_PublishBatch_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StreamServiceServer).PublishBatch(ctx, req.(*PublishBatchRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // StreamService_ServiceDesc is the grpc.ServiceDesc for StreamService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -122,6 +162,10 @@ var StreamService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Publish",
 			Handler:    _StreamService_Publish_Handler,
+		},
+		{
+			MethodName: "PublishBatch",
+			Handler:    _StreamService_PublishBatch_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

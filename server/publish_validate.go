@@ -1,0 +1,115 @@
+package server
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/internal/core"
+	"github.com/jetgate/jetgate/internal/errs"
+)
+
+// maxHeaderBytes bounds the headers of one published message.
+const maxHeaderBytes = 64 << 10
+
+// minTTL is the shortest time to live the server gives a message.
+const minTTL = time.Second
+
+func validatePublish(req *jetgatev1.PublishRequest) (core.PublishRequest, error) {
+	if req.GetStream() == "" {
+		return core.PublishRequest{}, fmt.Errorf("%w: stream is required", errs.ErrInvalidArgument)
+	}
+	return validateMessage(req.GetStream(), req.GetSubject(), req.GetData(), req.GetHeaders(), req.GetMsgId(), req.GetTtl())
+}
+
+// maxBatch bounds the messages of one atomic batch, as the server does.
+const maxBatch = 1000
+
+func validatePublishBatch(req *jetgatev1.PublishBatchRequest) ([]core.PublishRequest, error) {
+	if req.GetStream() == "" {
+		return nil, fmt.Errorf("%w: stream is required", errs.ErrInvalidArgument)
+	}
+	switch n := len(req.GetMessages()); {
+	case n == 0:
+		return nil, fmt.Errorf("%w: messages: give at least one", errs.ErrInvalidArgument)
+	case n > maxBatch:
+		return nil, fmt.Errorf("%w: messages: %d given; a batch holds at most %d", errs.ErrInvalidArgument, n, maxBatch)
+	}
+	out := make([]core.PublishRequest, len(req.GetMessages()))
+	for i, m := range req.GetMessages() {
+		pr, err := validateMessage(req.GetStream(), m.GetSubject(), m.GetData(), m.GetHeaders(), "", m.GetTtl())
+		if err != nil {
+			return nil, fmt.Errorf("messages[%d]: %w", i, err)
+		}
+		out[i] = pr
+	}
+	return out, nil
+}
+
+// validateMessage checks one message to publish: its headers by the rules
+// of NATS and jetgate's reserve, its msg_id, its ttl.
+func validateMessage(stream, subject string, data []byte, headers map[string]*jetgatev1.HeaderValues, msgID string, ttl *durationpb.Duration) (core.PublishRequest, error) {
+	size := 0
+	for _, k := range slices.Sorted(maps.Keys(headers)) {
+		v := headers[k]
+		if k == "" || strings.ContainsAny(k, ": \t\r\n") || !isASCIIPrintable(k) {
+			return core.PublishRequest{}, fmt.Errorf("%w: header name %q is not a valid header name", errs.ErrInvalidArgument, k)
+		}
+		if err := checkReserved(k); err != nil {
+			return core.PublishRequest{}, err
+		}
+		for _, s := range v.GetValues() {
+			if strings.ContainsAny(s, "\r\n") {
+				return core.PublishRequest{}, fmt.Errorf("%w: header %q has a value with a line break", errs.ErrInvalidArgument, k)
+			}
+			size += len(k) + len(s) + 4
+		}
+	}
+	if strings.ContainsAny(msgID, "\r\n") {
+		return core.PublishRequest{}, fmt.Errorf("%w: msg_id has a line break", errs.ErrInvalidArgument)
+	} else if msgID != "" {
+		size += len("Nats-Msg-Id") + len(msgID) + 4
+	}
+	if size > maxHeaderBytes {
+		return core.PublishRequest{}, fmt.Errorf("%w: headers (msg_id included) are %d bytes; at most %d are allowed", errs.ErrHeadersTooLarge, size, maxHeaderBytes)
+	}
+	pr := core.PublishRequest{Stream: stream, Subject: subject, Data: data, Header: headerOf(headers), MsgID: msgID}
+	if ttl != nil {
+		if ttl.CheckValid() != nil || ttl.AsDuration() < minTTL {
+			return core.PublishRequest{}, fmt.Errorf("%w: ttl must be a duration of %v or more", errs.ErrInvalidArgument, minTTL)
+		}
+		pr.TTL = ttl.AsDuration()
+	}
+	return pr, nil
+}
+
+// expectedPrefix starts the names of JetStream's optimistic concurrency
+// checks (Nats-Expected-Last-Sequence and the like), the one kind of Nats-
+// header a client may send. The server reads header names case-sensitively,
+// so only this spelling takes effect.
+const expectedPrefix = "Nats-Expected-"
+
+// checkReserved refuses a header name NATS reserves: any that starts with
+// Nats-, in any case, except the Nats-Expected-* checks. Such a header could
+// roll up or expire other messages, or deduplicate on the caller's say.
+func checkReserved(name string) error {
+	const reserved = "nats-"
+	if len(name) < len(reserved) || !strings.EqualFold(name[:len(reserved)], reserved) {
+		return nil
+	}
+	switch {
+	case strings.HasPrefix(name, expectedPrefix) && len(name) > len(expectedPrefix):
+		return nil
+	case strings.EqualFold(name, "Nats-Msg-Id"):
+		return fmt.Errorf("%w: header %q is reserved for NATS; set the msg_id field to deduplicate", errs.ErrHeaderReserved, name)
+	case len(name) > len(expectedPrefix) && strings.EqualFold(name[:len(expectedPrefix)], expectedPrefix):
+		return fmt.Errorf("%w: header %q is reserved for NATS; the server reads concurrency checks only when spelled %s…, as in Nats-Expected-Last-Sequence",
+			errs.ErrHeaderReserved, name, expectedPrefix)
+	}
+	return fmt.Errorf("%w: header %q is reserved for NATS; only the Nats-Expected-* concurrency checks may be sent", errs.ErrHeaderReserved, name)
+}
