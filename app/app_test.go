@@ -181,6 +181,16 @@ func TestEmbeddedCreatesTheDemoStream(t *testing.T) {
 	if subj := s.CachedInfo().Config.Subjects; !reflect.DeepEqual(subj, []string{"orders.>"}) {
 		t.Errorf("ORDERS subjects %v; want [orders.>]", subj)
 	}
+	// The demo shows every feature: a message's own ttl and atomic batches.
+	if c := s.CachedInfo().Config; !c.AllowMsgTTL || !c.AllowAtomicPublish {
+		t.Errorf("ORDERS allow_msg_ttl %v, allow_atomic %v; want both", c.AllowMsgTTL, c.AllowAtomicPublish)
+	}
+	_, sc := grpcClients(t, p.GRPC)
+	r, err := sc.PublishBatch(ctxT(t), &jetgatev1.PublishBatchRequest{Stream: "ORDERS", Messages: []*jetgatev1.BatchMessage{
+		{Subject: "orders.a", Ttl: durationpb.New(time.Hour)}, {Subject: "orders.b"}}})
+	if err != nil || len(r.GetSeqs()) != 2 {
+		t.Fatalf("a batch on the demo stream: %v %v", r, err)
+	}
 }
 
 func TestDeliverPolicies(t *testing.T) {

@@ -90,7 +90,8 @@ func ensureStreams(ctx context.Context, js jetstream.JetStream, c *config.Config
 		case !errors.Is(err, jetstream.ErrStreamNotFound):
 			return c.Errorf(path, "look up stream %q: %v", s.Name, err)
 		}
-		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: s.Name, Subjects: s.Subjects}); err != nil {
+		cfg := jetstream.StreamConfig{Name: s.Name, Subjects: s.Subjects, AllowMsgTTL: s.AllowMsgTTL, AllowAtomicPublish: s.AllowAtomic}
+		if _, err := js.CreateStream(ctx, cfg); err != nil {
 			return c.Errorf(path+".subjects", "create stream %q with subjects %v: %v", s.Name, s.Subjects, err)
 		}
 		log.Info("created stream", "stream", s.Name, "subjects", s.Subjects)

@@ -83,7 +83,7 @@ func TestOverflowConsumerServesFetchesWithoutAGroup(t *testing.T) {
 	if err != nil || len(r.GetMessages()) == 0 {
 		t.Fatalf("min_pending 5 with 5 pending: %v, %d messages; want some", err, len(r.GetMessages()))
 	}
-	r, err = o.fetch(t, o.replicas[0], &jetgatev1.FetchRequest{Batch: 10})
+	_, err = o.fetch(t, o.replicas[0], &jetgatev1.FetchRequest{Batch: 10})
 	if err != nil {
 		t.Fatalf("a Fetch that names no group: %v", err)
 	}

@@ -94,6 +94,10 @@ type Tokens struct {
 type Stream struct {
 	Name     string   `yaml:"name"`
 	Subjects []string `yaml:"subjects"`
+	// AllowMsgTTL lets a message carry its own ttl (Publish ttl);
+	// AllowAtomic takes atomic batches (PublishBatch). Off unless named.
+	AllowMsgTTL bool `yaml:"allow_msg_ttl,omitempty"`
+	AllowAtomic bool `yaml:"allow_atomic,omitempty"`
 }
 
 // Consumer is one durable pull consumer jetgate creates or updates and

@@ -259,11 +259,13 @@ func (c *Config) addConsumer(f Flags) {
 // it is not configured yet.
 func (c *Config) setStreamSubjects(name string, subjects []string, orDefault bool) {
 	s := c.StreamNamed(name)
+	demo := false
 	if len(subjects) == 0 {
 		if !orDefault || s != nil {
 			return
 		}
-		subjects = []string{strings.ToLower(name) + ".>"}
+		// The embedded server's demo stream, which shows every feature.
+		subjects, demo = []string{strings.ToLower(name) + ".>"}, true
 	}
 	if s != nil {
 		s.Subjects = subjects
@@ -275,7 +277,7 @@ func (c *Config) setStreamSubjects(name string, subjects []string, orDefault boo
 		return
 	}
 	p := index("streams", len(c.Streams))
-	c.Streams = append(c.Streams, Stream{Name: name, Subjects: subjects})
+	c.Streams = append(c.Streams, Stream{Name: name, Subjects: subjects, AllowMsgTTL: demo, AllowAtomic: demo})
 	c.flags[p] = "--stream"
 	c.flags[p+".name"] = "--stream"
 	c.flags[p+".subjects"] = "--stream-subjects"
