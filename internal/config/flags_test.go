@@ -26,7 +26,7 @@ func TestResolveWithoutAFileIsTheFlags(t *testing.T) {
 		wantCons    consumer.Config
 	}{
 		{"defaults", func(*Flags) {},
-			[]Stream{{Name: "ORDERS", Subjects: []string{"orders.>"}}},
+			[]Stream{{Name: "ORDERS", Subjects: []string{"orders.>"}, AllowMsgTTL: true, AllowAtomic: true}}, // the demo
 			consumer.Config{Stream: "ORDERS", Name: "billing", AckWait: 30 * time.Second, MaxAckPending: 1024, DeliverPolicy: &all}},
 		{"remote NATS creates no stream", func(f *Flags) { f.NATSURL = "nats://n:4222" },
 			nil,
@@ -237,7 +237,7 @@ func TestFlagsAddTheConsumerToAFileWithout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Consumers) != 1 || !reflect.DeepEqual(c.Streams, []Stream{{Name: "ORDERS", Subjects: []string{"orders.>"}}}) {
+	if len(c.Consumers) != 1 || !reflect.DeepEqual(c.Streams, []Stream{{Name: "ORDERS", Subjects: []string{"orders.>"}, AllowMsgTTL: true, AllowAtomic: true}}) {
 		t.Errorf("consumers %+v streams %+v", c.Consumers, c.Streams)
 	}
 	if _, err := Resolve(path, Flags{}); err == nil || !strings.Contains(err.Error(), "consumers: no consumer is configured") {
