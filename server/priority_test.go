@@ -265,3 +265,54 @@ func TestConsumeOnAPausedConsumerHeartbeatsAndResumes(t *testing.T) {
 		}
 	}
 }
+
+// A Consume stream of a pinned_client consumer keeps the pin it was given,
+// shows it on each response, and ends with PIN_ID_MISMATCH once the pin has
+// moved to another client.
+func TestConsumeKeepsItsPinAndEndsWhenItLosesIt(t *testing.T) {
+	o := newOperated(t, jetstream.ConsumerConfig{Durable: "pinned", PriorityGroups: []string{"main"},
+		PriorityPolicy: jetstream.PriorityPolicyPinned, PinnedTTL: time.Minute}, 1)
+	c := o.replicas[0]
+	o.publish(1)
+	ctx, cancel := context.WithTimeout(o.ctx(), 15*time.Second)
+	defer cancel()
+	s, err := c.Consume(ctx, &jetgatev1.ConsumeRequest{Stream: stream, Consumer: "pinned", Heartbeat: durationpb.New(200 * time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pin string
+	for pin == "" {
+		r, err := s.Recv()
+		if err != nil {
+			t.Fatalf("before its first message: %v", err)
+		}
+		if len(r.GetMessages()) > 0 {
+			pin = r.GetPinId()
+			if pin == "" {
+				t.Fatal("the stream's first delivery came without a pin")
+			}
+		}
+	}
+	if _, err := c.Unpin(o.ctx(), &jetgatev1.UnpinRequest{Stream: stream, Consumer: "pinned"}); err != nil {
+		t.Fatal(err)
+	}
+	o.publish(1)
+	f, err := o.fetch(t, c, &jetgatev1.FetchRequest{Batch: 1, Expires: durationpb.New(3 * time.Second)})
+	if err != nil || len(f.GetMessages()) != 1 || f.GetPinId() == "" || f.GetPinId() == pin {
+		// The stream may have taken it first, under its old pin, before the
+		// unpin reached it; then this Fetch waits for a third message.
+		t.Logf("Fetch after Unpin: %v %v", f, err)
+	}
+	for {
+		r, err := s.Recv()
+		if err != nil {
+			if code, reason := codeAndReason(err); code != codes.FailedPrecondition || reason != "PIN_ID_MISMATCH" {
+				t.Fatalf("the stream ended with %v; want FAILED_PRECONDITION PIN_ID_MISMATCH", err)
+			}
+			return
+		}
+		if p := r.GetPinId(); p != pin && len(r.GetMessages()) > 0 {
+			pin = p // pinned again before the Fetch: it now holds the new pin
+		}
+	}
+}
