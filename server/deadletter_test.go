@@ -67,19 +67,7 @@ func (e *dlEnv) publish(subject, data string, h nats.Header) uint64 {
 // deadLetters reads every message on the dead-letter subject.
 func (e *dlEnv) deadLetters() []*jetstream.RawStreamMsg {
 	e.t.Helper()
-	s, err := e.js.Stream(context.Background(), "DLQ")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var out []*jetstream.RawStreamMsg
-	for next := uint64(1); ; {
-		m, err := s.GetMsg(context.Background(), next, jetstream.WithGetMsgSubject(dlqSubject))
-		if err != nil {
-			return out
-		}
-		out = append(out, m)
-		next = m.Sequence + 1
-	}
+	return natstest.StreamMsgs(e.t, e.js, "DLQ", dlqSubject)
 }
 
 func (e *dlEnv) waitDeadLetters(n int) []*jetstream.RawStreamMsg {

@@ -140,19 +140,7 @@ func (e *env) streamState(name string) jetstream.StreamState {
 // deadLetters reads every dead letter of billing.
 func (e *env) deadLetters() []*jetstream.RawStreamMsg {
 	e.t.Helper()
-	s, err := e.js.Stream(context.Background(), "DLQ")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var out []*jetstream.RawStreamMsg
-	for next := uint64(1); ; {
-		m, err := s.GetMsg(context.Background(), next, jetstream.WithGetMsgSubject(dlqSubject))
-		if err != nil {
-			return out
-		}
-		out = append(out, m)
-		next = m.Sequence + 1
-	}
+	return natstest.StreamMsgs(e.t, e.js, "DLQ", dlqSubject)
 }
 
 // workedOff waits until the worker has taken (acked) the n advisories

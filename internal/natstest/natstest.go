@@ -92,6 +92,24 @@ func Stream(t testing.TB, nc *nats.Conn, name string, subjects ...string) jetstr
 	return s
 }
 
+// StreamMsgs reads every message of stream on subject, in order.
+func StreamMsgs(t testing.TB, js jetstream.JetStream, stream, subject string) []*jetstream.RawStreamMsg {
+	t.Helper()
+	s, err := js.Stream(context.Background(), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*jetstream.RawStreamMsg
+	for next := uint64(1); ; {
+		m, err := s.GetMsg(context.Background(), next, jetstream.WithGetMsgSubject(subject))
+		if err != nil {
+			return out
+		}
+		out = append(out, m)
+		next = m.Sequence + 1
+	}
+}
+
 // Eventually polls cond until it holds or the deadline passes.
 func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
