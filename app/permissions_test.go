@@ -42,10 +42,11 @@ var jetgateUser = &natsserver.Permissions{
 		"$JS.FC.KV_jetgate_replicas.>",
 		"$KV.jetgate_replicas.>",
 		"_JETGATE.SETTLE.*",
+		"_JETGATE.RESET.ORDERS.billing",
 		"_INBOX.>",
 		"orders.>",
 	}},
-	Subscribe: &natsserver.SubjectPermission{Allow: []string{"_INBOX.>", "_JETGATE.SETTLE.*"}},
+	Subscribe: &natsserver.SubjectPermission{Allow: []string{"_INBOX.>", "_JETGATE.SETTLE.*", "_JETGATE.RESET.ORDERS.billing"}},
 }
 
 // What every other user of the account is denied.

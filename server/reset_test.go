@@ -4,6 +4,11 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/internal/core"
+	"github.com/jetgate/jetgate/internal/natstest"
 	"github.com/jetgate/jetgate/internal/token"
 )
 
@@ -35,11 +40,7 @@ func TestStaleTokenAfterAResetSettlesNothing(t *testing.T) {
 	}
 	tp := h.tap()
 	wantFailure(t, ack(t, h, h.cons, old.GetToken()), 0, "LEASE_EXPIRED")
-	select {
-	case m := <-tp.msgs:
-		t.Fatalf("the stale Ack reached the server: %s %q", m.Subject, m.Data)
-	case <-time.After(200 * time.Millisecond):
-	}
+	tp.none(t, "the stale Ack")
 	// Left unanswered, the new delivery comes back after ack_wait.
 	back := h.fetchOne(5 * time.Second)
 	if back.GetMetadata().GetStreamSeq() != again.GetMetadata().GetStreamSeq() || back.GetMetadata().GetNumDelivered() != 2 {
@@ -63,13 +64,114 @@ func TestStaleTokenAfterAResetIsRefusedByTheReplicaHoldingTheNewDelivery(t *test
 	}
 	tp := h.tap()
 	wantFailure(t, ack(t, h, b, old.GetToken()), 0, "LEASE_EXPIRED")
-	select {
-	case m := <-tp.msgs:
-		t.Fatalf("the stale Ack reached the server: %s %q", m.Subject, m.Data)
-	case <-time.After(200 * time.Millisecond):
-	}
+	tp.none(t, "the stale Ack")
 	back := h.fetch(b, consumer, 1, 5*time.Second).GetMessages()
 	if len(back) != 1 || back[0].GetMetadata().GetNumDelivered() != 2 {
 		t.Fatalf("B's delivery, unanswered, is not back after ack_wait: %v", back)
+	}
+}
+
+// gatewayLeases is how many leases replica g holds on the consumer.
+func (h *harness) gatewayLeases(g *core.Replica) int {
+	h.t.Helper()
+	st, err := g.Consumer(h.ctx(), stream, consumer)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return st.GatewayLeases
+}
+
+// The stale Ack goes to its own issuer (A), which never sees the delivery
+// after the reset: B, which received it, tells A, and A's lease is void.
+// B had received a delivery before the reset, so the restarted consumer
+// sequence shows it the reset. ack_wait is long: no lease expires meanwhile.
+func TestStaleTokenAfterAResetIsVoidAtItsIssuerWhenAnotherReplicaGotTheNewDelivery(t *testing.T) {
+	h := newHarness(t, withKeys(token.RandomKeyring()))
+	_, b, _ := h.startGateway()
+	told, err := h.nc.SubscribeSync("_JETGATE.RESET." + stream + "." + consumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.publish(2)
+	first := h.fetch(b, consumer, 1, time.Second).GetMessages()
+	if len(first) != 1 {
+		t.Fatalf("through B: %v", first)
+	}
+	wantNoFailures(t, ack(t, h, b, first[0].GetToken()))
+	old := h.fetchOne(time.Second) // through A: the second message
+	h.resetConsumer(consumer)      // back to the ack floor: the second message again
+	r := h.fetch(b, consumer, 1, 2*time.Second).GetMessages()
+	if len(r) != 1 || r[0].GetMetadata().GetStreamSeq() != old.GetMetadata().GetStreamSeq() || r[0].GetMetadata().GetNumDelivered() != 1 {
+		t.Fatalf("after the reset, through B: %v", r)
+	}
+	if _, err := told.NextMsg(5 * time.Second); err != nil {
+		t.Fatalf("B told no other replica of the reset: %v", err)
+	}
+	natstest.Eventually(t, 5*time.Second, "A voids its leases", func() bool { return h.gatewayLeases(h.gw) == 0 })
+	tp := h.tap()
+	wantFailure(t, ack(t, h, h.cons, old.GetToken()), 0, "LEASE_EXPIRED")
+	tp.none(t, "the stale Ack")
+	if n := h.info(consumer).NumAckPending; n != 1 {
+		t.Fatalf("B's delivery is no longer pending on the server (%d pending)", n)
+	}
+	wantNoFailures(t, ack(t, h, b, r[0].GetToken()))
+}
+
+// A replica that has received nothing since the reset learns of it from
+// the consumer's info: the server counts fewer deliveries than the replica
+// received. A's stale token is then void even though no delivery after the
+// reset has reached any replica yet.
+func TestAResetIsNoticedFromTheConsumerInfo(t *testing.T) {
+	h := newHarness(t, ackWait(30*time.Second))
+	h.publish(3)
+	got := h.fetch(h.cons, consumer, 3, time.Second).GetMessages()
+	if len(got) != 3 {
+		t.Fatalf("fetched %d", len(got))
+	}
+	h.resetConsumer(consumer)
+	if n := h.gatewayLeases(h.gw); n != 0 { // GetConsumer asks the server
+		t.Fatalf("after the reset and an info, A holds %d leases", n)
+	}
+	wantFailure(t, ack(t, h, h.cons, got[0].GetToken()), 0, "LEASE_EXPIRED")
+}
+
+// A Consume stream's credit held by leases from before a reset comes back
+// at once: the stream, at its max outstanding, goes on receiving the
+// messages delivered again.
+func TestAResetGivesAConsumeStreamItsCreditBack(t *testing.T) {
+	h := newHarness(t, ackWait(30*time.Second))
+	h.publish(2)
+	cs := h.consume(h.cons, &jetgatev1.ConsumeRequest{MaxMessages: 2, Heartbeat: durationpb.New(200 * time.Millisecond)})
+	before := cs.collect(t, 2)
+	h.resetConsumer(consumer)
+	again := cs.collect(t, 2)
+	for i := range again {
+		if again[i].GetMetadata().GetNumDelivered() != 1 || again[i].GetMetadata().GetStreamSeq() != before[i].GetMetadata().GetStreamSeq() {
+			t.Fatalf("after the reset: %v", again)
+		}
+	}
+	wantFailure(t, ack(t, h, h.cons, before[0].GetToken()), 0, "LEASE_EXPIRED")
+	wantNoFailures(t, ack(t, h, h.cons, again[0].GetToken(), again[1].GetToken()))
+}
+
+// collect returns the next n messages the stream sends.
+func (cs *consumeStream) collect(t *testing.T, n int) []*jetgatev1.Message {
+	t.Helper()
+	var got []*jetgatev1.Message
+	for len(got) < n {
+		msgs, _ := cs.next(t, 10*time.Second)
+		got = append(got, msgs...)
+	}
+	return got
+}
+
+// none fails if the tap sees a message within a moment: what reached the
+// server that should not have.
+func (tp *tap) none(t *testing.T, what string) {
+	t.Helper()
+	select {
+	case m := <-tp.msgs:
+		t.Fatalf("%s reached the server: %s %q", what, m.Subject, m.Data)
+	case <-time.After(200 * time.Millisecond):
 	}
 }

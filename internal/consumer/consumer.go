@@ -64,6 +64,9 @@ type Deps struct {
 	Log      *slog.Logger
 	// Orphans counts orphans by stream, consumer and outcome (handed, naked).
 	Orphans *prometheus.CounterVec
+	// OnReset, if set, is called (from Run) when this replica noticed that
+	// the consumer was reset, to tell the other replicas (ResetTold).
+	OnReset func()
 }
 
 // Consumer leases and settles one durable consumer's messages.
@@ -99,6 +102,9 @@ type Consumer struct {
 	leasesReturned prometheus.Counter // leases of ended Consume streams nak'ed back
 
 	view atomic.Pointer[serverView] // what the server last said of the consumer
+
+	resets  *resetWatch // consumer resets, told from the consumer sequences
+	onReset func()
 }
 
 // Bind creates or updates the durable consumer cfg describes and returns the
@@ -147,6 +153,9 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 		return d.Orphans.WithLabelValues(ci.Stream, ci.Name, outcome)
 	}
 	c.orphans = newOrphanPool(c.receive)
+	// What the server had delivered when it was bound: every delivery to a
+	// pull sent later is numbered above it, unless the consumer is reset.
+	c.resets, c.onReset = newResetWatch(ci.Delivered.Consumer), d.OnReset
 	c.orphansHanded, c.orphansNaked, c.leasesReturned = counter("handed"), counter("naked"), counter("consume_returned")
 	c.maxLease = cmp.Or(d.MaxLease, DefaultMaxLease)
 	v := viewOf(ci, c.maxAckPending)
@@ -171,6 +180,8 @@ func (c *Consumer) Run(ctx context.Context) {
 		case now := <-t.C:
 			c.leases.Sweep(now)
 			c.nak(ctx, c.orphans.due(now))
+		case <-c.resets.seen:
+			c.afterReset()
 		}
 	}
 }
@@ -198,9 +209,13 @@ func (c *Consumer) AbandonedPulls() int { return c.orphans.pulls(time.Now()) }
 func (c *Consumer) info(ctx context.Context, limit time.Duration) (*jetstream.ConsumerInfo, error) {
 	ictx, cancel := context.WithTimeout(ctx, min(c.timeout, limit))
 	defer cancel()
+	before := c.resets.mark()
 	ci, err := c.jsConsumer.Info(ictx)
 	if err == nil {
 		c.view.Store(viewOf(ci, c.maxAckPending))
+		if c.resets.informed(before, ci.Delivered.Consumer) {
+			c.resetNoticed("its info counts fewer deliveries than this replica received", "delivered", ci.Delivered.Consumer)
+		}
 	}
 	return ci, err
 }

@@ -122,9 +122,10 @@ func (f *fetchSink) take(ctx context.Context, ds []*Delivery, open bool) (bool, 
 	return !open || f.c.atMaxAckPending(ctx), nil
 }
 
-// receive turns a pulled message into a delivery and records its lease,
-// clocked from when it arrived.
-func (c *Consumer) receive(m pull.Msg) (*Delivery, bool) {
+// receive turns a message pulled by p into a delivery and records its
+// lease, clocked from when it arrived. A delivery that shows the consumer
+// was reset (reset.go) voids every lease held before it.
+func (c *Consumer) receive(p *pull.Pull, m pull.Msg) (*Delivery, bool) {
 	md, err := pull.ParseAckSubject(m.Reply)
 	if err != nil {
 		c.log.Warn("pulled message without a JetStream ack subject", "subject", m.Subject)
@@ -137,6 +138,13 @@ func (c *Consumer) receive(m pull.Msg) (*Delivery, bool) {
 		Meta:     md,
 		Deadline: c.policy.Deadline(m.At, md.Delivered),
 	}
+	switch reset, stale := c.resets.saw(&p.Mark, md.ConsumerSeq); {
+	case reset:
+		c.resetNoticed("its consumer sequence went back", "consumer_seq", md.ConsumerSeq)
+	case stale:
+		c.log.Debug("not leased: a delivery that may be from before a consumer reset", "stream_seq", md.StreamSeq, "consumer_seq", md.ConsumerSeq)
+		return nil, false
+	}
 	reset := c.leases.Add(lease.Lease{
 		StreamSeq:   md.StreamSeq,
 		ConsumerSeq: md.ConsumerSeq,
@@ -144,16 +152,17 @@ func (c *Consumer) receive(m pull.Msg) (*Delivery, bool) {
 		Deadline:    d.Deadline,
 		AckSubject:  m.Reply,
 	})
-	if reset {
-		c.log.Warn("the consumer was reset: the leases this replica held before are void", "stream_seq", md.StreamSeq, "delivered", md.Delivered)
+	if reset { // the table has voided the rest already
+		c.resets.notice(&p.Mark)
+		c.tellReset("a message held came again with its count restarted", "stream_seq", md.StreamSeq, "delivered", md.Delivered)
 	}
 	return d, true
 }
 
-func (c *Consumer) receiveAll(msgs []pull.Msg) []*Delivery {
+func (c *Consumer) receiveAll(p *pull.Pull, msgs []pull.Msg) []*Delivery {
 	ds := make([]*Delivery, 0, len(msgs))
 	for _, m := range msgs {
-		if d, ok := c.receive(m); ok {
+		if d, ok := c.receive(p, m); ok {
 			ds = append(ds, d)
 		}
 	}

@@ -122,11 +122,14 @@ func (c *Consumer) startPull(lim pullLimits, noWait bool) (*pull.Pull, error) {
 		batch = min(batch, c.maxBatch)
 	}
 	req := pull.NewRequest(batch, time.Until(lim.until), noWait, lim.maxBytes, lim.priority)
+	mark := c.resets.mark() // before the server can deliver to it
 	p, err := pull.Start(c.nc, c.Stream, c.Name, req, c.waiting.release)
 	if err != nil {
 		c.waiting.release()
+		return nil, err
 	}
-	return p, err
+	p.Mark = mark
+	return p, nil
 }
 
 // pullEnd is how one pull went for the loop.
@@ -166,7 +169,7 @@ func (c *Consumer) read(ctx context.Context, p *pull.Pull, lim pullLimits, s sin
 			}
 			continue
 		}
-		if ds := c.receiveAll(msgs); len(ds) > 0 {
+		if ds := c.receiveAll(p, msgs); len(ds) > 0 {
 			got = true
 			done, err := s.take(ctx, c.lease(ds, lim.principal), !ended)
 			if (done || err != nil) && !ended {

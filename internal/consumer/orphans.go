@@ -27,7 +27,7 @@ type orphan struct {
 // while the pull is open, or the Nak would send it straight back into the
 // same dead pull and burn a delivery each round.
 type orphanPool struct {
-	receive func(pull.Msg) (*Delivery, bool) // leases a message
+	receive func(*pull.Pull, pull.Msg) (*Delivery, bool) // leases a message of a pull
 
 	mu   sync.Mutex
 	open []*pull.Pull // abandoned pulls the server has not ended yet
@@ -38,7 +38,7 @@ type orphanPool struct {
 	more     chan struct{} // closed when orphans may have come, then replaced
 }
 
-func newOrphanPool(receive func(pull.Msg) (*Delivery, bool)) *orphanPool {
+func newOrphanPool(receive func(*pull.Pull, pull.Msg) (*Delivery, bool)) *orphanPool {
 	return &orphanPool{receive: receive, more: make(chan struct{})}
 }
 
@@ -118,7 +118,7 @@ func (o *orphanPool) drain(now time.Time) {
 	o.open = slices.DeleteFunc(o.open, func(p *pull.Pull) bool {
 		msgs, ended, endedAt := p.Take(now)
 		for _, m := range msgs {
-			if d, ok := o.receive(m); ok {
+			if d, ok := o.receive(p, m); ok {
 				o.held = append(o.held, &orphan{d: d, from: p})
 			}
 		}

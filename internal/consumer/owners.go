@@ -1,6 +1,9 @@
 package consumer
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // streamOwners finds the Consume stream holding a lease, so that a settle
 // (made through any replica, and so here, at the issuer) gives its credit
@@ -51,4 +54,18 @@ func (so *streamOwners) forget(s *consumeStream, seqs []uint64) {
 		}
 	}
 	so.mu.Unlock()
+}
+
+// dropBefore lets go of every lease the streams took before t, giving
+// their credit back: after a consumer reset those leases are void.
+func (so *streamOwners) dropBefore(t time.Time) {
+	so.mu.Lock()
+	streams := make(map[*consumeStream]struct{})
+	for _, o := range so.owners {
+		streams[o.s] = struct{}{}
+	}
+	so.mu.Unlock()
+	for s := range streams {
+		so.forget(s, s.dropBefore(t))
+	}
 }

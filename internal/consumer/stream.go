@@ -35,6 +35,9 @@ func (s *consumeStream) add(d *Delivery, cl token.Claims, now time.Time) {
 	size := d.size()
 	kept := &Delivery{Meta: d.Meta, Deadline: d.Deadline}
 	s.mu.Lock()
+	if old, ok := s.held[cl.StreamSeq]; ok {
+		s.bytes -= old.size // a redelivery to the same stream
+	}
 	s.held[cl.StreamSeq] = &heldLease{d: kept, claims: cl, size: size, started: now}
 	s.bytes += size
 	s.mu.Unlock()
@@ -115,6 +118,27 @@ func (s *consumeStream) extended(cl token.Claims, deadline time.Time) {
 		h.claims.Deadline = deadline
 		h.d.Deadline = deadline
 	}
+}
+
+// dropBefore forgets the leases handed out before t, signals credit, and
+// returns their sequences.
+func (s *consumeStream) dropBefore(t time.Time) (gone []uint64) {
+	s.mu.Lock()
+	for seq, h := range s.held {
+		if h.started.Before(t) {
+			gone = append(gone, seq)
+			delete(s.held, seq)
+			s.bytes -= h.size
+		}
+	}
+	s.mu.Unlock()
+	if len(gone) > 0 {
+		select {
+		case s.credit <- struct{}{}:
+		default:
+		}
+	}
+	return gone
 }
 
 // release lets go of every held lease and returns them.

@@ -89,7 +89,8 @@ type Replica struct {
 	// buckets.
 	stateReplicas int
 	fwdSub        *nats.Subscription
-	forwardSlots  chan struct{} // one per forwarded settle being served
+	resetSubs     []*nats.Subscription // resets other replicas noticed, per consumer
+	forwardSlots  chan struct{}        // one per forwarded settle being served
 	cancel        context.CancelFunc
 	wg            sync.WaitGroup // the consumers' Run loops and forwarded settles
 	mu            sync.Mutex
@@ -173,6 +174,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 func (r *Replica) bind(ctx context.Context, js jetstream.JetStream, reg prometheus.Registerer, cs []consumer.Config, deps consumer.Deps) error {
 	var routes []deadletter.Route
 	for _, cfg := range cs {
+		deps.OnReset = r.tellReset(cfg.Stream, cfg.Name)
 		c, err := consumer.Bind(ctx, js, cfg, deps)
 		if err == nil {
 			err = r.subjects.load(ctx, cfg.Stream)
@@ -202,15 +204,7 @@ func (r *Replica) bind(ctx context.Context, js jetstream.JetStream, reg promethe
 			return err
 		}
 	}
-	var err error
-	if r.fwdSub, err = r.nc.Subscribe(settle.Subject(r.self), r.onForward); err != nil {
-		return fmt.Errorf("subscribe forward subject: %w", err)
-	}
-	// Make sure the subscriptions are in place before anyone is told our id.
-	if err := r.nc.FlushTimeout(r.timeout); err != nil {
-		return fmt.Errorf("flush subscriptions: %w", err)
-	}
-	return nil
+	return r.subscribe()
 }
 
 // joinRoster puts the replica on the roster of each of its consumers, so
@@ -282,6 +276,9 @@ func (r *Replica) Close() {
 		r.roster.Close(ctx)
 	}
 	r.stopForwards(ctx)
+	for _, sub := range r.resetSubs {
+		_ = sub.Unsubscribe()
+	}
 	if r.dead != nil {
 		r.dead.Stop()
 	}

@@ -101,6 +101,19 @@ type Pull struct {
 	endedAt    time.Time
 	seen       time.Time // last message or heartbeat
 	arrived    func()    // OnMessage
+
+	// Mark is the puller's record of the consumer sequences this pull
+	// received: within one pull they only grow, unless the consumer was
+	// reset. This package neither reads nor writes it.
+	Mark SeqMark
+}
+
+// SeqMark is what a puller keeps, per pull, to tell a consumer reset from
+// the consumer sequences of its deliveries (see Pull.Mark).
+type SeqMark struct {
+	Floor uint64 // the highest consumer sequence seen before the pull was sent
+	Last  uint64 // the pull's last delivery's
+	Epoch uint64 // the resets the puller had seen when it was sent
 }
 
 // Start sends req for the consumer. release is called once, when the pull
