@@ -90,6 +90,12 @@ type Watcher interface {
 	Settling(a Action, ms []*jetgatev1.Message)
 }
 
+// SettleWatcher is a Watcher that also sees each settle jetgate confirmed.
+type SettleWatcher interface {
+	Watcher
+	Settled(a Action, m *jetgatev1.Message)
+}
+
 // Stats are the driver's own observations.
 type Stats struct {
 	Errors       map[codes.Code]int

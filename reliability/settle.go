@@ -88,6 +88,9 @@ func (d *Driver) settleVia(ctx context.Context, r *rand.Rand, a Action, ms []*je
 			switch {
 			case !bad:
 				confirmed = append(confirmed, m)
+				if sw, ok := d.Watch.(SettleWatcher); ok {
+					sw.Settled(a, m)
+				}
 				if kind == staleSettle {
 					d.stale(a, m)
 				} else {
