@@ -120,7 +120,7 @@ func (p *process) build(ctx context.Context) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	lim := p.cfg.Limits
 	p.replica, err = core.New(ctx, core.Options{
-		Conn: p.nc, Consumers: p.cfg.ConsumerConfigs(), Keys: keys,
+		Conn: p.nc, Consumers: p.cfg.ConsumerConfigs(), Pushes: p.cfg.PushConfigs(), Keys: keys,
 		MaxBatch: lim.MaxBatch, MaxExpires: time.Duration(lim.MaxExpires), MaxFetchBytes: lim.MaxFetchBytes,
 		Metrics: reg, Logger: p.log,
 	})
@@ -275,11 +275,17 @@ func (p *process) serve(ctx context.Context, o Options) error {
 }
 
 // shutdown stops HTTP, then gRPC, gracefully within grace, and cuts what is
-// left when it runs out.
+// left when it runs out; meanwhile the pushers finish what is in flight.
 func (p *process) shutdown(grace time.Duration) {
 	p.health.Shutdown()
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
+	pushed := make(chan struct{})
+	go func() {
+		p.replica.StopPush(ctx)
+		close(pushed)
+	}()
+	defer func() { <-pushed }()
 	if err := p.http.Shutdown(ctx); err != nil {
 		_ = p.http.Close() // the grace ran out: cut the long polls
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/jetgate/jetgate/internal/auth"
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/wire"
 )
 
 // Bounds of a Consume's heartbeat.
@@ -30,7 +31,7 @@ func (s *consumerService) Consume(req *jetgatev1.ConsumeRequest, out grpc.Server
 		if p := consumer.PinOf(ds); p != "" {
 			pin = p
 		}
-		return out.Send(&jetgatev1.ConsumeResponse{Messages: messagesOf(ds), PinId: pin})
+		return out.Send(&jetgatev1.ConsumeResponse{Messages: wire.Messages(ds), PinId: pin})
 	})
 	if err != nil {
 		return s.status(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/settle"
 	"github.com/jetgate/jetgate/internal/token"
+	"github.com/jetgate/jetgate/internal/wire"
 )
 
 func (s *consumerService) Fetch(ctx context.Context, req *jetgatev1.FetchRequest) (*jetgatev1.FetchResponse, error) {
@@ -25,7 +26,7 @@ func (s *consumerService) Fetch(ctx context.Context, req *jetgatev1.FetchRequest
 		return nil, s.status(err)
 	}
 	return &jetgatev1.FetchResponse{
-		Messages:    messagesOf(res.Messages),
+		Messages:    wire.Messages(res.Messages),
 		EmptyReason: jetgatev1.EmptyReason(res.Empty),
 		PinId:       res.PinID,
 	}, nil

@@ -119,6 +119,8 @@ type Consumer struct {
 	PriorityPolicy  string   `yaml:"priority_policy,omitempty"`  // overflow | pinned_client | prioritized
 	PriorityTimeout Duration `yaml:"priority_timeout,omitempty"` // pinned_client
 	PauseUntil      string   `yaml:"pause_until,omitempty"`      // RFC 3339
+	// Push POSTs each message to an endpoint (DESIGN.md section 11).
+	Push *Push `yaml:"push,omitempty"`
 }
 
 // DeadLetter is where a consumer's messages that run out of deliveries

@@ -29,6 +29,14 @@ func Write(w io.Writer, c *Config) error {
 	for i := range m.Auth.APIKeys {
 		m.Auth.APIKeys[i].SHA256 = Masked
 	}
+	m.Consumers = slices.Clone(c.Consumers)
+	for i, k := range m.Consumers {
+		if k.Push != nil {
+			p := *k.Push
+			p.URL = maskQuery(p.URL)
+			m.Consumers[i].Push = &p
+		}
+	}
 	var doc yaml.Node
 	if err := doc.Encode(&m); err != nil {
 		return err

@@ -257,7 +257,10 @@ func (c *Config) validateConsumer(p string, k Consumer) *Error {
 	if k.MaxDeliver > 0 && len(k.Backoff) > 0 && k.MaxDeliver <= len(k.Backoff) {
 		return c.errorf(p+".max_deliver", "%d: must be more than the %d steps of backoff (the server requires it)", k.MaxDeliver, len(k.Backoff))
 	}
-	return c.validatePriority(p, k)
+	if err := c.validatePriority(p, k); err != nil {
+		return err
+	}
+	return c.validatePush(p, k)
 }
 
 // startTimePath is where a missing or bad start time is reported: at the

@@ -36,8 +36,14 @@ type ConsumeRequest struct {
 	MaxBytes    int64 // 0: no limit but the Fetch bound
 	Heartbeat   time.Duration
 	AutoExtend  bool
-	Priority    pull.Priority // of a consumer with priority groups
-	Principal   string
+	// MaxLease bounds how long auto_extend keeps one lease; 0 is the
+	// consumer's (Deps.MaxLease).
+	MaxLease  time.Duration
+	Priority  pull.Priority // of a consumer with priority groups
+	Principal string
+	// Stop, when closed, ends the pulling: the stream still extends and
+	// gives back what it holds, until ctx ends.
+	Stop <-chan struct{}
 }
 
 // Consume leases messages to send as they come, never holding more than
@@ -66,7 +72,7 @@ func (c *Consumer) Consume(ctx context.Context, req ConsumeRequest, send func([]
 			continue
 		}
 		if req.AutoExtend {
-			c.extendHeld(ctx, k.s, req.Principal, now)
+			c.extendHeld(ctx, k.s, req.Principal, cmp.Or(req.MaxLease, c.maxLease), now)
 		}
 		untilBeat := k.lastSend.Add(req.Heartbeat).Sub(now)
 		if untilBeat <= 0 {
@@ -84,7 +90,7 @@ func (c *Consumer) Consume(ctx context.Context, req ConsumeRequest, send func([]
 		if req.MaxBytes > 0 {
 			lim.maxBytes = min(lim.maxBytes, req.MaxBytes-bytes)
 		}
-		if (n == 0 || lim.batch*2 >= req.MaxMessages) && lim.maxBytes > 0 {
+		if (n == 0 || lim.batch*2 >= req.MaxMessages) && lim.maxBytes > 0 && !closed(req.Stop) {
 			empty, left, err := c.pullLoop(ctx, lim, k)
 			last = cmp.Or(left, last)
 			switch {
@@ -120,7 +126,7 @@ func (k *consumeSink) pause() (gap, linger time.Duration) { return consumeGap, c
 func (k *consumeSink) take(_ context.Context, ds []*Delivery, _ bool) (bool, error) {
 	now := time.Now()
 	for _, d := range ds {
-		cl := k.c.claimsOf(d)
+		cl := k.c.ClaimsOf(d)
 		k.s.add(d, cl, now)
 		k.c.owners.own(k.s, cl.StreamSeq, cl.Delivered)
 	}
@@ -138,6 +144,16 @@ func (k *consumeSink) deliver(ds []*Delivery) error {
 	}
 	k.lastSend = time.Now()
 	return nil
+}
+
+// closed reports whether ch (nil: never) is closed.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // waitForRoom waits up to d for a settle to give credit back.
@@ -175,9 +191,9 @@ func (c *Consumer) expireHeld(s *consumeStream, now time.Time) bool {
 }
 
 // extendHeld renews the leases whose deadline is near, unless they have
-// been held for the maximum lease time.
-func (c *Consumer) extendHeld(ctx context.Context, s *consumeStream, principal string, now time.Time) {
-	due := s.dueForExtension(c.extendLead, c.maxLease, now)
+// been held for maxLease.
+func (c *Consumer) extendHeld(ctx context.Context, s *consumeStream, principal string, maxLease time.Duration, now time.Time) {
+	due := s.dueForExtension(c.extendLead, maxLease, now)
 	if len(due) == 0 {
 		return
 	}

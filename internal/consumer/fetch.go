@@ -169,7 +169,8 @@ func (c *Consumer) receiveAll(p *pull.Pull, msgs []pull.Msg) []*Delivery {
 	return ds
 }
 
-func (c *Consumer) claimsOf(d *Delivery) token.Claims {
+// ClaimsOf are what d's token says: whose lease it is and of which delivery.
+func (c *Consumer) ClaimsOf(d *Delivery) token.Claims {
 	return token.Claims{
 		Issuer:      c.self,
 		StreamSeq:   d.Meta.StreamSeq,
@@ -183,7 +184,7 @@ func (c *Consumer) claimsOf(d *Delivery) token.Claims {
 func (c *Consumer) lease(ds []*Delivery, principal string) []*Delivery {
 	sealer := c.keys.Sealer(c.Stream, c.Name, principal)
 	for _, d := range ds {
-		d.Token = sealer.Seal(c.claimsOf(d))
+		d.Token = sealer.Seal(c.ClaimsOf(d))
 	}
 	return ds
 }

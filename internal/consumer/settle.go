@@ -189,7 +189,7 @@ func (c *Consumer) nak(ctx context.Context, ds []*Delivery) {
 	c.orphansNaked.Add(float64(len(ds)))
 	cs := make([]token.Claims, len(ds))
 	for i, d := range ds {
-		cs[i] = c.claimsOf(d)
+		cs[i] = c.ClaimsOf(d)
 	}
 	// Recorded in the ledger like any Nak of an issued lease: the pool also
 	// gives back the leases of ended Consume streams, whose caller holds

@@ -19,6 +19,7 @@ import (
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/deadletter"
 	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/push"
 	"github.com/jetgate/jetgate/internal/roster"
 	"github.com/jetgate/jetgate/internal/settle"
 	"github.com/jetgate/jetgate/internal/token"
@@ -33,6 +34,8 @@ type Options struct {
 	Conn *nats.Conn
 	// Consumers are the durable consumers to create or update and serve.
 	Consumers []consumer.Config
+	// Pushes are the push blocks of those consumers that are pushed.
+	Pushes []push.Config
 	// Keys sign and verify tokens; replicas must share them.
 	Keys *token.Keyring
 	// RequestTimeout bounds each NATS request (settles, forwards, info).
@@ -91,6 +94,7 @@ type Replica struct {
 	fwdSub        *nats.Subscription
 	resetSubs     []*nats.Subscription // resets other replicas noticed, per consumer
 	forwardSlots  chan struct{}        // one per forwarded settle being served
+	push          pushers
 	cancel        context.CancelFunc
 	wg            sync.WaitGroup // the consumers' Run loops and forwarded settles
 	mu            sync.Mutex
@@ -164,6 +168,10 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	for _, c := range r.consumers {
 		r.wg.Go(func() { c.Run(runCtx) })
 	}
+	if err := r.startPushers(runCtx, o.Pushes, reg); err != nil {
+		r.Close()
+		return nil, err
+	}
 	r.wg.Go(func() { r.watchStats(runCtx) })
 	r.log.Info("gateway bound", "gateway_id", r.self.String(), "consumers", len(r.consumers))
 	return r, nil
@@ -207,34 +215,6 @@ func (r *Replica) bind(ctx context.Context, js jetstream.JetStream, reg promethe
 	return r.subscribe()
 }
 
-// joinRoster puts the replica on the roster of each of its consumers, so
-// that the replicas serving one consumer split its max_waiting between them.
-func (r *Replica) joinRoster(ctx, runCtx context.Context) error {
-	var err error
-	if r.roster, err = roster.Open(ctx, r.js, r.stateReplicas, r.self.String(), r.log); err != nil {
-		return err
-	}
-	for _, c := range r.consumers {
-		if err := r.roster.Join(ctx, c.Stream, c.Name, func(n int) { c.SetReplicas(runCtx, n) }); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// stateReplicas is how many replicas jetgate's own streams and buckets
-// need (the ledger, the roster, the advisories): as many as the most
-// replicated stream it serves, so that they survive what the streams do.
-func stateReplicas(ctx context.Context, js jetstream.JetStream, cs []consumer.Config) int {
-	n := 1
-	for _, c := range cs {
-		if s, err := js.Stream(ctx, c.Stream); err == nil {
-			n = max(n, s.CachedInfo().Config.Replicas)
-		}
-	}
-	return n
-}
-
 func orDefault[T int | time.Duration](v, def T) T {
 	if v <= 0 {
 		return def
@@ -275,6 +255,7 @@ func (r *Replica) Close() {
 	if r.roster != nil {
 		r.roster.Close(ctx)
 	}
+	r.StopPush(ctx)
 	r.stopForwards(ctx)
 	for _, sub := range r.resetSubs {
 		_ = sub.Unsubscribe()
@@ -353,6 +334,7 @@ type ConsumerStatus struct {
 	GatewayLeases    int
 	DeadLetters      int64
 	OldestUnackedAge time.Duration
+	Push             *push.State // nil: not pushed
 }
 
 // Consumer returns the consumer's configuration and state.
@@ -369,7 +351,7 @@ func (r *Replica) status(ctx context.Context, c *consumer.Consumer) (ConsumerSta
 	if err != nil {
 		return ConsumerStatus{}, err
 	}
-	st := ConsumerStatus{Info: ci, GatewayLeases: c.Leases()}
+	st := ConsumerStatus{Info: ci, GatewayLeases: c.Leases(), Push: r.pushState(c)}
 	if st.OldestUnackedAge, err = c.OldestUnackedAge(ctx, ci); err != nil {
 		return ConsumerStatus{}, err
 	}

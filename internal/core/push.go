@@ -1,0 +1,67 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/push"
+)
+
+// pushers are the replica's pushers, by consumer.
+type pushers struct {
+	by   map[consumerKey]*push.Pusher // written only by New
+	stop sync.Once
+}
+
+// startPushers starts a pusher for each consumer with a push block; they
+// run until StopPush or the replica's close.
+func (r *Replica) startPushers(runCtx context.Context, cfgs []push.Config, reg prometheus.Registerer) error {
+	if len(cfgs) == 0 {
+		return nil
+	}
+	m := push.NewMetrics(reg)
+	r.push.by = make(map[consumerKey]*push.Pusher, len(cfgs))
+	for _, cfg := range cfgs {
+		key := consumerKey{cfg.Stream, cfg.Consumer}
+		c, ok := r.consumers[key]
+		if !ok {
+			return fmt.Errorf("push of %s/%s: the consumer is not configured", cfg.Stream, cfg.Consumer)
+		}
+		p, err := push.New(cfg.WithDefaults(), c, m, r.log)
+		if err != nil {
+			return err
+		}
+		r.push.by[key] = p
+	}
+	for _, p := range r.push.by {
+		r.wg.Go(func() { p.Run(runCtx) })
+	}
+	return nil
+}
+
+// StopPush stops every pusher: no more pulls or pushes, those in flight
+// finish until ctx ends, and what is left is nak'ed back for another
+// replica to push at once. The replica serves on otherwise.
+func (r *Replica) StopPush(ctx context.Context) {
+	r.push.stop.Do(func() {
+		var wg sync.WaitGroup
+		for _, p := range r.push.by {
+			wg.Go(func() { p.Stop(ctx) })
+		}
+		wg.Wait()
+	})
+}
+
+// pushState is c's pusher's state, nil when c is not pushed.
+func (r *Replica) pushState(c *consumer.Consumer) *push.State {
+	p, ok := r.push.by[consumerKey{c.Stream, c.Name}]
+	if !ok {
+		return nil
+	}
+	st := p.State()
+	return &st
+}

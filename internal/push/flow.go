@@ -1,0 +1,205 @@
+package push
+
+import (
+	"sync"
+	"time"
+
+	"github.com/jetgate/jetgate/internal/consumer"
+)
+
+// holdAfter is how many retryable failures in a row, with no success
+// between, hold the endpoint back.
+const holdAfter = 3
+
+// job is one message to push, from its lease until it is settled.
+type job struct {
+	d        *consumer.Delivery
+	failedAt time.Time // its last retryable failure; zero: none
+	tries    int       // failed pushes while held
+}
+
+// flow decides who pushes what. Up, every worker takes the next job. A
+// retryable failure keeps the job's lease and waits: if a push started
+// after it succeeds, the failure was the message's own and it is nak'ed
+// (its delivery counts, max_deliver applies); after holdAfter failures in a
+// row the endpoint is held back, and every failed job is kept. Held back,
+// the workers wait and one job at a time is tried again, its delay growing
+// within the retry bounds, until one succeeds; then the kept jobs are
+// pushed again at full concurrency. So an outage costs no deliveries.
+// Its lock is taken only by its own methods.
+type flow struct {
+	mu       sync.Mutex
+	cond     *sync.Cond // up again, or a job arrived, or stopped
+	queue    []*job     // to push, in order
+	failed   []*job     // retryable failures waiting for a verdict
+	inFlight int
+	streak   int // retryable failures since the last success
+	held     bool
+	stopped  bool
+	delay    time.Duration // before the next try, while held back or idle with failures
+	retryMin time.Duration
+	retryMax time.Duration
+	changed  chan struct{} // for the retrier: something it waits on changed
+}
+
+func newFlow(retryMin, retryMax time.Duration) *flow {
+	f := &flow{retryMin: retryMin, retryMax: retryMax, delay: retryMin, changed: make(chan struct{}, 1)}
+	f.cond = sync.NewCond(&f.mu)
+	return f
+}
+
+// poke tells the retrier to look again.
+func (f *flow) poke() {
+	select {
+	case f.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (f *flow) add(j *job) {
+	f.mu.Lock()
+	f.queue = append(f.queue, j)
+	f.mu.Unlock()
+	f.cond.Broadcast()
+	f.poke()
+}
+
+// next waits for a job a worker may push now; nil once stopped.
+func (f *flow) next() *job {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for !f.stopped && (f.held || len(f.queue) == 0) {
+		f.cond.Wait()
+	}
+	if f.stopped {
+		return nil
+	}
+	j := f.queue[0]
+	f.queue = f.queue[1:]
+	f.inFlight++
+	return j
+}
+
+// retryDue returns the failed job to try again, and when: while held back,
+// or when nothing else is pushed that could tell the endpoint is up. ok is
+// false when there is none to try.
+func (f *flow) retryDue() (j *job, wait time.Duration, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped || len(f.failed) == 0 || (!f.held && (f.inFlight > 0 || len(f.queue) > 0)) {
+		return nil, 0, false
+	}
+	j = f.failed[0]
+	return j, time.Until(j.failedAt.Add(f.delay)), true
+}
+
+// take claims j for a retry; false if it is no longer failed (a verdict
+// came meanwhile).
+func (f *flow) take(j *job) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, x := range f.failed {
+		if x == j {
+			f.failed = append(f.failed[:i], f.failed[i+1:]...)
+			f.inFlight++
+			return true
+		}
+	}
+	return false
+}
+
+// succeeded records a push started at started that the endpoint took. It
+// returns the failed jobs that were the messages' own (to nak): those that
+// failed before it started, unless the endpoint was held back (then they
+// go out again).
+func (f *flow) succeeded(started time.Time) (own []*job) {
+	defer f.poke()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.inFlight--
+	f.streak = 0
+	f.delay = f.retryMin
+	if f.held {
+		f.held = false
+		for _, j := range f.failed {
+			j.failedAt = time.Time{}
+		}
+		f.queue = append(f.failed, f.queue...)
+		f.failed = nil
+		f.cond.Broadcast()
+		return nil
+	}
+	keep := f.failed[:0]
+	for _, j := range f.failed {
+		if j.failedAt.Before(started) {
+			own = append(own, j)
+		} else {
+			keep = append(keep, j)
+		}
+	}
+	f.failed = keep
+	return own
+}
+
+// failedRetryable keeps j for a verdict and reports whether the endpoint is
+// now held back.
+func (f *flow) failedRetryable(j *job, at time.Time, wasRetry bool) (held bool) {
+	defer f.poke()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.inFlight--
+	j.failedAt = at
+	f.failed = append(f.failed, j)
+	f.streak++
+	if wasRetry {
+		j.tries++
+		f.delay = min(f.delay*2, f.retryMax)
+	}
+	if f.streak >= holdAfter {
+		f.held = true
+	}
+	return f.held
+}
+
+// done records a push whose message is settled otherwise (Term, Nak with
+// the endpoint's delay, or dropped).
+func (f *flow) done() {
+	f.mu.Lock()
+	f.inFlight--
+	f.mu.Unlock()
+	f.cond.Broadcast()
+	f.poke()
+}
+
+// drop forgets the jobs not in flight: their leases were let go.
+func (f *flow) drop() {
+	f.mu.Lock()
+	f.queue, f.failed = nil, nil
+	f.held, f.streak = false, 0
+	f.mu.Unlock()
+	f.poke()
+}
+
+// stop wakes every worker to leave; what is queued or failed is left to
+// the stream, which gives it back.
+func (f *flow) stop() {
+	f.mu.Lock()
+	f.stopped = true
+	f.mu.Unlock()
+	f.cond.Broadcast()
+	f.poke()
+}
+
+// state is the flow as GetConsumer and /metrics show it.
+func (f *flow) state() (inFlight int, held bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.inFlight, f.held
+}
+
+// idle reports whether no push is running.
+func (f *flow) idle() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.inFlight == 0
+}

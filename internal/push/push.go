@@ -1,0 +1,312 @@
+package push
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/lease"
+	"github.com/jetgate/jetgate/internal/settle"
+	"github.com/jetgate/jetgate/internal/token"
+)
+
+// maxBody is how much of a response body is read (and discarded), so that
+// the connection can be used again.
+const maxBody = 64 << 10
+
+// forever bounds how long a lease is extended while its message waits for
+// the endpoint: as long as the endpoint is held back.
+const forever = 100 * 365 * 24 * time.Hour
+
+// Pusher pushes one consumer's messages to its endpoint. Run it, then Stop
+// it.
+type Pusher struct {
+	cfg     Config
+	c       *consumer.Consumer
+	client  *http.Client
+	secrets secrets
+	flow    *flow
+	m       boundMetrics
+	log     *slog.Logger
+
+	stop     chan struct{} // closed by Stop: pull no more, start no push
+	stopOnce sync.Once
+	ctx      context.Context    // Run's: canceled, the stream ends
+	cancel   context.CancelFunc // once what is in flight is done
+	workers  sync.WaitGroup
+	done     chan struct{} // Run returned
+
+	mu        sync.Mutex
+	lastErr   string
+	lastErrAt time.Time
+}
+
+// New makes the pusher of c that cfg (defaults filled) describes; it reads
+// the block's files.
+func New(cfg Config, c *consumer.Consumer, m *Metrics, log *slog.Logger) (*Pusher, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("push of %s/%s: %w", cfg.Stream, cfg.Consumer, err)
+	}
+	s, err := cfg.secrets()
+	if err != nil {
+		return nil, err
+	}
+	p := &Pusher{
+		cfg: cfg, c: c, secrets: s, client: newClient(cfg, s.tls),
+		flow: newFlow(cfg.RetryMin, cfg.RetryMax), m: m.bind(cfg.Stream, cfg.Consumer),
+		log:  log.With("stream", cfg.Stream, "consumer", cfg.Consumer, "push", redact(cfg.URL)),
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.m.up.Set(1)
+	return p, nil
+}
+
+// newClient is the pusher's HTTP client: a timeout on every phase,
+// connections kept for reuse, TLS as configured, no redirects followed.
+func newClient(cfg Config, tlsCfg *tls.Config) *http.Client {
+	dialer := &net.Dialer{Timeout: min(5*time.Second, cfg.Timeout), KeepAlive: 30 * time.Second}
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           dialer.DialContext,
+			TLSClientConfig:       tlsCfg,
+			TLSHandshakeTimeout:   min(5*time.Second, cfg.Timeout),
+			ResponseHeaderTimeout: cfg.Timeout,
+			ExpectContinueTimeout: time.Second,
+			IdleConnTimeout:       90 * time.Second,
+			MaxIdleConns:          cfg.Concurrency + 1,
+			MaxIdleConnsPerHost:   cfg.Concurrency + 1,
+			ForceAttemptHTTP2:     true,
+		},
+		Timeout: cfg.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}
+
+// Run pulls and pushes until ctx ends or Stop has drained it.
+func (p *Pusher) Run(ctx context.Context) {
+	defer close(p.done)
+	stop := context.AfterFunc(ctx, p.cancel)
+	defer stop()
+	defer p.cancel()
+	ctx = p.ctx
+	for range p.cfg.Concurrency {
+		p.workers.Add(1)
+		go func() {
+			defer p.workers.Done()
+			for j := p.flow.next(); j != nil; j = p.flow.next() {
+				p.push(ctx, j, false)
+			}
+		}()
+	}
+	p.workers.Add(1)
+	go func() {
+		defer p.workers.Done()
+		p.retrier(ctx)
+	}()
+	p.consume(ctx)
+	p.flow.stop()
+	p.workers.Wait()
+}
+
+// consume holds the stream of leases that feeds the flow, again after NATS
+// went away, until ctx ends.
+func (p *Pusher) consume(ctx context.Context) {
+	req := consumer.ConsumeRequest{
+		MaxMessages: p.cfg.Concurrency, Heartbeat: time.Hour, AutoExtend: true, MaxLease: forever,
+		Principal: "push", Stop: p.stop,
+	}
+	for wait := 100 * time.Millisecond; ; wait = min(wait*2, 5*time.Second) {
+		err := p.c.Consume(ctx, req, func(ds []*consumer.Delivery) error {
+			for _, d := range ds {
+				p.flow.add(&job{d: d})
+			}
+			return nil
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		// The stream let its leases go: what was not pushed yet is the
+		// server's again.
+		p.flow.drop()
+		p.failed(fmt.Sprintf("pulling: %v", err))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// Stop stops pulling and starting pushes, lets those in flight finish
+// until ctx ends, and then gives back every lease it holds (nak'ed, so
+// another replica pushes those messages at once). Run must have been
+// started.
+func (p *Pusher) Stop(ctx context.Context) {
+	p.stopOnce.Do(func() {
+		close(p.stop)
+		p.flow.stop()
+	})
+	idle := make(chan struct{})
+	go func() {
+		p.workers.Wait()
+		close(idle)
+	}()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	case <-p.done:
+	}
+	p.cancel()
+	<-p.done
+}
+
+// retrier tries the failed jobs again, one at a time, when flow says.
+func (p *Pusher) retrier(ctx context.Context) {
+	for {
+		j, wait, ok := p.flow.retryDue()
+		var timer <-chan time.Time
+		if ok && wait > 0 {
+			timer = time.After(wait)
+		}
+		if ok && wait <= 0 {
+			if p.flow.take(j) {
+				p.push(ctx, j, true)
+			}
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.stop:
+			return
+		case <-p.flow.changed:
+		case <-timer:
+		}
+	}
+}
+
+// push sends j once and acts on the answer.
+func (p *Pusher) push(ctx context.Context, j *job, retried bool) {
+	started := time.Now()
+	p.m.inFlight.Inc()
+	a := p.send(ctx, j.d, started)
+	p.m.inFlight.Dec()
+	p.m.duration.Observe(time.Since(started).Seconds())
+	switch a.verdict {
+	case ack:
+		p.m.requests.acked.Inc()
+		own := p.flow.succeeded(started)
+		p.m.up.Set(1)
+		p.settle(ctx, lease.OpAck, j.d, settle.Args{})
+		for _, o := range own { // their failures were their own: the normal path
+			p.settle(ctx, lease.OpNak, o.d, settle.Args{Delay: p.retryDelay(o.d)})
+		}
+	case nakAfter:
+		p.m.requests.retried.Inc()
+		p.flow.done()
+		p.failed(a.err)
+		p.settle(ctx, lease.OpNak, j.d, settle.Args{Delay: min(a.delay, p.cfg.RetryMax)})
+	case terminate:
+		p.m.requests.terminated.Inc()
+		p.flow.done()
+		p.failed(a.err)
+		p.settle(ctx, lease.OpTerm, j.d, settle.Args{Reason: fmt.Sprintf("HTTP %d", a.status)})
+	case retry:
+		p.m.requests.retried.Inc()
+		p.failed(a.err)
+		if p.flow.failedRetryable(j, time.Now(), retried) {
+			p.m.up.Set(0)
+		}
+	case abandoned:
+		p.flow.done()
+	}
+}
+
+// send makes the request of d and reads its answer.
+func (p *Pusher) send(ctx context.Context, d *consumer.Delivery, now time.Time) answer {
+	req, err := p.request(ctx, d, now)
+	if err != nil {
+		return answer{verdict: terminate, err: "the request could not be made: " + err.Error()}
+	}
+	resp, err := p.client.Do(req)
+	if err == nil {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
+		_ = resp.Body.Close()
+	}
+	return judge(ctx, resp, err, time.Now())
+}
+
+func (p *Pusher) retryDelay(d *consumer.Delivery) time.Duration {
+	return retryDelay(p.cfg.RetryMin, p.cfg.RetryMax, d.Meta.Delivered)
+}
+
+// settle settles d, again while NATS is away, until it is done, refused,
+// or the lease is gone.
+func (p *Pusher) settle(ctx context.Context, op lease.Op, d *consumer.Delivery, args settle.Args) {
+	cl := []token.Claims{p.c.ClaimsOf(d)}
+	for wait := 50 * time.Millisecond; ; wait = min(wait*2, time.Second) {
+		err := p.c.Settle(ctx, op, cl, args)[0].Err
+		switch {
+		case err == nil, ctx.Err() != nil:
+			return
+		case !errors.Is(err, errs.ErrUnavailable) && !errors.Is(err, errs.ErrSettleInProgress):
+			// Settled otherwise, or the lease is gone (a reset, a deadline
+			// missed while NATS was away): the server redelivers.
+			p.log.Warn("push answered but not settled", "op", op, "stream_seq", d.Meta.StreamSeq, "err", err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// failed records the last thing that went wrong.
+func (p *Pusher) failed(what string) {
+	p.mu.Lock()
+	p.lastErr, p.lastErrAt = what, time.Now()
+	p.mu.Unlock()
+}
+
+// State is a pusher as GetConsumer shows it.
+type State struct {
+	URL         string // without its query
+	InFlight    int
+	EndpointUp  bool // false: held back
+	LastError   string
+	LastErrorAt time.Time
+}
+
+// State is the pusher's state now.
+func (p *Pusher) State() State {
+	inFlight, held := p.flow.state()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return State{URL: redact(p.cfg.URL), InFlight: inFlight, EndpointUp: !held, LastError: p.lastErr, LastErrorAt: p.lastErrAt}
+}
+
+// redact is the URL without its query, which may carry a secret.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	u.RawQuery, u.Fragment, u.User = "", "", nil
+	return u.String()
+}
