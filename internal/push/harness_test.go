@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -210,4 +211,18 @@ func freeAddr(t *testing.T) string {
 func seqHeader(p pushed) uint64 {
 	n, _ := strconv.ParseUint(p.header.Get("Jetgate-Stream-Seq"), 10, 64)
 	return n
+}
+
+// writeFile writes text to a file of the test's and returns its path.
+func writeFile(t *testing.T, text string) string {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "push")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(text); err != nil {
+		t.Fatal(err)
+	}
+	return f.Name()
 }
