@@ -124,6 +124,7 @@ func (s *consumerService) GetConsumer(ctx context.Context, req *jetgatev1.GetCon
 		GatewayLeases:    int64(st.GatewayLeases),
 		DeadLetters:      st.DeadLetters,
 		OldestUnackedAge: durationpb.New(st.OldestUnackedAge),
+		Push:             pushStateOf(st.Push),
 	}, nil
 }
 

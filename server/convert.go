@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/internal/push"
 )
 
 func headerOf(h map[string]*jetgatev1.HeaderValues) nats.Header {
@@ -114,4 +115,15 @@ func consumerStateOf(ci *jetstream.ConsumerInfo) *jetgatev1.ConsumerState {
 		st.PriorityGroups = append(st.PriorityGroups, g)
 	}
 	return st
+}
+
+func pushStateOf(p *push.State) *jetgatev1.PushState {
+	if p == nil {
+		return nil
+	}
+	out := &jetgatev1.PushState{Url: p.URL, InFlight: int32(p.InFlight), EndpointUp: p.EndpointUp, LastError: p.LastError}
+	if !p.LastErrorAt.IsZero() {
+		out.LastErrorTime = timestamppb.New(p.LastErrorAt)
+	}
+	return out
 }

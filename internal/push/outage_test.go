@@ -94,4 +94,18 @@ func TestSignaturesVerifyWithTheStandardWebhooksLibrary(t *testing.T) {
 	if err := wh.Verify([]byte(`{"order":2}`), p.header); err == nil {
 		t.Fatal("a changed body verifies")
 	}
+	// jetgate's own Verifier, the example receiver's, agrees.
+	v, err := push.NewVerifier(writeFile(t, secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Verify(p.header, p.body, time.Now()); err != nil {
+		t.Fatalf("push.Verifier: %v", err)
+	}
+	if err := v.Verify(p.header, []byte(`{"order":2}`), time.Now()); err == nil {
+		t.Fatal("push.Verifier takes a changed body")
+	}
+	if err := v.Verify(p.header, p.body, time.Now().Add(push.Tolerance+time.Minute)); err == nil {
+		t.Fatal("push.Verifier takes a stale timestamp")
+	}
 }

@@ -1392,8 +1392,11 @@ type GetConsumerResponse struct {
 	// How long the oldest message the consumer has not acknowledged has been
 	// in the stream (0s when every message is acknowledged).
 	OldestUnackedAge *durationpb.Duration `protobuf:"bytes,5,opt,name=oldest_unacked_age,json=oldestUnackedAge,proto3" json:"oldest_unacked_age,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// How this gateway pushes the consumer's messages; unset when the
+	// consumer is not pushed.
+	Push          *PushState `protobuf:"bytes,6,opt,name=push,proto3" json:"push,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetConsumerResponse) Reset() {
@@ -1461,6 +1464,97 @@ func (x *GetConsumerResponse) GetOldestUnackedAge() *durationpb.Duration {
 	return nil
 }
 
+func (x *GetConsumerResponse) GetPush() *PushState {
+	if x != nil {
+		return x.Push
+	}
+	return nil
+}
+
+// PushState is how one gateway pushes a consumer's messages to its endpoint.
+type PushState struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The endpoint, without its query (which may carry a secret).
+	Url string `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	// How many push requests run now.
+	InFlight int32 `protobuf:"varint,2,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	// Whether the endpoint takes pushes; false while the gateway holds back
+	// (one request at a time) after failures every message met alike.
+	EndpointUp bool `protobuf:"varint,3,opt,name=endpoint_up,json=endpointUp,proto3" json:"endpoint_up,omitempty"`
+	// The last failure: a status or why no answer came, never a response
+	// body. Empty when none happened.
+	LastError string `protobuf:"bytes,4,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	// When the last failure happened.
+	LastErrorTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=last_error_time,json=lastErrorTime,proto3" json:"last_error_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PushState) Reset() {
+	*x = PushState{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PushState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PushState) ProtoMessage() {}
+
+func (x *PushState) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PushState.ProtoReflect.Descriptor instead.
+func (*PushState) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *PushState) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *PushState) GetInFlight() int32 {
+	if x != nil {
+		return x.InFlight
+	}
+	return 0
+}
+
+func (x *PushState) GetEndpointUp() bool {
+	if x != nil {
+		return x.EndpointUp
+	}
+	return false
+}
+
+func (x *PushState) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *PushState) GetLastErrorTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastErrorTime
+	}
+	return nil
+}
+
 // ConsumeRequest opens a stream of leases.
 type ConsumeRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1494,7 +1588,7 @@ type ConsumeRequest struct {
 
 func (x *ConsumeRequest) Reset() {
 	*x = ConsumeRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[17]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1506,7 +1600,7 @@ func (x *ConsumeRequest) String() string {
 func (*ConsumeRequest) ProtoMessage() {}
 
 func (x *ConsumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[17]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1519,7 +1613,7 @@ func (x *ConsumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumeRequest.ProtoReflect.Descriptor instead.
 func (*ConsumeRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{17}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ConsumeRequest) GetStream() string {
@@ -1612,7 +1706,7 @@ type ConsumeResponse struct {
 
 func (x *ConsumeResponse) Reset() {
 	*x = ConsumeResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[18]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1624,7 +1718,7 @@ func (x *ConsumeResponse) String() string {
 func (*ConsumeResponse) ProtoMessage() {}
 
 func (x *ConsumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[18]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1637,7 +1731,7 @@ func (x *ConsumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumeResponse.ProtoReflect.Descriptor instead.
 func (*ConsumeResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{18}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ConsumeResponse) GetMessages() []*Message {
@@ -1669,7 +1763,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[19]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1681,7 +1775,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[19]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1694,7 +1788,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{19}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PauseRequest) GetStream() string {
@@ -1731,7 +1825,7 @@ type PauseResponse struct {
 
 func (x *PauseResponse) Reset() {
 	*x = PauseResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[20]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1743,7 +1837,7 @@ func (x *PauseResponse) String() string {
 func (*PauseResponse) ProtoMessage() {}
 
 func (x *PauseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[20]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1756,7 +1850,7 @@ func (x *PauseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseResponse.ProtoReflect.Descriptor instead.
 func (*PauseResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{20}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PauseResponse) GetPaused() bool {
@@ -1786,7 +1880,7 @@ type ResumeRequest struct {
 
 func (x *ResumeRequest) Reset() {
 	*x = ResumeRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[21]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1798,7 +1892,7 @@ func (x *ResumeRequest) String() string {
 func (*ResumeRequest) ProtoMessage() {}
 
 func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[21]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1811,7 +1905,7 @@ func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{21}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ResumeRequest) GetStream() string {
@@ -1839,7 +1933,7 @@ type ResumeResponse struct {
 
 func (x *ResumeResponse) Reset() {
 	*x = ResumeResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[22]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1851,7 +1945,7 @@ func (x *ResumeResponse) String() string {
 func (*ResumeResponse) ProtoMessage() {}
 
 func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[22]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1864,7 +1958,7 @@ func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeResponse.ProtoReflect.Descriptor instead.
 func (*ResumeResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{22}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ResumeResponse) GetPaused() bool {
@@ -1890,7 +1984,7 @@ type UnpinRequest struct {
 
 func (x *UnpinRequest) Reset() {
 	*x = UnpinRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[23]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1902,7 +1996,7 @@ func (x *UnpinRequest) String() string {
 func (*UnpinRequest) ProtoMessage() {}
 
 func (x *UnpinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[23]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1915,7 +2009,7 @@ func (x *UnpinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnpinRequest.ProtoReflect.Descriptor instead.
 func (*UnpinRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{23}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *UnpinRequest) GetStream() string {
@@ -1948,7 +2042,7 @@ type UnpinResponse struct {
 
 func (x *UnpinResponse) Reset() {
 	*x = UnpinResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[24]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1960,7 +2054,7 @@ func (x *UnpinResponse) String() string {
 func (*UnpinResponse) ProtoMessage() {}
 
 func (x *UnpinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[24]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1973,7 +2067,7 @@ func (x *UnpinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnpinResponse.ProtoReflect.Descriptor instead.
 func (*UnpinResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{24}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{25}
 }
 
 // RedriveRequest names dead letters to put back on their subjects.
@@ -1992,7 +2086,7 @@ type RedriveRequest struct {
 
 func (x *RedriveRequest) Reset() {
 	*x = RedriveRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[25]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2004,7 +2098,7 @@ func (x *RedriveRequest) String() string {
 func (*RedriveRequest) ProtoMessage() {}
 
 func (x *RedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[25]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2017,7 +2111,7 @@ func (x *RedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveRequest.ProtoReflect.Descriptor instead.
 func (*RedriveRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{25}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RedriveRequest) GetStream() string {
@@ -2054,7 +2148,7 @@ type RedriveResponse struct {
 
 func (x *RedriveResponse) Reset() {
 	*x = RedriveResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[26]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2066,7 +2160,7 @@ func (x *RedriveResponse) String() string {
 func (*RedriveResponse) ProtoMessage() {}
 
 func (x *RedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[26]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2079,7 +2173,7 @@ func (x *RedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveResponse.ProtoReflect.Descriptor instead.
 func (*RedriveResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{26}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RedriveResponse) GetRedriven() int64 {
@@ -2114,7 +2208,7 @@ type RedriveFailure struct {
 
 func (x *RedriveFailure) Reset() {
 	*x = RedriveFailure{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[27]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2126,7 +2220,7 @@ func (x *RedriveFailure) String() string {
 func (*RedriveFailure) ProtoMessage() {}
 
 func (x *RedriveFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[27]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2139,7 +2233,7 @@ func (x *RedriveFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveFailure.ProtoReflect.Descriptor instead.
 func (*RedriveFailure) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{27}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RedriveFailure) GetSeq() uint64 {
@@ -2218,7 +2312,7 @@ type ConsumerConfig struct {
 
 func (x *ConsumerConfig) Reset() {
 	*x = ConsumerConfig{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[28]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2230,7 +2324,7 @@ func (x *ConsumerConfig) String() string {
 func (*ConsumerConfig) ProtoMessage() {}
 
 func (x *ConsumerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[28]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2243,7 +2337,7 @@ func (x *ConsumerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerConfig.ProtoReflect.Descriptor instead.
 func (*ConsumerConfig) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{28}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ConsumerConfig) GetDurableName() string {
@@ -2409,7 +2503,7 @@ type ConsumerState struct {
 
 func (x *ConsumerState) Reset() {
 	*x = ConsumerState{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[29]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2421,7 +2515,7 @@ func (x *ConsumerState) String() string {
 func (*ConsumerState) ProtoMessage() {}
 
 func (x *ConsumerState) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[29]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2434,7 +2528,7 @@ func (x *ConsumerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerState.ProtoReflect.Descriptor instead.
 func (*ConsumerState) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{29}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ConsumerState) GetNumPending() uint64 {
@@ -2522,7 +2616,7 @@ type PriorityGroupState struct {
 
 func (x *PriorityGroupState) Reset() {
 	*x = PriorityGroupState{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[30]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2534,7 +2628,7 @@ func (x *PriorityGroupState) String() string {
 func (*PriorityGroupState) ProtoMessage() {}
 
 func (x *PriorityGroupState) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[30]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2547,7 +2641,7 @@ func (x *PriorityGroupState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PriorityGroupState.ProtoReflect.Descriptor instead.
 func (*PriorityGroupState) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{30}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PriorityGroupState) GetGroup() string {
@@ -2586,7 +2680,7 @@ type SequencePair struct {
 
 func (x *SequencePair) Reset() {
 	*x = SequencePair{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[31]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2598,7 +2692,7 @@ func (x *SequencePair) String() string {
 func (*SequencePair) ProtoMessage() {}
 
 func (x *SequencePair) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[31]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2611,7 +2705,7 @@ func (x *SequencePair) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SequencePair.ProtoReflect.Descriptor instead.
 func (*SequencePair) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{31}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SequencePair) GetConsumerSeq() uint64 {
@@ -2723,13 +2817,22 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\amessage\x18\x05 \x01(\tR\amessage\"H\n" +
 	"\x12GetConsumerRequest\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x1a\n" +
-	"\bconsumer\x18\x02 \x01(\tR\bconsumer\"\x8d\x02\n" +
+	"\bconsumer\x18\x02 \x01(\tR\bconsumer\"\xb8\x02\n" +
 	"\x13GetConsumerResponse\x122\n" +
 	"\x06config\x18\x01 \x01(\v2\x1a.jetgate.v1.ConsumerConfigR\x06config\x12/\n" +
 	"\x05state\x18\x02 \x01(\v2\x19.jetgate.v1.ConsumerStateR\x05state\x12%\n" +
 	"\x0egateway_leases\x18\x03 \x01(\x03R\rgatewayLeases\x12!\n" +
 	"\fdead_letters\x18\x04 \x01(\x03R\vdeadLetters\x12G\n" +
-	"\x12oldest_unacked_age\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x10oldestUnackedAge\"\x83\x03\n" +
+	"\x12oldest_unacked_age\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x10oldestUnackedAge\x12)\n" +
+	"\x04push\x18\x06 \x01(\v2\x15.jetgate.v1.PushStateR\x04push\"\xbe\x01\n" +
+	"\tPushState\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12\x1b\n" +
+	"\tin_flight\x18\x02 \x01(\x05R\binFlight\x12\x1f\n" +
+	"\vendpoint_up\x18\x03 \x01(\bR\n" +
+	"endpointUp\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\x04 \x01(\tR\tlastError\x12B\n" +
+	"\x0flast_error_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\rlastErrorTime\"\x83\x03\n" +
 	"\x0eConsumeRequest\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x1a\n" +
 	"\bconsumer\x18\x02 \x01(\tR\bconsumer\x12!\n" +
@@ -2881,7 +2984,7 @@ func file_jetgate_v1_consumer_proto_rawDescGZIP() []byte {
 }
 
 var file_jetgate_v1_consumer_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_jetgate_v1_consumer_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_jetgate_v1_consumer_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_jetgate_v1_consumer_proto_goTypes = []any{
 	(EmptyReason)(0),              // 0: jetgate.v1.EmptyReason
 	(DeliverPolicy)(0),            // 1: jetgate.v1.DeliverPolicy
@@ -2904,92 +3007,95 @@ var file_jetgate_v1_consumer_proto_goTypes = []any{
 	(*TokenFailure)(nil),          // 18: jetgate.v1.TokenFailure
 	(*GetConsumerRequest)(nil),    // 19: jetgate.v1.GetConsumerRequest
 	(*GetConsumerResponse)(nil),   // 20: jetgate.v1.GetConsumerResponse
-	(*ConsumeRequest)(nil),        // 21: jetgate.v1.ConsumeRequest
-	(*ConsumeResponse)(nil),       // 22: jetgate.v1.ConsumeResponse
-	(*PauseRequest)(nil),          // 23: jetgate.v1.PauseRequest
-	(*PauseResponse)(nil),         // 24: jetgate.v1.PauseResponse
-	(*ResumeRequest)(nil),         // 25: jetgate.v1.ResumeRequest
-	(*ResumeResponse)(nil),        // 26: jetgate.v1.ResumeResponse
-	(*UnpinRequest)(nil),          // 27: jetgate.v1.UnpinRequest
-	(*UnpinResponse)(nil),         // 28: jetgate.v1.UnpinResponse
-	(*RedriveRequest)(nil),        // 29: jetgate.v1.RedriveRequest
-	(*RedriveResponse)(nil),       // 30: jetgate.v1.RedriveResponse
-	(*RedriveFailure)(nil),        // 31: jetgate.v1.RedriveFailure
-	(*ConsumerConfig)(nil),        // 32: jetgate.v1.ConsumerConfig
-	(*ConsumerState)(nil),         // 33: jetgate.v1.ConsumerState
-	(*PriorityGroupState)(nil),    // 34: jetgate.v1.PriorityGroupState
-	(*SequencePair)(nil),          // 35: jetgate.v1.SequencePair
-	nil,                           // 36: jetgate.v1.Message.HeadersEntry
-	(*durationpb.Duration)(nil),   // 37: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 38: google.protobuf.Timestamp
+	(*PushState)(nil),             // 21: jetgate.v1.PushState
+	(*ConsumeRequest)(nil),        // 22: jetgate.v1.ConsumeRequest
+	(*ConsumeResponse)(nil),       // 23: jetgate.v1.ConsumeResponse
+	(*PauseRequest)(nil),          // 24: jetgate.v1.PauseRequest
+	(*PauseResponse)(nil),         // 25: jetgate.v1.PauseResponse
+	(*ResumeRequest)(nil),         // 26: jetgate.v1.ResumeRequest
+	(*ResumeResponse)(nil),        // 27: jetgate.v1.ResumeResponse
+	(*UnpinRequest)(nil),          // 28: jetgate.v1.UnpinRequest
+	(*UnpinResponse)(nil),         // 29: jetgate.v1.UnpinResponse
+	(*RedriveRequest)(nil),        // 30: jetgate.v1.RedriveRequest
+	(*RedriveResponse)(nil),       // 31: jetgate.v1.RedriveResponse
+	(*RedriveFailure)(nil),        // 32: jetgate.v1.RedriveFailure
+	(*ConsumerConfig)(nil),        // 33: jetgate.v1.ConsumerConfig
+	(*ConsumerState)(nil),         // 34: jetgate.v1.ConsumerState
+	(*PriorityGroupState)(nil),    // 35: jetgate.v1.PriorityGroupState
+	(*SequencePair)(nil),          // 36: jetgate.v1.SequencePair
+	nil,                           // 37: jetgate.v1.Message.HeadersEntry
+	(*durationpb.Duration)(nil),   // 38: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 39: google.protobuf.Timestamp
 }
 var file_jetgate_v1_consumer_proto_depIdxs = []int32{
-	37, // 0: jetgate.v1.FetchRequest.expires:type_name -> google.protobuf.Duration
+	38, // 0: jetgate.v1.FetchRequest.expires:type_name -> google.protobuf.Duration
 	6,  // 1: jetgate.v1.FetchResponse.messages:type_name -> jetgate.v1.Message
 	0,  // 2: jetgate.v1.FetchResponse.empty_reason:type_name -> jetgate.v1.EmptyReason
-	36, // 3: jetgate.v1.Message.headers:type_name -> jetgate.v1.Message.HeadersEntry
-	38, // 4: jetgate.v1.Message.lease_deadline:type_name -> google.protobuf.Timestamp
+	37, // 3: jetgate.v1.Message.headers:type_name -> jetgate.v1.Message.HeadersEntry
+	39, // 4: jetgate.v1.Message.lease_deadline:type_name -> google.protobuf.Timestamp
 	8,  // 5: jetgate.v1.Message.metadata:type_name -> jetgate.v1.MessageMetadata
-	38, // 6: jetgate.v1.MessageMetadata.timestamp:type_name -> google.protobuf.Timestamp
+	39, // 6: jetgate.v1.MessageMetadata.timestamp:type_name -> google.protobuf.Timestamp
 	18, // 7: jetgate.v1.AckResponse.failures:type_name -> jetgate.v1.TokenFailure
-	37, // 8: jetgate.v1.NakRequest.delay:type_name -> google.protobuf.Duration
+	38, // 8: jetgate.v1.NakRequest.delay:type_name -> google.protobuf.Duration
 	18, // 9: jetgate.v1.NakResponse.failures:type_name -> jetgate.v1.TokenFailure
 	18, // 10: jetgate.v1.TermResponse.failures:type_name -> jetgate.v1.TokenFailure
 	17, // 11: jetgate.v1.ExtendResponse.leases:type_name -> jetgate.v1.ExtendedLease
 	18, // 12: jetgate.v1.ExtendResponse.failures:type_name -> jetgate.v1.TokenFailure
-	38, // 13: jetgate.v1.ExtendedLease.lease_deadline:type_name -> google.protobuf.Timestamp
-	32, // 14: jetgate.v1.GetConsumerResponse.config:type_name -> jetgate.v1.ConsumerConfig
-	33, // 15: jetgate.v1.GetConsumerResponse.state:type_name -> jetgate.v1.ConsumerState
-	37, // 16: jetgate.v1.GetConsumerResponse.oldest_unacked_age:type_name -> google.protobuf.Duration
-	37, // 17: jetgate.v1.ConsumeRequest.heartbeat:type_name -> google.protobuf.Duration
-	6,  // 18: jetgate.v1.ConsumeResponse.messages:type_name -> jetgate.v1.Message
-	38, // 19: jetgate.v1.PauseRequest.pause_until:type_name -> google.protobuf.Timestamp
-	38, // 20: jetgate.v1.PauseResponse.pause_until:type_name -> google.protobuf.Timestamp
-	31, // 21: jetgate.v1.RedriveResponse.failures:type_name -> jetgate.v1.RedriveFailure
-	1,  // 22: jetgate.v1.ConsumerConfig.deliver_policy:type_name -> jetgate.v1.DeliverPolicy
-	38, // 23: jetgate.v1.ConsumerConfig.opt_start_time:type_name -> google.protobuf.Timestamp
-	2,  // 24: jetgate.v1.ConsumerConfig.ack_policy:type_name -> jetgate.v1.AckPolicy
-	37, // 25: jetgate.v1.ConsumerConfig.ack_wait:type_name -> google.protobuf.Duration
-	37, // 26: jetgate.v1.ConsumerConfig.backoff:type_name -> google.protobuf.Duration
-	37, // 27: jetgate.v1.ConsumerConfig.max_request_expires:type_name -> google.protobuf.Duration
-	3,  // 28: jetgate.v1.ConsumerConfig.priority_policy:type_name -> jetgate.v1.PriorityPolicy
-	37, // 29: jetgate.v1.ConsumerConfig.priority_timeout:type_name -> google.protobuf.Duration
-	38, // 30: jetgate.v1.ConsumerConfig.pause_until:type_name -> google.protobuf.Timestamp
-	35, // 31: jetgate.v1.ConsumerState.delivered:type_name -> jetgate.v1.SequencePair
-	35, // 32: jetgate.v1.ConsumerState.ack_floor:type_name -> jetgate.v1.SequencePair
-	38, // 33: jetgate.v1.ConsumerState.created:type_name -> google.protobuf.Timestamp
-	37, // 34: jetgate.v1.ConsumerState.pause_remaining:type_name -> google.protobuf.Duration
-	34, // 35: jetgate.v1.ConsumerState.priority_groups:type_name -> jetgate.v1.PriorityGroupState
-	38, // 36: jetgate.v1.PriorityGroupState.pinned_since:type_name -> google.protobuf.Timestamp
-	38, // 37: jetgate.v1.SequencePair.last_active:type_name -> google.protobuf.Timestamp
-	7,  // 38: jetgate.v1.Message.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
-	4,  // 39: jetgate.v1.ConsumerService.Fetch:input_type -> jetgate.v1.FetchRequest
-	9,  // 40: jetgate.v1.ConsumerService.Ack:input_type -> jetgate.v1.AckRequest
-	11, // 41: jetgate.v1.ConsumerService.Nak:input_type -> jetgate.v1.NakRequest
-	13, // 42: jetgate.v1.ConsumerService.Term:input_type -> jetgate.v1.TermRequest
-	15, // 43: jetgate.v1.ConsumerService.Extend:input_type -> jetgate.v1.ExtendRequest
-	19, // 44: jetgate.v1.ConsumerService.GetConsumer:input_type -> jetgate.v1.GetConsumerRequest
-	29, // 45: jetgate.v1.ConsumerService.Redrive:input_type -> jetgate.v1.RedriveRequest
-	21, // 46: jetgate.v1.ConsumerService.Consume:input_type -> jetgate.v1.ConsumeRequest
-	23, // 47: jetgate.v1.ConsumerService.Pause:input_type -> jetgate.v1.PauseRequest
-	25, // 48: jetgate.v1.ConsumerService.Resume:input_type -> jetgate.v1.ResumeRequest
-	27, // 49: jetgate.v1.ConsumerService.Unpin:input_type -> jetgate.v1.UnpinRequest
-	5,  // 50: jetgate.v1.ConsumerService.Fetch:output_type -> jetgate.v1.FetchResponse
-	10, // 51: jetgate.v1.ConsumerService.Ack:output_type -> jetgate.v1.AckResponse
-	12, // 52: jetgate.v1.ConsumerService.Nak:output_type -> jetgate.v1.NakResponse
-	14, // 53: jetgate.v1.ConsumerService.Term:output_type -> jetgate.v1.TermResponse
-	16, // 54: jetgate.v1.ConsumerService.Extend:output_type -> jetgate.v1.ExtendResponse
-	20, // 55: jetgate.v1.ConsumerService.GetConsumer:output_type -> jetgate.v1.GetConsumerResponse
-	30, // 56: jetgate.v1.ConsumerService.Redrive:output_type -> jetgate.v1.RedriveResponse
-	22, // 57: jetgate.v1.ConsumerService.Consume:output_type -> jetgate.v1.ConsumeResponse
-	24, // 58: jetgate.v1.ConsumerService.Pause:output_type -> jetgate.v1.PauseResponse
-	26, // 59: jetgate.v1.ConsumerService.Resume:output_type -> jetgate.v1.ResumeResponse
-	28, // 60: jetgate.v1.ConsumerService.Unpin:output_type -> jetgate.v1.UnpinResponse
-	50, // [50:61] is the sub-list for method output_type
-	39, // [39:50] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	39, // 13: jetgate.v1.ExtendedLease.lease_deadline:type_name -> google.protobuf.Timestamp
+	33, // 14: jetgate.v1.GetConsumerResponse.config:type_name -> jetgate.v1.ConsumerConfig
+	34, // 15: jetgate.v1.GetConsumerResponse.state:type_name -> jetgate.v1.ConsumerState
+	38, // 16: jetgate.v1.GetConsumerResponse.oldest_unacked_age:type_name -> google.protobuf.Duration
+	21, // 17: jetgate.v1.GetConsumerResponse.push:type_name -> jetgate.v1.PushState
+	39, // 18: jetgate.v1.PushState.last_error_time:type_name -> google.protobuf.Timestamp
+	38, // 19: jetgate.v1.ConsumeRequest.heartbeat:type_name -> google.protobuf.Duration
+	6,  // 20: jetgate.v1.ConsumeResponse.messages:type_name -> jetgate.v1.Message
+	39, // 21: jetgate.v1.PauseRequest.pause_until:type_name -> google.protobuf.Timestamp
+	39, // 22: jetgate.v1.PauseResponse.pause_until:type_name -> google.protobuf.Timestamp
+	32, // 23: jetgate.v1.RedriveResponse.failures:type_name -> jetgate.v1.RedriveFailure
+	1,  // 24: jetgate.v1.ConsumerConfig.deliver_policy:type_name -> jetgate.v1.DeliverPolicy
+	39, // 25: jetgate.v1.ConsumerConfig.opt_start_time:type_name -> google.protobuf.Timestamp
+	2,  // 26: jetgate.v1.ConsumerConfig.ack_policy:type_name -> jetgate.v1.AckPolicy
+	38, // 27: jetgate.v1.ConsumerConfig.ack_wait:type_name -> google.protobuf.Duration
+	38, // 28: jetgate.v1.ConsumerConfig.backoff:type_name -> google.protobuf.Duration
+	38, // 29: jetgate.v1.ConsumerConfig.max_request_expires:type_name -> google.protobuf.Duration
+	3,  // 30: jetgate.v1.ConsumerConfig.priority_policy:type_name -> jetgate.v1.PriorityPolicy
+	38, // 31: jetgate.v1.ConsumerConfig.priority_timeout:type_name -> google.protobuf.Duration
+	39, // 32: jetgate.v1.ConsumerConfig.pause_until:type_name -> google.protobuf.Timestamp
+	36, // 33: jetgate.v1.ConsumerState.delivered:type_name -> jetgate.v1.SequencePair
+	36, // 34: jetgate.v1.ConsumerState.ack_floor:type_name -> jetgate.v1.SequencePair
+	39, // 35: jetgate.v1.ConsumerState.created:type_name -> google.protobuf.Timestamp
+	38, // 36: jetgate.v1.ConsumerState.pause_remaining:type_name -> google.protobuf.Duration
+	35, // 37: jetgate.v1.ConsumerState.priority_groups:type_name -> jetgate.v1.PriorityGroupState
+	39, // 38: jetgate.v1.PriorityGroupState.pinned_since:type_name -> google.protobuf.Timestamp
+	39, // 39: jetgate.v1.SequencePair.last_active:type_name -> google.protobuf.Timestamp
+	7,  // 40: jetgate.v1.Message.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
+	4,  // 41: jetgate.v1.ConsumerService.Fetch:input_type -> jetgate.v1.FetchRequest
+	9,  // 42: jetgate.v1.ConsumerService.Ack:input_type -> jetgate.v1.AckRequest
+	11, // 43: jetgate.v1.ConsumerService.Nak:input_type -> jetgate.v1.NakRequest
+	13, // 44: jetgate.v1.ConsumerService.Term:input_type -> jetgate.v1.TermRequest
+	15, // 45: jetgate.v1.ConsumerService.Extend:input_type -> jetgate.v1.ExtendRequest
+	19, // 46: jetgate.v1.ConsumerService.GetConsumer:input_type -> jetgate.v1.GetConsumerRequest
+	30, // 47: jetgate.v1.ConsumerService.Redrive:input_type -> jetgate.v1.RedriveRequest
+	22, // 48: jetgate.v1.ConsumerService.Consume:input_type -> jetgate.v1.ConsumeRequest
+	24, // 49: jetgate.v1.ConsumerService.Pause:input_type -> jetgate.v1.PauseRequest
+	26, // 50: jetgate.v1.ConsumerService.Resume:input_type -> jetgate.v1.ResumeRequest
+	28, // 51: jetgate.v1.ConsumerService.Unpin:input_type -> jetgate.v1.UnpinRequest
+	5,  // 52: jetgate.v1.ConsumerService.Fetch:output_type -> jetgate.v1.FetchResponse
+	10, // 53: jetgate.v1.ConsumerService.Ack:output_type -> jetgate.v1.AckResponse
+	12, // 54: jetgate.v1.ConsumerService.Nak:output_type -> jetgate.v1.NakResponse
+	14, // 55: jetgate.v1.ConsumerService.Term:output_type -> jetgate.v1.TermResponse
+	16, // 56: jetgate.v1.ConsumerService.Extend:output_type -> jetgate.v1.ExtendResponse
+	20, // 57: jetgate.v1.ConsumerService.GetConsumer:output_type -> jetgate.v1.GetConsumerResponse
+	31, // 58: jetgate.v1.ConsumerService.Redrive:output_type -> jetgate.v1.RedriveResponse
+	23, // 59: jetgate.v1.ConsumerService.Consume:output_type -> jetgate.v1.ConsumeResponse
+	25, // 60: jetgate.v1.ConsumerService.Pause:output_type -> jetgate.v1.PauseResponse
+	27, // 61: jetgate.v1.ConsumerService.Resume:output_type -> jetgate.v1.ResumeResponse
+	29, // 62: jetgate.v1.ConsumerService.Unpin:output_type -> jetgate.v1.UnpinResponse
+	52, // [52:63] is the sub-list for method output_type
+	41, // [41:52] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_jetgate_v1_consumer_proto_init() }
@@ -2998,14 +3104,14 @@ func file_jetgate_v1_consumer_proto_init() {
 		return
 	}
 	file_jetgate_v1_consumer_proto_msgTypes[0].OneofWrappers = []any{}
-	file_jetgate_v1_consumer_proto_msgTypes[17].OneofWrappers = []any{}
+	file_jetgate_v1_consumer_proto_msgTypes[18].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jetgate_v1_consumer_proto_rawDesc), len(file_jetgate_v1_consumer_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   33,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

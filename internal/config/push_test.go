@@ -1,0 +1,100 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jetgate/jetgate/internal/push"
+)
+
+const pushExample = "../../examples/push.yaml"
+
+// pushFile is good with a push block on its second consumer (line 13 on).
+func pushFile(block string) string {
+	return badFile(13, "    dead_letter: {subject: dead.audit}\n    push:\n"+block)
+}
+
+func TestBadPushBlocks(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	if err := os.WriteFile(secret, []byte("not-a-whsec\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, block, path, msg string
+	}{
+		{"no url", "      concurrency: 2", "consumers[1].push.url", "is required"},
+		{"ftp", "      url: ftp://host/x", "consumers[1].push.url", `scheme "ftp" is not http or https`},
+		{"no host", "      url: http:///x", "consumers[1].push.url", "has no host"},
+		{"credentials in the url", "      url: https://u:p@host/x", "consumers[1].push.url", "must not carry credentials"},
+		{"concurrency 0", "      url: http://h\n      concurrency: -1", "consumers[1].push.concurrency", "must be 1 or more"},
+		{"format", "      url: http://h\n      format: xml", "consumers[1].push.format", `"xml" is not one of raw, json, cloudevents`},
+		{"retry max below min", "      url: http://h\n      retry: {min: 10s, max: 1s}", "consumers[1].push.retry.max", "must be at least retry.min"},
+		{"missing secret file", "      url: http://h\n      signing_secret_file: " + filepath.Join(dir, "none"), "consumers[1].push.signing_secret_file", "no such file"},
+		{"not a whsec secret", "      url: http://h\n      signing_secret_file: " + secret, "consumers[1].push.signing_secret_file", `must start with "whsec_"`},
+		{"cert without key", "      url: https://h\n      tls: {cert: " + secret + "}", "consumers[1].push.tls.cert", "go together"},
+		{"unknown field", "      url: http://h\n      concurency: 2", "consumers[1].push.concurency", `unknown field "concurency"`},
+		{"bad timeout", "      url: http://h\n      timeout: soon", "consumers[1].push.timeout", `"soon" is not a duration`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseAndValidate("bad.yaml", pushFile(tt.block))
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("error %v (%T); want a *config.Error", err, err)
+			}
+			if e.Path != tt.path || !strings.Contains(e.Msg, tt.msg) {
+				t.Errorf("%v; want %s: ...%s", err, tt.path, tt.msg)
+			}
+			if e.Line < 14 {
+				t.Errorf("line %d: not the push block's", e.Line)
+			}
+		})
+	}
+}
+
+// The example runs as it is, defaults filled and the secret file read.
+func TestPushExampleFile(t *testing.T) {
+	wd, _ := os.Getwd()
+	t.Chdir(filepath.Join(wd, "../.."))
+	c, err := Resolve("examples/push.yaml", DefaultFlags())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []push.Config{{
+		Stream: "ORDERS", Consumer: "shipping", URL: "http://127.0.0.1:8000/hooks/orders", Concurrency: 8,
+		Timeout: 30 * time.Second, Format: push.FormatRaw, RetryMin: time.Second, RetryMax: time.Minute,
+		SigningSecretFile: "examples/push-secret",
+	}}
+	if got := c.PushConfigs(); !reflect.DeepEqual(got, want) {
+		t.Errorf("push\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// check-config shows the defaults a push block runs with, and hides a
+// query of its URL (it may carry a key).
+func TestWriteShowsPushDefaultsAndMasksTheQuery(t *testing.T) {
+	c, err := parseAndValidate("p.yaml", pushFile("      url: https://h/hook?code=s3cret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := Write(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"url: https://h/hook?***", "concurrency: 8", "timeout: 30s", "format: raw", "min: 1s", "max: 10m"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check-config output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "s3cret") {
+		t.Errorf("the query's secret is printed:\n%s", out)
+	}
+}
