@@ -1,0 +1,220 @@
+package reliability
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/internal/natstest"
+)
+
+// pushReceiver is an endpoint that answers at random, as real ones fail:
+// 2xx, 5xx, a final 4xx, slowly, or by hanging up. It deduplicates as the
+// README asks receivers to: a message it took (2xx) it takes again, and one
+// it refused for good it refuses again.
+type pushReceiver struct {
+	mu       sync.Mutex
+	rng      *rand.Rand
+	took     map[string]bool // by Webhook-Id
+	refused  map[string]bool
+	requests int
+	dups     int // pushes of a message already taken
+}
+
+func newPushReceiver() *pushReceiver {
+	return &pushReceiver{rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3)),
+		took: map[string]bool{}, refused: map[string]bool{}}
+}
+
+func (rc *pushReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get("Webhook-Id")
+	rc.mu.Lock()
+	rc.requests++
+	took, refused := rc.took[id], rc.refused[id]
+	if took {
+		rc.dups++
+	}
+	p := rc.rng.IntN(100)
+	switch {
+	case took:
+		p = 0
+	case refused:
+		p = 95
+	case p < 60:
+		rc.took[id] = true
+	case p >= 95:
+		rc.refused[id] = true
+	}
+	rc.mu.Unlock()
+	switch {
+	case p < 60:
+		w.WriteHeader(http.StatusNoContent)
+	case p < 75:
+		w.WriteHeader(http.StatusServiceUnavailable)
+	case p < 85: // slow, within the push timeout; answered 5xx so that it counts once
+		select {
+		case <-time.After(300 * time.Millisecond):
+		case <-r.Context().Done():
+		}
+		w.WriteHeader(http.StatusBadGateway)
+	case p < 95: // hangs up without an answer
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				_ = conn.Close()
+				return
+			}
+		}
+		w.WriteHeader(http.StatusInternalServerError)
+	default:
+		w.WriteHeader(http.StatusUnprocessableEntity)
+	}
+}
+
+func (rc *pushReceiver) verdicts() (took, refused map[string]bool, requests, dups int) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	took, refused = make(map[string]bool, len(rc.took)), make(map[string]bool, len(rc.refused))
+	for k := range rc.took {
+		took[k] = true
+	}
+	for k := range rc.refused {
+		refused[k] = true
+	}
+	return took, refused, rc.requests, rc.dups
+}
+
+// TestFaultPushThroughRestartsAndAKill pushes one consumer from two jetgate
+// processes to a receiver that answers at random, while the NATS server
+// restarts and one process is SIGKILLed (and another started). Every
+// message ends acked after some 2xx, or dead-lettered after a final 4xx or
+// max_deliver; never both, never neither. Duplicates (a message pushed
+// again after its 2xx) are counted and reported.
+func TestFaultPushThroughRestartsAndAKill(t *testing.T) {
+	bin := buildJetgate(t)
+	dir := t.TempDir()
+	ns := natstest.StartIn(t, dir, -1)
+	port := ns.Addr().(*net.TCPAddr).Port
+	nc := natstest.Connect(t, ns, reconnecting()...)
+	natstest.Stream(t, nc, stream, "orders.>")
+	natstest.Stream(t, nc, "DEAD", "dead.>")
+	rc := newPushReceiver()
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	cfg := filepath.Join(t.TempDir(), "push.yaml")
+	keyFile := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(keyFile, []byte("a-test-secret-of-forty-characters-long!!\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `
+nats: {url: "nats://127.0.0.1:%d"}
+tokens: {key_files: [%s]}
+consumers:
+  - stream: %s
+    name: %s
+    ack_wait: 2s
+    max_deliver: 4
+    dead_letter: {subject: dead.push, on_term: true}
+    push: {url: "%s/hook", concurrency: 16, timeout: 1s, retry: {min: 100ms, max: 500ms}}
+`, port, keyFile, stream, consumer, srv.URL), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p1 := startProcess(t, bin, "--config", cfg)
+	startProcess(t, bin, "--config", cfg)
+
+	n := scale(600, 6000)
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var seqs []uint64
+	publishOne := func(i int) {
+		for ctx.Err() == nil {
+			id := "m-" + strconv.Itoa(i)
+			ack, err := js.Publish(ctx, "orders.push", []byte(id), jetstream.WithMsgID(id))
+			if err == nil {
+				seqs = append(seqs, ack.Sequence)
+				return
+			}
+			backoff(ctx, 50*time.Millisecond)
+		}
+	}
+	for i := range n {
+		publishOne(i)
+		switch i {
+		case n / 3: // NATS restarts mid-traffic
+			ns.Shutdown()
+			ns.WaitForShutdown()
+			ns = natstest.StartIn(t, dir, port)
+		case 2 * n / 3: // a replica dies without a word; another comes up
+			if err := p1.cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			_ = p1.cmd.Wait()
+			startProcess(t, bin, "--config", cfg)
+		}
+	}
+	if len(seqs) != n {
+		t.Fatalf("published %d of %d", len(seqs), n)
+	}
+	dead := map[string]string{} // Webhook-Id → why
+	accounted := func() bool {
+		for _, m := range natstest.StreamMsgs(t, js, "DEAD", "dead.push") {
+			dead[stream+"."+m.Header.Get("Jetgate-Dead-Seq")] = m.Header.Get("Jetgate-Dead-Reason") + " " + m.Header.Get("Jetgate-Dead-Term-Reason")
+		}
+		took, _, _, _ := rc.verdicts()
+		for _, seq := range seqs {
+			id := stream + "." + strconv.FormatUint(seq, 10)
+			if _, isDead := dead[id]; !took[id] && !isDead {
+				return false
+			}
+		}
+		return true
+	}
+	drained := func() bool {
+		c, err := js.Consumer(ctx, stream, consumer)
+		if err != nil {
+			return false
+		}
+		ci, err := c.Info(ctx)
+		return err == nil && ci.NumPending == 0 && ci.NumAckPending == 0 && ci.AckFloor.Stream >= seqs[len(seqs)-1]
+	}
+	end := time.Now().Add(2 * time.Minute)
+	for !(drained() && accounted()) && time.Now().Before(end) {
+		backoff(ctx, 200*time.Millisecond)
+	}
+	took, refused, requests, dups := rc.verdicts()
+	var lost, both, deadAfterTake int
+	for _, seq := range seqs {
+		id := stream + "." + strconv.FormatUint(seq, 10)
+		why, isDead := dead[id]
+		switch {
+		case took[id] && isDead:
+			both++
+			t.Errorf("%s taken and dead-lettered: %s", id, why)
+			if strings.HasPrefix(why, "MAX_DELIVERIES") {
+				deadAfterTake++
+			}
+		case !took[id] && !isDead:
+			lost++
+			t.Errorf("%s lost (refused by the receiver: %v)", id, refused[id])
+		case isDead && strings.HasPrefix(why, "TERM") && !refused[id]:
+			t.Errorf("%s terminated without a final 4xx", id)
+		}
+	}
+	t.Logf("%d messages, %d requests, %d taken, %d dead-lettered (%d refused by the receiver), duplicates after a 2xx: %d",
+		n, requests, len(took), len(dead), len(refused), dups)
+	if lost != 0 || both != 0 {
+		t.Fatalf("lost %d; both acked and dead-lettered %d (%d of them out of deliveries)", lost, both, deadAfterTake)
+	}
+}
