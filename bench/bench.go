@@ -29,10 +29,11 @@ const (
 	ModeGRPC       = "grpc"        // jetgate gRPC Fetch(batch) + Ack(batch)
 	ModeREST       = "rest"        // jetgate REST fetch + ack
 	ModeConsume    = "consume"     // jetgate gRPC Consume + unary Ack(batch)
+	ModePush       = "push"        // a jetgate replica process pushing to an endpoint process
 )
 
 // AllModes are the modes a default run measures.
-var AllModes = []string{ModeNATS, ModeNATSDouble, ModeGRPC, ModeREST, ModeConsume}
+var AllModes = []string{ModeNATS, ModeNATSDouble, ModeGRPC, ModeREST, ModeConsume, ModePush}
 
 // Options configure a run.
 type Options struct {
@@ -54,6 +55,9 @@ type Options struct {
 	Workers  int
 	Size     int
 	Samples  int // Fetch(1) latency samples per mode
+	// PushConcurrency is the push mode's requests in flight; 0 is
+	// DefaultPushConcurrency.
+	PushConcurrency int
 	// Rounds runs every mode that many times, in turn, and reports each
 	// figure's median: a burst of other work on the machine then skews one
 	// round of one mode, not the table.
@@ -87,6 +91,9 @@ type Options struct {
 func Run(ctx context.Context, o Options) (Report, error) {
 	if cfg, ok := os.LookupEnv(ReplicaEnv); ok {
 		return Report{}, serveReplica(ctx, cfg, os.Stdin, os.Stdout)
+	}
+	if _, ok := os.LookupEnv(EndpointEnv); ok {
+		return Report{}, serveEndpoint(os.Stdin, os.Stdout)
 	}
 	if o.Waiting > 0 {
 		_, err := RunWaiting(ctx, o)
@@ -169,8 +176,12 @@ func newMode(ctx context.Context, name string, cons jetgatev1.ConsumerServiceCli
 		return m, subject, err
 	case ModeGRPC, ModeREST, ModeConsume:
 		return newGatewayMode(name, cons, js, o), o.Subject, nil
+	case ModePush:
+		subject := o.Subject + "." + name
+		m, err := newPushMode(ctx, js, subject, o)
+		return m, subject, err
 	}
-	return nil, "", fmt.Errorf("unknown mode %q: use nats, nats-double, grpc, rest or consume", name)
+	return nil, "", fmt.Errorf("unknown mode %q: use nats, nats-double, grpc, rest, consume or push", name)
 }
 
 // startJetgate runs jetgate in this process with its embedded NATS server

@@ -16,7 +16,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func smallOptions(t *testing.T) Options {
 	return Options{Stream: "ORDERS", Consumer: "billing", Subject: "orders.bench", Messages: 300, Batch: 50,
-		Workers: 2, Size: 1024, Samples: 3, Modes: AllModes, Out: &bytes.Buffer{}, JSON: filepath.Join(t.TempDir(), "report.json")}
+		Workers: 2, Size: 1024, Samples: 3, Modes: AllModes, Out: &bytes.Buffer{}, JSON: filepath.Join(t.TempDir(), "report.json"),
+		// the push mode's replica and endpoint: this test binary again
+		ReplicaCommand: []string{os.Args[0], "-test.run=^TestWaitingReplicaProcess$"}}
 }
 
 // TestRunAllModes runs every mode on a small workload and checks that the
@@ -45,7 +47,7 @@ func TestRunAllModes(t *testing.T) {
 	for _, r := range rep.Ratios {
 		names = append(names, r.Name)
 	}
-	if !slices.Equal(names, []string{"c/a", "c/b", "d/a", "e/a"}) || rep.Fetch1Added == nil || len(rep.Shares) != 3 {
+	if !slices.Equal(names, []string{"c/a", "c/b", "d/a", "e/a", "f/e"}) || rep.Fetch1Added == nil || len(rep.Shares) != 3 {
 		t.Errorf("ratios %v, added latency %v, %d shares", names, rep.Fetch1Added, len(rep.Shares))
 	}
 	b, err := os.ReadFile(o.JSON)

@@ -36,6 +36,9 @@ type replicaConfig struct {
 	Subject       string        `json:"subject"`
 	MaxAckPending int           `json:"max_ack_pending"`
 	AckWait       time.Duration `json:"ack_wait"`
+	// PushURL, if set, has the replica push its consumer there.
+	PushURL         string `json:"push_url,omitempty"`
+	PushConcurrency int    `json:"push_concurrency,omitempty"`
 }
 
 // The child's stdin speaks lines: gcCommand asks for a garbage collection,
@@ -65,6 +68,14 @@ func serveReplica(ctx context.Context, cfg string, in io.Reader, out io.Writer) 
 	opts.FilterSubjects = []string{c.Subject}
 	opts.MaxAckPending, opts.AckWait = c.MaxAckPending, c.AckWait
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if c.PushURL != "" {
+		file, err := pushConfigFile(c)
+		if err != nil {
+			return err
+		}
+		defer os.Remove(file)
+		opts.ConfigFile = file
+	}
 	p, err := app.Start(ctx, opts)
 	if err != nil {
 		return err
@@ -100,16 +111,33 @@ const replicaStartLimit = 30 * time.Second
 // startReplica runs command (this program when it is empty) as a replica
 // with cfg and waits until it serves.
 func startReplica(command []string, cfg replicaConfig) (*replicaProc, error) {
-	if len(command) == 0 {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("find this program to run replicas: %w", err)
-		}
-		command = []string{exe}
-	}
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err
+	}
+	r, err := startChild(command, ReplicaEnv, string(b))
+	if err != nil {
+		return nil, err
+	}
+	line, err := r.readLine(replicaStartLimit)
+	if err == nil {
+		err = json.Unmarshal([]byte(line), &r.Addrs)
+	}
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("replica did not start: %w", err), r.stop())
+	}
+	return r, nil
+}
+
+// startChild runs command (this program when it is empty) with env set to
+// value, its stdout read by lines.
+func startChild(command []string, env, value string) (*replicaProc, error) {
+	if len(command) == 0 {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find this program to run child processes: %w", err)
+		}
+		command = []string{exe}
 	}
 	// exec.Cmd's own pipes would be closed by Wait; os.Pipe gives a file
 	// whose reads take deadlines, so that a stalled child cannot hang us.
@@ -118,7 +146,7 @@ func startReplica(command []string, cfg replicaConfig) (*replicaProc, error) {
 		return nil, err
 	}
 	cmd := exec.Command(command[0], command[1:]...)
-	cmd.Env = append(os.Environ(), ReplicaEnv+"="+string(b))
+	cmd.Env = append(os.Environ(), env+"="+value)
 	cmd.Stdout, cmd.Stderr = outW, os.Stderr // a child's panic shows
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -132,16 +160,8 @@ func startReplica(command []string, cfg replicaConfig) (*replicaProc, error) {
 		return nil, fmt.Errorf("start replica %s: %w", command[0], err)
 	}
 	outW.Close() // the child holds its own copy
-	r := &replicaProc{cmd: cmd, stdin: stdin, out: outR, lines: bufio.NewReader(outR),
-		hc: &http.Client{Timeout: 10 * time.Second, Transport: http.DefaultTransport.(*http.Transport).Clone()}}
-	line, err := r.readLine(replicaStartLimit)
-	if err == nil {
-		err = json.Unmarshal([]byte(line), &r.Addrs)
-	}
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("replica did not start: %w", err), r.stop())
-	}
-	return r, nil
+	return &replicaProc{cmd: cmd, stdin: stdin, out: outR, lines: bufio.NewReader(outR),
+		hc: &http.Client{Timeout: 10 * time.Second, Transport: http.DefaultTransport.(*http.Transport).Clone()}}, nil
 }
 
 func (r *replicaProc) readLine(within time.Duration) (string, error) {
@@ -272,4 +292,25 @@ func readMetrics(ctx context.Context, reps []*replicaProc, o Options) ([]replica
 		}
 	}
 	return ms, nil
+}
+
+// pushConfigFile writes the configuration of a replica that pushes: flags
+// describe no push block.
+func pushConfigFile(c replicaConfig) (string, error) {
+	f, err := os.CreateTemp("", "jetgate-bench-push-*.yaml")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	_, err = fmt.Fprintf(f, `nats: {url: %q}
+listen: {grpc: "127.0.0.1:0", http: "127.0.0.1:0"}
+consumers:
+  - stream: %s
+    name: %s
+    ack_wait: %s
+    max_ack_pending: %d
+    filter_subjects: [%q]
+    push: {url: %q, concurrency: %d}
+`, c.NATSURL, c.Stream, c.Consumer, c.AckWait, c.MaxAckPending, c.Subject, c.PushURL, c.PushConcurrency)
+	return f.Name(), err
 }

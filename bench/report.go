@@ -131,6 +131,7 @@ var targets = []Ratio{
 	{Name: "c/b", Of: ModeGRPC, Over: ModeNATSDouble, Target: 2},
 	{Name: "d/a", Of: ModeREST, Over: ModeNATS, Target: 0.35},
 	{Name: "e/a", Of: ModeConsume, Over: ModeNATS, Target: 0.7},
+	{Name: "f/e", Of: ModePush, Over: ModeConsume, Target: 0.4},
 }
 
 const fetch1AddedTarget = 300 * time.Microsecond
@@ -224,6 +225,8 @@ func (rep *Report) print(out io.Writer) {
 	tw.Flush()
 	fmt.Fprintln(out, "CPU, B/msg and allocs/msg are the whole bench process (NATS server + jetgate + clients); for the nats")
 	fmt.Fprintln(out, "modes that is the baseline without jetgate. consume's Fetch(1) is publish to receipt on an open stream.")
+	fmt.Fprintln(out, "push runs jetgate and the endpoint in processes of their own (its CPU and allocations are not counted);")
+	fmt.Fprintln(out, "its Fetch(1) is publish to the endpoint.")
 	if len(rep.Ratios) > 0 {
 		fmt.Fprintln(out)
 	}

@@ -9,11 +9,14 @@ import (
 	"testing"
 )
 
-// TestWaitingReplicaProcess is no test of its own: it is the replica process
-// that TestRunWaiting starts, this test binary run again with ReplicaEnv set.
+// TestWaitingReplicaProcess is no test of its own: it is the replica (or
+// push endpoint) process that TestRunWaiting and the push mode start, this
+// test binary run again with ReplicaEnv (or EndpointEnv) set.
 func TestWaitingReplicaProcess(t *testing.T) {
-	if _, ok := os.LookupEnv(ReplicaEnv); !ok {
-		t.Skip("runs only as TestRunWaiting's replica process")
+	_, replica := os.LookupEnv(ReplicaEnv)
+	_, endpoint := os.LookupEnv(EndpointEnv)
+	if !replica && !endpoint {
+		t.Skip("runs only as a child process of the bench")
 	}
 	if _, err := Run(context.Background(), Options{}); err != nil {
 		fmt.Fprintln(os.Stderr, "replica:", err)
