@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -84,33 +85,17 @@ func (w *resetWatch) informed(before pull.SeqMark, delivered uint64) (reset bool
 	return false
 }
 
-// notice records a reset the lease table told, from a delivery to the pull
-// marked m (a message held delivered again from a restarted count).
+// notice records a reset told otherwise: by the lease table, from a
+// delivery to the pull marked m (a message held delivered again from a
+// restarted count), or, m nil, by another replica's word.
 func (w *resetWatch) notice(m *pull.SeqMark) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.noticeLocked()
-	m.Epoch, m.Floor = w.epoch, 0
-	w.high = m.Last
-}
-
-// resetQuiet is how long after a reset was noticed here another replica's
-// word of a reset is taken to be of the same one. Every replica that
-// notices a reset tells the others; without it, each word would also void
-// the leases of deliveries made after the reset. A second reset within it
-// is left for this replica to notice itself (its deliveries, its infos).
-const resetQuiet = 500 * time.Millisecond
-
-// told records another replica's word of a reset, unless one was noticed
-// here within resetQuiet; it reports whether it took it.
-func (w *resetWatch) told(now time.Time) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.at.IsZero() && now.Sub(w.at) < resetQuiet {
-		return false
+	if m != nil {
+		m.Epoch, m.Floor = w.epoch, 0
+		w.high = m.Last
 	}
-	w.noticeLocked()
-	return true
 }
 
 func (w *resetWatch) noticeLocked() {
@@ -145,17 +130,21 @@ func (c *Consumer) tellReset(why string, attrs ...any) {
 	c.log.Warn("the consumer was reset ("+why+"): the leases this replica held are void", attrs...)
 }
 
-// ResetTold is another replica's word that the consumer was reset: every
-// lease this replica holds is void (some may be of deliveries made after
-// the reset, which then come again after ack_wait; none settles a delivery
-// it was not issued for). Told within resetQuiet of a reset noticed here,
-// it takes the word to be of that reset and does nothing.
-func (c *Consumer) ResetTold() {
-	if !c.resets.told(time.Now()) {
-		return
+// ResetTold is another replica's word that the consumer was reset. Every
+// replica that notices a reset tells the others, so the word is checked
+// against the server rather than taken: a consumer that counts fewer
+// deliveries than this replica received before it asked was reset since,
+// and its leases are void (informed); one that counts as many or more is
+// past a reset this replica noticed already, whose leases since are good.
+// If the server cannot be asked, the word is taken: every lease is void
+// (their messages come again after ack_wait; none settles a delivery it was
+// not issued for).
+func (c *Consumer) ResetTold(ctx context.Context) {
+	if _, err := c.info(ctx, c.timeout); err != nil {
+		c.resets.notice(nil)
+		c.leases.Void()
+		c.log.Warn("another replica saw the consumer reset, and the server could not be asked: the leases this replica held are void", "err", err)
 	}
-	c.leases.Void()
-	c.log.Warn("another replica saw the consumer reset: the leases this replica held are void")
 }
 
 // afterReset gives back the credit of the Consume streams' leases from

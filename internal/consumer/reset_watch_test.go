@@ -2,7 +2,6 @@ package consumer
 
 import (
 	"testing"
-	"time"
 
 	"github.com/jetgate/jetgate/internal/pull"
 )
@@ -75,21 +74,5 @@ func TestAnInfoTellsAResetOrRaisesTheFloor(t *testing.T) {
 	}
 	if w.informed(before, 1) {
 		t.Fatal("an info asked before the reset was noticed reported it again")
-	}
-}
-
-// Another replica's word is taken unless a reset was noticed here within
-// resetQuiet (the same reset, told by each replica that noticed it).
-func TestAnotherReplicasWordWithinTheQuietIsTheSameReset(t *testing.T) {
-	w := newResetWatch(0)
-	now := time.Now()
-	if !w.told(now) {
-		t.Fatal("the first word was not taken")
-	}
-	if w.told(time.Now()) {
-		t.Fatal("a second word at once was taken")
-	}
-	if !w.told(time.Now().Add(resetQuiet)) {
-		t.Fatal("a word after the quiet was not taken")
 	}
 }
