@@ -214,7 +214,11 @@ func (c *Consumer) info(ctx context.Context, limit time.Duration) (*jetstream.Co
 	if err == nil {
 		c.view.Store(viewOf(ci, c.maxAckPending))
 		if c.resets.informed(before, ci.Delivered.Consumer) {
-			c.resetNoticed("its info counts fewer deliveries than this replica received", "delivered", ci.Delivered.Consumer)
+			// Not told: the replicas that receive the deliveries after it
+			// see it in them, and tell; one that received nothing since
+			// has none of them to be settled wrongly.
+			c.leases.Void()
+			c.log.Warn("the consumer was reset (its info counts fewer deliveries than this replica received): the leases this replica held are void", "delivered", ci.Delivered.Consumer)
 		}
 	}
 	return ci, err

@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"context"
 	"sync"
 	"time"
 
@@ -130,21 +129,16 @@ func (c *Consumer) tellReset(why string, attrs ...any) {
 	c.log.Warn("the consumer was reset ("+why+"): the leases this replica held are void", attrs...)
 }
 
-// ResetTold is another replica's word that the consumer was reset. Every
-// replica that notices a reset tells the others, so the word is checked
-// against the server rather than taken: a consumer that counts fewer
-// deliveries than this replica received before it asked was reset since,
-// and its leases are void (informed); one that counts as many or more is
-// past a reset this replica noticed already, whose leases since are good.
-// If the server cannot be asked, the word is taken: every lease is void
-// (their messages come again after ack_wait; none settles a delivery it was
-// not issued for).
-func (c *Consumer) ResetTold(ctx context.Context) {
-	if _, err := c.info(ctx, c.timeout); err != nil {
-		c.resets.notice(nil)
-		c.leases.Void()
-		c.log.Warn("another replica saw the consumer reset, and the server could not be asked: the leases this replica held are void", "err", err)
-	}
+// ResetTold is another replica's word that the consumer was reset: every
+// lease this replica holds is void (those of deliveries made after the
+// reset come again after ack_wait; none settles a delivery it was not
+// issued for). Only a replica that saw the reset in a delivery tells, so
+// a word comes from each replica that saw it before another's word came:
+// one, or a few within the time a word takes.
+func (c *Consumer) ResetTold() {
+	c.resets.notice(nil)
+	c.leases.Void()
+	c.log.Warn("another replica saw the consumer reset: the leases this replica held are void")
 }
 
 // afterReset gives back the credit of the Consume streams' leases from

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/nats-io/nats.go"
@@ -15,8 +14,7 @@ import (
 // that the leases they issued before it cannot settle a delivery made after
 // it either: such a delivery may have gone to any replica, while the stale
 // token's settle goes to its issuer. A notice carries the sender's id; a
-// replica ignores its own and checks another's against the server
-// (consumer.ResetTold).
+// replica ignores its own.
 const resetPrefix = "_JETGATE.RESET."
 
 // subscribe listens on the replica's forward subject and for the resets
@@ -55,7 +53,7 @@ func (r *Replica) tellReset(stream, name string) func() {
 func (r *Replica) onReset(c *consumer.Consumer) nats.MsgHandler {
 	return func(m *nats.Msg) {
 		if string(m.Data) != r.self.String() {
-			c.ResetTold(context.Background()) // bounded by the request timeout
+			c.ResetTold()
 		}
 	}
 }

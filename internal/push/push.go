@@ -3,7 +3,6 @@ package push
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,10 +13,8 @@ import (
 	"time"
 
 	"github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/settle"
-	"github.com/jetgate/jetgate/internal/token"
 )
 
 // maxBody is how much of a response body is read (and discarded), so that
@@ -44,7 +41,9 @@ type Pusher struct {
 	ctx      context.Context    // Run's: canceled, the stream ends
 	cancel   context.CancelFunc // once what is in flight is done
 	workers  sync.WaitGroup
-	done     chan struct{} // Run returned
+	toAck    chan *consumer.Delivery // to the acker
+	acked    chan struct{}           // the acker has sent every Ack it was given
+	done     chan struct{}           // Run returned
 
 	mu        sync.Mutex
 	lastErr   string
@@ -66,6 +65,7 @@ func New(cfg Config, c *consumer.Consumer, m *Metrics, log *slog.Logger) (*Pushe
 		flow: newFlow(cfg.RetryMin, cfg.RetryMax), m: m.bind(cfg.Stream, cfg.Consumer),
 		log:  log.With("stream", cfg.Stream, "consumer", cfg.Consumer, "push", redact(cfg.URL)),
 		stop: make(chan struct{}), done: make(chan struct{}),
+		toAck: make(chan *consumer.Delivery, cfg.Concurrency), acked: make(chan struct{}),
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.m.up.Set(1)
@@ -117,9 +117,14 @@ func (p *Pusher) Run(ctx context.Context) {
 		defer p.workers.Done()
 		p.retrier(ctx)
 	}()
+	go p.acks(ctx)
+	go func() {
+		p.workers.Wait()
+		close(p.toAck)
+	}()
 	p.consume(ctx)
 	p.flow.stop()
-	p.workers.Wait()
+	<-p.acked
 }
 
 // consume holds the stream of leases that feeds the flow, again after NATS
@@ -160,13 +165,8 @@ func (p *Pusher) Stop(ctx context.Context) {
 		close(p.stop)
 		p.flow.stop()
 	})
-	idle := make(chan struct{})
-	go func() {
-		p.workers.Wait()
-		close(idle)
-	}()
 	select {
-	case <-idle:
+	case <-p.acked: // the workers are done, and their Acks sent
 	case <-ctx.Done():
 	case <-p.done:
 	}
@@ -211,20 +211,20 @@ func (p *Pusher) push(ctx context.Context, j *job, retried bool) {
 		p.m.requests.acked.Inc()
 		own := p.flow.succeeded(started)
 		p.m.up.Set(1)
-		p.settle(ctx, lease.OpAck, j.d, settle.Args{})
+		p.toAck <- j.d
 		for _, o := range own { // their failures were their own: the normal path
-			p.settle(ctx, lease.OpNak, o.d, settle.Args{Delay: p.retryDelay(o.d)})
+			p.settle(ctx, lease.OpNak, []*consumer.Delivery{o.d}, settle.Args{Delay: p.retryDelay(o.d)})
 		}
 	case nakAfter:
 		p.m.requests.retried.Inc()
 		p.flow.done()
 		p.failed(a.err)
-		p.settle(ctx, lease.OpNak, j.d, settle.Args{Delay: min(a.delay, p.cfg.RetryMax)})
+		p.settle(ctx, lease.OpNak, []*consumer.Delivery{j.d}, settle.Args{Delay: min(a.delay, p.cfg.RetryMax)})
 	case terminate:
 		p.m.requests.terminated.Inc()
 		p.flow.done()
 		p.failed(a.err)
-		p.settle(ctx, lease.OpTerm, j.d, settle.Args{Reason: fmt.Sprintf("HTTP %d", a.status)})
+		p.settle(ctx, lease.OpTerm, []*consumer.Delivery{j.d}, settle.Args{Reason: fmt.Sprintf("HTTP %d", a.status)})
 	case retry:
 		p.m.requests.retried.Inc()
 		p.failed(a.err)
@@ -252,29 +252,6 @@ func (p *Pusher) send(ctx context.Context, d *consumer.Delivery, now time.Time) 
 
 func (p *Pusher) retryDelay(d *consumer.Delivery) time.Duration {
 	return retryDelay(p.cfg.RetryMin, p.cfg.RetryMax, d.Meta.Delivered)
-}
-
-// settle settles d, again while NATS is away, until it is done, refused,
-// or the lease is gone.
-func (p *Pusher) settle(ctx context.Context, op lease.Op, d *consumer.Delivery, args settle.Args) {
-	cl := []token.Claims{p.c.ClaimsOf(d)}
-	for wait := 50 * time.Millisecond; ; wait = min(wait*2, time.Second) {
-		err := p.c.Settle(ctx, op, cl, args)[0].Err
-		switch {
-		case err == nil, ctx.Err() != nil:
-			return
-		case !errors.Is(err, errs.ErrUnavailable) && !errors.Is(err, errs.ErrSettleInProgress):
-			// Settled otherwise, or the lease is gone (a reset, a deadline
-			// missed while NATS was away): the server redelivers.
-			p.log.Warn("push answered but not settled", "op", op, "stream_seq", d.Meta.StreamSeq, "err", err)
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-	}
 }
 
 // failed records the last thing that went wrong.

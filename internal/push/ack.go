@@ -1,0 +1,71 @@
+package push
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/lease"
+	"github.com/jetgate/jetgate/internal/settle"
+	"github.com/jetgate/jetgate/internal/token"
+)
+
+// maxAckBatch bounds the Acks settled at once.
+const maxAckBatch = 256
+
+// acks settles the Acks of the pushes the endpoint took, as many at once as
+// have come, so that a worker goes on to its next push while the server
+// confirms the last. It ends once the workers have and it has sent what
+// they gave it.
+func (p *Pusher) acks(ctx context.Context) {
+	defer close(p.acked)
+	for d := range p.toAck {
+		batch := []*consumer.Delivery{d}
+	more:
+		for len(batch) < maxAckBatch {
+			select {
+			case d, ok := <-p.toAck:
+				if !ok {
+					break more
+				}
+				batch = append(batch, d)
+			default:
+				break more
+			}
+		}
+		p.settle(ctx, lease.OpAck, batch, settle.Args{})
+	}
+}
+
+// settle settles ds, again while NATS is away, until each is done, refused,
+// or its lease is gone.
+func (p *Pusher) settle(ctx context.Context, op lease.Op, ds []*consumer.Delivery, args settle.Args) {
+	for wait := 50 * time.Millisecond; len(ds) > 0; wait = min(wait*2, time.Second) {
+		cs := make([]token.Claims, len(ds))
+		for i, d := range ds {
+			cs[i] = p.c.ClaimsOf(d)
+		}
+		var again []*consumer.Delivery
+		for i, o := range p.c.Settle(ctx, op, cs, args) {
+			switch err := o.Err; {
+			case err == nil || ctx.Err() != nil:
+			case errors.Is(err, errs.ErrUnavailable) || errors.Is(err, errs.ErrSettleInProgress):
+				again = append(again, ds[i])
+			default:
+				// Settled otherwise, or the lease is gone (a reset, a deadline
+				// missed while NATS was away): the server redelivers.
+				p.log.Warn("push answered but not settled", "op", op, "stream_seq", ds[i].Meta.StreamSeq, "err", err)
+			}
+		}
+		if ds = again; len(ds) == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
