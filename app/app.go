@@ -32,6 +32,7 @@ import (
 	"github.com/jetgate/jetgate/internal/config"
 	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/tlsfiles"
+	"github.com/jetgate/jetgate/internal/tracing"
 	"github.com/jetgate/jetgate/server"
 )
 
@@ -48,6 +49,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	p := &process{cfg: cfg, log: log, health: health.NewServer()}
 	defer p.close()
+	if err := p.startTracing(ctx, o.TracerProvider); err != nil {
+		return err
+	}
 	if err := p.listen(); err != nil {
 		return err
 	}
@@ -75,7 +79,8 @@ type process struct {
 	innerLis         *bufconn.Listener // the inner server's
 	http             *http.Server
 	tls              *tls.Config // the listeners', nil without TLS
-	closers          []func()    // run in reverse by close
+	trc              *tracing.Tracing
+	closers          []func() // run in reverse by close
 }
 
 func (p *process) onClose(f func()) { p.closers = append(p.closers, f) }
@@ -122,7 +127,7 @@ func (p *process) build(ctx context.Context) error {
 	p.replica, err = core.New(ctx, core.Options{
 		Conn: p.nc, Consumers: p.cfg.ConsumerConfigs(), Pushes: p.cfg.PushConfigs(), Keys: keys,
 		MaxBatch: lim.MaxBatch, MaxExpires: time.Duration(lim.MaxExpires), MaxFetchBytes: lim.MaxFetchBytes,
-		Metrics: reg, Logger: p.log,
+		Metrics: reg, Logger: p.log, Tracing: p.trc,
 	})
 	if err != nil {
 		return err
@@ -155,6 +160,7 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 		// a REST body makes.
 		grpc.MaxRecvMsgSize(gateway.RequestLimit(p.cfg.Limits.MaxBodyBytes)),
 	}
+	opts = append(opts, p.grpcTracing()...)
 	// The REST side reaches the services in process, through a gRPC server
 	// of its own on an in-memory listener: the same interceptor chain, no
 	// TLS to terminate, no port for anyone else. Every REST caller's stream
@@ -208,9 +214,9 @@ func (p *process) authenticator() (*auth.Authenticator, error) {
 // server that serves it.
 func (p *process) buildREST(ctx context.Context, o gateway.Options) error {
 	o.GRPCAddr = "passthrough:///jetgate-in-process"
-	o.DialOptions = []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+	o.DialOptions = append([]grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 		return p.innerLis.DialContext(ctx)
-	})}
+	})}, p.dialTracing()...)
 	o.MaxBodyBytes, o.CORSOrigins = p.cfg.Limits.MaxBodyBytes, p.cfg.Listen.CORSOrigins
 	o.Ready, o.Live, o.Logger = p.replica.Ready, p.watch.live(p.nc), p.log
 	rest, err := gateway.New(ctx, o)
@@ -219,7 +225,7 @@ func (p *process) buildREST(ctx context.Context, o gateway.Options) error {
 	}
 	p.onClose(func() { _ = rest.Close() })
 	p.http = &http.Server{
-		Handler:           rest,
+		Handler:           p.httpTracing(rest),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		// A Fetch may wait up to --max-expires before it writes.

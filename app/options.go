@@ -7,6 +7,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/jetgate/jetgate/internal/config"
 )
 
@@ -23,6 +25,9 @@ type Options struct {
 
 	ShutdownGrace time.Duration
 	Logger        *slog.Logger
+	// TracerProvider, if set, records the spans (tests); else the OTEL_*
+	// variables say whether and where (DESIGN section 12).
+	TracerProvider trace.TracerProvider
 
 	// Started, if set, is called with the bound addresses once serving.
 	Started func(Addrs)

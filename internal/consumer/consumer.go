@@ -64,9 +64,11 @@ type Deps struct {
 	Log      *slog.Logger
 	// Orphans counts orphans by stream, consumer and outcome (handed, naked).
 	Orphans *prometheus.CounterVec
-	// OnReset, if set, is called (from Run) when this replica noticed that
+	// OnReset, if set, is called when this replica saw in a delivery that
 	// the consumer was reset, to tell the other replicas (ResetTold).
 	OnReset func()
+	// Traced keeps each delivery's creation context, for spans.
+	Traced bool
 }
 
 // Consumer leases and settles one durable consumer's messages.
@@ -105,6 +107,7 @@ type Consumer struct {
 
 	resets  *resetWatch // consumer resets, told from the consumer sequences
 	onReset func()
+	traced  bool
 }
 
 // Bind creates or updates the durable consumer cfg describes and returns the
@@ -155,7 +158,7 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 	c.orphans = newOrphanPool(c.receive)
 	// What the server had delivered when it was bound: every delivery to a
 	// pull sent later is numbered above it, unless the consumer is reset.
-	c.resets, c.onReset = newResetWatch(ci.Delivered.Consumer), d.OnReset
+	c.resets, c.onReset, c.traced = newResetWatch(ci.Delivered.Consumer), d.OnReset, d.Traced
 	c.orphansHanded, c.orphansNaked, c.leasesReturned = counter("handed"), counter("naked"), counter("consume_returned")
 	c.maxLease = cmp.Or(d.MaxLease, DefaultMaxLease)
 	v := viewOf(ci, c.maxAckPending)

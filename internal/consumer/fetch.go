@@ -6,9 +6,12 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/pull"
 	"github.com/jetgate/jetgate/internal/token"
+	"github.com/jetgate/jetgate/internal/tracing"
 )
 
 // Delivery is one leased message.
@@ -19,6 +22,7 @@ type Delivery struct {
 	Header   nats.Header
 	Meta     pull.Metadata
 	Deadline time.Time
+	Origin   trace.SpanContext // its creation context, while tracing
 }
 
 // size is about what the server counts against a pull's max_bytes.
@@ -145,13 +149,20 @@ func (c *Consumer) receive(p *pull.Pull, m pull.Msg) (*Delivery, bool) {
 		c.log.Debug("not leased: a delivery that may be from before a consumer reset", "stream_seq", md.StreamSeq, "consumer_seq", md.ConsumerSeq)
 		return nil, false
 	}
-	reset := c.leases.Add(lease.Lease{
+	l := lease.Lease{
 		StreamSeq:   md.StreamSeq,
 		ConsumerSeq: md.ConsumerSeq,
 		Delivered:   md.Delivered,
 		Deadline:    d.Deadline,
 		AckSubject:  m.Reply,
-	})
+	}
+	if c.traced {
+		if d.Origin = tracing.Origin(m.Header); d.Origin.IsValid() {
+			o := d.Origin // not a pointer into d, which holds the message
+			l.Origin = &o
+		}
+	}
+	reset := c.leases.Add(l)
 	if reset { // the table has voided the rest already
 		c.resets.notice(&p.Mark)
 		c.tellReset("a message held came again with its count restarted", "stream_seq", md.StreamSeq, "delivered", md.Delivered)

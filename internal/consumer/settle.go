@@ -11,6 +11,7 @@ import (
 	"github.com/jetgate/jetgate/internal/pull"
 	"github.com/jetgate/jetgate/internal/settle"
 	"github.com/jetgate/jetgate/internal/token"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ref is the delivery a token names: the consumer sequence and deadline
@@ -200,4 +201,14 @@ func (c *Consumer) nak(ctx context.Context, ds []*Delivery) {
 				"stream_seq", cs[i].StreamSeq, "err", out.Err)
 		}
 	}
+}
+
+// Origins are the creation contexts of the leases cs this replica holds,
+// where it kept them (while tracing).
+func (c *Consumer) Origins(cs []token.Claims) []trace.SpanContext {
+	rs := make([]lease.Ref, len(cs))
+	for i, cl := range cs {
+		rs[i] = ref(cl)
+	}
+	return c.leases.Origins(rs)
 }

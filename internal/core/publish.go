@@ -15,6 +15,7 @@ import (
 	"github.com/synadia-io/orbit.go/jetstreamext"
 
 	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/tracing"
 )
 
 // PublishRequest is a validated Publish.
@@ -36,8 +37,10 @@ type PubAck struct {
 
 // Publish stores a message in one of the streams the gateway serves. The
 // subject must be one of the stream's own and must not start with $.
-func (r *Replica) Publish(ctx context.Context, req PublishRequest) (PubAck, error) {
-	m, err := r.message(ctx, req)
+func (r *Replica) Publish(ctx context.Context, req PublishRequest) (_ PubAck, err error) {
+	ctx, span := r.spans.Publish(ctx, req.Stream, req.Subject, 1)
+	defer func() { span.End(err) }()
+	m, err := r.message(ctx, req, span != nil)
 	if err != nil {
 		return PubAck{}, err
 	}
@@ -51,8 +54,9 @@ func (r *Replica) Publish(ctx context.Context, req PublishRequest) (PubAck, erro
 }
 
 // message checks what the server would refuse of req (or take as a
-// protocol violation) and builds its message.
-func (r *Replica) message(ctx context.Context, req PublishRequest) (*nats.Msg, error) {
+// protocol violation) and builds its message; traced, with ctx's trace
+// context in its headers unless the caller gave one.
+func (r *Replica) message(ctx context.Context, req PublishRequest, traced bool) (*nats.Msg, error) {
 	if err := validSubject(req.Subject); err != nil {
 		return nil, err
 	}
@@ -63,8 +67,11 @@ func (r *Replica) message(ctx context.Context, req PublishRequest) (*nats.Msg, e
 	// stream's own (which no other stream may share), and the header would be
 	// stored with the message and handed back to every consumer.
 	m := &nats.Msg{Subject: req.Subject, Data: req.Data, Header: req.Header}
-	if m.Header == nil && (req.MsgID != "" || req.TTL > 0) {
+	if m.Header == nil && (req.MsgID != "" || req.TTL > 0 || traced) {
 		m.Header = nats.Header{}
+	}
+	if traced {
+		tracing.Inject(ctx, m.Header)
 	}
 	if req.MsgID != "" {
 		m.Header.Set(jetstream.MsgIDHeader, req.MsgID)
@@ -101,10 +108,12 @@ const jsErrMessageTTLDisabled = 10166
 // PublishBatch stores msgs all or none, as one atomic batch (ADR-50), and
 // returns each one's sequence: the server stores a batch's messages one
 // after another.
-func (r *Replica) PublishBatch(ctx context.Context, stream string, reqs []PublishRequest) ([]uint64, error) {
+func (r *Replica) PublishBatch(ctx context.Context, stream string, reqs []PublishRequest) (_ []uint64, err error) {
+	ctx, span := r.spans.Publish(ctx, stream, stream, len(reqs)) // a batch may span subjects: named by its stream
+	defer func() { span.End(err) }()
 	msgs := make([]*nats.Msg, len(reqs))
 	for i, req := range reqs {
-		m, err := r.message(ctx, req)
+		m, err := r.message(ctx, req, span != nil)
 		if err != nil {
 			return nil, fmt.Errorf("messages[%d]: %w", i, err)
 		}

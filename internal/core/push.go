@@ -9,6 +9,7 @@ import (
 
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/push"
+	"github.com/jetgate/jetgate/internal/tracing"
 )
 
 // pushers are the replica's pushers, by consumer.
@@ -19,7 +20,7 @@ type pushers struct {
 
 // startPushers starts a pusher for each consumer with a push block; they
 // run until StopPush or the replica's close.
-func (r *Replica) startPushers(runCtx context.Context, cfgs []push.Config, reg prometheus.Registerer) error {
+func (r *Replica) startPushers(runCtx context.Context, cfgs []push.Config, reg prometheus.Registerer, trc *tracing.Tracing) error {
 	if len(cfgs) == 0 {
 		return nil
 	}
@@ -31,7 +32,7 @@ func (r *Replica) startPushers(runCtx context.Context, cfgs []push.Config, reg p
 		if !ok {
 			return fmt.Errorf("push of %s/%s: the consumer is not configured", cfg.Stream, cfg.Consumer)
 		}
-		p, err := push.New(cfg.WithDefaults(), c, m, r.log)
+		p, err := push.New(cfg.WithDefaults(), c, m, r.log, trc)
 		if err != nil {
 			return err
 		}

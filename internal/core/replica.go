@@ -23,6 +23,7 @@ import (
 	"github.com/jetgate/jetgate/internal/roster"
 	"github.com/jetgate/jetgate/internal/settle"
 	"github.com/jetgate/jetgate/internal/token"
+	"github.com/jetgate/jetgate/internal/tracing"
 )
 
 // Options configure a Replica.
@@ -51,6 +52,8 @@ type Options struct {
 	// unregistered.
 	Metrics prometheus.Registerer
 	Logger  *slog.Logger
+	// Tracing records spans; nil is off.
+	Tracing *tracing.Tracing
 }
 
 // Defaults for Options left zero, and request bounds.
@@ -86,6 +89,7 @@ type Replica struct {
 	maxExp    time.Duration
 	log       *slog.Logger
 	metrics   *metrics
+	spans     *tracing.Spans // nil: tracing off
 
 	roster *roster.Roster
 	// stateReplicas is the replica count of jetgate's own streams and KV
@@ -128,6 +132,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		maxBatch:  orDefault(o.MaxBatch, DefaultMaxBatch),
 		maxExp:    orDefault(o.MaxExpires, DefaultMaxExpires),
 		log:       o.Logger,
+		spans:     o.Tracing.Spans(),
 
 		forwardSlots: make(chan struct{}, maxForwardsInFlight),
 	}
@@ -147,6 +152,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	deps := consumer.Deps{
 		Conn: o.Conn, Sender: r.sender, Ledger: r.ledger, Keys: r.keys, Self: r.self,
 		Timeout: r.timeout, Log: r.log, Orphans: r.metrics.orphans, MaxFetchBytes: o.MaxFetchBytes,
+		Traced: o.Tracing.On(),
 	}
 	if err := r.bind(ctx, js, reg, o.Consumers, deps); err != nil {
 		if r.dead != nil {
@@ -168,7 +174,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	for _, c := range r.consumers {
 		r.wg.Go(func() { c.Run(runCtx) })
 	}
-	if err := r.startPushers(runCtx, o.Pushes, reg); err != nil {
+	if err := r.startPushers(runCtx, o.Pushes, reg, o.Tracing); err != nil {
 		r.Close()
 		return nil, err
 	}
@@ -302,10 +308,13 @@ func (r *Replica) Fetch(ctx context.Context, stream, name string, req consumer.F
 	if err != nil {
 		return consumer.FetchResult{}, err
 	}
+	span := r.spans.Receive(ctx, stream, name)
 	res, err := c.Fetch(ctx, req)
 	if err == nil {
 		r.metrics.fetch(c, res)
 	}
+	span.Link(len(res.Messages), origins(span, res.Messages))
+	span.End(err)
 	return res, err
 }
 
@@ -371,9 +380,14 @@ func (r *Replica) Consume(ctx context.Context, stream, name string, req consumer
 		return err
 	}
 	return c.Consume(ctx, req, func(ds []*consumer.Delivery) error {
-		if len(ds) > 0 {
-			r.metrics.fetch(c, consumer.FetchResult{Messages: ds})
+		if len(ds) == 0 {
+			return send(ds) // a heartbeat
 		}
-		return send(ds)
+		r.metrics.fetch(c, consumer.FetchResult{Messages: ds})
+		span := r.spans.Receive(ctx, stream, name)
+		span.Link(len(ds), origins(span, ds))
+		err := send(ds)
+		span.End(err)
+		return err
 	})
 }

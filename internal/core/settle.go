@@ -32,13 +32,18 @@ func (r *Replica) Settle(ctx context.Context, req settle.Request) ([]settle.Outc
 	if !r.nc.IsConnected() {
 		return nil, fmt.Errorf("%w: not connected to NATS", errs.ErrUnavailable)
 	}
+	span := r.spans.Settle(ctx, req.Op.String(), req.Stream, req.Consumer)
 	out := settle.Split(r.keys, r.self, req, func(issuer token.IssuerID, b *settle.Batch) []settle.Outcome {
 		if issuer == r.self {
+			if span != nil {
+				span.Link(len(req.Tokens), c.Origins(b.Claims))
+			}
 			return c.Settle(ctx, req.Op, b.Claims, req.Args())
 		}
 		return r.forward(ctx, c, issuer, b, req)
 	})
 	r.metrics.settled(c, req.Op, out)
+	span.End(nil)
 	return out, nil
 }
 

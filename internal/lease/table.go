@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/jetgate/jetgate/internal/errs"
 )
 
@@ -15,6 +17,9 @@ type Lease struct {
 	Delivered   uint64
 	Deadline    time.Time // no settle is sent at or after it
 	AckSubject  string
+	// Origin is the message's creation context, kept only while tracing,
+	// for the settle spans' links.
+	Origin *trace.SpanContext
 }
 
 // Ref names one delivery of a message: a token's stream sequence and
@@ -269,4 +274,18 @@ func (t *Table) Live() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.unsettled
+}
+
+// Origins are the creation contexts of the deliveries rs that the table
+// holds with one (zero for the others).
+func (t *Table) Origins(rs []Ref) []trace.SpanContext {
+	out := make([]trace.SpanContext, len(rs))
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i, r := range rs {
+		if e := t.lookup(r); e != nil && e.Origin != nil {
+			out[i] = *e.Origin
+		}
+	}
+	return out
 }

@@ -15,6 +15,9 @@ import (
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/settle"
+	"github.com/jetgate/jetgate/internal/tracing"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // maxBody is how much of a response body is read (and discarded), so that
@@ -52,7 +55,7 @@ type Pusher struct {
 
 // New makes the pusher of c that cfg (defaults filled) describes; it reads
 // the block's files.
-func New(cfg Config, c *consumer.Consumer, m *Metrics, log *slog.Logger) (*Pusher, error) {
+func New(cfg Config, c *consumer.Consumer, m *Metrics, log *slog.Logger, trc *tracing.Tracing) (*Pusher, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("push of %s/%s: %w", cfg.Stream, cfg.Consumer, err)
 	}
@@ -61,7 +64,7 @@ func New(cfg Config, c *consumer.Consumer, m *Metrics, log *slog.Logger) (*Pushe
 		return nil, err
 	}
 	p := &Pusher{
-		cfg: cfg, c: c, secrets: s, client: newClient(cfg, s.tls),
+		cfg: cfg, c: c, secrets: s, client: newClient(cfg, s.tls, trc),
 		flow: newFlow(cfg.RetryMin, cfg.RetryMax), m: m.bind(cfg.Stream, cfg.Consumer),
 		log:  log.With("stream", cfg.Stream, "consumer", cfg.Consumer, "push", redact(cfg.URL)),
 		stop: make(chan struct{}), done: make(chan struct{}),
@@ -74,22 +77,30 @@ func New(cfg Config, c *consumer.Consumer, m *Metrics, log *slog.Logger) (*Pushe
 
 // newClient is the pusher's HTTP client: a timeout on every phase,
 // connections kept for reuse, TLS as configured, no redirects followed.
-func newClient(cfg Config, tlsCfg *tls.Config) *http.Client {
+func newClient(cfg Config, tlsCfg *tls.Config, trc *tracing.Tracing) *http.Client {
 	dialer := &net.Dialer{Timeout: min(5*time.Second, cfg.Timeout), KeepAlive: 30 * time.Second}
+	var transport http.RoundTripper = &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           dialer.DialContext,
+		TLSClientConfig:       tlsCfg,
+		TLSHandshakeTimeout:   min(5*time.Second, cfg.Timeout),
+		ResponseHeaderTimeout: cfg.Timeout,
+		ExpectContinueTimeout: time.Second,
+		IdleConnTimeout:       90 * time.Second,
+		MaxIdleConns:          cfg.Concurrency + 1,
+		MaxIdleConnsPerHost:   cfg.Concurrency + 1,
+		ForceAttemptHTTP2:     true,
+	}
+	if trc.On() {
+		// A CLIENT span per push, child of the message's creation context
+		// (send), whose context the request carries.
+		transport = otelhttp.NewTransport(transport, otelhttp.WithTracerProvider(trc.Provider),
+			otelhttp.WithPropagators(tracing.W3C),
+			otelhttp.WithSpanNameFormatter(func(string, *http.Request) string { return "push " + cfg.Stream }))
+	}
 	return &http.Client{
-		Transport: &http.Transport{
-			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           dialer.DialContext,
-			TLSClientConfig:       tlsCfg,
-			TLSHandshakeTimeout:   min(5*time.Second, cfg.Timeout),
-			ResponseHeaderTimeout: cfg.Timeout,
-			ExpectContinueTimeout: time.Second,
-			IdleConnTimeout:       90 * time.Second,
-			MaxIdleConns:          cfg.Concurrency + 1,
-			MaxIdleConnsPerHost:   cfg.Concurrency + 1,
-			ForceAttemptHTTP2:     true,
-		},
-		Timeout: cfg.Timeout,
+		Transport: transport,
+		Timeout:   cfg.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
@@ -238,6 +249,9 @@ func (p *Pusher) push(ctx context.Context, j *job, retried bool) {
 
 // send makes the request of d and reads its answer.
 func (p *Pusher) send(ctx context.Context, d *consumer.Delivery, now time.Time) answer {
+	if d.Origin.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, d.Origin)
+	}
 	req, err := p.request(ctx, d, now)
 	if err != nil {
 		return answer{verdict: terminate, err: "the request could not be made: " + err.Error()}

@@ -1,0 +1,116 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/contrib/exporters/autoexport"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
+
+	"github.com/jetgate/jetgate/internal/tracing"
+)
+
+// tracingFromEnv sets tracing up as the OTEL_* variables say: on when
+// OTEL_TRACES_EXPORTER names an exporter other than none, or an OTLP
+// endpoint is given (OTLP is then the default exporter); off otherwise, and
+// whenever OTEL_SDK_DISABLED is true. The sampler and resource variables
+// are the SDK's own; the service is "jetgate" unless OTEL_SERVICE_NAME says.
+func tracingFromEnv(ctx context.Context) (*tracing.Tracing, error) {
+	exporter := strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER"))
+	endpoint := os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") + os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+	if strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") || exporter == "none" || (exporter == "" && endpoint == "") {
+		return &tracing.Tracing{}, nil
+	}
+	exp, err := autoexport.NewSpanExporter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if autoexport.IsNoneSpanExporter(exp) {
+		return &tracing.Tracing{}, nil
+	}
+	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(semconv.ServiceName(serviceName())))
+	if err != nil && !errors.Is(err, resource.ErrSchemaURLConflict) {
+		return nil, err
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	return tracing.New(tp, tp.Shutdown), nil
+}
+
+func serviceName() string {
+	if s := os.Getenv("OTEL_SERVICE_NAME"); s != "" {
+		return s
+	}
+	return "jetgate"
+}
+
+// startTracing sets the process's tracing up: through tp if given, else as
+// the environment says. Its spans are flushed after everything else closed.
+func (p *process) startTracing(ctx context.Context, tp trace.TracerProvider) error {
+	if tp != nil {
+		p.trc = tracing.With(tp)
+		return nil
+	}
+	var err error
+	if p.trc, err = tracingFromEnv(ctx); err != nil {
+		return fmt.Errorf("OpenTelemetry (the OTEL_* variables): %w", err)
+	}
+	if p.trc.On() {
+		p.log.Info("tracing on", "exporter", os.Getenv("OTEL_TRACES_EXPORTER"), "endpoint", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
+	}
+	p.onClose(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := p.trc.Shutdown(ctx); err != nil {
+			p.log.Warn("could not send the last spans", "err", err)
+		}
+	})
+	return nil
+}
+
+// grpcTracing is the gRPC servers' otelgrpc stats handler; none when off.
+func (p *process) grpcTracing() []grpc.ServerOption {
+	if !p.trc.On() {
+		return nil
+	}
+	return []grpc.ServerOption{grpc.StatsHandler(otelgrpc.NewServerHandler(
+		otelgrpc.WithTracerProvider(p.trc.Provider), otelgrpc.WithPropagators(tracing.W3C)))}
+}
+
+// dialTracing carries the REST side's trace into its streams' gRPC calls.
+func (p *process) dialTracing() []grpc.DialOption {
+	if !p.trc.On() {
+		return nil
+	}
+	return []grpc.DialOption{grpc.WithStatsHandler(otelgrpc.NewClientHandler(
+		otelgrpc.WithTracerProvider(p.trc.Provider), otelgrpc.WithPropagators(tracing.W3C)))}
+}
+
+// httpTracing wraps the REST side in otelhttp, which reads traceparent and
+// tracestate (only those) and records the server span; probes and metrics
+// are left out.
+func (p *process) httpTracing(h http.Handler) http.Handler {
+	if !p.trc.On() {
+		return h
+	}
+	return otelhttp.NewHandler(h, "jetgate", otelhttp.WithTracerProvider(p.trc.Provider),
+		otelhttp.WithPropagators(tracing.W3C),
+		otelhttp.WithFilter(func(r *http.Request) bool {
+			switch r.URL.Path {
+			case "/healthz", "/readyz", "/metrics", "/openapi.json":
+				return false
+			}
+			return true
+		}),
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
+}
