@@ -1,9 +1,12 @@
 package app
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +16,10 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
@@ -183,5 +189,131 @@ func TestAPublishersOwnTraceparentIsKept(t *testing.T) {
 	}
 	if got := raw.Header.Values("traceparent"); len(got) != 1 || got[0] != own {
 		t.Fatalf("traceparent %v; want [%s]", got, own)
+	}
+}
+
+// Through the real exporter, as the README sets it up: OTLP over HTTP to
+// a receiver, configured by the OTEL_* variables alone. The receiver gets
+// the publisher's trace with jetgate's PRODUCER span, and the Fetch's
+// trace with a receive span linked to it.
+func TestSpansReachAnOTLPReceiver(t *testing.T) {
+	got := make(chan *coltracepb.ExportTraceServiceRequest, 100)
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var req coltracepb.ExportTraceServiceRequest
+		if r.URL.Path != "/v1/traces" || proto.Unmarshal(b, &req) != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		got <- &req
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+		_, _ = w.Write(out)
+	}))
+	t.Cleanup(rc.Close)
+	t.Setenv("OTEL_TRACES_EXPORTER", "otlp")
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rc.URL)
+	t.Setenv("OTEL_SERVICE_NAME", "jetgate-test")
+	p := start(t, testOptions(t))
+	cc, sc := grpcClients(t, p.GRPC)
+	ctx := metadata.AppendToOutgoingContext(ctxT(t), "traceparent", callerTP)
+	if _, err := sc.Publish(ctx, &jetgatev1.PublishRequest{Stream: "ORDERS", Subject: "orders.otlp", Data: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	fetch(t, cc, "billing", 1, 2*time.Second)
+	if err := p.Stop(); err != nil { // flushes the spans
+		t.Fatal(err)
+	}
+	var producer, receive *tracepb.Span
+	var service string
+	for len(got) > 0 {
+		for _, rs := range (<-got).GetResourceSpans() {
+			for _, a := range rs.GetResource().GetAttributes() {
+				if a.GetKey() == "service.name" {
+					service = a.GetValue().GetStringValue()
+				}
+			}
+			for _, ss := range rs.GetScopeSpans() {
+				for _, s := range ss.GetSpans() {
+					switch s.GetName() {
+					case "publish orders.otlp":
+						producer = s
+					case "receive ORDERS":
+						receive = s
+					}
+				}
+			}
+		}
+	}
+	switch {
+	case producer == nil || receive == nil:
+		t.Fatalf("the receiver got producer %v, receive %v", producer, receive)
+	case service != "jetgate-test":
+		t.Fatalf("service.name %q", service)
+	case fmt.Sprintf("%x", producer.GetTraceId()) != callerTrace || producer.GetKind() != tracepb.Span_SPAN_KIND_PRODUCER:
+		t.Fatalf("producer span: trace %x kind %v", producer.GetTraceId(), producer.GetKind())
+	case len(receive.GetLinks()) != 1 || !bytes.Equal(receive.GetLinks()[0].GetSpanId(), producer.GetSpanId()):
+		t.Fatalf("receive span links %v; want the producer span %x", receive.GetLinks(), producer.GetSpanId())
+	}
+}
+
+// A dead-letter copy, and the message Redrive puts back, keep the
+// original's trace context; a Consume burst has its receive span.
+func TestDeadLettersAndRedriveKeepTheTraceContext(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	o := fileOptions(t, writeConfig(t, `
+streams: [{name: ORDERS, subjects: ["orders.>"]}, {name: DEAD, subjects: ["dead.>"]}]
+consumers:
+  - {stream: ORDERS, name: billing, dead_letter: {subject: dead.billing, on_term: true}}
+`))
+	o.TracerProvider = tp
+	p := start(t, o)
+	cc, sc := grpcClients(t, p.GRPC)
+	ctx := metadata.AppendToOutgoingContext(ctxT(t), "traceparent", callerTP)
+	if _, err := sc.Publish(ctx, &jetgatev1.PublishRequest{Stream: "ORDERS", Subject: "orders.dl", Data: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	producer := span(t, exp, "publish orders.dl")
+	st, err := cc.Consume(ctxT(t), &jetgatev1.ConsumeRequest{Stream: "ORDERS", Consumer: "billing", MaxMessages: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.Recv()
+	if err != nil || len(r.GetMessages()) != 1 {
+		t.Fatalf("consume: %v %v", r, err)
+	}
+	if rec := span(t, exp, "receive ORDERS"); !linkedTo(rec, producer.SpanContext) {
+		t.Fatalf("the Consume burst's span links %v", rec.Links)
+	}
+	if _, err := cc.Term(ctxT(t), &jetgatev1.TermRequest{Stream: "ORDERS", Consumer: "billing", Tokens: []string{r.GetMessages()[0].GetToken()}}); err != nil {
+		t.Fatal(err)
+	}
+	nc, err := nats.Connect(p.NATS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	same := func(h nats.Header) bool {
+		o := tracing.Origin(h)
+		return o.TraceID() == producer.SpanContext.TraceID() && o.SpanID() == producer.SpanContext.SpanID()
+	}
+	var dead []*jetstream.RawStreamMsg
+	natstest.Eventually(t, 10*time.Second, "the dead letter", func() bool {
+		dead = natstest.StreamMsgs(t, js, "DEAD", "dead.billing")
+		return len(dead) == 1
+	})
+	if !same(dead[0].Header) {
+		t.Fatalf("the dead letter's headers %v lost the trace context", dead[0].Header)
+	}
+	if _, err := cc.Redrive(ctxT(t), &jetgatev1.RedriveRequest{Stream: "ORDERS", Consumer: "billing"}); err != nil {
+		t.Fatal(err)
+	}
+	back := natstest.StreamMsgs(t, js, "ORDERS", "orders.dl")
+	if len(back) != 2 || !same(back[1].Header) {
+		t.Fatalf("redriven: %d messages, headers %v", len(back), back[len(back)-1].Header)
 	}
 }
