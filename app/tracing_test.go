@@ -106,17 +106,7 @@ func TestSpansFromPublishToAck(t *testing.T) {
 		t.Fatalf("producer attributes %v", producer.Attributes)
 	}
 	// The message carries the PRODUCER span's context.
-	nc, err := nats.Connect(p.NATS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	s, _ := js.Stream(ctxT(t), "ORDERS")
-	raw, err := s.GetLastMsgForSubject(ctxT(t), "orders.traced")
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := lastMsg(t, p, "orders.traced")
 	if origin := tracing.Origin(raw.Header); origin.SpanID() != producer.SpanContext.SpanID() || origin.TraceID().String() != callerTrace {
 		t.Fatalf("the message carries %v; want the producer span %v", raw.Header, producer.SpanContext)
 	}
@@ -155,6 +145,26 @@ func TestSpansFromPublishToAck(t *testing.T) {
 	}
 }
 
+// lastMsg is the last message stored on subject of ORDERS.
+func lastMsg(t *testing.T, p *Process, subject string) *jetstream.RawStreamMsg {
+	t.Helper()
+	nc, err := nats.Connect(p.NATS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	s, err := js.Stream(ctxT(t), "ORDERS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := s.GetLastMsgForSubject(ctxT(t), subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
 // fetchAfterPublish publishes one more message (untraced caller) and
 // fetches it over gRPC.
 func fetchAfterPublish(t *testing.T, cc jetgatev1.ConsumerServiceClient, sc jetgatev1.StreamServiceClient) []*jetgatev1.Message {
@@ -176,17 +186,7 @@ func TestAPublishersOwnTraceparentIsKept(t *testing.T) {
 		Headers: map[string]*jetgatev1.HeaderValues{"traceparent": {Values: []string{own}}}}); err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect(p.NATS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	s, _ := js.Stream(ctxT(t), "ORDERS")
-	raw, err := s.GetLastMsgForSubject(ctxT(t), "orders.own")
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := lastMsg(t, p, "orders.own")
 	if got := raw.Header.Values("traceparent"); len(got) != 1 || got[0] != own {
 		t.Fatalf("traceparent %v; want [%s]", got, own)
 	}
