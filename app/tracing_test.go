@@ -68,7 +68,7 @@ func span(t *testing.T, exp *tracetest.InMemoryExporter, name string) tracetest.
 func attr(s tracetest.SpanStub, key string) string {
 	for _, a := range s.Attributes {
 		if string(a.Key) == key {
-			return a.Value.Emit()
+			return a.Value.String()
 		}
 	}
 	return ""

@@ -13,8 +13,6 @@ import (
 	"github.com/jetgate/jetgate/internal/push"
 )
 
-const pushExample = "../../examples/push.yaml"
-
 // pushFile is good with a push block on its second consumer (line 13 on).
 func pushFile(block string) string {
 	return badFile(13, "    dead_letter: {subject: dead.audit}\n    push:\n"+block)

@@ -196,10 +196,3 @@ func (f *flow) state() (inFlight int, held bool) {
 	defer f.mu.Unlock()
 	return f.inFlight, f.held
 }
-
-// idle reports whether no push is running.
-func (f *flow) idle() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.inFlight == 0
-}
