@@ -112,24 +112,7 @@ func TestFaultPushThroughRestartsAndAKill(t *testing.T) {
 	rc := newPushReceiver()
 	srv := httptest.NewServer(rc)
 	t.Cleanup(srv.Close)
-	cfg := filepath.Join(t.TempDir(), "push.yaml")
-	keyFile := filepath.Join(t.TempDir(), "keys")
-	if err := os.WriteFile(keyFile, []byte("a-test-secret-of-forty-characters-long!!\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(cfg, fmt.Appendf(nil, `
-nats: {url: "nats://127.0.0.1:%d"}
-tokens: {key_files: [%s]}
-consumers:
-  - stream: %s
-    name: %s
-    ack_wait: 2s
-    max_deliver: 4
-    dead_letter: {subject: dead.push, on_term: true}
-    push: {url: "%s/hook", concurrency: 16, timeout: 1s, retry: {min: 100ms, max: 500ms}}
-`, port, keyFile, stream, consumer, srv.URL), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfg := pushConfig(t, port, srv.URL)
 	p1 := startProcess(t, bin, "--config", cfg)
 	startProcess(t, bin, "--config", cfg)
 
@@ -167,7 +150,63 @@ consumers:
 	if len(seqs) != n {
 		t.Fatalf("published %d of %d", len(seqs), n)
 	}
-	dead := map[string]string{} // Webhook-Id → why
+	dead := waitAccounted(ctx, t, js, rc, seqs)
+	took, refused, requests, dups := rc.verdicts()
+	var lost, both, deadAfterTake int
+	for _, seq := range seqs {
+		id := stream + "." + strconv.FormatUint(seq, 10)
+		why, isDead := dead[id]
+		switch {
+		case took[id] && isDead:
+			both++
+			t.Errorf("%s taken and dead-lettered: %s", id, why)
+			if strings.HasPrefix(why, "MAX_DELIVERIES") {
+				deadAfterTake++
+			}
+		case !took[id] && !isDead:
+			lost++
+			t.Errorf("%s lost (refused by the receiver: %v)", id, refused[id])
+		case isDead && strings.HasPrefix(why, "TERM") && !refused[id]:
+			t.Errorf("%s terminated without a final 4xx", id)
+		}
+	}
+	t.Logf("%d messages, %d requests, %d taken, %d dead-lettered (%d refused by the receiver), duplicates after a 2xx: %d",
+		n, requests, len(took), len(dead), len(refused), dups)
+	if lost != 0 || both != 0 {
+		t.Fatalf("lost %d; both acked and dead-lettered %d (%d of them out of deliveries)", lost, both, deadAfterTake)
+	}
+}
+
+// pushConfig writes the configuration of the scenario's jetgate processes.
+func pushConfig(t *testing.T, natsPort int, endpoint string) string {
+	t.Helper()
+	cfg := filepath.Join(t.TempDir(), "push.yaml")
+	keyFile := filepath.Join(t.TempDir(), "keys")
+	if err := os.WriteFile(keyFile, []byte("a-test-secret-of-forty-characters-long!!\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `
+nats: {url: "nats://127.0.0.1:%d"}
+tokens: {key_files: [%s]}
+consumers:
+  - stream: %s
+    name: %s
+    ack_wait: 2s
+    max_deliver: 4
+    dead_letter: {subject: dead.push, on_term: true}
+    push: {url: "%s/hook", concurrency: 16, timeout: 1s, retry: {min: 100ms, max: 500ms}}
+`, natsPort, keyFile, stream, consumer, endpoint), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// waitAccounted waits, up to two minutes, until the consumer is drained and
+// every message is taken by the receiver or dead-lettered, and returns the
+// dead letters: Webhook-Id to reason.
+func waitAccounted(ctx context.Context, t *testing.T, js jetstream.JetStream, rc *pushReceiver, seqs []uint64) map[string]string {
+	t.Helper()
+	dead := map[string]string{}
 	accounted := func() bool {
 		for _, m := range natstest.StreamMsgs(t, js, "DEAD", "dead.push") {
 			dead[stream+"."+m.Header.Get("Jetgate-Dead-Seq")] = m.Header.Get("Jetgate-Dead-Reason") + " " + m.Header.Get("Jetgate-Dead-Term-Reason")
@@ -193,28 +232,5 @@ consumers:
 	for !(drained() && accounted()) && time.Now().Before(end) {
 		backoff(ctx, 200*time.Millisecond)
 	}
-	took, refused, requests, dups := rc.verdicts()
-	var lost, both, deadAfterTake int
-	for _, seq := range seqs {
-		id := stream + "." + strconv.FormatUint(seq, 10)
-		why, isDead := dead[id]
-		switch {
-		case took[id] && isDead:
-			both++
-			t.Errorf("%s taken and dead-lettered: %s", id, why)
-			if strings.HasPrefix(why, "MAX_DELIVERIES") {
-				deadAfterTake++
-			}
-		case !took[id] && !isDead:
-			lost++
-			t.Errorf("%s lost (refused by the receiver: %v)", id, refused[id])
-		case isDead && strings.HasPrefix(why, "TERM") && !refused[id]:
-			t.Errorf("%s terminated without a final 4xx", id)
-		}
-	}
-	t.Logf("%d messages, %d requests, %d taken, %d dead-lettered (%d refused by the receiver), duplicates after a 2xx: %d",
-		n, requests, len(took), len(dead), len(refused), dups)
-	if lost != 0 || both != 0 {
-		t.Fatalf("lost %d; both acked and dead-lettered %d (%d of them out of deliveries)", lost, both, deadAfterTake)
-	}
+	return dead
 }
