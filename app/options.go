@@ -28,6 +28,9 @@ type Options struct {
 	// TracerProvider, if set, records the spans (tests); else the OTEL_*
 	// variables say whether and where (DESIGN section 12).
 	TracerProvider trace.TracerProvider
+	// CPUProfile names the file cmd/jetgate writes a CPU profile of the run
+	// to (--cpuprofile); Run itself does not profile.
+	CPUProfile string
 
 	// Started, if set, is called with the bound addresses once serving.
 	Started func(Addrs)

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -33,7 +34,7 @@ const (
 )
 
 // AllModes are the modes a default run measures.
-var AllModes = []string{ModeNATS, ModeNATSDouble, ModeGRPC, ModeREST, ModeConsume, ModePush}
+var AllModes = []string{ModeNATS, ModeNATSDouble, ModeGRPC, ModeREST, ModeConsume, ModePush, ModeFloor, ModeFloorConsume}
 
 // Options configure a run.
 type Options struct {
@@ -58,6 +59,15 @@ type Options struct {
 	// PushConcurrency is the push mode's requests in flight; 0 is
 	// DefaultPushConcurrency.
 	PushConcurrency int
+	// InProcess runs jetgate and its NATS server in the bench's process;
+	// by default (no GRPCAddr) each runs as a process of its own, as
+	// deployed: NATS a child of the bench, jetgate the built binary.
+	InProcess bool
+	// Jetgate is the jetgate binary the deployed shape runs; empty builds
+	// cmd/jetgate.
+	Jetgate string
+
+	given bool // GRPCAddr named a running jetgate
 	// Rounds runs every mode that many times, in turn, and reports each
 	// figure's median: a burst of other work on the machine then skews one
 	// round of one mode, not the table.
@@ -95,17 +105,33 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if _, ok := os.LookupEnv(EndpointEnv); ok {
 		return Report{}, serveEndpoint(os.Stdin, os.Stdout)
 	}
+	if dir, ok := os.LookupEnv(NATSEnv); ok {
+		return Report{}, serveNATS(dir, os.Stdin, os.Stdout)
+	}
+	if cfg, ok := os.LookupEnv(FloorEnv); ok {
+		return Report{}, serveFloor(ctx, cfg, os.Stdin, os.Stdout)
+	}
 	if o.Waiting > 0 {
 		_, err := RunWaiting(ctx, o)
 		return Report{}, err
 	}
-	if o.GRPCAddr == "" {
+	o.given = o.GRPCAddr != ""
+	switch {
+	case o.given:
+	case o.InProcess:
 		stop, addrs, err := startJetgate(ctx, o)
 		if err != nil {
 			return Report{}, err
 		}
 		defer stop()
 		o.GRPCAddr, o.HTTPAddr, o.NATSURL = addrs.GRPC, addrs.HTTP, addrs.NATS
+	default:
+		d, err := startDeployed(ctx, o)
+		if err != nil {
+			return Report{}, err
+		}
+		defer d.stop()
+		o.GRPCAddr, o.HTTPAddr, o.NATSURL = d.addrs.GRPC, d.addrs.HTTP, d.addrs.NATS
 	}
 	conn, err := grpc.NewClient(o.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -180,8 +206,16 @@ func newMode(ctx context.Context, name string, cons jetgatev1.ConsumerServiceCli
 		subject := o.Subject + "." + name
 		m, err := newPushMode(ctx, js, subject, o)
 		return m, subject, err
+	case ModeFloor, ModeFloorConsume:
+		kind := ModeGRPC
+		if name == ModeFloorConsume {
+			kind = ModeConsume
+		}
+		subject := o.Subject + "." + name
+		m, err := newFloorMode(ctx, name, kind, subject, js, o)
+		return m, subject, err
 	}
-	return nil, "", fmt.Errorf("unknown mode %q: use nats, nats-double, grpc, rest, consume or push", name)
+	return nil, "", fmt.Errorf("unknown mode %q: use %s", name, strings.Join(AllModes, ", "))
 }
 
 // startJetgate runs jetgate in this process with its embedded NATS server

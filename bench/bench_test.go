@@ -17,8 +17,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func smallOptions(t *testing.T) Options {
 	return Options{Stream: "ORDERS", Consumer: "billing", Subject: "orders.bench", Messages: 300, Batch: 50,
 		Workers: 2, Size: 1024, Samples: 3, Modes: AllModes, Out: &bytes.Buffer{}, JSON: filepath.Join(t.TempDir(), "report.json"),
-		// the push mode's replica and endpoint: this test binary again
-		ReplicaCommand: []string{os.Args[0], "-test.run=^TestWaitingReplicaProcess$"}}
+		// the child processes (push's replica and endpoint, the floor,
+		// NATS when deployed): this test binary again
+		ReplicaCommand: []string{os.Args[0], "-test.run=^TestWaitingReplicaProcess$"}, InProcess: true}
 }
 
 // TestRunAllModes runs every mode on a small workload and checks that the
@@ -47,7 +48,7 @@ func TestRunAllModes(t *testing.T) {
 	for _, r := range rep.Ratios {
 		names = append(names, r.Name)
 	}
-	if !slices.Equal(names, []string{"c/a", "c/b", "d/a", "e/a", "f/e"}) || rep.Fetch1Added == nil || len(rep.Shares) != 3 {
+	if !slices.Equal(names, []string{"c/a", "c/b", "d/a", "e/a", "f/e", "c/floor", "e/floor"}) || rep.Fetch1Added == nil || len(rep.Shares) != 3 {
 		t.Errorf("ratios %v, added latency %v, %d shares", names, rep.Fetch1Added, len(rep.Shares))
 	}
 	b, err := os.ReadFile(o.JSON)
@@ -104,5 +105,19 @@ func TestSoak(t *testing.T) {
 	}
 	if !bytes.Contains(o.Out.(*bytes.Buffer).Bytes(), []byte("published")) {
 		t.Errorf("no soak summary in\n%s", o.Out)
+	}
+}
+
+// TestRunDeployed runs the default shape: NATS a child process, jetgate the
+// built binary, the callers here. It asserts no speed.
+func TestRunDeployed(t *testing.T) {
+	o := smallOptions(t)
+	o.InProcess, o.Modes = false, []string{ModeNATS, ModeGRPC}
+	rep, err := Run(t.Context(), o)
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, o.Out)
+	}
+	if rep.Workload.Shape != ShapeDeployed || len(rep.Results) != 2 || rep.Results[1].MsgsPerSec <= 0 {
+		t.Fatalf("shape %q, results %+v", rep.Workload.Shape, rep.Results)
 	}
 }

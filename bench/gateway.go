@@ -20,11 +20,14 @@ import (
 // a Consume stream per worker acked with the unary Ack.
 type gatewayMode struct {
 	name string
+	kind string // the client: ModeGRPC, ModeREST or ModeConsume
 	cons jetgatev1.ConsumerServiceClient
 	js   jetstream.JetStream // nil when the bench has no NATS URL
 	o    Options
 	hc   *http.Client // rest
 	one  client       // the Fetch(1) client, made on first use
+	// closing, if set, releases what the mode started (the floor's process).
+	closing func()
 }
 
 // client is one way of calling Fetch and Ack.
@@ -34,7 +37,7 @@ type client interface {
 }
 
 func newGatewayMode(name string, cons jetgatev1.ConsumerServiceClient, js jetstream.JetStream, o Options) *gatewayMode {
-	m := &gatewayMode{name: name, cons: cons, js: js, o: o}
+	m := &gatewayMode{name: name, kind: name, cons: cons, js: js, o: o}
 	if name == ModeREST {
 		// Enough idle connections for every worker: the default two would
 		// have the others dial afresh for each call.
@@ -46,7 +49,7 @@ func newGatewayMode(name string, cons jetgatev1.ConsumerServiceClient, js jetstr
 }
 
 func (m *gatewayMode) newClient(o Options, credit int) client {
-	switch m.name {
+	switch m.kind {
 	case ModeREST:
 		return &restClient{base: "http://" + o.HTTPAddr, o: o, hc: m.hc}
 	case ModeConsume:
@@ -102,13 +105,13 @@ func (m *gatewayMode) fetchOne(ctx context.Context, pub func(context.Context) er
 		}
 	}
 	var t0 time.Time
-	if m.name == ModeConsume {
+	if m.kind == ModeConsume {
 		t0 = time.Now()
 	}
 	if err := pub(ctx); err != nil {
 		return 0, err
 	}
-	if m.name != ModeConsume {
+	if m.kind != ModeConsume {
 		t0 = time.Now()
 	}
 	var toks []string
@@ -131,6 +134,9 @@ func (m *gatewayMode) close() {
 	}
 	if m.hc != nil {
 		m.hc.CloseIdleConnections()
+	}
+	if m.closing != nil {
+		m.closing()
 	}
 }
 

@@ -117,7 +117,8 @@ type Report struct {
 
 // Workload is what every mode consumed.
 type Workload struct {
-	Messages int `json:"messages_per_mode"`
+	Shape    string `json:"shape"` // where NATS, jetgate and the callers ran
+	Messages int    `json:"messages_per_mode"`
 	Size     int `json:"message_bytes"`
 	Batch    int `json:"batch"`
 	Workers  int `json:"workers"`
@@ -132,13 +133,33 @@ var targets = []Ratio{
 	{Name: "d/a", Of: ModeREST, Over: ModeNATS, Target: 0.35},
 	{Name: "e/a", Of: ModeConsume, Over: ModeNATS, Target: 0.7},
 	{Name: "f/e", Of: ModePush, Over: ModeConsume, Target: 0.4},
+	// Within 1.3x of the pass-through gateway's floor.
+	{Name: "c/floor", Of: ModeGRPC, Over: ModeFloor, Target: 0.77},
+	{Name: "e/floor", Of: ModeConsume, Over: ModeFloorConsume, Target: 0.77},
 }
 
 const fetch1AddedTarget = 300 * time.Microsecond
 
 func newReport(o Options) Report {
-	return Report{Machine: thisMachine(), Workload: Workload{Messages: o.Messages, Size: o.Size, Batch: o.Batch,
+	return Report{Machine: thisMachine(), Workload: Workload{Shape: shape(o), Messages: o.Messages, Size: o.Size, Batch: o.Batch,
 		Workers: o.Workers, Samples: o.Samples, Rounds: max(o.Rounds, 1)}}
+}
+
+// The shapes a run measures.
+const (
+	ShapeDeployed  = "deployed: NATS, jetgate and the callers in three processes"
+	ShapeInProcess = "in process: NATS, jetgate and the callers in one process"
+	ShapeGiven     = "a running jetgate, given by --grpc-addr"
+)
+
+func shape(o Options) string {
+	switch {
+	case o.given:
+		return ShapeGiven
+	case o.InProcess:
+		return ShapeInProcess
+	}
+	return ShapeDeployed
 }
 
 // summarise sets Results: per mode, its figures or their medians.
@@ -200,8 +221,8 @@ func (rep *Report) header() string {
 		rounds = fmt.Sprintf("; %d rounds, medians shown", w.Rounds)
 	}
 	return fmt.Sprintf("jetgate-bench: %d messages of %d B per mode, batch %d, %d workers, Fetch(1) over %d samples%s\n"+
-		"%s %s/%s, %d CPUs (GOMAXPROCS %d), %s, %s memory, CPUs %.0f%% idle before the run",
-		w.Messages, w.Size, w.Batch, w.Workers, w.Samples, rounds, m.Go, m.OS, m.Arch, m.CPUs, m.GOMAXPROCS, m.CPUModel, m.Memory, m.Idle)
+		"%s\n%s %s/%s, %d CPUs (GOMAXPROCS %d), %s, %s memory, CPUs %.0f%% idle before the run",
+		w.Messages, w.Size, w.Batch, w.Workers, w.Samples, rounds, w.Shape, m.Go, m.OS, m.Arch, m.CPUs, m.GOMAXPROCS, m.CPUModel, m.Memory, m.Idle)
 }
 
 func (rep *Report) print(out io.Writer) {
@@ -223,8 +244,14 @@ func (rep *Report) print(out io.Writer) {
 			ms(r.Fetch1.P50), ms(r.Fetch1.P99), cpu, thousands(r.BytesPerMsg), fmt.Sprintf("%.1f", r.AllocsPerMsg))
 	}
 	tw.Flush()
-	fmt.Fprintln(out, "CPU, B/msg and allocs/msg are the whole bench process (NATS server + jetgate + clients); for the nats")
-	fmt.Fprintln(out, "modes that is the baseline without jetgate. consume's Fetch(1) is publish to receipt on an open stream.")
+	if rep.Workload.Shape == ShapeInProcess {
+		fmt.Fprintln(out, "CPU, B/msg and allocs/msg are the whole bench process (NATS server + jetgate + clients); for the nats")
+		fmt.Fprintln(out, "modes that is the baseline without jetgate.")
+	} else {
+		fmt.Fprintln(out, "CPU, B/msg and allocs/msg are the bench process's: the callers' alone (NATS and jetgate run apart).")
+	}
+	fmt.Fprintln(out, "consume's Fetch(1) is publish to receipt on an open stream. floor and floor-consume are a pass-through")
+	fmt.Fprintln(out, "gateway in its own process (nats.go straight to gRPC, no leases, no tokens, no checks): the limit here.")
 	fmt.Fprintln(out, "push runs jetgate and the endpoint in processes of their own (its CPU and allocations are not counted);")
 	fmt.Fprintln(out, "its Fetch(1) is publish to the endpoint.")
 	if len(rep.Ratios) > 0 {

@@ -13,9 +13,12 @@ import (
 // push endpoint) process that TestRunWaiting and the push mode start, this
 // test binary run again with ReplicaEnv (or EndpointEnv) set.
 func TestWaitingReplicaProcess(t *testing.T) {
-	_, replica := os.LookupEnv(ReplicaEnv)
-	_, endpoint := os.LookupEnv(EndpointEnv)
-	if !replica && !endpoint {
+	child := false
+	for _, env := range []string{ReplicaEnv, EndpointEnv, NATSEnv, FloorEnv} {
+		_, ok := os.LookupEnv(env)
+		child = child || ok
+	}
+	if !child {
 		t.Skip("runs only as a child process of the bench")
 	}
 	if _, err := Run(context.Background(), Options{}); err != nil {

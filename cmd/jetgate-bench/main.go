@@ -1,8 +1,11 @@
 // Command jetgate-bench measures jetgate next to nats.go on the same NATS
 // server in one run: nats.go Fetch with fire-and-forget Ack and with
-// DoubleAck, jetgate's gRPC Fetch+Ack, REST and Consume. It starts jetgate
-// in-process, or measures one given by --grpc-addr and --http-addr. With
-// --waiting it measures long-polling Fetch callers over replica processes.
+// DoubleAck, jetgate's gRPC Fetch+Ack, REST, Consume and push, and a
+// pass-through gateway's floor. By default it runs them as deployed: a NATS
+// server and jetgate (the built binary) as processes of their own;
+// --in-process runs both in the bench's process, and --grpc-addr and
+// --http-addr measure a running jetgate. With --waiting it measures
+// long-polling Fetch callers over replica processes.
 package main
 
 import (
@@ -22,7 +25,9 @@ import (
 func main() {
 	o := bench.Options{Out: os.Stdout}
 	var modes, replicas string
-	flag.StringVar(&o.GRPCAddr, "grpc-addr", "", "gRPC address of a running jetgate; empty starts one in-process")
+	flag.StringVar(&o.GRPCAddr, "grpc-addr", "", "gRPC address of a running jetgate; empty starts NATS and jetgate as processes of their own (or, with --in-process, in this one)")
+	flag.BoolVar(&o.InProcess, "in-process", false, "run NATS and jetgate in the bench's own process rather than as deployed")
+	flag.StringVar(&o.Jetgate, "jetgate", "", "the jetgate binary the deployed shape runs; empty builds ./cmd/jetgate")
 	flag.StringVar(&o.HTTPAddr, "http-addr", "", "REST address of that jetgate")
 	flag.StringVar(&o.NATSURL, "nats-url", "", "NATS server of that jetgate, for the nats modes and for publishing")
 	flag.StringVar(&o.Stream, "stream", "ORDERS", "stream")
@@ -36,7 +41,7 @@ func main() {
 	flag.IntVar(&o.Rounds, "rounds", 1, "run every mode this many times, in turn, and report medians")
 	flag.StringVar(&modes, "modes", strings.Join(bench.AllModes, ","), "comma-separated modes: "+strings.Join(bench.AllModes, ", "))
 	flag.StringVar(&o.JSON, "json", "", "also write the report to this file as JSON")
-	flag.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of each mode's timed part (cpu.out: cpu.grpc.out, ...)")
+	flag.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of each mode's timed part (cpu.out: cpu.grpc.out, ...), and of the deployed jetgate process (cpu.jetgate.out)")
 	flag.DurationVar(&o.Soak, "soak", 0, "run a soak of this length instead (publish at --rate, sample /metrics every --every)")
 	flag.IntVar(&o.Rate, "rate", 1000, "soak: messages published per second")
 	flag.DurationVar(&o.Every, "every", 5*time.Second, "soak: sampling interval")

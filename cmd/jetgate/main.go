@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -35,10 +36,35 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := app.Run(ctx, o); err != nil {
+	stopProfile, err := startProfile(o.CPUProfile)
+	if err == nil {
+		err = app.Run(ctx, o)
+		stopProfile()
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "jetgate:", err)
 		os.Exit(1)
 	}
+}
+
+// startProfile writes a CPU profile of the whole run to file, if one is
+// named (for profiling under load; off by default).
+func startProfile(file string) (stop func(), err error) {
+	if file == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // checkConfig is `jetgate check-config`: it resolves the file and the flags
@@ -109,6 +135,7 @@ func parse(args []string, env func(string) (string, bool)) (app.Options, error) 
 	fs.BoolVar(&o.Metrics, "metrics", o.Metrics, "serve GET /metrics")
 	fs.BoolVar(&o.Reflection, "reflection", o.Reflection, "serve gRPC reflection")
 	fs.TextVar(&level, "log-level", slog.LevelInfo, "debug | info | warn | error")
+	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (profiling under load)")
 
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -134,7 +161,7 @@ func parse(args []string, env func(string) (string, bool)) (app.Options, error) 
 	// What was given, on the command line or in the environment, overrides
 	// the configuration file.
 	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "config" || f.Name == "log-level" {
+		if f.Name == "config" || f.Name == "log-level" || f.Name == "cpuprofile" {
 			return
 		}
 		if o.Given == nil {
