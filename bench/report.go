@@ -119,11 +119,11 @@ type Report struct {
 type Workload struct {
 	Shape    string `json:"shape"` // where NATS, jetgate and the callers ran
 	Messages int    `json:"messages_per_mode"`
-	Size     int `json:"message_bytes"`
-	Batch    int `json:"batch"`
-	Workers  int `json:"workers"`
-	Samples  int `json:"fetch1_samples"`
-	Rounds   int `json:"rounds"`
+	Size     int    `json:"message_bytes"`
+	Batch    int    `json:"batch"`
+	Workers  int    `json:"workers"`
+	Samples  int    `json:"fetch1_samples"`
+	Rounds   int    `json:"rounds"`
 }
 
 // The issue's targets.
