@@ -7,8 +7,9 @@
 // of those owns its own rules.
 //
 // Lock order, where two locks meet: a Consumer's orphan pool, then a pull's
-// lock (taking its messages), then the lease table's or the waiting line's
-// (a pull gives its place back as it ends, under its own lock). The
+// lock (taking its messages), then the reset watch's (reset.go), then the
+// lease table's or the waiting line's (a pull gives its place back as it
+// ends, under its own lock). The
 // Consumer's own mu guards only the cached max_ack_pending answer and is
 // never held with another.
 package consumer
@@ -158,7 +159,7 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 	c.orphans = newOrphanPool(c.receive)
 	// What the server had delivered when it was bound: every delivery to a
 	// pull sent later is numbered above it, unless the consumer is reset.
-	c.resets, c.onReset, c.traced = newResetWatch(ci.Delivered.Consumer), d.OnReset, d.Traced
+	c.resets, c.onReset, c.traced = newResetWatch(ci.Delivered.Consumer, c.leases.Void), d.OnReset, d.Traced
 	c.orphansHanded, c.orphansNaked, c.leasesReturned = counter("handed"), counter("naked"), counter("consume_returned")
 	c.maxLease = cmp.Or(d.MaxLease, DefaultMaxLease)
 	v := viewOf(ci, c.maxAckPending)
@@ -217,10 +218,9 @@ func (c *Consumer) info(ctx context.Context, limit time.Duration) (*jetstream.Co
 	if err == nil {
 		c.view.Store(viewOf(ci, c.maxAckPending))
 		if c.resets.informed(before, ci.Delivered.Consumer) {
-			// Not told: the replicas that receive the deliveries after it
-			// see it in them, and tell; one that received nothing since
-			// has none of them to be settled wrongly.
-			c.leases.Void()
+			// Voided, not told: the replicas that receive the deliveries
+			// after it see it in them, and tell; one that received
+			// nothing since has none of them to be settled wrongly.
 			c.log.Warn("the consumer was reset (its info counts fewer deliveries than this replica received): the leases this replica held are void", "delivered", ci.Delivered.Consumer)
 		}
 	}

@@ -142,13 +142,6 @@ func (c *Consumer) receive(p *pull.Pull, m pull.Msg) (*Delivery, bool) {
 		Meta:     md,
 		Deadline: c.policy.Deadline(m.At, md.Delivered),
 	}
-	switch reset, stale := c.resets.saw(&p.Mark, md.ConsumerSeq); {
-	case reset:
-		c.resetNoticed("its consumer sequence went back", "consumer_seq", md.ConsumerSeq)
-	case stale:
-		c.log.Debug("not leased: a delivery that may be from before a consumer reset", "stream_seq", md.StreamSeq, "consumer_seq", md.ConsumerSeq)
-		return nil, false
-	}
 	l := lease.Lease{
 		StreamSeq:   md.StreamSeq,
 		ConsumerSeq: md.ConsumerSeq,
@@ -162,10 +155,12 @@ func (c *Consumer) receive(p *pull.Pull, m pull.Msg) (*Delivery, bool) {
 			l.Origin = &o
 		}
 	}
-	reset := c.leases.Add(l)
-	if reset { // the table has voided the rest already
-		c.resets.notice(&p.Mark)
-		c.tellReset("a message held came again with its count restarted", "stream_seq", md.StreamSeq, "delivered", md.Delivered)
+	switch reset, stale := c.resets.admit(&p.Mark, md.ConsumerSeq, func() bool { return c.leases.Add(l) }); {
+	case reset:
+		c.tellReset("a delivery showed it", "stream_seq", md.StreamSeq, "consumer_seq", md.ConsumerSeq, "delivered", md.Delivered)
+	case stale:
+		c.log.Debug("not leased: a delivery that may be from before a consumer reset", "stream_seq", md.StreamSeq, "consumer_seq", md.ConsumerSeq)
+		return nil, false
 	}
 	return d, true
 }

@@ -24,16 +24,22 @@ import (
 
 // resetWatch is the consumer's side of that rule: the highest consumer
 // sequence received since the last reset, and how many resets were seen.
+//
+// A reset voids the leases (void) under the watch's lock, as it starts a new
+// epoch: no delivery of a pull from before it is leased in between, and no
+// lease taken after it is voided with those before. Lock order: the watch,
+// then the lease table.
 type resetWatch struct {
 	mu    sync.Mutex
 	high  uint64
 	epoch uint64
 	at    time.Time     // when the last reset was noticed
 	seen  chan struct{} // a reset was noticed: for Run
+	void  func()        // voids every lease
 }
 
-func newResetWatch(high uint64) *resetWatch {
-	return &resetWatch{high: high, seen: make(chan struct{}, 1)}
+func newResetWatch(high uint64, void func()) *resetWatch {
+	return &resetWatch{high: high, seen: make(chan struct{}, 1), void: void}
 }
 
 // mark is what a pull about to be sent records.
@@ -43,17 +49,20 @@ func (w *resetWatch) mark() pull.SeqMark {
 	return pull.SeqMark{Floor: w.high, Epoch: w.epoch}
 }
 
-// saw records delivery cseq to the pull marked m and reports whether it
-// shows a reset nobody on this replica had noticed yet, or may be from
-// before one noticed since the pull was sent (stale: not to be leased).
-func (w *resetWatch) saw(m *pull.SeqMark, cseq uint64) (reset, stale bool) {
+// admit leases delivery cseq to the pull marked m with add (the lease
+// table's Add, which reports a reset of its own: a message it holds came
+// again with its count restarted, and it voided the rest). It reports
+// whether the delivery showed a reset nobody on this replica had noticed
+// yet, and whether it may be from before one noticed since the pull was
+// sent (stale: not leased).
+func (w *resetWatch) admit(m *pull.SeqMark, cseq uint64, add func() (reset bool)) (reset, stale bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	regressed := cseq <= m.Floor || cseq <= m.Last
 	m.Last = cseq
 	if regressed {
 		if m.Epoch == w.epoch {
-			w.noticeLocked()
+			w.noticeLocked(true)
 			reset = true
 		}
 		m.Epoch, m.Floor = w.epoch, 0 // the pull is past the reset now
@@ -62,6 +71,11 @@ func (w *resetWatch) saw(m *pull.SeqMark, cseq uint64) (reset, stale bool) {
 		return false, true
 	}
 	w.high = max(w.high, cseq)
+	if add() {
+		w.noticeLocked(false) // the table voided the others itself
+		m.Epoch, m.Floor, w.high = w.epoch, 0, cseq
+		reset = true
+	}
 	return reset, false
 }
 
@@ -77,27 +91,24 @@ func (w *resetWatch) informed(before pull.SeqMark, delivered uint64) (reset bool
 	case w.epoch != before.Epoch:
 		return false
 	case delivered < before.Floor:
-		w.noticeLocked()
+		w.noticeLocked(true)
 		return true
 	}
 	w.high = max(w.high, delivered)
 	return false
 }
 
-// notice records a reset told otherwise: by the lease table, from a
-// delivery to the pull marked m (a message held delivered again from a
-// restarted count), or, m nil, by another replica's word.
-func (w *resetWatch) notice(m *pull.SeqMark) {
+// told records another replica's word of a reset, and voids.
+func (w *resetWatch) told() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.noticeLocked()
-	if m != nil {
-		m.Epoch, m.Floor = w.epoch, 0
-		w.high = m.Last
-	}
+	w.noticeLocked(true)
 }
 
-func (w *resetWatch) noticeLocked() {
+func (w *resetWatch) noticeLocked(void bool) {
+	if void {
+		w.void()
+	}
 	w.epoch++
 	w.high = 0
 	w.at = time.Now()
@@ -114,14 +125,9 @@ func (w *resetWatch) since() time.Time {
 	return w.at
 }
 
-// resetNoticed voids every lease held (the server has dropped them all) and
-// tells the other replicas at once, before the delivery that showed the
-// reset is handed to anyone. why is for the log.
-func (c *Consumer) resetNoticed(why string, attrs ...any) {
-	c.leases.Void()
-	c.tellReset(why, attrs...)
-}
-
+// tellReset tells the other replicas of a reset a delivery showed (its
+// leases are void already), before that delivery is handed to anyone. why
+// is for the log.
 func (c *Consumer) tellReset(why string, attrs ...any) {
 	if c.onReset != nil {
 		c.onReset()
@@ -136,8 +142,7 @@ func (c *Consumer) tellReset(why string, attrs ...any) {
 // a word comes from each replica that saw it before another's word came:
 // one, or a few within the time a word takes.
 func (c *Consumer) ResetTold() {
-	c.resets.notice(nil)
-	c.leases.Void()
+	c.resets.told()
 	c.log.Warn("another replica saw the consumer reset: the leases this replica held are void")
 }
 

@@ -36,10 +36,13 @@ type flow struct {
 	streak   int // retryable failures since the last success
 	held     bool
 	stopped  bool
-	delay    time.Duration // before the next try, while held back or idle with failures
-	retryMin time.Duration
-	retryMax time.Duration
-	changed  chan struct{} // for the retrier: something it waits on changed
+	// probeQueued: held back, the next try is a queued job's.
+	probeQueued bool
+	lastFail    time.Time     // the last retryable failure
+	delay       time.Duration // before the next try, while held back or idle with failures
+	retryMin    time.Duration
+	retryMax    time.Duration
+	changed     chan struct{} // for the retrier: something it waits on changed
 }
 
 func newFlow(retryMin, retryMax time.Duration) *flow {
@@ -80,9 +83,11 @@ func (f *flow) next() *job {
 	return j
 }
 
-// retryDue returns the failed job to try again, and when: while held back,
-// or when nothing else is pushed that could tell the endpoint is up. ok is
-// false when there is none to try.
+// retryDue returns the job to try next, and when: a failed one, while held
+// back or when nothing else is pushed that could tell the endpoint is up.
+// Held back, every other try is a queued job instead, so that messages that
+// fail on their own cannot keep the endpoint held. ok is false when there
+// is none to try.
 func (f *flow) retryDue() (j *job, wait time.Duration, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -90,19 +95,25 @@ func (f *flow) retryDue() (j *job, wait time.Duration, ok bool) {
 		return nil, 0, false
 	}
 	j = f.failed[0]
-	return j, time.Until(j.failedAt.Add(f.delay)), true
+	if f.held && f.probeQueued && len(f.queue) > 0 {
+		j = f.queue[0]
+	}
+	return j, time.Until(f.lastFail.Add(f.delay)), true
 }
 
-// take claims j for a retry; false if it is no longer failed (a verdict
-// came meanwhile).
+// take claims j for a try; false if it is neither failed nor queued now (a
+// verdict came meanwhile, or a worker took it).
 func (f *flow) take(j *job) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for i, x := range f.failed {
-		if x == j {
-			f.failed = append(f.failed[:i], f.failed[i+1:]...)
-			f.inFlight++
-			return true
+	for _, list := range []*[]*job{&f.failed, &f.queue} {
+		for i, x := range *list {
+			if x == j {
+				*list = append((*list)[:i], (*list)[i+1:]...)
+				f.inFlight++
+				f.probeQueued = !f.probeQueued
+				return true
+			}
 		}
 	}
 	return false
@@ -120,12 +131,7 @@ func (f *flow) succeeded(started time.Time) (own []*job) {
 	f.streak = 0
 	f.delay = f.retryMin
 	if f.held {
-		f.held = false
-		for _, j := range f.failed {
-			j.failedAt = time.Time{}
-		}
-		f.queue = append(f.failed, f.queue...)
-		f.failed = nil
+		f.unholdLocked()
 		f.cond.Broadcast()
 		return nil
 	}
@@ -148,12 +154,15 @@ func (f *flow) failedRetryable(j *job, at time.Time, wasRetry bool) (held bool) 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.inFlight--
-	j.failedAt = at
+	j.failedAt, f.lastFail = at, at
 	f.failed = append(f.failed, j)
-	f.streak++
 	if wasRetry {
+		// A retry's failure does not count: one message failing again and
+		// again is no sign that the endpoint is down.
 		j.tries++
 		f.delay = min(f.delay*2, f.retryMax)
+	} else {
+		f.streak++
 	}
 	if f.streak >= holdAfter {
 		f.held = true
@@ -161,14 +170,32 @@ func (f *flow) failedRetryable(j *job, at time.Time, wasRetry bool) (held bool) 
 	return f.held
 }
 
-// done records a push whose message is settled otherwise (Term, Nak with
-// the endpoint's delay, or dropped).
-func (f *flow) done() {
+// done records a push whose message is settled otherwise: Term, Nak with
+// the endpoint's delay (answered: the endpoint is reachable, so it is held
+// back no more), or dropped.
+func (f *flow) done(answered bool) {
 	f.mu.Lock()
 	f.inFlight--
+	if answered {
+		f.streak = 0
+		f.unholdLocked()
+	}
 	f.mu.Unlock()
 	f.cond.Broadcast()
 	f.poke()
+}
+
+// unholdLocked ends holding back: the failed jobs go out again first.
+func (f *flow) unholdLocked() {
+	if !f.held {
+		return
+	}
+	f.held = false
+	for _, j := range f.failed {
+		j.failedAt = time.Time{}
+	}
+	f.queue = append(f.failed, f.queue...)
+	f.failed = nil
 }
 
 // drop forgets the jobs not in flight: their leases were let go.

@@ -228,12 +228,17 @@ func (p *Pusher) push(ctx context.Context, j *job, retried bool) {
 		}
 	case nakAfter:
 		p.m.requests.retried.Inc()
-		p.flow.done()
+		p.flow.done(true)
+		p.m.up.Set(1)
 		p.failed(a.err)
 		p.settle(ctx, lease.OpNak, []*consumer.Delivery{j.d}, settle.Args{Delay: min(a.delay, p.cfg.RetryMax)})
 	case terminate:
 		p.m.requests.terminated.Inc()
-		p.flow.done()
+		answered := a.status != 0
+		p.flow.done(answered)
+		if answered {
+			p.m.up.Set(1)
+		}
 		p.failed(a.err)
 		p.settle(ctx, lease.OpTerm, []*consumer.Delivery{j.d}, settle.Args{Reason: fmt.Sprintf("HTTP %d", a.status)})
 	case retry:
@@ -243,7 +248,7 @@ func (p *Pusher) push(ctx context.Context, j *job, retried bool) {
 			p.m.up.Set(0)
 		}
 	case abandoned:
-		p.flow.done()
+		p.flow.done(false)
 	}
 }
 
