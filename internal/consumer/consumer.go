@@ -29,6 +29,7 @@ import (
 
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/lease"
+	"github.com/jetgate/jetgate/internal/pull"
 	"github.com/jetgate/jetgate/internal/settle"
 	"github.com/jetgate/jetgate/internal/token"
 )
@@ -192,8 +193,21 @@ func (c *Consumer) Run(ctx context.Context) {
 
 // Close naks back the orphans whose pull has ended, so that they are
 // redelivered at once rather than after ack_wait. Run must have returned.
-// Pulls still open on the server end by themselves at their expiry.
+// It first waits, a little, for the pulls that orphans still wait on: a
+// Consume stream's (a pusher's) last pull ends within consumeMaxWait, and
+// its leases are given back only then. Other pulls still open on the
+// server end by themselves at their expiry.
 func (c *Consumer) Close(ctx context.Context) {
+	deadline := time.Now().Add(consumeMaxWait + pull.LostGrace)
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for c.orphans.onOpenPulls(time.Now()) && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			deadline = time.Time{}
+		case <-t.C:
+		}
+	}
 	c.nak(ctx, c.orphans.ended(time.Now()))
 }
 

@@ -211,6 +211,21 @@ func (o *orphanPool) pulls(now time.Time) int {
 	return len(o.open)
 }
 
+// onOpenPulls reports whether some orphan waits for its pull to end.
+func (o *orphanPool) onOpenPulls(now time.Time) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.drain(now)
+	for _, list := range [][]*orphan{o.held, o.returned} {
+		for _, h := range list {
+			if h.from != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // len counts the orphans held.
 func (o *orphanPool) len() int {
 	o.mu.Lock()
