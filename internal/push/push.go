@@ -145,7 +145,9 @@ func (p *Pusher) consume(ctx context.Context) {
 		MaxMessages: p.cfg.Concurrency, Heartbeat: time.Hour, AutoExtend: true, MaxLease: forever,
 		Principal: "push", Stop: p.stop,
 	}
-	for wait := 100 * time.Millisecond; ; wait = min(wait*2, 5*time.Second) {
+	const firstWait = 100 * time.Millisecond
+	for wait := firstWait; ; wait = min(wait*2, 5*time.Second) {
+		started := time.Now()
 		err := p.c.Consume(ctx, req, func(ds []*consumer.Delivery) error {
 			for _, d := range ds {
 				p.flow.add(&job{d: d})
@@ -159,6 +161,9 @@ func (p *Pusher) consume(ctx context.Context) {
 		// server's again.
 		p.flow.drop()
 		p.failed(fmt.Sprintf("pulling: %v", err))
+		if time.Since(started) > time.Minute {
+			wait = firstWait // a stream that ran a while: this is a new outage
+		}
 		select {
 		case <-ctx.Done():
 			return
