@@ -63,7 +63,7 @@ func (f *flow) add(j *job) {
 	f.mu.Lock()
 	f.queue = append(f.queue, j)
 	f.mu.Unlock()
-	f.cond.Broadcast()
+	f.cond.Signal() // one job, one worker: waking them all would have them fight for it
 	f.poke()
 }
 
