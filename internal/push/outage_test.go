@@ -10,6 +10,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/natstest"
 	"github.com/jetgate/jetgate/internal/push"
@@ -31,14 +32,15 @@ func pushState(t *testing.T, r *core.Replica) push.State {
 func TestAnOutageBurnsNoDeliveries(t *testing.T) {
 	e := newEnv(t)
 	addr := freeAddr(t)
-	r, _ := e.replica(consumerCfg(), push.Config{URL: "http://" + addr + "/hook", Concurrency: 8,
+	r, _ := e.replica(consumerCfg(func(c *consumer.Config) { c.AckWait = 2 * time.Second }), push.Config{URL: "http://" + addr + "/hook", Concurrency: 8,
 		RetryMin: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond})
 	const n = 300
 	for i := range n {
 		e.publish("orders.new", fmt.Sprint(i), nil)
 	}
 	natstest.Eventually(t, 5*time.Second, "held back", func() bool { return !pushState(t, r).EndpointUp })
-	// Several ack_waits and max_delivers' worth of time, refused.
+	// Two ack_waits, refused: held leases are extended, unpulled messages
+	// wait on the server.
 	outage := time.NewTimer(4 * time.Second)
 	<-outage.C
 	if st := pushState(t, r); st.EndpointUp || st.LastError == "" {

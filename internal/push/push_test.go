@@ -198,15 +198,16 @@ func TestARedirectIsNotFollowed(t *testing.T) {
 func TestASlowHandlerWithinTheTimeoutIsNotRedelivered(t *testing.T) {
 	e := newEnv(t)
 	rc := newReceiver(t)
-	rc.answerWith(func(_ int, _ pushed, w http.ResponseWriter) { time.Sleep(2500 * time.Millisecond) })
-	e.replica(consumerCfg(), push.Config{URL: rc.URL, Timeout: 10 * time.Second})
-	e.replica(consumerCfg(), push.Config{URL: rc.URL, Timeout: 10 * time.Second})
+	rc.answerWith(func(_ int, _ pushed, w http.ResponseWriter) { time.Sleep(4500 * time.Millisecond) }) // the slow handler itself
+	slow := func(c *consumer.Config) { c.AckWait = 2 * time.Second }
+	e.replica(consumerCfg(slow), push.Config{URL: rc.URL, Timeout: 10 * time.Second})
+	e.replica(consumerCfg(slow), push.Config{URL: rc.URL, Timeout: 10 * time.Second})
 	e.publish("orders.new", "x", nil)
 	p := rc.next(t, 5*time.Second)
 	if p.header.Get("Jetgate-Delivered") != "1" {
 		t.Fatalf("delivery %s", p.header.Get("Jetgate-Delivered"))
 	}
-	e.drained(5 * time.Second)
+	e.drained(10 * time.Second)
 	if ci := e.info(); ci.NumRedelivered != 0 {
 		t.Fatalf("redelivered %d while the handler worked", ci.NumRedelivered)
 	}
