@@ -6,6 +6,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"net/textproto"
 	"strconv"
@@ -143,10 +144,21 @@ func cloudEvent(h http.Header, d *consumer.Delivery) {
 	}
 }
 
+// restJSON is how a Fetch over REST writes a message.
+var restJSON = protojson.MarshalOptions{EmitUnpopulated: true}
+
 // jsonBody is the Message as a Fetch over REST returns it, less its token
 // and lease.
 func jsonBody(d *consumer.Delivery) ([]byte, error) {
-	m := wire.Messages([]*consumer.Delivery{d})[0]
-	m.Token, m.LeaseDeadline = "", nil
-	return protojson.Marshal(m)
+	b, err := restJSON.Marshal(wire.Messages([]*consumer.Delivery{d})[0])
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return nil, err
+	}
+	delete(fields, "token")
+	delete(fields, "leaseDeadline")
+	return json.Marshal(fields)
 }

@@ -44,7 +44,7 @@ func TestTheJSONFormatIsTheMessageLessTokenAndLease(t *testing.T) {
 		t.Fatalf("a lease deadline in the push: %s", p.body)
 	}
 	md, _ := m["metadata"].(map[string]any)
-	if m["subject"] != "orders.new" || m["data"] != "aGVsbG8=" || md["streamSeq"] != "1" || md["stream"] != stream {
+	if m["subject"] != "orders.new" || m["data"] != "aGVsbG8=" || md["streamSeq"] != "1" || md["stream"] != stream || md["numPending"] != "0" {
 		t.Fatalf("body %s", p.body)
 	}
 	if h, _ := m["headers"].(map[string]any); h["X-Tag"] == nil {
