@@ -257,6 +257,8 @@ func streamSubjects(o Options) []string { return []string{o.Subject, o.Subject +
 
 const streamMaxMsgs = 10_000
 
+// capStream creates the bench's stream, or updates it, with its subjects
+// and cap.
 func capStream(ctx context.Context, url string, o Options) error {
 	nc, err := nats.Connect(url)
 	if err != nil {
@@ -271,6 +273,6 @@ func capStream(ctx context.Context, url string, o Options) error {
 	if o.Soak > 0 {
 		limit = streamMaxMsgs
 	}
-	_, err = js.UpdateStream(ctx, jetstream.StreamConfig{Name: o.Stream, Subjects: streamSubjects(o), MaxMsgs: int64(limit)})
+	_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: o.Stream, Subjects: streamSubjects(o), MaxMsgs: int64(limit)})
 	return err
 }

@@ -15,8 +15,6 @@ import (
 	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/app"
 )
@@ -53,7 +51,7 @@ func startDeployed(ctx context.Context, o Options) (*deployment, error) {
 		d.stop()
 		return nil, fmt.Errorf("NATS server did not start: %w", err)
 	}
-	if err := createStream(ctx, d.addrs.NATS, o); err != nil {
+	if err := capStream(ctx, d.addrs.NATS, o); err != nil {
 		d.stop()
 		return nil, err
 	}
@@ -140,23 +138,6 @@ func freeAddr() string {
 	}
 	defer l.Close()
 	return l.Addr().String()
-}
-
-// createStream creates the bench's stream, capped as capStream caps it.
-func createStream(ctx context.Context, url string, o Options) error {
-	nc, err := nats.Connect(url)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: o.Stream, Subjects: streamSubjects(o)}); err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-		return fmt.Errorf("create stream %s: %w", o.Stream, err)
-	}
-	return capStream(ctx, url, o)
 }
 
 // serveNATS is the NATS child's side.

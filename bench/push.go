@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,20 +53,13 @@ func newPushMode(ctx context.Context, js jetstream.JetStream, subject string, o 
 	m.replica, err = startReplica(o.ReplicaCommand, replicaConfig{
 		NATSURL: o.NATSURL, Stream: o.Stream, Consumer: m.name, Subject: subject,
 		MaxAckPending: 1024, AckWait: 30 * time.Second,
-		PushURL: "http://" + ep.addr + "/push", PushConcurrency: cmpOr(o.PushConcurrency, DefaultPushConcurrency),
+		PushURL: "http://" + ep.addr + "/push", PushConcurrency: cmp.Or(o.PushConcurrency, DefaultPushConcurrency),
 	})
 	if err != nil {
 		m.close()
 		return nil, err
 	}
 	return m, nil
-}
-
-func cmpOr(v, def int) int {
-	if v > 0 {
-		return v
-	}
-	return def
 }
 
 // settledDown pauses the consumer before the mode's messages are published;

@@ -15,7 +15,6 @@ const holdAfter = 3
 type job struct {
 	d        *consumer.Delivery
 	failedAt time.Time // its last retryable failure; zero: none
-	tries    int       // failed pushes while held
 }
 
 // flow decides who pushes what. Up, every worker takes the next job. A
@@ -159,7 +158,6 @@ func (f *flow) failedRetryable(j *job, at time.Time, wasRetry bool) (held bool) 
 	if wasRetry {
 		// A retry's failure does not count: one message failing again and
 		// again is no sign that the endpoint is down.
-		j.tries++
 		f.delay = min(f.delay*2, f.retryMax)
 	} else {
 		f.streak++

@@ -164,6 +164,7 @@ func (p *Pusher) consume(ctx context.Context) {
 		if time.Since(started) > time.Minute {
 			wait = firstWait // a stream that ran a while: this is a new outage
 		}
+		p.log.Warn("the push stream ended; pulling again", "err", err, "in", wait)
 		select {
 		case <-ctx.Done():
 			return
