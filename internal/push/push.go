@@ -56,12 +56,12 @@ type Pusher struct {
 // New makes the pusher of c that cfg (defaults filled) describes; it reads
 // the block's files.
 func New(cfg Config, c *consumer.Consumer, m *Metrics, log *slog.Logger, trc *tracing.Tracing) (*Pusher, error) {
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.check(); err != nil {
 		return nil, fmt.Errorf("push of %s/%s: %w", cfg.Stream, cfg.Consumer, err)
 	}
-	s, err := cfg.secrets()
+	s, err := cfg.secrets() // read once, here
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("push of %s/%s: %w", cfg.Stream, cfg.Consumer, err)
 	}
 	p := &Pusher{
 		cfg: cfg, c: c, secrets: s, client: newClient(cfg, s.tls, trc),
