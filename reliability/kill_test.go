@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,15 +38,23 @@ func buildJetgate(t *testing.T) string {
 func startProcess(t *testing.T, bin string, args ...string) *process {
 	t.Helper()
 	grpcAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	args = append(args, "--grpc-addr", grpcAddr, "--http-addr", "127.0.0.1:"+strconv.Itoa(freePort(t)), "--log-level", "error")
+	args = append(args, "--grpc-addr", grpcAddr, "--http-addr", "127.0.0.1:"+strconv.Itoa(freePort(t)), "--log-level", "warn")
+	logFile, err := os.Create(filepath.Join(t.TempDir(), "jetgate.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(bin, args...)
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
+		_ = logFile.Close()
+		if t.Failed() {
+			logTail(t, logFile.Name(), grpcAddr)
+		}
 	})
 	conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -60,6 +69,22 @@ func startProcess(t *testing.T, bin string, args ...string) *process {
 		return err == nil
 	})
 	return p
+}
+
+// logTail logs the last lines a failed test's jetgate process wrote.
+func logTail(t *testing.T, name, process string) {
+	const keep = 40
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Logf("jetgate %s: no log: %v", process, err)
+		return
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > keep {
+		t.Logf("jetgate %s: %d lines before these left out", process, len(lines)-keep)
+		lines = lines[len(lines)-keep:]
+	}
+	t.Logf("jetgate %s logged:\n%s", process, strings.Join(lines, "\n"))
 }
 
 func TestFaultGatewayKilledWithLeasesOutstanding(t *testing.T) {

@@ -175,6 +175,7 @@ func TestFaultPushThroughRestartsAndAKill(t *testing.T) {
 	t.Logf("%d messages, %d requests, %d taken, %d dead-lettered (%d refused by the receiver), duplicates after a 2xx: %d",
 		n, requests, len(took), len(dead), len(refused), dups)
 	if lost != 0 || both != 0 {
+		logDeadLetterState(t, js)
 		t.Fatalf("lost %d; both acked and dead-lettered %d (%d of them out of deliveries)", lost, both, deadAfterTake)
 	}
 }
@@ -235,4 +236,26 @@ func waitAccounted(ctx context.Context, t *testing.T, js jetstream.JetStream, rc
 		backoff(ctx, 200*time.Millisecond)
 	}
 	return dead
+}
+
+// logDeadLetterState logs what the advisory stream and its worker hold, to
+// tell a dead letter never captured from one captured and not copied.
+func logDeadLetterState(t *testing.T, js jetstream.JetStream) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, "JETGATE_ADVISORIES")
+	if err != nil {
+		t.Logf("advisory stream: %v", err)
+		return
+	}
+	si := s.CachedInfo()
+	t.Logf("advisory stream: subjects %v, %d messages, first %d, last %d", si.Config.Subjects, si.State.Msgs, si.State.FirstSeq, si.State.LastSeq)
+	c, err := s.Consumer(ctx, "jetgate_deadletters")
+	if err != nil {
+		t.Logf("advisory worker: %v", err)
+		return
+	}
+	ci := c.CachedInfo()
+	t.Logf("advisory worker: delivered %d, ack floor %d, ack pending %d, redelivered %d, pending %d, waiting %d",
+		ci.Delivered.Stream, ci.AckFloor.Stream, ci.NumAckPending, ci.NumRedelivered, ci.NumPending, ci.NumWaiting)
 }
