@@ -97,9 +97,7 @@ func (rc *pushReceiver) verdicts() (took, refused map[string]bool, requests, dup
 
 // TestFaultPushThroughRestartsAndAKill pushes one consumer from two jetgate
 // processes to a receiver that answers at random, while the NATS server
-// restarts (the long form only: once, in CI, a restart lost the dead letters
-// of 4 terminated messages, a hazard of the advisory capture to chase on
-// its own) and one process is SIGKILLed (and another started). Every
+// restarts and one process is SIGKILLed (and another started). Every
 // message ends acked after some 2xx, or dead-lettered after a final 4xx or
 // max_deliver; never both, never neither. Duplicates (a message pushed
 // again after its 2xx) are counted and reported.
@@ -137,7 +135,7 @@ func TestFaultPushThroughRestartsAndAKill(t *testing.T) {
 	for i := range n {
 		publishOne(i)
 		switch {
-		case i == n/3 && long: // NATS restarts mid-traffic (long form: see below)
+		case i == n/3: // NATS restarts mid-traffic
 			ns.Shutdown()
 			ns.WaitForShutdown()
 			ns = natstest.StartIn(t, dir, port)
@@ -223,19 +221,37 @@ func waitAccounted(ctx context.Context, t *testing.T, js jetstream.JetStream, rc
 		}
 		return true
 	}
+	var state string
 	drained := func() bool {
 		c, err := js.Consumer(ctx, stream, consumer)
 		if err != nil {
+			state = err.Error()
 			return false
 		}
 		ci, err := c.Info(ctx)
-		return err == nil && ci.NumPending == 0 && ci.NumAckPending == 0 && ci.AckFloor.Stream >= seqs[len(seqs)-1]
+		if err != nil {
+			state = err.Error()
+			return false
+		}
+		state = fmt.Sprintf("pending %d, ack pending %d, redelivered %d, ack floor %d of %d, waiting %d",
+			ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.AckFloor.Stream, seqs[len(seqs)-1], ci.NumWaiting)
+		// Not the ack floor: the server may leave it below a message that
+		// ran out of deliveries with nothing pending after it (seen: 336
+		// of 600, pending and ack pending 0, for two minutes).
+		return ci.NumPending == 0 && ci.NumAckPending == 0
 	}
 	end := time.Now().Add(2 * time.Minute)
-	for !(drained() && accounted()) && time.Now().Before(end) {
+	for {
+		d, a := drained(), accounted() // both, each time: the dead letters are read in full
+		if d && a {
+			return dead
+		}
+		if time.Now().After(end) {
+			t.Logf("not drained and accounted within 2m: the consumer: %s", state)
+			return dead
+		}
 		backoff(ctx, 200*time.Millisecond)
 	}
-	return dead
 }
 
 // logDeadLetterState logs what the advisory stream and its worker hold, to
@@ -243,6 +259,13 @@ func waitAccounted(ctx context.Context, t *testing.T, js jetstream.JetStream, rc
 func logDeadLetterState(t *testing.T, js jetstream.JetStream) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	if d, err := js.Stream(ctx, "DEAD"); err != nil {
+		t.Logf("dead-letter stream: %v", err)
+	} else {
+		_, gerr := d.GetMsg(ctx, 1, jetstream.WithGetMsgSubject("dead.push"))
+		t.Logf("dead-letter stream: %d messages, first %d, last %d; reading the first: %v",
+			d.CachedInfo().State.Msgs, d.CachedInfo().State.FirstSeq, d.CachedInfo().State.LastSeq, gerr)
+	}
 	s, err := js.Stream(ctx, "JETGATE_ADVISORIES")
 	if err != nil {
 		t.Logf("advisory stream: %v", err)
