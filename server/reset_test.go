@@ -82,16 +82,21 @@ func (h *harness) gatewayLeases(g *core.Replica) int {
 }
 
 // The stale Ack goes to its own issuer (A), which never sees the delivery
-// after the reset: B, which received it, tells A, and A's lease is void.
-// B had received a delivery before the reset, so the restarted consumer
-// sequence shows it the reset. ack_wait is long: no lease expires meanwhile.
+// after the reset: B, which received it, tells A and waits for A's answer
+// before it hands the delivery out, so A's lease is void by then. B had
+// received a delivery before the reset, so the restarted consumer sequence
+// shows it the reset. ack_wait is long: no lease expires meanwhile.
 func TestStaleTokenAfterAResetIsVoidAtItsIssuerWhenAnotherReplicaGotTheNewDelivery(t *testing.T) {
 	h := newHarness(t, withKeys(token.RandomKeyring()))
-	_, b, _ := h.startGateway()
+	bg, b, _ := h.startGateway()
 	told, err := h.nc.SubscribeSync("_JETGATE.RESET." + stream + "." + consumer)
 	if err != nil {
 		t.Fatal(err)
 	}
+	natstest.Eventually(t, 10*time.Second, "B counts two replicas", func() bool {
+		u, err := bg.Pulls(stream, consumer)
+		return err == nil && u.Replicas == 2
+	})
 	h.publish(2)
 	first := h.fetch(b, consumer, 1, time.Second).GetMessages()
 	if len(first) != 1 {
@@ -104,10 +109,12 @@ func TestStaleTokenAfterAResetIsVoidAtItsIssuerWhenAnotherReplicaGotTheNewDelive
 	if len(r) != 1 || r[0].GetMetadata().GetStreamSeq() != old.GetMetadata().GetStreamSeq() || r[0].GetMetadata().GetNumDelivered() != 1 {
 		t.Fatalf("after the reset, through B: %v", r)
 	}
+	if n := h.gatewayLeases(h.gw); n != 0 {
+		t.Fatalf("A holds %d leases when B hands out the delivery after the reset; want none", n)
+	}
 	if _, err := told.NextMsg(5 * time.Second); err != nil {
 		t.Fatalf("B told no other replica of the reset: %v", err)
 	}
-	natstest.Eventually(t, 5*time.Second, "A voids its leases", func() bool { return h.gatewayLeases(h.gw) == 0 })
 	tp := h.tap()
 	wantFailure(t, ack(t, h, h.cons, old.GetToken()), 0, "LEASE_EXPIRED")
 	tp.none(t, "the stale Ack")

@@ -67,8 +67,10 @@ type Deps struct {
 	// Orphans counts orphans by stream, consumer and outcome (handed, naked).
 	Orphans *prometheus.CounterVec
 	// OnReset, if set, is called when this replica saw in a delivery that
-	// the consumer was reset, to tell the other replicas (ResetTold).
-	OnReset func()
+	// the consumer was reset, to tell the other replicas (ResetTold), as
+	// many as the roster counts besides this one (peers), and returns once
+	// they have voided their leases or it gave up waiting.
+	OnReset func(peers int)
 	// Traced keeps each delivery's creation context, for spans.
 	Traced bool
 }
@@ -108,7 +110,7 @@ type Consumer struct {
 	view atomic.Pointer[serverView] // what the server last said of the consumer
 
 	resets  *resetWatch // consumer resets, told from the consumer sequences
-	onReset func()
+	onReset func(peers int)
 	traced  bool
 }
 
@@ -187,6 +189,10 @@ func (c *Consumer) Run(ctx context.Context) {
 			c.nak(ctx, c.orphans.due(now))
 		case <-c.resets.seen:
 			c.afterReset()
+			// What the server has delivered since is the mark of the
+			// next reset: one that comes before this replica receives
+			// anything still shows in the consumer sequence going back.
+			_, _ = c.info(ctx, time.Second)
 		}
 	}
 }
@@ -232,10 +238,11 @@ func (c *Consumer) info(ctx context.Context, limit time.Duration) (*jetstream.Co
 	if err == nil {
 		c.view.Store(viewOf(ci, c.maxAckPending))
 		if c.resets.informed(before, ci.Delivered.Consumer) {
-			// Voided, not told: the replicas that receive the deliveries
-			// after it see it in them, and tell; one that received
-			// nothing since has none of them to be settled wrongly.
-			c.log.Warn("the consumer was reset (its info counts fewer deliveries than this replica received): the leases this replica held are void", "delivered", ci.Delivered.Consumer)
+			// Told too: this replica's next deliveries are numbered above
+			// all it has seen in the new count, and would not show the
+			// reset to it, while another replica may hold a lease from
+			// before it.
+			c.tellReset("its info counts fewer deliveries than this replica received", "delivered", ci.Delivered.Consumer)
 		}
 	}
 	return ci, err

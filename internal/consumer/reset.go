@@ -20,7 +20,9 @@ import (
 // reset this replica has noticed may still bring deliveries from before it,
 // which must not be leased: until one of its deliveries shows the reset, it
 // neither raises the high mark nor has its deliveries leased (the server
-// redelivers them after ack_wait), and it does not report the reset again.
+// redelivers them after ack_wait). The delivery that shows it counts as a
+// reset again: a second reset soon after the first looks the same, and
+// voiding twice costs redeliveries, never a wrong settle.
 
 // resetWatch is the consumer's side of that rule: the highest consumer
 // sequence received since the last reset, and how many resets were seen.
@@ -61,10 +63,10 @@ func (w *resetWatch) admit(m *pull.SeqMark, cseq uint64, add func() (reset bool)
 	regressed := cseq <= m.Floor || cseq <= m.Last
 	m.Last = cseq
 	if regressed {
-		if m.Epoch == w.epoch {
-			w.noticeLocked(true)
-			reset = true
-		}
+		// A pull from before a reset noticed since may show that one or a
+		// later one: the two cannot be told apart, so it counts as new.
+		w.noticeLocked(true)
+		reset = true
 		m.Epoch, m.Floor = w.epoch, 0 // the pull is past the reset now
 	}
 	if m.Epoch != w.epoch {
@@ -125,12 +127,14 @@ func (w *resetWatch) since() time.Time {
 	return w.at
 }
 
-// tellReset tells the other replicas of a reset a delivery showed (its
-// leases are void already), before that delivery is handed to anyone. why
-// is for the log.
+// tellReset tells the other replicas of a reset a delivery or an info
+// showed (this replica's leases are void already), and waits for them to
+// void theirs, before anything this replica receives next is handed out:
+// a delivery after the reset may have gone to any replica. why is for the
+// log.
 func (c *Consumer) tellReset(why string, attrs ...any) {
 	if c.onReset != nil {
-		c.onReset()
+		c.onReset(c.Replicas() - 1)
 	}
 	c.log.Warn("the consumer was reset ("+why+"): the leases this replica held are void", attrs...)
 }
@@ -138,9 +142,9 @@ func (c *Consumer) tellReset(why string, attrs ...any) {
 // ResetTold is another replica's word that the consumer was reset: every
 // lease this replica holds is void (those of deliveries made after the
 // reset come again after ack_wait; none settles a delivery it was not
-// issued for). Only a replica that saw the reset in a delivery tells, so
-// a word comes from each replica that saw it before another's word came:
-// one, or a few within the time a word takes.
+// issued for). Only a replica that saw the reset itself tells, so a word
+// comes from each replica that saw it before another's word came: one, or
+// a few within the time a word takes.
 func (c *Consumer) ResetTold() {
 	c.resets.told()
 	c.log.Warn("another replica saw the consumer reset: the leases this replica held are void")

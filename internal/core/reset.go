@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -14,8 +15,16 @@ import (
 // that the leases they issued before it cannot settle a delivery made after
 // it either: such a delivery may have gone to any replica, while the stale
 // token's settle goes to its issuer. A notice carries the sender's id; a
-// replica ignores its own.
+// replica ignores its own, and answers another's once it has voided its
+// leases. The sender waits for those answers before it hands out the
+// delivery that showed the reset, so that no settle sent after that
+// delivery was handed out gets past a lease from before the reset.
 const resetPrefix = "_JETGATE.RESET."
+
+// resetWordWait bounds how long a replica waits for the others to answer
+// its word of a reset, holding the delivery that showed it meanwhile: a
+// replica that stopped without a word stays on the roster a few seconds.
+const resetWordWait = 2 * time.Second
 
 // subscribe listens on the replica's forward subject and for the resets
 // other replicas notice, and makes sure the server has both subscriptions
@@ -38,22 +47,51 @@ func (r *Replica) subscribe() error {
 	return nil
 }
 
-// tellReset is how the consumer stream/name tells the other replicas of a
-// reset it noticed. A notice lost (NATS away) leaves them to notice the
-// reset themselves, from the deliveries they receive.
-func (r *Replica) tellReset(stream, name string) func() {
+// tellReset is how the consumer stream/name tells its peers (the other
+// replicas the roster counts) of a reset it noticed, and waits for them to
+// answer. A word lost (NATS away), or a peer that does not answer in
+// resetWordWait, leaves the peer to notice the reset itself, from the
+// deliveries it receives; the sender logs it.
+func (r *Replica) tellReset(stream, name string) func(peers int) {
 	subject := resetPrefix + stream + "." + name
-	return func() {
-		if err := r.nc.Publish(subject, []byte(r.self.String())); err != nil {
+	return func(peers int) {
+		if err := r.tell(subject, peers); err != nil {
 			r.log.Warn("could not tell the other replicas of a consumer reset", "stream", stream, "consumer", name, "err", err)
 		}
 	}
 }
 
+func (r *Replica) tell(subject string, peers int) error {
+	word := []byte(r.self.String())
+	if peers <= 0 { // none to wait for; one that just joined may still hear it
+		return r.nc.Publish(subject, word)
+	}
+	inbox := r.nc.NewInbox()
+	sub, err := r.nc.SubscribeSync(inbox)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := r.nc.PublishRequest(subject, inbox, word); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(resetWordWait)
+	for answered := 0; answered < peers; answered++ {
+		if _, err := sub.NextMsg(time.Until(deadline)); err != nil {
+			return fmt.Errorf("%d of %d other replicas answered within %v: %w", answered, peers, resetWordWait, err)
+		}
+	}
+	return nil
+}
+
 func (r *Replica) onReset(c *consumer.Consumer) nats.MsgHandler {
 	return func(m *nats.Msg) {
-		if string(m.Data) != r.self.String() {
-			c.ResetTold()
+		if string(m.Data) == r.self.String() {
+			return
+		}
+		c.ResetTold()
+		if m.Reply != "" {
+			_ = m.Respond(nil)
 		}
 	}
 }

@@ -2,9 +2,11 @@ package core_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -15,7 +17,8 @@ import (
 )
 
 // Another replica's word that a consumer was reset voids the leases this
-// replica holds on that consumer, and only on it; its own word is ignored.
+// replica holds on that consumer, and only on it, and is answered once they
+// are void; its own word is ignored, unanswered.
 func TestAResetToldByAnotherReplicaVoidsTheLeasesHere(t *testing.T) {
 	ns := natstest.Start(t)
 	nc := natstest.Connect(t, ns)
@@ -63,22 +66,27 @@ func TestAResetToldByAnotherReplicaVoidsTheLeasesHere(t *testing.T) {
 			t.Fatalf("fetch %s: %v %v", name, res, err)
 		}
 	}
-	tell := func(name, from string) {
-		if err := nc.Publish("_JETGATE.RESET.ORDERS."+name, []byte(from)); err != nil {
-			t.Fatal(err)
-		}
-		if err := nc.Flush(); err != nil {
-			t.Fatal(err)
-		}
+	tell := func(name, from string) error {
+		_, err := nc.Request("_JETGATE.RESET.ORDERS."+name, []byte(from), 500*time.Millisecond)
+		return err
 	}
 	other := token.NewIssuerID().String()
-	// One subscription per consumer takes the words in order.
-	tell("billing", r.ID().String())
-	tell("audit", other)
-	natstest.Eventually(t, 5*time.Second, "audit's leases void", func() bool { return leases("audit") == 0 })
+	if err := tell("billing", r.ID().String()); !errors.Is(err, nats.ErrTimeout) {
+		t.Fatalf("the replica's own word: %v, want no answer", err)
+	}
+	if err := tell("audit", other); err != nil {
+		t.Fatalf("another's word: %v, want an answer", err)
+	}
+	if n := leases("audit"); n != 0 {
+		t.Fatalf("audit holds %v leases once the word is answered; want none", n)
+	}
 	if n := leases("billing"); n != 2 {
 		t.Fatalf("billing holds %v leases after the replica's own word; want its 2", n)
 	}
-	tell("billing", other)
-	natstest.Eventually(t, 5*time.Second, "billing's leases void", func() bool { return leases("billing") == 0 })
+	if err := tell("billing", other); err != nil {
+		t.Fatalf("another's word: %v, want an answer", err)
+	}
+	if n := leases("billing"); n != 0 {
+		t.Fatalf("billing holds %v leases once the word is answered; want none", n)
+	}
 }
