@@ -66,8 +66,8 @@ type Deps struct {
 	Log      *slog.Logger
 	// Orphans counts orphans by stream, consumer and outcome (handed, naked).
 	Orphans *prometheus.CounterVec
-	// OnReset, if set, is called when this replica saw in a delivery that
-	// the consumer was reset, to tell the other replicas (ResetTold), as
+	// OnReset, if set, is called when this replica saw in a delivery or an
+	// info that the consumer was reset, to tell the other replicas (ResetTold), as
 	// many as the roster counts besides this one (peers), and returns once
 	// they have voided their leases or it gave up waiting.
 	OnReset func(peers int)
