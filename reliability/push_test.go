@@ -17,6 +17,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetgate/jetgate/internal/deadletter"
 	"github.com/jetgate/jetgate/internal/natstest"
 )
 
@@ -266,14 +267,14 @@ func logDeadLetterState(t *testing.T, js jetstream.JetStream) {
 		t.Logf("dead-letter stream: %d messages, first %d, last %d; reading the first: %v",
 			d.CachedInfo().State.Msgs, d.CachedInfo().State.FirstSeq, d.CachedInfo().State.LastSeq, gerr)
 	}
-	s, err := js.Stream(ctx, "JETGATE_ADVISORIES")
+	s, err := js.Stream(ctx, deadletter.AdvisoryStream)
 	if err != nil {
 		t.Logf("advisory stream: %v", err)
 		return
 	}
 	si := s.CachedInfo()
 	t.Logf("advisory stream: subjects %v, %d messages, first %d, last %d", si.Config.Subjects, si.State.Msgs, si.State.FirstSeq, si.State.LastSeq)
-	c, err := s.Consumer(ctx, "jetgate_deadletters")
+	c, err := s.Consumer(ctx, deadletter.WorkerDurable)
 	if err != nil {
 		t.Logf("advisory worker: %v", err)
 		return

@@ -29,7 +29,7 @@ import (
 // Names of what the worker creates.
 const (
 	AdvisoryStream = "JETGATE_ADVISORIES"
-	workerDurable  = "jetgate_deadletters"
+	WorkerDurable  = "jetgate_deadletters"
 )
 
 // The headers a dead letter carries besides the original's own.
@@ -148,13 +148,13 @@ func Start(ctx context.Context, o Options) (*Worker, error) {
 		return nil, fmt.Errorf("advisory stream %s: %w", AdvisoryStream, err)
 	}
 	cons, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable:       workerDurable,
+		Durable:       WorkerDurable,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       30 * time.Second,
 		MaxAckPending: 64,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("advisory consumer %s: %w", workerDurable, err)
+		return nil, fmt.Errorf("advisory consumer %s: %w", WorkerDurable, err)
 	}
 	if w.cc, err = cons.Consume(w.handle, jetstream.PullMaxMessages(64)); err != nil {
 		return nil, fmt.Errorf("consume advisories: %w", err)
