@@ -68,6 +68,9 @@ type Options struct {
 	Jetgate string
 
 	given bool // GRPCAddr named a running jetgate
+	// natsPID and jetgatePID are the deployed shape's processes, whose CPU
+	// each mode reads; 0 in process.
+	natsPID, jetgatePID int
 	// Rounds runs every mode that many times, in turn, and reports each
 	// figure's median: a burst of other work on the machine then skews one
 	// round of one mode, not the table.
@@ -132,6 +135,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}
 		defer d.stop()
 		o.GRPCAddr, o.HTTPAddr, o.NATSURL = d.addrs.GRPC, d.addrs.HTTP, d.addrs.NATS
+		o.natsPID, o.jetgatePID = d.nats.cmd.Process.Pid, d.jetgate.Process.Pid
 	}
 	conn, err := grpc.NewClient(o.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

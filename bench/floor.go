@@ -62,7 +62,7 @@ func newFloorMode(ctx context.Context, name, kind, subject string, js jetstream.
 	fo := o
 	fo.Consumer = cfg.Durable
 	m := newGatewayMode(name, jetgatev1.NewConsumerServiceClient(conn), js, fo)
-	m.kind = kind
+	m.kind, m.pid = kind, p.cmd.Process.Pid
 	m.closing = func() {
 		_ = conn.Close()
 		_ = p.stop()

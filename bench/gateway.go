@@ -28,7 +28,10 @@ type gatewayMode struct {
 	one  client       // the Fetch(1) client, made on first use
 	// closing, if set, releases what the mode started (the floor's process).
 	closing func()
+	pid     int // the floor's process, 0 for jetgate
 }
+
+func (m *gatewayMode) gatewayPID() int { return m.pid }
 
 // client is one way of calling Fetch and Ack.
 type client interface {

@@ -31,6 +31,20 @@ type mode interface {
 	close()
 }
 
+// ownGateway is a mode that may have a gateway process of its own (the
+// floor's, the pusher's) rather than the bench's jetgate: 0 when not.
+type ownGateway interface {
+	gatewayPID() int
+}
+
+// gatewayPID is the process serving m: its own, else the deployed jetgate.
+func gatewayPID(m mode, o Options) int {
+	if g, ok := m.(ownGateway); ok && g.gatewayPID() > 0 {
+		return g.gatewayPID()
+	}
+	return o.jetgatePID
+}
+
 // worker is one loop's client.
 type worker interface {
 	// round fetches up to a batch and settles it, calling took with the
@@ -79,6 +93,7 @@ func throughput(ctx context.Context, name string, m mode, o Options) (Result, er
 		return Result{}, err
 	}
 	runtime.GC() // the publishing's garbage is not this mode's
+	pids := [2]int{o.natsPID, gatewayPID(m, o)}
 	var (
 		left     atomic.Int64
 		once     sync.Once
@@ -103,14 +118,14 @@ func throughput(ctx context.Context, name string, m mode, o Options) (Result, er
 			if err := m.drained(); err != nil {
 				fail(err)
 			}
-			end, after = time.Now(), readUsage()
+			end, after = time.Now(), readUsage(pids)
 		})
 	}
 	// The workers finish their rounds rather than being canceled: a Fetch
 	// canceled mid-wait leaves its pull open on the server, where it would
 	// take the message of the first Fetch(1) sample.
 	left.Store(int64(o.Messages))
-	before := readUsage()
+	before := readUsage(pids)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range o.Workers {
@@ -142,22 +157,28 @@ func throughput(ctx context.Context, name string, m mode, o Options) (Result, er
 	return newResult(name, o.Messages, end.Sub(start), after.minus(before)), nil
 }
 
-// usage is what the whole process has used so far: the NATS server,
-// jetgate and the bench's clients alike.
+// usage is what the bench's process has used so far (in process: the NATS
+// server, jetgate and the bench's clients alike), and, deployed, the CPU of
+// the NATS server's process and the gateway's.
 type usage struct {
 	cpu     time.Duration // user + system
 	bytes   uint64        // heap bytes allocated
 	mallocs uint64        // heap objects allocated
+	nats    time.Duration // the NATS server process's CPU
+	gateway time.Duration // the gateway process's CPU
 }
 
-func readUsage() usage {
+// readUsage reads the usage; pids are the NATS server's and the gateway's
+// processes, 0 when they run in this one.
+func readUsage(pids [2]int) usage {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return usage{cpu: processCPU(), bytes: ms.TotalAlloc, mallocs: ms.Mallocs}
+	return usage{cpu: processCPU(), bytes: ms.TotalAlloc, mallocs: ms.Mallocs, nats: pidCPU(pids[0]), gateway: pidCPU(pids[1])}
 }
 
 func (u usage) minus(v usage) usage {
-	return usage{cpu: u.cpu - v.cpu, bytes: u.bytes - v.bytes, mallocs: u.mallocs - v.mallocs}
+	return usage{cpu: u.cpu - v.cpu, bytes: u.bytes - v.bytes, mallocs: u.mallocs - v.mallocs,
+		nats: u.nats - v.nats, gateway: u.gateway - v.gateway}
 }
 
 // startProfile starts a CPU profile of the mode in file (with the mode's

@@ -62,6 +62,9 @@ func newPushMode(ctx context.Context, js jetstream.JetStream, subject string, o 
 	return m, nil
 }
 
+// gatewayPID is the pusher's: the replica process pushing the consumer.
+func (m *pushMode) gatewayPID() int { return m.replica.cmd.Process.Pid }
+
 // settledDown pauses the consumer before the mode's messages are published;
 // before the Fetch(1) samples it is running again.
 func (m *pushMode) settledDown(ctx context.Context) error {
