@@ -1,7 +1,6 @@
 package lease
 
 import (
-	"container/heap"
 	"sync"
 	"time"
 
@@ -126,7 +125,7 @@ func (t *Table) Void() {
 func (t *Table) voidLocked() {
 	clear(t.entries)
 	t.unsettled = 0
-	t.due = t.due[:0]
+	t.due.clear()
 }
 
 // Adopt records a lease known only from its token, for a settle whose issuer
@@ -143,7 +142,7 @@ func (t *Table) Adopt(l Lease) {
 		t.put(&entry{Lease: l, first: l.Deadline.UnixMilli()})
 	case old.Delivered == l.Delivered && old.state == stateLive && l.Deadline.After(old.Deadline):
 		old.Deadline = l.Deadline
-		heap.Push(&t.due, expiry{old, old.Deadline})
+		t.due.push(old, old.Deadline)
 	}
 }
 
@@ -154,7 +153,7 @@ func (t *Table) put(e *entry) {
 	}
 	t.entries[e.StreamSeq] = e
 	t.unsettled++
-	heap.Push(&t.due, expiry{e, e.Deadline})
+	t.due.push(e, e.Deadline)
 }
 
 // lookup returns the entry of delivery r; t.mu is held.
@@ -219,8 +218,9 @@ func (t *Table) Finish(r Ref, op Op, ok bool, now, newDeadline time.Time) {
 		}
 	default:
 		e.state, e.dropAt = stateSettled, now.Add(t.retention)
+		e.AckSubject = "" // never sent to again: kept for one ack_wait, it need not hold the subject
 		t.unsettled--
-		heap.Push(&t.due, expiry{e, e.dropAt})
+		t.due.push(e, e.dropAt)
 	}
 }
 
@@ -242,29 +242,31 @@ func (t *Table) Unsure(r Ref, op Op) {
 }
 
 // Sweep drops live leases past their deadline and settled ones past their
-// retention. It visits only the queued entries that are due.
+// retention. It visits only the queued entries whose slot is due.
 func (t *Table) Sweep(now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for len(t.due) > 0 && t.due[0].at.Before(now) {
-		e := heap.Pop(&t.due).(expiry).e
+	for _, e := range t.due.take(now) {
 		if t.entries[e.StreamSeq] != e {
 			continue // replaced by a newer delivery, or dropped already
 		}
 		switch e.state {
 		case stateSettled:
-			if now.After(e.dropAt) {
+			switch {
+			case now.After(e.dropAt):
 				delete(t.entries, e.StreamSeq)
-			} // else it was queued again when it was settled
+			case slotOf(e.dropAt) <= slotOf(now):
+				t.due.push(e, e.dropAt) // taken from its slot a little early
+			} // else it is queued at dropAt already, since it was settled
 		case stateLive:
 			if now.After(e.Deadline) {
 				delete(t.entries, e.StreamSeq)
 				t.unsettled--
 			} else {
-				heap.Push(&t.due, expiry{e, e.Deadline}) // extended
+				t.due.push(e, e.Deadline) // not due yet, or extended
 			}
 		case stateSettling:
-			heap.Push(&t.due, expiry{e, now.Add(time.Second)})
+			t.due.push(e, now.Add(time.Second))
 		}
 	}
 }
