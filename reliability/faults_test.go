@@ -266,17 +266,6 @@ func TestFaultCallersVanishMidFetch(t *testing.T) {
 	}
 }
 
-// freePort returns a port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 type cluster struct {
 	t     *testing.T
 	opts  []*natsserver.Options
@@ -285,28 +274,7 @@ type cluster struct {
 
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
-	c := &cluster{t: t}
-	routes := ""
-	ports := []int{freePort(t), freePort(t), freePort(t)}
-	for _, p := range ports {
-		if routes != "" {
-			routes += ","
-		}
-		routes += fmt.Sprintf("nats-route://127.0.0.1:%d", p)
-	}
-	for i, p := range ports {
-		c.opts = append(c.opts, &natsserver.Options{
-			ServerName: fmt.Sprintf("n%d", i+1),
-			Host:       "127.0.0.1",
-			Port:       freePort(t),
-			JetStream:  true,
-			StoreDir:   t.TempDir(),
-			NoLog:      true,
-			NoSigs:     true,
-			Cluster:    natsserver.ClusterOpts{Name: "jetgate", Host: "127.0.0.1", Port: p},
-			Routes:     natsserver.RoutesFromStr(routes),
-		})
-	}
+	c := &cluster{t: t, opts: natstest.ClusterOptions(t, 3)}
 	c.nodes = make([]*natsserver.Server, len(c.opts))
 	t.Cleanup(func() {
 		// A node stopped while it still recovers its streams can leave a
@@ -315,7 +283,7 @@ func startCluster(t *testing.T) *cluster {
 			if ns == nil {
 				continue
 			}
-			if err := healthy(ns, 30*time.Second); err != nil {
+			if err := natstest.Healthy(ns, 30*time.Second); err != nil {
 				t.Log(err)
 			}
 		}
@@ -332,7 +300,7 @@ func startCluster(t *testing.T) *cluster {
 		}
 	}
 	for _, ns := range c.nodes {
-		if err := healthy(ns, time.Minute); err != nil {
+		if err := natstest.Healthy(ns, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -352,21 +320,6 @@ func (c *cluster) start(i int) error {
 		return fmt.Errorf("node %s did not start", o.ServerName)
 	}
 	return nil
-}
-
-// healthy waits for ns's health check to pass.
-func healthy(ns *natsserver.Server, within time.Duration) error {
-	deadline := time.Now().Add(within)
-	for {
-		h := ns.Healthz(nil)
-		if h.Status == "ok" {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("node %s not healthy within %v: %s %v", ns.Name(), within, h.Error, h.Errors)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func (c *cluster) urls() string {
@@ -391,7 +344,7 @@ func (c *cluster) bounce(ctx context.Context, name string) {
 			// operator's rolling restart waits before the next node.
 			err := c.start(i)
 			if err == nil {
-				err = healthy(c.nodes[i], time.Minute)
+				err = natstest.Healthy(c.nodes[i], time.Minute)
 			}
 			if err != nil {
 				c.t.Error(err)

@@ -37,8 +37,8 @@ func buildJetgate(t *testing.T) string {
 
 func startProcess(t *testing.T, bin string, args ...string) *process {
 	t.Helper()
-	grpcAddr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	args = append(args, "--grpc-addr", grpcAddr, "--http-addr", "127.0.0.1:"+strconv.Itoa(freePort(t)), "--log-level", "warn")
+	grpcAddr := "127.0.0.1:" + strconv.Itoa(natstest.FreePort(t))
+	args = append(args, "--grpc-addr", grpcAddr, "--http-addr", "127.0.0.1:"+strconv.Itoa(natstest.FreePort(t)), "--log-level", "warn")
 	logFile, err := os.Create(filepath.Join(t.TempDir(), "jetgate.log"))
 	if err != nil {
 		t.Fatal(err)

@@ -41,6 +41,11 @@ const sweepEvery = 100 * time.Millisecond
 // the server for room.
 const growEvery = time.Second
 
+// viewEvery is how often the consumer's info is asked even when nothing
+// else asks it: a consumer scaled to more replicas stops settling a batch
+// on one reply (serverView.inOrder) within it.
+const viewEvery = 10 * time.Second
+
 // DefaultMaxFetchBytes is the bytes one Fetch pulls unless configured: a
 // margin under gRPC's default 4 MiB for the tokens and metadata each
 // message carries besides its data.
@@ -178,12 +183,18 @@ func (c *Consumer) Run(ctx context.Context) {
 	defer t.Stop()
 	grow := time.NewTicker(growEvery)
 	defer grow.Stop()
+	view := time.NewTicker(viewEvery)
+	defer view.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-grow.C:
 			c.growWaiting(ctx)
+		case <-view.C:
+			if time.Since(c.view.Load().at) >= viewEvery {
+				_, _ = c.info(ctx, time.Second)
+			}
 		case now := <-t.C:
 			c.leases.Sweep(now)
 			c.nak(ctx, c.orphans.due(now))

@@ -59,6 +59,13 @@ func startWith(t *testing.T, cfg consumer.Config, settles func(*natsserver.Serve
 	ns := natstest.Start(t)
 	own := natstest.Connect(t, ns)
 	natstest.Stream(t, own, stream, "orders.>")
+	return bindOn(t, ns, own, cfg, settles, timeout)
+}
+
+// bindOn binds the Consumer to ORDERS/billing, which own has made, on a
+// connection of its own to ns.
+func bindOn(t *testing.T, ns *natsserver.Server, own *nats.Conn, cfg consumer.Config, settles func(*natsserver.Server) *nats.Conn, timeout time.Duration) *env {
+	t.Helper()
 	js, err := jetstream.New(own)
 	if err != nil {
 		t.Fatal(err)

@@ -22,16 +22,21 @@ type serverView struct {
 	policy jetstream.PriorityPolicy
 	full   bool // at max_ack_pending with messages waiting
 	paused bool
-	at     time.Time
+	// inOrder: the consumer has one replica and no raft log, so the server
+	// settles what one connection sends in the order sent, and a batch's
+	// last reply confirms it all (settle.Sender.SendInOrder).
+	inOrder bool
+	at      time.Time
 }
 
 func viewOf(ci *jetstream.ConsumerInfo, maxAckPending int) *serverView {
 	return &serverView{
-		groups: ci.Config.PriorityGroups,
-		policy: ci.Config.PriorityPolicy,
-		full:   ci.NumAckPending >= maxAckPending && ci.NumPending > 0,
-		paused: ci.Paused,
-		at:     time.Now(),
+		groups:  ci.Config.PriorityGroups,
+		policy:  ci.Config.PriorityPolicy,
+		full:    ci.NumAckPending >= maxAckPending && ci.NumPending > 0,
+		paused:  ci.Paused,
+		inOrder: ci.Config.Replicas <= 1 && (ci.Cluster == nil || len(ci.Cluster.Replicas) == 0),
+		at:      time.Now(),
 	}
 }
 

@@ -76,7 +76,7 @@ func (c *Consumer) settleBatch(ctx context.Context, op lease.Op, cs []token.Clai
 	if len(subjects) == 0 {
 		return out
 	}
-	errs := c.sender.Send(ctx, subjects, settle.Payload(op, args))
+	errs := c.send(ctx, op, args, cs, subjects, idx)
 	if slices.Contains(errs, settle.ErrNoResponders) {
 		gone := c.noResponders(ctx)
 		for j, err := range errs {
@@ -105,6 +105,27 @@ func (c *Consumer) settleBatch(ctx context.Context, op lease.Op, cs []token.Clai
 		out[i].Err = errs[j]
 	}
 	return out
+}
+
+// send sends the settles begun, each confirmed by a reply of its own, or,
+// on a consumer the server settles in the order it receives them, the
+// batch confirmed by the reply to its last. That one is the lowest stream
+// sequence: the server does not answer an ack above the consumer's next
+// delivery, and after a reset the lowest is the least likely to be.
+func (c *Consumer) send(ctx context.Context, op lease.Op, args settle.Args, cs []token.Claims, subjects []string, idx []int) []error {
+	payload := settle.Payload(op, args)
+	if !c.view.Load().inOrder {
+		return c.sender.Send(ctx, subjects, payload)
+	}
+	last, low := len(idx)-1, 0
+	for j, i := range idx {
+		if cs[i].StreamSeq < cs[idx[low]].StreamSeq {
+			low = j
+		}
+	}
+	subjects[low], subjects[last] = subjects[last], subjects[low]
+	idx[low], idx[last] = idx[last], idx[low]
+	return c.sender.SendInOrder(ctx, subjects, payload)
 }
 
 // entry is the ledger's record of the delivery cl names.

@@ -121,17 +121,9 @@ func (s *Sender) Send(ctx context.Context, subjects []string, payload []byte) []
 			}
 		})
 		ids = append(ids, id)
-		// A settle must never wait in the client's reconnect buffer: sent
-		// after its lease's deadline, it would land on the next delivery.
-		if !s.nc.IsConnected() {
-			res[i] = fmt.Errorf("%w: not connected", errs.ErrUnavailable)
-			continue
+		if res[i] = s.publish(subj, rsubj, payload); res[i] == nil {
+			pending++
 		}
-		if err := s.nc.PublishMsg(&nats.Msg{Subject: subj, Reply: rsubj, Data: payload}); err != nil {
-			res[i] = fmt.Errorf("%w: publish settle: %v", errs.ErrUnavailable, err)
-			continue
-		}
-		pending++
 	}
 	answered := make([]bool, len(subjects))
 	timer := time.NewTimer(s.timeout)
@@ -157,6 +149,61 @@ func (s *Sender) Send(ctx context.Context, subjects []string, payload []byte) []
 		}
 	}
 	return res
+}
+
+// SendInOrder settles a batch on one consumer that the server settles in
+// the order it receives them: one with a single replica, whose settles go
+// through one queue with no raft log between it and the reply. Only the
+// last settle is a request, and its reply confirms the whole batch, sent
+// in order on one connection before it: the server has then applied every
+// settle before the last, as it would have before answering each. So the
+// server handles one reply a batch rather than one a settle.
+//
+// A batch whose connection was re-established before the reply came may
+// have lost what it sent on the old one: all but the last are then
+// unconfirmed. The caller orders the batch: a settle the server would not
+// answer (an ack above the consumer's next delivery, after a reset) must
+// not be last.
+func (s *Sender) SendInOrder(ctx context.Context, subjects []string, payload []byte) []error {
+	last := len(subjects) - 1
+	if last < 1 {
+		return s.Send(ctx, subjects, payload)
+	}
+	res := make([]error, len(subjects))
+	if err := ctx.Err(); err != nil {
+		return fillErr(res, err)
+	}
+	reconnects := s.nc.Stats().Reconnects
+	for i, subj := range subjects[:last] {
+		res[i] = s.publish(subj, "", payload)
+	}
+	res[last] = s.Send(ctx, subjects[last:], payload)[0]
+	confirmed := res[last]
+	if confirmed == nil && s.nc.Stats().Reconnects != reconnects {
+		confirmed = fmt.Errorf("%w: the connection to NATS was re-established while the batch was sent", ErrUnconfirmed)
+	} else if confirmed != nil && !errors.Is(confirmed, ErrNoResponders) {
+		confirmed = fmt.Errorf("%w: the settle that confirms the batch failed: %w", ErrUnconfirmed, confirmed)
+	}
+	for i := range subjects[:last] {
+		if res[i] == nil {
+			res[i] = confirmed
+		}
+	}
+	return res
+}
+
+// publish sends one settle, with a reply subject or none, or says why it
+// did not.
+func (s *Sender) publish(subj, reply string, payload []byte) error {
+	// A settle must never wait in the client's reconnect buffer: sent
+	// after its lease's deadline, it would land on the next delivery.
+	if !s.nc.IsConnected() {
+		return fmt.Errorf("%w: not connected", errs.ErrUnavailable)
+	}
+	if err := s.nc.PublishMsg(&nats.Msg{Subject: subj, Reply: reply, Data: payload}); err != nil {
+		return fmt.Errorf("%w: publish settle: %v", errs.ErrUnavailable, err)
+	}
+	return nil
 }
 
 func markUnanswered(res []error, answered []bool, err error) []error {

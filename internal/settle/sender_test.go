@@ -39,6 +39,16 @@ func subscribe(t *testing.T, nc *nats.Conn, subject string, fn nats.MsgHandler) 
 	}
 }
 
+// subscribeRefusing answers every request on subject with a 500 status.
+func subscribeRefusing(t *testing.T, nc *nats.Conn, subject string) {
+	t.Helper()
+	subscribe(t, nc, subject, func(m *nats.Msg) {
+		r := nats.NewMsg(m.Reply)
+		r.Header.Set("Status", "500")
+		_ = m.RespondMsg(r)
+	})
+}
+
 // send runs s.Send with a bound, so that a Send that never returns fails
 // the test instead of hanging it.
 func send(t *testing.T, ctx context.Context, s *settle.Sender, subjects []string, payload string) ([]error, time.Duration) {
@@ -264,11 +274,7 @@ func TestSendOutcomesKeepTheirIndexes(t *testing.T) {
 	nc := natstest.Connect(t, ns)
 	cons, acks := deliveries(t, nc, 2)
 	subscribe(t, nc, "silent.>", func(*nats.Msg) {})
-	subscribe(t, nc, "refuse.>", func(m *nats.Msg) {
-		r := nats.NewMsg(m.Reply)
-		r.Header.Set("Status", "500")
-		_ = m.RespondMsg(r)
-	})
+	subscribeRefusing(t, nc, "refuse.>")
 	s := newSender(t, nc, 500*time.Millisecond)
 	subjects := []string{"silent.0", acks[0], "nobody.home", "refuse.0", acks[1]}
 	res, _ := send(t, context.Background(), s, subjects, "+ACK")
