@@ -17,7 +17,13 @@ import (
 // through the core, tracing off: its allocs/op are what tracing must not
 // raise (go test -bench FetchOne -benchmem ./internal/core). The in-process
 // NATS server's allocations count too, the same with tracing or without.
-func BenchmarkFetchOneAndAck(b *testing.B) {
+func BenchmarkFetchOneAndAck(b *testing.B) { benchFetchAndAck(b, 1) }
+
+// BenchmarkFetchBatchAndAck is the bench's grpc mode through the core: a
+// Fetch of 100 and one Ack of their tokens; an op is one message.
+func BenchmarkFetchBatchAndAck(b *testing.B) { benchFetchAndAck(b, 100) }
+
+func benchFetchAndAck(b *testing.B, batch int) {
 	ns := natstest.Start(b)
 	nc := natstest.Connect(b, ns)
 	natstest.Stream(b, nc, "ORDERS", "orders.>")
@@ -41,14 +47,24 @@ func BenchmarkFetchOneAndAck(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
-	for range b.N {
-		res, err := r.Fetch(ctx, "ORDERS", "billing", consumer.FetchRequest{Batch: 1, Expires: time.Second})
-		if err != nil || len(res.Messages) != 1 {
+	for left := b.N; left > 0; {
+		res, err := r.Fetch(ctx, "ORDERS", "billing", consumer.FetchRequest{Batch: min(batch, left), Expires: time.Second})
+		if err != nil || len(res.Messages) == 0 {
 			b.Fatalf("fetch: %v %v", res, err)
 		}
-		out, err := r.Settle(ctx, settle.Request{Op: lease.OpAck, Stream: "ORDERS", Consumer: "billing", Tokens: []string{res.Messages[0].Token}})
-		if err != nil || out[0].Err != nil {
-			b.Fatalf("ack: %v %v", out, err)
+		left -= len(res.Messages)
+		tokens := make([]string, len(res.Messages))
+		for i, d := range res.Messages {
+			tokens[i] = d.Token
+		}
+		out, err := r.Settle(ctx, settle.Request{Op: lease.OpAck, Stream: "ORDERS", Consumer: "billing", Tokens: tokens})
+		if err != nil {
+			b.Fatalf("ack: %v", err)
+		}
+		for _, o := range out {
+			if o.Err != nil {
+				b.Fatalf("ack: %v", o.Err)
+			}
 		}
 	}
 }

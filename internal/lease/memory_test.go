@@ -54,3 +54,35 @@ func TestLiveLeaseMemory(t *testing.T) {
 		t.Fatalf("%.0f bytes per live lease, target at most 512", b)
 	}
 }
+
+// A settled lease, kept one ack_wait for retries, costs a fraction of a
+// live one: it keeps no subject, and nothing of it is a pointer.
+func TestSettledLeaseMemory(t *testing.T) {
+	const n = 100_000
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	tb := NewTable(30 * time.Second)
+	now := time.Now()
+	deadline := now.Add(time.Minute)
+	for i := range n {
+		l := Lease{StreamSeq: uint64(i + 1), ConsumerSeq: uint64(i + 1), Delivered: 1, Deadline: deadline,
+			AckSubject: "$JS.ACK.ORDERS.billing.1." + strconv.Itoa(i+1) + "." + strconv.Itoa(i+1) + ".1764547200000000000.12345"}
+		tb.Add(l)
+		if _, err := tb.Begin(l.Ref(), OpAck, now); err != nil {
+			t.Fatal(err)
+		}
+		tb.Finish(l.Ref(), OpAck, true, now, time.Time{})
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(tb)
+	b := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
+	t.Logf("%.0f bytes of heap per settled lease", b)
+	if tb.Live() != 0 || len(tb.settled) != n {
+		t.Fatalf("%d live and %d settled, want 0 and %d", tb.Live(), len(tb.settled), n)
+	}
+	if b > 160 {
+		t.Fatalf("%.0f bytes per settled lease, want at most 160", b)
+	}
+}

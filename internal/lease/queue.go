@@ -5,34 +5,36 @@ import "time"
 // slotWidth is the span of one slot of the queue: the sweep's own period.
 const slotWidth = 100 * time.Millisecond
 
-// queue holds entries by when they are next due, in slots of slotWidth, so
-// that a sweep visits only the slots that are due rather than the whole
-// table, and queuing an entry is an append. An Extend or a settle queues an
-// entry again, later; a sweep skips the stale places.
+// queue holds the stream sequences of leases by when they are next due, in
+// slots of slotWidth, so that a sweep visits only the slots that are due
+// rather than the whole table, and queuing is an append. A lease may be
+// queued more than once (an Extend, a newer delivery): the sweep checks each
+// against the table and skips the stale places. It holds no pointer, so the
+// collector does not scan it.
 type queue struct {
-	slots map[int64][]*entry
+	slots map[int64][]uint64
 	next  int64 // no slot before it holds entries
 }
 
 func slotOf(at time.Time) int64 { return at.UnixNano() / int64(slotWidth) }
 
-// push queues e to be visited once at has passed.
-func (q *queue) push(e *entry, at time.Time) {
+// push queues seq to be visited once at has passed.
+func (q *queue) push(seq uint64, at time.Time) {
 	s := slotOf(at)
 	if q.slots == nil {
-		q.slots = make(map[int64][]*entry)
+		q.slots = make(map[int64][]uint64)
 	}
 	if len(q.slots) == 0 || s < q.next {
 		q.next = s
 	}
-	q.slots[s] = append(q.slots[s], e)
+	q.slots[s] = append(q.slots[s], seq)
 }
 
-// take removes the entries of every slot up to now's and returns them: the
-// caller queues again those not due yet.
-func (q *queue) take(now time.Time) []*entry {
+// take removes the sequences of every slot up to now's and returns them:
+// the caller queues again those not due yet.
+func (q *queue) take(now time.Time) []uint64 {
 	end := slotOf(now)
-	var out []*entry
+	var out []uint64
 	for ; q.next <= end && len(q.slots) > 0; q.next++ {
 		es, ok := q.slots[q.next]
 		if !ok {

@@ -43,19 +43,29 @@ type state uint8
 const (
 	stateLive     state = iota // handed out, not settled
 	stateSettling              // a settle is in flight to NATS
-	stateSettled               // settled; kept for idempotent retries
+	stateSettled               // settled; kept for idempotent retries, in Table.settled
 )
 
-// entry is a lease in the table and what has been done with it.
+// entry is a lease not settled yet and what has been done with it.
 type entry struct {
 	Lease
-	state state
+	state state // live or settling
 	// maybe is an Ack, Nak or Term that was sent but never confirmed: the
 	// server may have applied it, so only that same settle may follow.
-	maybe  Op
-	op     Op        // the settle in flight or done
-	dropAt time.Time // for a settled lease: when it leaves the table
-	first  int64     // the delivery's first deadline, in unix ms as tokens carry it
+	maybe Op
+	op    Op    // the settle in flight
+	first int64 // the delivery's first deadline, in unix ms as tokens carry it
+}
+
+// settled is a settled lease, kept for retries: what tells its delivery
+// apart and which settle it was. It holds no pointer, so the collector
+// never scans the many a busy consumer keeps for an ack_wait.
+type settled struct {
+	delivered   uint64
+	consumerSeq uint64
+	first       int64 // as entry's
+	dropAt      int64 // unix ns: when it leaves the table
+	op          Op
 }
 
 // Table holds one consumer's leases by stream sequence. A newer delivery of
@@ -65,15 +75,26 @@ type entry struct {
 // reaching NATS. It is safe for concurrent use.
 type Table struct {
 	mu        sync.Mutex
-	entries   map[uint64]*entry
-	unsettled int // entries not settled; those past their deadline go at the next sweep
+	entries   map[uint64]*entry  // live and settling leases
+	settled   map[uint64]settled // settled leases, until their retention ends
 	retention time.Duration
-	due       queue
+	due       queue // stream sequences of entries, by deadline
+	drops     queue // stream sequences of settled leases, by dropAt
 }
 
 // NewTable returns an empty table that keeps settled leases for retention.
 func NewTable(retention time.Duration) *Table {
-	return &Table{entries: make(map[uint64]*entry), retention: retention}
+	return &Table{entries: make(map[uint64]*entry), settled: make(map[uint64]settled), retention: retention}
+}
+
+// delivered is how often the table's lease of the message seq was
+// delivered, live or settled.
+func (t *Table) delivered(seq uint64) (uint64, bool) {
+	if e, ok := t.entries[seq]; ok {
+		return e.Delivered, true
+	}
+	s, ok := t.settled[seq]
+	return s.delivered, ok
 }
 
 // Add records a fresh delivery. An entry for a newer delivery is kept.
@@ -86,12 +107,12 @@ func NewTable(retention time.Duration) *Table {
 func (t *Table) Add(l Lease) (reset bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	old, ok := t.entries[l.StreamSeq]
+	old, ok := t.delivered(l.StreamSeq)
 	switch {
-	case ok && old.Delivered >= l.Delivered && time.Now().Before(l.Deadline):
+	case ok && old >= l.Delivered && time.Now().Before(l.Deadline):
 		t.voidLocked()
 		reset = true
-	case ok && old.Delivered > l.Delivered:
+	case ok && old > l.Delivered:
 		return false // a late copy of an older delivery
 	}
 	t.put(&entry{Lease: l, first: l.Deadline.UnixMilli()})
@@ -108,7 +129,7 @@ func (t *Table) HoldsLater(r Ref, now time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e, ok := t.entries[r.StreamSeq]
-	if !ok || e.state == stateSettled || !now.Before(e.Deadline) {
+	if !ok || !now.Before(e.Deadline) {
 		return false
 	}
 	return e.Delivered < r.Delivered || (e.Delivered == r.Delivered && e.first > r.Deadline.UnixMilli())
@@ -124,8 +145,9 @@ func (t *Table) Void() {
 
 func (t *Table) voidLocked() {
 	clear(t.entries)
-	t.unsettled = 0
+	clear(t.settled)
 	t.due.clear()
+	t.drops.clear()
 }
 
 // Adopt records a lease known only from its token, for a settle whose issuer
@@ -136,38 +158,50 @@ func (t *Table) voidLocked() {
 func (t *Table) Adopt(l Lease) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	old, ok := t.entries[l.StreamSeq]
+	old, ok := t.delivered(l.StreamSeq)
+	e := t.entries[l.StreamSeq]
 	switch {
-	case !ok || old.Delivered < l.Delivered:
+	case !ok || old < l.Delivered:
 		t.put(&entry{Lease: l, first: l.Deadline.UnixMilli()})
-	case old.Delivered == l.Delivered && old.state == stateLive && l.Deadline.After(old.Deadline):
-		old.Deadline = l.Deadline
-		t.due.push(old, old.Deadline)
+	case e != nil && e.Delivered == l.Delivered && e.state == stateLive && l.Deadline.After(e.Deadline):
+		e.Deadline = l.Deadline
+		t.due.push(e.StreamSeq, e.Deadline)
 	}
 }
 
-// put stores e in place of any entry of the same message; t.mu is held.
+// put stores e in place of any lease of the same message; t.mu is held.
 func (t *Table) put(e *entry) {
-	if old, ok := t.entries[e.StreamSeq]; ok && old.state != stateSettled {
-		t.unsettled--
-	}
+	delete(t.settled, e.StreamSeq)
 	t.entries[e.StreamSeq] = e
-	t.unsettled++
-	t.due.push(e, e.Deadline)
+	t.due.push(e.StreamSeq, e.Deadline)
 }
 
-// lookup returns the entry of delivery r; t.mu is held.
-func (t *Table) lookup(r Ref) *entry {
-	e, ok := t.entries[r.StreamSeq]
+// names reports whether a lease of r's message, delivered delivered times
+// with consumer sequence cseq and first deadline first, is delivery r.
+func (r Ref) names(delivered, cseq uint64, first int64) bool {
 	switch {
-	case !ok || e.Delivered != r.Delivered:
-		return nil
-	case r.ConsumerSeq != 0 && r.ConsumerSeq != e.ConsumerSeq:
-		return nil // a delivery from before a reset
-	case !r.Deadline.IsZero() && r.Deadline.UnixMilli() < e.first:
-		return nil // likewise, where the consumer sequence restarted too
+	case delivered != r.Delivered:
+		return false
+	case r.ConsumerSeq != 0 && r.ConsumerSeq != cseq:
+		return false // a delivery from before a reset
+	case !r.Deadline.IsZero() && r.Deadline.UnixMilli() < first:
+		return false // likewise, where the consumer sequence restarted too
 	}
-	return e
+	return true
+}
+
+// lookup returns the unsettled entry of delivery r; t.mu is held.
+func (t *Table) lookup(r Ref) *entry {
+	if e, ok := t.entries[r.StreamSeq]; ok && r.names(e.Delivered, e.ConsumerSeq, e.first) {
+		return e
+	}
+	return nil
+}
+
+// lookupSettled returns the settled lease of delivery r; t.mu is held.
+func (t *Table) lookupSettled(r Ref) (settled, bool) {
+	s, ok := t.settled[r.StreamSeq]
+	return s, ok && r.names(s.delivered, s.consumerSeq, s.first)
 }
 
 // Begin starts settling delivery r with op. It returns the ack subject to
@@ -179,15 +213,15 @@ func (t *Table) Begin(r Ref, op Op, now time.Time) (string, error) {
 	defer t.mu.Unlock()
 	e := t.lookup(r)
 	if e == nil {
+		if s, ok := t.lookupSettled(r); ok {
+			if s.op == op && op != OpExtend {
+				return "", nil
+			}
+			return "", errs.ErrLeaseSettled
+		}
 		return "", errs.ErrLeaseExpired
 	}
-	switch e.state {
-	case stateSettled:
-		if e.op == op && op != OpExtend {
-			return "", nil
-		}
-		return "", errs.ErrLeaseSettled
-	case stateSettling:
+	if e.state == stateSettling {
 		return "", errs.ErrSettleInProgress
 	}
 	if e.maybe != 0 && e.maybe != op {
@@ -217,10 +251,10 @@ func (t *Table) Finish(r Ref, op Op, ok bool, now, newDeadline time.Time) {
 			e.Deadline = newDeadline
 		}
 	default:
-		e.state, e.dropAt = stateSettled, now.Add(t.retention)
-		e.AckSubject = "" // never sent to again: kept for one ack_wait, it need not hold the subject
-		t.unsettled--
-		t.due.push(e, e.dropAt)
+		dropAt := now.Add(t.retention)
+		delete(t.entries, e.StreamSeq)
+		t.settled[e.StreamSeq] = settled{delivered: e.Delivered, consumerSeq: e.ConsumerSeq, first: e.first, dropAt: dropAt.UnixNano(), op: op}
+		t.drops.push(e.StreamSeq, dropAt)
 	}
 }
 
@@ -242,32 +276,32 @@ func (t *Table) Unsure(r Ref, op Op) {
 }
 
 // Sweep drops live leases past their deadline and settled ones past their
-// retention. It visits only the queued entries whose slot is due.
+// retention. It visits only the queued leases whose slot is due.
 func (t *Table) Sweep(now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, e := range t.due.take(now) {
-		if t.entries[e.StreamSeq] != e {
-			continue // replaced by a newer delivery, or dropped already
+	for _, seq := range t.due.take(now) {
+		e, ok := t.entries[seq]
+		switch {
+		case !ok:
+			// settled, or dropped already
+		case e.state == stateSettling:
+			t.due.push(seq, now.Add(time.Second))
+		case now.After(e.Deadline):
+			delete(t.entries, seq)
+		default:
+			t.due.push(seq, e.Deadline) // not due yet, extended, or a newer delivery
 		}
-		switch e.state {
-		case stateSettled:
-			switch {
-			case now.After(e.dropAt):
-				delete(t.entries, e.StreamSeq)
-			case slotOf(e.dropAt) <= slotOf(now):
-				t.due.push(e, e.dropAt) // taken from its slot a little early
-			} // else it is queued at dropAt already, since it was settled
-		case stateLive:
-			if now.After(e.Deadline) {
-				delete(t.entries, e.StreamSeq)
-				t.unsettled--
-			} else {
-				t.due.push(e, e.Deadline) // not due yet, or extended
-			}
-		case stateSettling:
-			t.due.push(e, now.Add(time.Second))
-		}
+	}
+	for _, seq := range t.drops.take(now) {
+		s, ok := t.settled[seq]
+		switch {
+		case !ok:
+		case now.UnixNano() > s.dropAt:
+			delete(t.settled, seq)
+		case slotOf(time.Unix(0, s.dropAt)) <= slotOf(now):
+			t.drops.push(seq, time.Unix(0, s.dropAt)) // taken from its slot a little early
+		} // else a later settle of the message queued it at its own dropAt
 	}
 }
 
@@ -275,7 +309,7 @@ func (t *Table) Sweep(now time.Time) {
 func (t *Table) Live() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.unsettled
+	return len(t.entries)
 }
 
 // Origins are the creation contexts of the deliveries rs that the table

@@ -77,12 +77,12 @@ func sweepStep(now time.Duration) step {
 func wantState(s state) step {
 	return step{fmt.Sprintf("want state %d", s), func(t *testing.T, tb *Table) {
 		t.Helper()
-		l, ok := tb.entries[seq]
+		got, ok := stateOf(tb, seq)
 		if !ok {
 			t.Fatalf("lease %d is not in the table", seq)
 		}
-		if l.state != s {
-			t.Fatalf("lease state = %d, want %d", l.state, s)
+		if got != s {
+			t.Fatalf("lease state = %d, want %d", got, s)
 		}
 	}}
 }
@@ -96,13 +96,26 @@ func wantLive(n int) step {
 	}}
 }
 
-// checkCount checks that live() agrees with the entries themselves.
+// stateOf is the state of the table's lease of message seq.
+func stateOf(tb *Table, seq uint64) (state, bool) {
+	if e, ok := tb.entries[seq]; ok {
+		return e.state, true
+	}
+	_, ok := tb.settled[seq]
+	return stateSettled, ok
+}
+
+// checkCount checks that live() agrees with the leases themselves, and
+// that no message is both live and settled.
 func checkCount(t *testing.T, tb *Table) {
 	t.Helper()
 	n := 0
-	for _, l := range tb.entries {
-		if l.state != stateSettled {
+	for seq, e := range tb.entries {
+		if e.state == stateLive || e.state == stateSettling {
 			n++
+		}
+		if _, ok := tb.settled[seq]; ok {
+			t.Fatalf("message %d is both unsettled and settled", seq)
 		}
 	}
 	if got := tb.Live(); got != n {
@@ -346,7 +359,7 @@ func TestLeaseTableSweep(t *testing.T) {
 		tb.Sweep(at(tt.now))
 		var got []uint64
 		for s := uint64(1); s <= 5; s++ {
-			if _, ok := tb.entries[s]; ok {
+			if _, ok := stateOf(tb, s); ok {
 				got = append(got, s)
 			}
 		}
