@@ -80,6 +80,9 @@ type Table struct {
 	retention time.Duration
 	due       queue // stream sequences of entries, by deadline
 	drops     queue // stream sequences of settled leases, by dropAt
+	// top is the highest stream sequence the table has held: a fresh
+	// message above it is in neither map, and is not looked up there.
+	top uint64
 }
 
 // NewTable returns an empty table that keeps settled leases for retention.
@@ -90,6 +93,9 @@ func NewTable(retention time.Duration) *Table {
 // delivered is how often the table's lease of the message seq was
 // delivered, live or settled.
 func (t *Table) delivered(seq uint64) (uint64, bool) {
+	if seq > t.top {
+		return 0, false
+	}
 	if e, ok := t.entries[seq]; ok {
 		return e.Delivered, true
 	}
@@ -171,7 +177,11 @@ func (t *Table) Adopt(l Lease) {
 
 // put stores e in place of any lease of the same message; t.mu is held.
 func (t *Table) put(e *entry) {
-	delete(t.settled, e.StreamSeq)
+	if e.StreamSeq > t.top {
+		t.top = e.StreamSeq
+	} else {
+		delete(t.settled, e.StreamSeq)
+	}
 	t.entries[e.StreamSeq] = e
 	t.due.push(e.StreamSeq, e.Deadline)
 }

@@ -181,6 +181,11 @@ func (p *Pull) record(m *nats.Msg) (arrived func()) {
 			p.end(nil, now)
 		}
 		arrived = p.arrived
+		if !p.ended && len(p.msgs) > 1 {
+			// Next was woken by the first of these, and its pause timer
+			// runs from them: a wake for each would only cost it a loop.
+			return arrived
+		}
 	default:
 		err := statusError(status, m.Header.Get("Description"))
 		if errors.Is(err, jetstream.ErrBatchCompleted) && p.n < p.req.Batch {
