@@ -39,6 +39,8 @@ type replicaConfig struct {
 	// PushURL, if set, has the replica push its consumer there.
 	PushURL         string `json:"push_url,omitempty"`
 	PushConcurrency int    `json:"push_concurrency,omitempty"`
+	// CPUProfile, if set, is a CPU profile of the replica's whole run.
+	CPUProfile string `json:"cpu_profile,omitempty"`
 }
 
 // The child's stdin speaks lines: gcCommand asks for a garbage collection,
@@ -75,6 +77,13 @@ func serveReplica(ctx context.Context, cfg string, in io.Reader, out io.Writer) 
 		}
 		defer os.Remove(file)
 		opts.ConfigFile = file
+	}
+	if c.CPUProfile != "" {
+		stop, err := startProfile(c.CPUProfile, "")
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	p, err := app.Start(ctx, opts)
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -84,8 +83,7 @@ func (d *deployment) startJetgate(ctx context.Context, bin string, o Options) er
 	args := []string{"--nats-url", d.addrs.NATS, "--stream", o.Stream, "--consumer", o.Consumer,
 		"--filter-subject", o.Subject, "--grpc-addr", grpcAddr, "--http-addr", httpAddr, "--log-level", "warn"}
 	if o.CPUProfile != "" {
-		ext := filepath.Ext(o.CPUProfile)
-		args = append(args, "--cpuprofile", strings.TrimSuffix(o.CPUProfile, ext)+".jetgate"+ext)
+		args = append(args, "--cpuprofile", profileFile(o.CPUProfile, "jetgate"))
 	}
 	d.jetgate = exec.Command(bin, args...)
 	d.jetgate.Stderr = os.Stderr

@@ -181,14 +181,22 @@ func (u usage) minus(v usage) usage {
 		nats: u.nats - v.nats, gateway: u.gateway - v.gateway}
 }
 
+// profileFile is file with mode before its extension (cpu.out: cpu.grpc.out).
+func profileFile(file, mode string) string {
+	if file == "" || mode == "" {
+		return file
+	}
+	ext := filepath.Ext(file)
+	return strings.TrimSuffix(file, ext) + "." + mode + ext
+}
+
 // startProfile starts a CPU profile of the mode in file (with the mode's
-// name before its extension); with no file it does nothing.
+// name, if any, before its extension); with no file it does nothing.
 func startProfile(file, mode string) (stop func(), err error) {
 	if file == "" {
 		return func() {}, nil
 	}
-	ext := filepath.Ext(file)
-	f, err := os.Create(strings.TrimSuffix(file, ext) + "." + mode + ext)
+	f, err := os.Create(profileFile(file, mode))
 	if err != nil {
 		return nil, err
 	}

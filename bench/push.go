@@ -54,6 +54,7 @@ func newPushMode(ctx context.Context, js jetstream.JetStream, subject string, o 
 		NATSURL: o.NATSURL, Stream: o.Stream, Consumer: m.name, Subject: subject,
 		MaxAckPending: 1024, AckWait: 30 * time.Second,
 		PushURL: "http://" + ep.addr + "/push", PushConcurrency: cmp.Or(o.PushConcurrency, DefaultPushConcurrency),
+		CPUProfile: profileFile(o.CPUProfile, "pusher"),
 	})
 	if err != nil {
 		m.close()
