@@ -164,7 +164,9 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 		}
 		return d.Orphans.WithLabelValues(ci.Stream, ci.Name, outcome)
 	}
-	c.orphans = newOrphanPool(c.receive)
+	c.orphans = newOrphanPool(c.receive, func(d *Delivery, now time.Time) bool {
+		return c.leases.Holds(ref(c.ClaimsOf(d)), now)
+	})
 	// What the server had delivered when it was bound: every delivery to a
 	// pull sent later is numbered above it, unless the consumer is reset.
 	c.resets, c.onReset, c.traced = newResetWatch(ci.Delivered.Consumer, c.leases.Void), d.OnReset, d.Traced

@@ -28,6 +28,9 @@ type orphan struct {
 // same dead pull and burn a delivery each round.
 type orphanPool struct {
 	receive func(*pull.Pull, pull.Msg) (*Delivery, bool) // leases a message of a pull
+	// live reports whether a delivery is still leased: a reset voids the
+	// leases of orphans too, and their tokens would settle nothing.
+	live func(*Delivery, time.Time) bool
 
 	mu   sync.Mutex
 	open []*pull.Pull // abandoned pulls the server has not ended yet
@@ -38,8 +41,8 @@ type orphanPool struct {
 	more     chan struct{} // closed when orphans may have come, then replaced
 }
 
-func newOrphanPool(receive func(*pull.Pull, pull.Msg) (*Delivery, bool)) *orphanPool {
-	return &orphanPool{receive: receive, more: make(chan struct{})}
+func newOrphanPool(receive func(*pull.Pull, pull.Msg) (*Delivery, bool), live func(*Delivery, time.Time) bool) *orphanPool {
+	return &orphanPool{receive: receive, live: live, more: make(chan struct{})}
 }
 
 // arrivals is closed when orphans may have come: a Fetch waiting on a pull
@@ -140,8 +143,8 @@ func (o *orphanPool) drain(now time.Time) {
 }
 
 // take hands up to n orphans of at most maxBytes in all, whose leases are
-// still live, to a Fetch. Those past their deadline are dropped: the server
-// redelivers them.
+// still live, to a Fetch. Those past their deadline, or voided by a reset,
+// are dropped: the server redelivers them.
 func (o *orphanPool) take(n int, maxBytes int64, now time.Time) []*orphan {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -150,7 +153,7 @@ func (o *orphanPool) take(n int, maxBytes int64, now time.Time) []*orphan {
 	var bytes int64
 	o.held = slices.DeleteFunc(o.held, func(h *orphan) bool {
 		switch size := h.d.size(); {
-		case !now.Before(h.d.Deadline):
+		case !o.live(h.d, now):
 			return true
 		case len(out) < n && bytes+size <= maxBytes:
 			out = append(out, h)
@@ -182,7 +185,8 @@ func (o *orphanPool) ended(now time.Time) []*Delivery {
 }
 
 // ready removes and returns the orphans whose pull has ended and that pass
-// nakNow; those past their deadline are dropped (the server redelivers them).
+// nakNow; those past their deadline or voided are dropped (the server
+// redelivers them).
 func (o *orphanPool) ready(now time.Time, nakNow func(*orphan) bool) []*Delivery {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -190,7 +194,7 @@ func (o *orphanPool) ready(now time.Time, nakNow func(*orphan) bool) []*Delivery
 	var out []*Delivery
 	pick := func(h *orphan) bool {
 		switch {
-		case !now.Before(h.d.Deadline):
+		case !o.live(h.d, now):
 			return true
 		case !h.readyAt.IsZero() && nakNow(h):
 			out = append(out, h.d)

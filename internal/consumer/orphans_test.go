@@ -217,3 +217,27 @@ func TestOrphanGoesToAFetchAlreadyWaiting(t *testing.T) {
 		t.Errorf("orphans handed: %v, want 1", h)
 	}
 }
+
+// An orphan whose lease a reset voided is not handed out: its token would
+// settle nothing. Nor is it kept for a Nak, which could land on the
+// delivery the server makes after the reset.
+func TestOrphanVoidedByAResetIsDropped(t *testing.T) {
+	e := start(t, consumer.Config{AckWait: 30 * time.Second, MaxAckPending: 2})
+	holdPullOpen(t, e)
+	e.abandonFetch(consumer.FetchRequest{Batch: 10, Expires: 10 * time.Second})
+	seq := e.publish("orders.1", "held when the consumer is reset")
+	natstest.Eventually(t, within, "the message held for the next Fetch", func() bool { return e.c.Orphans() == 1 })
+
+	e.c.ResetTold() // another replica's word: every lease here is void
+	res := e.fetch(consumer.FetchRequest{Batch: 10, Expires: 100 * time.Millisecond})
+	for _, d := range res.Messages {
+		if d.Meta.StreamSeq == seq && d.Meta.Delivered == 1 {
+			t.Fatalf("the orphan of a voided lease was handed out")
+		}
+	}
+	// Its pull is open for seconds yet, so no Nak can have taken it: the
+	// Fetch dropped it.
+	if n := e.c.Orphans(); n != 0 {
+		t.Fatalf("%d orphans held after the Fetch, want the voided one dropped", n)
+	}
+}

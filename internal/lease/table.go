@@ -141,6 +141,14 @@ func (t *Table) HoldsLater(r Ref, now time.Time) bool {
 	return e.Delivered < r.Delivered || (e.Delivered == r.Delivered && e.first > r.Deadline.UnixMilli())
 }
 
+// Holds reports whether delivery r is leased live, before its deadline.
+func (t *Table) Holds(r Ref, now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.lookup(r)
+	return e != nil && e.state == stateLive && now.Before(e.Deadline)
+}
+
 // Void drops every lease: the consumer was reset, and no lease from before
 // may settle a delivery made after it.
 func (t *Table) Void() {
