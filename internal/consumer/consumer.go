@@ -46,6 +46,12 @@ const growEvery = time.Second
 // on one reply (serverView.inOrder) within it.
 const viewEvery = 10 * time.Second
 
+// markEvery is how often it is asked while the replica holds leases or
+// pulls: what the server has delivered raises the reset marks (reset.go),
+// so that a replica that received little since sees a reset in its next
+// delivery, and one holding leases sees it in the info.
+const markEvery = 250 * time.Millisecond
+
 // DefaultMaxFetchBytes is the bytes one Fetch pulls unless configured: a
 // margin under gRPC's default 4 MiB for the tokens and metadata each
 // message carries besides its data.
@@ -169,7 +175,9 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 	})
 	// What the server had delivered when it was bound: every delivery to a
 	// pull sent later is numbered above it, unless the consumer is reset.
-	c.resets, c.onReset, c.traced = newResetWatch(ci.Delivered.Consumer, c.leases.Void), d.OnReset, d.Traced
+	bySeq := ci.Config.DeliverPolicy != jetstream.DeliverLastPerSubjectPolicy
+	c.resets = newResetWatch(ci.Delivered.Consumer, ci.Delivered.Stream, bySeq, c.leases.Void)
+	c.onReset, c.traced = d.OnReset, d.Traced
 	c.orphansHanded, c.orphansNaked, c.leasesReturned = counter("handed"), counter("naked"), counter("consume_returned")
 	c.maxLease = cmp.Or(d.MaxLease, DefaultMaxLease)
 	v := viewOf(ci, c.maxAckPending)
@@ -185,7 +193,7 @@ func (c *Consumer) Run(ctx context.Context) {
 	defer t.Stop()
 	grow := time.NewTicker(growEvery)
 	defer grow.Stop()
-	view := time.NewTicker(viewEvery)
+	view := time.NewTicker(markEvery)
 	defer view.Stop()
 	for {
 		select {
@@ -194,7 +202,8 @@ func (c *Consumer) Run(ctx context.Context) {
 		case <-grow.C:
 			c.growWaiting(ctx)
 		case <-view.C:
-			if time.Since(c.view.Load().at) >= viewEvery {
+			open, _, _ := c.waiting.counts()
+			if busy := c.leases.Live() > 0 || open > 0; busy || time.Since(c.view.Load().at) >= viewEvery {
 				_, _ = c.info(ctx, time.Second)
 			}
 		case now := <-t.C:
@@ -250,7 +259,7 @@ func (c *Consumer) info(ctx context.Context, limit time.Duration) (*jetstream.Co
 	ci, err := c.jsConsumer.Info(ictx)
 	if err == nil {
 		c.view.Store(viewOf(ci, c.maxAckPending))
-		if c.resets.informed(before, ci.Delivered.Consumer) {
+		if c.resets.informed(before, ci.Delivered) {
 			// Told too: this replica's next deliveries are numbered above
 			// all it has seen in the new count, and would not show the
 			// reset to it, while another replica may hold a lease from

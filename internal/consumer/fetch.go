@@ -155,7 +155,8 @@ func (c *Consumer) receive(p *pull.Pull, m pull.Msg) (*Delivery, bool) {
 			l.Origin = &o
 		}
 	}
-	switch reset, stale := c.resets.admit(&p.Mark, md.ConsumerSeq, func() bool { return c.leases.Add(l) }); {
+	seqs := delivery{cseq: md.ConsumerSeq, sseq: md.StreamSeq, delivered: md.Delivered}
+	switch reset, stale := c.resets.admit(&p.Mark, seqs, func() bool { return c.leases.Add(l) }); {
 	case reset:
 		c.tellReset("a delivery showed it", "stream_seq", md.StreamSeq, "consumer_seq", md.ConsumerSeq, "delivered", md.Delivered)
 	case stale:

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/jetgate/jetgate/internal/pull"
 )
 
@@ -15,6 +17,13 @@ import (
 // delivers, so those of one pull only grow, and every delivery to a pull is
 // numbered above every one its puller had received before sending it: a
 // delivery at or below either mark comes after a reset.
+//
+// Stream sequences tell it too, and from what matters: the server first
+// delivers messages in stream order, so a first delivery (delivered once)
+// of a message at or below a stream sequence delivered before it, in the
+// same epoch, is the server delivering again what it forgot. Those are the
+// very messages a lease from before the reset may name. (Not for a consumer
+// of last_per_subject, whose first deliveries start out of order.)
 //
 // Each pull's marks are kept in its pull.SeqMark. A pull sent before a
 // reset this replica has noticed may still bring deliveries from before it,
@@ -32,23 +41,37 @@ import (
 // lease taken after it is voided with those before. Lock order: the watch,
 // then the lease table.
 type resetWatch struct {
-	mu    sync.Mutex
-	high  uint64
-	epoch uint64
-	at    time.Time     // when the last reset was noticed
-	seen  chan struct{} // a reset was noticed: for Run
-	void  func()        // voids every lease
+	mu     sync.Mutex
+	high   uint64
+	stream uint64 // the highest stream sequence received since the last reset
+	bySeq  bool   // first deliveries come in stream order: the stream rule holds
+	epoch  uint64
+	at     time.Time     // when the last reset was noticed
+	seen   chan struct{} // a reset was noticed: for Run
+	void   func()        // voids every lease
 }
 
-func newResetWatch(high uint64, void func()) *resetWatch {
-	return &resetWatch{high: high, seen: make(chan struct{}, 1), void: void}
+func newResetWatch(high, stream uint64, bySeq bool, void func()) *resetWatch {
+	return &resetWatch{high: high, stream: stream, bySeq: bySeq, seen: make(chan struct{}, 1), void: void}
 }
 
 // mark is what a pull about to be sent records.
 func (w *resetWatch) mark() pull.SeqMark {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return pull.SeqMark{Floor: w.high, Epoch: w.epoch}
+	return pull.SeqMark{Floor: w.high, StreamFloor: w.stream, Epoch: w.epoch}
+}
+
+// delivery is what the watch reads of a delivery: its consumer and stream
+// sequences and how often it was delivered.
+type delivery struct{ cseq, sseq, delivered uint64 }
+
+// regressed reports whether d, to the pull marked m, comes after a reset.
+func (w *resetWatch) regressed(m *pull.SeqMark, d delivery) bool {
+	if d.cseq <= m.Floor || d.cseq <= m.Last {
+		return true
+	}
+	return w.bySeq && d.delivered == 1 && (d.sseq <= m.StreamFloor || d.sseq <= m.StreamLast)
 }
 
 // admit leases delivery cseq to the pull marked m with add (the lease
@@ -57,25 +80,25 @@ func (w *resetWatch) mark() pull.SeqMark {
 // whether the delivery showed a reset nobody on this replica had noticed
 // yet, and whether it may be from before one noticed since the pull was
 // sent (stale: not leased).
-func (w *resetWatch) admit(m *pull.SeqMark, cseq uint64, add func() (reset bool)) (reset, stale bool) {
+func (w *resetWatch) admit(m *pull.SeqMark, d delivery, add func() (reset bool)) (reset, stale bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	regressed := cseq <= m.Floor || cseq <= m.Last
-	m.Last = cseq
-	if regressed {
+	if w.regressed(m, d) {
 		// A pull from before a reset noticed since may show that one or a
 		// later one: the two cannot be told apart, so it counts as new.
 		w.noticeLocked(true)
 		reset = true
-		m.Epoch, m.Floor = w.epoch, 0 // the pull is past the reset now
+		m.Epoch, m.Floor, m.StreamFloor, m.StreamLast = w.epoch, 0, 0, 0 // the pull is past the reset now
 	}
+	m.Last, m.StreamLast = d.cseq, max(m.StreamLast, d.sseq)
 	if m.Epoch != w.epoch {
 		return false, true
 	}
-	w.high = max(w.high, cseq)
+	w.high, w.stream = max(w.high, d.cseq), max(w.stream, d.sseq)
 	if add() {
 		w.noticeLocked(false) // the table voided the others itself
-		m.Epoch, m.Floor, w.high = w.epoch, 0, cseq
+		m.Epoch, m.Floor, m.StreamFloor = w.epoch, 0, 0
+		w.high, w.stream = d.cseq, d.sseq
 		reset = true
 	}
 	return reset, false
@@ -86,17 +109,17 @@ func (w *resetWatch) admit(m *pull.SeqMark, cseq uint64, add func() (reset bool)
 // above that, and a server that counts less than was received before it
 // was asked was reset. It reports such a reset, unless one was noticed
 // meanwhile (the info may be from either side of it).
-func (w *resetWatch) informed(before pull.SeqMark, delivered uint64) (reset bool) {
+func (w *resetWatch) informed(before pull.SeqMark, delivered jetstream.SequenceInfo) (reset bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
 	case w.epoch != before.Epoch:
 		return false
-	case delivered < before.Floor:
+	case delivered.Consumer < before.Floor, w.bySeq && delivered.Stream < before.StreamFloor:
 		w.noticeLocked(true)
 		return true
 	}
-	w.high = max(w.high, delivered)
+	w.high, w.stream = max(w.high, delivered.Consumer), max(w.stream, delivered.Stream)
 	return false
 }
 
@@ -112,7 +135,7 @@ func (w *resetWatch) noticeLocked(void bool) {
 		w.void()
 	}
 	w.epoch++
-	w.high = 0
+	w.high, w.stream = 0, 0
 	w.at = time.Now()
 	select {
 	case w.seen <- struct{}{}:

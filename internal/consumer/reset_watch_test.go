@@ -3,19 +3,25 @@ package consumer
 import (
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/jetgate/jetgate/internal/pull"
 )
+
+// again is a redelivery with consumer sequence cseq: the stream rule,
+// which reads first deliveries, has nothing to say of it.
+func again(cseq uint64) delivery { return delivery{cseq: cseq, sseq: 1, delivered: 2} }
 
 // Deliveries to pulls open at once come in any order between the pulls:
 // none of that is a reset.
 func TestInterleavedPullsAreNoReset(t *testing.T) {
-	w := newResetWatch(10, func() {})
+	w := newResetWatch(10, 0, true, func() {})
 	a, b := w.mark(), w.mark()
 	for _, d := range []struct {
 		m    *pull.SeqMark
 		cseq uint64
 	}{{&b, 12}, {&a, 11}, {&a, 13}, {&b, 14}, {&a, 15}} {
-		if reset, stale := w.admit(d.m, d.cseq, noReset); reset || stale {
+		if reset, stale := w.admit(d.m, again(d.cseq), noReset); reset || stale {
 			t.Fatalf("cseq %d: reset %v stale %v", d.cseq, reset, stale)
 		}
 	}
@@ -29,28 +35,28 @@ func TestInterleavedPullsAreNoReset(t *testing.T) {
 // reset. A pull sent before it is stale until it too shows a reset, which
 // counts as a reset again (it may be a later one); one sent after is not.
 func TestARegressedSequenceIsAReset(t *testing.T) {
-	w := newResetWatch(0, func() {})
+	w := newResetWatch(0, 0, true, func() {})
 	a, b := w.mark(), w.mark()
-	w.admit(&a, 1, noReset)
-	w.admit(&b, 2, noReset)
+	w.admit(&a, again(1), noReset)
+	w.admit(&b, again(2), noReset)
 	c := w.mark() // floor 2
-	if reset, _ := w.admit(&c, 1, noReset); !reset {
+	if reset, _ := w.admit(&c, again(1), noReset); !reset {
 		t.Fatal("cseq 1 on a pull with floor 2: no reset")
 	}
-	if reset, stale := w.admit(&b, 3, noReset); reset || !stale {
+	if reset, stale := w.admit(&b, again(3), noReset); reset || !stale {
 		t.Fatalf("B, sent before the reset, cseq 3: reset %v stale %v; want stale", reset, stale)
 	}
-	if reset, stale := w.admit(&a, 1, noReset); !reset || stale {
+	if reset, stale := w.admit(&a, again(1), noReset); !reset || stale {
 		t.Fatalf("A shows a reset, maybe the one noticed already: reset %v stale %v; want a reset, leased", reset, stale)
 	}
-	if reset, stale := w.admit(&a, 2, noReset); reset || stale {
+	if reset, stale := w.admit(&a, again(2), noReset); reset || stale {
 		t.Fatalf("A, past the reset: reset %v stale %v", reset, stale)
 	}
 	d := w.mark()
-	if reset, stale := w.admit(&d, 3, noReset); reset || stale {
+	if reset, stale := w.admit(&d, again(3), noReset); reset || stale {
 		t.Fatalf("a pull sent after the reset: reset %v stale %v", reset, stale)
 	}
-	if reset, _ := w.admit(&d, 3, noReset); !reset {
+	if reset, _ := w.admit(&d, again(3), noReset); !reset {
 		t.Fatal("the same sequence twice on one pull: no reset")
 	}
 }
@@ -59,20 +65,20 @@ func TestARegressedSequenceIsAReset(t *testing.T) {
 // asked is a reset; one that counts more raises the floor of later pulls;
 // one asked across a reset noticed meanwhile says nothing.
 func TestAnInfoTellsAResetOrRaisesTheFloor(t *testing.T) {
-	w := newResetWatch(0, func() {})
+	w := newResetWatch(0, 0, true, func() {})
 	a := w.mark()
-	w.admit(&a, 5, noReset)
-	if w.informed(w.mark(), 9) {
+	w.admit(&a, again(5), noReset)
+	if w.informed(w.mark(), jetstream.SequenceInfo{Consumer: 9, Stream: 9}) {
 		t.Fatal("an info counting more: a reset")
 	}
 	if f := w.mark().Floor; f != 9 {
 		t.Fatalf("floor %d after the info; want 9", f)
 	}
 	before := w.mark()
-	if !w.informed(before, 3) {
+	if !w.informed(before, jetstream.SequenceInfo{Consumer: 3, Stream: 9}) {
 		t.Fatal("an info counting 3 after 9 were seen: no reset")
 	}
-	if w.informed(before, 1) {
+	if w.informed(before, jetstream.SequenceInfo{Consumer: 1, Stream: 9}) {
 		t.Fatal("an info asked before the reset was noticed reported it again")
 	}
 }
@@ -83,19 +89,65 @@ func noReset() bool { return false }
 // (a message held came again) starts one too, and the pull is past it.
 func TestAResetVoidsAndTheTablesResetStartsAnEpoch(t *testing.T) {
 	voids := 0
-	w := newResetWatch(5, func() { voids++ })
+	w := newResetWatch(5, 0, true, func() { voids++ })
 	a := w.mark()
-	if reset, _ := w.admit(&a, 3, noReset); !reset || voids != 1 {
+	if reset, _ := w.admit(&a, again(3), noReset); !reset || voids != 1 {
 		t.Fatalf("cseq 3 below floor 5: reset %v, %d voids", reset, voids)
 	}
 	b := w.mark()
-	if reset, stale := w.admit(&b, 4, func() bool { return true }); !reset || stale || voids != 1 {
+	if reset, stale := w.admit(&b, again(4), func() bool { return true }); !reset || stale || voids != 1 {
 		t.Fatalf("the table's reset: reset %v stale %v, %d voids (the table voids itself)", reset, stale, voids)
 	}
-	if reset, stale := w.admit(&b, 5, noReset); reset || stale {
+	if reset, stale := w.admit(&b, again(5), noReset); reset || stale {
 		t.Fatalf("the pull after the table's reset: reset %v stale %v", reset, stale)
 	}
-	if reset, stale := w.admit(&a, 6, noReset); reset || !stale {
+	if reset, stale := w.admit(&a, again(6), noReset); reset || !stale {
 		t.Fatalf("a pull from before the table's reset: reset %v stale %v; want stale", reset, stale)
+	}
+}
+
+// A first delivery of a message at or below a stream sequence received
+// before, on this pull or before it was sent, comes after a reset, however
+// its consumer sequence looks; a redelivery does not say, nor does a
+// consumer of last_per_subject. An info that counts fewer stream sequences
+// delivered than were received is one too.
+func TestAFirstDeliveryBelowTheStreamMarkIsAReset(t *testing.T) {
+	w := newResetWatch(0, 0, true, func() {})
+	a := w.mark()
+	for _, d := range []delivery{{1, 10, 1}, {2, 4, 3}, {3, 11, 1}} { // a redelivery of 4 among them
+		if reset, stale := w.admit(&a, d, noReset); reset || stale {
+			t.Fatalf("%+v: reset %v stale %v", d, reset, stale)
+		}
+	}
+	if reset, _ := w.admit(&a, delivery{cseq: 4, sseq: 11, delivered: 1}, noReset); !reset {
+		t.Fatal("stream sequence 11 delivered first twice on one pull: no reset")
+	}
+	b := w.mark()
+	w.admit(&b, delivery{cseq: 5, sseq: 20, delivered: 1}, noReset)
+	c := w.mark() // stream floor 20
+	if c.StreamFloor != 20 {
+		t.Fatalf("stream floor %d, want 20", c.StreamFloor)
+	}
+	if reset, _ := w.admit(&c, delivery{cseq: 6, sseq: 15, delivered: 2}, noReset); reset {
+		t.Fatal("a redelivery below the stream floor: a reset")
+	}
+	if reset, _ := w.admit(&c, delivery{cseq: 7, sseq: 18, delivered: 1}, noReset); !reset {
+		t.Fatal("a first delivery of 18 after 20 was received, its consumer sequence higher: no reset")
+	}
+
+	last := newResetWatch(0, 0, false, func() {})
+	d := last.mark()
+	last.admit(&d, delivery{cseq: 1, sseq: 30, delivered: 1}, noReset)
+	if reset, _ := last.admit(&d, delivery{cseq: 2, sseq: 12, delivered: 1}, noReset); reset {
+		t.Fatal("last_per_subject's first deliveries out of stream order: a reset")
+	}
+
+	e := w.mark()
+	w.admit(&e, delivery{cseq: 1, sseq: 40, delivered: 1}, noReset)
+	if w.informed(w.mark(), jetstream.SequenceInfo{Consumer: 9, Stream: 50}) {
+		t.Fatal("an info counting more: a reset")
+	}
+	if !w.informed(w.mark(), jetstream.SequenceInfo{Consumer: 20, Stream: 30}) {
+		t.Fatal("an info counting stream sequence 30 delivered after 50: no reset")
 	}
 }

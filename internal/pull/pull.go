@@ -114,6 +114,9 @@ type SeqMark struct {
 	Floor uint64 // the highest consumer sequence seen before the pull was sent
 	Last  uint64 // the pull's last delivery's
 	Epoch uint64 // the resets the puller had seen when it was sent
+	// StreamFloor and StreamLast are the same for stream sequences: the
+	// highest seen before the pull was sent, and the highest of its own.
+	StreamFloor, StreamLast uint64
 }
 
 // Start sends req for the consumer. release is called once, when the pull
