@@ -169,15 +169,22 @@ func (c *Consumer) consultLedger(ctx context.Context, op lease.Op, cs []token.Cl
 
 // retriedNaks turns LEASE_EXPIRED into success for a Nak whose delivery the
 // ledger shows nak'ed already: a retry whose first try took (the
-// redelivery may be out, or the deadline past).
+// redelivery may be out, or the deadline past). Not for a lease received
+// before the last reset this replica noticed: the reset may be what voided
+// it, and the ledger's Nak that of the delivery the server made after it,
+// whose key is the same (a reset restarts the delivery count).
 func (c *Consumer) retriedNaks(ctx context.Context, op lease.Op, cs []token.Claims, out []settle.Outcome) {
 	if op != lease.OpNak {
 		return
 	}
+	reset := c.resets.since()
 	var es []settle.Entry
 	var idx []int
 	for i, o := range out {
-		if errors.Is(o.Err, errs.ErrLeaseExpired) {
+		// The token's deadline less a whole ack_wait is no later than when
+		// its delivery was received.
+		received := cs[i].Deadline.Add(-c.policy.AckWaitFor(cs[i].Delivered))
+		if errors.Is(o.Err, errs.ErrLeaseExpired) && !reset.After(received) {
 			es = append(es, c.entry(cs[i]))
 			idx = append(idx, i)
 		}
