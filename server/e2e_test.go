@@ -517,6 +517,9 @@ func TestGetConsumerReportsConfigStateAndLeases(t *testing.T) {
 	h := newHarness(t)
 	h.publish(3)
 	h.fetch(h.cons, consumer, 2, time.Second)
+	// The server counts a stored message as pending a moment after its
+	// PubAck: GetConsumer reports the server's count, once it has it.
+	natstest.Eventually(t, 5*time.Second, "the server counting one pending", func() bool { return h.info(consumer).NumPending == 1 })
 	resp, err := h.cons.GetConsumer(h.ctx(), &jetgatev1.GetConsumerRequest{Stream: stream, Consumer: consumer})
 	if err != nil {
 		t.Fatal(err)
