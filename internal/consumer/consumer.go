@@ -193,15 +193,15 @@ func (c *Consumer) Run(ctx context.Context) {
 	defer t.Stop()
 	grow := time.NewTicker(growEvery)
 	defer grow.Stop()
-	view := time.NewTicker(markEvery)
-	defer view.Stop()
+	ask := time.NewTicker(markEvery)
+	defer ask.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-grow.C:
 			c.growWaiting(ctx)
-		case <-view.C:
+		case <-ask.C:
 			open, _, _ := c.waiting.counts()
 			if busy := c.leases.Live() > 0 || open > 0; busy || time.Since(c.view.Load().at) >= viewEvery {
 				_, _ = c.info(ctx, time.Second)

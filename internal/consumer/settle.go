@@ -181,10 +181,12 @@ func (c *Consumer) retriedNaks(ctx context.Context, op lease.Op, cs []token.Clai
 	var es []settle.Entry
 	var idx []int
 	for i, o := range out {
+		if !errors.Is(o.Err, errs.ErrLeaseExpired) {
+			continue
+		}
 		// The token's deadline less a whole ack_wait is no later than when
 		// its delivery was received.
-		received := cs[i].Deadline.Add(-c.policy.AckWaitFor(cs[i].Delivered))
-		if errors.Is(o.Err, errs.ErrLeaseExpired) && !reset.After(received) {
+		if received := cs[i].Deadline.Add(-c.policy.AckWaitFor(cs[i].Delivered)); !reset.After(received) {
 			es = append(es, c.entry(cs[i]))
 			idx = append(idx, i)
 		}
