@@ -15,19 +15,23 @@ func jobs(n int) []*job {
 	return out
 }
 
-// Three jobs failing in a row hold the endpoint back; an answer that is
-// not a success (a Term, a Nak after Retry-After) still shows it reachable
-// and ends the hold, so the queued jobs go out.
-func TestAnAnswerEndsTheHold(t *testing.T) {
-	f := newFlow(time.Millisecond, time.Second)
-	js := jobs(4)
+// heldBack is a flow of four jobs, js, whose first three failed in a row.
+func heldBack() (f *flow, js []*job) {
+	f, js = newFlow(time.Millisecond, time.Second), jobs(4)
 	for _, j := range js {
 		f.add(j)
 	}
 	for range 3 {
-		j := f.next()
-		f.failedRetryable(j, time.Now(), false)
+		f.failedRetryable(f.next(), time.Now(), false)
 	}
+	return f, js
+}
+
+// Three jobs failing in a row hold the endpoint back; an answer that is
+// not a success (a Term, a Nak after Retry-After) still shows it reachable
+// and ends the hold, so the queued jobs go out.
+func TestAnAnswerEndsTheHold(t *testing.T) {
+	f, _ := heldBack()
 	if _, held := f.state(); !held {
 		t.Fatal("three failures in a row did not hold the endpoint back")
 	}
@@ -66,14 +70,7 @@ func TestOneMessageFailingAgainDoesNotHold(t *testing.T) {
 // Held back, every other try is a queued job: messages that fail on their
 // own cannot keep the endpoint held while others wait.
 func TestHeldBackTriesAQueuedJobToo(t *testing.T) {
-	f := newFlow(time.Millisecond, time.Second)
-	js := jobs(4)
-	for _, j := range js {
-		f.add(j)
-	}
-	for range 3 {
-		f.failedRetryable(f.next(), time.Now(), false)
-	}
+	f, js := heldBack()
 	seen := map[*job]bool{}
 	for range 4 {
 		r, _, ok := f.retryDue()
