@@ -127,7 +127,7 @@ func (p *process) build(ctx context.Context) error {
 	p.replica, err = core.New(ctx, core.Options{
 		Conn: p.nc, Consumers: p.cfg.ConsumerConfigs(), Pushes: p.cfg.PushConfigs(), Keys: keys,
 		MaxBatch: lim.MaxBatch, MaxExpires: time.Duration(lim.MaxExpires), MaxFetchBytes: lim.MaxFetchBytes,
-		Metrics: reg, Logger: p.log, Tracing: p.trc,
+		Metrics: reg, Logger: p.log, Tracing: p.trc, OnDemand: p.cfg.OnDemand.CoreOnDemand(),
 	})
 	if err != nil {
 		return err

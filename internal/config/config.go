@@ -29,6 +29,7 @@ type Config struct {
 	Tokens    Tokens     `yaml:"tokens"`
 	Streams   []Stream   `yaml:"streams"`
 	Consumers []Consumer `yaml:"consumers"`
+	OnDemand  OnDemand   `yaml:"on_demand"`
 	Auth      Auth       `yaml:"auth"`
 	Limits    Limits     `yaml:"limits"`
 
@@ -121,6 +122,28 @@ type Consumer struct {
 	PauseUntil      string   `yaml:"pause_until,omitempty"`      // RFC 3339
 	// Push POSTs each message to an endpoint (DESIGN.md section 11).
 	Push *Push `yaml:"push,omitempty"`
+}
+
+// OnDemand serves existing durable consumers the file does not name: bound
+// on their first call, never created or changed (DESIGN.md section 13).
+type OnDemand struct {
+	Match      []OnDemandMatch `yaml:"match,omitempty"` // none: no consumer on demand
+	IdleUnbind Duration        `yaml:"idle_unbind,omitempty"`
+}
+
+// OnDemandMatch names consumers by glob patterns of stream and name.
+type OnDemandMatch struct {
+	Stream   string `yaml:"stream"`
+	Consumer string `yaml:"consumer"`
+}
+
+// CoreOnDemand is the block as the core takes it.
+func (o OnDemand) CoreOnDemand() core.OnDemand {
+	out := core.OnDemand{IdleUnbind: time.Duration(o.IdleUnbind)}
+	for _, m := range o.Match {
+		out.Match = append(out.Match, core.Match{Stream: m.Stream, Consumer: m.Consumer})
+	}
+	return out
 }
 
 // DeadLetter is where a consumer's messages that run out of deliveries

@@ -216,5 +216,6 @@ func (c *Consumer) endStream(s *consumeStream, callerLeft bool, last *pull.Pull)
 	if len(ds) > 0 && callerLeft {
 		c.leasesReturned.Add(float64(len(ds)))
 		c.orphans.giveBack(ds, last, time.Now())
+		c.wake()
 	}
 }

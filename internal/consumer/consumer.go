@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,23 +35,18 @@ import (
 	"github.com/jetgate/jetgate/internal/token"
 )
 
-// sweepEvery is how often expired leases are swept and orphans sent back.
+// sweepEvery is how often expired leases are swept and orphans sent back,
+// while the consumer holds any.
 const sweepEvery = 100 * time.Millisecond
 
 // growEvery is how often a replica below its share of waiting pulls asks
-// the server for room.
+// the server for room, while callers wait in line for a place.
 const growEvery = time.Second
 
-// viewEvery is how often the consumer's info is asked even when nothing
-// else asks it: a consumer scaled to more replicas stops settling a batch
-// on one reply (serverView.inOrder) within it.
+// viewEvery is how often the consumer's info is asked while it is busy and
+// nothing else asks it: a consumer scaled to more replicas stops settling a
+// batch on one reply (serverView.inOrder) within it.
 const viewEvery = 10 * time.Second
-
-// markEvery is how often it is asked while the replica holds leases or
-// pulls: what the server has delivered raises the reset marks (reset.go),
-// so that a replica that received little since sees a reset in its next
-// delivery, and one holding leases sees it in the info.
-const markEvery = 250 * time.Millisecond
 
 // DefaultMaxFetchBytes is the bytes one Fetch pulls unless configured: a
 // margin under gRPC's default 4 MiB for the tokens and metadata each
@@ -77,11 +73,12 @@ type Deps struct {
 	Log      *slog.Logger
 	// Orphans counts orphans by stream, consumer and outcome (handed, naked).
 	Orphans *prometheus.CounterVec
-	// OnReset, if set, is called when this replica saw in a delivery or an
-	// info that the consumer was reset, to tell the other replicas (ResetTold), as
-	// many as the roster counts besides this one (peers), and returns once
-	// they have voided their leases or it gave up waiting.
-	OnReset func(peers int)
+	// OnReset, if set, tells the other replicas (ResetTold) that this one
+	// noticed reset id, as many as the roster counts besides this one
+	// (peers), and returns once they have voided their leases or it gave up
+	// waiting. It runs on a goroutine of its own, while the consumer's new
+	// deliveries are held back.
+	OnReset func(id string, peers int)
 	// Traced keeps each delivery's creation context, for spans.
 	Traced bool
 }
@@ -110,6 +107,7 @@ type Consumer struct {
 	leases        *lease.Table
 	waiting       *waitingPulls // this replica's places among the consumer's waiting pulls
 	replicas      atomic.Int64  // replicas serving the consumer, as last told; 0 until then
+	grown         atomic.Int64  // unix ns of the last growWaiting that asked the server
 	orphans       *orphanPool
 	orphansHanded prometheus.Counter // orphans handed to a Fetch
 	orphansNaked  prometheus.Counter // orphans nak'ed back
@@ -120,9 +118,13 @@ type Consumer struct {
 
 	view atomic.Pointer[serverView] // what the server last said of the consumer
 
-	resets  *resetWatch // consumer resets, told from the consumer sequences
-	onReset func(peers int)
+	resets  *resetWatch    // consumer resets, told from the consumer sequences
+	held    *holdBack      // new deliveries, while peers are told of a reset
+	words   sync.WaitGroup // the goroutines telling peers of a reset
+	onReset func(id string, peers int)
 	traced  bool
+
+	woken chan struct{} // Run: the consumer has something to attend to
 }
 
 // Bind creates or updates the durable consumer cfg describes and returns the
@@ -131,6 +133,33 @@ func Bind(ctx context.Context, js jetstream.JetStream, cfg Config, d Deps) (*Con
 	s, cons, err := bootstrap(ctx, js, cfg)
 	if err != nil {
 		return nil, err
+	}
+	return newConsumer(s, cons, d), nil
+}
+
+// BindIn is Bind in a stream already looked up.
+func BindIn(ctx context.Context, s jetstream.Stream, cfg Config, d Deps) (*Consumer, error) {
+	cons, err := bindConsumer(ctx, s, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return newConsumer(s, cons, d), nil
+}
+
+// Attach serves the durable consumer name of stream s as it is on the
+// server: jetgate creates and changes nothing of it (consumers on demand).
+func Attach(ctx context.Context, s jetstream.Stream, name string, d Deps) (*Consumer, error) {
+	stream := s.CachedInfo().Config.Name
+	cons, err := s.Consumer(ctx, name)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		return nil, fmt.Errorf("%w: stream %q has no consumer %q", errs.ErrConsumerNotFound, stream, name)
+	case err != nil:
+		return nil, fmt.Errorf("%w: look up consumer %q of stream %q: %v", errs.ErrUnavailable, name, stream, err)
+	}
+	cfg := cons.CachedInfo().Config
+	if cfg.AckPolicy != jetstream.AckExplicitPolicy || cfg.DeliverSubject != "" {
+		return nil, fmt.Errorf("%w: consumer %q of stream %q is not a pull consumer with explicit acks, which jetgate serves", errs.ErrConsumerNotFound, name, stream)
 	}
 	return newConsumer(s, cons, d), nil
 }
@@ -163,7 +192,10 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 		// Stay below the consumer's max_waiting: past it the server drops
 		// pulls that carry heartbeats without a word.
 		waiting: newWaitingPulls(maxWaiting - 1),
+		held:    newHoldBack(),
+		woken:   make(chan struct{}, 1),
 	}
+	c.waiting.woke = c.wake
 	counter := func(outcome string) prometheus.Counter {
 		if d.Orphans == nil {
 			return prometheus.NewCounter(prometheus.CounterOpts{Name: "unregistered"})
@@ -186,41 +218,68 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 	return c
 }
 
-// Run sweeps the lease table, sends orphans back and grows the replica's
-// share of waiting pulls until ctx ends.
+// Run attends to the consumer until ctx ends: while it holds leases,
+// orphans or pulls, it sweeps the lease table, sends orphans back, grows
+// the replica's share of waiting pulls for callers in line, and, while
+// pulls are open, refreshes what the server says of the consumer every
+// viewEvery; idle, it waits and costs nothing.
 func (c *Consumer) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.woken:
+			c.attend(ctx)
+		case <-c.resets.seen:
+			c.afterReset()
+		}
+	}
+}
+
+// attend runs the consumer's timers while it is busy.
+func (c *Consumer) attend(ctx context.Context) {
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
 	grow := time.NewTicker(growEvery)
 	defer grow.Stop()
-	ask := time.NewTicker(markEvery)
-	defer ask.Stop()
-	for {
+	for c.busy() {
 		select {
 		case <-ctx.Done():
 			return
 		case <-grow.C:
 			c.growWaiting(ctx)
-		case <-ask.C:
-			open, _, _ := c.waiting.counts()
-			if busy := c.leases.Live() > 0 || open > 0; busy || time.Since(c.view.Load().at) >= viewEvery {
-				_, _ = c.info(ctx, time.Second)
-			}
 		case now := <-t.C:
 			c.leases.Sweep(now)
 			c.nak(ctx, c.orphans.due(now))
+			if open, _, _ := c.waiting.counts(); open > 0 && now.Sub(c.view.Load().at) >= viewEvery {
+				_, _ = c.info(ctx, time.Second)
+			}
 		case <-c.resets.seen:
 			c.afterReset()
-			// What the server has delivered since is the mark of the
-			// next reset: one that comes before this replica receives
-			// anything still shows in the consumer sequence going back.
-			_, _ = c.info(ctx, time.Second)
+		case <-c.woken:
 		}
 	}
 }
 
+// busy reports whether the consumer holds anything its timers attend to:
+// leases (settled ones too, until their retention ends), orphans, pulls,
+// or callers in line for one.
+func (c *Consumer) busy() bool {
+	open, _, queued := c.waiting.counts()
+	return open > 0 || queued > 0 || c.leases.Held() > 0 || c.orphans.len() > 0 || c.orphans.pulls(time.Now()) > 0
+}
+
+// wake has Run attend to the consumer: called after whatever makes it busy.
+func (c *Consumer) wake() {
+	select {
+	case c.woken <- struct{}{}:
+	default:
+	}
+}
+
 // Close naks back the orphans whose pull has ended, so that they are
-// redelivered at once rather than after ack_wait. Run must have returned.
+// redelivered at once rather than after ack_wait, and waits for the words
+// of resets to end. Run must have returned.
 // It first waits, a little, for the pulls that orphans still wait on: a
 // Consume stream's (a pusher's) last pull ends within consumeMaxWait, and
 // its leases are given back only then. Other pulls still open on the
@@ -237,7 +296,18 @@ func (c *Consumer) Close(ctx context.Context) {
 		}
 	}
 	c.nak(ctx, c.orphans.ended(time.Now()))
+	c.words.Wait()
 }
+
+// SetPaused records what the server's pause advisory said of the consumer.
+func (c *Consumer) SetPaused(paused bool) {
+	v := *c.view.Load()
+	v.paused = paused
+	c.view.Store(&v)
+}
+
+// Idle reports whether the consumer holds nothing: no lease, orphan or pull.
+func (c *Consumer) Idle() bool { return !c.busy() }
 
 // Leases counts the leases this replica holds on the consumer, unsettled.
 func (c *Consumer) Leases() int { return c.leases.Live() }

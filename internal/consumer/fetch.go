@@ -95,6 +95,7 @@ func (c *Consumer) Fetch(ctx context.Context, req FetchRequest) (FetchResult, er
 	case len(s.got) > 0 && ctx.Err() != nil:
 		// The caller left with messages in hand: its answer would be lost.
 		c.orphans.keep(s.got, left, time.Now())
+		c.wake()
 		return FetchResult{}, ctx.Err()
 	case len(s.got) > 0:
 		return FetchResult{Messages: s.got, PinID: PinOf(s.got)}, nil

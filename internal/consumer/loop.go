@@ -76,6 +76,7 @@ func (c *Consumer) pullLoop(ctx context.Context, lim pullLimits, s sink) (EmptyR
 	}
 	noWait := true
 	for {
+		c.growWaiting(ctx)
 		ok, waited := c.waiting.acquire(ctx, lim.until)
 		if !ok {
 			// Past its expiry in line: a message would have ended the pull
@@ -171,6 +172,17 @@ func (c *Consumer) read(ctx context.Context, p *pull.Pull, lim pullLimits, s sin
 		}
 		if ds := c.receiveAll(p, msgs); len(ds) > 0 {
 			got = true
+			if err := c.held.wait(ctx); err != nil {
+				// The caller left while a reset's word held them back.
+				left := p
+				if ended {
+					left = nil
+				} else {
+					c.orphans.abandon(p, time.Now())
+				}
+				c.orphans.keep(ds, left, time.Now())
+				return pullEnd{left: left, err: err}
+			}
 			done, err := s.take(ctx, c.lease(ds, lim.principal), !ended)
 			if (done || err != nil) && !ended {
 				c.orphans.abandon(p, time.Now())
@@ -204,6 +216,10 @@ func (c *Consumer) takeOrphans(ctx context.Context, lim pullLimits, s sink) (too
 	ds := make([]*Delivery, len(held))
 	for i, o := range held {
 		ds[i] = o.d
+	}
+	if err := c.held.wait(ctx); err != nil {
+		c.orphans.putBack(held)
+		return false, err
 	}
 	c.orphansHanded.Add(float64(len(ds)))
 	_, err = s.take(ctx, c.lease(ds, lim.principal), false)

@@ -228,7 +228,7 @@ func TestOrphanVoidedByAResetIsDropped(t *testing.T) {
 	seq := e.publish("orders.1", "held when the consumer is reset")
 	natstest.Eventually(t, within, "the message held for the next Fetch", func() bool { return e.c.Orphans() == 1 })
 
-	e.c.ResetTold() // another replica's word: every lease here is void
+	e.c.ResetTold("a reset") // another replica's word: every lease here is void
 	res := e.fetch(consumer.FetchRequest{Batch: 10, Expires: 100 * time.Millisecond})
 	for _, d := range res.Messages {
 		if d.Meta.StreamSeq == seq && d.Meta.Delivered == 1 {

@@ -1,12 +1,15 @@
 package consumer
 
 import (
+	"context"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/internal/pull"
+	"github.com/jetgate/jetgate/internal/token"
 )
 
 // A consumer reset (ADR-60) drops the server's pending list and delivers
@@ -34,7 +37,8 @@ import (
 // voiding twice costs redeliveries, never a wrong settle.
 
 // resetWatch is the consumer's side of that rule: the highest consumer
-// sequence received since the last reset, and how many resets were seen.
+// sequence received since the last reset, how many resets were seen, and
+// the ids of the last ones.
 //
 // A reset voids the leases (void) under the watch's lock, as it starts a new
 // epoch: no delivery of a pull from before it is leased in between, and no
@@ -46,9 +50,40 @@ type resetWatch struct {
 	stream uint64 // the highest stream sequence received since the last reset
 	bySeq  bool   // first deliveries come in stream order: the stream rule holds
 	epoch  uint64
-	at     time.Time     // when the last reset was noticed
-	seen   chan struct{} // a reset was noticed: for Run
-	void   func()        // voids every lease
+	at     time.Time            // when the last reset was noticed
+	seen   chan struct{}        // a reset was noticed: for Run
+	void   func()               // voids every lease
+	ids    [recentResets]string // the ids of the last resets noticed, a ring
+	next   int
+}
+
+// recentResets is how many reset ids a watch remembers: more than the ways
+// one reset reaches a replica before the next.
+const recentResets = 16
+
+// noticeID notices reset id, voiding every lease, unless it was noticed
+// already (an empty id is always new); it reports whether it was new.
+func (w *resetWatch) noticeID(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if id != "" && slices.Contains(w.ids[:], id) {
+		return false
+	}
+	w.rememberLocked(id)
+	w.noticeLocked(true)
+	return true
+}
+
+// remember records id as the reset just noticed.
+func (w *resetWatch) remember(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.rememberLocked(id)
+}
+
+func (w *resetWatch) rememberLocked(id string) {
+	w.ids[w.next] = id
+	w.next = (w.next + 1) % recentResets
 }
 
 func newResetWatch(high, stream uint64, bySeq bool, void func()) *resetWatch {
@@ -123,13 +158,6 @@ func (w *resetWatch) informed(before pull.SeqMark, delivered jetstream.SequenceI
 	return false
 }
 
-// told records another replica's word of a reset, and voids.
-func (w *resetWatch) told() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.noticeLocked(true)
-}
-
 func (w *resetWatch) noticeLocked(void bool) {
 	if void {
 		w.void()
@@ -150,27 +178,59 @@ func (w *resetWatch) since() time.Time {
 	return w.at
 }
 
-// tellReset tells the other replicas of a reset a delivery or an info
-// showed (this replica's leases are void already), and waits for them to
-// void theirs, before anything this replica receives next is handed out:
-// a delivery after the reset may have gone to any replica. why is for the
-// log.
-func (c *Consumer) tellReset(why string, attrs ...any) {
-	if c.onReset != nil {
-		c.onReset(c.Replicas() - 1)
+// A reset is noticed three ways: this replica sees the reset request pass
+// (ResetRequested: every replica subscribes to them, as the server does),
+// another replica's word of one (ResetTold), or, as the fallback for a
+// request no replica could see, a delivery or an info that shows it (admit,
+// informed). Each reset has an id (the request's reply subject, else one
+// made up), so that it voids each replica's leases once however many ways
+// it is noticed. A replica that noticed one tells its peers and holds the
+// consumer's new deliveries back until they have voided theirs: a delivery
+// after the reset may have gone to any replica, while a stale token's
+// settle goes to its issuer. Nothing else waits, and nothing waits on the
+// network under a lock.
+
+// ResetRequested is a reset request for the consumer that passed on NATS
+// (id: its reply subject): every lease held is void at once.
+func (c *Consumer) ResetRequested(id string) {
+	if c.resets.noticeID(id) {
+		c.log.Warn("the consumer was reset (its reset request passed): the leases this replica held are void")
+		c.tell(id)
 	}
-	c.log.Warn("the consumer was reset ("+why+"): the leases this replica held are void", attrs...)
 }
 
 // ResetTold is another replica's word that the consumer was reset: every
 // lease this replica holds is void (those of deliveries made after the
 // reset come again after ack_wait; none settles a delivery it was not
-// issued for). Only a replica that saw the reset itself tells, so a word
-// comes from each replica that saw it before another's word came: one, or
-// a few within the time a word takes.
-func (c *Consumer) ResetTold() {
-	c.resets.told()
-	c.log.Warn("another replica saw the consumer reset: the leases this replica held are void")
+// issued for), unless this replica noticed that reset itself already.
+func (c *Consumer) ResetTold(id string) {
+	if c.resets.noticeID(id) {
+		c.log.Warn("another replica saw the consumer reset: the leases this replica held are void")
+	}
+}
+
+// tellReset tells the other replicas of a reset a delivery or an info
+// showed (this replica's leases are void already). why is for the log.
+func (c *Consumer) tellReset(why string, attrs ...any) {
+	c.log.Warn("the consumer was reset ("+why+"): the leases this replica held are void", attrs...)
+	id := token.NewIssuerID().String() // unique, as a request's reply subject is
+	c.resets.remember(id)
+	c.tell(id)
+}
+
+// tell holds the consumer's new deliveries back while its peers (as many as
+// the roster counts besides this one) are told of reset id, until they
+// answered or the word gave up.
+func (c *Consumer) tell(id string) {
+	if c.onReset == nil {
+		return
+	}
+	release := c.held.hold()
+	peers := c.Replicas() - 1
+	c.words.Go(func() {
+		defer release()
+		c.onReset(id, peers)
+	})
 }
 
 // afterReset gives back the credit of the Consume streams' leases from
@@ -178,4 +238,47 @@ func (c *Consumer) ResetTold() {
 // settled, and a stream at its limit would wait out their deadlines.
 func (c *Consumer) afterReset() {
 	c.owners.dropBefore(c.resets.since())
+}
+
+// holdBack holds a consumer's new deliveries back while its peers are told
+// of a reset.
+type holdBack struct {
+	mu   sync.Mutex
+	open chan struct{} // closed while nothing holds deliveries back
+}
+
+func newHoldBack() *holdBack {
+	ch := make(chan struct{})
+	close(ch)
+	return &holdBack{open: ch}
+}
+
+// hold holds deliveries back until release is called (and every later
+// hold is released).
+func (h *holdBack) hold() (release func()) {
+	ch := make(chan struct{})
+	h.mu.Lock()
+	h.open = ch
+	h.mu.Unlock()
+	return func() { close(ch) }
+}
+
+// wait returns once nothing holds deliveries back, or ctx ends.
+func (h *holdBack) wait(ctx context.Context) error {
+	for {
+		h.mu.Lock()
+		ch := h.open
+		h.mu.Unlock()
+		select {
+		case <-ch:
+			h.mu.Lock()
+			current := h.open == ch
+			h.mu.Unlock()
+			if current {
+				return nil
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }

@@ -41,6 +41,7 @@ func (c *Consumer) Adopt(ctx context.Context, op lease.Op, cs []token.Claims, ar
 			AckSubject:  pull.AckSubject(c.Stream, c.Name, cl.Delivered, cl.StreamSeq, cl.ConsumerSeq),
 		})
 	}
+	c.wake() // the table holds them now
 	return c.settle(ctx, op, cs, args, settle.Adopted)
 }
 

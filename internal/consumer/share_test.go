@@ -29,7 +29,7 @@ func TestSetReplicasSharesMaxWaiting(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 
-	e.c.SetReplicas(ctx, 1)
+	e.c.SetReplicas(1)
 	if a := allowed(e.c); a != places-1 {
 		t.Fatalf("alone: %d places, want max_waiting-1 = %d", a, places-1)
 	}
@@ -38,11 +38,11 @@ func TestSetReplicasSharesMaxWaiting(t *testing.T) {
 	const held = 400
 	e.holdPlaces(held)
 
-	e.c.SetReplicas(ctx, 2)
+	e.c.SetReplicas(2)
 	if a, want := allowed(e.c), (places-1)/2; a != want {
 		t.Fatalf("a second replica joined: %d places, want the even share %d", a, want)
 	}
-	e.c.SetReplicas(ctx, 1)
+	e.c.SetReplicas(1)
 	if a, want := allowed(e.c), (places-1)/2; a != want {
 		t.Fatalf("alone again with %d places held by others: %d places, want %d (no more than the server has free)", held, a, want)
 	}
@@ -63,7 +63,15 @@ func TestSetReplicasSharesMaxWaiting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	joiner.SetReplicas(ctx, 2)
+	joiner.SetReplicas(2)
+	if a := allowed(joiner); a != 0 {
+		t.Fatalf("joining: %d places before any caller asked, want none (nothing is asked of the server until a caller needs a place)", a)
+	}
+	// A caller that needs a place grows the share by what the server has
+	// free.
+	if _, err := joiner.Fetch(ctx, consumer.FetchRequest{Batch: 1}); err != nil {
+		t.Fatal(err)
+	}
 	if a, want := allowed(joiner), places-1-held; a != want {
 		t.Fatalf("joining: %d places, want the %d the server has free", a, want)
 	}

@@ -15,7 +15,8 @@ import (
 // as it would have waited on the server: a waiting caller costs the gateway
 // a goroutine, not a pull.
 type waitingPulls struct {
-	total int // the consumer's max_waiting, less one kept free
+	total int    // the consumer's max_waiting, less one kept free
+	woke  func() // after a place is taken or a caller gets in line
 
 	mu    sync.Mutex
 	limit int            // places this replica may use
@@ -30,7 +31,7 @@ type placeWaiter struct {
 
 // newWaitingPulls has a replica alone use all of total places.
 func newWaitingPulls(total int) *waitingPulls {
-	return &waitingPulls{total: total, limit: total, share: total}
+	return &waitingPulls{total: total, limit: total, share: total, woke: func() {}}
 }
 
 // acquire takes a place, waiting in line until ctx ends or until passes;
@@ -40,11 +41,13 @@ func (w *waitingPulls) acquire(ctx context.Context, until time.Time) (ok, waited
 	if w.open < w.limit && len(w.line) == 0 {
 		w.open++
 		w.mu.Unlock()
+		w.woke()
 		return true, false
 	}
 	pw := &placeWaiter{granted: make(chan struct{})}
 	w.line = append(w.line, pw)
 	w.mu.Unlock()
+	w.woke()
 
 	t := time.NewTimer(time.Until(until))
 	defer t.Stop()
@@ -129,21 +132,29 @@ func (w *waitingPulls) counts() (open, limit, queued int) {
 // SetReplicas tells the consumer how many replicas serve it, itself
 // included: each may keep an even part of the consumer's max_waiting open.
 // Only a replica joining others starts from nothing: one that was alone
-// keeps its pulls and gives back what is above its new share.
-func (c *Consumer) SetReplicas(ctx context.Context, n int) {
+// keeps its pulls and gives back what is above its new share. It asks
+// nothing of the server: a share grows (growWaiting) only once a caller
+// waits in line for a place. It must not block.
+func (c *Consumer) SetReplicas(n int) {
 	share := max(1, c.waiting.total/max(n, 1))
 	if first := c.replicas.Swap(int64(n)) == 0; first && n > 1 {
 		c.waiting.join(share)
 	} else {
 		c.waiting.setShare(share)
 	}
-	c.growWaiting(ctx)
+	c.wake()
 }
 
 // growWaiting raises the replica's places towards its share by what the
-// server has free.
+// server has free, when a caller has to wait for one: at most once every
+// growEvery, the cost of one info.
 func (c *Consumer) growWaiting(ctx context.Context) {
-	if !c.waiting.belowShare() || !c.nc.IsConnected() {
+	open, limit, queued := c.waiting.counts()
+	if (queued == 0 && open < limit) || !c.waiting.belowShare() || !c.nc.IsConnected() {
+		return
+	}
+	now := time.Now().UnixNano()
+	if last := c.grown.Load(); now-last < int64(growEvery) || !c.grown.CompareAndSwap(last, now) {
 		return
 	}
 	ci, err := c.info(ctx, time.Second)

@@ -25,28 +25,24 @@ type metrics struct {
 	oldestUnacked   *prometheus.GaugeVec
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+func newMetrics(reg prometheus.Registerer, r *Replica) *metrics {
 	f := func(c *prometheus.CounterVec) *prometheus.CounterVec {
 		reg.MustRegister(c)
 		return c
-	}
-	g := func(v *prometheus.GaugeVec) *prometheus.GaugeVec {
-		reg.MustRegister(v)
-		return v
 	}
 	m := &metrics{
 		deadLetters: f(prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "jetgate_dead_letters_total",
 			Help: "Messages copied to their consumer's dead-letter subject, by reason (MAX_DELIVERIES, TERM).",
 		}, []string{"stream", "consumer", "reason"})),
-		deadLetterDepth: g(prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		deadLetterDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "jetgate_dead_letters",
-			Help: "Dead letters waiting in the consumer's dead-letter stream (refreshed every 3s).",
-		}, []string{"stream", "consumer"})),
-		oldestUnacked: g(prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Help: "Dead letters waiting in the consumer's dead-letter stream (read from the server when scraped, at most every 3s).",
+		}, []string{"stream", "consumer"}),
+		oldestUnacked: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "jetgate_oldest_unacked_age_seconds",
-			Help: "Age of the oldest message the consumer has not acknowledged (refreshed every 3s); alert on it.",
-		}, []string{"stream", "consumer"})),
+			Help: "Age of the oldest message the consumer has not acknowledged (read from the server when scraped, at most every 3s); alert on it.",
+		}, []string{"stream", "consumer"}),
 		fetched: f(prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "jetgate_fetched_messages_total",
 			Help: "Messages leased by Fetch.",
@@ -71,13 +67,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, result := range [...]string{"ok", "issuer_gone", "error", "forged"} {
 		m.forwards.WithLabelValues(result)
 	}
+	reg.MustRegister(&consumerGauges{r: r}, &serverGauges{r: r, m: m})
 	return m
 }
 
-// watch registers the gauges read from a binding's lease table, and starts
-// the consumer's counters at zero, so that a rate() has a first sample
-// before the first event.
-func (m *metrics) watch(reg prometheus.Registerer, c *consumer.Consumer) {
+// watch starts a consumer's counters at zero, so that a rate() has a first
+// sample before the first event. Its gauges come from consumerGauges.
+func (m *metrics) watch(c *consumer.Consumer) {
 	m.fetched.WithLabelValues(c.Stream, c.Name)
 	for _, reason := range emptyReasonNames[consumer.EmptyNone+1:] {
 		m.empty.WithLabelValues(c.Stream, c.Name, reason)
@@ -85,38 +81,15 @@ func (m *metrics) watch(reg prometheus.Registerer, c *consumer.Consumer) {
 	for _, op := range [...]lease.Op{lease.OpAck, lease.OpNak, lease.OpTerm, lease.OpExtend} {
 		m.settles.WithLabelValues(c.Stream, c.Name, strings.ToUpper(op.String()), "OK")
 	}
-	m.oldestUnacked.WithLabelValues(c.Stream, c.Name)
+}
+
+// unwatch drops the series of a consumer no longer served.
+func (m *metrics) unwatch(c *consumer.Consumer) {
 	labels := prometheus.Labels{"stream": c.Stream, "consumer": c.Name}
-	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name:        "jetgate_leases_live",
-		Help:        "Leases this gateway holds that are not settled (expired ones leave within 100ms).",
-		ConstLabels: labels,
-	}, func() float64 { return float64(c.Leases()) }))
-	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name:        "jetgate_orphans_held",
-		Help:        "Messages of canceled Fetches waiting for the next Fetch or a Nak.",
-		ConstLabels: labels,
-	}, func() float64 { return float64(c.Orphans()) }))
-	pulls := func(name, help string, of func(open, limit, queued int) int) {
-		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels},
-			func() float64 { return float64(of(c.Pulls())) }))
+	for _, v := range [...]*prometheus.CounterVec{m.fetched, m.empty, m.settles, m.orphans} {
+		v.DeletePartialMatch(labels)
 	}
-	pulls("jetgate_pulls_open", "Pull requests this gateway has open on the server, canceled ones included until the server ends them.",
-		func(open, _, _ int) int { return open })
-	pulls("jetgate_pulls_allowed", "Pull requests this gateway may have open at once: its share of the consumer's max_waiting.",
-		func(_, limit, _ int) int { return limit })
-	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name:        "jetgate_pulls_abandoned",
-		Help:        "Pull requests that callers who went away left open on the server, held by the orphan pool until the server ends them.",
-		ConstLabels: labels,
-	}, func() float64 { return float64(c.AbandonedPulls()) }))
-	pulls("jetgate_fetches_queued", "Fetches (and Consume pulls) waiting in line for a place among this gateway's pulls.",
-		func(_, _, queued int) int { return queued })
-	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name:        "jetgate_replicas",
-		Help:        "Gateway replicas serving the consumer, this one included, as the roster in NATS has them.",
-		ConstLabels: labels,
-	}, func() float64 { return float64(c.Replicas()) }))
+	m.oldestUnacked.DeletePartialMatch(labels)
 }
 
 // watchDeadLetters starts the dead-letter metrics of a consumer with a

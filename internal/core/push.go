@@ -28,8 +28,8 @@ func (r *Replica) startPushers(runCtx context.Context, cfgs []push.Config, reg p
 	r.push.by = make(map[consumerKey]*push.Pusher, len(cfgs))
 	for _, cfg := range cfgs {
 		key := consumerKey{cfg.Stream, cfg.Consumer}
-		c, ok := r.consumers[key]
-		if !ok {
+		c := r.bound(key.stream, key.name)
+		if c == nil {
 			return fmt.Errorf("push of %s/%s: the consumer is not configured", cfg.Stream, cfg.Consumer)
 		}
 		p, err := push.New(cfg.WithDefaults(), c, m, r.log, trc)

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/deadletter"
@@ -54,6 +55,8 @@ type Options struct {
 	Logger  *slog.Logger
 	// Tracing records spans; nil is off.
 	Tracing *tracing.Tracing
+	// OnDemand serves existing consumers the configuration does not name.
+	OnDemand OnDemand
 }
 
 // Defaults for Options left zero, and request bounds.
@@ -74,36 +77,42 @@ type consumerKey struct{ stream, name string }
 // Replica fronts durable consumers: it leases their messages, settles them,
 // and settles the leases other replicas hold by forwarding to them.
 type Replica struct {
-	nc        *nats.Conn
-	js        jetstream.JetStream
-	self      token.IssuerID
-	keys      *token.Keyring
-	sender    *settle.Sender
-	ledger    *settle.Ledger
-	consumers map[consumerKey]*consumer.Consumer
-	routes    map[consumerKey]deadletter.Route // consumers with a dead letter
-	dead      *deadletter.Worker               // nil when none has
-	subjects  *streamSubjects
-	timeout   time.Duration
-	maxBatch  int
-	maxExp    time.Duration
-	log       *slog.Logger
-	metrics   *metrics
-	spans     *tracing.Spans // nil: tracing off
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	self     token.IssuerID
+	keys     *token.Keyring
+	sender   *settle.Sender
+	ledger   *settle.Ledger
+	binds    *bindings
+	onDemand OnDemand
+	routes   map[consumerKey]deadletter.Route // consumers with a dead letter
+	dead     *deadletter.Worker               // nil when none has
+	subjects *streamSubjects
+	timeout  time.Duration
+	maxBatch int
+	maxExp   time.Duration
+	log      *slog.Logger
+	metrics  *metrics
+	spans    *tracing.Spans // nil: tracing off
 
-	roster *roster.Roster
+	consumerDeps consumer.Deps // what every consumer shares with the replica
+	roster       *roster.Roster
 	// stateReplicas is the replica count of jetgate's own streams and KV
 	// buckets.
 	stateReplicas int
 	fwdSub        *nats.Subscription
-	resetSubs     []*nats.Subscription // resets other replicas noticed, per consumer
+	resetSubs     []*nats.Subscription // reset requests and words, advisories
 	forwardSlots  chan struct{}        // one per forwarded settle being served
 	push          pushers
+	runCtx        context.Context // ends when the replica closes
 	cancel        context.CancelFunc
 	wg            sync.WaitGroup // the consumers' Run loops and forwarded settles
 	mu            sync.Mutex
 	closed        bool
 }
+
+// bindConcurrency bounds the configured consumers bound at once at start.
+const bindConcurrency = 16
 
 // New binds the configured consumers (creating or updating them) and starts
 // serving settles forwarded by other replicas.
@@ -122,103 +131,125 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	r := &Replica{
-		nc:        o.Conn,
-		js:        js,
-		self:      token.NewIssuerID(),
-		keys:      o.Keys,
-		consumers: make(map[consumerKey]*consumer.Consumer),
-		routes:    make(map[consumerKey]deadletter.Route),
-		timeout:   orDefault(o.RequestTimeout, DefaultRequestTimeout),
-		maxBatch:  orDefault(o.MaxBatch, DefaultMaxBatch),
-		maxExp:    orDefault(o.MaxExpires, DefaultMaxExpires),
-		log:       o.Logger,
-		spans:     o.Tracing.Spans(),
+		nc:       o.Conn,
+		js:       js,
+		self:     token.NewIssuerID(),
+		keys:     o.Keys,
+		binds:    newBindings(),
+		onDemand: o.OnDemand,
+		routes:   make(map[consumerKey]deadletter.Route),
+		timeout:  orDefault(o.RequestTimeout, DefaultRequestTimeout),
+		maxBatch: orDefault(o.MaxBatch, DefaultMaxBatch),
+		maxExp:   orDefault(o.MaxExpires, DefaultMaxExpires),
+		log:      o.Logger,
+		spans:    o.Tracing.Spans(),
 
 		forwardSlots: make(chan struct{}, maxForwardsInFlight),
 	}
+	if r.onDemand.IdleUnbind <= 0 {
+		r.onDemand.IdleUnbind = DefaultIdleUnbind
+	}
+	r.runCtx, r.cancel = context.WithCancel(context.Background())
 	reg := o.Metrics
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	r.metrics = newMetrics(reg)
+	r.metrics = newMetrics(reg, r)
 	r.subjects = newStreamSubjects(js)
 	r.stateReplicas = stateReplicas(ctx, js, o.Consumers)
-	if r.ledger, err = settle.OpenLedger(ctx, js, r.stateReplicas); err != nil {
+	if err := r.open(ctx, o); err != nil {
+		r.Close()
 		return nil, err
+	}
+	if err := r.startPushers(r.runCtx, o.Pushes, reg, o.Tracing); err != nil {
+		r.Close()
+		return nil, err
+	}
+	r.wg.Go(func() { r.unbindIdle(r.runCtx) })
+	r.log.Info("gateway bound", "gateway_id", r.self.String(), "consumers", len(o.Consumers))
+	return r, nil
+}
+
+// open opens what the replica shares with others (the ledger, the sender,
+// its subscriptions, the roster) and binds the configured consumers.
+func (r *Replica) open(ctx context.Context, o Options) error {
+	var err error
+	if r.ledger, err = settle.OpenLedger(ctx, r.js, r.stateReplicas); err != nil {
+		return err
 	}
 	if r.sender, err = settle.NewSender(o.Conn, r.timeout); err != nil {
-		return nil, err
+		return err
 	}
-	deps := consumer.Deps{
+	r.consumerDeps = consumer.Deps{
 		Conn: o.Conn, Sender: r.sender, Ledger: r.ledger, Keys: r.keys, Self: r.self,
 		Timeout: r.timeout, Log: r.log, Orphans: r.metrics.orphans, MaxFetchBytes: o.MaxFetchBytes,
 		Traced: o.Tracing.On(),
 	}
-	if err := r.bind(ctx, js, reg, o.Consumers, deps); err != nil {
-		if r.dead != nil {
-			r.dead.Stop()
-		}
-		if r.fwdSub != nil {
-			_ = r.fwdSub.Unsubscribe()
-		}
-		_ = r.sender.Close()
-		return nil, err
+	if err := r.subscribe(); err != nil {
+		return err
 	}
-	runCtx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	if err := r.joinRoster(ctx, runCtx); err != nil {
-		cancel()
-		r.Close()
-		return nil, err
+	if r.roster, err = roster.Open(ctx, r.js, r.stateReplicas, r.self.String(), r.log); err != nil {
+		return err
 	}
-	for _, c := range r.consumers {
-		r.wg.Go(func() { c.Run(runCtx) })
-	}
-	if err := r.startPushers(runCtx, o.Pushes, reg, o.Tracing); err != nil {
-		r.Close()
-		return nil, err
-	}
-	r.wg.Go(func() { r.watchStats(runCtx) })
-	r.log.Info("gateway bound", "gateway_id", r.self.String(), "consumers", len(r.consumers))
-	return r, nil
+	return r.bind(ctx, o.Consumers)
 }
 
-// bind binds the consumers, starts their dead-letter worker and takes
-// forwarded settles.
-func (r *Replica) bind(ctx context.Context, js jetstream.JetStream, reg prometheus.Registerer, cs []consumer.Config, deps consumer.Deps) error {
-	var routes []deadletter.Route
+// bind binds the configured consumers, a few at once, and starts their
+// dead-letter worker.
+func (r *Replica) bind(ctx context.Context, cs []consumer.Config) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(bindConcurrency)
 	for _, cfg := range cs {
-		deps.OnReset = r.tellReset(cfg.Stream, cfg.Name)
-		c, err := consumer.Bind(ctx, js, cfg, deps)
-		if err == nil {
-			err = r.subjects.load(ctx, cfg.Stream)
-		}
-		if err != nil {
-			return err
-		}
 		key := consumerKey{cfg.Stream, cfg.Name}
-		r.metrics.watch(reg, c)
-		r.consumers[key] = c
-		if dl := cfg.DeadLetter; dl != nil {
-			route, err := deadletter.Resolve(ctx, js, deadletter.Route{Stream: cfg.Stream, Consumer: cfg.Name, Subject: dl.Subject, OnTerm: dl.OnTerm})
+		g.Go(func() error {
+			s, err := r.stream(gctx, cfg.Stream)
+			if err != nil {
+				return fmt.Errorf("stream %q of consumer %q: %w", cfg.Stream, cfg.Name, err)
+			}
+			c, err := consumer.BindIn(gctx, s, cfg, r.deps(key))
 			if err != nil {
 				return err
 			}
-			r.routes[key] = route
-			r.metrics.watchDeadLetters(cfg.Stream, cfg.Name)
-			routes = append(routes, route)
-		}
-	}
-	if len(routes) > 0 {
-		var err error
-		r.dead, err = deadletter.Start(ctx, deadletter.Options{
-			JS: js, Routes: routes, Replicas: r.stateReplicas, Log: r.log, Copied: r.metrics.deadLetters,
+			r.serve(c, false)
+			return nil
 		})
-		if err != nil {
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for stream := range r.binds.streams {
+		if err := r.subjects.load(ctx, stream); err != nil {
 			return err
 		}
 	}
-	return r.subscribe()
+	return r.startDeadLetters(ctx, cs)
+}
+
+// startDeadLetters starts the worker that copies the dead letters of the
+// consumers with a dead_letter.
+func (r *Replica) startDeadLetters(ctx context.Context, cs []consumer.Config) error {
+	var routes []deadletter.Route
+	for _, cfg := range cs {
+		dl := cfg.DeadLetter
+		if dl == nil {
+			continue
+		}
+		route, err := deadletter.Resolve(ctx, r.js, deadletter.Route{Stream: cfg.Stream, Consumer: cfg.Name, Subject: dl.Subject, OnTerm: dl.OnTerm})
+		if err != nil {
+			return err
+		}
+		r.routes[consumerKey{cfg.Stream, cfg.Name}] = route
+		r.metrics.watchDeadLetters(cfg.Stream, cfg.Name)
+		routes = append(routes, route)
+	}
+	if len(routes) == 0 {
+		return nil
+	}
+	var err error
+	r.dead, err = deadletter.Start(ctx, deadletter.Options{
+		JS: r.js, Routes: routes, Replicas: r.stateReplicas, Log: r.log, Copied: r.metrics.deadLetters,
+	})
+	return err
 }
 
 func orDefault[T int | time.Duration](v, def T) T {
@@ -262,7 +293,9 @@ func (r *Replica) Close() {
 		r.roster.Close(ctx)
 	}
 	r.StopPush(ctx)
-	r.stopForwards(ctx)
+	if r.fwdSub != nil {
+		r.stopForwards(ctx)
+	}
 	for _, sub := range r.resetSubs {
 		_ = sub.Unsubscribe()
 	}
@@ -271,10 +304,12 @@ func (r *Replica) Close() {
 	}
 	r.cancel()
 	r.wg.Wait()
-	for _, c := range r.consumers {
-		c.Close(ctx)
+	for _, b := range r.all() {
+		b.c.Close(ctx)
 	}
-	_ = r.sender.Close()
+	if r.sender != nil {
+		_ = r.sender.Close()
+	}
 }
 
 // stopForwards takes the replica off its forward subject. The subscription
@@ -294,20 +329,13 @@ func (r *Replica) stopForwards(ctx context.Context) {
 	}
 }
 
-func (r *Replica) consumer(stream, name string) (*consumer.Consumer, error) {
-	c, ok := r.consumers[consumerKey{stream, name}]
-	if !ok {
-		return nil, fmt.Errorf("%w: this gateway does not serve consumer %q of stream %q", errs.ErrConsumerNotFound, name, stream)
-	}
-	return c, nil
-}
-
 // Fetch leases up to req.Batch messages of a consumer.
 func (r *Replica) Fetch(ctx context.Context, stream, name string, req consumer.FetchRequest) (consumer.FetchResult, error) {
-	c, err := r.consumer(stream, name)
+	c, done, err := r.consumer(ctx, stream, name)
 	if err != nil {
 		return consumer.FetchResult{}, err
 	}
+	defer done()
 	span := r.spans.Receive(ctx, stream, name)
 	res, err := c.Fetch(ctx, req)
 	if err == nil {
@@ -327,9 +355,9 @@ type PullUse struct {
 
 // Pulls reports how the replica uses its share of a consumer's pulls.
 func (r *Replica) Pulls(stream, name string) (PullUse, error) {
-	c, err := r.consumer(stream, name)
-	if err != nil {
-		return PullUse{}, err
+	c := r.bound(stream, name)
+	if c == nil {
+		return PullUse{}, notServed(consumerKey{stream, name})
 	}
 	open, allowed, queued := c.Pulls()
 	return PullUse{Open: open, Allowed: allowed, Queued: queued, Abandoned: c.AbandonedPulls(), Replicas: c.Replicas()}, nil
@@ -348,10 +376,11 @@ type ConsumerStatus struct {
 
 // Consumer returns the consumer's configuration and state.
 func (r *Replica) Consumer(ctx context.Context, stream, name string) (ConsumerStatus, error) {
-	c, err := r.consumer(stream, name)
+	c, done, err := r.consumer(ctx, stream, name)
 	if err != nil {
 		return ConsumerStatus{}, err
 	}
+	defer done()
 	return r.status(ctx, c)
 }
 
@@ -375,10 +404,11 @@ func (r *Replica) status(ctx context.Context, c *consumer.Consumer) (ConsumerSta
 // Consume streams leases of a consumer to send until ctx ends (see
 // consumer.Consume).
 func (r *Replica) Consume(ctx context.Context, stream, name string, req consumer.ConsumeRequest, send func([]*consumer.Delivery) error) error {
-	c, err := r.consumer(stream, name)
+	c, done, err := r.consumer(ctx, stream, name)
 	if err != nil {
 		return err
 	}
+	defer done()
 	return c.Consume(ctx, req, func(ds []*consumer.Delivery) error {
 		if len(ds) == 0 {
 			return send(ds) // a heartbeat

@@ -2,44 +2,59 @@ package core
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/settle"
 )
 
-// A replica that notices a consumer reset (consumer/reset.go) tells the
-// other replicas of the consumer on resetPrefix<stream>.<consumer>, so
-// that the leases they issued before it cannot settle a delivery made after
-// it either: such a delivery may have gone to any replica, while the stale
-// token's settle goes to its issuer. A notice carries the sender's id; a
-// replica ignores its own, and answers another's once it has voided its
-// leases. The sender waits for those answers before it hands out the
-// delivery that showed the reset, so that no settle sent after that
-// delivery was handed out gets past a lease from before the reset.
-const resetPrefix = "_JETGATE.RESET."
+// Resets (ADR-60) are noticed as the server notices them: every replica
+// subscribes once to the reset requests (resetRequests), which every
+// client's reset passes through, and voids the consumer's leases as one
+// passes. A replica that noticed one also tells the consumer's other
+// replicas on wordPrefix<stream>.<consumer> (the fallback for a reset a
+// replica could not see, and the close of the race in which a delivery
+// made after the reset is handed out before a peer has seen the request):
+// a word carries the sender's id and the reset's; a replica ignores its
+// own, and answers another's once it has voided its leases. The sender
+// holds the consumer's new deliveries back until the answers came.
+const (
+	resetRequests = "$JS.API.CONSUMER.RESET."
+	wordPrefix    = "_JETGATE.RESET."
+)
 
 // resetWordWait bounds how long a replica waits for the others to answer
-// its word of a reset, holding the delivery that showed it meanwhile: a
+// its word of a reset, holding the consumer's new deliveries meanwhile: a
 // replica that stopped without a word stays on the roster a few seconds.
 const resetWordWait = 2 * time.Second
 
-// subscribe listens on the replica's forward subject and for the resets
-// other replicas notice, and makes sure the server has both subscriptions
+// subscribe listens on the replica's forward subject, the reset requests,
+// the words of resets and the advisories of consumers paused and deleted
+// (events.go), and makes sure the server has the subscriptions
 // before anyone is told the replica's id.
 func (r *Replica) subscribe() error {
-	var err error
-	if r.fwdSub, err = r.nc.Subscribe(settle.Subject(r.self), r.onForward); err != nil {
-		return fmt.Errorf("subscribe forward subject: %w", err)
+	subs := []struct {
+		subject string
+		handler nats.MsgHandler
+	}{
+		{settle.Subject(r.self), r.onForward},
+		{resetRequests + ">", r.onResetRequest},
+		{wordPrefix + ">", r.onResetWord},
+		{pauseAdvisories + ">", r.onPause},
+		{deleteAdvisories + ">", r.onDelete},
 	}
-	for key, c := range r.consumers {
-		sub, err := r.nc.Subscribe(resetPrefix+key.stream+"."+key.name, r.onReset(c))
+	for _, s := range subs {
+		sub, err := r.nc.Subscribe(s.subject, s.handler)
 		if err != nil {
-			return fmt.Errorf("subscribe reset subject: %w", err)
+			return fmt.Errorf("subscribe to %s: %w", s.subject, err)
 		}
-		r.resetSubs = append(r.resetSubs, sub)
+		if s.subject == settle.Subject(r.self) {
+			r.fwdSub = sub
+		} else {
+			r.resetSubs = append(r.resetSubs, sub)
+		}
 	}
 	if err := r.nc.FlushTimeout(r.timeout); err != nil {
 		return fmt.Errorf("flush subscriptions: %w", err)
@@ -47,22 +62,54 @@ func (r *Replica) subscribe() error {
 	return nil
 }
 
-// tellReset is how the consumer stream/name tells its peers (the other
-// replicas the roster counts) of a reset it noticed, and waits for them to
-// answer. A word lost (NATS away), or a peer that does not answer in
-// resetWordWait, leaves the peer to notice the reset itself, from the
-// deliveries it receives; the sender logs it.
-func (r *Replica) tellReset(stream, name string) func(peers int) {
-	subject := resetPrefix + stream + "." + name
-	return func(peers int) {
-		if err := r.tell(subject, peers); err != nil {
+// onResetRequest voids the leases of a consumer this replica serves whose
+// reset request passed; the request's reply subject names the reset.
+func (r *Replica) onResetRequest(m *nats.Msg) {
+	stream, name, ok := strings.Cut(strings.TrimPrefix(m.Subject, resetRequests), ".")
+	if !ok {
+		return
+	}
+	if c := r.bound(stream, name); c != nil {
+		id := m.Reply
+		if id == "" {
+			id = nats.NewInbox() // a request nobody waits on: no other replica can name it either
+		}
+		c.ResetRequested(id)
+	}
+}
+
+// onResetWord takes another replica's word of a reset: "<sender> <reset id>".
+func (r *Replica) onResetWord(m *nats.Msg) {
+	sender, id, _ := strings.Cut(string(m.Data), " ")
+	if sender == r.self.String() {
+		return
+	}
+	stream, name, ok := strings.Cut(strings.TrimPrefix(m.Subject, wordPrefix), ".")
+	if !ok {
+		return
+	}
+	if c := r.bound(stream, name); c != nil {
+		c.ResetTold(id)
+	}
+	if m.Reply != "" {
+		_ = m.Respond(nil)
+	}
+}
+
+// tellReset tells the peers of consumer stream/name of reset id and waits
+// for them to answer. A word lost (NATS away), or a peer that does not
+// answer in resetWordWait, leaves the peer to notice the reset itself; the
+// sender logs it.
+func (r *Replica) tellReset(stream, name string) func(id string, peers int) {
+	subject := wordPrefix + stream + "." + name
+	return func(id string, peers int) {
+		if err := r.tell(subject, []byte(r.self.String()+" "+id), peers); err != nil {
 			r.log.Warn("could not tell the other replicas of a consumer reset", "stream", stream, "consumer", name, "err", err)
 		}
 	}
 }
 
-func (r *Replica) tell(subject string, peers int) error {
-	word := []byte(r.self.String())
+func (r *Replica) tell(subject string, word []byte, peers int) error {
 	if peers <= 0 { // none to wait for; one that just joined may still hear it
 		return r.nc.Publish(subject, word)
 	}
@@ -82,16 +129,4 @@ func (r *Replica) tell(subject string, peers int) error {
 		}
 	}
 	return nil
-}
-
-func (r *Replica) onReset(c *consumer.Consumer) nats.MsgHandler {
-	return func(m *nats.Msg) {
-		if string(m.Data) == r.self.String() {
-			return
-		}
-		c.ResetTold()
-		if m.Reply != "" {
-			_ = m.Respond(nil)
-		}
-	}
 }

@@ -32,7 +32,7 @@ func TestTheWordOfAResetWaitsForEachPeersAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Close)
-	const subject = resetPrefix + "ORDERS.billing"
+	const subject = wordPrefix + "ORDERS.billing"
 	// Two peers; the test releases their answers one by one.
 	release := make(chan struct{})
 	heard := make(chan struct{}, 2)
@@ -50,7 +50,7 @@ func TestTheWordOfAResetWaitsForEachPeersAnswer(t *testing.T) {
 		}
 	}
 	done := make(chan error, 1)
-	go func() { done <- r.tell(subject, 2) }()
+	go func() { done <- r.tell(subject, []byte(r.ID().String()+" r1"), 2) }()
 	<-heard
 	<-heard
 	release <- struct{}{}
@@ -66,7 +66,7 @@ func TestTheWordOfAResetWaitsForEachPeersAnswer(t *testing.T) {
 
 	// A peer counted that never answers: the word gives up and says so.
 	start := time.Now()
-	go func() { done <- r.tell(subject, 3) }()
+	go func() { done <- r.tell(subject, []byte(r.ID().String()+" r2"), 3) }()
 	for range 2 {
 		<-heard
 		release <- struct{}{}

@@ -25,10 +25,11 @@ const maxForwardsInFlight = 64
 // issuer is gone. A token given twice is settled once; both copies get its
 // outcome.
 func (r *Replica) Settle(ctx context.Context, req settle.Request) ([]settle.Outcome, error) {
-	c, err := r.consumer(req.Stream, req.Consumer)
+	c, done, err := r.consumer(ctx, req.Stream, req.Consumer)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	if !r.nc.IsConnected() {
 		return nil, fmt.Errorf("%w: not connected to NATS", errs.ErrUnavailable)
 	}
@@ -137,12 +138,13 @@ func (r *Replica) answerForward(m *nats.Msg, f settle.Forward, out []settle.Outc
 // serveForward settles a forwarded batch: only leases this replica issued;
 // a token another replica issued is not this replica's to act on.
 func (r *Replica) serveForward(f settle.Forward) []settle.Outcome {
-	c, err := r.consumer(f.Stream, f.Consumer)
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	defer cancel()
+	c, done, err := r.consumer(ctx, f.Stream, f.Consumer)
 	if err != nil {
 		return settle.Fill(make([]settle.Outcome, len(f.Tokens)), err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
-	defer cancel()
+	defer done()
 	return settle.Split(r.keys, r.self, f.Request, func(issuer token.IssuerID, b *settle.Batch) []settle.Outcome {
 		if issuer == r.self {
 			return c.Settle(ctx, f.Op, b.Claims, f.Args())

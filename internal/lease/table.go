@@ -330,6 +330,14 @@ func (t *Table) Live() int {
 	return len(t.entries)
 }
 
+// Held counts the leases the table holds, settled ones kept for retries
+// included: while any, it has to be swept.
+func (t *Table) Held() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.entries) + len(t.settled)
+}
+
 // Origins are the creation contexts of the deliveries rs that the table
 // holds with one (zero for the others).
 func (t *Table) Origins(rs []Ref) []trace.SpanContext {

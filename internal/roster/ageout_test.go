@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/internal/natsname"
@@ -12,12 +13,13 @@ import (
 	"github.com/jetgate/jetgate/internal/roster"
 )
 
-// cKey is the roster key of a replica "c" of ORDERS/billing.
-var cKey = natsname.Key("ORDERS", "billing") + ".c"
+// cKey is the liveness key of a replica "c".
+const cKey = "live.c"
 
-// silentReplica puts c's key once, as a replica does that joins and then
-// stops without a word, waits until a has counted it, and returns when it
-// was put.
+// silentReplica puts c's liveness key once, with its TTL, and c's list of
+// consumers (ORDERS/billing), as a replica does that joins and then stops
+// without a word, waits until a has counted it, and returns when the
+// liveness key was put.
 func silentReplica(t *testing.T, js jetstream.JetStream, aSees *count) time.Time {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -26,8 +28,13 @@ func silentReplica(t *testing.T, js jetstream.JetStream, aSees *count) time.Time
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := kv.Put(ctx, "serves.c", []byte(natsname.Key("ORDERS", "billing"))); err != nil {
+		t.Fatal(err)
+	}
 	put := time.Now()
-	if _, err := kv.Put(ctx, cKey, nil); err != nil {
+	m := nats.NewMsg("$KV." + roster.Bucket + "." + cKey)
+	m.Header.Set(jetstream.MsgTTLHeader, roster.TTL.String())
+	if _, err := js.PublishMsg(ctx, m); err != nil {
 		t.Fatal(err)
 	}
 	natstest.Eventually(t, 5*time.Second, "a counts c", func() bool { return aSees.get() == 2 })

@@ -1,180 +1,320 @@
-// Package roster keeps which replicas serve each consumer, in a JetStream KV
-// bucket: every replica puts one key per consumer it serves and renews it,
-// a key not renewed ages out, and every replica watches the keys of its
-// consumers. Replicas use the count to split what a consumer allows between
-// them (its max_waiting), coordinated through NATS alone.
+// Package roster keeps which replicas serve each consumer, in one JetStream
+// KV bucket, at a cost that does not grow with the number of consumers:
+// every replica renews one liveness key (live.<id>, a message TTL ages it
+// out) and writes what it serves (serves.<id>, the keys of its consumers)
+// only when that changes; every replica watches the whole bucket once.
+// Replicas use the count to split what a consumer allows between them (its
+// max_waiting), coordinated through NATS alone.
 package roster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/internal/natsname"
 )
 
 // Bucket is the JetStream KV bucket of the roster.
-const Bucket = "jetgate_replicas"
+const Bucket = "jetgate_members"
 
 const (
-	// RenewEvery is how often a replica renews its keys.
-	RenewEvery = 2 * time.Second
-	// TTL is how long a key lives without renewal: a replica that stopped
-	// without a word leaves the count this long after its last renewal.
+	// RenewEvery is how often a replica renews its liveness key.
+	RenewEvery = 3 * time.Second
+	// TTL is how long a liveness key lives without renewal: a replica that
+	// stopped without a word leaves the count this long after its last
+	// renewal (or, should the marker of its key go missing, a renewal
+	// later, by each replica's own clock).
 	TTL = 3 * RenewEvery
+	// writeGap spaces the writes of what a replica serves, so that binding
+	// many consumers at once writes the list a few times, not once each.
+	writeGap = 100 * time.Millisecond
+)
+
+const (
+	livePrefix   = "live."
+	servesPrefix = "serves."
 )
 
 // Roster is one replica's entry in the roster, and its view of the others.
 type Roster struct {
-	kv   jetstream.KeyValue
-	self string
-	log  *slog.Logger
-
-	ctx    context.Context // ends when the roster is closed
+	kv     jetstream.KeyValue
+	js     jetstream.JetStream
+	self   string
+	log    *slog.Logger
+	watch  jetstream.KeyWatcher
+	dirty  chan struct{} // what this replica serves changed: write it
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+
 	mu     sync.Mutex
-	keys   []string // this replica's keys, to delete when it leaves
+	live   map[string]time.Time       // other replicas, when last heard of
+	serves map[string]map[string]bool // each replica's consumer keys
+	mine   map[string]*joined         // this replica's consumers, by key
+}
+
+// joined is one consumer this replica serves.
+type joined struct {
+	changed func(n int)
+	n       int // last told
 }
 
 // Open creates or updates the roster's bucket (replicas: match the streams')
-// for the replica named self.
+// for the replica named self, puts its liveness key and reads the others'.
 func Open(ctx context.Context, js jetstream.JetStream, replicas int, self string, log *slog.Logger) (*Roster, error) {
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      Bucket,
-		Description: "jetgate: the replicas serving each consumer (renewed, aged out)",
+		Description: "jetgate: the live replicas and the consumers each serves",
 		History:     1,
-		TTL:         TTL,
 		Replicas:    max(replicas, 1),
-		// A key that ages out leaves a marker, so that watchers hear of it.
+		// Liveness keys age out by their own TTL and leave a marker, so
+		// that watchers hear of it.
 		LimitMarkerTTL: time.Second,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create or update the KV bucket %s: %w", Bucket, err)
 	}
+	r := &Roster{
+		kv: kv, js: js, self: self, log: log,
+		dirty:  make(chan struct{}, 1),
+		live:   make(map[string]time.Time),
+		serves: make(map[string]map[string]bool),
+		mine:   make(map[string]*joined),
+	}
+	if err := r.renew(ctx); err != nil {
+		return nil, err
+	}
 	rctx, cancel := context.WithCancel(context.Background())
-	return &Roster{kv: kv, self: self, log: log, ctx: rctx, cancel: cancel}, nil
+	if r.watch, err = kv.WatchAll(rctx); err != nil {
+		cancel()
+		return nil, fmt.Errorf("watch the KV bucket %s: %w", Bucket, err)
+	}
+	r.cancel = cancel
+	if err := r.initial(ctx); err != nil {
+		r.Close(ctx)
+		return nil, err
+	}
+	r.wg.Go(func() { r.follow(rctx) })
+	return r, nil
 }
 
-// Join puts this replica on the roster of a stream's consumer, keeps it
-// there until the roster is closed, and calls changed with the number of
-// replicas serving the consumer (itself included): once before it returns,
-// then whenever the number changes, from one goroutine.
-func (r *Roster) Join(ctx context.Context, stream, consumer string, changed func(n int)) error {
-	prefix := natsname.Key(stream, consumer) + "."
-	key := prefix + r.self
-	if _, err := r.kv.Put(ctx, key, nil); err != nil {
-		return fmt.Errorf("join the roster of consumer %q of stream %q: %w", consumer, stream, err)
-	}
-	// Close deletes the key even if the rest of the join fails.
-	r.mu.Lock()
-	r.keys = append(r.keys, key)
-	r.mu.Unlock()
-	w, err := r.kv.Watch(r.ctx, prefix+"*")
-	if err != nil {
-		return fmt.Errorf("watch the roster of consumer %q of stream %q: %w", consumer, stream, err)
-	}
-	m := &members{self: r.self, seen: map[string]time.Time{r.self: time.Now()}}
-	// The initial values end with a nil entry.
-	for initial := true; initial; {
+// initial reads the bucket as it is, up to the nil entry that ends it.
+func (r *Roster) initial(ctx context.Context) error {
+	for {
 		select {
-		case e := <-w.Updates():
-			if e == nil {
-				initial = false
-				break
+		case e, ok := <-r.watch.Updates():
+			if !ok {
+				return fmt.Errorf("the watch of the KV bucket %s ended", Bucket)
 			}
-			m.apply(e, prefix, time.Now())
+			if e == nil {
+				return nil
+			}
+			r.apply(e, time.Now())
 		case <-ctx.Done():
-			_ = w.Stop()
 			return ctx.Err()
 		}
 	}
-	n := m.count()
-	changed(n)
-	r.wg.Go(func() { r.follow(w, m, prefix, key, n, changed) })
-	return nil
 }
 
-// follow renews key and tracks the roster until the roster is closed.
-func (r *Roster) follow(w jetstream.KeyWatcher, m *members, prefix, key string, n int, changed func(int)) {
-	defer func() { _ = w.Stop() }()
+// Join counts this replica among those serving a stream's consumer until
+// Leave or Close, and calls changed with the number of replicas serving it
+// (itself included): once before it returns, then whenever the number
+// changes. changed is called with the roster's lock held: it must not block.
+func (r *Roster) Join(stream, consumer string, changed func(n int)) {
+	key := natsname.Key(stream, consumer)
+	j := &joined{changed: changed}
+	r.mu.Lock()
+	r.mine[key] = j
+	j.n = r.countLocked(key)
+	changed(j.n)
+	r.mu.Unlock()
+	r.markDirty()
+}
+
+// Leave stops counting this replica among those serving the consumer.
+func (r *Roster) Leave(stream, consumer string) {
+	r.mu.Lock()
+	delete(r.mine, natsname.Key(stream, consumer))
+	r.mu.Unlock()
+	r.markDirty()
+}
+
+func (r *Roster) markDirty() {
+	select {
+	case r.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// follow renews the liveness key, writes what this replica serves when it
+// changes, and tracks the others, until the roster is closed.
+func (r *Roster) follow(ctx context.Context) {
 	renew := time.NewTicker(RenewEvery)
 	defer renew.Stop()
+	var lastWrite time.Time
 	for {
 		select {
-		case <-r.ctx.Done():
+		case <-ctx.Done():
 			return
-		case e, ok := <-w.Updates():
+		case e, ok := <-r.watch.Updates():
 			if !ok {
 				return
 			}
-			if e != nil {
-				m.apply(e, prefix, time.Now())
+			if e != nil && r.apply(e, time.Now()) {
+				r.recount()
 			}
+		case <-r.dirty:
+			if wait := writeGap - time.Since(lastWrite); wait > 0 {
+				if !sleep(ctx, wait) {
+					return
+				}
+			}
+			lastWrite = time.Now()
+			r.writeServes(ctx)
 		case now := <-renew.C:
-			ctx, cancel := context.WithTimeout(r.ctx, RenewEvery)
-			if _, err := r.kv.Put(ctx, key, nil); err != nil && r.ctx.Err() == nil {
-				r.log.Warn("could not renew this replica on the roster", "key", key, "err", err)
+			if err := r.renew(ctx); err != nil && ctx.Err() == nil {
+				r.log.Warn("could not renew this replica on the roster", "err", err)
 			}
-			cancel()
-			m.prune(now)
-		}
-		if c := m.count(); c != n {
-			n = c
-			changed(n)
+			if r.prune(ctx, now) {
+				r.recount()
+			}
 		}
 	}
 }
 
-// Close takes this replica off the roster of every consumer it joined.
-func (r *Roster) Close(ctx context.Context) {
-	r.cancel()
-	r.wg.Wait()
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// renew puts the liveness key with its TTL.
+func (r *Roster) renew(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, RenewEvery)
+	defer cancel()
+	m := nats.NewMsg("$KV." + Bucket + "." + livePrefix + r.self)
+	m.Header.Set(jetstream.MsgTTLHeader, TTL.String())
+	if _, err := r.js.PublishMsg(ctx, m); err != nil {
+		return fmt.Errorf("put this replica's liveness key in %s: %w", Bucket, err)
+	}
+	return nil
+}
+
+// writeServes puts the keys of the consumers this replica serves.
+func (r *Roster) writeServes(ctx context.Context) {
 	r.mu.Lock()
-	keys := r.keys
-	r.keys = nil
+	keys := make([]string, 0, len(r.mine))
+	for k := range r.mine {
+		keys = append(keys, k)
+	}
 	r.mu.Unlock()
-	for _, k := range keys {
-		if err := r.kv.Delete(ctx, k); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-			r.log.Warn("could not leave the roster; the key ages out", "key", k, "err", err)
+	slices.Sort(keys)
+	ctx, cancel := context.WithTimeout(ctx, RenewEvery)
+	defer cancel()
+	if _, err := r.kv.Put(ctx, servesPrefix+r.self, []byte(strings.Join(keys, "\n"))); err != nil && ctx.Err() == nil {
+		r.log.Warn("could not write the consumers this replica serves; its peers count it once it can", "err", err)
+		r.markDirty()
+	}
+}
+
+// apply takes one entry of the bucket; it reports whether a count may have
+// changed.
+func (r *Roster) apply(e jetstream.KeyValueEntry, now time.Time) bool {
+	gone := e.Operation() != jetstream.KeyValuePut
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if id, ok := strings.CutPrefix(e.Key(), livePrefix); ok && id != r.self {
+		_, was := r.live[id]
+		if gone {
+			delete(r.live, id)
+			return was
 		}
+		r.live[id] = now
+		return !was
 	}
-}
-
-// members is one consumer's roster as this replica sees it: each replica and
-// when its key was last heard of, by this replica's clock.
-type members struct {
-	self string
-	seen map[string]time.Time
-}
-
-func (m *members) apply(e jetstream.KeyValueEntry, prefix string, now time.Time) {
-	id, ok := strings.CutPrefix(e.Key(), prefix)
-	if !ok || id == m.self {
-		return // this replica counts itself while it runs
+	if id, ok := strings.CutPrefix(e.Key(), servesPrefix); ok && id != r.self {
+		if gone {
+			delete(r.serves, id)
+			return true
+		}
+		set := make(map[string]bool)
+		for k := range strings.SplitSeq(string(e.Value()), "\n") {
+			if k != "" {
+				set[k] = true
+			}
+		}
+		r.serves[id] = set
+		return true
 	}
-	switch e.Operation() {
-	case jetstream.KeyValuePut:
-		m.seen[id] = now
-	default:
-		delete(m.seen, id)
-	}
+	return false
 }
 
 // prune forgets replicas not heard of for longer than a key lives, should
-// the marker of a key that aged out have gone missing.
-func (m *members) prune(now time.Time) {
-	for id, at := range m.seen {
-		if id != m.self && now.Sub(at) > TTL+RenewEvery {
-			delete(m.seen, id)
+// the marker of a key that aged out have gone missing, and removes what
+// they served. It reports whether it forgot any.
+func (r *Roster) prune(ctx context.Context, now time.Time) bool {
+	var dead []string
+	r.mu.Lock()
+	for id, at := range r.live {
+		if now.Sub(at) > TTL+RenewEvery {
+			delete(r.live, id)
+			dead = append(dead, id)
+		}
+	}
+	r.mu.Unlock()
+	for _, id := range dead {
+		_ = r.kv.Delete(ctx, servesPrefix+id) // any replica may; the first one does
+	}
+	return len(dead) > 0
+}
+
+// recount tells each consumer whose count changed.
+func (r *Roster) recount() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for key, j := range r.mine {
+		if n := r.countLocked(key); n != j.n {
+			j.n = n
+			j.changed(n)
 		}
 	}
 }
 
-func (m *members) count() int { return len(m.seen) }
+// countLocked is how many live replicas serve key, this one included.
+func (r *Roster) countLocked(key string) int {
+	n := 1
+	for id := range r.live {
+		if r.serves[id][key] {
+			n++
+		}
+	}
+	return n
+}
+
+// Close takes this replica off the roster.
+func (r *Roster) Close(ctx context.Context) {
+	if r.cancel != nil {
+		r.cancel()
+	}
+	r.wg.Wait()
+	if r.watch != nil {
+		_ = r.watch.Stop()
+	}
+	for _, k := range [...]string{livePrefix + r.self, servesPrefix + r.self} {
+		if err := r.kv.Delete(ctx, k); err != nil {
+			r.log.Warn("could not leave the roster; the other replicas forget this one once its liveness key ages out", "key", k, "err", err)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package roster_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -42,9 +43,7 @@ func open(t *testing.T, nc *nats.Conn, self string) *roster.Roster {
 func join(t *testing.T, r *roster.Roster, stream, consumer string) *count {
 	t.Helper()
 	c := &count{}
-	if err := r.Join(context.Background(), stream, consumer, c.set); err != nil {
-		t.Fatal(err)
-	}
+	r.Join(stream, consumer, c.set)
 	return c
 }
 
@@ -64,9 +63,7 @@ func TestRosterCountsTheReplicasOfEachConsumer(t *testing.T) {
 
 	b := open(t, natstest.Connect(t, ns), "b")
 	bBilling := join(t, b, "ORDERS", "billing")
-	if n := bBilling.get(); n != 2 {
-		t.Fatalf("b joining a: told %d, want 2", n)
-	}
+	natstest.Eventually(t, 5*time.Second, "b sees a", func() bool { return bBilling.get() == 2 })
 	natstest.Eventually(t, 5*time.Second, "a sees b", func() bool { return aBilling.get() == 2 })
 
 	// Another consumer of the same stream has a roster of its own.
@@ -75,6 +72,10 @@ func TestRosterCountsTheReplicasOfEachConsumer(t *testing.T) {
 		t.Fatalf("shipping: told %d, want 1", n)
 	}
 
+	b.Leave("ORDERS", "billing")
+	natstest.Eventually(t, 5*time.Second, "a sees b leave billing", func() bool { return aBilling.get() == 1 })
+	b.Join("ORDERS", "billing", bBilling.set)
+	natstest.Eventually(t, 5*time.Second, "a sees b back", func() bool { return aBilling.get() == 2 })
 	b.Close(ctx)
 	natstest.Eventually(t, 5*time.Second, "a sees b leave", func() bool { return aBilling.get() == 1 })
 
@@ -110,4 +111,46 @@ func TestRosterRenewsItsKeys(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// What the roster costs the NATS server does not grow with the consumers a
+// replica serves: one liveness key renewed, and the list of what it serves
+// written when that changes, not per consumer.
+func TestRosterWritesDoNotGrowWithConsumers(t *testing.T) {
+	ns := natstest.Start(t)
+	ctx := context.Background()
+	watch := natstest.Connect(t, ns)
+	var mu sync.Mutex
+	puts := 0
+	sub, err := watch.Subscribe("$KV."+roster.Bucket+".>", func(*nats.Msg) { mu.Lock(); puts++; mu.Unlock() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := watch.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	a := open(t, natstest.Connect(t, ns), "a")
+	defer a.Close(ctx)
+	b := open(t, natstest.Connect(t, ns), "b")
+	defer b.Close(ctx)
+	const n = 300
+	counts := make([]*count, n)
+	for i := range n {
+		name := fmt.Sprintf("c%d", i)
+		counts[i] = join(t, a, "ORDERS", name)
+		join(t, b, "ORDERS", name)
+	}
+	for i := range n {
+		natstest.Eventually(t, 5*time.Second, "a sees b on every consumer", func() bool { return counts[i].get() == 2 })
+	}
+	mu.Lock()
+	joined := puts
+	mu.Unlock()
+	// Two liveness keys and, binding 300 consumers each, a few writes of what
+	// each serves (they are spaced by writeGap), not 600.
+	if joined > 40 {
+		t.Fatalf("joining 300 consumers on 2 replicas wrote %d keys", joined)
+	}
+	t.Logf("2 replicas joining 300 consumers each: %d KV writes", joined)
 }
