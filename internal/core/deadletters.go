@@ -38,4 +38,3 @@ func (r *Replica) Redrive(ctx context.Context, stream, name string, seqs []uint6
 	}
 	return RedriveResult{Redriven: n, Failures: fails}, err
 }
-
