@@ -306,8 +306,13 @@ func (c *Consumer) SetPaused(paused bool) {
 	c.view.Store(&v)
 }
 
-// Idle reports whether the consumer holds nothing: no lease, orphan or pull.
-func (c *Consumer) Idle() bool { return !c.busy() }
+// Idle reports whether the consumer holds nothing a caller could still
+// use: no live lease, orphan, pull or caller in line (settled leases kept
+// for retries do not count).
+func (c *Consumer) Idle() bool {
+	open, _, queued := c.waiting.counts()
+	return open == 0 && queued == 0 && c.leases.Live() == 0 && c.orphans.len() == 0 && c.orphans.pulls(time.Now()) == 0
+}
 
 // Leases counts the leases this replica holds on the consumer, unsettled.
 func (c *Consumer) Leases() int { return c.leases.Live() }

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/core"
@@ -147,4 +148,29 @@ func TestReplicasHoldingLeasesAskNoInfo(t *testing.T) {
 	if n := kinds["$JS.API.CONSUMER.INFO"]; n > 0 {
 		t.Fatalf("%d consumer infos asked while nobody called (%v); want none", n, kinds)
 	}
+}
+
+// gaugeOf is the gauge of name with a label of value label in reg.
+func gaugeOf(t *testing.T, reg *prometheus.Registry, name, label string) prometheus.Gauge {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "found"})
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetValue() == label {
+					g.Set(m.GetGauge().GetValue())
+					return g
+				}
+			}
+		}
+	}
+	t.Fatalf("no %s{%s}", name, label)
+	return nil
 }
