@@ -10,6 +10,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 )
 
 // The scale measurement: what a consumer costs. o.Scale consumers behind
@@ -37,6 +41,11 @@ type ScaleReport struct {
 	// Startup counts the requests from the replicas' start to the last
 	// one's ready, by kind.
 	Startup map[string]int `json:"startup_requests"`
+	// On demand, BindAll is how long a GetConsumer of every consumer
+	// through every replica took, one after another, and Bind counts their
+	// requests: after it, every replica serves every consumer.
+	BindAll time.Duration  `json:"bind_all_ns,omitempty"`
+	Bind    map[string]int `json:"bind_requests,omitempty"`
 	Idle    *ScaleWindow   `json:"idle,omitempty"`
 	Busy    *ScaleWindow   `json:"busy,omitempty"`
 }
@@ -126,6 +135,14 @@ func runScale(ctx context.Context, o Options, rep *ScaleReport) error {
 		rep.StartError = err.Error()
 		return err
 	}
+	if o.ScaleOnDemand {
+		start := time.Now()
+		if err := bindAll(ctx, reps, o); err != nil {
+			return err
+		}
+		rep.BindAll = time.Since(start)
+		rep.Bind = minus(counter.snapshot(), rep.Startup)
+	}
 	if err := pause(ctx, scaleSettle); err != nil {
 		return err
 	}
@@ -141,14 +158,16 @@ func runScale(ctx context.Context, o Options, rep *ScaleReport) error {
 	return errors.Join(err, busy.stop())
 }
 
-// scaleConsumers creates the stream and, for the on-demand source, the
+// scaleConsumers creates the stream, with room for o.Scale consumers, and, for the on-demand source, the
 // consumers, as an operator's tools would.
 func scaleConsumers(ctx context.Context, nc *nats.Conn, o Options) error {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err
 	}
-	s, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: o.Stream, Subjects: []string{o.Subject + ".>"}, MaxMsgs: streamMaxMsgs})
+	// nats-server allows 1,000 consumers a stream unless told otherwise.
+	s, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: o.Stream, Subjects: []string{o.Subject + ".>"},
+		MaxMsgs: streamMaxMsgs, MaxConsumers: max(o.Scale, 1000)})
 	if err != nil || !o.ScaleOnDemand {
 		return err
 	}
@@ -221,4 +240,38 @@ func pause(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// bindAll asks every replica for every consumer once: served on demand, a
+// consumer is bound on its first call.
+func bindAll(ctx context.Context, reps []*scaleReplica, o Options) error {
+	for _, r := range reps {
+		conn, err := grpc.NewClient(r.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return err
+		}
+		cons := jetgatev1.NewConsumerServiceClient(conn)
+		for i := range o.Scale {
+			if _, err = cons.GetConsumer(ctx, &jetgatev1.GetConsumerRequest{Stream: o.Stream, Consumer: consumerName(i)}); err != nil {
+				err = fmt.Errorf("first call of consumer %s: %w", consumerName(i), err)
+				break
+			}
+		}
+		conn.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// minus is a's counts less b's, the kinds that grew.
+func minus(a, b map[string]int) map[string]int {
+	out := make(map[string]int)
+	for k, n := range a {
+		if d := n - b[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
 }

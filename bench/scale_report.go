@@ -27,6 +27,9 @@ func (rep ScaleReport) print(out io.Writer) {
 	if len(rep.Startup) > 0 {
 		fmt.Fprintf(out, "requests until ready: %s\n", countsLine(rep.Startup))
 	}
+	if len(rep.Bind) > 0 {
+		fmt.Fprintf(out, "first call of every consumer through every replica: %.1fs; requests: %s\n", rep.BindAll.Seconds(), countsLine(rep.Bind))
+	}
 	if rep.StartError != "" {
 		fmt.Fprintf(out, "did not start: %s\n", rep.StartError)
 	}
@@ -53,7 +56,7 @@ func (rep ScaleReport) print(out io.Writer) {
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(kinds)) {
-		row("  "+k, func(w *ScaleWindow) string { return fmt.Sprintf("%.1f", w.Requests[k]) })
+		row("  "+k, func(w *ScaleWindow) string { return fmt.Sprintf("%.2f", w.Requests[k]) })
 	}
 	for i := range rep.Idle.Replicas {
 		row(fmt.Sprintf("replica %d CPU, %% of a core", i+1), func(w *ScaleWindow) string { return fmt.Sprintf("%.2f", w.Replicas[i].CPUPct) })
