@@ -59,10 +59,10 @@ func startBusy(ctx context.Context, nc *nats.Conn, reps []*scaleReplica, o Optio
 }
 
 // publish sends each busy consumer scaleBusyRate messages a second, in
-// ticks of 50ms.
+// ten ticks.
 func (b *busyLoops) publish(ctx context.Context, nc *nats.Conn, subject string) {
-	const tick = 50 * time.Millisecond
-	per := max(1, scaleBusyRate*int(tick)/int(time.Second))
+	const tick = 100 * time.Millisecond
+	per := max(1, scaleBusyRate/10)
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	payload := make([]byte, 256)
