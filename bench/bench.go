@@ -94,6 +94,16 @@ type Options struct {
 	// Replicas in turn, every replica a process of its own (RunWaiting).
 	Waiting  int
 	Replicas []int
+	// Scale, when set, runs the scale measurement instead of the modes:
+	// that many consumers behind ScaleReplicas jetgate processes, idle for
+	// ScaleIdle, then ScaleBusy of them in Fetch+Ack loops as long
+	// (RunScale). ScaleOnDemand has them created with nats.go and served
+	// on demand rather than listed in the file.
+	Scale         int
+	ScaleReplicas int
+	ScaleIdle     time.Duration
+	ScaleBusy     int
+	ScaleOnDemand bool
 	// ReplicaCommand runs one replica process; empty runs this program
 	// again, which Run turns into a replica when ReplicaEnv is set.
 	ReplicaCommand []string
@@ -113,6 +123,10 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	if cfg, ok := os.LookupEnv(FloorEnv); ok {
 		return Report{}, serveFloor(ctx, cfg, os.Stdin, os.Stdout)
+	}
+	if o.Scale > 0 {
+		_, err := RunScale(ctx, o)
+		return Report{}, err
 	}
 	if o.Waiting > 0 {
 		_, err := RunWaiting(ctx, o)

@@ -5,7 +5,8 @@
 // server and jetgate (the built binary) as processes of their own;
 // --in-process runs both in the bench's process, and --grpc-addr and
 // --http-addr measure a running jetgate. With --waiting it measures
-// long-polling Fetch callers over replica processes.
+// long-polling Fetch callers over replica processes; with --scale-consumers
+// what many consumers cost, idle and busy, behind replica processes.
 package main
 
 import (
@@ -24,7 +25,7 @@ import (
 
 func main() {
 	o := bench.Options{Out: os.Stdout}
-	var modes, replicas string
+	var modes, replicas, scaleSource string
 	flag.StringVar(&o.GRPCAddr, "grpc-addr", "", "gRPC address of a running jetgate; empty starts NATS and jetgate as processes of their own (or, with --in-process, in this one)")
 	flag.BoolVar(&o.InProcess, "in-process", false, "run NATS and jetgate in the bench's own process rather than as deployed")
 	flag.StringVar(&o.Jetgate, "jetgate", "", "the jetgate binary the deployed shape runs; empty builds ./cmd/jetgate")
@@ -47,7 +48,20 @@ func main() {
 	flag.DurationVar(&o.Every, "every", 5*time.Second, "soak: sampling interval")
 	flag.IntVar(&o.Waiting, "waiting", 0, "measure this many concurrent long-polling Fetch(1) callers instead, over --replicas")
 	flag.StringVar(&replicas, "replicas", "3", "with --waiting: comma-separated replica counts, each run in turn (3,10)")
+	flag.IntVar(&o.Scale, "scale-consumers", 0, "measure what this many consumers cost instead: idle, then busy, behind --scale-replicas jetgate processes")
+	flag.IntVar(&o.ScaleReplicas, "scale-replicas", 2, "with --scale-consumers: jetgate replica processes")
+	flag.DurationVar(&o.ScaleIdle, "scale-idle", 20*time.Second, "with --scale-consumers: the length of the idle window, and of the busy one")
+	flag.IntVar(&o.ScaleBusy, "scale-busy", 4, "with --scale-consumers: consumers in Fetch+Ack loops in the busy window")
+	flag.StringVar(&scaleSource, "scale-source", "config", "with --scale-consumers: config (the consumers in the file) or on-demand (created with nats.go, served by on_demand)")
 	flag.Parse()
+	switch scaleSource {
+	case "config":
+	case "on-demand":
+		o.ScaleOnDemand = true
+	default:
+		fmt.Fprintf(os.Stderr, "jetgate-bench: --scale-source %q: want config or on-demand\n", scaleSource)
+		os.Exit(2)
+	}
 	for _, r := range strings.Split(replicas, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(r))
 		if err != nil || n < 1 {
