@@ -119,6 +119,7 @@ class Engine:
             if h.outcome is not None or h.finished:
                 return
             h.outcome, h.closed = ("nak", 0.0), True
+            self._uncount(h)
             r = await self._batcher.submit("nak", 0.0, h.token)
             if r is None:
                 self.stats.naked += 1
@@ -156,6 +157,15 @@ class Engine:
         self._keeper_wake.set()
         self._pump()
 
+    def held(self) -> tuple[int, int]:
+        """The messages (and their bytes) held now: in handlers, waiting for
+        one, or waiting beside one as its redelivery."""
+        n = b = 0
+        for c in list(self._streams.conns):
+            n += c.count
+            b += c.bytes
+        return n, b
+
     def free(self) -> tuple[int, Optional[int]]:
         """The room no stream has taken: messages, and bytes (None: no limit)."""
         n = b = 0
@@ -176,6 +186,15 @@ class Engine:
             del self._by_seq[h.seq]
         if h.primary is not None and h.primary.successor is h:
             h.primary.successor = None
+        self._uncount(h)
+
+    def _uncount(self, h: Held) -> None:
+        """Takes h out of its stream's count, once: when its settle is sent
+        (the gateway gives the stream its credit back as it takes the
+        settle, maybe before its answer is read) or when it is let go."""
+        if h.uncounted:
+            return
+        h.uncounted = True
         h.conn.count -= 1
         h.conn.bytes -= h.size
         self._streams.changed()
@@ -257,6 +276,7 @@ class Engine:
                     raise SettleError("ALREADY_SETTLED", f"the message was already {h.outcome[0]}'ed", token=h.token)
                 return
             h.outcome = (op, arg)
+            self._uncount(h)
             err = await self._batcher.submit(op, arg, h.token)
             s = h.successor
             if s is not None and err is not None:
@@ -277,6 +297,7 @@ class Engine:
             if h.outcome is not None:
                 return
             h.outcome = (op, arg)
+            self._uncount(h)
             err = await self._batcher.submit(op, arg, h.token)
             self._count(op, err is None)
             if isinstance(err, SettleError):

@@ -57,7 +57,7 @@ class Held:
     __slots__ = (
         "msg", "token", "seq", "size", "delivered", "conn", "received", "deadline", "lead",
         "state", "lock", "outcome", "extending", "retry_at", "let_go", "lost", "finished",
-        "closed", "successor", "primary",
+        "closed", "successor", "primary", "uncounted",
     )
 
     def __init__(self, pb: Any, conn: Conn, now: float, wall: float) -> None:
@@ -78,7 +78,8 @@ class Held:
         self.retry_at = 0.0
         self.let_go = False
         self.lost = False
-        self.finished = False  # its slot is given back
+        self.finished = False  # done with: no handler, no lease
+        self.uncounted = False  # its room is given back
         self.closed = False  # nak'ed by close
         self.successor: Optional[Held] = None  # a redelivery while it runs
         self.primary: Optional[Held] = None  # for a successor: the delivery in the handler

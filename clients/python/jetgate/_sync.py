@@ -92,11 +92,29 @@ class Subscriber:
     def _settle(self, h: Held, op: str, arg: Any) -> None:
         if threading.current_thread() is self._thread:
             raise RuntimeError("a blocking message cannot be settled from the subscriber's own loop")
+        closed = SettleError("SUBSCRIBER_CLOSED", "the subscriber is closed", token=h.token)
+        if self._loop.is_closed():
+            raise closed
+        coro = self._engine.settle(h, op, arg)
         try:
-            fut = asyncio.run_coroutine_threadsafe(self._engine.settle(h, op, arg), self._loop)
-        except RuntimeError as e:  # the loop has stopped
-            raise SettleError("SUBSCRIBER_CLOSED", "the subscriber is closed", token=h.token) from e
-        fut.result()
+            fut = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        except RuntimeError:  # the loop closed meanwhile
+            coro.close()
+            raise closed from None
+        while True:
+            try:
+                return fut.result(timeout=0.5)
+            except concurrent.futures.TimeoutError:
+                if self._loop.is_closed():  # stopped before it ran
+                    raise closed from None
+            except concurrent.futures.CancelledError:
+                raise closed from None
+
+    @property
+    def held(self) -> tuple[int, int]:
+        """How many messages the subscriber holds now (in handlers or waiting
+        for one), and their bytes: never more than max_messages and max_bytes."""
+        return self._engine.held()
 
     @property
     def stats(self) -> Stats:

@@ -140,6 +140,12 @@ class Subscriber:
         return await _trace.acall(self._handler, h.msg)
 
     @property
+    def held(self) -> tuple[int, int]:
+        """How many messages the subscriber holds now (in handlers or waiting
+        for one), and their bytes: never more than max_messages and max_bytes."""
+        return self._engine.held()
+
+    @property
     def stats(self) -> Stats:
         return dataclasses.replace(self._engine.stats)
 
