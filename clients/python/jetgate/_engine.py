@@ -54,7 +54,7 @@ class Engine:
         self.stats = Stats()
         self._concurrency = max(1, concurrency)
         self._make_msg, self._invoke = make_msg, invoke
-        self._batcher = Batcher(stub, stream, consumer, metadata, opts.ack_batch, opts.timeout)
+        self._batcher = Batcher(stub, stream, consumer, metadata, opts.ack_batch, opts.timeout, self.stats)
         self._streams = Streams(self, stub, metadata)
         self._by_seq: dict[int, Held] = {}  # the delivery of each message that a handler has or will get
         self._leases: set[Held] = set()  # every lease held: waiting, running, successors
@@ -102,7 +102,6 @@ class Engine:
         if self._keeper is not None:
             self._keeper.cancel()
             await asyncio.gather(self._keeper, return_exceptions=True)
-        self.stats.settle_requests = self._batcher.requests
 
     def cancel_handlers(self) -> None:
         """Cancels the handlers still running (asyncio: after a nak close)."""
