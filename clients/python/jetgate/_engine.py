@@ -370,11 +370,23 @@ class Engine:
             self._release(h)
 
     def _let_go(self, h: Held) -> None:
+        """Lets go of a lease held for max_lease: nak'ed, so that it is
+        redelivered now (to this subscriber too, as a new message) and the
+        gateway stops keeping it alive. A handler still running on it
+        finishes, but its settle is refused (LEASE_SETTLED)."""
         h.let_go = True
         self.stats.leases_dropped += 1
         self._report(LeaseDropped("MAX_LEASE", f"message {h.seq} held for max_lease ({self.opts.max_lease}s): let go"))
         if self._by_seq.get(h.seq) is h:  # a redelivery is a new message to run
             del self._by_seq[h.seq]
+        self._spawn(self._nak_let_go(h))
+
+    async def _nak_let_go(self, h: Held) -> None:
+        async with h.lock:
+            if h.outcome is not None or h.finished:
+                return
+            await self._batcher.submit("nak", 0.0, h.token)
+            self._uncount(h)
         if h.state != RUNNING:
             self._release(h)
 

@@ -20,6 +20,14 @@ SILENCE = 3 * HEARTBEAT  # a stream that says nothing this long is dead
 BACKOFF_MIN, BACKOFF_MAX = 0.1, 5.0
 
 
+# auto_extend: the gateway keeps a stream's leases alive itself too (up to
+# its own maximum, an hour). The subscriber extends every lease anyway, for
+# the new token after each Extend and for leases of a stream that broke; but
+# today the gateway counts a stream's room by the deadlines it set, so without
+# auto_extend it would take an Extend made by the client as an expiry and
+# hand the stream more than max_messages while slow handlers run.
+
+
 class Streams:
     """Keeps one Consume stream open whenever there is room, and a second one
     for the room that frees up while an ended stream's leases are finished
@@ -88,7 +96,7 @@ class Streams:
         c = Conn(window, window_bytes)
         req = consumer_pb2.ConsumeRequest(
             stream=e.stream, consumer=e.consumer, max_messages=window,
-            heartbeat=_message.duration(HEARTBEAT), auto_extend=False,
+            heartbeat=_message.duration(HEARTBEAT), auto_extend=True,
         )
         if window_bytes is not None:
             req.max_bytes = window_bytes

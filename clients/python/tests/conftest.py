@@ -31,7 +31,7 @@ CONSUMERS = {
     "slow": "2s", "lease": "2s", "expired": "2s", "extendtok": "2s", "retry": "30s",
     "flow": "30s", "drain": "30s", "naks": "30s", "restart": "5s", "final": "30s",
     "basic": "30s", "aio": "30s", "explicit": "30s", "bench": "30s", "trace": "30s",
-    "bytes": "30s", "merge": "2s", "restartx": "6s",
+    "bytes": "30s", "merge": "2s", "restartx": "6s", "slowflow": "2s",
 }
 
 

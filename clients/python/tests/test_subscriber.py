@@ -268,3 +268,28 @@ def test_broken_stream_does_not_hand_a_message_to_two_handlers(client):
     assert calls == [1]
     assert sub.stats.reconnects >= 1 and sub.stats.settle_errors == 0
     assert ack_pending(client, "merge") == 0
+
+
+def test_max_messages_holds_while_handlers_outlast_ack_wait(client):
+    # ack_wait is 2s and each handler takes 2.5s: the leases are extended,
+    # and the gateway must not take an extended lease for an expired one and
+    # hand the stream more.
+    publish(client, "slowflow", 4)
+    box, peak, done = [], [0, 0], []
+
+    def handler(m):
+        time.sleep(2.5)  # the handler's work
+        done.append(m.metadata.stream_seq)
+
+    sub = client.subscribe(STREAM, "slowflow", handler, max_messages=2)
+    box.append(sub)
+    try:
+        def finished():
+            peak[0] = max(peak[0], sub.held[0])
+            peak[1] = max(peak[1], ack_pending(client, "slowflow"))
+            return len(done) == 4
+        wait_for(finished, 20, "4 slow messages", every=0.05)
+    finally:
+        sub.close()
+    assert peak == [2, 2]
+    assert sub.stats.received == 4 and sub.stats.extended >= 2
