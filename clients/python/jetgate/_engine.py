@@ -235,18 +235,26 @@ class Engine:
                 op = ("nak", self._nak_delay(h))
                 self.stats.handler_errors += 1
                 self._report(HandlerError("HANDLER_FAILED", f"message {h.seq}: {e!r}"), e)
-            try:
-                await self.settle(h, op[0], op[1], explicit=False)
-            except SettleError as e:
-                self.stats.settle_errors += 1
-                self._report(e)
-            await self._answer_successor(h)
-        finally:
-            self._running -= 1
+        except BaseException:
+            self._handler_done()
             self._release(h)
-            if self._running == 0:
-                self._idle.set()
-            self._pump()
+            raise
+        # The handler's slot is free while its settle is on its way.
+        self._handler_done()
+        try:
+            await self.settle(h, op[0], op[1], explicit=False)
+        except SettleError as e:
+            self.stats.settle_errors += 1
+            self._report(e)
+        finally:
+            await self._answer_successor(h)
+            self._release(h)
+
+    def _handler_done(self) -> None:
+        self._running -= 1
+        if self._running == 0:
+            self._idle.set()
+        self._pump()
 
     async def _answer_successor(self, h: Held) -> None:
         """Gives a redelivery that came while h ran the outcome of h."""

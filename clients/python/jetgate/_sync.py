@@ -4,8 +4,10 @@ handlers in a thread pool."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import dataclasses
+import queue
 import threading
 from typing import Any, Callable, Optional
 
@@ -39,7 +41,16 @@ class Subscriber:
         self._concurrency = concurrency or min(self._opts.max_messages, DEFAULT_THREADS)
         self._handler = handler
         self._stream, self._consumer = stream, consumer
-        self._pool = concurrent.futures.ThreadPoolExecutor(self._concurrency, thread_name_prefix=f"jetgate-{consumer}")
+        self._work: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
+        self._results: collections.deque = collections.deque()
+        self._wake_lock = threading.Lock()
+        self._wake_due = False
+        self._workers = [
+            threading.Thread(target=self._worker, name=f"jetgate-{consumer}-{i}", daemon=True)
+            for i in range(self._concurrency)
+        ]
+        for w in self._workers:
+            w.start()
         self._loop = asyncio.new_event_loop()
         self._engine: Optional[Engine] = None
         self._started = threading.Event()
@@ -87,7 +98,43 @@ class Subscriber:
         return Message(pb, self._stream, self._consumer, lambda _m, op, arg: self._settle(h, op, arg))
 
     async def _invoke(self, h: Held) -> Any:
-        return await self._loop.run_in_executor(self._pool, _trace.call, self._handler, h.msg)
+        fut = self._loop.create_future()
+        self._work.put((h.msg, fut))
+        return await fut
+
+    def _worker(self) -> None:
+        """Runs handlers; their outcomes go back to the loop in bursts, with
+        one wake-up of the loop for all that finished meanwhile."""
+        while True:
+            item = self._work.get()
+            if item is None:
+                return
+            msg, fut = item
+            try:
+                out = (_trace.call(self._handler, msg), None)
+            except BaseException as e:  # the engine decides what a failure means
+                out = (None, e)
+            self._results.append((fut, out))
+            with self._wake_lock:
+                if self._wake_due:
+                    continue
+                self._wake_due = True
+            try:
+                self._loop.call_soon_threadsafe(self._deliver)
+            except RuntimeError:  # closed: nobody waits for the outcome
+                pass
+
+    def _deliver(self) -> None:
+        with self._wake_lock:
+            self._wake_due = False
+        while self._results:
+            fut, (value, err) = self._results.popleft()
+            if fut.done():
+                continue
+            if err is not None:
+                fut.set_exception(err)
+            else:
+                fut.set_result(value)
 
     def _settle(self, h: Held, op: str, arg: Any) -> None:
         if threading.current_thread() is self._thread:
@@ -140,7 +187,8 @@ class Subscriber:
 
         asyncio.run_coroutine_threadsafe(_close(), self._loop).result()
         self._thread.join()
-        self._pool.shutdown(wait=False)
+        for _ in self._workers:  # each stops after the handler it runs, if any
+            self._work.put(None)
 
     def __enter__(self) -> "Subscriber":
         return self
