@@ -6,7 +6,7 @@ from typing import Any, Callable, Optional
 
 import grpc
 
-from jetgate import _message, _ops
+from jetgate import _message, _ops, _trace
 from jetgate._errors import Error, SettleError, from_rpc
 from jetgate.v1 import consumer_pb2, consumer_pb2_grpc, stream_pb2, stream_pb2_grpc
 
@@ -99,7 +99,7 @@ class Client:
 
     def _call(self, method: Callable[..., Any], req: Any, timeout: Optional[float] = None) -> Any:
         try:
-            return method(req, timeout=timeout or self._timeout, metadata=self._md)
+            return method(req, timeout=timeout or self._timeout, metadata=_trace.outgoing(self._md))
         except grpc.RpcError as e:
             raise from_rpc(e) from e
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from typing import Mapping, Sequence, Union
+from typing import Mapping, Optional, Sequence, Union
 
 from google.protobuf import duration_pb2
 
@@ -64,19 +64,44 @@ def metadata_of(pb: consumer_pb2.Message) -> Metadata:
 
 class BaseMessage:
     """One leased delivery: data, subject, headers (each a list of values),
-    metadata, and the token that settles it (replaced by each extend)."""
+    metadata, and the token that settles it (replaced by each extend).
+    headers and metadata are converted from the wire on first use."""
 
-    __slots__ = ("subject", "data", "headers", "metadata", "token", "lease_deadline", "_stream", "_consumer")
+    __slots__ = ("subject", "data", "token", "_pb", "_headers", "_metadata", "_deadline", "_stream", "_consumer")
 
     def __init__(self, pb: consumer_pb2.Message, stream: str, consumer: str) -> None:
         self.subject: str = pb.subject
         self.data: bytes = pb.data
-        self.headers: dict[str, list[str]] = {k: list(v.values) for k, v in pb.headers.items()}
-        self.metadata: Metadata = metadata_of(pb)
         self.token: str = pb.token
-        self.lease_deadline: datetime.datetime = pb.lease_deadline.ToDatetime(tzinfo=datetime.timezone.utc)
+        self._pb = pb
+        self._headers: Optional[dict[str, list[str]]] = None
+        self._metadata: Optional[Metadata] = None
+        self._deadline: Optional[datetime.datetime] = None
         self._stream = stream
         self._consumer = consumer
+
+    @property
+    def headers(self) -> dict[str, list[str]]:
+        if self._headers is None:
+            self._headers = {k: list(v.values) for k, v in self._pb.headers.items()}
+        return self._headers
+
+    @property
+    def metadata(self) -> Metadata:
+        if self._metadata is None:
+            self._metadata = metadata_of(self._pb)
+        return self._metadata
+
+    @property
+    def lease_deadline(self) -> datetime.datetime:
+        """When the lease ends (UTC); moved by each extend."""
+        if self._deadline is None:
+            self._deadline = self._pb.lease_deadline.ToDatetime(tzinfo=datetime.timezone.utc)
+        return self._deadline
+
+    @lease_deadline.setter
+    def lease_deadline(self, value: datetime.datetime) -> None:
+        self._deadline = value
 
     def __repr__(self) -> str:
         m = self.metadata

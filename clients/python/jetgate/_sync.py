@@ -20,7 +20,7 @@ from jetgate._errors import SettleError
 from jetgate._held import Held, Stats
 from jetgate.v1 import consumer_pb2_grpc
 
-DEFAULT_THREADS = 16  # handler threads when concurrency is None (at most max_messages)
+DEFAULT_THREADS = 10  # handler threads when concurrency is None (at most max_messages), as Pub/Sub has
 
 
 class Subscriber:

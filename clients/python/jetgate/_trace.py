@@ -16,6 +16,16 @@ except ImportError:  # pragma: no cover - depends on the environment
 AVAILABLE = _propagate is not None
 
 
+def outgoing(metadata: tuple) -> tuple:
+    """metadata plus the current trace context (traceparent, tracestate), so
+    that the gateway's spans (and a published message's headers) carry it."""
+    if not AVAILABLE:
+        return metadata
+    carrier: dict[str, str] = {}
+    _propagate.inject(carrier)
+    return metadata + tuple(carrier.items()) if carrier else metadata
+
+
 def _start(msg: Any) -> tuple[Any, Any]:
     carrier = {k.lower(): v[0] for k, v in msg.headers.items() if v}
     token = _context.attach(_propagate.extract(carrier))

@@ -72,7 +72,7 @@ class Client:
 
     async def _call(self, method: Callable[..., Any], req: Any, timeout: Optional[float] = None) -> Any:
         try:
-            return await method(req, timeout=timeout or self._timeout, metadata=self._md)
+            return await method(req, timeout=timeout or self._timeout, metadata=_trace.outgoing(self._md))
         except grpc.RpcError as e:
             raise from_rpc(e) from e
 
