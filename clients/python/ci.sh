@@ -38,7 +38,8 @@ fi
 echo "ci.sh: pytest"
 cd "$here"
 status=0
-"$py" -m pytest -q -p no:cacheprovider tests || status=$?
+# A test that hangs prints every thread's stack after 5 minutes.
+"$py" -m pytest -q -p no:cacheprovider -o faulthandler_timeout=300 tests || status=$?
 if [ "$status" -eq 5 ]; then
   echo "ci.sh: pytest found no tests" >&2
 fi

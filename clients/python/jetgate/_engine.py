@@ -17,6 +17,23 @@ from jetgate._held import RUNNING, SUCCESSOR, WAITING, Conn, Held, Stats, monoto
 from jetgate._streams import Streams
 
 
+async def acquire(lock: asyncio.Lock, timeout: float) -> bool:
+    """Takes lock within timeout; unlike asyncio.wait_for (3.11), never
+    leaves it taken when the time runs out just as it was given."""
+    t = asyncio.ensure_future(lock.acquire())
+    done, _ = await asyncio.wait({t}, timeout=timeout)
+    if done:
+        return True
+    t.cancel()
+
+    def release_if_taken(f: "asyncio.Future[bool]") -> None:
+        if not f.cancelled() and f.exception() is None:
+            lock.release()
+
+    t.add_done_callback(release_if_taken)
+    return False
+
+
 @dataclasses.dataclass
 class Options:
     max_messages: int = 100
@@ -68,6 +85,7 @@ class Engine:
         self._idle = asyncio.Event()  # no handler runs
         self._idle.set()
         self._keeper: Optional[asyncio.Task] = None
+        self._keeper_stop = False
 
     # --- lifetime -----------------------------------------------------------
 
@@ -99,8 +117,11 @@ class Engine:
         if naks:
             await asyncio.gather(*naks, return_exceptions=True)
         await self._batcher.flush_all()
+        # Loops stop by a flag, not by cancel: asyncio.wait_for (3.11) can
+        # swallow a cancel that meets the event it waits for.
+        self._keeper_stop = True
+        self._keeper_wake.set()
         if self._keeper is not None:
-            self._keeper.cancel()
             await asyncio.gather(self._keeper, return_exceptions=True)
 
     def cancel_handlers(self) -> None:
@@ -110,9 +131,7 @@ class Engine:
 
     async def _nak_for_close(self, h: Held, end: float) -> None:
         loop = asyncio.get_running_loop()
-        try:
-            await asyncio.wait_for(h.lock.acquire(), max(0.01, end - loop.time()))
-        except asyncio.TimeoutError:
+        if not await acquire(h.lock, max(0.01, end - loop.time())):
             return
         try:
             if h.outcome is not None or h.finished:
@@ -327,7 +346,7 @@ class Engine:
     async def _keep(self) -> None:
         """Extends each lease held a third of its lease before its deadline,
         until it has been held max_lease; then lets it go."""
-        while True:
+        while not self._keeper_stop:
             now = time.monotonic()
             next_at = now + 1.0
             for h in list(self._leases):

@@ -54,13 +54,14 @@ class Streams:
         self._wake.set()
 
     async def stop(self) -> None:
-        self._stopping = True
+        self._stopping = True  # _manage stops by this flag (see Engine.close)
+        self._wake.set()
         if self._task is not None:
-            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
         for c in self.conns:
             if c.call is not None:
                 c.call.cancel()
-        await asyncio.gather(*([self._task] if self._task else []), *self._readers, return_exceptions=True)
+        await asyncio.gather(*self._readers, return_exceptions=True)
 
     def _want(self) -> tuple[int, Optional[int]]:
         """The window of a stream to open now, or (0, None)."""
@@ -75,7 +76,7 @@ class Streams:
         return 0, None
 
     async def _manage(self) -> None:
-        while True:
+        while not self._stopping:
             now = time.monotonic()
             n, b = self._want()
             if n > 0 and now >= self._next_try:

@@ -185,8 +185,9 @@ class Subscriber:
             finally:
                 self._done.set()
 
-        asyncio.run_coroutine_threadsafe(_close(), self._loop).result()
-        self._thread.join()
+        # close bounds each of its waits; the margin is for a stalled loop.
+        asyncio.run_coroutine_threadsafe(_close(), self._loop).result(timeout + 60)
+        self._thread.join(30)
         for _ in self._workers:  # each stops after the handler it runs, if any
             self._work.put(None)
 
