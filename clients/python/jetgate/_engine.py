@@ -6,44 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import dataclasses
 import time
 from typing import Any, Awaitable, Callable, Optional
 
 from jetgate import _ops
 from jetgate._batch import Batcher
-from jetgate._errors import Error, Final, HandlerError, LeaseDropped, LeaseLost, SettleError
-from jetgate._held import RUNNING, SUCCESSOR, WAITING, Conn, Held, Stats, monotonic_now
+from jetgate._errors import Final, HandlerError, LeaseDropped, LeaseLost, SettleError
+from jetgate._held import RUNNING, SUCCESSOR, WAITING, Conn, Held, Options, Stats, acquire, monotonic_now
 from jetgate._streams import Streams
-
-
-async def acquire(lock: asyncio.Lock, timeout: float) -> bool:
-    """Takes lock within timeout; unlike asyncio.wait_for (3.11), never
-    leaves it taken when the time runs out just as it was given."""
-    t = asyncio.ensure_future(lock.acquire())
-    done, _ = await asyncio.wait({t}, timeout=timeout)
-    if done:
-        return True
-    t.cancel()
-
-    def release_if_taken(f: "asyncio.Future[bool]") -> None:
-        if not f.cancelled() and f.exception() is None:
-            lock.release()
-
-    t.add_done_callback(release_if_taken)
-    return False
-
-
-@dataclasses.dataclass
-class Options:
-    max_messages: int = 100
-    max_bytes: Optional[int] = None
-    max_lease: float = 3600.0
-    ack_batch: int = 100
-    nak_delay: float = 1.0
-    max_nak_delay: float = 60.0
-    on_error: Optional[Callable[[Exception], Any]] = None
-    timeout: float = 10.0
 
 
 class Engine:
