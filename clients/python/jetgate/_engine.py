@@ -1,0 +1,399 @@
+"""The subscriber's engine, on asyncio: Consume streams in, handlers run,
+leases extended, settles batched, close in two modes. The blocking and the
+asyncio subscribers both drive one Engine."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+from typing import Any, Awaitable, Callable, Optional
+
+from jetgate import _ops
+from jetgate._batch import Batcher
+from jetgate._errors import Final, HandlerError, LeaseDropped, LeaseLost, SettleError
+from jetgate._held import RUNNING, SUCCESSOR, WAITING, Conn, Held, Options, Stats, acquire, monotonic_now
+from jetgate._streams import Streams
+
+
+class Engine:
+    """One subscription. invoke(held) runs the handler on held.msg;
+    make_msg(held, pb) builds the message object the handler gets."""
+
+    def __init__(
+        self,
+        stub: Any,
+        stream: str,
+        consumer: str,
+        metadata: Any,
+        opts: Options,
+        concurrency: int,
+        make_msg: Callable[[Held, Any], Any],
+        invoke: Callable[[Held], Awaitable[Any]],
+    ) -> None:
+        if opts.max_messages < 1:
+            raise ValueError("max_messages must be at least 1")
+        if opts.max_bytes is not None and opts.max_bytes < 1:
+            raise ValueError("max_bytes must be at least 1")
+        if opts.max_lease <= 0:
+            raise ValueError("max_lease must be positive")
+        self.stream, self.consumer, self.opts = stream, consumer, opts
+        self.stats = Stats()
+        self._concurrency = max(1, concurrency)
+        self._make_msg, self._invoke = make_msg, invoke
+        self._batcher = Batcher(stub, stream, consumer, metadata, opts.ack_batch, opts.timeout, self.stats)
+        self._streams = Streams(self, stub, metadata)
+        self._by_seq: dict[int, Held] = {}  # the delivery of each message that a handler has or will get
+        self._leases: set[Held] = set()  # every lease held: waiting, running, successors
+        self._queue: collections.deque[Held] = collections.deque()
+        self._running = 0
+        self._tasks: set[asyncio.Task] = set()
+        self._handlers: set[asyncio.Task] = set()
+        self._stop_dispatch = False
+        self._closed = False
+        self._keeper_wake = asyncio.Event()
+        self._idle = asyncio.Event()  # no handler runs
+        self._idle.set()
+        self._keeper: Optional[asyncio.Task] = None
+        self._keeper_stop = False
+
+    # --- lifetime -----------------------------------------------------------
+
+    def start(self) -> None:
+        self._keeper = asyncio.get_running_loop().create_task(self._keep())
+        self._streams.start()
+
+    async def close(self, mode: str, timeout: float) -> None:
+        """drain: running handlers finish (up to timeout), the rest is nak'ed;
+        nak: everything held is nak'ed at once. Returns once the naks are
+        confirmed, so nothing held waits for ack_wait."""
+        if mode not in ("drain", "nak"):
+            raise ValueError(f"close mode must be 'drain' or 'nak', not {mode!r}")
+        if self._closed:
+            return
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout
+        self._stop_dispatch = True
+        if mode == "drain":
+            try:
+                await asyncio.wait_for(self._idle.wait(), max(0.0, end - loop.time()))
+            except asyncio.TimeoutError:
+                pass
+        # Streams end first: after that nothing new arrives, and the gateway
+        # naks what they held, which the naks below only make quicker.
+        await self._streams.stop()
+        self._closed = True
+        naks = [self._nak_for_close(h, end) for h in list(self._leases)]
+        if naks:
+            await asyncio.gather(*naks, return_exceptions=True)
+        await self._batcher.flush_all()
+        # Loops stop by a flag, not by cancel: asyncio.wait_for (3.11) can
+        # swallow a cancel that meets the event it waits for.
+        self._keeper_stop = True
+        self._keeper_wake.set()
+        if self._keeper is not None:
+            await asyncio.gather(self._keeper, return_exceptions=True)
+
+    def cancel_handlers(self) -> None:
+        """Cancels the handlers still running (asyncio: after a nak close)."""
+        for t in list(self._handlers):
+            t.cancel()
+
+    async def _nak_for_close(self, h: Held, end: float) -> None:
+        loop = asyncio.get_running_loop()
+        if not await acquire(h.lock, max(0.01, end - loop.time())):
+            return
+        try:
+            if h.outcome is not None or h.finished:
+                return
+            h.outcome, h.closed = ("nak", 0.0), True
+            self._uncount(h)
+            r = await self._batcher.submit("nak", 0.0, h.token)
+            if r is None:
+                self.stats.naked += 1
+        finally:
+            h.lock.release()
+        if h.state != RUNNING:
+            self._release(h)
+
+    # --- arrivals and flow control -------------------------------------------
+
+    def receive(self, conn: Conn, pb: Any) -> None:
+        """Takes one delivery of a stream. A redelivery of a message in a
+        handler waits beside it and gets its outcome; one of a message still
+        waiting replaces it (its old token is void)."""
+        now, wall = monotonic_now()
+        h = Held(pb, conn, now, wall)
+        conn.count += 1
+        conn.bytes += h.size
+        self.stats.received += 1
+        self._leases.add(h)
+        prev = self._by_seq.get(h.seq)
+        if prev is not None and prev.state == RUNNING and not prev.finished:
+            old, prev.successor = prev.successor, h
+            h.state, h.primary = SUCCESSOR, prev
+            self.stats.merged += 1
+            if old is not None:
+                self._release(old)
+        else:
+            if prev is not None and prev.state == WAITING:
+                prev.outcome = ("superseded", None)
+                self._release(prev)
+            h.msg = self._make_msg(h, pb)
+            self._by_seq[h.seq] = h
+            self._queue.append(h)
+        self._keeper_wake.set()
+        self._pump()
+
+    def held(self) -> tuple[int, int]:
+        """The messages (and their bytes) held now: in handlers, waiting for
+        one, or waiting beside one as its redelivery."""
+        n = b = 0
+        for c in list(self._streams.conns):
+            n += c.count
+            b += c.bytes
+        return n, b
+
+    def free(self) -> tuple[int, Optional[int]]:
+        """The room no stream has taken: messages, and bytes (None: no limit)."""
+        n = b = 0
+        for c in self._streams.conns:
+            cn, cb = c.reserved()
+            n += cn
+            b += cb
+        free_b = None if self.opts.max_bytes is None else self.opts.max_bytes - b
+        return self.opts.max_messages - n, free_b
+
+    def _release(self, h: Held) -> None:
+        """Gives back h's room, once."""
+        if h.finished:
+            return
+        h.finished = True
+        self._leases.discard(h)
+        if self._by_seq.get(h.seq) is h:
+            del self._by_seq[h.seq]
+        if h.primary is not None and h.primary.successor is h:
+            h.primary.successor = None
+        self._uncount(h)
+
+    def _uncount(self, h: Held) -> None:
+        """Takes h out of its stream's count, once: when its settle is sent
+        (the gateway gives the stream its credit back as it takes the
+        settle, maybe before its answer is read) or when it is let go."""
+        if h.uncounted:
+            return
+        h.uncounted = True
+        h.conn.count -= 1
+        h.conn.bytes -= h.size
+        self._streams.changed()
+
+    # --- handlers -------------------------------------------------------------
+
+    def _pump(self) -> None:
+        while self._queue and self._running < self._concurrency and not self._stop_dispatch:
+            h = self._queue.popleft()
+            if h.finished or h.outcome is not None or h.let_go or h.lost:
+                continue
+            h.state = RUNNING
+            self._running += 1
+            self._idle.clear()
+            t = asyncio.get_running_loop().create_task(self._run(h))
+            self._handlers.add(t)
+            t.add_done_callback(self._handlers.discard)
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        t = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(t)
+        t.add_done_callback(self._tasks.discard)
+
+    def _nak_delay(self, h: Held) -> float:
+        n = max(1, h.delivered)
+        return min(self.opts.nak_delay * (2 ** min(n - 1, 30)), self.opts.max_nak_delay)
+
+    async def _run(self, h: Held) -> None:
+        try:
+            try:
+                await self._invoke(h)
+                op: tuple[str, Any] = ("ack", None)
+                self.stats.handled += 1
+            except Final as e:
+                op = ("term", e.reason)
+                self.stats.handler_errors += 1
+                self._report(HandlerError("HANDLER_FINAL", f"message {h.seq}: {e.reason}"), e)
+            except Exception as e:  # the handler's failure is the message's nak
+                op = ("nak", self._nak_delay(h))
+                self.stats.handler_errors += 1
+                self._report(HandlerError("HANDLER_FAILED", f"message {h.seq}: {e!r}"), e)
+        except BaseException:
+            self._handler_done()
+            self._release(h)
+            raise
+        # The handler's slot is free while its settle is on its way.
+        self._handler_done()
+        try:
+            await self.settle(h, op[0], op[1], explicit=False)
+        except SettleError as e:
+            self.stats.settle_errors += 1
+            self._report(e)
+        finally:
+            await self._answer_successor(h)
+            self._release(h)
+
+    def _handler_done(self) -> None:
+        self._running -= 1
+        if self._running == 0:
+            self._idle.set()
+        self._pump()
+
+    async def _answer_successor(self, h: Held) -> None:
+        """Gives a redelivery that came while h ran the outcome of h."""
+        while h.successor is not None:
+            s = h.successor
+            op = h.outcome if h.outcome and h.outcome[0] in _ops.OPS else ("nak", 0.0)
+            try:
+                await self._settle_locked(s, op[0], op[1])
+            except SettleError as e:
+                self._report(e)
+            self._release(s)
+
+    # --- settles and extends ----------------------------------------------------
+
+    async def settle(self, h: Held, op: str, arg: Any, explicit: bool = True) -> None:
+        """Settles h (and a redelivery waiting beside it) once; the first
+        settle wins: a later one does nothing when it came from the engine,
+        and raises ALREADY_SETTLED when it came from the handler."""
+        if op == "extend":
+            return await self._extend_now(h)
+        async with h.lock:
+            if h.closed or self._closed and h.outcome is None:
+                raise SettleError("SUBSCRIBER_CLOSED", "the subscriber was closed and nak'ed the message", token=h.token)
+            if h.outcome is not None:
+                if explicit and h.outcome != (op, arg):
+                    raise SettleError("ALREADY_SETTLED", f"the message was already {h.outcome[0]}'ed", token=h.token)
+                return
+            h.outcome = (op, arg)
+            self._uncount(h)
+            err = await self._batcher.submit(op, arg, h.token)
+            s = h.successor
+            if s is not None and err is not None:
+                # The handler's lease was void and its redelivery is ours:
+                # the redelivery takes the outcome instead.
+                try:
+                    await self._settle_locked(s, op, arg)
+                    err = None
+                except SettleError:
+                    pass
+                self._release(s)
+            self._count(op, err is None)
+            if isinstance(err, SettleError):
+                raise err
+
+    async def _settle_locked(self, h: Held, op: str, arg: Any) -> None:
+        async with h.lock:
+            if h.outcome is not None:
+                return
+            h.outcome = (op, arg)
+            self._uncount(h)
+            err = await self._batcher.submit(op, arg, h.token)
+            self._count(op, err is None)
+            if isinstance(err, SettleError):
+                raise err
+
+    def _count(self, op: str, ok: bool) -> None:
+        if ok and op in ("ack", "nak", "term"):
+            setattr(self.stats, op + "ed", getattr(self.stats, op + "ed") + 1)
+
+    async def _extend_now(self, h: Held) -> None:
+        async with h.lock:
+            if h.outcome is not None or h.closed:
+                raise SettleError("ALREADY_SETTLED", "the message is settled; there is no lease to extend", token=h.token)
+            r = await self._batcher.submit("extend", None, h.token)
+            if isinstance(r, SettleError):
+                raise r
+            h.moved(r.token, r.deadline, *monotonic_now())
+            self.stats.extended += 1
+
+    async def _keep(self) -> None:
+        """Extends each lease held a third of its lease before its deadline,
+        until it has been held max_lease; then lets it go."""
+        while not self._keeper_stop:
+            now = time.monotonic()
+            next_at = now + 1.0
+            for h in list(self._leases):
+                if h.extending or h.finished or h.let_go or h.outcome is not None:
+                    continue
+                if now >= h.deadline:
+                    self._lose(h, "LEASE_EXPIRED", "its deadline passed before an extend succeeded")
+                    continue
+                due = max(h.deadline - h.lead, h.retry_at)
+                if now < due:
+                    next_at = min(next_at, due)
+                elif now - h.received >= self.opts.max_lease:
+                    self._let_go(h)
+                else:
+                    h.extending = True
+                    self._spawn(self._extend_held(h))
+            self._keeper_wake.clear()
+            try:
+                await asyncio.wait_for(self._keeper_wake.wait(), max(0.005, next_at - time.monotonic()))
+            except asyncio.TimeoutError:
+                pass
+
+    async def _extend_held(self, h: Held) -> None:
+        try:
+            async with h.lock:
+                if h.outcome is not None or h.finished or h.let_go or h.lost:
+                    return
+                r = await self._batcher.submit("extend", None, h.token)
+                if isinstance(r, SettleError):
+                    if r.code in ("UNAVAILABLE", "DEADLINE_EXCEEDED", "CANCELLED", "RESOURCE_EXHAUSTED"):
+                        h.retry_at = time.monotonic() + 0.25
+                    else:
+                        self._lose(h, r.reason, r.message)
+                    return
+                h.moved(r.token, r.deadline, *monotonic_now())
+                self.stats.extended += 1
+        finally:
+            h.extending = False
+            self._keeper_wake.set()
+
+    def _lose(self, h: Held, reason: str, why: str) -> None:
+        if h.lost:
+            return
+        h.lost = True
+        self.stats.leases_lost += 1
+        self._report(LeaseLost(reason, f"message {h.seq} (delivery {h.delivered}): {why}"))
+        if h.state != RUNNING:  # a running one keeps its room until its handler returns
+            self._release(h)
+
+    def _let_go(self, h: Held) -> None:
+        """Lets go of a lease held for max_lease: nak'ed, so that it is
+        redelivered now (to this subscriber too, as a new message) and the
+        gateway stops keeping it alive. A handler still running on it
+        finishes, but its settle is refused (LEASE_SETTLED)."""
+        h.let_go = True
+        self.stats.leases_dropped += 1
+        self._report(LeaseDropped("MAX_LEASE", f"message {h.seq} held for max_lease ({self.opts.max_lease}s): let go"))
+        if self._by_seq.get(h.seq) is h:  # a redelivery is a new message to run
+            del self._by_seq[h.seq]
+        self._spawn(self._nak_let_go(h))
+
+    async def _nak_let_go(self, h: Held) -> None:
+        async with h.lock:
+            if h.outcome is not None or h.finished:
+                return
+            await self._batcher.submit("nak", 0.0, h.token)
+            self._uncount(h)
+        if h.state != RUNNING:
+            self._release(h)
+
+    def _report(self, err: Exception, cause: Optional[BaseException] = None) -> None:
+        if cause is not None:
+            err.__cause__ = cause
+        cb = self.opts.on_error
+        if cb is None:
+            return
+        try:
+            cb(err)
+        except Exception:  # an error callback's own failure must not stop the subscriber
+            pass

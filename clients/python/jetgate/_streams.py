@@ -1,0 +1,137 @@
+"""The Consume streams of a subscriber: opened within the room its limits
+leave, read until they break, opened again with backoff."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from typing import Any, Optional
+
+import grpc
+
+from jetgate import _message
+from jetgate._errors import StreamError, from_rpc
+from jetgate._held import Conn
+from jetgate.v1 import consumer_pb2
+
+HEARTBEAT = 5.0  # seconds between the gateway's heartbeats on an idle stream
+SILENCE = 3 * HEARTBEAT  # a stream that says nothing this long is dead
+BACKOFF_MIN, BACKOFF_MAX = 0.1, 5.0
+
+
+# auto_extend: the gateway keeps a stream's leases alive itself too (up to
+# its own maximum, an hour). The subscriber extends every lease anyway, for
+# the new token after each Extend and for leases of a stream that broke; but
+# today the gateway counts a stream's room by the deadlines it set, so without
+# auto_extend it would take an Extend made by the client as an expiry and
+# hand the stream more than max_messages while slow handlers run.
+
+
+class Streams:
+    """Keeps one Consume stream open whenever there is room, and a second one
+    for the room that frees up while an ended stream's leases are finished
+    (the room of an ended stream is what it still holds). So the windows of
+    the streams and the leases of ended ones never add up to more than
+    max_messages (and max_bytes)."""
+
+    def __init__(self, engine: Any, stub: Any, metadata: Any) -> None:
+        self._engine, self._stub, self._md = engine, stub, metadata
+        self.conns: list[Conn] = []
+        self._wake = asyncio.Event()
+        self._task: Optional[asyncio.Task] = None
+        self._readers: set[asyncio.Task] = set()
+        self._backoff = BACKOFF_MIN
+        self._next_try = 0.0
+        self._stopping = False
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._manage())
+
+    def changed(self) -> None:
+        """Room was given back or a stream ended."""
+        self.conns = [c for c in self.conns if c.alive or c.count > 0]
+        self._wake.set()
+
+    async def stop(self) -> None:
+        self._stopping = True  # _manage stops by this flag (see Engine.close)
+        self._wake.set()
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+        for c in self.conns:
+            if c.call is not None:
+                c.call.cancel()
+        await asyncio.gather(*self._readers, return_exceptions=True)
+
+    def _want(self) -> tuple[int, Optional[int]]:
+        """The window of a stream to open now, or (0, None)."""
+        e = self._engine
+        free_n, free_b = e.free()
+        alive = any(c.alive for c in self.conns)
+        max_n, max_b = e.opts.max_messages, e.opts.max_bytes
+        need_n = max(1, max_n // 2) if alive else 1
+        need_b = 1 if max_b is None else (max(1, max_b // 2) if alive else 1)
+        if free_n >= need_n and (free_b is None or free_b >= need_b):
+            return free_n, free_b
+        return 0, None
+
+    async def _manage(self) -> None:
+        while not self._stopping:
+            now = time.monotonic()
+            n, b = self._want()
+            if n > 0 and now >= self._next_try:
+                self._open(n, b)
+                continue
+            for c in self.conns:  # a stream that has gone silent is dead
+                if c.alive and c.call is not None and now - c.last_response > SILENCE:
+                    c.call.cancel()
+            self._wake.clear()
+            wait = HEARTBEAT if n == 0 else max(0.0, self._next_try - now)
+            try:
+                await asyncio.wait_for(self._wake.wait(), wait)
+            except asyncio.TimeoutError:
+                pass
+
+    def _open(self, window: int, window_bytes: Optional[int]) -> None:
+        e = self._engine
+        c = Conn(window, window_bytes)
+        req = consumer_pb2.ConsumeRequest(
+            stream=e.stream, consumer=e.consumer, max_messages=window,
+            heartbeat=_message.duration(HEARTBEAT), auto_extend=True,
+        )
+        if window_bytes is not None:
+            req.max_bytes = window_bytes
+        c.call = self._stub.Consume(req, metadata=self._md)
+        self.conns.append(c)
+        t = asyncio.get_running_loop().create_task(self._read(c))
+        self._readers.add(t)
+        t.add_done_callback(self._readers.discard)
+
+    async def _read(self, c: Conn) -> None:
+        err: Optional[BaseException] = None
+        try:
+            async for resp in c.call:
+                c.last_response = time.monotonic()
+                self._backoff = BACKOFF_MIN
+                for m in resp.messages:
+                    self._engine.receive(c, m)
+        except grpc.RpcError as ex:
+            err = ex
+        except asyncio.CancelledError:
+            pass
+        finally:
+            c.alive = False
+            if not self._stopping:
+                self._broke(err)
+            self.changed()
+
+    def _broke(self, err: Optional[BaseException]) -> None:
+        e = self._engine
+        e.stats.reconnects += 1
+        self._next_try = time.monotonic() + self._backoff * (0.5 + random.random() / 2)
+        self._backoff = min(self._backoff * 2, BACKOFF_MAX)
+        if isinstance(err, grpc.RpcError):
+            x = from_rpc(err, StreamError)
+        else:
+            x = StreamError("STREAM_ENDED", "the gateway ended the Consume stream")
+        e._report(x)

@@ -1,0 +1,159 @@
+"""jetgate for asyncio: the same calls as jetgate.Client, as coroutines, and
+a subscriber whose handler is a coroutine function."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Awaitable, Callable, Optional
+
+import grpc
+
+from jetgate import _message, _ops, _trace
+from jetgate._client import DEFAULT_TIMEOUT, call_metadata, fetch_request, one_result, publish_request
+from jetgate._engine import Engine, Options
+from jetgate._errors import Error, Final, SettleError, from_rpc
+from jetgate._held import Held, Stats
+from jetgate._message import Metadata, PublishAck
+from jetgate.v1 import consumer_pb2, consumer_pb2_grpc, stream_pb2_grpc
+
+__all__ = ["Client", "Message", "Subscriber", "Metadata", "PublishAck", "Error", "SettleError", "Final", "Stats"]
+
+
+class Message(_message.BaseMessage):
+    """A leased message; ack, nak, term and extend are coroutines that return
+    once the gateway has confirmed them and raise jetgate.SettleError otherwise."""
+
+    __slots__ = ("_settle",)
+
+    def __init__(self, pb: Any, stream: str, consumer: str, settle: Callable[[Any, str, Any], Awaitable[None]]) -> None:
+        super().__init__(pb, stream, consumer)
+        self._settle = settle
+
+    async def ack(self) -> None:
+        await self._settle(self, "ack", None)
+
+    async def nak(self, delay: float = 0.0) -> None:
+        await self._settle(self, "nak", delay)
+
+    async def term(self, reason: str = "") -> None:
+        await self._settle(self, "term", reason)
+
+    async def extend(self) -> None:
+        await self._settle(self, "extend", None)
+
+
+class Client:
+    """An asyncio jetgate client on one gRPC channel (create it inside the
+    event loop that uses it)."""
+
+    def __init__(
+        self,
+        address: str,
+        api_key: Optional[str] = None,
+        tls: Optional[grpc.ChannelCredentials] = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        self.address = address
+        self._timeout = timeout
+        self._md = call_metadata(api_key)
+        self._channel = grpc.aio.secure_channel(address, tls) if tls else grpc.aio.insecure_channel(address)
+        self._consumers = consumer_pb2_grpc.ConsumerServiceStub(self._channel)
+        self._streams = stream_pb2_grpc.StreamServiceStub(self._channel)
+
+    async def __aenter__(self) -> "Client":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def _call(self, method: Callable[..., Any], req: Any, timeout: Optional[float] = None) -> Any:
+        try:
+            return await method(req, timeout=timeout or self._timeout, metadata=_trace.outgoing(self._md))
+        except grpc.RpcError as e:
+            raise from_rpc(e) from e
+
+    async def publish(self, stream: str, subject: str, data: bytes, headers: Any = None, msg_id: Optional[str] = None) -> PublishAck:
+        r = await self._call(self._streams.Publish, publish_request(stream, subject, data, headers, msg_id))
+        return PublishAck(r.stream, r.seq, r.duplicate)
+
+    async def fetch(self, stream: str, consumer: str, batch: int = 1, expires: float = 5.0) -> list[Message]:
+        r = await self._call(self._consumers.Fetch, fetch_request(stream, consumer, batch, expires), expires + self._timeout)
+        return [Message(m, stream, consumer, self._settle_one) for m in r.messages]
+
+    async def get_consumer(self, stream: str, consumer: str) -> consumer_pb2.GetConsumerResponse:
+        return await self._call(self._consumers.GetConsumer, consumer_pb2.GetConsumerRequest(stream=stream, consumer=consumer))
+
+    async def _settle_one(self, msg: _message.BaseMessage, op: str, arg: Any) -> None:
+        name, req = _ops.request(op, msg._stream, msg._consumer, [msg.token], arg)
+        try:
+            resp = await self._call(getattr(self._consumers, name), req)
+        except Error as e:
+            raise SettleError(e.reason, e.message, e.code, msg.token) from e
+        one_result(op, msg, resp)
+
+    def subscribe(
+        self,
+        stream: str,
+        consumer: str,
+        handler: Callable[[Message], Awaitable[Any]],
+        max_messages: int = 100,
+        max_bytes: Optional[int] = None,
+        concurrency: Optional[int] = None,
+        max_lease: float = 3600.0,
+        ack_batch: int = 100,
+        on_error: Optional[Callable[[Exception], Any]] = None,
+        *,
+        nak_delay: float = 1.0,
+        max_nak_delay: float = 60.0,
+    ) -> "Subscriber":
+        """Starts running handler on the consumer's messages, as tasks of the
+        running loop, until the Subscriber is closed (await sub.close())."""
+        opts = Options(
+            max_messages=max_messages, max_bytes=max_bytes, max_lease=max_lease, ack_batch=ack_batch,
+            nak_delay=nak_delay, max_nak_delay=max_nak_delay, on_error=on_error, timeout=self._timeout,
+        )
+        return Subscriber(self, stream, consumer, handler, concurrency or max_messages, opts)
+
+
+class Subscriber:
+    """Runs an async handler on a consumer's messages; see Client.subscribe."""
+
+    def __init__(self, client: Client, stream: str, consumer: str, handler: Callable[..., Any], concurrency: int, opts: Options) -> None:
+        self._handler = handler
+        self._stream, self._consumer = stream, consumer
+        self._engine = Engine(
+            client._consumers, stream, consumer, client._md, opts, concurrency, self._make_msg, self._invoke
+        )
+        self._engine.start()
+
+    def _make_msg(self, h: Held, pb: Any) -> Message:
+        async def settle(_m: Any, op: str, arg: Any) -> None:
+            await self._engine.settle(h, op, arg)
+
+        return Message(pb, self._stream, self._consumer, settle)
+
+    async def _invoke(self, h: Held) -> Any:
+        return await _trace.acall(self._handler, h.msg)
+
+    @property
+    def held(self) -> tuple[int, int]:
+        """How many messages the subscriber holds now (in handlers or waiting
+        for one), and their bytes: never more than max_messages and max_bytes."""
+        return self._engine.held()
+
+    @property
+    def stats(self) -> Stats:
+        return dataclasses.replace(self._engine.stats)
+
+    async def close(self, mode: str = "drain", timeout: float = 30.0) -> None:
+        """As jetgate.Subscriber.close; handlers still running after it
+        returns are cancelled in nak mode and cannot settle any more."""
+        await self._engine.close(mode, timeout)
+        if mode == "nak":
+            self._engine.cancel_handlers()
+
+

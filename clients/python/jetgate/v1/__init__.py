@@ -1,0 +1,1 @@
+"""Generated protobuf and gRPC stubs of jetgate.v1 (see ../../generate.sh)."""

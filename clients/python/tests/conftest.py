@@ -1,0 +1,166 @@
+"""Fixtures: a real jetgate (the binary built from this repository) with its
+embedded NATS server, on free ports, with its own data dir and token key."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "clients" / "python"))
+
+import jetgate  # noqa: E402
+
+STREAM = "ORDERS"
+
+# Each test has a consumer of its own on ORDERS, filtered to its own subject
+# orders.<name>: fast ones (ack_wait 30s) and short ones (ack_wait 2s) for
+# the expiry tests.
+CONSUMERS = {
+    "slow": "2s", "lease": "2s", "expired": "2s", "extendtok": "2s", "retry": "30s",
+    "flow": "30s", "drain": "30s", "naks": "30s", "restart": "5s", "final": "30s",
+    "basic": "30s", "aio": "30s", "explicit": "30s", "bench": "30s", "trace": "30s",
+    "bytes": "30s", "merge": "2s", "restartx": "6s", "slowflow": "2s",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(cond, timeout: float, what: str, every: float = 0.02):
+    """Polls cond until it returns a true value (returned), or fails after timeout."""
+    end = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > end:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(every)
+
+
+def config_yaml(data_dir: str, key_file: str, grpc_addr: str, http_addr: str) -> str:
+    lines = [
+        f'embedded: {{data_dir: "{data_dir}"}}',
+        f'listen: {{grpc: "{grpc_addr}", http: "{http_addr}"}}',
+        f'tokens: {{key_files: ["{key_file}"]}}',
+        "streams:",
+        '  - {name: ORDERS, subjects: ["orders.>"]}',
+        "consumers:",
+    ]
+    for name, wait in CONSUMERS.items():
+        lines.append(
+            f'  - {{stream: ORDERS, name: {name}, ack_wait: {wait}, max_ack_pending: 20000, filter_subjects: ["orders.{name}"]}}'
+        )
+    return "\n".join(lines) + "\n"
+
+
+class Gateway:
+    """One jetgate process; restart() starts it again on the same ports, data
+    dir and token key."""
+
+    def __init__(self, binary: str, workdir: str) -> None:
+        self.binary = binary
+        self.dir = workdir
+        self.grpc = f"127.0.0.1:{free_port()}"
+        self.http = f"127.0.0.1:{free_port()}"
+        key = os.path.join(workdir, "token.key")
+        with open(key, "w") as f:
+            f.write(secrets.token_hex(32) + "\n")
+        self.config = os.path.join(workdir, "jetgate.yaml")
+        with open(self.config, "w") as f:
+            f.write(config_yaml(os.path.join(workdir, "data"), key, self.grpc, self.http))
+        self.proc: subprocess.Popen | None = None
+        self.log = open(os.path.join(workdir, "jetgate.log"), "ab")
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [self.binary, "--config", self.config, "--log-level", "warn"],
+            stdout=self.log, stderr=subprocess.STDOUT,
+        )
+        wait_for(self.ready, 30, f"jetgate /readyz on {self.http}", every=0.05)
+
+    def ready(self) -> bool:
+        if self.proc is not None and self.proc.poll() is not None:
+            raise AssertionError(f"jetgate exited with {self.proc.returncode}; log in {self.log.name}")
+        try:
+            with urllib.request.urlopen(f"http://{self.http}/readyz", timeout=1) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def restart(self) -> None:
+        self.kill()
+        self.start()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
+@pytest.fixture(scope="session")
+def binary(tmp_path_factory):
+    """The jetgate binary: $JETGATE_BIN, or built from the repository."""
+    given = os.environ.get("JETGATE_BIN")
+    if given:
+        return given
+    out = tmp_path_factory.mktemp("bin") / "jetgate"
+    subprocess.run(["go", "build", "-o", str(out), "./cmd/jetgate"], cwd=ROOT, check=True)
+    return str(out)
+
+
+def _gateway(binary):
+    d = tempfile.mkdtemp(prefix="jetgate-py-")
+    gw = Gateway(binary, d)
+    gw.start()
+    return gw, d
+
+
+@pytest.fixture(scope="session")
+def gateway(binary):
+    """A jetgate shared by the tests that do not stop it."""
+    gw, d = _gateway(binary)
+    yield gw
+    gw.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def own_gateway(binary):
+    """A jetgate of the test's own, which it may kill and restart."""
+    gw, d = _gateway(binary)
+    yield gw
+    gw.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def client(gateway):
+    c = jetgate.Client(gateway.grpc)
+    yield c
+    c.close()
