@@ -1,0 +1,78 @@
+import { type Client as RpcClient } from "@connectrpc/connect";
+import { ConsumerService } from "./gen/jetgate/v1/consumer_pb.js";
+import { Message, type MessageOwner } from "./message.js";
+import { type Op } from "./sender.js";
+/** A subscriber's handler: resolve to ack, reject to nak (or term, for a FinalError). */
+export type Handler = (m: Message) => unknown;
+/** Options of Client.subscribe. Durations are in milliseconds. */
+export interface SubscribeOptions {
+    /** Most messages held at once, in handlers or waiting for one (default 100). */
+    maxMessages?: number;
+    /** Most bytes (subject, data and headers) held at once (default: no limit). */
+    maxBytes?: number;
+    /** Most handlers running at once (default maxMessages). */
+    concurrency?: number;
+    /** How long a message's lease is extended in all before it is let go (default 1h). */
+    maxLease?: number;
+    /** Settles go out after a few ms, or at once when this many wait (default 100, at most 1000). */
+    ackBatch?: number;
+    /** Called with every error: handler failures, failed settles, leases let go or lost, stream breaks. */
+    onError?: (err: unknown, m?: Message) => void;
+    /** Delay of the Nak after a handler fails: min × 2^(deliveries−1), at most max (default 1s and 10m). */
+    retry?: {
+        min?: number;
+        max?: number;
+    };
+    /** The stream's heartbeat; no word for 3 heartbeats and it is opened again (default 5s). */
+    heartbeat?: number;
+}
+/** Options of Subscription.close. */
+export interface CloseOptions {
+    /** drain (default): running handlers finish, the rest is nak'ed; nak: everything in hand is nak'ed now. */
+    mode?: "drain" | "nak";
+    /** drain: after this many ms, what still runs is nak'ed too (default 30s). */
+    timeout?: number;
+}
+/** Counters of a subscription. */
+export interface SubscriptionStats {
+    received: number;
+    acked: number;
+    naked: number;
+    termed: number;
+    handlerErrors: number;
+    settleFailures: number;
+    extended: number;
+    /** Leases held for maxLease and let go (their messages come back after ack_wait). */
+    leasesDropped: number;
+    /** Leases an extend could not keep (the gateway said it was gone). */
+    leasesLost: number;
+    /** Redeliveries of a message still in hand, settled by the handler already running it. */
+    adopted: number;
+    reconnects: number;
+    /** Now: messages and bytes held, handlers running. */
+    held: number;
+    heldBytes: number;
+    running: number;
+}
+/**
+ * Subscription runs a handler on a consumer's messages over one Consume
+ * stream at a time. Create it with Client.subscribe; stop it with close.
+ */
+export declare class Subscription implements MessageOwner {
+    #private;
+    /** Resolves once the subscription has stopped (after close, or an error no retry can mend). */
+    readonly closed: Promise<void>;
+    /** @internal */
+    constructor(api: RpcClient<typeof ConsumerService>, stream: string, consumer: string, handler: Handler, opts: SubscribeOptions);
+    /** A copy of the counters. */
+    get stats(): SubscriptionStats;
+    /**
+     * close stops the subscription. drain lets running handlers finish (within
+     * timeout) and naks everything else in hand; nak naks everything in hand
+     * at once. Either way nothing is left to wait for ack_wait, and close
+     * resolves once the naks are confirmed and the stream is closed.
+     */
+    close(opts?: CloseOptions): Promise<void>;
+    /** @internal MessageOwner: every settle of a subscriber's message passes here. */
+    settling(m: Message, op: Op, done: Promise<void>): void;
+}
