@@ -44,12 +44,14 @@ export interface SubscriptionStats {
     extended: number;
     /** Leases held for maxLease and let go (their messages come back after ack_wait). */
     leasesDropped: number;
+    /** Leases handed back by closing the stream (the gateway naks them). */
+    returned: number;
     /** Leases an extend could not keep (the gateway said it was gone). */
     leasesLost: number;
     /** Redeliveries of a message still in hand, settled by the handler already running it. */
     adopted: number;
     reconnects: number;
-    /** Now: messages and bytes held, handlers running. */
+    /** Now: messages and bytes held (in a handler or waiting for one), handlers running. */
     held: number;
     heldBytes: number;
     running: number;
@@ -68,9 +70,11 @@ export declare class Subscription implements MessageOwner {
     get stats(): SubscriptionStats;
     /**
      * close stops the subscription. drain lets running handlers finish (within
-     * timeout) and naks everything else in hand; nak naks everything in hand
-     * at once. Either way nothing is left to wait for ack_wait, and close
-     * resolves once the naks are confirmed and the stream is closed.
+     * timeout) and their settles land, then hands back everything else in
+     * hand; nak hands back everything in hand at once (a handler still running
+     * then settles nothing). Handing back is closing the stream, whose
+     * unsettled leases the gateway naks (or, for leases of a stream that broke
+     * earlier, a confirmed Nak): nothing is left to wait for ack_wait.
      */
     close(opts?: CloseOptions): Promise<void>;
     /** @internal MessageOwner: every settle of a subscriber's message passes here. */

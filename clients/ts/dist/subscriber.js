@@ -24,6 +24,8 @@ export class Subscription {
     #byMsg = new WeakMap();
     #queue = [];
     #closing = false;
+    #live = false; // a stream is open and has answered
+    #givenBack = false; // close ended the stream: nothing in hand is ours to settle
     #closeDone;
     #abort;
     #extendTimer;
@@ -32,7 +34,7 @@ export class Subscription {
     #loop;
     #stats = {
         received: 0, acked: 0, naked: 0, termed: 0, handlerErrors: 0, settleFailures: 0, extended: 0,
-        leasesDropped: 0, leasesLost: 0, adopted: 0, reconnects: 0, held: 0, heldBytes: 0, running: 0,
+        leasesDropped: 0, leasesLost: 0, returned: 0, adopted: 0, reconnects: 0, held: 0, heldBytes: 0, running: 0,
     };
     /** @internal */
     constructor(api, stream, consumer, handler, opts) {
@@ -71,9 +73,11 @@ export class Subscription {
     }
     /**
      * close stops the subscription. drain lets running handlers finish (within
-     * timeout) and naks everything else in hand; nak naks everything in hand
-     * at once. Either way nothing is left to wait for ack_wait, and close
-     * resolves once the naks are confirmed and the stream is closed.
+     * timeout) and their settles land, then hands back everything else in
+     * hand; nak hands back everything in hand at once (a handler still running
+     * then settles nothing). Handing back is closing the stream, whose
+     * unsettled leases the gateway naks (or, for leases of a stream that broke
+     * earlier, a confirmed Nak): nothing is left to wait for ack_wait.
      */
     close(opts = {}) {
         if (!this.#closeDone) {
@@ -86,20 +90,28 @@ export class Subscription {
         this.#notify();
         if (mode === "drain") {
             await this.#until(() => this.#stats.running === 0, timeout);
+            await this.#sender.idle();
         }
-        // With the stream still open, nothing naked here can come straight back
-        // to it: everything else in hand keeps its credit until the stream ends.
-        const naks = [];
-        for (const e of this.#inHand()) {
-            if (e.held && !e.msg.settleAsked) {
-                naks.push(e.msg.settleBy("nak", 0));
-            }
-        }
-        await Promise.allSettled(naks);
-        await this.#sender.idle();
+        // What is still in hand goes back. With the stream open, ending it does
+        // that: the gateway naks the stream's unsettled leases once its pull has
+        // ended. A nak sent while that pull is open would bring the message
+        // straight back into it, a delivery burnt. Leases of a stream that broke
+        // earlier are nak'ed here.
+        const live = this.#live;
+        this.#givenBack = true;
         this.#abort?.abort();
         this.#notify();
         await this.#loop;
+        const left = [...this.#inHand()].filter((e) => e.held && !e.msg.settleAsked);
+        for (const e of left) {
+            this.#unhold(e);
+        }
+        if (live) {
+            this.#stats.returned += left.length;
+        }
+        else {
+            await Promise.allSettled(left.map((e) => e.msg.settleBy("nak", 0)));
+        }
         clearTimeout(this.#extendTimer);
         this.#extendTimer = undefined;
     }
@@ -143,6 +155,7 @@ export class Subscription {
                 for await (const res of responses) {
                     arm();
                     heard = true;
+                    this.#live = true;
                     this.#receive(res.messages);
                 }
             }
@@ -151,6 +164,7 @@ export class Subscription {
             }
             finally {
                 clearTimeout(watchdog);
+                this.#live = false;
             }
             if (this.#closing) {
                 break;
@@ -236,7 +250,8 @@ export class Subscription {
         }
         this.#stats.running--;
         e.state = "finished";
-        if (!e.msg.settleAsked && !(this.#closing === "nak")) {
+        this.#unhold(e);
+        if (!e.msg.settleAsked && !this.#givenBack) {
             e.msg.settleBy(op, arg).catch(() => undefined); // reported through settling
         }
         this.#retire(e);
@@ -283,11 +298,11 @@ export class Subscription {
     // retire forgets an entry that no handler runs and nothing settles any
     // more, and lets the next delivery of the same message through.
     #retire(e) {
-        if (e.retired || e.state === "running" || (e.state === "finished" && e.held && !e.settleDone)) {
+        if (e.retired || e.state === "running" || (e.state === "waiting" && e.held)) {
             return;
         }
-        if (e.state === "waiting" && e.held) {
-            return;
+        if (e.state === "finished" && e.msg.settleAsked && !e.settleDone && !e.letGo) {
+            return; // its settle is on the way
         }
         e.retired = true;
         if (this.#entries.get(e.seq) !== e) {
@@ -311,7 +326,7 @@ export class Subscription {
     }
     // armExtend sets the timer for the earliest lease that needs extending.
     #armExtend() {
-        if (this.#closing === "nak") {
+        if (this.#givenBack) {
             return;
         }
         let next = Infinity;

@@ -48,12 +48,14 @@ export interface SubscriptionStats {
   extended: number;
   /** Leases held for maxLease and let go (their messages come back after ack_wait). */
   leasesDropped: number;
+  /** Leases handed back by closing the stream (the gateway naks them). */
+  returned: number;
   /** Leases an extend could not keep (the gateway said it was gone). */
   leasesLost: number;
   /** Redeliveries of a message still in hand, settled by the handler already running it. */
   adopted: number;
   reconnects: number;
-  /** Now: messages and bytes held, handlers running. */
+  /** Now: messages and bytes held (in a handler or waiting for one), handlers running. */
   held: number;
   heldBytes: number;
   running: number;
@@ -97,6 +99,8 @@ export class Subscription implements MessageOwner {
   #byMsg = new WeakMap<Message, Entry>();
   #queue: Entry[] = [];
   #closing: false | "drain" | "nak" = false;
+  #live = false; // a stream is open and has answered
+  #givenBack = false; // close ended the stream: nothing in hand is ours to settle
   #closeDone: Promise<void> | undefined;
   #abort: AbortController | undefined;
   #extendTimer: NodeJS.Timeout | undefined;
@@ -105,7 +109,7 @@ export class Subscription implements MessageOwner {
   #loop: Promise<void>;
   #stats: SubscriptionStats = {
     received: 0, acked: 0, naked: 0, termed: 0, handlerErrors: 0, settleFailures: 0, extended: 0,
-    leasesDropped: 0, leasesLost: 0, adopted: 0, reconnects: 0, held: 0, heldBytes: 0, running: 0,
+    leasesDropped: 0, leasesLost: 0, returned: 0, adopted: 0, reconnects: 0, held: 0, heldBytes: 0, running: 0,
   };
 
   /** @internal */
@@ -146,9 +150,11 @@ export class Subscription implements MessageOwner {
 
   /**
    * close stops the subscription. drain lets running handlers finish (within
-   * timeout) and naks everything else in hand; nak naks everything in hand
-   * at once. Either way nothing is left to wait for ack_wait, and close
-   * resolves once the naks are confirmed and the stream is closed.
+   * timeout) and their settles land, then hands back everything else in
+   * hand; nak hands back everything in hand at once (a handler still running
+   * then settles nothing). Handing back is closing the stream, whose
+   * unsettled leases the gateway naks (or, for leases of a stream that broke
+   * earlier, a confirmed Nak): nothing is left to wait for ack_wait.
    */
   close(opts: CloseOptions = {}): Promise<void> {
     if (!this.#closeDone) {
@@ -162,20 +168,27 @@ export class Subscription implements MessageOwner {
     this.#notify();
     if (mode === "drain") {
       await this.#until(() => this.#stats.running === 0, timeout);
+      await this.#sender.idle();
     }
-    // With the stream still open, nothing naked here can come straight back
-    // to it: everything else in hand keeps its credit until the stream ends.
-    const naks: Promise<void>[] = [];
-    for (const e of this.#inHand()) {
-      if (e.held && !e.msg.settleAsked) {
-        naks.push(e.msg.settleBy("nak", 0));
-      }
-    }
-    await Promise.allSettled(naks);
-    await this.#sender.idle();
+    // What is still in hand goes back. With the stream open, ending it does
+    // that: the gateway naks the stream's unsettled leases once its pull has
+    // ended. A nak sent while that pull is open would bring the message
+    // straight back into it, a delivery burnt. Leases of a stream that broke
+    // earlier are nak'ed here.
+    const live = this.#live;
+    this.#givenBack = true;
     this.#abort?.abort();
     this.#notify();
     await this.#loop;
+    const left = [...this.#inHand()].filter((e) => e.held && !e.msg.settleAsked);
+    for (const e of left) {
+      this.#unhold(e);
+    }
+    if (live) {
+      this.#stats.returned += left.length;
+    } else {
+      await Promise.allSettled(left.map((e) => e.msg.settleBy("nak", 0)));
+    }
     clearTimeout(this.#extendTimer);
     this.#extendTimer = undefined;
   }
@@ -221,12 +234,14 @@ export class Subscription implements MessageOwner {
         for await (const res of responses) {
           arm();
           heard = true;
+          this.#live = true;
           this.#receive(res.messages);
         }
       } catch (e) {
         err = e;
       } finally {
         clearTimeout(watchdog);
+        this.#live = false;
       }
       if (this.#closing) {
         break;
@@ -312,7 +327,8 @@ export class Subscription implements MessageOwner {
     }
     this.#stats.running--;
     e.state = "finished";
-    if (!e.msg.settleAsked && !(this.#closing === "nak")) {
+    this.#unhold(e);
+    if (!e.msg.settleAsked && !this.#givenBack) {
       e.msg.settleBy(op, arg).catch(() => undefined); // reported through settling
     }
     this.#retire(e);
@@ -360,11 +376,11 @@ export class Subscription implements MessageOwner {
   // retire forgets an entry that no handler runs and nothing settles any
   // more, and lets the next delivery of the same message through.
   #retire(e: Entry): void {
-    if (e.retired || e.state === "running" || (e.state === "finished" && e.held && !e.settleDone)) {
+    if (e.retired || e.state === "running" || (e.state === "waiting" && e.held)) {
       return;
     }
-    if (e.state === "waiting" && e.held) {
-      return;
+    if (e.state === "finished" && e.msg.settleAsked && !e.settleDone && !e.letGo) {
+      return; // its settle is on the way
     }
     e.retired = true;
     if (this.#entries.get(e.seq) !== e) {
@@ -389,7 +405,7 @@ export class Subscription implements MessageOwner {
 
   // armExtend sets the timer for the earliest lease that needs extending.
   #armExtend(): void {
-    if (this.#closing === "nak") {
+    if (this.#givenBack) {
       return;
     }
     let next = Infinity;
