@@ -1,10 +1,11 @@
 // W3C trace context from a message's headers into its handler, where
 // @opentelemetry/api is installed (an optional peer dependency, imported on
 // first use). Without it, handlers run as they are.
-let otel;
+let loading;
+let otel; // null: not installed
 function load() {
-    otel ??= import("@opentelemetry/api").catch(() => undefined);
-    return otel;
+    loading ??= import("@opentelemetry/api").then((api) => (otel = api), () => (otel = null));
+    return loading;
 }
 const getter = {
     get(carrier, key) {
@@ -20,7 +21,7 @@ const getter = {
  * tracestate, as the globally registered propagator reads them).
  */
 export async function runInTraceContext(headers, fn) {
-    const api = await load();
+    const api = otel === undefined ? await load() : otel;
     if (!api) {
         return await fn();
     }

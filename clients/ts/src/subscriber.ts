@@ -294,7 +294,12 @@ export class Subscription implements MessageOwner {
       }
     }
     this.#dispatch();
-    this.#armExtend();
+    for (const wm of ms) {
+      const e = this.#entries.get(Number(wm.metadata?.streamSeq ?? 0n));
+      if (e) {
+        this.#armAt(e.msg.leaseDeadline.getTime() - e.lead);
+      }
+    }
   }
 
   #dispatch(): void {
@@ -414,12 +419,17 @@ export class Subscription implements MessageOwner {
         next = Math.min(next, e.msg.leaseDeadline.getTime() - e.lead);
       }
     }
-    if (next === Infinity || (this.#extendTimer && this.#extendAt <= next)) {
+    this.#armAt(next);
+  }
+
+  // armAt makes sure the extension timer fires no later than at.
+  #armAt(at: number): void {
+    if (this.#givenBack || at === Infinity || (this.#extendTimer && this.#extendAt <= at)) {
       return;
     }
     clearTimeout(this.#extendTimer);
-    this.#extendAt = next;
-    this.#extendTimer = setTimeout(() => this.#extendDue(), Math.max(0, next - Date.now()));
+    this.#extendAt = at;
+    this.#extendTimer = setTimeout(() => this.#extendDue(), Math.max(0, at - Date.now()));
   }
 
   // extendDue extends every held lease near its deadline (one batched
@@ -447,7 +457,7 @@ export class Subscription implements MessageOwner {
         }
       }).finally(() => {
         e.extending = false;
-        this.#armExtend();
+        this.#armAt(e.msg.leaseDeadline.getTime() - e.lead);
       });
     }
     this.#armExtend();
@@ -499,11 +509,10 @@ export class Subscription implements MessageOwner {
 
 // sizeOf counts a message as the gateway counts it against max_bytes.
 function sizeOf(m: WireMessage): number {
-  const enc = new TextEncoder();
-  let n = enc.encode(m.subject).length + m.data.length;
+  let n = Buffer.byteLength(m.subject) + m.data.length;
   for (const [k, v] of Object.entries(m.headers)) {
     for (const x of v.values) {
-      n += enc.encode(k).length + enc.encode(x).length + 4;
+      n += Buffer.byteLength(k) + Buffer.byteLength(x) + 4;
     }
   }
   return n;

@@ -4,11 +4,12 @@
 
 type Otel = typeof import("@opentelemetry/api");
 
-let otel: Promise<Otel | undefined> | undefined;
+let loading: Promise<Otel | null> | undefined;
+let otel: Otel | null | undefined; // null: not installed
 
-function load(): Promise<Otel | undefined> {
-  otel ??= import("@opentelemetry/api").catch(() => undefined);
-  return otel;
+function load(): Promise<Otel | null> {
+  loading ??= import("@opentelemetry/api").then((api) => (otel = api), () => (otel = null));
+  return loading;
 }
 
 const getter = {
@@ -26,7 +27,7 @@ const getter = {
  * tracestate, as the globally registered propagator reads them).
  */
 export async function runInTraceContext<T>(headers: Record<string, string[]>, fn: () => T): Promise<Awaited<T>> {
-  const api = await load();
+  const api = otel === undefined ? await load() : otel;
   if (!api) {
     return await fn();
   }

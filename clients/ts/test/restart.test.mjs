@@ -40,6 +40,7 @@ test("a jetgate restart mid-stream loses nothing and runs no message twice at on
     return st.numPending === 0n && st.numAckPending === 0n;
   }, 30_000, "the consumer drained");
   await sub.close();
+  t.diagnostic(`handled ${atKill} before the kill; stats ${JSON.stringify(sub.stats)}; errors: ${[...new Set(errors.map((e) => e.reason ?? e.message))].join(", ")}`);
   assert.ok(atKill < n, "the kill came after the work was done");
   assert.deepEqual(overlaps, [], "messages ran in two handlers at once");
   assert.ok(sub.stats.reconnects >= 1, "no reconnect counted");
