@@ -29,4 +29,4 @@ echo "== tests against a real jetgate"
 bin_dir=$(mktemp -d)
 trap 'rm -rf "$bin_dir"' EXIT
 (cd ../.. && go build -o "$bin_dir/jetgate" ./cmd/jetgate)
-JETGATE_BIN="$bin_dir/jetgate" node --test --test-concurrency=1 test/
+JETGATE_BIN="$bin_dir/jetgate" node --test --test-concurrency=1 test/*.test.mjs

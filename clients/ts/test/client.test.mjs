@@ -75,6 +75,26 @@ test("unary calls", async (t) => {
     await assert.rejects(m.ack(), (e) => e instanceof SettleError && e.reason === "LEASE_EXPIRED");
   });
 
+  await t.test("settles asked together go as one call, and each learns its own outcome", async () => {
+    await client.publish("TEST", "test.expiry", "old");
+    const [old] = await client.fetch("TEST", "expiry", { expires: 2_000 });
+    await waitFor(() => Date.now() > old.leaseDeadline.getTime() + 50, 5_000, "the first lease's deadline");
+    await client.publish("TEST", "test.expiry", "new");
+    // The first message comes back too (its lease ran out): take both.
+    const fresh = await waitFor(async () => {
+      const ms = await client.fetch("TEST", "expiry", { batch: 10, expires: 500 });
+      return ms.length === 2 ? ms : (await Promise.all(ms.map((m) => m.nak())), false);
+    }, 10_000, "two fresh leases");
+    const before = rec.calls.length;
+    const results = await Promise.allSettled([old.ack(), ...fresh.map((m) => m.ack())]);
+    assert.equal(results[0].status, "rejected");
+    assert.equal(results[0].reason.reason, "LEASE_EXPIRED");
+    assert.deepEqual(results.slice(1).map((r) => r.status), ["fulfilled", "fulfilled"]);
+    const acks = rec.calls.slice(before).filter((c) => c.name === "Ack");
+    assert.equal(acks.length, 1, "the three acks went as more than one call");
+    assert.equal(acks[0].tokens.length, 3);
+  });
+
   await t.test("extend returns a new deadline, and the next settle carries its new token", async () => {
     await client.publish("TEST", "test.extend", "long");
     const [m] = await client.fetch("TEST", "extend", { expires: 2_000 });

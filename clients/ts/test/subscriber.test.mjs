@@ -34,6 +34,14 @@ test("subscriber", async (t) => {
   });
   t.after(() => client.close());
 
+  await t.test("a consumer that does not exist ends the subscription, reported to onError", async () => {
+    const errors = [];
+    const sub = client.subscribe("TEST", "nosuch", () => undefined, { onError: (e) => errors.push(e) });
+    await sub.closed;
+    assert.equal(errors.length, 1);
+    assert.equal(errors[0].code, 5); // NotFound
+  });
+
   await t.test("a handler slower than ack_wait is not redelivered while it runs", async () => {
     const [seq] = await publishN(client, "slow", 1);
     const seen = [];
@@ -104,6 +112,9 @@ test("subscriber", async (t) => {
     assert.ok(maxRunning <= 5, `${maxRunning} handlers ran at once`);
     assert.ok(maxHeld <= 20, `${maxHeld} messages held at once`);
     assert.ok(maxServer <= 20n, `the consumer had ${maxServer} acks pending`);
+    const acks = calls.filter((c) => c.name === "Ack" && c.consumer === "flow");
+    assert.equal(acks.reduce((k, c) => k + c.tokens.length, 0), n);
+    assert.ok(acks.length < n / 3, `${n} acks took ${acks.length} calls`);
   });
 
   await t.test("a rejecting handler's message comes back with its delivery count raised and the delay grown", async () => {
