@@ -15,11 +15,13 @@ test("subscriber", async (t) => {
     { name: "slow", ackWait: "1s" },
     { name: "maxlease", ackWait: "1s" },
     { name: "flow" },
+    { name: "bytes" },
     { name: "retry" },
     { name: "final" },
     { name: "drain", ackWait: "30s" },
     { name: "naked", ackWait: "30s" },
     { name: "tokens", ackWait: "1s" },
+    { name: "adopt", ackWait: "1s" },
   ], t);
   const calls = [];
   const client = new Client({
@@ -117,6 +119,23 @@ test("subscriber", async (t) => {
     assert.ok(acks.length < n / 3, `${n} acks took ${acks.length} calls`);
   });
 
+  await t.test("maxBytes holds: never more bytes in handlers or waiting than asked", async () => {
+    const n = 300;
+    await publishN(client, "bytes", n, () => "y".repeat(1_000));
+    const limit = 5 * 1_020; // five messages of 1,000 bytes and subject test.bytes
+    let maxBytes = 0;
+    let maxHeld = 0;
+    const sub = client.subscribe("TEST", "bytes", async () => {
+      maxBytes = Math.max(maxBytes, sub.stats.heldBytes);
+      maxHeld = Math.max(maxHeld, sub.stats.held);
+      await work(2);
+    }, { maxMessages: 100, maxBytes: limit });
+    await waitFor(() => sub.stats.acked === n, 60_000, `${n} acks`);
+    await sub.close();
+    assert.ok(maxBytes <= limit, `${maxBytes} bytes held, limit ${limit}`);
+    assert.ok(maxHeld <= 5, `${maxHeld} messages held under a limit of five messages' bytes`);
+  });
+
   await t.test("a rejecting handler's message comes back with its delivery count raised and the delay grown", async () => {
     await publishN(client, "retry", 1);
     const seen = [];
@@ -208,6 +227,27 @@ test("subscriber", async (t) => {
     const taken = await takeRest("naked", 5_000);
     assert.equal(taken, 100);
     release();
+  });
+
+  await t.test("a redelivery of a message whose handler still runs is settled by that handler, not run again", async () => {
+    await publishN(client, "adopt", 1);
+    let runs = 0;
+    const sub = client.subscribe("TEST", "adopt", async () => {
+      runs++;
+      // The process stalls past the lease (no extension can go out), so
+      // the server redelivers the message while this handler has it.
+      const end = Date.now() + 1_300;
+      while (Date.now() < end) {
+        // busy
+      }
+      await waitFor(() => sub.stats.adopted === 1, 10_000, "the redelivery");
+    }, { onError: () => undefined });
+    await waitFor(() => sub.stats.acked === 1, 15_000, "the ack");
+    await sub.close();
+    assert.equal(runs, 1);
+    const st = await state(client, "adopt");
+    assert.equal(st.numAckPending, 0n);
+    assert.equal(st.delivered.streamSeq, st.ackFloor.streamSeq);
   });
 
   await t.test("each settle carries the token of the message's latest Extend", async () => {
