@@ -186,6 +186,7 @@ export class Subscription {
     }
     #receive(ms) {
         const now = Date.now();
+        const leased = [];
         for (const wm of ms) {
             this.#stats.received++;
             const seq = Number(wm.metadata?.streamSeq ?? 0n);
@@ -196,6 +197,7 @@ export class Subscription {
                 cur.msg.adopt(wm);
                 this.#stats.adopted++;
                 this.#hold(cur);
+                leased.push(cur);
                 continue;
             }
             const msg = new Message(wm, this.#sender, this);
@@ -206,6 +208,7 @@ export class Subscription {
             };
             this.#byMsg.set(msg, e);
             this.#hold(e);
+            leased.push(e);
             if (cur) {
                 const behind = this.#blocked.get(seq) ?? [];
                 behind.push(e);
@@ -217,11 +220,8 @@ export class Subscription {
             }
         }
         this.#dispatch();
-        for (const wm of ms) {
-            const e = this.#entries.get(Number(wm.metadata?.streamSeq ?? 0n));
-            if (e) {
-                this.#armAt(e.msg.leaseDeadline.getTime() - e.lead);
-            }
+        for (const e of leased) {
+            this.#armAt(e.msg.leaseDeadline.getTime() - e.lead);
         }
     }
     #dispatch() {

@@ -5,61 +5,9 @@ import { LeaseError, SettleError, isFinal, retryable } from "./errors.js";
 import { Message, type MessageOwner } from "./message.js";
 import { Sender, type Op } from "./sender.js";
 import { runInTraceContext } from "./trace.js";
+import type { CloseOptions, Handler, SubscribeOptions, SubscriptionStats } from "./options.js";
 
-/** A subscriber's handler: resolve to ack, reject to nak (or term, for a FinalError). */
-export type Handler = (m: Message) => unknown;
-
-/** Options of Client.subscribe. Durations are in milliseconds. */
-export interface SubscribeOptions {
-  /** Most messages held at once, in handlers or waiting for one (default 100). */
-  maxMessages?: number;
-  /** Most bytes (subject, data and headers) held at once (default: no limit). */
-  maxBytes?: number;
-  /** Most handlers running at once (default maxMessages). */
-  concurrency?: number;
-  /** How long a message's lease is extended in all before it is let go (default 1h). */
-  maxLease?: number;
-  /** Settles go out after a few ms, or at once when this many wait (default 100, at most 1000). */
-  ackBatch?: number;
-  /** Called with every error: handler failures, failed settles, leases let go or lost, stream breaks. */
-  onError?: (err: unknown, m?: Message) => void;
-  /** Delay of the Nak after a handler fails: min × 2^(deliveries−1), at most max (default 1s and 10m). */
-  retry?: { min?: number; max?: number };
-  /** The stream's heartbeat; no word for 3 heartbeats and it is opened again (default 5s). */
-  heartbeat?: number;
-}
-
-/** Options of Subscription.close. */
-export interface CloseOptions {
-  /** drain (default): running handlers finish, the rest is nak'ed; nak: everything in hand is nak'ed now. */
-  mode?: "drain" | "nak";
-  /** drain: after this many ms, what still runs is nak'ed too (default 30s). */
-  timeout?: number;
-}
-
-/** Counters of a subscription. */
-export interface SubscriptionStats {
-  received: number;
-  acked: number;
-  naked: number;
-  termed: number;
-  handlerErrors: number;
-  settleFailures: number;
-  extended: number;
-  /** Leases held for maxLease and let go (their messages come back after ack_wait). */
-  leasesDropped: number;
-  /** Leases handed back by closing the stream (the gateway naks them). */
-  returned: number;
-  /** Leases an extend could not keep (the gateway said it was gone). */
-  leasesLost: number;
-  /** Redeliveries of a message still in hand, settled by the handler already running it. */
-  adopted: number;
-  reconnects: number;
-  /** Now: messages and bytes held (in a handler or waiting for one), handlers running. */
-  held: number;
-  heldBytes: number;
-  running: number;
-}
+export type { CloseOptions, Handler, SubscribeOptions, SubscriptionStats } from "./options.js";
 
 type State = "waiting" | "running" | "finished";
 
@@ -264,6 +212,7 @@ export class Subscription implements MessageOwner {
 
   #receive(ms: WireMessage[]): void {
     const now = Date.now();
+    const leased: Entry[] = [];
     for (const wm of ms) {
       this.#stats.received++;
       const seq = Number(wm.metadata?.streamSeq ?? 0n);
@@ -274,6 +223,7 @@ export class Subscription implements MessageOwner {
         cur.msg.adopt(wm);
         this.#stats.adopted++;
         this.#hold(cur);
+        leased.push(cur);
         continue;
       }
       const msg = new Message(wm, this.#sender, this);
@@ -284,6 +234,7 @@ export class Subscription implements MessageOwner {
       };
       this.#byMsg.set(msg, e);
       this.#hold(e);
+      leased.push(e);
       if (cur) {
         const behind = this.#blocked.get(seq) ?? [];
         behind.push(e);
@@ -294,11 +245,8 @@ export class Subscription implements MessageOwner {
       }
     }
     this.#dispatch();
-    for (const wm of ms) {
-      const e = this.#entries.get(Number(wm.metadata?.streamSeq ?? 0n));
-      if (e) {
-        this.#armAt(e.msg.leaseDeadline.getTime() - e.lead);
-      }
+    for (const e of leased) {
+      this.#armAt(e.msg.leaseDeadline.getTime() - e.lead);
     }
   }
 
