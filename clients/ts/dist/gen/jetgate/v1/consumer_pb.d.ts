@@ -1,0 +1,1542 @@
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
+import type { Message as Message$1 } from "@bufbuild/protobuf";
+/**
+ * Describes the file jetgate/v1/consumer.proto.
+ */
+export declare const file_jetgate_v1_consumer: GenFile;
+/**
+ * FetchRequest asks for a batch of leased messages.
+ *
+ * @generated from message jetgate.v1.FetchRequest
+ */
+export type FetchRequest = Message$1<"jetgate.v1.FetchRequest"> & {
+    /**
+     * The stream the consumer belongs to.
+     *
+     * @generated from field: string stream = 1;
+     */
+    stream: string;
+    /**
+     * The durable consumer's name.
+     *
+     * @generated from field: string consumer = 2;
+     */
+    consumer: string;
+    /**
+     * How many messages to lease at most. Unset or 0 means 1; above the
+     * gateway's maximum (default 1000) is rejected.
+     *
+     * @generated from field: int32 batch = 3;
+     */
+    batch: number;
+    /**
+     * How long to wait for a first message. Unset means 5s; 0s returns at once
+     * with what is available. Capped by the gateway's maximum and by the
+     * caller's own deadline.
+     *
+     * @generated from field: google.protobuf.Duration expires = 4;
+     */
+    expires?: Duration | undefined;
+    /**
+     * The most payload bytes to return in this batch, if set.
+     *
+     * @generated from field: optional int64 max_bytes = 5;
+     */
+    maxBytes?: bigint | undefined;
+    /**
+     * The consumer's priority group to pull from. Unset: the consumer's group
+     * when it has exactly one (a consumer with several needs it).
+     *
+     * @generated from field: string group = 6;
+     */
+    group: string;
+    /**
+     * Overflow policy: take messages only while the consumer has at least
+     * this many pending.
+     *
+     * @generated from field: int64 min_pending = 7;
+     */
+    minPending: bigint;
+    /**
+     * Overflow policy: take messages only while the consumer has at least
+     * this many delivered and unacknowledged.
+     *
+     * @generated from field: int64 min_ack_pending = 8;
+     */
+    minAckPending: bigint;
+    /**
+     * Prioritized policy: 0 is served first, 9 last.
+     *
+     * @generated from field: int32 priority = 9;
+     */
+    priority: number;
+    /**
+     * Pinned-client policy: the pin this caller was given (pin_id of an
+     * earlier response), through any replica. Unset asks to be pinned.
+     *
+     * @generated from field: string pin_id = 10;
+     */
+    pinId: string;
+};
+/**
+ * Describes the message jetgate.v1.FetchRequest.
+ * Use `create(FetchRequestSchema)` to create a new message.
+ */
+export declare const FetchRequestSchema: GenMessage<FetchRequest>;
+/**
+ * FetchResponse carries the leased messages.
+ *
+ * @generated from message jetgate.v1.FetchResponse
+ */
+export type FetchResponse = Message$1<"jetgate.v1.FetchResponse"> & {
+    /**
+     * The leased messages, in delivery order. Empty is a success.
+     *
+     * @generated from field: repeated jetgate.v1.Message messages = 1;
+     */
+    messages: Message[];
+    /**
+     * Why no messages were returned; unspecified when messages is not empty.
+     *
+     * @generated from field: jetgate.v1.EmptyReason empty_reason = 2;
+     */
+    emptyReason: EmptyReason;
+    /**
+     * Pinned-client policy: the pin the server gave this caller; send it
+     * with the next Fetch.
+     *
+     * @generated from field: string pin_id = 3;
+     */
+    pinId: string;
+};
+/**
+ * Describes the message jetgate.v1.FetchResponse.
+ * Use `create(FetchResponseSchema)` to create a new message.
+ */
+export declare const FetchResponseSchema: GenMessage<FetchResponse>;
+/**
+ * Message is one leased delivery.
+ *
+ * @generated from message jetgate.v1.Message
+ */
+export type Message = Message$1<"jetgate.v1.Message"> & {
+    /**
+     * The opaque token that settles this lease.
+     *
+     * @generated from field: string token = 1;
+     */
+    token: string;
+    /**
+     * The subject the message was published to.
+     *
+     * @generated from field: string subject = 2;
+     */
+    subject: string;
+    /**
+     * The message payload.
+     *
+     * @generated from field: bytes data = 3;
+     */
+    data: Uint8Array;
+    /**
+     * The message headers; a header may carry several values.
+     *
+     * @generated from field: map<string, jetgate.v1.HeaderValues> headers = 4;
+     */
+    headers: {
+        [key: string]: HeaderValues;
+    };
+    /**
+     * When the lease ends. After it, settling fails with LEASE_EXPIRED and
+     * JetStream redelivers the message.
+     *
+     * @generated from field: google.protobuf.Timestamp lease_deadline = 5;
+     */
+    leaseDeadline?: Timestamp | undefined;
+    /**
+     * Delivery metadata, as the delivery's ack subject carries it.
+     *
+     * @generated from field: jetgate.v1.MessageMetadata metadata = 6;
+     */
+    metadata?: MessageMetadata | undefined;
+};
+/**
+ * Describes the message jetgate.v1.Message.
+ * Use `create(MessageSchema)` to create a new message.
+ */
+export declare const MessageSchema: GenMessage<Message>;
+/**
+ * HeaderValues holds every value of one header, in order.
+ *
+ * @generated from message jetgate.v1.HeaderValues
+ */
+export type HeaderValues = Message$1<"jetgate.v1.HeaderValues"> & {
+    /**
+     * The header's values.
+     *
+     * @generated from field: repeated string values = 1;
+     */
+    values: string[];
+};
+/**
+ * Describes the message jetgate.v1.HeaderValues.
+ * Use `create(HeaderValuesSchema)` to create a new message.
+ */
+export declare const HeaderValuesSchema: GenMessage<HeaderValues>;
+/**
+ * MessageMetadata is what JetStream says about one delivery.
+ *
+ * @generated from message jetgate.v1.MessageMetadata
+ */
+export type MessageMetadata = Message$1<"jetgate.v1.MessageMetadata"> & {
+    /**
+     * The stream the message is stored in.
+     *
+     * @generated from field: string stream = 1;
+     */
+    stream: string;
+    /**
+     * The consumer that delivered it.
+     *
+     * @generated from field: string consumer = 2;
+     */
+    consumer: string;
+    /**
+     * The message's sequence in the stream.
+     *
+     * @generated from field: uint64 stream_seq = 3;
+     */
+    streamSeq: bigint;
+    /**
+     * The delivery's sequence in the consumer.
+     *
+     * @generated from field: uint64 consumer_seq = 4;
+     */
+    consumerSeq: bigint;
+    /**
+     * How many times the message has been delivered, this time included.
+     *
+     * @generated from field: uint64 num_delivered = 5;
+     */
+    numDelivered: bigint;
+    /**
+     * How many messages were waiting for the consumer after this one.
+     *
+     * @generated from field: uint64 num_pending = 6;
+     */
+    numPending: bigint;
+    /**
+     * When the message was stored in the stream.
+     *
+     * @generated from field: google.protobuf.Timestamp timestamp = 7;
+     */
+    timestamp?: Timestamp | undefined;
+};
+/**
+ * Describes the message jetgate.v1.MessageMetadata.
+ * Use `create(MessageMetadataSchema)` to create a new message.
+ */
+export declare const MessageMetadataSchema: GenMessage<MessageMetadata>;
+/**
+ * AckRequest acknowledges messages.
+ *
+ * @generated from message jetgate.v1.AckRequest
+ */
+export type AckRequest = Message$1<"jetgate.v1.AckRequest"> & {
+    /**
+     * The stream the consumer belongs to.
+     *
+     * @generated from field: string stream = 1;
+     */
+    stream: string;
+    /**
+     * The durable consumer's name.
+     *
+     * @generated from field: string consumer = 2;
+     */
+    consumer: string;
+    /**
+     * The leases to settle: 1 to 1000 tokens.
+     *
+     * @generated from field: repeated string tokens = 3;
+     */
+    tokens: string[];
+};
+/**
+ * Describes the message jetgate.v1.AckRequest.
+ * Use `create(AckRequestSchema)` to create a new message.
+ */
+export declare const AckRequestSchema: GenMessage<AckRequest>;
+/**
+ * AckResponse lists the tokens that could not be acked.
+ *
+ * @generated from message jetgate.v1.AckResponse
+ */
+export type AckResponse = Message$1<"jetgate.v1.AckResponse"> & {
+    /**
+     * One entry per token that failed; every other token succeeded.
+     *
+     * @generated from field: repeated jetgate.v1.TokenFailure failures = 1;
+     */
+    failures: TokenFailure[];
+};
+/**
+ * Describes the message jetgate.v1.AckResponse.
+ * Use `create(AckResponseSchema)` to create a new message.
+ */
+export declare const AckResponseSchema: GenMessage<AckResponse>;
+/**
+ * NakRequest asks for messages to be redelivered.
+ *
+ * @generated from message jetgate.v1.NakRequest
+ */
+export type NakRequest = Message$1<"jetgate.v1.NakRequest"> & {
+    /**
+     * The stream the consumer belongs to.
+     *
+     * @generated from field: string stream = 1;
+     */
+    stream: string;
+    /**
+     * The durable consumer's name.
+     *
+     * @generated from field: string consumer = 2;
+     */
+    consumer: string;
+    /**
+     * The leases to settle: 1 to 1000 tokens.
+     *
+     * @generated from field: repeated string tokens = 3;
+     */
+    tokens: string[];
+    /**
+     * How long JetStream waits before redelivering; unset redelivers at once.
+     *
+     * @generated from field: google.protobuf.Duration delay = 4;
+     */
+    delay?: Duration | undefined;
+};
+/**
+ * Describes the message jetgate.v1.NakRequest.
+ * Use `create(NakRequestSchema)` to create a new message.
+ */
+export declare const NakRequestSchema: GenMessage<NakRequest>;
+/**
+ * NakResponse lists the tokens that could not be nak'ed.
+ *
+ * @generated from message jetgate.v1.NakResponse
+ */
+export type NakResponse = Message$1<"jetgate.v1.NakResponse"> & {
+    /**
+     * One entry per token that failed; every other token succeeded.
+     *
+     * @generated from field: repeated jetgate.v1.TokenFailure failures = 1;
+     */
+    failures: TokenFailure[];
+};
+/**
+ * Describes the message jetgate.v1.NakResponse.
+ * Use `create(NakResponseSchema)` to create a new message.
+ */
+export declare const NakResponseSchema: GenMessage<NakResponse>;
+/**
+ * TermRequest ends messages for good.
+ *
+ * @generated from message jetgate.v1.TermRequest
+ */
+export type TermRequest = Message$1<"jetgate.v1.TermRequest"> & {
+    /**
+     * The stream the consumer belongs to.
+     *
+     * @generated from field: string stream = 1;
+     */
+    stream: string;
+    /**
+     * The durable consumer's name.
+     *
+     * @generated from field: string consumer = 2;
+     */
+    consumer: string;
+    /**
+     * The leases to settle: 1 to 1000 tokens.
+     *
+     * @generated from field: repeated string tokens = 3;
+     */
+    tokens: string[];
+    /**
+     * Why the messages are terminated; JetStream puts it in its advisory.
+     *
+     * @generated from field: string reason = 4;
+     */
+    reason: string;
+};
+/**
+ * Describes the message jetgate.v1.TermRequest.
+ * Use `create(TermRequestSchema)` to create a new message.
+ */
+export declare const TermRequestSchema: GenMessage<TermRequest>;
+/**
+ * TermResponse lists the tokens that could not be terminated.
+ *
+ * @generated from message jetgate.v1.TermResponse
+ */
+export type TermResponse = Message$1<"jetgate.v1.TermResponse"> & {
+    /**
+     * One entry per token that failed; every other token succeeded.
+     *
+     * @generated from field: repeated jetgate.v1.TokenFailure failures = 1;
+     */
+    failures: TokenFailure[];
+};
+/**
+ * Describes the message jetgate.v1.TermResponse.
+ * Use `create(TermResponseSchema)` to create a new message.
+ */
+export declare const TermResponseSchema: GenMessage<TermResponse>;
+/**
+ * ExtendRequest restarts lease clocks.
+ *
+ * @generated from message jetgate.v1.ExtendRequest
+ */
+export type ExtendRequest = Message$1<"jetgate.v1.ExtendRequest"> & {
+    /**
+     * The stream the consumer belongs to.
+     *
+     * @generated from field: string stream = 1;
+     */
+    stream: string;
+    /**
+     * The durable consumer's name.
+     *
+     * @generated from field: string consumer = 2;
+     */
+    consumer: string;
+    /**
+     * The leases to extend: 1 to 1000 tokens.
+     *
+     * @generated from field: repeated string tokens = 3;
+     */
+    tokens: string[];
+};
+/**
+ * Describes the message jetgate.v1.ExtendRequest.
+ * Use `create(ExtendRequestSchema)` to create a new message.
+ */
+export declare const ExtendRequestSchema: GenMessage<ExtendRequest>;
+/**
+ * ExtendResponse carries the extended leases and the failures.
+ *
+ * @generated from message jetgate.v1.ExtendResponse
+ */
+export type ExtendResponse = Message$1<"jetgate.v1.ExtendResponse"> & {
+    /**
+     * One entry per token that was extended.
+     *
+     * @generated from field: repeated jetgate.v1.ExtendedLease leases = 1;
+     */
+    leases: ExtendedLease[];
+    /**
+     * One entry per token that failed.
+     *
+     * @generated from field: repeated jetgate.v1.TokenFailure failures = 2;
+     */
+    failures: TokenFailure[];
+};
+/**
+ * Describes the message jetgate.v1.ExtendResponse.
+ * Use `create(ExtendResponseSchema)` to create a new message.
+ */
+export declare const ExtendResponseSchema: GenMessage<ExtendResponse>;
+/**
+ * ExtendedLease is a lease whose clock was restarted.
+ *
+ * @generated from message jetgate.v1.ExtendedLease
+ */
+export type ExtendedLease = Message$1<"jetgate.v1.ExtendedLease"> & {
+    /**
+     * The token as it was sent.
+     *
+     * @generated from field: string token = 1;
+     */
+    token: string;
+    /**
+     * A new token carrying the new deadline. The old token stays good.
+     *
+     * @generated from field: string new_token = 2;
+     */
+    newToken: string;
+    /**
+     * The lease's new deadline.
+     *
+     * @generated from field: google.protobuf.Timestamp lease_deadline = 3;
+     */
+    leaseDeadline?: Timestamp | undefined;
+};
+/**
+ * Describes the message jetgate.v1.ExtendedLease.
+ * Use `create(ExtendedLeaseSchema)` to create a new message.
+ */
+export declare const ExtendedLeaseSchema: GenMessage<ExtendedLease>;
+/**
+ * TokenFailure says why one token could not be settled.
+ *
+ * @generated from message jetgate.v1.TokenFailure
+ */
+export type TokenFailure = Message$1<"jetgate.v1.TokenFailure"> & {
+    /**
+     * The token as it was sent.
+     *
+     * @generated from field: string token = 1;
+     */
+    token: string;
+    /**
+     * Its position in the request's tokens, from 0.
+     *
+     * @generated from field: int32 index = 2;
+     */
+    index: number;
+    /**
+     * The gRPC status code (google.rpc.Code) of the failure.
+     *
+     * @generated from field: int32 code = 3;
+     */
+    code: number;
+    /**
+     * A machine-readable reason in UPPER_SNAKE_CASE, such as LEASE_EXPIRED.
+     *
+     * @generated from field: string reason = 4;
+     */
+    reason: string;
+    /**
+     * A sentence a person can act on.
+     *
+     * @generated from field: string message = 5;
+     */
+    message: string;
+};
+/**
+ * Describes the message jetgate.v1.TokenFailure.
+ * Use `create(TokenFailureSchema)` to create a new message.
+ */
+export declare const TokenFailureSchema: GenMessage<TokenFailure>;
+/**
+ * GetConsumerRequest names a consumer.
+ *
+ * @generated from message jetgate.v1.GetConsumerRequest
+ */
+export type GetConsumerRequest = Message$1<"jetgate.v1.GetConsumerRequest"> & {
+    /**
+     * The stream the consumer belongs to.
+     *
+     * @generated from field: string stream = 1;
+     */
+    stream: string;
+    /**
+     * The durable consumer's name.
+     *
+     * @generated from field: string consumer = 2;
+     */
+    consumer: string;
+};
+/**
+ * Describes the message jetgate.v1.GetConsumerRequest.
+ * Use `create(GetConsumerRequestSchema)` to create a new message.
+ */
+export declare const GetConsumerRequestSchema: GenMessage<GetConsumerRequest>;
+/**
+ * GetConsumerResponse is a consumer's configuration and state.
+ *
+ * @generated from message jetgate.v1.GetConsumerResponse
+ */
+export type GetConsumerResponse = Message$1<"jetgate.v1.GetConsumerResponse"> & {
+    /**
+     * The consumer's configuration.
+     *
+     * @generated from field: jetgate.v1.ConsumerConfig config = 1;
+     */
+    config?: ConsumerConfig | undefined;
+    /**
+     * The consumer's live state, as the server reports it.
+     *
+     * @generated from field: jetgate.v1.ConsumerState state = 2;
+     */
+    state?: ConsumerState | undefined;
+    /**
+     * How many live leases this gateway holds on the consumer.
+     *
+     * @generated from field: int64 gateway_leases = 3;
+     */
+    gatewayLeases: bigint;
+    /**
+     * How many dead letters of the consumer wait in its dead-letter stream
+     * (0 when it has none configured).
+     *
+     * @generated from field: int64 dead_letters = 4;
+     */
+    deadLetters: bigint;
+    /**
+     * How long the oldest message the consumer has not acknowledged has been
+     * in the stream (0s when every message is acknowledged).
+     *
+     * @generated from field: google.protobuf.Duration oldest_unacked_age = 5;
+     */
+    oldestUnackedAge?: Duration | undefined;
+    /**
+     * How this gateway pushes the consumer's messages; unset when the
+     * consumer is not pushed.
+     *
+     * @generated from field: jetgate.v1.PushState push = 6;
+     */
+    push?: PushState | undefined;
+};
+/**
+ * Describes the message jetgate.v1.GetConsumerResponse.
+ * Use `create(GetConsumerResponseSchema)` to create a new message.
+ */
+export declare const GetConsumerResponseSchema: GenMessage<GetConsumerResponse>;
+/**
+ * PushState is how one gateway pushes a consumer's messages to its endpoint.
+ *
+ * @generated from message jetgate.v1.PushState
+ */
+export type PushState = Message$1<"jetgate.v1.PushState"> & {
+    /**
+     * The endpoint, without its query (which may carry a secret).
+     *
+     * @generated from field: string url = 1;
+     */
+    url: string;
+    /**
+     * How many push requests run now.
+     *
+     * @generated from field: int32 in_flight = 2;
+     */
+    inFlight: number;
+    /**
+     * Whether the endpoint takes pushes; false while the gateway holds back
+     * (one request at a time) after failures every message met alike.
+     *
+     * @generated from field: bool endpoint_up = 3;
+     */
+    endpointUp: boolean;
+    /**
+     * The last failure: a status or why no answer came, never a response
+     * body. Empty when none happened.
+     *
+     * @generated from field: string last_error = 4;
+     */
+    lastError: string;
+    /**
+     * When the last failure happened.
+     *
+     * @generated from field: google.protobuf.Timestamp last_error_time = 5;
+     */
+    lastErrorTime?: Timestamp | undefined;
+};
+/**
+ * Describes the message jetgate.v1.PushState.
+ * Use `create(PushStateSchema)` to create a new message.
+ */
+export declare const PushStateSchema: GenMessage<PushState>;
+/**
+ * ConsumeRequest opens a stream of leases.
+ *
+ * @generated from message jetgate.v1.ConsumeRequest
+ */
+export type ConsumeRequest = Message$1<"jetgate.v1.ConsumeRequest"> & {
+    /**
+     * The stream the consumer belongs to.
+     *
+     * @generated from field: string stream = 1;
+     */
+    stream: string;
+    /**
+     * The durable consumer's name.
+     *
+     * @generated from field: string consumer = 2;
+     */
+    consumer: string;
+    /**
+     * The most unsettled leases the stream holds at once; unset or 0 is 200.
+     *
+     * @generated from field: int32 max_messages = 3;
+     */
+    maxMessages: number;
+    /**
+     * The most bytes of unsettled messages the stream holds at once.
+     *
+     * @generated from field: optional int64 max_bytes = 4;
+     */
+    maxBytes?: bigint | undefined;
+    /**
+     * How often an idle stream sends an empty response; unset is 15s.
+     *
+     * @generated from field: google.protobuf.Duration heartbeat = 5;
+     */
+    heartbeat?: Duration | undefined;
+    /**
+     * Keep the stream's leases alive (+WPI before each deadline) while it is
+     * open, up to the gateway's maximum lease time.
+     *
+     * @generated from field: bool auto_extend = 6;
+     */
+    autoExtend: boolean;
+    /**
+     * The consumer's priority group, as for Fetch.
+     *
+     * @generated from field: string group = 7;
+     */
+    group: string;
+    /**
+     * Overflow policy, as for Fetch.
+     *
+     * @generated from field: int64 min_pending = 8;
+     */
+    minPending: bigint;
+    /**
+     * Overflow policy, as for Fetch.
+     *
+     * @generated from field: int64 min_ack_pending = 9;
+     */
+    minAckPending: bigint;
+    /**
+     * Prioritized policy, as for Fetch.
+     *
+     * @generated from field: int32 priority = 10;
+     */
+    priority: number;
+    /**
+     * Pinned-client policy: a pin given earlier. The stream keeps the pin the
+     * server gives it, and ends with PIN_ID_MISMATCH when it loses it.
+     *
+     * @generated from field: string pin_id = 11;
+     */
+    pinId: string;
+};
+/**
+ * Describes the message jetgate.v1.ConsumeRequest.
+ * Use `create(ConsumeRequestSchema)` to create a new message.
+ */
+export declare const ConsumeRequestSchema: GenMessage<ConsumeRequest>;
+/**
+ * ConsumeResponse carries messages, or none as a heartbeat.
+ *
+ * @generated from message jetgate.v1.ConsumeResponse
+ */
+export type ConsumeResponse = Message$1<"jetgate.v1.ConsumeResponse"> & {
+    /**
+     * The messages leased, each with its token.
+     *
+     * @generated from field: repeated jetgate.v1.Message messages = 1;
+     */
+    messages: Message[];
+    /**
+     * Pinned-client policy: the stream's pin.
+     *
+     * @generated from field: string pin_id = 2;
+     */
+    pinId: string;
+};
+/**
+ * Describes the message jetgate.v1.ConsumeResponse.
+ * Use `create(ConsumeResponseSchema)` to create a new message.
+ */
+export declare const ConsumeResponseSchema: GenMessage<ConsumeResponse>;
+/**
+ * PauseRequest pauses a consumer.
+ *
+ * @generated from message jetgate.v1.PauseRequest
+ */
+export type PauseRequest = Message$1<"jetgate.v1.PauseRequest"> & {
+    /**
+     * The stream the consumer belongs to.
+     *
+     * @generated from field: string stream = 1;
+     */
+    stream: string;
+    /**
+     * The durable consumer's name.
+     *
+     * @generated from field: string consumer = 2;
+     */
+    consumer: string;
+    /**
+     * When the consumer delivers again by itself; required, in the future.
+     *
+     * @generated from field: google.protobuf.Timestamp pause_until = 3;
+     */
+    pauseUntil?: Timestamp | undefined;
+};
+/**
+ * Describes the message jetgate.v1.PauseRequest.
+ * Use `create(PauseRequestSchema)` to create a new message.
+ */
+export declare const PauseRequestSchema: GenMessage<PauseRequest>;
+/**
+ * PauseResponse is the consumer's pause as the server took it.
+ *
+ * @generated from message jetgate.v1.PauseResponse
+ */
+export type PauseResponse = Message$1<"jetgate.v1.PauseResponse"> & {
+    /**
+     * Whether the consumer is paused.
+     *
+     * @generated from field: bool paused = 1;
+     */
+    paused: boolean;
+    /**
+     * Until when.
+     *
+     * @generated from field: google.protobuf.Timestamp pause_until = 2;
+     */
+    pauseUntil?: Timestamp | undefined;
+};
+/**
+ * Describes the message jetgate.v1.PauseResponse.
+ * Use `create(PauseResponseSchema)` to create a new message.
+ */
+export declare const PauseResponseSchema: GenMessage<PauseResponse>;
+/**
+ * ResumeRequest resumes a paused consumer.
+ *
+ * @generated from message jetgate.v1.ResumeRequest
+ */
+export type ResumeRequest = Message$1<"jetgate.v1.ResumeRequest"> & {
+    /**
+     * The stream the consumer belongs to.
+     *
+     * @generated from field: string stream = 1;
+     */
+    stream: string;
+    /**
+     * The durable consumer's name.
+     *
+     * @generated from field: string consumer = 2;
+     */
+    consumer: string;
+};
+/**
+ * Describes the message jetgate.v1.ResumeRequest.
+ * Use `create(ResumeRequestSchema)` to create a new message.
+ */
+export declare const ResumeRequestSchema: GenMessage<ResumeRequest>;
+/**
+ * ResumeResponse is the consumer's state after Resume.
+ *
+ * @generated from message jetgate.v1.ResumeResponse
+ */
+export type ResumeResponse = Message$1<"jetgate.v1.ResumeResponse"> & {
+    /**
+     * Whether the consumer is still paused (false once resumed).
+     *
+     * @generated from field: bool paused = 1;
+     */
+    paused: boolean;
+};
+/**
+ * Describes the message jetgate.v1.ResumeResponse.
+ * Use `create(ResumeResponseSchema)` to create a new message.
+ */
+export declare const ResumeResponseSchema: GenMessage<ResumeResponse>;
+/**
+ * UnpinRequest unpins a priority group's client.
+ *
+ * @generated from message jetgate.v1.UnpinRequest
+ */
+export type UnpinRequest = Message$1<"jetgate.v1.UnpinRequest"> & {
+    /**
+     * The stream the consumer belongs to.
+     *
+     * @generated from field: string stream = 1;
+     */
+    stream: string;
+    /**
+     * The durable consumer's name.
+     *
+     * @generated from field: string consumer = 2;
+     */
+    consumer: string;
+    /**
+     * The priority group. Unset: the consumer's group when it has exactly
+     * one.
+     *
+     * @generated from field: string group = 3;
+     */
+    group: string;
+};
+/**
+ * Describes the message jetgate.v1.UnpinRequest.
+ * Use `create(UnpinRequestSchema)` to create a new message.
+ */
+export declare const UnpinRequestSchema: GenMessage<UnpinRequest>;
+/**
+ * UnpinResponse says the group was unpinned.
+ *
+ * @generated from message jetgate.v1.UnpinResponse
+ */
+export type UnpinResponse = Message$1<"jetgate.v1.UnpinResponse"> & {};
+/**
+ * Describes the message jetgate.v1.UnpinResponse.
+ * Use `create(UnpinResponseSchema)` to create a new message.
+ */
+export declare const UnpinResponseSchema: GenMessage<UnpinResponse>;
+/**
+ * RedriveRequest names dead letters to put back on their subjects.
+ *
+ * @generated from message jetgate.v1.RedriveRequest
+ */
+export type RedriveRequest = Message$1<"jetgate.v1.RedriveRequest"> & {
+    /**
+     * The stream the consumer belongs to.
+     *
+     * @generated from field: string stream = 1;
+     */
+    stream: string;
+    /**
+     * The durable consumer's name.
+     *
+     * @generated from field: string consumer = 2;
+     */
+    consumer: string;
+    /**
+     * Sequences of dead letters in the dead-letter stream; empty redrives all
+     * of the consumer's dead letters.
+     *
+     * @generated from field: repeated uint64 seqs = 3;
+     */
+    seqs: bigint[];
+};
+/**
+ * Describes the message jetgate.v1.RedriveRequest.
+ * Use `create(RedriveRequestSchema)` to create a new message.
+ */
+export declare const RedriveRequestSchema: GenMessage<RedriveRequest>;
+/**
+ * RedriveResponse counts what was redriven and lists what was not.
+ *
+ * @generated from message jetgate.v1.RedriveResponse
+ */
+export type RedriveResponse = Message$1<"jetgate.v1.RedriveResponse"> & {
+    /**
+     * How many dead letters were republished and removed.
+     *
+     * @generated from field: int64 redriven = 1;
+     */
+    redriven: bigint;
+    /**
+     * One entry per dead letter that could not be redriven.
+     *
+     * @generated from field: repeated jetgate.v1.RedriveFailure failures = 2;
+     */
+    failures: RedriveFailure[];
+};
+/**
+ * Describes the message jetgate.v1.RedriveResponse.
+ * Use `create(RedriveResponseSchema)` to create a new message.
+ */
+export declare const RedriveResponseSchema: GenMessage<RedriveResponse>;
+/**
+ * RedriveFailure says why one dead letter was not redriven.
+ *
+ * @generated from message jetgate.v1.RedriveFailure
+ */
+export type RedriveFailure = Message$1<"jetgate.v1.RedriveFailure"> & {
+    /**
+     * The dead letter's sequence in the dead-letter stream.
+     *
+     * @generated from field: uint64 seq = 1;
+     */
+    seq: bigint;
+    /**
+     * The gRPC status code (google.rpc.Code) of the failure.
+     *
+     * @generated from field: int32 code = 2;
+     */
+    code: number;
+    /**
+     * A machine-readable reason in UPPER_SNAKE_CASE, such as
+     * DEAD_LETTER_NOT_FOUND.
+     *
+     * @generated from field: string reason = 3;
+     */
+    reason: string;
+    /**
+     * A sentence a person can act on.
+     *
+     * @generated from field: string message = 4;
+     */
+    message: string;
+};
+/**
+ * Describes the message jetgate.v1.RedriveFailure.
+ * Use `create(RedriveFailureSchema)` to create a new message.
+ */
+export declare const RedriveFailureSchema: GenMessage<RedriveFailure>;
+/**
+ * ConsumerConfig is a consumer's configuration.
+ *
+ * @generated from message jetgate.v1.ConsumerConfig
+ */
+export type ConsumerConfig = Message$1<"jetgate.v1.ConsumerConfig"> & {
+    /**
+     * The durable name.
+     *
+     * @generated from field: string durable_name = 1;
+     */
+    durableName: string;
+    /**
+     * Where the consumer starts.
+     *
+     * @generated from field: jetgate.v1.DeliverPolicy deliver_policy = 2;
+     */
+    deliverPolicy: DeliverPolicy;
+    /**
+     * The start sequence, for DELIVER_POLICY_BY_START_SEQUENCE.
+     *
+     * @generated from field: uint64 opt_start_seq = 3;
+     */
+    optStartSeq: bigint;
+    /**
+     * The start time, for DELIVER_POLICY_BY_START_TIME.
+     *
+     * @generated from field: google.protobuf.Timestamp opt_start_time = 4;
+     */
+    optStartTime?: Timestamp | undefined;
+    /**
+     * The acknowledgement policy.
+     *
+     * @generated from field: jetgate.v1.AckPolicy ack_policy = 5;
+     */
+    ackPolicy: AckPolicy;
+    /**
+     * How long a delivery waits for its acknowledgement before redelivery.
+     *
+     * @generated from field: google.protobuf.Duration ack_wait = 6;
+     */
+    ackWait?: Duration | undefined;
+    /**
+     * How many times a message is delivered at most; -1 is unlimited.
+     *
+     * @generated from field: int64 max_deliver = 7;
+     */
+    maxDeliver: bigint;
+    /**
+     * Redelivery delays by delivery count, if set; they replace ack_wait.
+     *
+     * @generated from field: repeated google.protobuf.Duration backoff = 8;
+     */
+    backoff: Duration[];
+    /**
+     * The subjects the consumer is filtered to; empty is the whole stream.
+     *
+     * @generated from field: repeated string filter_subjects = 9;
+     */
+    filterSubjects: string[];
+    /**
+     * How many pull requests may wait at once.
+     *
+     * @generated from field: int64 max_waiting = 10;
+     */
+    maxWaiting: bigint;
+    /**
+     * How many messages may be outstanding unacknowledged at once.
+     *
+     * @generated from field: int64 max_ack_pending = 11;
+     */
+    maxAckPending: bigint;
+    /**
+     * The largest batch one pull may ask for; 0 is unlimited.
+     *
+     * @generated from field: int64 max_request_batch = 12;
+     */
+    maxRequestBatch: bigint;
+    /**
+     * The longest expiry one pull may ask for; 0 is unlimited.
+     *
+     * @generated from field: google.protobuf.Duration max_request_expires = 13;
+     */
+    maxRequestExpires?: Duration | undefined;
+    /**
+     * How many replicas the consumer has; 0 is the stream's.
+     *
+     * @generated from field: int32 num_replicas = 14;
+     */
+    numReplicas: number;
+    /**
+     * The consumer's description.
+     *
+     * @generated from field: string description = 15;
+     */
+    description: string;
+    /**
+     * The consumer's priority groups (ADR-42), if any.
+     *
+     * @generated from field: repeated string priority_groups = 16;
+     */
+    priorityGroups: string[];
+    /**
+     * How the groups are served.
+     *
+     * @generated from field: jetgate.v1.PriorityPolicy priority_policy = 17;
+     */
+    priorityPolicy: PriorityPolicy;
+    /**
+     * Pinned-client policy: how long a pinned client may go without pulling
+     * before the pin moves on.
+     *
+     * @generated from field: google.protobuf.Duration priority_timeout = 18;
+     */
+    priorityTimeout?: Duration | undefined;
+    /**
+     * When a paused consumer delivers again, as configured.
+     *
+     * @generated from field: google.protobuf.Timestamp pause_until = 19;
+     */
+    pauseUntil?: Timestamp | undefined;
+};
+/**
+ * Describes the message jetgate.v1.ConsumerConfig.
+ * Use `create(ConsumerConfigSchema)` to create a new message.
+ */
+export declare const ConsumerConfigSchema: GenMessage<ConsumerConfig>;
+/**
+ * ConsumerState is a consumer's live state.
+ *
+ * @generated from message jetgate.v1.ConsumerState
+ */
+export type ConsumerState = Message$1<"jetgate.v1.ConsumerState"> & {
+    /**
+     * Messages not yet delivered.
+     *
+     * @generated from field: uint64 num_pending = 1;
+     */
+    numPending: bigint;
+    /**
+     * Messages delivered and not yet acknowledged.
+     *
+     * @generated from field: int64 num_ack_pending = 2;
+     */
+    numAckPending: bigint;
+    /**
+     * Messages delivered more than once and not yet acknowledged.
+     *
+     * @generated from field: int64 num_redelivered = 3;
+     */
+    numRedelivered: bigint;
+    /**
+     * Pull requests waiting on the server.
+     *
+     * @generated from field: int64 num_waiting = 4;
+     */
+    numWaiting: bigint;
+    /**
+     * The last delivered position.
+     *
+     * @generated from field: jetgate.v1.SequencePair delivered = 5;
+     */
+    delivered?: SequencePair | undefined;
+    /**
+     * The acknowledgement floor.
+     *
+     * @generated from field: jetgate.v1.SequencePair ack_floor = 6;
+     */
+    ackFloor?: SequencePair | undefined;
+    /**
+     * When the consumer was created.
+     *
+     * @generated from field: google.protobuf.Timestamp created = 7;
+     */
+    created?: Timestamp | undefined;
+    /**
+     * Whether the consumer is paused now.
+     *
+     * @generated from field: bool paused = 8;
+     */
+    paused: boolean;
+    /**
+     * How long the pause has left, when paused.
+     *
+     * @generated from field: google.protobuf.Duration pause_remaining = 9;
+     */
+    pauseRemaining?: Duration | undefined;
+    /**
+     * Each priority group and whether a client is pinned to it (the pin
+     * itself is never shown).
+     *
+     * @generated from field: repeated jetgate.v1.PriorityGroupState priority_groups = 10;
+     */
+    priorityGroups: PriorityGroupState[];
+};
+/**
+ * Describes the message jetgate.v1.ConsumerState.
+ * Use `create(ConsumerStateSchema)` to create a new message.
+ */
+export declare const ConsumerStateSchema: GenMessage<ConsumerState>;
+/**
+ * PriorityGroupState is one priority group's state.
+ *
+ * @generated from message jetgate.v1.PriorityGroupState
+ */
+export type PriorityGroupState = Message$1<"jetgate.v1.PriorityGroupState"> & {
+    /**
+     * The group's name.
+     *
+     * @generated from field: string group = 1;
+     */
+    group: string;
+    /**
+     * Whether a client is pinned to it.
+     *
+     * @generated from field: bool pinned = 2;
+     */
+    pinned: boolean;
+    /**
+     * Since when, when pinned.
+     *
+     * @generated from field: google.protobuf.Timestamp pinned_since = 3;
+     */
+    pinnedSince?: Timestamp | undefined;
+};
+/**
+ * Describes the message jetgate.v1.PriorityGroupState.
+ * Use `create(PriorityGroupStateSchema)` to create a new message.
+ */
+export declare const PriorityGroupStateSchema: GenMessage<PriorityGroupState>;
+/**
+ * SequencePair is a position in the consumer and in its stream.
+ *
+ * @generated from message jetgate.v1.SequencePair
+ */
+export type SequencePair = Message$1<"jetgate.v1.SequencePair"> & {
+    /**
+     * The consumer sequence.
+     *
+     * @generated from field: uint64 consumer_seq = 1;
+     */
+    consumerSeq: bigint;
+    /**
+     * The stream sequence.
+     *
+     * @generated from field: uint64 stream_seq = 2;
+     */
+    streamSeq: bigint;
+    /**
+     * When the position last moved, if known.
+     *
+     * @generated from field: google.protobuf.Timestamp last_active = 3;
+     */
+    lastActive?: Timestamp | undefined;
+};
+/**
+ * Describes the message jetgate.v1.SequencePair.
+ * Use `create(SequencePairSchema)` to create a new message.
+ */
+export declare const SequencePairSchema: GenMessage<SequencePair>;
+/**
+ * EmptyReason says why a Fetch returned no messages.
+ *
+ * @generated from enum jetgate.v1.EmptyReason
+ */
+export declare enum EmptyReason {
+    /**
+     * Messages were returned.
+     *
+     * @generated from enum value: EMPTY_REASON_UNSPECIFIED = 0;
+     */
+    UNSPECIFIED = 0,
+    /**
+     * No message became available before expires passed.
+     *
+     * @generated from enum value: EMPTY_REASON_NO_MESSAGES = 1;
+     */
+    NO_MESSAGES = 1,
+    /**
+     * The consumer has max_ack_pending messages outstanding: settle some first.
+     *
+     * @generated from enum value: EMPTY_REASON_MAX_ACK_PENDING = 2;
+     */
+    MAX_ACK_PENDING = 2,
+    /**
+     * The next message is larger than max_bytes.
+     *
+     * @generated from enum value: EMPTY_REASON_MAX_BYTES = 3;
+     */
+    MAX_BYTES = 3,
+    /**
+     * The gateway has as many pulls waiting on the consumer as it allows.
+     *
+     * @generated from enum value: EMPTY_REASON_MAX_WAITING = 4;
+     */
+    MAX_WAITING = 4,
+    /**
+     * The consumer is paused (by anyone) until its pause_until.
+     *
+     * @generated from enum value: EMPTY_REASON_PAUSED = 5;
+     */
+    PAUSED = 5
+}
+/**
+ * Describes the enum jetgate.v1.EmptyReason.
+ */
+export declare const EmptyReasonSchema: GenEnum<EmptyReason>;
+/**
+ * DeliverPolicy says where a consumer starts in its stream.
+ *
+ * @generated from enum jetgate.v1.DeliverPolicy
+ */
+export declare enum DeliverPolicy {
+    /**
+     * Not set.
+     *
+     * @generated from enum value: DELIVER_POLICY_UNSPECIFIED = 0;
+     */
+    UNSPECIFIED = 0,
+    /**
+     * From the first message.
+     *
+     * @generated from enum value: DELIVER_POLICY_ALL = 1;
+     */
+    ALL = 1,
+    /**
+     * From the last message.
+     *
+     * @generated from enum value: DELIVER_POLICY_LAST = 2;
+     */
+    LAST = 2,
+    /**
+     * Only messages stored after the consumer was created.
+     *
+     * @generated from enum value: DELIVER_POLICY_NEW = 3;
+     */
+    NEW = 3,
+    /**
+     * From opt_start_seq.
+     *
+     * @generated from enum value: DELIVER_POLICY_BY_START_SEQUENCE = 4;
+     */
+    BY_START_SEQUENCE = 4,
+    /**
+     * From opt_start_time.
+     *
+     * @generated from enum value: DELIVER_POLICY_BY_START_TIME = 5;
+     */
+    BY_START_TIME = 5,
+    /**
+     * The last message of each subject.
+     *
+     * @generated from enum value: DELIVER_POLICY_LAST_PER_SUBJECT = 6;
+     */
+    LAST_PER_SUBJECT = 6
+}
+/**
+ * Describes the enum jetgate.v1.DeliverPolicy.
+ */
+export declare const DeliverPolicySchema: GenEnum<DeliverPolicy>;
+/**
+ * AckPolicy says which messages need an acknowledgement.
+ *
+ * @generated from enum jetgate.v1.AckPolicy
+ */
+export declare enum AckPolicy {
+    /**
+     * Not set.
+     *
+     * @generated from enum value: ACK_POLICY_UNSPECIFIED = 0;
+     */
+    UNSPECIFIED = 0,
+    /**
+     * Every message is acknowledged on its own.
+     *
+     * @generated from enum value: ACK_POLICY_EXPLICIT = 1;
+     */
+    EXPLICIT = 1,
+    /**
+     * Acknowledging a message acknowledges every one before it.
+     *
+     * @generated from enum value: ACK_POLICY_ALL = 2;
+     */
+    ALL = 2,
+    /**
+     * No acknowledgements.
+     *
+     * @generated from enum value: ACK_POLICY_NONE = 3;
+     */
+    NONE = 3
+}
+/**
+ * Describes the enum jetgate.v1.AckPolicy.
+ */
+export declare const AckPolicySchema: GenEnum<AckPolicy>;
+/**
+ * PriorityPolicy says how a consumer's priority groups are served.
+ *
+ * @generated from enum jetgate.v1.PriorityPolicy
+ */
+export declare enum PriorityPolicy {
+    /**
+     * No priority groups.
+     *
+     * @generated from enum value: PRIORITY_POLICY_UNSPECIFIED = 0;
+     */
+    UNSPECIFIED = 0,
+    /**
+     * Pulls that set min_pending or min_ack_pending get messages only past
+     * those thresholds.
+     *
+     * @generated from enum value: PRIORITY_POLICY_OVERFLOW = 1;
+     */
+    OVERFLOW = 1,
+    /**
+     * One client at a time is pinned and gets every message.
+     *
+     * @generated from enum value: PRIORITY_POLICY_PINNED_CLIENT = 2;
+     */
+    PINNED_CLIENT = 2,
+    /**
+     * Pulls of a lower priority number are served first.
+     *
+     * @generated from enum value: PRIORITY_POLICY_PRIORITIZED = 3;
+     */
+    PRIORITIZED = 3
+}
+/**
+ * Describes the enum jetgate.v1.PriorityPolicy.
+ */
+export declare const PriorityPolicySchema: GenEnum<PriorityPolicy>;
+/**
+ * ConsumerService leases messages from a JetStream durable pull consumer and
+ * settles them. Every message handed out is a lease addressed by an opaque
+ * token; the lease belongs to the caller until it is settled or its deadline
+ * passes, after which JetStream redelivers the message.
+ *
+ * @generated from service jetgate.v1.ConsumerService
+ */
+export declare const ConsumerService: GenService<{
+    /**
+     * Fetch leases up to batch messages. It returns as soon as at least one
+     * message is available, or empty when expires passes with none.
+     *
+     * @generated from rpc jetgate.v1.ConsumerService.Fetch
+     */
+    fetch: {
+        methodKind: "unary";
+        input: typeof FetchRequestSchema;
+        output: typeof FetchResponseSchema;
+    };
+    /**
+     * Ack finishes each token's message (+ACK). The RPC succeeds for a well
+     * formed request and lists each token that could not be acked.
+     *
+     * @generated from rpc jetgate.v1.ConsumerService.Ack
+     */
+    ack: {
+        methodKind: "unary";
+        input: typeof AckRequestSchema;
+        output: typeof AckResponseSchema;
+    };
+    /**
+     * Nak asks for each token's message to be redelivered (-NAK), at once or
+     * after delay.
+     *
+     * @generated from rpc jetgate.v1.ConsumerService.Nak
+     */
+    nak: {
+        methodKind: "unary";
+        input: typeof NakRequestSchema;
+        output: typeof NakResponseSchema;
+    };
+    /**
+     * Term ends each token's message (+TERM): it is never redelivered.
+     *
+     * @generated from rpc jetgate.v1.ConsumerService.Term
+     */
+    term: {
+        methodKind: "unary";
+        input: typeof TermRequestSchema;
+        output: typeof TermResponseSchema;
+    };
+    /**
+     * Extend restarts each lease's clock (+WPI) and returns its new deadline
+     * and a new token that carries it.
+     *
+     * @generated from rpc jetgate.v1.ConsumerService.Extend
+     */
+    extend: {
+        methodKind: "unary";
+        input: typeof ExtendRequestSchema;
+        output: typeof ExtendResponseSchema;
+    };
+    /**
+     * GetConsumer returns the consumer's configuration and live state, and how
+     * many leases this gateway holds on it.
+     *
+     * @generated from rpc jetgate.v1.ConsumerService.GetConsumer
+     */
+    getConsumer: {
+        methodKind: "unary";
+        input: typeof GetConsumerRequestSchema;
+        output: typeof GetConsumerResponseSchema;
+    };
+    /**
+     * Redrive republishes dead letters of the consumer to their original
+     * subjects and removes them from the dead-letter stream once the
+     * republish is confirmed. The RPC succeeds for a well formed request and
+     * lists each dead letter that could not be redriven.
+     *
+     * @generated from rpc jetgate.v1.ConsumerService.Redrive
+     */
+    redrive: {
+        methodKind: "unary";
+        input: typeof RedriveRequestSchema;
+        output: typeof RedriveResponseSchema;
+    };
+    /**
+     * Consume streams leased messages as they come, never holding more than
+     * max_messages unsettled leases at once. Settle them with Ack, Nak, Term
+     * or Extend (on any replica); each settle gives credit back. An empty
+     * response is a heartbeat, sent every heartbeat while idle. When the
+     * stream ends, its unsettled leases are nak'ed back at once.
+     *
+     * @generated from rpc jetgate.v1.ConsumerService.Consume
+     */
+    consume: {
+        methodKind: "server_streaming";
+        input: typeof ConsumeRequestSchema;
+        output: typeof ConsumeResponseSchema;
+    };
+    /**
+     * Pause stops the server delivering the consumer's messages until
+     * pause_until, for every client of the consumer (jetgate's and others').
+     * A Fetch on a paused consumer waits as usual and, empty, says
+     * EMPTY_REASON_PAUSED.
+     *
+     * @generated from rpc jetgate.v1.ConsumerService.Pause
+     */
+    pause: {
+        methodKind: "unary";
+        input: typeof PauseRequestSchema;
+        output: typeof PauseResponseSchema;
+    };
+    /**
+     * Resume lets a paused consumer deliver again at once.
+     *
+     * @generated from rpc jetgate.v1.ConsumerService.Resume
+     */
+    resume: {
+        methodKind: "unary";
+        input: typeof ResumeRequestSchema;
+        output: typeof ResumeResponseSchema;
+    };
+    /**
+     * Unpin releases the pinned client of a priority group (pinned_client
+     * policy): the next pull of the group is pinned in its place.
+     *
+     * @generated from rpc jetgate.v1.ConsumerService.Unpin
+     */
+    unpin: {
+        methodKind: "unary";
+        input: typeof UnpinRequestSchema;
+        output: typeof UnpinResponseSchema;
+    };
+}>;

@@ -1,0 +1,61 @@
+import type { Message as WireMessage } from "./gen/jetgate/v1/consumer_pb.js";
+import type { Op, Sender } from "./sender.js";
+/** Where a delivery stands in its stream and consumer (numbers below 2^53). */
+export interface Metadata {
+    stream: string;
+    consumer: string;
+    streamSeq: number;
+    consumerSeq: number;
+    numDelivered: number;
+    numPending: number;
+    timestamp: Date | undefined;
+}
+/** Options of Message.nak. */
+export interface NakOptions {
+    /** Redeliver no sooner than this many milliseconds from now (default 0). */
+    delay?: number;
+}
+export interface MessageOwner {
+    settling(m: Message, op: Op, done: Promise<void>): void;
+}
+/**
+ * Message is one leased delivery. ack, nak, term and extend resolve once the
+ * gateway confirmed them and reject with a SettleError otherwise. Calls on
+ * one message run one after another, each with the token of the latest
+ * Extend, so an extend and a settle never race.
+ */
+export declare class Message {
+    #private;
+    readonly subject: string;
+    readonly data: Uint8Array;
+    /** Headers, each with all its values. */
+    readonly headers: Record<string, string[]>;
+    readonly metadata: Metadata;
+    /** @internal */
+    constructor(m: WireMessage, sender: Sender, owner?: MessageOwner);
+    /** The lease's current token (it changes with each Extend). */
+    get token(): string;
+    /** When the lease ends unless extended or settled. */
+    get leaseDeadline(): Date;
+    /** ack acknowledges the message: it is done. */
+    ack(): Promise<void>;
+    /** nak hands the message back for redelivery, after opts.delay ms. */
+    nak(opts?: NakOptions): Promise<void>;
+    /** term ends the message for good (dead-lettered where configured). */
+    term(reason?: string): Promise<void>;
+    /**
+     * extend restarts the lease's clock at the consumer's full ack_wait. It
+     * resolves with the new deadline; the new token it brings is used from
+     * then on.
+     */
+    extend(): Promise<Date>;
+    /** @internal settled reports whether a settle was asked for. */
+    get settleAsked(): boolean;
+    /**
+     * @internal adopt makes a redelivery of this message (same stream
+     * sequence) the lease this object settles.
+     */
+    adopt(m: WireMessage): void;
+    /** @internal settleBy settles with an argument as the subscriber computed it. */
+    settleBy(op: Exclude<Op, "extend">, arg: string | number): Promise<void>;
+}

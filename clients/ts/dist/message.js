@@ -1,0 +1,128 @@
+import { Code } from "@connectrpc/connect";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { SettleError } from "./errors.js";
+/**
+ * Message is one leased delivery. ack, nak, term and extend resolve once the
+ * gateway confirmed them and reject with a SettleError otherwise. Calls on
+ * one message run one after another, each with the token of the latest
+ * Extend, so an extend and a settle never race.
+ */
+export class Message {
+    subject;
+    data;
+    /** Headers, each with all its values. */
+    headers;
+    metadata;
+    #token;
+    #deadline;
+    #gen = 0; // bumped when a redelivery replaces the lease
+    #tail = Promise.resolve();
+    #settled;
+    #sender;
+    #owner;
+    /** @internal */
+    constructor(m, sender, owner) {
+        this.subject = m.subject;
+        this.data = m.data;
+        this.headers = {};
+        for (const [k, v] of Object.entries(m.headers)) {
+            this.headers[k] = [...v.values];
+        }
+        const md = m.metadata;
+        this.metadata = {
+            stream: md?.stream ?? "",
+            consumer: md?.consumer ?? "",
+            streamSeq: Number(md?.streamSeq ?? 0n),
+            consumerSeq: Number(md?.consumerSeq ?? 0n),
+            numDelivered: Number(md?.numDelivered ?? 0n),
+            numPending: Number(md?.numPending ?? 0n),
+            timestamp: md?.timestamp ? timestampDate(md.timestamp) : undefined,
+        };
+        this.#token = m.token;
+        this.#deadline = m.leaseDeadline ? timestampDate(m.leaseDeadline) : new Date(0);
+        this.#sender = sender;
+        this.#owner = owner;
+    }
+    /** The lease's current token (it changes with each Extend). */
+    get token() {
+        return this.#token;
+    }
+    /** When the lease ends unless extended or settled. */
+    get leaseDeadline() {
+        return this.#deadline;
+    }
+    /** ack acknowledges the message: it is done. */
+    ack() {
+        return this.#settle("ack", "");
+    }
+    /** nak hands the message back for redelivery, after opts.delay ms. */
+    nak(opts = {}) {
+        return this.#settle("nak", Math.max(0, Math.round(opts.delay ?? 0)));
+    }
+    /** term ends the message for good (dead-lettered where configured). */
+    term(reason = "") {
+        return this.#settle("term", reason);
+    }
+    /**
+     * extend restarts the lease's clock at the consumer's full ack_wait. It
+     * resolves with the new deadline; the new token it brings is used from
+     * then on.
+     */
+    extend() {
+        if (this.#settled) {
+            return Promise.reject(new SettleError("LEASE_SETTLED", Code.FailedPrecondition, "the message was settled"));
+        }
+        return this.#enqueue(async () => {
+            const gen = this.#gen;
+            const e = await this.#sender.send(this.metadata.stream, this.metadata.consumer, "extend", this.#token, this.#deadline.getTime());
+            if (e && gen === this.#gen) {
+                this.#token = e.token;
+                this.#deadline = e.deadline;
+            }
+            return e ? e.deadline : this.#deadline;
+        });
+    }
+    /** @internal settled reports whether a settle was asked for. */
+    get settleAsked() {
+        return this.#settled !== undefined;
+    }
+    /**
+     * @internal adopt makes a redelivery of this message (same stream
+     * sequence) the lease this object settles.
+     */
+    adopt(m) {
+        this.#gen++;
+        this.#token = m.token;
+        this.#deadline = m.leaseDeadline ? timestampDate(m.leaseDeadline) : this.#deadline;
+        this.metadata.numDelivered = Number(m.metadata?.numDelivered ?? this.metadata.numDelivered);
+    }
+    /** @internal settleBy settles with an argument as the subscriber computed it. */
+    settleBy(op, arg) {
+        return this.#settle(op, arg);
+    }
+    #settle(op, arg) {
+        const s = this.#settled;
+        if (s) {
+            if (s.op === op && s.arg === arg) {
+                return s.done;
+            }
+            return Promise.reject(new SettleError("LEASE_SETTLED", Code.FailedPrecondition, `already ${s.op}ed`));
+        }
+        const done = this.#enqueue(async () => {
+            await this.#sender.send(this.metadata.stream, this.metadata.consumer, op, this.#token, this.#deadline.getTime(), arg);
+        });
+        this.#settled = { op, arg, done };
+        this.#owner?.settling(this, op, done);
+        done.catch(() => {
+            if (this.#settled?.done === done) {
+                this.#settled = undefined; // failed: a retry sends again
+            }
+        });
+        return done;
+    }
+    #enqueue(fn) {
+        const p = this.#tail.then(fn);
+        this.#tail = p.catch(() => undefined);
+        return p;
+    }
+}

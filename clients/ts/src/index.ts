@@ -1,0 +1,9 @@
+export { Client } from "./client.js";
+export type { ClientOptions, TlsOptions, PublishOptions, PublishAck, FetchOptions } from "./client.js";
+export { Message } from "./message.js";
+export type { Metadata, NakOptions } from "./message.js";
+export { Subscription } from "./subscriber.js";
+export type { Handler, SubscribeOptions, CloseOptions, SubscriptionStats } from "./subscriber.js";
+export { SettleError, FinalError, LeaseError } from "./errors.js";
+export * as v1 from "./gen/jetgate/v1/consumer_pb.js";
+export * as streamv1 from "./gen/jetgate/v1/stream_pb.js";

@@ -1,0 +1,169 @@
+import { Code, type Client as RpcClient } from "@connectrpc/connect";
+import { durationFromMs, timestampDate } from "@bufbuild/protobuf/wkt";
+import { ConsumerService, type TokenFailure } from "./gen/jetgate/v1/consumer_pb.js";
+import { SettleError, reasonOf, retryable } from "./errors.js";
+
+/** The settles a lease takes, and Extend. */
+export type Op = "ack" | "nak" | "term" | "extend";
+
+/** A lease after an Extend: its new token and deadline. */
+export interface Extended {
+  token: string;
+  deadline: Date;
+}
+
+interface Item {
+  token: string;
+  deadline: number; // ms since the epoch: past it, retrying is pointless
+  attempt: number;
+  resolve(v: Extended | undefined): void;
+  reject(e: unknown): void;
+}
+
+interface Group {
+  stream: string;
+  consumer: string;
+  op: Op;
+  arg: string | number; // nak: delay in ms; term: reason
+  items: Item[];
+}
+
+const maxTokens = 1000; // the gateway's bound on tokens per settle
+const callTimeoutMs = 10_000;
+
+/**
+ * Sender batches settles: calls for the same stream, consumer, op and
+ * argument within delayMs (or until batch tokens wait) go as one RPC, and
+ * each caller learns its own token's outcome. A call that fails as a whole
+ * with a retryable code is sent again with backoff until its lease's deadline.
+ */
+export class Sender {
+  readonly #api: RpcClient<typeof ConsumerService>;
+  readonly #batch: number;
+  readonly #delayMs: number;
+  #groups = new Map<string, Group>();
+  #waiting = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #inFlight = new Set<Promise<void>>();
+
+  constructor(api: RpcClient<typeof ConsumerService>, batch: number, delayMs: number) {
+    this.#api = api;
+    this.#batch = Math.max(1, Math.min(batch, maxTokens));
+    this.#delayMs = delayMs;
+  }
+
+  /** send settles one token; it resolves once the gateway confirmed it. */
+  send(stream: string, consumer: string, op: Op, token: string, deadline: number, arg: string | number = ""): Promise<Extended | undefined> {
+    return new Promise((resolve, reject) => {
+      this.#add(stream, consumer, op, arg, { token, deadline, attempt: 0, resolve, reject });
+    });
+  }
+
+  #add(stream: string, consumer: string, op: Op, arg: string | number, item: Item): void {
+    const key = `${stream}\u0000${consumer}\u0000${op}\u0000${arg}`;
+    let g = this.#groups.get(key);
+    if (!g) {
+      g = { stream, consumer, op, arg, items: [] };
+      this.#groups.set(key, g);
+    }
+    g.items.push(item);
+    this.#waiting++;
+    if (this.#waiting >= this.#batch) {
+      this.flush();
+    } else if (!this.#timer) {
+      this.#timer = setTimeout(() => this.flush(), this.#delayMs);
+    }
+  }
+
+  /** flush sends everything waiting now. */
+  flush(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    const groups = [...this.#groups.values()];
+    this.#groups.clear();
+    this.#waiting = 0;
+    for (const g of groups) {
+      for (let i = 0; i < g.items.length; i += maxTokens) {
+        const p = this.#call(g, g.items.slice(i, i + maxTokens));
+        this.#inFlight.add(p);
+        void p.finally(() => this.#inFlight.delete(p));
+      }
+    }
+  }
+
+  /** idle resolves once nothing is waiting or in flight. */
+  async idle(): Promise<void> {
+    this.flush();
+    while (this.#inFlight.size > 0) {
+      await Promise.allSettled([...this.#inFlight]);
+    }
+  }
+
+  async #call(g: Group, items: Item[]): Promise<void> {
+    const tokens = items.map((it) => it.token);
+    const base = { stream: g.stream, consumer: g.consumer, tokens };
+    const opts = { timeoutMs: callTimeoutMs };
+    let failures: TokenFailure[];
+    const extended = new Map<string, Extended>();
+    try {
+      switch (g.op) {
+        case "ack":
+          failures = (await this.#api.ack(base, opts)).failures;
+          break;
+        case "nak":
+          failures = (await this.#api.nak({ ...base, delay: durationFromMs(Number(g.arg)) }, opts)).failures;
+          break;
+        case "term":
+          failures = (await this.#api.term({ ...base, reason: String(g.arg) }, opts)).failures;
+          break;
+        case "extend": {
+          const res = await this.#api.extend(base, opts);
+          failures = res.failures;
+          for (const l of res.leases) {
+            extended.set(l.token, { token: l.newToken, deadline: l.leaseDeadline ? timestampDate(l.leaseDeadline) : new Date(0) });
+          }
+          break;
+        }
+      }
+    } catch (err) {
+      this.#failed(g, items, err);
+      return;
+    }
+    const failed = new Map<number, TokenFailure>();
+    for (const f of failures) {
+      failed.set(f.index, f);
+    }
+    items.forEach((it, i) => {
+      const f = failed.get(i);
+      if (f) {
+        it.reject(new SettleError(f.reason || "FAILED", f.code as Code, f.message));
+      } else if (g.op === "extend") {
+        const e = extended.get(it.token);
+        if (e) {
+          it.resolve(e);
+        } else {
+          it.reject(new SettleError("NO_NEW_TOKEN", Code.Internal, "the gateway answered the extend without a new token"));
+        }
+      } else {
+        it.resolve(undefined);
+      }
+    });
+  }
+
+  // failed retries a call that failed as a whole while its leases live.
+  #failed(g: Group, items: Item[], err: unknown): void {
+    const { reason, code, message } = reasonOf(err);
+    const now = Date.now();
+    for (const it of items) {
+      const wait = Math.min(100 * 2 ** it.attempt, 2_000);
+      if (!retryable(err)) {
+        it.reject(new SettleError(reason, code, message));
+      } else if (now + wait >= it.deadline) {
+        it.reject(new SettleError("LEASE_EXPIRED", Code.FailedPrecondition, `the lease ended while the gateway was unreachable (${reason})`));
+      } else {
+        it.attempt++;
+        setTimeout(() => this.#add(g.stream, g.consumer, g.op, g.arg, it), wait);
+      }
+    }
+  }
+}

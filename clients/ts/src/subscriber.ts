@@ -1,0 +1,467 @@
+import { ConnectError, type Client as RpcClient } from "@connectrpc/connect";
+import { durationFromMs } from "@bufbuild/protobuf/wkt";
+import { ConsumerService, type Message as WireMessage } from "./gen/jetgate/v1/consumer_pb.js";
+import { LeaseError, SettleError, isFinal, retryable } from "./errors.js";
+import { Message, type MessageOwner } from "./message.js";
+import { Sender, type Op } from "./sender.js";
+import { runInTraceContext } from "./trace.js";
+import type { CloseOptions, Handler, SubscribeOptions, SubscriptionStats } from "./options.js";
+
+export type { CloseOptions, Handler, SubscribeOptions, SubscriptionStats } from "./options.js";
+
+type State = "waiting" | "running" | "finished";
+
+interface Entry {
+  msg: Message;
+  seq: number;
+  size: number;
+  receivedAt: number;
+  lead: number; // extend this long before the deadline
+  state: State;
+  held: boolean;
+  extending: boolean;
+  letGo: boolean;
+  settleDone: boolean;
+  retired: boolean;
+}
+
+const settleDelayMs = 5;
+
+/**
+ * Subscription runs a handler on a consumer's messages over one Consume
+ * stream at a time. Create it with Client.subscribe; stop it with close.
+ */
+export class Subscription implements MessageOwner {
+  /** Resolves once the subscription has stopped (after close, or an error no retry can mend). */
+  readonly closed: Promise<void>;
+
+  readonly #api: RpcClient<typeof ConsumerService>;
+  readonly #stream: string;
+  readonly #consumer: string;
+  readonly #handler: Handler;
+  readonly #o: Required<Omit<SubscribeOptions, "maxBytes" | "onError" | "retry">> & { maxBytes?: number; retryMin: number; retryMax: number };
+  readonly #onError: (err: unknown, m?: Message) => void;
+  readonly #sender: Sender;
+  #entries = new Map<number, Entry>(); // by stream sequence: the lease in hand of that message
+  #blocked = new Map<number, Entry[]>(); // redeliveries behind a let-go handler of the same message
+  #byMsg = new WeakMap<Message, Entry>();
+  #queue: Entry[] = [];
+  #closing: false | "drain" | "nak" = false;
+  #live = false; // a stream is open and has answered
+  #givenBack = false; // close ended the stream: nothing in hand is ours to settle
+  #closeDone: Promise<void> | undefined;
+  #abort: AbortController | undefined;
+  #extendTimer: NodeJS.Timeout | undefined;
+  #extendAt = Infinity;
+  #waiters = new Set<() => void>();
+  #loop: Promise<void>;
+  #stats: SubscriptionStats = {
+    received: 0, acked: 0, naked: 0, termed: 0, handlerErrors: 0, settleFailures: 0, extended: 0,
+    leasesDropped: 0, leasesLost: 0, returned: 0, adopted: 0, reconnects: 0, held: 0, heldBytes: 0, running: 0,
+  };
+
+  /** @internal */
+  constructor(api: RpcClient<typeof ConsumerService>, stream: string, consumer: string, handler: Handler, opts: SubscribeOptions) {
+    this.#api = api;
+    this.#stream = stream;
+    this.#consumer = consumer;
+    this.#handler = handler;
+    const maxMessages = Math.max(1, opts.maxMessages ?? 100);
+    this.#o = {
+      maxMessages,
+      maxBytes: opts.maxBytes,
+      concurrency: Math.max(1, opts.concurrency ?? maxMessages),
+      maxLease: opts.maxLease ?? 3_600_000,
+      ackBatch: opts.ackBatch ?? 100,
+      heartbeat: opts.heartbeat ?? 5_000,
+      retryMin: opts.retry?.min ?? 1_000,
+      retryMax: opts.retry?.max ?? 600_000,
+    };
+    const onError = opts.onError;
+    this.#onError = (err, m) => {
+      try {
+        onError?.(err, m);
+      } catch {
+        // The callback's own failure must not stop the subscriber.
+      }
+    };
+    this.#sender = new Sender(api, this.#o.ackBatch, settleDelayMs);
+    let stopped!: () => void;
+    this.closed = new Promise((resolve) => (stopped = resolve));
+    this.#loop = this.#run().finally(stopped);
+  }
+
+  /** A copy of the counters. */
+  get stats(): SubscriptionStats {
+    return { ...this.#stats };
+  }
+
+  /**
+   * close stops the subscription. drain lets running handlers finish (within
+   * timeout) and their settles land, then hands back everything else in
+   * hand; nak hands back everything in hand at once (a handler still running
+   * then settles nothing). Handing back is closing the stream, whose
+   * unsettled leases the gateway naks (or, for leases of a stream that broke
+   * earlier, a confirmed Nak): nothing is left to wait for ack_wait.
+   */
+  close(opts: CloseOptions = {}): Promise<void> {
+    if (!this.#closeDone) {
+      this.#closeDone = this.#close(opts.mode ?? "drain", opts.timeout ?? 30_000);
+    }
+    return this.#closeDone;
+  }
+
+  async #close(mode: "drain" | "nak", timeout: number): Promise<void> {
+    this.#closing = mode;
+    this.#notify();
+    if (mode === "drain") {
+      await this.#until(() => this.#stats.running === 0, timeout);
+      await this.#sender.idle();
+    }
+    // What is still in hand goes back. With the stream open, ending it does
+    // that: the gateway naks the stream's unsettled leases once its pull has
+    // ended. A nak sent while that pull is open would bring the message
+    // straight back into it, a delivery burnt. Leases of a stream that broke
+    // earlier are nak'ed here.
+    const live = this.#live;
+    this.#givenBack = true;
+    this.#abort?.abort();
+    this.#notify();
+    await this.#loop;
+    const left = [...this.#inHand()].filter((e) => e.held && !e.msg.settleAsked);
+    for (const e of left) {
+      this.#unhold(e);
+    }
+    if (live) {
+      this.#stats.returned += left.length;
+    } else {
+      await Promise.allSettled(left.map((e) => e.msg.settleBy("nak", 0)));
+    }
+    clearTimeout(this.#extendTimer);
+    this.#extendTimer = undefined;
+  }
+
+  *#inHand(): Iterable<Entry> {
+    yield* this.#entries.values();
+    for (const es of this.#blocked.values()) {
+      yield* es;
+    }
+  }
+
+  // run keeps one Consume stream open, reconnecting with backoff. After a
+  // break it first works off what it still holds (extending it meanwhile):
+  // a new stream's credit plus the old leases would exceed maxMessages, and
+  // the old ones may come back as redeliveries.
+  async #run(): Promise<void> {
+    let attempt = 0;
+    for (let first = true; !this.#closing; first = false) {
+      if (!first) {
+        await this.#until(() => this.#stats.held === 0 || this.#closing !== false, Infinity);
+        if (this.#closing) {
+          break;
+        }
+      }
+      const ac = new AbortController();
+      this.#abort = ac;
+      let err: unknown = new ConnectError("the stream ended");
+      let heard = false;
+      let watchdog: NodeJS.Timeout | undefined;
+      const arm = () => {
+        clearTimeout(watchdog);
+        watchdog = setTimeout(() => ac.abort(new ConnectError("no heartbeat from the stream")), 3 * this.#o.heartbeat);
+      };
+      try {
+        arm();
+        const responses = this.#api.consume({
+          stream: this.#stream,
+          consumer: this.#consumer,
+          maxMessages: this.#o.maxMessages,
+          maxBytes: this.#o.maxBytes !== undefined ? BigInt(this.#o.maxBytes) : undefined,
+          heartbeat: durationFromMs(this.#o.heartbeat),
+        }, { signal: ac.signal });
+        for await (const res of responses) {
+          arm();
+          heard = true;
+          this.#live = true;
+          this.#receive(res.messages);
+        }
+      } catch (e) {
+        err = e;
+      } finally {
+        clearTimeout(watchdog);
+        this.#live = false;
+      }
+      if (this.#closing) {
+        break;
+      }
+      if (heard) {
+        attempt = 0;
+      }
+      if (!heard && !retryable(err) && !ac.signal.aborted) {
+        this.#onError(err);
+        void this.close({ mode: "nak" });
+        break;
+      }
+      this.#onError(err);
+      this.#stats.reconnects++;
+      const wait = heard ? 100 : Math.min(100 * 2 ** attempt, 5_000);
+      attempt++;
+      await this.#until(() => this.#closing !== false, wait * (0.5 + Math.random() / 2));
+    }
+  }
+
+  #receive(ms: WireMessage[]): void {
+    const now = Date.now();
+    const leased: Entry[] = [];
+    for (const wm of ms) {
+      this.#stats.received++;
+      const seq = Number(wm.metadata?.streamSeq ?? 0n);
+      const cur = this.#entries.get(seq);
+      if (cur && !cur.letGo && cur.state !== "finished" && !cur.msg.settleAsked) {
+        // A redelivery of a message in hand (its lease ran out): the handler
+        // that has it settles the new lease, and no second handler starts.
+        cur.msg.adopt(wm);
+        this.#stats.adopted++;
+        this.#hold(cur);
+        leased.push(cur);
+        continue;
+      }
+      const msg = new Message(wm, this.#sender, this);
+      const leaseMs = msg.leaseDeadline.getTime() - now;
+      const e: Entry = {
+        msg, seq, size: sizeOf(wm), receivedAt: now, lead: Math.min(Math.max(leaseMs / 3, 20), 10_000),
+        state: "waiting", held: false, extending: false, letGo: false, settleDone: false, retired: false,
+      };
+      this.#byMsg.set(msg, e);
+      this.#hold(e);
+      leased.push(e);
+      if (cur) {
+        const behind = this.#blocked.get(seq) ?? [];
+        behind.push(e);
+        this.#blocked.set(seq, behind);
+      } else {
+        this.#entries.set(seq, e);
+        this.#queue.push(e);
+      }
+    }
+    this.#dispatch();
+    for (const e of leased) {
+      this.#armAt(e.msg.leaseDeadline.getTime() - e.lead);
+    }
+  }
+
+  #dispatch(): void {
+    while (!this.#closing && this.#stats.running < this.#o.concurrency && this.#queue.length > 0) {
+      const e = this.#queue.shift()!;
+      if (e.state === "waiting" && e.held) {
+        void this.#runHandler(e);
+      }
+    }
+  }
+
+  async #runHandler(e: Entry): Promise<void> {
+    e.state = "running";
+    this.#stats.running++;
+    let op: Exclude<Op, "extend"> = "ack";
+    let arg: string | number = "";
+    try {
+      await runInTraceContext(e.msg.headers, () => this.#handler(e.msg));
+    } catch (err) {
+      this.#stats.handlerErrors++;
+      this.#onError(err, e.msg);
+      if (isFinal(err)) {
+        op = "term";
+        arg = err instanceof Error ? err.message : String(err);
+      } else {
+        op = "nak";
+        const n = Math.max(1, e.msg.metadata.numDelivered);
+        arg = Math.min(this.#o.retryMin * 2 ** Math.min(n - 1, 30), this.#o.retryMax);
+      }
+    }
+    this.#stats.running--;
+    e.state = "finished";
+    this.#unhold(e);
+    if (!e.msg.settleAsked && !this.#givenBack) {
+      e.msg.settleBy(op, arg).catch(() => undefined); // reported through settling
+    }
+    this.#retire(e);
+    this.#dispatch();
+    this.#notify();
+  }
+
+  /** @internal MessageOwner: every settle of a subscriber's message passes here. */
+  settling(m: Message, op: Op, done: Promise<void>): void {
+    const e = this.#byMsg.get(m);
+    if (!e) {
+      return;
+    }
+    done.then(() => {
+      if (op === "ack") this.#stats.acked++;
+      else if (op === "nak") this.#stats.naked++;
+      else if (op === "term") this.#stats.termed++;
+    }, (err: unknown) => {
+      this.#stats.settleFailures++;
+      this.#onError(err, m);
+    }).finally(() => {
+      e.settleDone = true;
+      this.#unhold(e);
+      this.#retire(e);
+      this.#notify();
+    });
+  }
+
+  #hold(e: Entry): void {
+    if (!e.held) {
+      e.held = true;
+      this.#stats.held++;
+      this.#stats.heldBytes += e.size;
+    }
+  }
+
+  #unhold(e: Entry): void {
+    if (e.held) {
+      e.held = false;
+      this.#stats.held--;
+      this.#stats.heldBytes -= e.size;
+    }
+  }
+
+  // retire forgets an entry that no handler runs and nothing settles any
+  // more, and lets the next delivery of the same message through.
+  #retire(e: Entry): void {
+    if (e.retired || e.state === "running" || (e.state === "waiting" && e.held)) {
+      return;
+    }
+    if (e.state === "finished" && e.msg.settleAsked && !e.settleDone && !e.letGo) {
+      return; // its settle is on the way
+    }
+    e.retired = true;
+    if (this.#entries.get(e.seq) !== e) {
+      const behind = this.#blocked.get(e.seq);
+      const i = behind?.indexOf(e) ?? -1;
+      if (behind && i >= 0) {
+        behind.splice(i, 1);
+      }
+      return;
+    }
+    this.#entries.delete(e.seq);
+    const behind = this.#blocked.get(e.seq);
+    const next = behind?.shift();
+    if (behind && behind.length === 0) {
+      this.#blocked.delete(e.seq);
+    }
+    if (next) {
+      this.#entries.set(e.seq, next);
+      this.#queue.unshift(next);
+    }
+  }
+
+  // armExtend sets the timer for the earliest lease that needs extending.
+  #armExtend(): void {
+    if (this.#givenBack) {
+      return;
+    }
+    let next = Infinity;
+    for (const e of this.#inHand()) {
+      if (e.held && !e.extending && !e.msg.settleAsked) {
+        next = Math.min(next, e.msg.leaseDeadline.getTime() - e.lead);
+      }
+    }
+    this.#armAt(next);
+  }
+
+  // armAt makes sure the extension timer fires no later than at.
+  #armAt(at: number): void {
+    if (this.#givenBack || at === Infinity || (this.#extendTimer && this.#extendAt <= at)) {
+      return;
+    }
+    clearTimeout(this.#extendTimer);
+    this.#extendAt = at;
+    this.#extendTimer = setTimeout(() => this.#extendDue(), Math.max(0, at - Date.now()));
+  }
+
+  // extendDue extends every held lease near its deadline (one batched
+  // Extend), and lets go of those held for maxLease.
+  #extendDue(): void {
+    this.#extendTimer = undefined;
+    this.#extendAt = Infinity;
+    const now = Date.now();
+    for (const e of [...this.#inHand()]) {
+      if (!e.held || e.extending || e.msg.settleAsked || e.msg.leaseDeadline.getTime() - now > e.lead * 1.25) {
+        continue;
+      }
+      if (now + e.lead >= e.receivedAt + this.#o.maxLease) {
+        this.#letGo(e, "MAX_LEASE", `held for ${this.#o.maxLease}ms (maxLease), let go`);
+        continue;
+      }
+      e.extending = true;
+      const token = e.msg.token;
+      e.msg.extend().then(() => {
+        this.#stats.extended++;
+      }, (err: unknown) => {
+        if (e.msg.token === token && !e.msg.settleAsked && e.held) {
+          const reason = err instanceof SettleError ? err.reason : "FAILED";
+          this.#letGo(e, "LEASE_LOST", `extend failed: ${reason}`);
+        }
+      }).finally(() => {
+        e.extending = false;
+        this.#armAt(e.msg.leaseDeadline.getTime() - e.lead);
+      });
+    }
+    this.#armExtend();
+  }
+
+  #letGo(e: Entry, reason: "MAX_LEASE" | "LEASE_LOST", why: string): void {
+    if (reason === "MAX_LEASE") {
+      e.letGo = true;
+      this.#stats.leasesDropped++;
+    } else {
+      this.#stats.leasesLost++;
+    }
+    this.#unhold(e);
+    this.#onError(new LeaseError(reason, e.seq, why), e.msg);
+    if (e.state === "waiting") {
+      e.state = "finished"; // never run: the lease is not ours any more
+    }
+    this.#retire(e);
+    this.#notify();
+  }
+
+  #notify(): void {
+    for (const w of [...this.#waiters]) {
+      w();
+    }
+  }
+
+  // until waits for pred (checked on every change) for at most ms.
+  async #until(pred: () => boolean, ms: number): Promise<boolean> {
+    const end = Date.now() + ms;
+    while (!pred()) {
+      const left = end - Date.now();
+      if (left <= 0) {
+        return false;
+      }
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(t);
+          this.#waiters.delete(done);
+          resolve();
+        };
+        const t = Number.isFinite(left) ? setTimeout(done, left) : undefined;
+        this.#waiters.add(done);
+      });
+    }
+    return true;
+  }
+}
+
+// sizeOf counts a message as the gateway counts it against max_bytes.
+function sizeOf(m: WireMessage): number {
+  let n = Buffer.byteLength(m.subject) + m.data.length;
+  for (const [k, v] of Object.entries(m.headers)) {
+    for (const x of v.values) {
+      n += Buffer.byteLength(k) + Buffer.byteLength(x) + 4;
+    }
+  }
+  return n;
+}

@@ -1,0 +1,36 @@
+// W3C trace context from a message's headers into its handler, where
+// @opentelemetry/api is installed (an optional peer dependency, imported on
+// first use). Without it, handlers run as they are.
+
+type Otel = typeof import("@opentelemetry/api");
+
+let loading: Promise<Otel | null> | undefined;
+let otel: Otel | null | undefined; // null: not installed
+
+function load(): Promise<Otel | null> {
+  loading ??= import("@opentelemetry/api").then((api) => (otel = api), () => (otel = null));
+  return loading;
+}
+
+const getter = {
+  get(carrier: Record<string, string[]>, key: string): string | string[] | undefined {
+    const k = Object.keys(carrier).find((h) => h.toLowerCase() === key);
+    return k === undefined ? undefined : carrier[k];
+  },
+  keys(carrier: Record<string, string[]>): string[] {
+    return Object.keys(carrier).map((k) => k.toLowerCase());
+  },
+};
+
+/**
+ * runInTraceContext runs fn in the context the headers carry (traceparent,
+ * tracestate, as the globally registered propagator reads them).
+ */
+export async function runInTraceContext<T>(headers: Record<string, string[]>, fn: () => T): Promise<Awaited<T>> {
+  const api = otel === undefined ? await load() : otel;
+  if (!api) {
+    return await fn();
+  }
+  const ctx = api.propagation.extract(api.ROOT_CONTEXT, headers, getter);
+  return await api.context.with(ctx, fn);
+}
