@@ -197,11 +197,9 @@ func (c *Consumer) extendHeld(ctx context.Context, s *consumeStream, principal s
 	if len(due) == 0 {
 		return
 	}
-	for i, o := range c.settle(ctx, lease.OpExtend, due, settle.Args{Principal: principal}, settle.Issued) {
-		if o.Err == nil { // else settled meanwhile, or NATS is away: the deadline stands
-			s.extended(due[i], o.Deadline)
-		}
-	}
+	// settle moves the deadlines of those it extends; one settled meanwhile,
+	// or NATS away, keeps its own.
+	c.settle(ctx, lease.OpExtend, due, settle.Args{Principal: principal}, settle.Issued)
 }
 
 // endStream lets go of the stream's leases. When its caller left (ctx

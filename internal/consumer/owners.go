@@ -3,6 +3,8 @@ package consumer
 import (
 	"sync"
 	"time"
+
+	"github.com/jetgate/jetgate/internal/token"
 )
 
 // streamOwners finds the Consume stream holding a lease, so that a settle
@@ -43,6 +45,17 @@ func (so *streamOwners) settled(seq, delivered uint64) {
 	so.mu.Unlock()
 	if ok {
 		o.s.drop(seq, delivered)
+	}
+}
+
+// extended moves the deadline of delivery (seq, delivered) in the stream
+// that holds it.
+func (so *streamOwners) extended(seq, delivered uint64, deadline time.Time) {
+	so.mu.Lock()
+	o, ok := so.owners[seq]
+	so.mu.Unlock()
+	if ok && o.delivered == delivered {
+		o.s.extended(token.Claims{StreamSeq: seq, Delivered: delivered}, deadline)
 	}
 }
 

@@ -47,11 +47,16 @@ func (c *Consumer) Adopt(ctx context.Context, op lease.Op, cs []token.Claims, ar
 
 func (c *Consumer) settle(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args, w settle.Whose) []settle.Outcome {
 	out := c.settleBatch(ctx, op, cs, args, w)
-	if op != lease.OpExtend {
-		for i, o := range out {
-			if o.Err == nil {
-				c.owners.settled(cs[i].StreamSeq, cs[i].Delivered)
-			}
+	for i, o := range out {
+		switch {
+		case o.Err != nil:
+		case op == lease.OpExtend:
+			// Extended by anyone (the stream's auto_extend or a caller's
+			// own Extend): the stream holding it keeps its credit until
+			// the new deadline.
+			c.owners.extended(cs[i].StreamSeq, cs[i].Delivered, o.Deadline)
+		default:
+			c.owners.settled(cs[i].StreamSeq, cs[i].Delivered)
 		}
 	}
 	return out
