@@ -55,6 +55,8 @@ type resetWatch struct {
 	void   func()               // voids every lease
 	ids    [recentResets]string // the ids of the last resets noticed, a ring
 	next   int
+	// byDelivery: the last reset noticed was shown by a delivery.
+	byDelivery bool
 }
 
 // recentResets is how many reset ids a watch remembers: more than the ways
@@ -71,7 +73,29 @@ func (w *resetWatch) noticeID(id string) bool {
 	}
 	w.rememberLocked(id)
 	w.noticeLocked(true)
+	w.byDelivery = false
 	return true
+}
+
+// requestLag bounds how late a reset request may reach a replica's
+// subscription after the deliveries the reset caused reached its pulls
+// (the client library hands each subscription its messages on a goroutine
+// of its own, so the two can swap).
+const requestLag = time.Second
+
+// noticeRequest notices the reset whose request passed, unless a delivery
+// showed a reset less than requestLag ago: that one is taken to be this
+// request's, late, and voiding again would void the leases of the
+// deliveries made after it. It reports whether it voided.
+func (w *resetWatch) noticeRequest(id string) bool {
+	w.mu.Lock()
+	shown := w.byDelivery && time.Since(w.at) < requestLag
+	w.mu.Unlock()
+	if shown {
+		w.remember(id)
+		return false
+	}
+	return w.noticeID(id)
 }
 
 // remember records id as the reset just noticed.
@@ -122,6 +146,7 @@ func (w *resetWatch) admit(m *pull.SeqMark, d delivery, add func() (reset bool))
 		// A pull from before a reset noticed since may show that one or a
 		// later one: the two cannot be told apart, so it counts as new.
 		w.noticeLocked(true)
+		w.byDelivery = true
 		reset = true
 		m.Epoch, m.Floor, m.StreamFloor, m.StreamLast = w.epoch, 0, 0, 0 // the pull is past the reset now
 	}
@@ -132,6 +157,7 @@ func (w *resetWatch) admit(m *pull.SeqMark, d delivery, add func() (reset bool))
 	w.high, w.stream = max(w.high, d.cseq), max(w.stream, d.sseq)
 	if add() {
 		w.noticeLocked(false) // the table voided the others itself
+		w.byDelivery = true
 		m.Epoch, m.Floor, m.StreamFloor = w.epoch, 0, 0
 		w.high, w.stream = d.cseq, d.sseq
 		reset = true
@@ -193,7 +219,7 @@ func (w *resetWatch) since() time.Time {
 // ResetRequested is a reset request for the consumer that passed on NATS
 // (id: its reply subject): every lease held is void at once.
 func (c *Consumer) ResetRequested(id string) {
-	if c.resets.noticeID(id) {
+	if c.resets.noticeRequest(id) {
 		c.log.Warn("the consumer was reset (its reset request passed): the leases this replica held are void")
 		c.tell(id)
 	}
