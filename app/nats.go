@@ -104,9 +104,11 @@ func ensureStreams(ctx context.Context, js jetstream.JetStream, c *config.Config
 // other than the consumer's own binds each dead-letter subject that no
 // configured stream binds.
 func checkOnServer(ctx context.Context, js jetstream.JetStream, c *config.Config) error {
+	found := make(map[string]bool)
 	for i, k := range c.Consumers {
 		path := fmt.Sprintf("consumers[%d]", i)
-		if c.StreamNamed(k.Stream) == nil {
+		if c.StreamNamed(k.Stream) == nil && !found[k.Stream] {
+			found[k.Stream] = true
 			_, err := js.Stream(ctx, k.Stream)
 			if errors.Is(err, jetstream.ErrStreamNotFound) {
 				return c.Errorf(path+".stream", "stream %q of consumer %q does not exist on the server, and jetgate is not configured to create it: give its subjects (in streams, or with --stream-subjects), or create it", k.Stream, k.Name)
