@@ -96,6 +96,7 @@ type Replica struct {
 	// buckets.
 	stateReplicas int
 	fwdSub        *nats.Subscription
+	leasesSub     *nats.Subscription   // questions about leases (leases.go)
 	resetSubs     []*nats.Subscription // resets other replicas noticed, per consumer
 	forwardSlots  chan struct{}        // one per forwarded settle being served
 	push          pushers
@@ -263,6 +264,9 @@ func (r *Replica) Close() {
 	}
 	r.StopPush(ctx)
 	r.stopForwards(ctx)
+	if r.leasesSub != nil {
+		_ = r.leasesSub.Unsubscribe()
+	}
 	for _, sub := range r.resetSubs {
 		_ = sub.Unsubscribe()
 	}
