@@ -5,7 +5,7 @@ import { call, type DeadLetters, type GetConsumer, type Leases } from "./api";
 import { confirmAction } from "./confirm";
 import { h, replace, spark } from "./dom";
 import {
-  durationMs, formatAge, formatCount, localInput, METRIC_LABELS, METRICS, type Metric, paths, pauseUntil, preview,
+  configEntries, durationMs, formatAge, formatCount, localInput, METRIC_LABELS, METRICS, type Metric, paths, pauseUntil, preview,
   principalName, redriveBody, sampleOf, sparkPoints,
 } from "./logic";
 import { history, say } from "./state";
@@ -177,9 +177,7 @@ function pushState(info: GetConsumer): HTMLElement[] {
 
 function configList(info: GetConsumer): HTMLElement {
   const dl = h("dl", { class: "config" });
-  for (const [k, v] of Object.entries(info.config ?? {})) {
-    dl.append(h("dt", {}, k), h("dd", { class: "mono" }, Array.isArray(v) ? v.join(", ") : String(v)));
-  }
+  for (const [k, v] of configEntries(info.config ?? {})) dl.append(h("dt", {}, k), h("dd", { class: "mono" }, v));
   return dl;
 }
 

@@ -84,6 +84,7 @@ export function sampleOf(at: number, c: {
  */
 export function sparkPoints(samples: Sample[], metric: Metric, now: number, windowMs: number, width: number, height: number): string {
   if (samples.length === 0) return "";
+  if (samples.length === 1) samples = [{ ...samples[0], at: samples[0].at - windowMs / 60 }, samples[0]]; // a dash, not nothing
   const top = Math.max(1, ...samples.map((s) => s[metric]));
   const pad = 1;
   return samples
@@ -169,4 +170,14 @@ export function errorText(status: number, body: unknown): string {
 /** The name shown for a principal: none when auth is off. */
 export function principalName(p: string | undefined): string {
   return p ? p : "(anonymous: authentication is off)";
+}
+
+/** The configuration fields worth showing: those set (protobuf's JSON mapping writes every field). */
+export function configEntries(config: Record<string, unknown>): [string, string][] {
+  const out: [string, string][] = [];
+  for (const [k, v] of Object.entries(config)) {
+    if (v === null || v === undefined || v === "" || (Array.isArray(v) && v.length === 0) || /_UNSPECIFIED$/.test(String(v))) continue;
+    out.push([k, Array.isArray(v) ? v.join(", ") : typeof v === "object" ? JSON.stringify(v) : String(v)]);
+  }
+  return out;
 }
