@@ -65,6 +65,7 @@ function renderWho(): void {
     replace(who);
     return;
   }
+  if (who.querySelector("button")) return; // kept across polls, so a click never lands on a replaced one
   replace(who, h("button", { type: "button", class: "secondary", onclick: () => { setCredential(""); askCredential(""); } }, "Sign out"));
 }
 

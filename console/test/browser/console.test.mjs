@@ -160,8 +160,8 @@ test("the keyboard reaches every action, and the consumer page reads on a phone"
   await shot(page, "consumer-phone");
   // Signing out forgets the key.
   await page.getByRole("button", { name: "Sign out" }).click();
-  assert.equal(await page.evaluate(() => sessionStorage.getItem("jetgate.credential")), null);
   await page.getByLabel("API key or token").waitFor();
+  assert.equal(await page.evaluate(() => sessionStorage.getItem("jetgate.credential")), null);
   await page.close();
   assert.deepEqual(problems, []);
 });
