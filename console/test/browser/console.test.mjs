@@ -136,6 +136,28 @@ test("the console shows billing, its leases and dead letters, and pauses, resume
   assert.deepEqual(problems, []);
 });
 
+test("Unpin releases a pinned group's client", async () => {
+  const path = "/v1/streams/ORDERS/consumers/pinned";
+  await jg.api(WORKER_KEY, "POST", "/v1/streams/ORDERS:publish", { subject: "orders.pin", data: btoa("pin") });
+  const got = await jg.api(WORKER_KEY, "POST", `${path}:fetch`, { batch: 1, expires: "2s", group: "jobs" });
+  assert.ok(got.pinId, "the fetch was not pinned");
+  const pinned = async () => (await jg.api(OPERATOR_KEY, "GET", path)).state.priorityGroups?.[0]?.pinned === true;
+  await until("pinned", pinned);
+  const page = await openPage({ width: 1280, height: 800 });
+  await page.goto(`${jg.base}/console/`);
+  await page.getByLabel("API key or token").fill(OPERATOR_KEY);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.locator('tr[data-consumer="pinned"] a').click();
+  const unpin = page.getByRole("button", { name: "Unpin", exact: true });
+  await until("the Unpin button enabled", () => unpin.isEnabled());
+  await shot(page, "consumer-pinned-1280x800");
+  await unpin.click();
+  await confirmIn(page, "Unpin");
+  await until("unpinned", async () => !(await pinned()));
+  await page.close();
+  assert.deepEqual(problems, []);
+});
+
 test("the keyboard reaches every action, and the consumer page reads on a phone", async () => {
   const page = await openPage({ width: 390, height: 844 });
   await page.goto(`${jg.base}/console/`);

@@ -36,13 +36,14 @@ consumers:
     ack_wait: 30s
     max_deliver: 5
     dead_letter: {subject: dlq.billing, on_term: true}
+  - {stream: ORDERS, name: pinned, priority_groups: [jobs], priority_policy: pinned_client, priority_timeout: 2m}
 auth:
   api_keys:
     - {principal: operator, sha256: ${sha(OPERATOR_KEY)}}
     - {principal: worker, sha256: ${sha(WORKER_KEY)}}
   grants:
     - {principal: operator, stream: "*", consumers: ["*"], actions: [read, manage, redrive, publish]}
-    - {principal: worker, stream: ORDERS, consumers: [billing], actions: [fetch, settle, publish]}
+    - {principal: worker, stream: ORDERS, consumers: [billing, pinned], actions: [fetch, settle, publish]}
 `);
   const child = spawn(bin, ["--config", cfg], { stdio: ["ignore", "pipe", "pipe"] });
   let log = "";
