@@ -191,6 +191,7 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 	return p.buildREST(ctx, gateway.Options{
 		Consumer: localConsumer, Stream: localStream, Metrics: metrics,
 		Auth: authn, Assert: assert, Denied: guard.DeniedHTTP,
+		Console: p.cfg.Console.Enabled,
 	})
 }
 

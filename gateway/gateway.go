@@ -72,6 +72,8 @@ type Options struct {
 	// CORSOrigins are the origins whose pages may call the API from a
 	// browser; none by default.
 	CORSOrigins []string
+	// Console serves the operator console at /console (console.go).
+	Console bool
 	// Consumer and Stream, if set, serve the unary RPCs in process, through
 	// the same interceptor chain as gRPC (server.InProcess), without the
 	// encoding and transport of a gRPC hop. Consume, a stream, still takes
@@ -154,6 +156,10 @@ func New(ctx context.Context, o Options) (*REST, error) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(api.OpenAPI)
 	})
+	if o.Console {
+		root.Handle("GET /console", consoleHandler())
+		root.Handle("GET /console/", consoleHandler())
+	}
 	authn := authenticate(o)
 	if o.Metrics != nil {
 		root.Handle("GET /metrics", authn(o.Metrics))

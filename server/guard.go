@@ -36,6 +36,11 @@ var actions = map[string]auth.Action{
 	jetgatev1.ConsumerService_Unpin_FullMethodName:       auth.ActionManage,
 	jetgatev1.StreamService_Publish_FullMethodName:       auth.ActionPublish,
 	jetgatev1.StreamService_PublishBatch_FullMethodName:  auth.ActionPublish,
+	// Listing (guard_list.go).
+	jetgatev1.StreamService_ListStreams_FullMethodName:       auth.ActionRead,
+	jetgatev1.ConsumerService_ListConsumers_FullMethodName:   auth.ActionRead,
+	jetgatev1.ConsumerService_ListLeases_FullMethodName:      auth.ActionRead,
+	jetgatev1.ConsumerService_ListDeadLetters_FullMethodName: auth.ActionRead,
 }
 
 // open are the methods anyone may call: probes.
@@ -139,6 +144,9 @@ func (g *Guard) check(ctx context.Context, method string, req any) (context.Cont
 		return nil, g.deny(ctx, method, "", req, err)
 	}
 	ctx = auth.WithPrincipal(ctx, p)
+	if listings[method] {
+		return g.authorizeListing(ctx, method, req)
+	}
 	if req != nil {
 		if err := g.authorize(ctx, method, req); err != nil {
 			return nil, err

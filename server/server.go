@@ -51,13 +51,14 @@ func Register(s *grpc.Server, r *core.Replica, log *slog.Logger) {
 func services(r *core.Replica, log *slog.Logger) (*consumerService, *streamService) {
 	lim := Limits{MaxBatch: r.MaxBatch(), MaxExpires: r.MaxExpires()}
 	e := edge{log: log}
-	return &consumerService{edge: e, replica: r, lim: lim}, &streamService{edge: e, replica: r}
+	return &consumerService{edge: e, replica: r, list: r, lim: lim}, &streamService{edge: e, replica: r, list: r}
 }
 
 type consumerService struct {
 	jetgatev1.UnimplementedConsumerServiceServer
 	edge
 	replica leaser
+	list    lister
 	lim     Limits
 }
 
@@ -65,4 +66,5 @@ type streamService struct {
 	jetgatev1.UnimplementedStreamServiceServer
 	edge
 	replica publisher
+	list    lister
 }

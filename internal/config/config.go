@@ -32,6 +32,7 @@ type Config struct {
 	OnDemand  OnDemand   `yaml:"on_demand"`
 	Auth      Auth       `yaml:"auth"`
 	Limits    Limits     `yaml:"limits"`
+	Console   Console    `yaml:"console"`
 
 	file  string            // the file it was read from, "" for flags alone
 	lines map[string]int    // path → line, for every field the file names

@@ -299,4 +299,5 @@ func (c *Config) fillDefaults() {
 	def("limits.max_body_bytes", func() { c.Limits.MaxBodyBytes = d.MaxBodyBytes })
 	def("limits.max_fetch_bytes", func() { c.Limits.MaxFetchBytes = d.MaxFetchBytes })
 	c.fillPushDefaults()
+	def("console.enabled", func() { c.Console.Enabled = true })
 }

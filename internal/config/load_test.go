@@ -169,7 +169,7 @@ func TestErrorText(t *testing.T) {
 		t.Errorf("error\n %v\nwant\n %s", err, want)
 	}
 	_, err = parseAndValidate("jetgate.yaml", "nats: {url: x}\nbogus: 1\n")
-	if want := `jetgate.yaml:2: bogus: unknown field "bogus" (the file takes nats, embedded, listen, tokens, streams, consumers, on_demand, auth, limits)`; err == nil || err.Error() != want {
+	if want := `jetgate.yaml:2: bogus: unknown field "bogus" (the file takes nats, embedded, listen, tokens, streams, consumers, on_demand, auth, limits, console)`; err == nil || err.Error() != want {
 		t.Errorf("error\n %v\nwant\n %s", err, want)
 	}
 	_, err = Load(filepath.Join(t.TempDir(), "missing.yaml"))

@@ -194,6 +194,7 @@ func (c *Consumer) lease(ds []*Delivery, principal string) []*Delivery {
 	for _, d := range ds {
 		d.Token = sealer.Seal(c.ClaimsOf(d))
 	}
+	c.handed(ds, principal)
 	return ds
 }
 

@@ -101,6 +101,7 @@ type Replica struct {
 	// buckets.
 	stateReplicas int
 	fwdSub        *nats.Subscription
+	leasesSub     *nats.Subscription   // questions about leases (leases.go)
 	resetSubs     []*nats.Subscription // reset requests and words, advisories
 	forwardSlots  chan struct{}        // one per forwarded settle being served
 	push          pushers
@@ -295,6 +296,9 @@ func (r *Replica) Close() {
 	r.StopPush(ctx)
 	if r.fwdSub != nil {
 		r.stopForwards(ctx)
+	}
+	if r.leasesSub != nil {
+		_ = r.leasesSub.Unsubscribe()
 	}
 	for _, sub := range r.resetSubs {
 		_ = sub.Unsubscribe()

@@ -56,6 +56,9 @@ func (r *Replica) subscribe() error {
 			r.resetSubs = append(r.resetSubs, sub)
 		}
 	}
+	if err := r.subscribeLeases(); err != nil {
+		return err
+	}
 	if err := r.nc.FlushTimeout(r.timeout); err != nil {
 		return fmt.Errorf("flush subscriptions: %w", err)
 	}

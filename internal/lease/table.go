@@ -55,6 +55,10 @@ type entry struct {
 	maybe Op
 	op    Op    // the settle in flight
 	first int64 // the delivery's first deadline, in unix ms as tokens carry it
+	// holder and handed say to whom and when (unix ms) the lease was
+	// handed out; handed 0: not handed out (yet). See holders.go.
+	holder string
+	handed int64
 }
 
 // settled is a settled lease, kept for retries: what tells its delivery

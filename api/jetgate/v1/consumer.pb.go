@@ -2729,6 +2729,716 @@ func (x *SequencePair) GetLastActive() *timestamppb.Timestamp {
 	return nil
 }
 
+// ListConsumersRequest names a stream.
+type ListConsumersRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stream whose consumers to list.
+	Stream        string `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListConsumersRequest) Reset() {
+	*x = ListConsumersRequest{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListConsumersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListConsumersRequest) ProtoMessage() {}
+
+func (x *ListConsumersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListConsumersRequest.ProtoReflect.Descriptor instead.
+func (*ListConsumersRequest) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ListConsumersRequest) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+// ListConsumersResponse is the stream's consumers that this gateway serves.
+type ListConsumersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The consumers, by name.
+	Consumers     []*ConsumerSummary `protobuf:"bytes,1,rep,name=consumers,proto3" json:"consumers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListConsumersResponse) Reset() {
+	*x = ListConsumersResponse{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListConsumersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListConsumersResponse) ProtoMessage() {}
+
+func (x *ListConsumersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListConsumersResponse.ProtoReflect.Descriptor instead.
+func (*ListConsumersResponse) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ListConsumersResponse) GetConsumers() []*ConsumerSummary {
+	if x != nil {
+		return x.Consumers
+	}
+	return nil
+}
+
+// ConsumerSummary is one consumer's backlog, as the NATS server reports it.
+type ConsumerSummary struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The durable consumer's name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Messages not yet delivered.
+	NumPending uint64 `protobuf:"varint,2,opt,name=num_pending,json=numPending,proto3" json:"num_pending,omitempty"`
+	// Messages delivered and not yet acknowledged.
+	NumAckPending int64 `protobuf:"varint,3,opt,name=num_ack_pending,json=numAckPending,proto3" json:"num_ack_pending,omitempty"`
+	// Messages delivered more than once and not yet acknowledged.
+	NumRedelivered int64 `protobuf:"varint,4,opt,name=num_redelivered,json=numRedelivered,proto3" json:"num_redelivered,omitempty"`
+	// Pull requests waiting on the server.
+	NumWaiting int64 `protobuf:"varint,5,opt,name=num_waiting,json=numWaiting,proto3" json:"num_waiting,omitempty"`
+	// How long the oldest message the consumer has not acknowledged has been
+	// in the stream (0s when every message is acknowledged).
+	OldestUnackedAge *durationpb.Duration `protobuf:"bytes,6,opt,name=oldest_unacked_age,json=oldestUnackedAge,proto3" json:"oldest_unacked_age,omitempty"`
+	// Whether the consumer is paused now.
+	Paused bool `protobuf:"varint,7,opt,name=paused,proto3" json:"paused,omitempty"`
+	// Until when, when paused.
+	PauseUntil *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=pause_until,json=pauseUntil,proto3" json:"pause_until,omitempty"`
+	// How many dead letters of the consumer wait in its dead-letter stream
+	// (0 when it has none configured).
+	DeadLetters int64 `protobuf:"varint,9,opt,name=dead_letters,json=deadLetters,proto3" json:"dead_letters,omitempty"`
+	// Whether this gateway pushes the consumer's messages to an endpoint.
+	Pushed bool `protobuf:"varint,10,opt,name=pushed,proto3" json:"pushed,omitempty"`
+	// How many live leases the replica that answered holds on the consumer;
+	// ListLeases counts those of every replica.
+	GatewayLeases int64 `protobuf:"varint,11,opt,name=gateway_leases,json=gatewayLeases,proto3" json:"gateway_leases,omitempty"`
+	// The consumer's priority groups, if any.
+	PriorityGroups []string `protobuf:"bytes,12,rep,name=priority_groups,json=priorityGroups,proto3" json:"priority_groups,omitempty"`
+	// Whether the gateway has a dead-letter subject configured for it.
+	DeadLetterConfigured bool `protobuf:"varint,13,opt,name=dead_letter_configured,json=deadLetterConfigured,proto3" json:"dead_letter_configured,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *ConsumerSummary) Reset() {
+	*x = ConsumerSummary{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConsumerSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConsumerSummary) ProtoMessage() {}
+
+func (x *ConsumerSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConsumerSummary.ProtoReflect.Descriptor instead.
+func (*ConsumerSummary) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ConsumerSummary) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ConsumerSummary) GetNumPending() uint64 {
+	if x != nil {
+		return x.NumPending
+	}
+	return 0
+}
+
+func (x *ConsumerSummary) GetNumAckPending() int64 {
+	if x != nil {
+		return x.NumAckPending
+	}
+	return 0
+}
+
+func (x *ConsumerSummary) GetNumRedelivered() int64 {
+	if x != nil {
+		return x.NumRedelivered
+	}
+	return 0
+}
+
+func (x *ConsumerSummary) GetNumWaiting() int64 {
+	if x != nil {
+		return x.NumWaiting
+	}
+	return 0
+}
+
+func (x *ConsumerSummary) GetOldestUnackedAge() *durationpb.Duration {
+	if x != nil {
+		return x.OldestUnackedAge
+	}
+	return nil
+}
+
+func (x *ConsumerSummary) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *ConsumerSummary) GetPauseUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PauseUntil
+	}
+	return nil
+}
+
+func (x *ConsumerSummary) GetDeadLetters() int64 {
+	if x != nil {
+		return x.DeadLetters
+	}
+	return 0
+}
+
+func (x *ConsumerSummary) GetPushed() bool {
+	if x != nil {
+		return x.Pushed
+	}
+	return false
+}
+
+func (x *ConsumerSummary) GetGatewayLeases() int64 {
+	if x != nil {
+		return x.GatewayLeases
+	}
+	return 0
+}
+
+func (x *ConsumerSummary) GetPriorityGroups() []string {
+	if x != nil {
+		return x.PriorityGroups
+	}
+	return nil
+}
+
+func (x *ConsumerSummary) GetDeadLetterConfigured() bool {
+	if x != nil {
+		return x.DeadLetterConfigured
+	}
+	return false
+}
+
+// ListLeasesRequest names a consumer.
+type ListLeasesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stream the consumer belongs to.
+	Stream string `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	// The durable consumer's name.
+	Consumer      string `protobuf:"bytes,2,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListLeasesRequest) Reset() {
+	*x = ListLeasesRequest{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListLeasesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListLeasesRequest) ProtoMessage() {}
+
+func (x *ListLeasesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListLeasesRequest.ProtoReflect.Descriptor instead.
+func (*ListLeasesRequest) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ListLeasesRequest) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *ListLeasesRequest) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+// ListLeasesResponse says who holds the consumer's live leases.
+type ListLeasesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One entry per principal holding leases, most leases first. The empty
+	// principal is the caller of a gateway that authenticates nobody.
+	Holders []*LeaseHolder `protobuf:"bytes,1,rep,name=holders,proto3" json:"holders,omitempty"`
+	// The ids of the replicas that answered, the one asked included.
+	Replicas []string `protobuf:"bytes,2,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	// The ids of the replicas that serve the consumer but did not answer in
+	// time: their leases are not counted.
+	MissingReplicas []string `protobuf:"bytes,3,rep,name=missing_replicas,json=missingReplicas,proto3" json:"missing_replicas,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ListLeasesResponse) Reset() {
+	*x = ListLeasesResponse{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListLeasesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListLeasesResponse) ProtoMessage() {}
+
+func (x *ListLeasesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListLeasesResponse.ProtoReflect.Descriptor instead.
+func (*ListLeasesResponse) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ListLeasesResponse) GetHolders() []*LeaseHolder {
+	if x != nil {
+		return x.Holders
+	}
+	return nil
+}
+
+func (x *ListLeasesResponse) GetReplicas() []string {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+func (x *ListLeasesResponse) GetMissingReplicas() []string {
+	if x != nil {
+		return x.MissingReplicas
+	}
+	return nil
+}
+
+// LeaseHolder is one principal's live leases on a consumer.
+type LeaseHolder struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The principal the leases were handed to.
+	Principal string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	// How many live leases it holds, on every replica that answered.
+	Leases int64 `protobuf:"varint,2,opt,name=leases,proto3" json:"leases,omitempty"`
+	// When the oldest of them was handed out.
+	OldestSince *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=oldest_since,json=oldestSince,proto3" json:"oldest_since,omitempty"`
+	// How long ago the oldest of them was handed out.
+	OldestAge *durationpb.Duration `protobuf:"bytes,4,opt,name=oldest_age,json=oldestAge,proto3" json:"oldest_age,omitempty"`
+	// The ids of the replicas that handed them out.
+	Replicas      []string `protobuf:"bytes,5,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaseHolder) Reset() {
+	*x = LeaseHolder{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaseHolder) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaseHolder) ProtoMessage() {}
+
+func (x *LeaseHolder) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaseHolder.ProtoReflect.Descriptor instead.
+func (*LeaseHolder) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *LeaseHolder) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *LeaseHolder) GetLeases() int64 {
+	if x != nil {
+		return x.Leases
+	}
+	return 0
+}
+
+func (x *LeaseHolder) GetOldestSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.OldestSince
+	}
+	return nil
+}
+
+func (x *LeaseHolder) GetOldestAge() *durationpb.Duration {
+	if x != nil {
+		return x.OldestAge
+	}
+	return nil
+}
+
+func (x *LeaseHolder) GetReplicas() []string {
+	if x != nil {
+		return x.Replicas
+	}
+	return nil
+}
+
+// ListDeadLettersRequest asks for a page of a consumer's dead letters.
+type ListDeadLettersRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stream the consumer belongs to.
+	Stream string `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	// The durable consumer's name.
+	Consumer string `protobuf:"bytes,2,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	// How many dead letters to return at most; unset or 0 is 20, at most
+	// 100.
+	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// The next_page_token of the previous page; unset is the first page.
+	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDeadLettersRequest) Reset() {
+	*x = ListDeadLettersRequest{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDeadLettersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDeadLettersRequest) ProtoMessage() {}
+
+func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDeadLettersRequest.ProtoReflect.Descriptor instead.
+func (*ListDeadLettersRequest) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *ListDeadLettersRequest) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *ListDeadLettersRequest) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+func (x *ListDeadLettersRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListDeadLettersRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+// ListDeadLettersResponse is a page of dead letters.
+type ListDeadLettersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The dead letters, oldest first.
+	DeadLetters []*DeadLetter `protobuf:"bytes,1,rep,name=dead_letters,json=deadLetters,proto3" json:"dead_letters,omitempty"`
+	// The token of the next page; empty when this is the last one.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	// How many dead letters of the consumer wait in all.
+	Total         int64 `protobuf:"varint,3,opt,name=total,proto3" json:"total,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDeadLettersResponse) Reset() {
+	*x = ListDeadLettersResponse{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDeadLettersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDeadLettersResponse) ProtoMessage() {}
+
+func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDeadLettersResponse.ProtoReflect.Descriptor instead.
+func (*ListDeadLettersResponse) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *ListDeadLettersResponse) GetDeadLetters() []*DeadLetter {
+	if x != nil {
+		return x.DeadLetters
+	}
+	return nil
+}
+
+func (x *ListDeadLettersResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+func (x *ListDeadLettersResponse) GetTotal() int64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+// DeadLetter is one message the consumer gave up on, as its dead-letter
+// copy holds it.
+type DeadLetter struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its sequence in the dead-letter stream: what Redrive takes in seqs.
+	Seq uint64 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	// The subject the original message was published to, where Redrive puts
+	// it back.
+	Subject string `protobuf:"bytes,2,opt,name=subject,proto3" json:"subject,omitempty"`
+	// The copy's headers, the Jetgate-Dead-* ones included.
+	Headers map[string]*HeaderValues `protobuf:"bytes,3,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The first bytes of the message's data (at most 1024).
+	DataPreview []byte `protobuf:"bytes,4,opt,name=data_preview,json=dataPreview,proto3" json:"data_preview,omitempty"`
+	// The size of the whole data, in bytes.
+	DataSize int64 `protobuf:"varint,5,opt,name=data_size,json=dataSize,proto3" json:"data_size,omitempty"`
+	// When the copy was stored.
+	Time *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=time,proto3" json:"time,omitempty"`
+	// Why it is a dead letter: MAX_DELIVERIES or TERM.
+	Reason string `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The original message's sequence in the consumer's stream.
+	StreamSeq uint64 `protobuf:"varint,8,opt,name=stream_seq,json=streamSeq,proto3" json:"stream_seq,omitempty"`
+	// How many times the original message was delivered.
+	Deliveries    int64 `protobuf:"varint,9,opt,name=deliveries,proto3" json:"deliveries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeadLetter) Reset() {
+	*x = DeadLetter{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeadLetter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeadLetter) ProtoMessage() {}
+
+func (x *DeadLetter) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeadLetter.ProtoReflect.Descriptor instead.
+func (*DeadLetter) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *DeadLetter) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *DeadLetter) GetSubject() string {
+	if x != nil {
+		return x.Subject
+	}
+	return ""
+}
+
+func (x *DeadLetter) GetHeaders() map[string]*HeaderValues {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+func (x *DeadLetter) GetDataPreview() []byte {
+	if x != nil {
+		return x.DataPreview
+	}
+	return nil
+}
+
+func (x *DeadLetter) GetDataSize() int64 {
+	if x != nil {
+		return x.DataSize
+	}
+	return 0
+}
+
+func (x *DeadLetter) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *DeadLetter) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *DeadLetter) GetStreamSeq() uint64 {
+	if x != nil {
+		return x.StreamSeq
+	}
+	return 0
+}
+
+func (x *DeadLetter) GetDeliveries() int64 {
+	if x != nil {
+		return x.Deliveries
+	}
+	return 0
+}
+
 var File_jetgate_v1_consumer_proto protoreflect.FileDescriptor
 
 const file_jetgate_v1_consumer_proto_rawDesc = "" +
@@ -2932,7 +3642,70 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\n" +
 	"stream_seq\x18\x02 \x01(\x04R\tstreamSeq\x12;\n" +
 	"\vlast_active\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"lastActive*\xbe\x01\n" +
+	"lastActive\".\n" +
+	"\x14ListConsumersRequest\x12\x16\n" +
+	"\x06stream\x18\x01 \x01(\tR\x06stream\"R\n" +
+	"\x15ListConsumersResponse\x129\n" +
+	"\tconsumers\x18\x01 \x03(\v2\x1b.jetgate.v1.ConsumerSummaryR\tconsumers\"\x97\x04\n" +
+	"\x0fConsumerSummary\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
+	"\vnum_pending\x18\x02 \x01(\x04R\n" +
+	"numPending\x12&\n" +
+	"\x0fnum_ack_pending\x18\x03 \x01(\x03R\rnumAckPending\x12'\n" +
+	"\x0fnum_redelivered\x18\x04 \x01(\x03R\x0enumRedelivered\x12\x1f\n" +
+	"\vnum_waiting\x18\x05 \x01(\x03R\n" +
+	"numWaiting\x12G\n" +
+	"\x12oldest_unacked_age\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x10oldestUnackedAge\x12\x16\n" +
+	"\x06paused\x18\a \x01(\bR\x06paused\x12;\n" +
+	"\vpause_until\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"pauseUntil\x12!\n" +
+	"\fdead_letters\x18\t \x01(\x03R\vdeadLetters\x12\x16\n" +
+	"\x06pushed\x18\n" +
+	" \x01(\bR\x06pushed\x12%\n" +
+	"\x0egateway_leases\x18\v \x01(\x03R\rgatewayLeases\x12'\n" +
+	"\x0fpriority_groups\x18\f \x03(\tR\x0epriorityGroups\x124\n" +
+	"\x16dead_letter_configured\x18\r \x01(\bR\x14deadLetterConfigured\"G\n" +
+	"\x11ListLeasesRequest\x12\x16\n" +
+	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x1a\n" +
+	"\bconsumer\x18\x02 \x01(\tR\bconsumer\"\x8e\x01\n" +
+	"\x12ListLeasesResponse\x121\n" +
+	"\aholders\x18\x01 \x03(\v2\x17.jetgate.v1.LeaseHolderR\aholders\x12\x1a\n" +
+	"\breplicas\x18\x02 \x03(\tR\breplicas\x12)\n" +
+	"\x10missing_replicas\x18\x03 \x03(\tR\x0fmissingReplicas\"\xd8\x01\n" +
+	"\vLeaseHolder\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x16\n" +
+	"\x06leases\x18\x02 \x01(\x03R\x06leases\x12=\n" +
+	"\foldest_since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\voldestSince\x128\n" +
+	"\n" +
+	"oldest_age\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\toldestAge\x12\x1a\n" +
+	"\breplicas\x18\x05 \x03(\tR\breplicas\"\x88\x01\n" +
+	"\x16ListDeadLettersRequest\x12\x16\n" +
+	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x1a\n" +
+	"\bconsumer\x18\x02 \x01(\tR\bconsumer\x12\x1b\n" +
+	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\"\x92\x01\n" +
+	"\x17ListDeadLettersResponse\x129\n" +
+	"\fdead_letters\x18\x01 \x03(\v2\x16.jetgate.v1.DeadLetterR\vdeadLetters\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x14\n" +
+	"\x05total\x18\x03 \x01(\x03R\x05total\"\x94\x03\n" +
+	"\n" +
+	"DeadLetter\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x18\n" +
+	"\asubject\x18\x02 \x01(\tR\asubject\x12=\n" +
+	"\aheaders\x18\x03 \x03(\v2#.jetgate.v1.DeadLetter.HeadersEntryR\aheaders\x12!\n" +
+	"\fdata_preview\x18\x04 \x01(\fR\vdataPreview\x12\x1b\n" +
+	"\tdata_size\x18\x05 \x01(\x03R\bdataSize\x12.\n" +
+	"\x04time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x16\n" +
+	"\x06reason\x18\a \x01(\tR\x06reason\x12\x1d\n" +
+	"\n" +
+	"stream_seq\x18\b \x01(\x04R\tstreamSeq\x12\x1e\n" +
+	"\n" +
+	"deliveries\x18\t \x01(\x03R\n" +
+	"deliveries\x1aT\n" +
+	"\fHeadersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
+	"\x05value\x18\x02 \x01(\v2\x18.jetgate.v1.HeaderValuesR\x05value:\x028\x01*\xbe\x01\n" +
 	"\vEmptyReason\x12\x1c\n" +
 	"\x18EMPTY_REASON_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18EMPTY_REASON_NO_MESSAGES\x10\x01\x12 \n" +
@@ -2957,7 +3730,7 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\x1bPRIORITY_POLICY_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18PRIORITY_POLICY_OVERFLOW\x10\x01\x12!\n" +
 	"\x1dPRIORITY_POLICY_PINNED_CLIENT\x10\x02\x12\x1f\n" +
-	"\x1bPRIORITY_POLICY_PRIORITIZED\x10\x032\xd2\x05\n" +
+	"\x1bPRIORITY_POLICY_PRIORITIZED\x10\x032\xd1\a\n" +
 	"\x0fConsumerService\x12<\n" +
 	"\x05Fetch\x12\x18.jetgate.v1.FetchRequest\x1a\x19.jetgate.v1.FetchResponse\x126\n" +
 	"\x03Ack\x12\x16.jetgate.v1.AckRequest\x1a\x17.jetgate.v1.AckResponse\x126\n" +
@@ -2969,7 +3742,11 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\aConsume\x12\x1a.jetgate.v1.ConsumeRequest\x1a\x1b.jetgate.v1.ConsumeResponse0\x01\x12<\n" +
 	"\x05Pause\x12\x18.jetgate.v1.PauseRequest\x1a\x19.jetgate.v1.PauseResponse\x12?\n" +
 	"\x06Resume\x12\x19.jetgate.v1.ResumeRequest\x1a\x1a.jetgate.v1.ResumeResponse\x12<\n" +
-	"\x05Unpin\x12\x18.jetgate.v1.UnpinRequest\x1a\x19.jetgate.v1.UnpinResponseB5Z3github.com/jetgate/jetgate/api/jetgate/v1;jetgatev1b\x06proto3"
+	"\x05Unpin\x12\x18.jetgate.v1.UnpinRequest\x1a\x19.jetgate.v1.UnpinResponse\x12T\n" +
+	"\rListConsumers\x12 .jetgate.v1.ListConsumersRequest\x1a!.jetgate.v1.ListConsumersResponse\x12K\n" +
+	"\n" +
+	"ListLeases\x12\x1d.jetgate.v1.ListLeasesRequest\x1a\x1e.jetgate.v1.ListLeasesResponse\x12Z\n" +
+	"\x0fListDeadLetters\x12\".jetgate.v1.ListDeadLettersRequest\x1a#.jetgate.v1.ListDeadLettersResponseB5Z3github.com/jetgate/jetgate/api/jetgate/v1;jetgatev1b\x06proto3"
 
 var (
 	file_jetgate_v1_consumer_proto_rawDescOnce sync.Once
@@ -2984,118 +3761,144 @@ func file_jetgate_v1_consumer_proto_rawDescGZIP() []byte {
 }
 
 var file_jetgate_v1_consumer_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_jetgate_v1_consumer_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_jetgate_v1_consumer_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_jetgate_v1_consumer_proto_goTypes = []any{
-	(EmptyReason)(0),              // 0: jetgate.v1.EmptyReason
-	(DeliverPolicy)(0),            // 1: jetgate.v1.DeliverPolicy
-	(AckPolicy)(0),                // 2: jetgate.v1.AckPolicy
-	(PriorityPolicy)(0),           // 3: jetgate.v1.PriorityPolicy
-	(*FetchRequest)(nil),          // 4: jetgate.v1.FetchRequest
-	(*FetchResponse)(nil),         // 5: jetgate.v1.FetchResponse
-	(*Message)(nil),               // 6: jetgate.v1.Message
-	(*HeaderValues)(nil),          // 7: jetgate.v1.HeaderValues
-	(*MessageMetadata)(nil),       // 8: jetgate.v1.MessageMetadata
-	(*AckRequest)(nil),            // 9: jetgate.v1.AckRequest
-	(*AckResponse)(nil),           // 10: jetgate.v1.AckResponse
-	(*NakRequest)(nil),            // 11: jetgate.v1.NakRequest
-	(*NakResponse)(nil),           // 12: jetgate.v1.NakResponse
-	(*TermRequest)(nil),           // 13: jetgate.v1.TermRequest
-	(*TermResponse)(nil),          // 14: jetgate.v1.TermResponse
-	(*ExtendRequest)(nil),         // 15: jetgate.v1.ExtendRequest
-	(*ExtendResponse)(nil),        // 16: jetgate.v1.ExtendResponse
-	(*ExtendedLease)(nil),         // 17: jetgate.v1.ExtendedLease
-	(*TokenFailure)(nil),          // 18: jetgate.v1.TokenFailure
-	(*GetConsumerRequest)(nil),    // 19: jetgate.v1.GetConsumerRequest
-	(*GetConsumerResponse)(nil),   // 20: jetgate.v1.GetConsumerResponse
-	(*PushState)(nil),             // 21: jetgate.v1.PushState
-	(*ConsumeRequest)(nil),        // 22: jetgate.v1.ConsumeRequest
-	(*ConsumeResponse)(nil),       // 23: jetgate.v1.ConsumeResponse
-	(*PauseRequest)(nil),          // 24: jetgate.v1.PauseRequest
-	(*PauseResponse)(nil),         // 25: jetgate.v1.PauseResponse
-	(*ResumeRequest)(nil),         // 26: jetgate.v1.ResumeRequest
-	(*ResumeResponse)(nil),        // 27: jetgate.v1.ResumeResponse
-	(*UnpinRequest)(nil),          // 28: jetgate.v1.UnpinRequest
-	(*UnpinResponse)(nil),         // 29: jetgate.v1.UnpinResponse
-	(*RedriveRequest)(nil),        // 30: jetgate.v1.RedriveRequest
-	(*RedriveResponse)(nil),       // 31: jetgate.v1.RedriveResponse
-	(*RedriveFailure)(nil),        // 32: jetgate.v1.RedriveFailure
-	(*ConsumerConfig)(nil),        // 33: jetgate.v1.ConsumerConfig
-	(*ConsumerState)(nil),         // 34: jetgate.v1.ConsumerState
-	(*PriorityGroupState)(nil),    // 35: jetgate.v1.PriorityGroupState
-	(*SequencePair)(nil),          // 36: jetgate.v1.SequencePair
-	nil,                           // 37: jetgate.v1.Message.HeadersEntry
-	(*durationpb.Duration)(nil),   // 38: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 39: google.protobuf.Timestamp
+	(EmptyReason)(0),                // 0: jetgate.v1.EmptyReason
+	(DeliverPolicy)(0),              // 1: jetgate.v1.DeliverPolicy
+	(AckPolicy)(0),                  // 2: jetgate.v1.AckPolicy
+	(PriorityPolicy)(0),             // 3: jetgate.v1.PriorityPolicy
+	(*FetchRequest)(nil),            // 4: jetgate.v1.FetchRequest
+	(*FetchResponse)(nil),           // 5: jetgate.v1.FetchResponse
+	(*Message)(nil),                 // 6: jetgate.v1.Message
+	(*HeaderValues)(nil),            // 7: jetgate.v1.HeaderValues
+	(*MessageMetadata)(nil),         // 8: jetgate.v1.MessageMetadata
+	(*AckRequest)(nil),              // 9: jetgate.v1.AckRequest
+	(*AckResponse)(nil),             // 10: jetgate.v1.AckResponse
+	(*NakRequest)(nil),              // 11: jetgate.v1.NakRequest
+	(*NakResponse)(nil),             // 12: jetgate.v1.NakResponse
+	(*TermRequest)(nil),             // 13: jetgate.v1.TermRequest
+	(*TermResponse)(nil),            // 14: jetgate.v1.TermResponse
+	(*ExtendRequest)(nil),           // 15: jetgate.v1.ExtendRequest
+	(*ExtendResponse)(nil),          // 16: jetgate.v1.ExtendResponse
+	(*ExtendedLease)(nil),           // 17: jetgate.v1.ExtendedLease
+	(*TokenFailure)(nil),            // 18: jetgate.v1.TokenFailure
+	(*GetConsumerRequest)(nil),      // 19: jetgate.v1.GetConsumerRequest
+	(*GetConsumerResponse)(nil),     // 20: jetgate.v1.GetConsumerResponse
+	(*PushState)(nil),               // 21: jetgate.v1.PushState
+	(*ConsumeRequest)(nil),          // 22: jetgate.v1.ConsumeRequest
+	(*ConsumeResponse)(nil),         // 23: jetgate.v1.ConsumeResponse
+	(*PauseRequest)(nil),            // 24: jetgate.v1.PauseRequest
+	(*PauseResponse)(nil),           // 25: jetgate.v1.PauseResponse
+	(*ResumeRequest)(nil),           // 26: jetgate.v1.ResumeRequest
+	(*ResumeResponse)(nil),          // 27: jetgate.v1.ResumeResponse
+	(*UnpinRequest)(nil),            // 28: jetgate.v1.UnpinRequest
+	(*UnpinResponse)(nil),           // 29: jetgate.v1.UnpinResponse
+	(*RedriveRequest)(nil),          // 30: jetgate.v1.RedriveRequest
+	(*RedriveResponse)(nil),         // 31: jetgate.v1.RedriveResponse
+	(*RedriveFailure)(nil),          // 32: jetgate.v1.RedriveFailure
+	(*ConsumerConfig)(nil),          // 33: jetgate.v1.ConsumerConfig
+	(*ConsumerState)(nil),           // 34: jetgate.v1.ConsumerState
+	(*PriorityGroupState)(nil),      // 35: jetgate.v1.PriorityGroupState
+	(*SequencePair)(nil),            // 36: jetgate.v1.SequencePair
+	(*ListConsumersRequest)(nil),    // 37: jetgate.v1.ListConsumersRequest
+	(*ListConsumersResponse)(nil),   // 38: jetgate.v1.ListConsumersResponse
+	(*ConsumerSummary)(nil),         // 39: jetgate.v1.ConsumerSummary
+	(*ListLeasesRequest)(nil),       // 40: jetgate.v1.ListLeasesRequest
+	(*ListLeasesResponse)(nil),      // 41: jetgate.v1.ListLeasesResponse
+	(*LeaseHolder)(nil),             // 42: jetgate.v1.LeaseHolder
+	(*ListDeadLettersRequest)(nil),  // 43: jetgate.v1.ListDeadLettersRequest
+	(*ListDeadLettersResponse)(nil), // 44: jetgate.v1.ListDeadLettersResponse
+	(*DeadLetter)(nil),              // 45: jetgate.v1.DeadLetter
+	nil,                             // 46: jetgate.v1.Message.HeadersEntry
+	nil,                             // 47: jetgate.v1.DeadLetter.HeadersEntry
+	(*durationpb.Duration)(nil),     // 48: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),   // 49: google.protobuf.Timestamp
 }
 var file_jetgate_v1_consumer_proto_depIdxs = []int32{
-	38, // 0: jetgate.v1.FetchRequest.expires:type_name -> google.protobuf.Duration
+	48, // 0: jetgate.v1.FetchRequest.expires:type_name -> google.protobuf.Duration
 	6,  // 1: jetgate.v1.FetchResponse.messages:type_name -> jetgate.v1.Message
 	0,  // 2: jetgate.v1.FetchResponse.empty_reason:type_name -> jetgate.v1.EmptyReason
-	37, // 3: jetgate.v1.Message.headers:type_name -> jetgate.v1.Message.HeadersEntry
-	39, // 4: jetgate.v1.Message.lease_deadline:type_name -> google.protobuf.Timestamp
+	46, // 3: jetgate.v1.Message.headers:type_name -> jetgate.v1.Message.HeadersEntry
+	49, // 4: jetgate.v1.Message.lease_deadline:type_name -> google.protobuf.Timestamp
 	8,  // 5: jetgate.v1.Message.metadata:type_name -> jetgate.v1.MessageMetadata
-	39, // 6: jetgate.v1.MessageMetadata.timestamp:type_name -> google.protobuf.Timestamp
+	49, // 6: jetgate.v1.MessageMetadata.timestamp:type_name -> google.protobuf.Timestamp
 	18, // 7: jetgate.v1.AckResponse.failures:type_name -> jetgate.v1.TokenFailure
-	38, // 8: jetgate.v1.NakRequest.delay:type_name -> google.protobuf.Duration
+	48, // 8: jetgate.v1.NakRequest.delay:type_name -> google.protobuf.Duration
 	18, // 9: jetgate.v1.NakResponse.failures:type_name -> jetgate.v1.TokenFailure
 	18, // 10: jetgate.v1.TermResponse.failures:type_name -> jetgate.v1.TokenFailure
 	17, // 11: jetgate.v1.ExtendResponse.leases:type_name -> jetgate.v1.ExtendedLease
 	18, // 12: jetgate.v1.ExtendResponse.failures:type_name -> jetgate.v1.TokenFailure
-	39, // 13: jetgate.v1.ExtendedLease.lease_deadline:type_name -> google.protobuf.Timestamp
+	49, // 13: jetgate.v1.ExtendedLease.lease_deadline:type_name -> google.protobuf.Timestamp
 	33, // 14: jetgate.v1.GetConsumerResponse.config:type_name -> jetgate.v1.ConsumerConfig
 	34, // 15: jetgate.v1.GetConsumerResponse.state:type_name -> jetgate.v1.ConsumerState
-	38, // 16: jetgate.v1.GetConsumerResponse.oldest_unacked_age:type_name -> google.protobuf.Duration
+	48, // 16: jetgate.v1.GetConsumerResponse.oldest_unacked_age:type_name -> google.protobuf.Duration
 	21, // 17: jetgate.v1.GetConsumerResponse.push:type_name -> jetgate.v1.PushState
-	39, // 18: jetgate.v1.PushState.last_error_time:type_name -> google.protobuf.Timestamp
-	38, // 19: jetgate.v1.ConsumeRequest.heartbeat:type_name -> google.protobuf.Duration
+	49, // 18: jetgate.v1.PushState.last_error_time:type_name -> google.protobuf.Timestamp
+	48, // 19: jetgate.v1.ConsumeRequest.heartbeat:type_name -> google.protobuf.Duration
 	6,  // 20: jetgate.v1.ConsumeResponse.messages:type_name -> jetgate.v1.Message
-	39, // 21: jetgate.v1.PauseRequest.pause_until:type_name -> google.protobuf.Timestamp
-	39, // 22: jetgate.v1.PauseResponse.pause_until:type_name -> google.protobuf.Timestamp
+	49, // 21: jetgate.v1.PauseRequest.pause_until:type_name -> google.protobuf.Timestamp
+	49, // 22: jetgate.v1.PauseResponse.pause_until:type_name -> google.protobuf.Timestamp
 	32, // 23: jetgate.v1.RedriveResponse.failures:type_name -> jetgate.v1.RedriveFailure
 	1,  // 24: jetgate.v1.ConsumerConfig.deliver_policy:type_name -> jetgate.v1.DeliverPolicy
-	39, // 25: jetgate.v1.ConsumerConfig.opt_start_time:type_name -> google.protobuf.Timestamp
+	49, // 25: jetgate.v1.ConsumerConfig.opt_start_time:type_name -> google.protobuf.Timestamp
 	2,  // 26: jetgate.v1.ConsumerConfig.ack_policy:type_name -> jetgate.v1.AckPolicy
-	38, // 27: jetgate.v1.ConsumerConfig.ack_wait:type_name -> google.protobuf.Duration
-	38, // 28: jetgate.v1.ConsumerConfig.backoff:type_name -> google.protobuf.Duration
-	38, // 29: jetgate.v1.ConsumerConfig.max_request_expires:type_name -> google.protobuf.Duration
+	48, // 27: jetgate.v1.ConsumerConfig.ack_wait:type_name -> google.protobuf.Duration
+	48, // 28: jetgate.v1.ConsumerConfig.backoff:type_name -> google.protobuf.Duration
+	48, // 29: jetgate.v1.ConsumerConfig.max_request_expires:type_name -> google.protobuf.Duration
 	3,  // 30: jetgate.v1.ConsumerConfig.priority_policy:type_name -> jetgate.v1.PriorityPolicy
-	38, // 31: jetgate.v1.ConsumerConfig.priority_timeout:type_name -> google.protobuf.Duration
-	39, // 32: jetgate.v1.ConsumerConfig.pause_until:type_name -> google.protobuf.Timestamp
+	48, // 31: jetgate.v1.ConsumerConfig.priority_timeout:type_name -> google.protobuf.Duration
+	49, // 32: jetgate.v1.ConsumerConfig.pause_until:type_name -> google.protobuf.Timestamp
 	36, // 33: jetgate.v1.ConsumerState.delivered:type_name -> jetgate.v1.SequencePair
 	36, // 34: jetgate.v1.ConsumerState.ack_floor:type_name -> jetgate.v1.SequencePair
-	39, // 35: jetgate.v1.ConsumerState.created:type_name -> google.protobuf.Timestamp
-	38, // 36: jetgate.v1.ConsumerState.pause_remaining:type_name -> google.protobuf.Duration
+	49, // 35: jetgate.v1.ConsumerState.created:type_name -> google.protobuf.Timestamp
+	48, // 36: jetgate.v1.ConsumerState.pause_remaining:type_name -> google.protobuf.Duration
 	35, // 37: jetgate.v1.ConsumerState.priority_groups:type_name -> jetgate.v1.PriorityGroupState
-	39, // 38: jetgate.v1.PriorityGroupState.pinned_since:type_name -> google.protobuf.Timestamp
-	39, // 39: jetgate.v1.SequencePair.last_active:type_name -> google.protobuf.Timestamp
-	7,  // 40: jetgate.v1.Message.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
-	4,  // 41: jetgate.v1.ConsumerService.Fetch:input_type -> jetgate.v1.FetchRequest
-	9,  // 42: jetgate.v1.ConsumerService.Ack:input_type -> jetgate.v1.AckRequest
-	11, // 43: jetgate.v1.ConsumerService.Nak:input_type -> jetgate.v1.NakRequest
-	13, // 44: jetgate.v1.ConsumerService.Term:input_type -> jetgate.v1.TermRequest
-	15, // 45: jetgate.v1.ConsumerService.Extend:input_type -> jetgate.v1.ExtendRequest
-	19, // 46: jetgate.v1.ConsumerService.GetConsumer:input_type -> jetgate.v1.GetConsumerRequest
-	30, // 47: jetgate.v1.ConsumerService.Redrive:input_type -> jetgate.v1.RedriveRequest
-	22, // 48: jetgate.v1.ConsumerService.Consume:input_type -> jetgate.v1.ConsumeRequest
-	24, // 49: jetgate.v1.ConsumerService.Pause:input_type -> jetgate.v1.PauseRequest
-	26, // 50: jetgate.v1.ConsumerService.Resume:input_type -> jetgate.v1.ResumeRequest
-	28, // 51: jetgate.v1.ConsumerService.Unpin:input_type -> jetgate.v1.UnpinRequest
-	5,  // 52: jetgate.v1.ConsumerService.Fetch:output_type -> jetgate.v1.FetchResponse
-	10, // 53: jetgate.v1.ConsumerService.Ack:output_type -> jetgate.v1.AckResponse
-	12, // 54: jetgate.v1.ConsumerService.Nak:output_type -> jetgate.v1.NakResponse
-	14, // 55: jetgate.v1.ConsumerService.Term:output_type -> jetgate.v1.TermResponse
-	16, // 56: jetgate.v1.ConsumerService.Extend:output_type -> jetgate.v1.ExtendResponse
-	20, // 57: jetgate.v1.ConsumerService.GetConsumer:output_type -> jetgate.v1.GetConsumerResponse
-	31, // 58: jetgate.v1.ConsumerService.Redrive:output_type -> jetgate.v1.RedriveResponse
-	23, // 59: jetgate.v1.ConsumerService.Consume:output_type -> jetgate.v1.ConsumeResponse
-	25, // 60: jetgate.v1.ConsumerService.Pause:output_type -> jetgate.v1.PauseResponse
-	27, // 61: jetgate.v1.ConsumerService.Resume:output_type -> jetgate.v1.ResumeResponse
-	29, // 62: jetgate.v1.ConsumerService.Unpin:output_type -> jetgate.v1.UnpinResponse
-	52, // [52:63] is the sub-list for method output_type
-	41, // [41:52] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	49, // 38: jetgate.v1.PriorityGroupState.pinned_since:type_name -> google.protobuf.Timestamp
+	49, // 39: jetgate.v1.SequencePair.last_active:type_name -> google.protobuf.Timestamp
+	39, // 40: jetgate.v1.ListConsumersResponse.consumers:type_name -> jetgate.v1.ConsumerSummary
+	48, // 41: jetgate.v1.ConsumerSummary.oldest_unacked_age:type_name -> google.protobuf.Duration
+	49, // 42: jetgate.v1.ConsumerSummary.pause_until:type_name -> google.protobuf.Timestamp
+	42, // 43: jetgate.v1.ListLeasesResponse.holders:type_name -> jetgate.v1.LeaseHolder
+	49, // 44: jetgate.v1.LeaseHolder.oldest_since:type_name -> google.protobuf.Timestamp
+	48, // 45: jetgate.v1.LeaseHolder.oldest_age:type_name -> google.protobuf.Duration
+	45, // 46: jetgate.v1.ListDeadLettersResponse.dead_letters:type_name -> jetgate.v1.DeadLetter
+	47, // 47: jetgate.v1.DeadLetter.headers:type_name -> jetgate.v1.DeadLetter.HeadersEntry
+	49, // 48: jetgate.v1.DeadLetter.time:type_name -> google.protobuf.Timestamp
+	7,  // 49: jetgate.v1.Message.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
+	7,  // 50: jetgate.v1.DeadLetter.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
+	4,  // 51: jetgate.v1.ConsumerService.Fetch:input_type -> jetgate.v1.FetchRequest
+	9,  // 52: jetgate.v1.ConsumerService.Ack:input_type -> jetgate.v1.AckRequest
+	11, // 53: jetgate.v1.ConsumerService.Nak:input_type -> jetgate.v1.NakRequest
+	13, // 54: jetgate.v1.ConsumerService.Term:input_type -> jetgate.v1.TermRequest
+	15, // 55: jetgate.v1.ConsumerService.Extend:input_type -> jetgate.v1.ExtendRequest
+	19, // 56: jetgate.v1.ConsumerService.GetConsumer:input_type -> jetgate.v1.GetConsumerRequest
+	30, // 57: jetgate.v1.ConsumerService.Redrive:input_type -> jetgate.v1.RedriveRequest
+	22, // 58: jetgate.v1.ConsumerService.Consume:input_type -> jetgate.v1.ConsumeRequest
+	24, // 59: jetgate.v1.ConsumerService.Pause:input_type -> jetgate.v1.PauseRequest
+	26, // 60: jetgate.v1.ConsumerService.Resume:input_type -> jetgate.v1.ResumeRequest
+	28, // 61: jetgate.v1.ConsumerService.Unpin:input_type -> jetgate.v1.UnpinRequest
+	37, // 62: jetgate.v1.ConsumerService.ListConsumers:input_type -> jetgate.v1.ListConsumersRequest
+	40, // 63: jetgate.v1.ConsumerService.ListLeases:input_type -> jetgate.v1.ListLeasesRequest
+	43, // 64: jetgate.v1.ConsumerService.ListDeadLetters:input_type -> jetgate.v1.ListDeadLettersRequest
+	5,  // 65: jetgate.v1.ConsumerService.Fetch:output_type -> jetgate.v1.FetchResponse
+	10, // 66: jetgate.v1.ConsumerService.Ack:output_type -> jetgate.v1.AckResponse
+	12, // 67: jetgate.v1.ConsumerService.Nak:output_type -> jetgate.v1.NakResponse
+	14, // 68: jetgate.v1.ConsumerService.Term:output_type -> jetgate.v1.TermResponse
+	16, // 69: jetgate.v1.ConsumerService.Extend:output_type -> jetgate.v1.ExtendResponse
+	20, // 70: jetgate.v1.ConsumerService.GetConsumer:output_type -> jetgate.v1.GetConsumerResponse
+	31, // 71: jetgate.v1.ConsumerService.Redrive:output_type -> jetgate.v1.RedriveResponse
+	23, // 72: jetgate.v1.ConsumerService.Consume:output_type -> jetgate.v1.ConsumeResponse
+	25, // 73: jetgate.v1.ConsumerService.Pause:output_type -> jetgate.v1.PauseResponse
+	27, // 74: jetgate.v1.ConsumerService.Resume:output_type -> jetgate.v1.ResumeResponse
+	29, // 75: jetgate.v1.ConsumerService.Unpin:output_type -> jetgate.v1.UnpinResponse
+	38, // 76: jetgate.v1.ConsumerService.ListConsumers:output_type -> jetgate.v1.ListConsumersResponse
+	41, // 77: jetgate.v1.ConsumerService.ListLeases:output_type -> jetgate.v1.ListLeasesResponse
+	44, // 78: jetgate.v1.ConsumerService.ListDeadLetters:output_type -> jetgate.v1.ListDeadLettersResponse
+	65, // [65:79] is the sub-list for method output_type
+	51, // [51:65] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_jetgate_v1_consumer_proto_init() }
@@ -3111,7 +3914,7 @@ func file_jetgate_v1_consumer_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jetgate_v1_consumer_proto_rawDesc), len(file_jetgate_v1_consumer_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   34,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

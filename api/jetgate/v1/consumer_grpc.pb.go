@@ -19,17 +19,20 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ConsumerService_Fetch_FullMethodName       = "/jetgate.v1.ConsumerService/Fetch"
-	ConsumerService_Ack_FullMethodName         = "/jetgate.v1.ConsumerService/Ack"
-	ConsumerService_Nak_FullMethodName         = "/jetgate.v1.ConsumerService/Nak"
-	ConsumerService_Term_FullMethodName        = "/jetgate.v1.ConsumerService/Term"
-	ConsumerService_Extend_FullMethodName      = "/jetgate.v1.ConsumerService/Extend"
-	ConsumerService_GetConsumer_FullMethodName = "/jetgate.v1.ConsumerService/GetConsumer"
-	ConsumerService_Redrive_FullMethodName     = "/jetgate.v1.ConsumerService/Redrive"
-	ConsumerService_Consume_FullMethodName     = "/jetgate.v1.ConsumerService/Consume"
-	ConsumerService_Pause_FullMethodName       = "/jetgate.v1.ConsumerService/Pause"
-	ConsumerService_Resume_FullMethodName      = "/jetgate.v1.ConsumerService/Resume"
-	ConsumerService_Unpin_FullMethodName       = "/jetgate.v1.ConsumerService/Unpin"
+	ConsumerService_Fetch_FullMethodName           = "/jetgate.v1.ConsumerService/Fetch"
+	ConsumerService_Ack_FullMethodName             = "/jetgate.v1.ConsumerService/Ack"
+	ConsumerService_Nak_FullMethodName             = "/jetgate.v1.ConsumerService/Nak"
+	ConsumerService_Term_FullMethodName            = "/jetgate.v1.ConsumerService/Term"
+	ConsumerService_Extend_FullMethodName          = "/jetgate.v1.ConsumerService/Extend"
+	ConsumerService_GetConsumer_FullMethodName     = "/jetgate.v1.ConsumerService/GetConsumer"
+	ConsumerService_Redrive_FullMethodName         = "/jetgate.v1.ConsumerService/Redrive"
+	ConsumerService_Consume_FullMethodName         = "/jetgate.v1.ConsumerService/Consume"
+	ConsumerService_Pause_FullMethodName           = "/jetgate.v1.ConsumerService/Pause"
+	ConsumerService_Resume_FullMethodName          = "/jetgate.v1.ConsumerService/Resume"
+	ConsumerService_Unpin_FullMethodName           = "/jetgate.v1.ConsumerService/Unpin"
+	ConsumerService_ListConsumers_FullMethodName   = "/jetgate.v1.ConsumerService/ListConsumers"
+	ConsumerService_ListLeases_FullMethodName      = "/jetgate.v1.ConsumerService/ListLeases"
+	ConsumerService_ListDeadLetters_FullMethodName = "/jetgate.v1.ConsumerService/ListDeadLetters"
 )
 
 // ConsumerServiceClient is the client API for ConsumerService service.
@@ -79,6 +82,20 @@ type ConsumerServiceClient interface {
 	// Unpin releases the pinned client of a priority group (pinned_client
 	// policy): the next pull of the group is pinned in its place.
 	Unpin(ctx context.Context, in *UnpinRequest, opts ...grpc.CallOption) (*UnpinResponse, error)
+	// ListConsumers lists the consumers of a stream that this gateway serves
+	// and that the caller may read, with the backlog of each. One listing
+	// request to the NATS server answers for up to 256 consumers of the
+	// stream; a consumer with unacknowledged messages costs one more request
+	// to date its oldest.
+	ListConsumers(ctx context.Context, in *ListConsumersRequest, opts ...grpc.CallOption) (*ListConsumersResponse, error)
+	// ListLeases lists who holds the consumer's live leases, by principal,
+	// across every replica of the gateway: each replica answers for its own
+	// over NATS, and a replica that does not answer in time is named in
+	// missing_replicas.
+	ListLeases(ctx context.Context, in *ListLeasesRequest, opts ...grpc.CallOption) (*ListLeasesResponse, error)
+	// ListDeadLetters lists a page of the consumer's dead letters, oldest
+	// first: the headers of each and a preview of its data.
+	ListDeadLetters(ctx context.Context, in *ListDeadLettersRequest, opts ...grpc.CallOption) (*ListDeadLettersResponse, error)
 }
 
 type consumerServiceClient struct {
@@ -208,6 +225,36 @@ func (c *consumerServiceClient) Unpin(ctx context.Context, in *UnpinRequest, opt
 	return out, nil
 }
 
+func (c *consumerServiceClient) ListConsumers(ctx context.Context, in *ListConsumersRequest, opts ...grpc.CallOption) (*ListConsumersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListConsumersResponse)
+	err := c.cc.Invoke(ctx, ConsumerService_ListConsumers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *consumerServiceClient) ListLeases(ctx context.Context, in *ListLeasesRequest, opts ...grpc.CallOption) (*ListLeasesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListLeasesResponse)
+	err := c.cc.Invoke(ctx, ConsumerService_ListLeases_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *consumerServiceClient) ListDeadLetters(ctx context.Context, in *ListDeadLettersRequest, opts ...grpc.CallOption) (*ListDeadLettersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListDeadLettersResponse)
+	err := c.cc.Invoke(ctx, ConsumerService_ListDeadLetters_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConsumerServiceServer is the server API for ConsumerService service.
 // All implementations must embed UnimplementedConsumerServiceServer
 // for forward compatibility.
@@ -255,6 +302,20 @@ type ConsumerServiceServer interface {
 	// Unpin releases the pinned client of a priority group (pinned_client
 	// policy): the next pull of the group is pinned in its place.
 	Unpin(context.Context, *UnpinRequest) (*UnpinResponse, error)
+	// ListConsumers lists the consumers of a stream that this gateway serves
+	// and that the caller may read, with the backlog of each. One listing
+	// request to the NATS server answers for up to 256 consumers of the
+	// stream; a consumer with unacknowledged messages costs one more request
+	// to date its oldest.
+	ListConsumers(context.Context, *ListConsumersRequest) (*ListConsumersResponse, error)
+	// ListLeases lists who holds the consumer's live leases, by principal,
+	// across every replica of the gateway: each replica answers for its own
+	// over NATS, and a replica that does not answer in time is named in
+	// missing_replicas.
+	ListLeases(context.Context, *ListLeasesRequest) (*ListLeasesResponse, error)
+	// ListDeadLetters lists a page of the consumer's dead letters, oldest
+	// first: the headers of each and a preview of its data.
+	ListDeadLetters(context.Context, *ListDeadLettersRequest) (*ListDeadLettersResponse, error)
 	mustEmbedUnimplementedConsumerServiceServer()
 }
 
@@ -297,6 +358,15 @@ func (UnimplementedConsumerServiceServer) Resume(context.Context, *ResumeRequest
 }
 func (UnimplementedConsumerServiceServer) Unpin(context.Context, *UnpinRequest) (*UnpinResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Unpin not implemented")
+}
+func (UnimplementedConsumerServiceServer) ListConsumers(context.Context, *ListConsumersRequest) (*ListConsumersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListConsumers not implemented")
+}
+func (UnimplementedConsumerServiceServer) ListLeases(context.Context, *ListLeasesRequest) (*ListLeasesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListLeases not implemented")
+}
+func (UnimplementedConsumerServiceServer) ListDeadLetters(context.Context, *ListDeadLettersRequest) (*ListDeadLettersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListDeadLetters not implemented")
 }
 func (UnimplementedConsumerServiceServer) mustEmbedUnimplementedConsumerServiceServer() {}
 func (UnimplementedConsumerServiceServer) testEmbeddedByValue()                         {}
@@ -510,6 +580,60 @@ func _ConsumerService_Unpin_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConsumerService_ListConsumers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListConsumersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConsumerServiceServer).ListConsumers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConsumerService_ListConsumers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConsumerServiceServer).ListConsumers(ctx, req.(*ListConsumersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConsumerService_ListLeases_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListLeasesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConsumerServiceServer).ListLeases(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConsumerService_ListLeases_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConsumerServiceServer).ListLeases(ctx, req.(*ListLeasesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConsumerService_ListDeadLetters_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListDeadLettersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConsumerServiceServer).ListDeadLetters(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConsumerService_ListDeadLetters_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConsumerServiceServer).ListDeadLetters(ctx, req.(*ListDeadLettersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ConsumerService_ServiceDesc is the grpc.ServiceDesc for ConsumerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -556,6 +680,18 @@ var ConsumerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Unpin",
 			Handler:    _ConsumerService_Unpin_Handler,
+		},
+		{
+			MethodName: "ListConsumers",
+			Handler:    _ConsumerService_ListConsumers_Handler,
+		},
+		{
+			MethodName: "ListLeases",
+			Handler:    _ConsumerService_ListLeases_Handler,
+		},
+		{
+			MethodName: "ListDeadLetters",
+			Handler:    _ConsumerService_ListDeadLetters_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

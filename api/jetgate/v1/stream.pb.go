@@ -364,6 +364,190 @@ func (x *PublishBatchResponse) GetSeqs() []uint64 {
 	return nil
 }
 
+// ListStreamsRequest asks for the streams the gateway serves.
+type ListStreamsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListStreamsRequest) Reset() {
+	*x = ListStreamsRequest{}
+	mi := &file_jetgate_v1_stream_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListStreamsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListStreamsRequest) ProtoMessage() {}
+
+func (x *ListStreamsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_stream_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListStreamsRequest.ProtoReflect.Descriptor instead.
+func (*ListStreamsRequest) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_stream_proto_rawDescGZIP(), []int{5}
+}
+
+// ListStreamsResponse lists the streams the gateway serves consumers of.
+type ListStreamsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The streams, by name.
+	Streams       []*StreamSummary `protobuf:"bytes,1,rep,name=streams,proto3" json:"streams,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListStreamsResponse) Reset() {
+	*x = ListStreamsResponse{}
+	mi := &file_jetgate_v1_stream_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListStreamsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListStreamsResponse) ProtoMessage() {}
+
+func (x *ListStreamsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_stream_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListStreamsResponse.ProtoReflect.Descriptor instead.
+func (*ListStreamsResponse) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_stream_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ListStreamsResponse) GetStreams() []*StreamSummary {
+	if x != nil {
+		return x.Streams
+	}
+	return nil
+}
+
+// StreamSummary is one stream and its size, as the NATS server reports it.
+type StreamSummary struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stream's name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The subjects the stream binds.
+	Subjects []string `protobuf:"bytes,2,rep,name=subjects,proto3" json:"subjects,omitempty"`
+	// How many messages it holds.
+	Messages uint64 `protobuf:"varint,3,opt,name=messages,proto3" json:"messages,omitempty"`
+	// How many bytes they take.
+	Bytes uint64 `protobuf:"varint,4,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	// The sequence of its first message.
+	FirstSeq uint64 `protobuf:"varint,5,opt,name=first_seq,json=firstSeq,proto3" json:"first_seq,omitempty"`
+	// The sequence of its last message.
+	LastSeq uint64 `protobuf:"varint,6,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
+	// How many of its consumers this gateway serves that the caller may
+	// read.
+	Consumers     int32 `protobuf:"varint,7,opt,name=consumers,proto3" json:"consumers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StreamSummary) Reset() {
+	*x = StreamSummary{}
+	mi := &file_jetgate_v1_stream_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StreamSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StreamSummary) ProtoMessage() {}
+
+func (x *StreamSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_stream_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StreamSummary.ProtoReflect.Descriptor instead.
+func (*StreamSummary) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_stream_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *StreamSummary) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *StreamSummary) GetSubjects() []string {
+	if x != nil {
+		return x.Subjects
+	}
+	return nil
+}
+
+func (x *StreamSummary) GetMessages() uint64 {
+	if x != nil {
+		return x.Messages
+	}
+	return 0
+}
+
+func (x *StreamSummary) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *StreamSummary) GetFirstSeq() uint64 {
+	if x != nil {
+		return x.FirstSeq
+	}
+	return 0
+}
+
+func (x *StreamSummary) GetLastSeq() uint64 {
+	if x != nil {
+		return x.LastSeq
+	}
+	return 0
+}
+
+func (x *StreamSummary) GetConsumers() int32 {
+	if x != nil {
+		return x.Consumers
+	}
+	return 0
+}
+
 var File_jetgate_v1_stream_proto protoreflect.FileDescriptor
 
 const file_jetgate_v1_stream_proto_rawDesc = "" +
@@ -397,10 +581,22 @@ const file_jetgate_v1_stream_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\v2\x18.jetgate.v1.HeaderValuesR\x05value:\x028\x01\"B\n" +
 	"\x14PublishBatchResponse\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x12\n" +
-	"\x04seqs\x18\x02 \x03(\x04R\x04seqs2\xa6\x01\n" +
+	"\x04seqs\x18\x02 \x03(\x04R\x04seqs\"\x14\n" +
+	"\x12ListStreamsRequest\"J\n" +
+	"\x13ListStreamsResponse\x123\n" +
+	"\astreams\x18\x01 \x03(\v2\x19.jetgate.v1.StreamSummaryR\astreams\"\xc7\x01\n" +
+	"\rStreamSummary\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
+	"\bsubjects\x18\x02 \x03(\tR\bsubjects\x12\x1a\n" +
+	"\bmessages\x18\x03 \x01(\x04R\bmessages\x12\x14\n" +
+	"\x05bytes\x18\x04 \x01(\x04R\x05bytes\x12\x1b\n" +
+	"\tfirst_seq\x18\x05 \x01(\x04R\bfirstSeq\x12\x19\n" +
+	"\blast_seq\x18\x06 \x01(\x04R\alastSeq\x12\x1c\n" +
+	"\tconsumers\x18\a \x01(\x05R\tconsumers2\xf6\x01\n" +
 	"\rStreamService\x12B\n" +
 	"\aPublish\x12\x1a.jetgate.v1.PublishRequest\x1a\x1b.jetgate.v1.PublishResponse\x12Q\n" +
-	"\fPublishBatch\x12\x1f.jetgate.v1.PublishBatchRequest\x1a .jetgate.v1.PublishBatchResponseB5Z3github.com/jetgate/jetgate/api/jetgate/v1;jetgatev1b\x06proto3"
+	"\fPublishBatch\x12\x1f.jetgate.v1.PublishBatchRequest\x1a .jetgate.v1.PublishBatchResponse\x12N\n" +
+	"\vListStreams\x12\x1e.jetgate.v1.ListStreamsRequest\x1a\x1f.jetgate.v1.ListStreamsResponseB5Z3github.com/jetgate/jetgate/api/jetgate/v1;jetgatev1b\x06proto3"
 
 var (
 	file_jetgate_v1_stream_proto_rawDescOnce sync.Once
@@ -414,35 +610,41 @@ func file_jetgate_v1_stream_proto_rawDescGZIP() []byte {
 	return file_jetgate_v1_stream_proto_rawDescData
 }
 
-var file_jetgate_v1_stream_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_jetgate_v1_stream_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_jetgate_v1_stream_proto_goTypes = []any{
 	(*PublishRequest)(nil),       // 0: jetgate.v1.PublishRequest
 	(*PublishResponse)(nil),      // 1: jetgate.v1.PublishResponse
 	(*PublishBatchRequest)(nil),  // 2: jetgate.v1.PublishBatchRequest
 	(*BatchMessage)(nil),         // 3: jetgate.v1.BatchMessage
 	(*PublishBatchResponse)(nil), // 4: jetgate.v1.PublishBatchResponse
-	nil,                          // 5: jetgate.v1.PublishRequest.HeadersEntry
-	nil,                          // 6: jetgate.v1.BatchMessage.HeadersEntry
-	(*durationpb.Duration)(nil),  // 7: google.protobuf.Duration
-	(*HeaderValues)(nil),         // 8: jetgate.v1.HeaderValues
+	(*ListStreamsRequest)(nil),   // 5: jetgate.v1.ListStreamsRequest
+	(*ListStreamsResponse)(nil),  // 6: jetgate.v1.ListStreamsResponse
+	(*StreamSummary)(nil),        // 7: jetgate.v1.StreamSummary
+	nil,                          // 8: jetgate.v1.PublishRequest.HeadersEntry
+	nil,                          // 9: jetgate.v1.BatchMessage.HeadersEntry
+	(*durationpb.Duration)(nil),  // 10: google.protobuf.Duration
+	(*HeaderValues)(nil),         // 11: jetgate.v1.HeaderValues
 }
 var file_jetgate_v1_stream_proto_depIdxs = []int32{
-	5, // 0: jetgate.v1.PublishRequest.headers:type_name -> jetgate.v1.PublishRequest.HeadersEntry
-	7, // 1: jetgate.v1.PublishRequest.ttl:type_name -> google.protobuf.Duration
-	3, // 2: jetgate.v1.PublishBatchRequest.messages:type_name -> jetgate.v1.BatchMessage
-	6, // 3: jetgate.v1.BatchMessage.headers:type_name -> jetgate.v1.BatchMessage.HeadersEntry
-	7, // 4: jetgate.v1.BatchMessage.ttl:type_name -> google.protobuf.Duration
-	8, // 5: jetgate.v1.PublishRequest.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
-	8, // 6: jetgate.v1.BatchMessage.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
-	0, // 7: jetgate.v1.StreamService.Publish:input_type -> jetgate.v1.PublishRequest
-	2, // 8: jetgate.v1.StreamService.PublishBatch:input_type -> jetgate.v1.PublishBatchRequest
-	1, // 9: jetgate.v1.StreamService.Publish:output_type -> jetgate.v1.PublishResponse
-	4, // 10: jetgate.v1.StreamService.PublishBatch:output_type -> jetgate.v1.PublishBatchResponse
-	9, // [9:11] is the sub-list for method output_type
-	7, // [7:9] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	8,  // 0: jetgate.v1.PublishRequest.headers:type_name -> jetgate.v1.PublishRequest.HeadersEntry
+	10, // 1: jetgate.v1.PublishRequest.ttl:type_name -> google.protobuf.Duration
+	3,  // 2: jetgate.v1.PublishBatchRequest.messages:type_name -> jetgate.v1.BatchMessage
+	9,  // 3: jetgate.v1.BatchMessage.headers:type_name -> jetgate.v1.BatchMessage.HeadersEntry
+	10, // 4: jetgate.v1.BatchMessage.ttl:type_name -> google.protobuf.Duration
+	7,  // 5: jetgate.v1.ListStreamsResponse.streams:type_name -> jetgate.v1.StreamSummary
+	11, // 6: jetgate.v1.PublishRequest.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
+	11, // 7: jetgate.v1.BatchMessage.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
+	0,  // 8: jetgate.v1.StreamService.Publish:input_type -> jetgate.v1.PublishRequest
+	2,  // 9: jetgate.v1.StreamService.PublishBatch:input_type -> jetgate.v1.PublishBatchRequest
+	5,  // 10: jetgate.v1.StreamService.ListStreams:input_type -> jetgate.v1.ListStreamsRequest
+	1,  // 11: jetgate.v1.StreamService.Publish:output_type -> jetgate.v1.PublishResponse
+	4,  // 12: jetgate.v1.StreamService.PublishBatch:output_type -> jetgate.v1.PublishBatchResponse
+	6,  // 13: jetgate.v1.StreamService.ListStreams:output_type -> jetgate.v1.ListStreamsResponse
+	11, // [11:14] is the sub-list for method output_type
+	8,  // [8:11] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_jetgate_v1_stream_proto_init() }
@@ -457,7 +659,7 @@ func file_jetgate_v1_stream_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jetgate_v1_stream_proto_rawDesc), len(file_jetgate_v1_stream_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -21,6 +21,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	StreamService_Publish_FullMethodName      = "/jetgate.v1.StreamService/Publish"
 	StreamService_PublishBatch_FullMethodName = "/jetgate.v1.StreamService/PublishBatch"
+	StreamService_ListStreams_FullMethodName  = "/jetgate.v1.StreamService/ListStreams"
 )
 
 // StreamServiceClient is the client API for StreamService service.
@@ -36,6 +37,10 @@ type StreamServiceClient interface {
 	// on a stream with allow_atomic) and returns each message's sequence. A
 	// refused batch stores nothing, and the error says which message and why.
 	PublishBatch(ctx context.Context, in *PublishBatchRequest, opts ...grpc.CallOption) (*PublishBatchResponse, error)
+	// ListStreams lists the streams this gateway serves consumers of that the
+	// caller may read, with their size: one request to the NATS server per
+	// stream.
+	ListStreams(ctx context.Context, in *ListStreamsRequest, opts ...grpc.CallOption) (*ListStreamsResponse, error)
 }
 
 type streamServiceClient struct {
@@ -66,6 +71,16 @@ func (c *streamServiceClient) PublishBatch(ctx context.Context, in *PublishBatch
 	return out, nil
 }
 
+func (c *streamServiceClient) ListStreams(ctx context.Context, in *ListStreamsRequest, opts ...grpc.CallOption) (*ListStreamsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListStreamsResponse)
+	err := c.cc.Invoke(ctx, StreamService_ListStreams_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // StreamServiceServer is the server API for StreamService service.
 // All implementations must embed UnimplementedStreamServiceServer
 // for forward compatibility.
@@ -79,6 +94,10 @@ type StreamServiceServer interface {
 	// on a stream with allow_atomic) and returns each message's sequence. A
 	// refused batch stores nothing, and the error says which message and why.
 	PublishBatch(context.Context, *PublishBatchRequest) (*PublishBatchResponse, error)
+	// ListStreams lists the streams this gateway serves consumers of that the
+	// caller may read, with their size: one request to the NATS server per
+	// stream.
+	ListStreams(context.Context, *ListStreamsRequest) (*ListStreamsResponse, error)
 	mustEmbedUnimplementedStreamServiceServer()
 }
 
@@ -94,6 +113,9 @@ func (UnimplementedStreamServiceServer) Publish(context.Context, *PublishRequest
 }
 func (UnimplementedStreamServiceServer) PublishBatch(context.Context, *PublishBatchRequest) (*PublishBatchResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PublishBatch not implemented")
+}
+func (UnimplementedStreamServiceServer) ListStreams(context.Context, *ListStreamsRequest) (*ListStreamsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListStreams not implemented")
 }
 func (UnimplementedStreamServiceServer) mustEmbedUnimplementedStreamServiceServer() {}
 func (UnimplementedStreamServiceServer) testEmbeddedByValue()                       {}
@@ -152,6 +174,24 @@ func _StreamService_PublishBatch_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _StreamService_ListStreams_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListStreamsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(StreamServiceServer).ListStreams(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: StreamService_ListStreams_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(StreamServiceServer).ListStreams(ctx, req.(*ListStreamsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // StreamService_ServiceDesc is the grpc.ServiceDesc for StreamService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -166,6 +206,10 @@ var StreamService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "PublishBatch",
 			Handler:    _StreamService_PublishBatch_Handler,
+		},
+		{
+			MethodName: "ListStreams",
+			Handler:    _StreamService_ListStreams_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,0 +1,16 @@
+// Every action is confirmed in a modal <dialog> first: focus moves into it,
+// Escape cancels, and the confirm button names what it will do.
+
+export function confirmAction(title: string, text: string, ok: string): Promise<boolean> {
+  const dlg = document.getElementById("confirm") as HTMLDialogElement;
+  (document.getElementById("confirm-title") as HTMLElement).textContent = title;
+  (document.getElementById("confirm-text") as HTMLElement).textContent = text;
+  const okButton = document.getElementById("confirm-ok") as HTMLButtonElement;
+  okButton.textContent = ok;
+  return new Promise((resolve) => {
+    dlg.returnValue = "";
+    dlg.addEventListener("close", () => resolve(dlg.returnValue === "ok"), { once: true });
+    dlg.showModal();
+    okButton.focus();
+  });
+}

@@ -1,0 +1,183 @@
+// The console's logic that needs no page: formatting, the history behind
+// the sparklines, the API's paths and bodies. Unit-tested (test/).
+
+/** A duration as protobuf's JSON mapping writes it ("1.5s") in ms. */
+export function durationMs(d: string | undefined): number {
+  if (!d) return 0;
+  const m = /^(-?\d+(?:\.\d+)?)s$/.exec(d);
+  return m ? Math.round(parseFloat(m[1]) * 1000) : 0;
+}
+
+/** A short, readable age: 0s, 45s, 3m 20s, 2h 5m, 3d 4h. */
+export function formatAge(ms: number): string {
+  if (!(ms > 0)) return "0s";
+  const s = Math.floor(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${s % 60}s`;
+  const h = Math.floor(m / 60);
+  if (h < 24) return `${h}h ${m % 60}m`;
+  return `${Math.floor(h / 24)}d ${h % 24}h`;
+}
+
+/** A count with thousands separated, as int64 fields come (strings). */
+export function formatCount(v: string | number | undefined): string {
+  const n = typeof v === "string" ? Number(v) : (v ?? 0);
+  return Number.isFinite(n) ? n.toLocaleString("en-US") : String(v);
+}
+
+/** The metrics a consumer's sparklines show. */
+export const METRICS = ["pending", "ackPending", "redelivered", "waiting", "oldestMs"] as const;
+export type Metric = (typeof METRICS)[number];
+export type Sample = { at: number } & Record<Metric, number>;
+
+export const METRIC_LABELS: Record<Metric, string> = {
+  pending: "Pending",
+  ackPending: "Ack pending",
+  redelivered: "Redelivered",
+  waiting: "Waiting",
+  oldestMs: "Oldest unacked",
+};
+
+/**
+ * History keeps each consumer's samples over a window (the last minutes),
+ * fed by the page's own polling of the API: the console asks the server
+ * nothing for it.
+ */
+export class History {
+  private series = new Map<string, Sample[]>();
+  constructor(readonly windowMs = 10 * 60_000, readonly max = 600) {}
+
+  add(key: string, s: Sample): void {
+    const list = this.series.get(key) ?? [];
+    const last = list[list.length - 1];
+    if (last && s.at <= last.at) return; // an answer older than one we have
+    list.push(s);
+    const from = s.at - this.windowMs;
+    while (list.length > this.max || (list.length > 0 && list[0].at < from)) list.shift();
+    this.series.set(key, list);
+  }
+
+  get(key: string): Sample[] {
+    return this.series.get(key) ?? [];
+  }
+}
+
+/** A consumer summary or GetConsumer answer as a sample. */
+export function sampleOf(at: number, c: {
+  numPending?: string; numAckPending?: string; numRedelivered?: string; numWaiting?: string; oldestUnackedAge?: string;
+}): Sample {
+  return {
+    at,
+    pending: Number(c.numPending ?? 0),
+    ackPending: Number(c.numAckPending ?? 0),
+    redelivered: Number(c.numRedelivered ?? 0),
+    waiting: Number(c.numWaiting ?? 0),
+    oldestMs: durationMs(c.oldestUnackedAge),
+  };
+}
+
+/**
+ * The points of a sparkline of values in a width × height box: time runs
+ * left to right over the window ending at now; the highest value touches
+ * the top, zero the bottom.
+ */
+export function sparkPoints(samples: Sample[], metric: Metric, now: number, windowMs: number, width: number, height: number): string {
+  if (samples.length === 0) return "";
+  if (samples.length === 1) samples = [{ ...samples[0], at: samples[0].at - windowMs / 60 }, samples[0]]; // a dash, not nothing
+  const top = Math.max(1, ...samples.map((s) => s[metric]));
+  const pad = 1;
+  return samples
+    .map((s) => {
+      const x = width - ((now - s.at) / windowMs) * width;
+      const y = height - pad - (s[metric] / top) * (height - 2 * pad);
+      return `${round(Math.max(0, Math.min(width, x)))},${round(y)}`;
+    })
+    .join(" ");
+}
+
+function round(v: number): number {
+  return Math.round(v * 10) / 10;
+}
+
+/** The REST paths of the API the console calls. */
+export const paths = {
+  streams: () => "/v1/streams",
+  consumers: (stream: string) => `/v1/streams/${enc(stream)}/consumers`,
+  consumer: (stream: string, consumer: string) => `/v1/streams/${enc(stream)}/consumers/${enc(consumer)}`,
+  leases: (stream: string, consumer: string) => `${paths.consumer(stream, consumer)}/leases`,
+  deadLetters: (stream: string, consumer: string, pageToken = "", pageSize = 20) => {
+    const q = new URLSearchParams({ pageSize: String(pageSize) });
+    if (pageToken) q.set("pageToken", pageToken);
+    return `${paths.consumer(stream, consumer)}/deadLetters?${q}`;
+  },
+  action: (stream: string, consumer: string, verb: "pause" | "resume" | "unpin" | "redrive") =>
+    `${paths.consumer(stream, consumer)}:${verb}`,
+};
+
+function enc(s: string): string {
+  return encodeURIComponent(s);
+}
+
+/** The body of a Redrive: the sequences selected, or none for all. */
+export function redriveBody(stream: string, consumer: string, seqs: Iterable<string>): { stream: string; consumer: string; seqs: string[] } {
+  return { stream, consumer, seqs: [...seqs].sort((a, b) => Number(a) - Number(b)) };
+}
+
+/** A local datetime-local input's value as an RFC 3339 instant. */
+export function pauseUntil(local: string, now: Date): string | Error {
+  const t = new Date(local);
+  if (!local || Number.isNaN(t.getTime())) return new Error("Give a date and time to pause until.");
+  if (t.getTime() <= now.getTime()) return new Error("The pause must end in the future.");
+  return t.toISOString();
+}
+
+/** The value of a datetime-local input for an instant, in local time. */
+export function localInput(t: Date): string {
+  const p = (n: number) => String(n).padStart(2, "0");
+  return `${t.getFullYear()}-${p(t.getMonth() + 1)}-${p(t.getDate())}T${p(t.getHours())}:${p(t.getMinutes())}`;
+}
+
+/**
+ * A preview of a dead letter's data (base64, as protobuf's JSON mapping
+ * writes bytes): the text when it is UTF-8 without control characters,
+ * else hex.
+ */
+export function preview(b64: string | undefined, size: number): { text: string; binary: boolean } {
+  if (!b64) return { text: "", binary: false };
+  const bin = atob(b64);
+  const bytes = Uint8Array.from(bin, (c) => c.charCodeAt(0));
+  const more = size > bytes.length ? ` … (${size} bytes)` : "";
+  try {
+    const text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    // eslint-disable-next-line no-control-regex
+    if (!/[\u0000-\u0008\u000e-\u001f\u007f]/.test(text)) return { text: text + more, binary: false };
+  } catch {
+    // not UTF-8: hex below
+  }
+  const hex = [...bytes.slice(0, 256)].map((b) => b.toString(16).padStart(2, "0")).join(" ");
+  return { text: hex + (bytes.length > 256 || more ? ` … (${size} bytes)` : ""), binary: true };
+}
+
+/** What an API error says, from the JSON grpc-gateway writes. */
+export function errorText(status: number, body: unknown): string {
+  const b = body as { message?: string; details?: { reason?: string }[] } | null;
+  const reason = b?.details?.find((d) => d.reason)?.reason;
+  const msg = b?.message || `HTTP ${status}`;
+  return reason ? `${msg} (${reason})` : msg;
+}
+
+/** The name shown for a principal: none when auth is off. */
+export function principalName(p: string | undefined): string {
+  return p ? p : "(anonymous: authentication is off)";
+}
+
+/** The configuration fields worth showing: those set (protobuf's JSON mapping writes every field). */
+export function configEntries(config: Record<string, unknown>): [string, string][] {
+  const out: [string, string][] = [];
+  for (const [k, v] of Object.entries(config)) {
+    if (v === null || v === undefined || v === "" || (Array.isArray(v) && v.length === 0) || /_UNSPECIFIED$/.test(String(v))) continue;
+    out.push([k, Array.isArray(v) ? v.join(", ") : typeof v === "object" ? JSON.stringify(v) : String(v)]);
+  }
+  return out;
+}

@@ -1,0 +1,189 @@
+// The console in a real browser: Debian's Chromium, headless, driven by
+// playwright-core against a real jetgate (test/browser/jetgate.mjs). A
+// screenshot of each page goes to console/artifacts/.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { chromium } from "playwright-core";
+import { OPERATOR_KEY, WORKER_KEY, startJetgate } from "./jetgate.mjs";
+
+const artifacts = resolve(import.meta.dirname, "../../artifacts");
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+
+let jg, browser, profile; // browser: a persistent context, on a fresh profile
+const problems = []; // script errors and console errors the page had
+
+before(async () => {
+  mkdirSync(artifacts, { recursive: true });
+  jg = await startJetgate();
+  profile = mkdtempSync(join(tmpdir(), "chromium-profile-"));
+  browser = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  await jg?.stop();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+});
+
+async function openPage(viewport) {
+  const page = await browser.newPage();
+  await page.setViewportSize(viewport);
+  page.on("pageerror", (e) => problems.push(`script error: ${e.message}`));
+  page.on("console", (m) => {
+    // A 401 or 4xx answer is logged by the browser as a failed resource;
+    // anything else in red (a CSP refusal, an exception) is a problem.
+    if (m.type() === "error" && !/Failed to load resource/.test(m.text())) problems.push(`console: ${m.text()}`);
+  });
+  return page;
+}
+
+async function shot(page, name) {
+  const path = join(artifacts, `${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  console.log(`screenshot: ${path}`);
+}
+
+async function confirmIn(page, name) {
+  const dialog = page.locator("dialog[open]");
+  await dialog.waitFor();
+  await dialog.getByRole("button", { name, exact: true }).click();
+  await dialog.waitFor({ state: "detached" }).catch(() => {});
+  await page.locator("dialog[open]").waitFor({ state: "hidden" });
+}
+
+async function until(what, cond, ms = 15_000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await cond();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const consumerPath = "/v1/streams/ORDERS/consumers/billing";
+
+test("the console shows billing, its leases and dead letters, and pauses, resumes and redrives it", async () => {
+  const res = await fetch(`${jg.base}/console/`);
+  assert.equal(res.status, 200);
+  const csp = res.headers.get("content-security-policy");
+  assert.match(csp, /script-src 'self'/);
+  assert.doesNotMatch(csp, /unsafe-inline/);
+
+  // Six messages; the worker leases three and terminates one (a dead letter).
+  for (let i = 0; i < 6; i++) {
+    await jg.api(WORKER_KEY, "POST", "/v1/streams/ORDERS:publish", { subject: "orders.new", data: btoa(`order ${i}`) });
+  }
+  const fetched = await jg.api(WORKER_KEY, "POST", `${consumerPath}:fetch`, { batch: 3, expires: "2s" });
+  assert.equal(fetched.messages.length, 3);
+  await jg.api(WORKER_KEY, "POST", `${consumerPath}:term`, { tokens: [fetched.messages[0].token], reason: "bad order" });
+  await until("the dead letter", async () => (await jg.api(OPERATOR_KEY, "GET", consumerPath)).deadLetters === "1");
+
+  const page = await openPage({ width: 1280, height: 800 });
+  await page.goto(`${jg.base}/console/`);
+  // Auth is on: the page asks for a key, and keeps it in the tab only.
+  await page.getByLabel("API key or token").fill(OPERATOR_KEY);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  const row = page.locator('tr[data-consumer="billing"]');
+  await row.waitFor();
+  assert.equal(await row.locator('[data-metric="pending"] .value').textContent(), "3");
+  assert.equal(await row.locator('[data-metric="ackPending"] .value').textContent(), "2");
+  assert.equal(await page.evaluate(() => localStorage.length), 0);
+  assert.equal(await page.evaluate(() => sessionStorage.getItem("jetgate.credential")), OPERATOR_KEY);
+  await shot(page, "overview-1280x800");
+
+  await row.getByRole("link", { name: "billing" }).click();
+  const lease = page.locator('#leases-body tr[data-principal="worker"]');
+  await lease.waitFor();
+  assert.match(await lease.textContent(), /worker\s*2/);
+  await page.locator('#dead-body tr[data-seq]').first().waitFor();
+  await shot(page, "consumer-1280x800");
+
+  // Pause: confirmed, then the server says paused.
+  await page.getByRole("button", { name: "Pause", exact: true }).click();
+  await confirmIn(page, "Pause");
+  await until("paused", async () => (await jg.api(OPERATOR_KEY, "GET", consumerPath)).state.paused === true);
+  await page.getByText("Paused: delivers again in").waitFor();
+  await shot(page, "consumer-paused-1280x800");
+
+  // Resume, likewise; a canceled confirmation does nothing.
+  await page.getByRole("button", { name: "Resume", exact: true }).click();
+  await confirmIn(page, "Cancel");
+  assert.equal((await jg.api(OPERATOR_KEY, "GET", consumerPath)).state.paused, true);
+  await page.getByRole("button", { name: "Resume", exact: true }).click();
+  await confirmIn(page, "Resume");
+  await until("resumed", async () => !(await jg.api(OPERATOR_KEY, "GET", consumerPath)).state.paused);
+
+  // Redrive the selected dead letter: back on orders.new, one more pending.
+  const before = Number((await jg.api(OPERATOR_KEY, "GET", consumerPath)).state.numPending);
+  await page.locator('#dead-body tr[data-seq] input[type="checkbox"]').first().check();
+  await page.getByRole("button", { name: "Redrive", exact: true }).click();
+  await confirmIn(page, "Redrive");
+  await until("redriven", async () => {
+    const c = await jg.api(OPERATOR_KEY, "GET", consumerPath);
+    return (c.deadLetters ?? "0") === "0" && Number(c.state.numPending) === before + 1;
+  });
+  await page.getByText("No dead letters.").waitFor();
+  await page.close();
+  assert.deepEqual(problems, []);
+});
+
+test("Unpin releases a pinned group's client", async () => {
+  const path = "/v1/streams/ORDERS/consumers/pinned";
+  await jg.api(WORKER_KEY, "POST", "/v1/streams/ORDERS:publish", { subject: "orders.pin", data: btoa("pin") });
+  const got = await jg.api(WORKER_KEY, "POST", `${path}:fetch`, { batch: 1, expires: "2s", group: "jobs" });
+  assert.ok(got.pinId, "the fetch was not pinned");
+  const pinned = async () => (await jg.api(OPERATOR_KEY, "GET", path)).state.priorityGroups?.[0]?.pinned === true;
+  await until("pinned", pinned);
+  const page = await openPage({ width: 1280, height: 800 });
+  await page.goto(`${jg.base}/console/`);
+  await page.getByLabel("API key or token").fill(OPERATOR_KEY);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.locator('tr[data-consumer="pinned"] a').click();
+  const unpin = page.getByRole("button", { name: "Unpin", exact: true });
+  await until("the Unpin button enabled", () => unpin.isEnabled());
+  await shot(page, "consumer-pinned-1280x800");
+  await unpin.click();
+  await confirmIn(page, "Unpin");
+  await until("unpinned", async () => !(await pinned()));
+  await page.close();
+  assert.deepEqual(problems, []);
+});
+
+test("the keyboard reaches every action, and the consumer page reads on a phone", async () => {
+  const page = await openPage({ width: 390, height: 844 });
+  await page.goto(`${jg.base}/console/`);
+  await page.getByLabel("API key or token").fill(OPERATOR_KEY);
+  await page.keyboard.press("Enter");
+  await page.locator('tr[data-consumer="billing"]').waitFor();
+  await shot(page, "overview-phone");
+  await page.goto(`${jg.base}/console/#/streams/ORDERS/consumers/billing`);
+  await page.locator("#leases-body table, #leases-body p").first().waitFor();
+  const reached = new Set();
+  for (let i = 0; i < 60; i++) {
+    await page.keyboard.press("Tab");
+    const name = await page.evaluate(() => {
+      const el = document.activeElement;
+      return el && el.tagName === "BUTTON" ? el.textContent : null;
+    });
+    if (name) reached.add(name);
+  }
+  for (const name of ["Pause", "Resume"]) assert.ok(reached.has(name), `Tab never reached ${name}: ${[...reached]}`);
+  const wide = await page.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok(wide <= 390 + 1, `the page is ${wide}px wide on a 390px screen`);
+  await shot(page, "consumer-phone");
+  // Signing out forgets the key.
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.getByLabel("API key or token").waitFor();
+  assert.equal(await page.evaluate(() => sessionStorage.getItem("jetgate.credential")), null);
+  await page.close();
+  assert.deepEqual(problems, []);
+});

@@ -1,0 +1,106 @@
+import { describe, expect, test } from "vitest";
+import {
+  History, configEntries, durationMs, errorText, formatAge, formatCount, localInput, paths, pauseUntil, preview, principalName,
+  redriveBody, sampleOf, sparkPoints,
+} from "../src/logic";
+
+describe("durations and ages", () => {
+  test.each([
+    ["", 0], ["0s", 0], ["1.5s", 1500], ["90s", 90000], ["0.000001s", 0], ["bogus", 0],
+  ])("durationMs(%j) = %d", (d, ms) => expect(durationMs(d)).toBe(ms));
+  test.each([
+    [0, "0s"], [-5, "0s"], [NaN, "0s"], [999, "0s"], [45_000, "45s"], [200_000, "3m 20s"],
+    [2 * 3600_000 + 5 * 60_000, "2h 5m"], [3 * 86400_000 + 4 * 3600_000, "3d 4h"],
+  ])("formatAge(%d) = %s", (ms, s) => expect(formatAge(ms)).toBe(s));
+  test("counts as int64 strings", () => {
+    expect(formatCount("1234567")).toBe("1,234,567");
+    expect(formatCount(undefined)).toBe("0");
+  });
+});
+
+describe("history", () => {
+  const s = (at: number, pending: number) => ({ at, pending, ackPending: 0, redelivered: 0, waiting: 0, oldestMs: 0 });
+  test("keeps the window, in order, and drops stale answers", () => {
+    const h = new History(10_000, 100);
+    h.add("a", s(1000, 1));
+    h.add("a", s(5000, 2));
+    h.add("a", s(4000, 9)); // older than one kept: an answer that came late
+    h.add("a", s(12_000, 3));
+    expect(h.get("a").map((x) => x.pending)).toEqual([2, 3]);
+    expect(h.get("b")).toEqual([]);
+  });
+  test("holds at most max samples", () => {
+    const h = new History(1e9, 3);
+    for (let i = 1; i <= 5; i++) h.add("a", s(i, i));
+    expect(h.get("a").map((x) => x.pending)).toEqual([3, 4, 5]);
+  });
+  test("samples from the API's JSON", () => {
+    expect(sampleOf(7, { numPending: "3", numAckPending: "2", oldestUnackedAge: "2.5s" })).toEqual({
+      at: 7, pending: 3, ackPending: 2, redelivered: 0, waiting: 0, oldestMs: 2500,
+    });
+  });
+});
+
+describe("sparklines", () => {
+  const s = (at: number, pending: number) => ({ at, pending, ackPending: 0, redelivered: 0, waiting: 0, oldestMs: 0 });
+  test("time runs left to right, the highest value at the top", () => {
+    expect(sparkPoints([s(0, 0), s(50, 10), s(100, 5)], "pending", 100, 100, 100, 22)).toBe("0,21 50,1 100,11");
+  });
+  test("all zero stays on the floor, nothing is empty", () => {
+    expect(sparkPoints([s(90, 0), s(100, 0)], "pending", 100, 100, 100, 22)).toBe("90,21 100,21");
+    expect(sparkPoints([], "pending", 100, 100, 100, 22)).toBe("");
+  });
+  test("samples older than the window are clamped to the left edge; one sample is a dash", () => {
+    expect(sparkPoints([s(0, 1), s(900, 1)], "pending", 1000, 100, 50, 10)).toBe("0,1 0,1");
+    expect(sparkPoints([s(100, 1)], "pending", 100, 600, 60, 10)).toBe("59,1 60,1");
+  });
+});
+
+describe("API paths and bodies", () => {
+  test("names are escaped", () => {
+    expect(paths.consumer("OR DERS", "a/b")).toBe("/v1/streams/OR%20DERS/consumers/a%2Fb");
+    expect(paths.action("S", "c", "redrive")).toBe("/v1/streams/S/consumers/c:redrive");
+    expect(paths.deadLetters("S", "c")).toBe("/v1/streams/S/consumers/c/deadLetters?pageSize=20");
+    expect(paths.deadLetters("S", "c", "42", 5)).toBe("/v1/streams/S/consumers/c/deadLetters?pageSize=5&pageToken=42");
+  });
+  test("redrive: the selected sequences in order, none for all", () => {
+    expect(redriveBody("S", "c", new Set(["10", "2"]))).toEqual({ stream: "S", consumer: "c", seqs: ["2", "10"] });
+    expect(redriveBody("S", "c", []).seqs).toEqual([]);
+  });
+  test("pause until: a future instant, else a sentence", () => {
+    const now = new Date("2026-01-01T10:00:00Z");
+    expect(pauseUntil("", now)).toBeInstanceOf(Error);
+    expect(pauseUntil("nonsense", now)).toBeInstanceOf(Error);
+    expect(pauseUntil("2020-01-01T00:00", now)).toBeInstanceOf(Error);
+    const later = new Date(now.getTime() + 3600_000);
+    expect(pauseUntil(localInput(later), now)).toBe(later.toISOString());
+  });
+  test("errors say the API's message and reason", () => {
+    expect(errorText(403, { message: "alice may not read", details: [{ "@type": "x" }, { reason: "PERMISSION_DENIED" }] }))
+      .toBe("alice may not read (PERMISSION_DENIED)");
+    expect(errorText(502, null)).toBe("HTTP 502");
+  });
+  test("the anonymous principal is named", () => {
+    expect(principalName("")).toMatch(/anonymous/);
+    expect(principalName("bob")).toBe("bob");
+  });
+});
+
+test("configuration: only the fields set", () => {
+  expect(configEntries({ durableName: "billing", optStartTime: null, backoff: [], filterSubjects: ["a", "b"],
+    priorityPolicy: "PRIORITY_POLICY_UNSPECIFIED", maxDeliver: "5", description: "" }))
+    .toEqual([["durableName", "billing"], ["filterSubjects", "a, b"], ["maxDeliver", "5"]]);
+});
+
+describe("dead letter previews", () => {
+  const b64 = (bytes: number[]) => btoa(String.fromCharCode(...bytes));
+  test("text shows as text, with the size when cut", () => {
+    expect(preview(btoa("hello"), 5)).toEqual({ text: "hello", binary: false });
+    expect(preview(btoa("hello"), 3000).text).toBe("hello … (3000 bytes)");
+  });
+  test("bytes that are not text show as hex", () => {
+    expect(preview(b64([0, 255, 16]), 3)).toEqual({ text: "00 ff 10", binary: true });
+    expect(preview(b64([104, 105, 1]), 3).binary).toBe(true); // a control character
+    expect(preview(undefined, 0)).toEqual({ text: "", binary: false });
+  });
+});

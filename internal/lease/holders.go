@@ -1,0 +1,59 @@
+package lease
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// Holder is one principal's live leases in a table.
+type Holder struct {
+	Principal string
+	Leases    int
+	Oldest    time.Time // when the oldest was handed out
+}
+
+// Hand records that the deliveries rs were handed out to principal at now.
+// A delivery the table no longer holds (voided, or replaced) is skipped.
+func (t *Table) Hand(rs []Ref, principal string, now time.Time) {
+	ms := now.UnixMilli()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, r := range rs {
+		if e := t.lookup(r); e != nil {
+			e.holder, e.handed = principal, ms
+		}
+	}
+}
+
+// Holders counts the live leases handed out, by principal, most leases
+// first. Leases past their deadline that no sweep has dropped yet, and
+// deliveries not handed out (held for the next Fetch, or adopted from a
+// token), are not counted.
+func (t *Table) Holders(now time.Time) []Holder {
+	by := map[string]*Holder{}
+	t.mu.Lock()
+	for _, e := range t.entries {
+		if e.handed == 0 || !now.Before(e.Deadline) {
+			continue
+		}
+		h := by[e.holder]
+		if h == nil {
+			h = &Holder{Principal: e.holder, Oldest: time.UnixMilli(e.handed)}
+			by[e.holder] = h
+		}
+		h.Leases++
+		if at := time.UnixMilli(e.handed); at.Before(h.Oldest) {
+			h.Oldest = at
+		}
+	}
+	t.mu.Unlock()
+	out := make([]Holder, 0, len(by))
+	for _, h := range by {
+		out = append(out, *h)
+	}
+	slices.SortFunc(out, func(a, b Holder) int {
+		return cmp.Or(cmp.Compare(b.Leases, a.Leases), cmp.Compare(a.Principal, b.Principal))
+	})
+	return out
+}
