@@ -130,7 +130,7 @@ func (p *process) build(ctx context.Context) error {
 		Metrics: reg, Logger: p.log, Tracing: p.trc,
 	})
 	if err != nil {
-		return err
+		return explainRefusal(p.cfg, err)
 	}
 	p.onClose(p.replica.Close)
 	return p.buildServers(ctx, reg)

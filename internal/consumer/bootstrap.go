@@ -178,7 +178,17 @@ func refused(c Config, what string, err error) error {
 	}
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
-		return fmt.Errorf("stream %q consumer %q: the server refused its configuration: %s", c.Stream, c.Name, apiErr.Description)
+		return &RefusedError{Stream: c.Stream, Name: c.Name, Op: what, Reason: apiErr.Description}
 	}
 	return fmt.Errorf("stream %q consumer %q: %s: %w", c.Stream, c.Name, what, err)
+}
+
+// RefusedError is the server's refusal to create, update or pause a
+// configured consumer, with its reason.
+type RefusedError struct {
+	Stream, Name, Op, Reason string
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("stream %q consumer %q: the server refused its configuration (%s): %s", e.Stream, e.Name, e.Op, e.Reason)
 }
