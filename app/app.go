@@ -47,6 +47,9 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	if err := cfg.PastPause(time.Now()); err != nil {
+		log.Warn("pause_until has passed", "error", err)
+	}
 	p := &process{cfg: cfg, log: log, health: health.NewServer()}
 	defer p.close()
 	if err := p.startTracing(ctx, o.TracerProvider); err != nil {

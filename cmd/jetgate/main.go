@@ -20,6 +20,7 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/jetgate/jetgate/app"
 	"github.com/jetgate/jetgate/internal/config"
@@ -78,6 +79,9 @@ func checkConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	var cfg *config.Config
 	if err == nil {
 		cfg, err = config.Resolve(o.ConfigFile, o.Flags)
+	}
+	if err == nil {
+		err = cfg.PastPause(time.Now())
 	}
 	if err == nil {
 		err = config.Write(stdout, cfg)
