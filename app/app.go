@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"path"
+	"runtime"
 	"slices"
 	"time"
 
@@ -43,6 +44,7 @@ func Run(ctx context.Context, o Options) error {
 	if log == nil {
 		log = slog.Default()
 	}
+	log.Info("jetgate starting", "version", Version(), "go", runtime.Version())
 	cfg, err := config.Resolve(o.ConfigFile, o.Flags)
 	if err != nil {
 		return err
@@ -125,7 +127,7 @@ func (p *process) build(ctx context.Context) error {
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
 	lim := p.cfg.Limits
 	p.replica, err = core.New(ctx, core.Options{
 		Conn: p.nc, Consumers: p.cfg.ConsumerConfigs(), Pushes: p.cfg.PushConfigs(), Keys: keys,
