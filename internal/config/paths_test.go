@@ -83,3 +83,18 @@ func TestPushExampleChecksFromAnotherDirectory(t *testing.T) {
 		t.Errorf("data_dir %q; want %q", c.Embedded.DataDir, want)
 	}
 }
+
+// The README's example of current JetStream's consumers is valid.
+func TestPriorityExampleFile(t *testing.T) {
+	c, err := Resolve(filepath.Join("..", "..", "examples", "priority.yaml"), DefaultFlags())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := c.ConsumerConfigs()
+	if len(cs) != 3 || cs[1].Name != "workers" || cs[1].PriorityPolicy == nil || cs[2].Name != "batch" || cs[2].PriorityPolicy == nil {
+		t.Fatalf("consumers %+v", cs)
+	}
+	if s := c.StreamNamed("ORDERS"); s == nil || !s.AllowMsgTTL || !s.AllowAtomic {
+		t.Fatalf("ORDERS %+v; want ttl and atomic batches allowed", s)
+	}
+}
