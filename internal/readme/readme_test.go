@@ -6,6 +6,7 @@ package readme_test
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,6 +39,13 @@ func TestREADMERunsAsWritten(t *testing.T) {
 	blocks, err := parse(string(text))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, addr := range []string{"127.0.0.1:8080", "127.0.0.1:9090", "127.0.0.1:8000"} {
+		if l, err := net.Listen("tcp", addr); err != nil {
+			t.Skipf("%s is taken by another process, and the README's blocks listen there: %v", addr, err)
+		} else {
+			_ = l.Close()
+		}
 	}
 	clone := copyRepo(t, root)
 	sh := newShell(t, clone)
