@@ -83,3 +83,12 @@ func TestRESTBadDurationNamesTheFieldAndBothForms(t *testing.T) {
 		})
 	}
 }
+
+// The OpenAPI document says so of every request Duration.
+func TestOpenAPIDurationsShowBothForms(t *testing.T) {
+	r := newREST(t, startApp(t, nil)).get("/openapi.json").ok(t)
+	n := strings.Count(string(r.raw), `In JSON, protobuf's form (\"0.5s\") or Go's (\"500ms\", \"1m\", \"1h30m\").`)
+	if n != 5 { // Fetch expires, Nak delay, Consume heartbeat, Publish ttl, a batch message's ttl
+		t.Errorf("%d Duration fields say both forms; want 5", n)
+	}
+}
