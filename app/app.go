@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"path"
+	"runtime"
 	"slices"
 	"time"
 
@@ -43,9 +44,13 @@ func Run(ctx context.Context, o Options) error {
 	if log == nil {
 		log = slog.Default()
 	}
+	log.Info("jetgate starting", "version", Version(), "go", runtime.Version())
 	cfg, err := config.Resolve(o.ConfigFile, o.Flags)
 	if err != nil {
 		return err
+	}
+	if err := cfg.PastPause(time.Now()); err != nil {
+		log.Warn("pause_until has passed", "error", err)
 	}
 	p := &process{cfg: cfg, log: log, health: health.NewServer()}
 	defer p.close()
@@ -122,7 +127,7 @@ func (p *process) build(ctx context.Context) error {
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
 	lim := p.cfg.Limits
 	p.replica, err = core.New(ctx, core.Options{
 		Conn: p.nc, Consumers: p.cfg.ConsumerConfigs(), Pushes: p.cfg.PushConfigs(), Keys: keys,
@@ -130,7 +135,7 @@ func (p *process) build(ctx context.Context) error {
 		Metrics: reg, Logger: p.log, Tracing: p.trc, OnDemand: p.cfg.OnDemand.CoreOnDemand(),
 	})
 	if err != nil {
-		return err
+		return explainRefusal(p.cfg, err)
 	}
 	p.onClose(p.replica.Close)
 	return p.buildServers(ctx, reg)

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
@@ -31,6 +32,11 @@ func tracingFromEnv(ctx context.Context) (*tracing.Tracing, error) {
 	endpoint := os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") + os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 	if strings.EqualFold(os.Getenv("OTEL_SDK_DISABLED"), "true") || exporter == "none" || (exporter == "" && endpoint == "") {
 		return &tracing.Tracing{}, nil
+	}
+	for _, name := range strings.Split(exporter, ",") {
+		if name = strings.TrimSpace(name); name != "" && name != "otlp" && name != "console" && name != "none" {
+			return nil, fmt.Errorf("OTEL_TRACES_EXPORTER %q is not an exporter jetgate has: use otlp (Jaeger and most others take OTLP), console or none", name)
+		}
 	}
 	exp, err := autoexport.NewSpanExporter(ctx)
 	if err != nil {
@@ -67,6 +73,11 @@ func (p *process) startTracing(ctx context.Context, tp trace.TracerProvider) err
 	}
 	if p.trc.On() {
 		p.log.Info("tracing on", "exporter", os.Getenv("OTEL_TRACES_EXPORTER"), "endpoint", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
+		// The SDK's errors (an export that failed) go to the log, not to
+		// stderr in a form of their own.
+		was := otel.GetErrorHandler()
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { p.log.Warn("OpenTelemetry", "err", err) }))
+		p.onClose(func() { otel.SetErrorHandler(was) })
 	}
 	p.onClose(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

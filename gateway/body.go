@@ -50,12 +50,35 @@ func (m *marshaler) NewDecoder(r io.Reader) runtime.Decoder {
 		if len(bytes.TrimSpace(body.data)) == 0 {
 			return io.EOF // no body: the request's defaults
 		}
-		if err := m.UnmarshalOptions.Unmarshal(body.data, msg); err != nil {
+		if err := m.unmarshal(body.data, msg); err != nil {
 			body.malformed = true
-			return describeMalformed(msg, body.data, err)
+			return err
 		}
 		return nil
 	})
+}
+
+// unmarshal decodes data into msg with protojson; when that fails, it takes
+// Duration fields in Go's form too ("500ms", "1m"), as the configuration file
+// does, and names a Duration field that holds neither form.
+func (m *marshaler) unmarshal(data []byte, msg proto.Message) error {
+	err := m.UnmarshalOptions.Unmarshal(data, msg)
+	if err == nil {
+		return nil
+	}
+	name := msg.ProtoReflect().Descriptor().Name()
+	fixed, changed, derr := goDurations(msg.ProtoReflect().Descriptor(), data)
+	if derr != nil {
+		return fmt.Errorf("the request body is not a valid %s: %w", name, derr)
+	}
+	if !changed {
+		return describeMalformed(msg, data, err)
+	}
+	proto.Reset(msg)
+	if err := m.UnmarshalOptions.Unmarshal(fixed, msg); err != nil {
+		return describeMalformed(msg, fixed, err)
+	}
+	return nil
 }
 
 // describeMalformed says where a body went wrong and what was expected, in

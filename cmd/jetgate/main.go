@@ -20,6 +20,7 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/jetgate/jetgate/app"
 	"github.com/jetgate/jetgate/internal/config"
@@ -30,7 +31,13 @@ func main() {
 		os.Exit(checkConfig(os.Args[2:], os.LookupEnv, os.Stdout, os.Stderr))
 	}
 	o, err := parse(os.Args[1:], os.LookupEnv)
-	if err != nil {
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0) // the usage is printed
+	case errors.Is(err, errVersion):
+		fmt.Println("jetgate", app.Version())
+		os.Exit(0)
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "jetgate:", err)
 		os.Exit(2)
 	}
@@ -72,12 +79,18 @@ func startProfile(file string) (stop func(), err error) {
 // It returns the exit code: 0, or 2 for a bad file or command line.
 func checkConfig(args []string, env func(string) (string, bool), stdout, stderr io.Writer) int {
 	o, err := parse(args, env)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
 	if err == nil && o.ConfigFile == "" {
 		err = errors.New("give the file to check with --config FILE (or JETGATE_CONFIG)")
 	}
 	var cfg *config.Config
 	if err == nil {
 		cfg, err = config.Resolve(o.ConfigFile, o.Flags)
+	}
+	if err == nil {
+		err = cfg.PastPause(time.Now())
 	}
 	if err == nil {
 		err = config.Write(stdout, cfg)
@@ -88,6 +101,9 @@ func checkConfig(args []string, env func(string) (string, bool), stdout, stderr 
 	}
 	return 0
 }
+
+// errVersion is parse's answer to --version.
+var errVersion = errors.New("version asked")
 
 // list is a repeatable flag.
 type list []string
@@ -136,9 +152,19 @@ func parse(args []string, env func(string) (string, bool)) (app.Options, error) 
 	fs.BoolVar(&o.Reflection, "reflection", o.Reflection, "serve gRPC reflection")
 	fs.TextVar(&level, "log-level", slog.LevelInfo, "debug | info | warn | error")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (profiling under load)")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage:\n  jetgate [flags]                            serve\n"+
+			"  jetgate check-config --config FILE [flags] validate, print the effective configuration\n"+
+			"Every flag can be set from the environment: --nats-url is JETGATE_NATS_URL.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
 
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if *showVersion {
+		return o, errVersion
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q: every setting is a --flag", fs.Arg(0))
@@ -149,7 +175,7 @@ func parse(args []string, env func(string) (string, bool)) (app.Options, error) 
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
 		name := "JETGATE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := env(name); ok && !given[f.Name] && envErr == nil {
+		if v, ok := env(name); ok && !given[f.Name] && envErr == nil && f.Name != "version" {
 			if err := fs.Set(f.Name, v); err != nil {
 				envErr = fmt.Errorf("%s=%q (--%s): %w", name, v, f.Name, err)
 			}
@@ -161,7 +187,7 @@ func parse(args []string, env func(string) (string, bool)) (app.Options, error) 
 	// What was given, on the command line or in the environment, overrides
 	// the configuration file.
 	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "config" || f.Name == "log-level" || f.Name == "cpuprofile" {
+		if f.Name == "config" || f.Name == "log-level" || f.Name == "cpuprofile" || f.Name == "version" {
 			return
 		}
 		if o.Given == nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -53,7 +54,11 @@ func main() {
 		fmt.Printf("%s %s delivered=%s signature %s: %q -> %d\n", r.Method, id, r.Header.Get("Jetgate-Delivered"), verify(r, body), body, code)
 		w.WriteHeader(code)
 	})
-	fmt.Fprintln(os.Stderr, "receiving on http://"+*addr)
-	srv := &http.Server{Addr: *addr, ReadHeaderTimeout: 10 * time.Second}
-	log.Fatal(srv.ListenAndServe())
+	l, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Fprintln(os.Stderr, "receiving on http://"+l.Addr().String())
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second}
+	log.Fatal(srv.Serve(l))
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -21,7 +22,12 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, &Error{File: path, Msg: fmt.Sprintf("cannot read the configuration file: %v", err)}
 	}
-	return Parse(path, b)
+	c, err := Parse(path, b)
+	if err != nil {
+		return nil, err
+	}
+	c.resolvePaths(filepath.Dir(path))
+	return c, nil
 }
 
 // Parse reads the YAML of a configuration file, named name in errors. A

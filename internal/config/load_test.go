@@ -270,7 +270,7 @@ func TestExampleFile(t *testing.T) {
 			t.Errorf("%s is bound to %v; want DEAD_LETTERS", dl, s)
 		}
 	}
-	if c.Listen.GRPC != "127.0.0.1:9090" || c.Listen.HTTP != "127.0.0.1:8080" || c.Embedded.DataDir != "jetgate-data" ||
+	if c.Listen.GRPC != "127.0.0.1:9090" || c.Listen.HTTP != "127.0.0.1:8080" || c.Embedded.DataDir != "../../examples/two-consumers-data" ||
 		c.Embedded.Listen != "" || c.NATS.URL != "" || c.Limits != defaultLimits() {
 		t.Errorf("process settings %+v %+v %+v %+v", c.NATS, c.Embedded, c.Listen, c.Limits)
 	}

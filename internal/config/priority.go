@@ -62,3 +62,16 @@ func (c *Config) validatePriority(p string, k Consumer) *Error {
 	}
 	return nil
 }
+
+// PastPause is the first consumer whose pause_until has passed, as an error
+// naming it: the server would not pause the consumer. check-config refuses
+// it; a start only warns, since every pause passes in time.
+func (c *Config) PastPause(now time.Time) error {
+	for i, k := range c.Consumers {
+		t, err := time.Parse(time.RFC3339Nano, k.PauseUntil)
+		if err == nil && !t.After(now) {
+			return c.errorf(index("consumers", i)+".pause_until", "%s is in the past: the consumer would not be paused; give a later time, or leave pause_until out", k.PauseUntil)
+		}
+	}
+	return nil
+}

@@ -142,11 +142,24 @@ func bindConsumer(ctx context.Context, s jetstream.Stream, c Config) (jetstream.
 		want.Metadata = nil
 	}
 	c.overlay(&want)
-	if sameConfig(want, found) {
-		return existing, nil
+	want.PauseUntil = found.PauseUntil // an update keeps it: c.pause sets it
+	cons := existing
+	if !sameConfig(want, found) {
+		if cons, err = s.UpdateConsumer(ctx, want); err != nil {
+			return nil, refused(c, "update", err)
+		}
 	}
-	cons, err := s.UpdateConsumer(ctx, want)
-	return cons, refused(c, "update", err)
+	return cons, c.pause(ctx, s, found.PauseUntil)
+}
+
+// pause applies the pause_until c names to an existing consumer, through
+// the pause request: the server ignores it in an update.
+func (c Config) pause(ctx context.Context, s jetstream.Stream, found *time.Time) error {
+	if c.PauseUntil == nil || (found != nil && found.Equal(*c.PauseUntil)) {
+		return nil
+	}
+	_, err := s.PauseConsumer(ctx, c.Name, *c.PauseUntil)
+	return refused(c, "pause", err)
 }
 
 // sameConfig reports whether updating found to want would change nothing
@@ -165,7 +178,17 @@ func refused(c Config, what string, err error) error {
 	}
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
-		return fmt.Errorf("stream %q consumer %q: the server refused its configuration: %s", c.Stream, c.Name, apiErr.Description)
+		return &RefusedError{Stream: c.Stream, Name: c.Name, Op: what, Reason: apiErr.Description}
 	}
 	return fmt.Errorf("stream %q consumer %q: %s: %w", c.Stream, c.Name, what, err)
+}
+
+// RefusedError is the server's refusal to create, update or pause a
+// configured consumer, with its reason.
+type RefusedError struct {
+	Stream, Name, Op, Reason string
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("stream %q consumer %q: the server refused its configuration (%s): %s", e.Stream, e.Name, e.Op, e.Reason)
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -41,12 +42,14 @@ type EmptyReason int
 
 // The reasons, numbered as the API's EmptyReason enum.
 const (
-	EmptyNone          EmptyReason = iota // messages were returned
-	EmptyNoMessages                       // nothing arrived before expires
-	EmptyMaxAckPending                    // the consumer is at max_ack_pending
-	EmptyMaxBytes                         // the next message is larger than max_bytes
-	EmptyMaxWaiting                       // too many pulls already wait on the consumer
-	EmptyPaused                           // the consumer is paused
+	EmptyNone            EmptyReason = iota // messages were returned
+	EmptyNoMessages                         // nothing arrived before expires
+	EmptyMaxAckPending                      // the consumer is at max_ack_pending
+	EmptyMaxBytes                           // the next message is larger than max_bytes
+	EmptyMaxWaiting                         // too many pulls already wait on the consumer
+	EmptyPaused                             // the consumer is paused
+	EmptyPinned                             // another client holds the group's pin
+	EmptyBelowMinPending                    // the overflow thresholds are not reached
 )
 
 // FetchRequest is a validated Fetch.
@@ -102,7 +105,7 @@ func (c *Consumer) Fetch(ctx context.Context, req FetchRequest) (FetchResult, er
 	case err != nil:
 		return FetchResult{}, err
 	case empty == EmptyNone:
-		empty = c.emptyReason(ctx)
+		empty = c.emptyReason(ctx, pri)
 	}
 	return FetchResult{Empty: empty}, nil
 }
@@ -208,13 +211,20 @@ func (c *Consumer) serverAnswers(ctx context.Context) bool {
 }
 
 // emptyReason says why nothing came: the consumer is paused (by anyone), or
-// at max_ack_pending, as the server last said, or there was nothing.
-func (c *Consumer) emptyReason(ctx context.Context) EmptyReason {
+// at max_ack_pending, or another client holds the pin, or the caller's
+// overflow thresholds are not reached, as the server last said, or there
+// was nothing.
+func (c *Consumer) emptyReason(ctx context.Context, pri pull.Priority) EmptyReason {
+	v := c.serverState(ctx)
 	switch {
-	case c.serverState(ctx).paused:
+	case v.paused:
 		return EmptyPaused
 	case c.atMaxAckPending(ctx):
 		return EmptyMaxAckPending
+	case v.policy == jetstream.PriorityPolicyPinned && pri.PinID == "" && v.pinned[pri.Group]:
+		return EmptyPinned
+	case v.policy == jetstream.PriorityPolicyOverflow && v.pending > 0 && belowThresholds(pri, v):
+		return EmptyBelowMinPending
 	}
 	return EmptyNoMessages
 }

@@ -18,10 +18,13 @@ import (
 // its priority groups (an operator may change them at any time) and, from
 // an info at most a second old, whether it is at max_ack_pending or paused.
 type serverView struct {
-	groups []string
-	policy jetstream.PriorityPolicy
-	full   bool // at max_ack_pending with messages waiting
-	paused bool
+	groups  []string
+	policy  jetstream.PriorityPolicy
+	full    bool // at max_ack_pending with messages waiting
+	paused  bool
+	pinned  map[string]bool // groups whose pin a client holds
+	pending uint64          // messages not yet delivered
+	acks    int             // deliveries awaiting a settle
 	// inOrder: the consumer has one replica and no raft log, so the server
 	// settles what one connection sends in the order sent, and a batch's
 	// last reply confirms it all (settle.Sender.SendInOrder).
@@ -35,6 +38,9 @@ func viewOf(ci *jetstream.ConsumerInfo, maxAckPending int) *serverView {
 		policy:  ci.Config.PriorityPolicy,
 		full:    ci.NumAckPending >= maxAckPending && ci.NumPending > 0,
 		paused:  ci.Paused,
+		pinned:  pinnedGroups(ci.PriorityGroups),
+		pending: ci.NumPending,
+		acks:    ci.NumAckPending,
 		inOrder: ci.Config.Replicas <= 1 && (ci.Cluster == nil || len(ci.Cluster.Replicas) == 0),
 		at:      time.Now(),
 	}
@@ -137,4 +143,28 @@ func (c *Consumer) manageError(what string, err error) error {
 		return fmt.Errorf("%w: the server refused to %s consumer %q: %s", errs.ErrManageRefused, what, c.Name, apiErr.Description)
 	}
 	return fmt.Errorf("%w: %s: %v", errs.ErrUnavailable, what, err)
+}
+
+// pinnedGroups are the groups whose pin a client holds, by the server's info.
+func pinnedGroups(gs []jetstream.PriorityGroupState) map[string]bool {
+	var m map[string]bool
+	for _, g := range gs {
+		if g.PinnedClientID != "" {
+			if m == nil {
+				m = make(map[string]bool)
+			}
+			m[g.Group] = true
+		}
+	}
+	return m
+}
+
+// belowThresholds reports whether an overflow pull with thresholds stays
+// unserved: neither min_pending nor min_ack_pending reached.
+func belowThresholds(p pull.Priority, v *serverView) bool {
+	if p.MinPending <= 0 && p.MinAckPending <= 0 {
+		return false
+	}
+	return !(p.MinPending > 0 && v.pending >= uint64(p.MinPending)) &&
+		!(p.MinAckPending > 0 && int64(v.acks) >= p.MinAckPending)
 }

@@ -103,7 +103,7 @@ func (m *metrics) watchDeadLetters(stream, name string) {
 
 var emptyReasonNames = [...]string{consumer.EmptyNone: "", consumer.EmptyNoMessages: "no_messages",
 	consumer.EmptyMaxAckPending: "max_ack_pending", consumer.EmptyMaxBytes: "max_bytes", consumer.EmptyMaxWaiting: "max_waiting",
-	consumer.EmptyPaused: "paused"}
+	consumer.EmptyPaused: "paused", consumer.EmptyPinned: "pinned", consumer.EmptyBelowMinPending: "below_min_pending"}
 
 func (m *metrics) fetch(c *consumer.Consumer, res consumer.FetchResult) {
 	if n := len(res.Messages); n > 0 {

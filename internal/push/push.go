@@ -38,6 +38,7 @@ type Pusher struct {
 	flow    *flow
 	m       boundMetrics
 	log     *slog.Logger
+	up      *endpointLog
 
 	stop     chan struct{} // closed by Stop: pull no more, start no push
 	stopOnce sync.Once
@@ -71,6 +72,7 @@ func New(cfg Config, c *consumer.Consumer, m *Metrics, log *slog.Logger, trc *tr
 		toAck: make(chan *consumer.Delivery, cfg.Concurrency), acked: make(chan struct{}),
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.up = newEndpointLog(p.log, p.m.up)
 	p.m.up.Set(1)
 	return p, nil
 }
@@ -227,7 +229,7 @@ func (p *Pusher) push(ctx context.Context, j *job, retried bool) {
 	case ack:
 		p.m.requests.acked.Inc()
 		own := p.flow.succeeded(started)
-		p.m.up.Set(1)
+		p.up.answered()
 		p.toAck <- j.d
 		for _, o := range own { // their failures were their own: the normal path
 			p.settle(ctx, lease.OpNak, []*consumer.Delivery{o.d}, settle.Args{Delay: p.retryDelay(o.d)})
@@ -235,7 +237,7 @@ func (p *Pusher) push(ctx context.Context, j *job, retried bool) {
 	case nakAfter:
 		p.m.requests.retried.Inc()
 		p.flow.done(true)
-		p.m.up.Set(1)
+		p.up.answered()
 		p.failed(a.err)
 		p.settle(ctx, lease.OpNak, []*consumer.Delivery{j.d}, settle.Args{Delay: min(a.delay, p.cfg.RetryMax)})
 	case terminate:
@@ -243,7 +245,7 @@ func (p *Pusher) push(ctx context.Context, j *job, retried bool) {
 		answered := a.status != 0
 		p.flow.done(answered)
 		if answered {
-			p.m.up.Set(1)
+			p.up.answered()
 		}
 		p.failed(a.err)
 		p.settle(ctx, lease.OpTerm, []*consumer.Delivery{j.d}, settle.Args{Reason: fmt.Sprintf("HTTP %d", a.status)})
@@ -251,7 +253,7 @@ func (p *Pusher) push(ctx context.Context, j *job, retried bool) {
 		p.m.requests.retried.Inc()
 		p.failed(a.err)
 		if p.flow.failedRetryable(j, time.Now(), retried) {
-			p.m.up.Set(0)
+			p.up.wentDown(a.err)
 		}
 	case abandoned:
 		p.flow.done(false)

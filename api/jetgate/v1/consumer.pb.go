@@ -39,6 +39,13 @@ const (
 	EmptyReason_EMPTY_REASON_MAX_WAITING EmptyReason = 4
 	// The consumer is paused (by anyone) until its pause_until.
 	EmptyReason_EMPTY_REASON_PAUSED EmptyReason = 5
+	// Another client holds the pin of the group (pinned_client): send the pin
+	// with the Fetch, or wait until it is released or unpinned.
+	EmptyReason_EMPTY_REASON_PINNED EmptyReason = 6
+	// Messages are pending, but fewer than min_pending and fewer acks pending
+	// than min_ack_pending (overflow): the server serves this pull only past
+	// them.
+	EmptyReason_EMPTY_REASON_BELOW_MIN_PENDING EmptyReason = 7
 )
 
 // Enum value maps for EmptyReason.
@@ -50,14 +57,18 @@ var (
 		3: "EMPTY_REASON_MAX_BYTES",
 		4: "EMPTY_REASON_MAX_WAITING",
 		5: "EMPTY_REASON_PAUSED",
+		6: "EMPTY_REASON_PINNED",
+		7: "EMPTY_REASON_BELOW_MIN_PENDING",
 	}
 	EmptyReason_value = map[string]int32{
-		"EMPTY_REASON_UNSPECIFIED":     0,
-		"EMPTY_REASON_NO_MESSAGES":     1,
-		"EMPTY_REASON_MAX_ACK_PENDING": 2,
-		"EMPTY_REASON_MAX_BYTES":       3,
-		"EMPTY_REASON_MAX_WAITING":     4,
-		"EMPTY_REASON_PAUSED":          5,
+		"EMPTY_REASON_UNSPECIFIED":       0,
+		"EMPTY_REASON_NO_MESSAGES":       1,
+		"EMPTY_REASON_MAX_ACK_PENDING":   2,
+		"EMPTY_REASON_MAX_BYTES":         3,
+		"EMPTY_REASON_MAX_WAITING":       4,
+		"EMPTY_REASON_PAUSED":            5,
+		"EMPTY_REASON_PINNED":            6,
+		"EMPTY_REASON_BELOW_MIN_PENDING": 7,
 	}
 )
 
@@ -285,6 +296,7 @@ type FetchRequest struct {
 	// How long to wait for a first message. Unset means 5s; 0s returns at once
 	// with what is available. Capped by the gateway's maximum and by the
 	// caller's own deadline.
+	// In JSON, protobuf's form ("0.5s") or Go's ("500ms", "1m", "1h30m").
 	Expires *durationpb.Duration `protobuf:"bytes,4,opt,name=expires,proto3" json:"expires,omitempty"`
 	// The most payload bytes to return in this batch, if set.
 	MaxBytes *int64 `protobuf:"varint,5,opt,name=max_bytes,json=maxBytes,proto3,oneof" json:"max_bytes,omitempty"`
@@ -829,6 +841,7 @@ type NakRequest struct {
 	// The leases to settle: 1 to 1000 tokens.
 	Tokens []string `protobuf:"bytes,3,rep,name=tokens,proto3" json:"tokens,omitempty"`
 	// How long JetStream waits before redelivering; unset redelivers at once.
+	// In JSON, protobuf's form ("0.5s") or Go's ("500ms", "1m", "1h30m").
 	Delay         *durationpb.Duration `protobuf:"bytes,4,opt,name=delay,proto3" json:"delay,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1567,6 +1580,7 @@ type ConsumeRequest struct {
 	// The most bytes of unsettled messages the stream holds at once.
 	MaxBytes *int64 `protobuf:"varint,4,opt,name=max_bytes,json=maxBytes,proto3,oneof" json:"max_bytes,omitempty"`
 	// How often an idle stream sends an empty response; unset is 15s.
+	// In JSON, protobuf's form ("0.5s") or Go's ("500ms", "1m", "1h30m").
 	Heartbeat *durationpb.Duration `protobuf:"bytes,5,opt,name=heartbeat,proto3" json:"heartbeat,omitempty"`
 	// Keep the stream's leases alive (+WPI before each deadline) while it is
 	// open, up to the gateway's maximum lease time.
@@ -3705,14 +3719,16 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"deliveries\x1aT\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
-	"\x05value\x18\x02 \x01(\v2\x18.jetgate.v1.HeaderValuesR\x05value:\x028\x01*\xbe\x01\n" +
+	"\x05value\x18\x02 \x01(\v2\x18.jetgate.v1.HeaderValuesR\x05value:\x028\x01*\xfb\x01\n" +
 	"\vEmptyReason\x12\x1c\n" +
 	"\x18EMPTY_REASON_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18EMPTY_REASON_NO_MESSAGES\x10\x01\x12 \n" +
 	"\x1cEMPTY_REASON_MAX_ACK_PENDING\x10\x02\x12\x1a\n" +
 	"\x16EMPTY_REASON_MAX_BYTES\x10\x03\x12\x1c\n" +
 	"\x18EMPTY_REASON_MAX_WAITING\x10\x04\x12\x17\n" +
-	"\x13EMPTY_REASON_PAUSED\x10\x05*\xe5\x01\n" +
+	"\x13EMPTY_REASON_PAUSED\x10\x05\x12\x17\n" +
+	"\x13EMPTY_REASON_PINNED\x10\x06\x12\"\n" +
+	"\x1eEMPTY_REASON_BELOW_MIN_PENDING\x10\a*\xe5\x01\n" +
 	"\rDeliverPolicy\x12\x1e\n" +
 	"\x1aDELIVER_POLICY_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12DELIVER_POLICY_ALL\x10\x01\x12\x17\n" +

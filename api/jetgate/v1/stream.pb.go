@@ -40,6 +40,7 @@ type PublishRequest struct {
 	// The message's own time to live (Nats-TTL), at least 1s, on a stream
 	// with allow_msg_ttl; elsewhere the publish is refused with
 	// TTL_NOT_ALLOWED and nothing is stored.
+	// In JSON, protobuf's form ("0.5s") or Go's ("500ms", "1m", "1h30m").
 	Ttl           *durationpb.Duration `protobuf:"bytes,6,opt,name=ttl,proto3" json:"ttl,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -246,6 +247,7 @@ type BatchMessage struct {
 	// The message headers.
 	Headers map[string]*HeaderValues `protobuf:"bytes,3,rep,name=headers,proto3" json:"headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// The message's own time to live, as for Publish.
+	// In JSON, protobuf's form ("0.5s") or Go's ("500ms", "1m", "1h30m").
 	Ttl           *durationpb.Duration `protobuf:"bytes,4,opt,name=ttl,proto3" json:"ttl,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
