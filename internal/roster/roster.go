@@ -35,7 +35,7 @@ const (
 	TTL = 3 * RenewEvery
 	// writeGap spaces the writes of what a replica serves, so that binding
 	// many consumers at once writes the list a few times, not once each.
-	writeGap = 100 * time.Millisecond
+	writeGap = time.Second
 )
 
 const (
