@@ -35,6 +35,7 @@ type pushMode struct {
 	o        Options
 	endpoint *endpointProc
 	pusher   *replicaProc // a jetgate replica, or the pass-through pusher
+	floor    bool         // the pass-through pusher
 	name     string       // the pushed consumer
 	resume   sync.Once
 	seen     atomic.Int64 // pushes counted by the workers
@@ -54,7 +55,7 @@ func newPushMode(ctx context.Context, mode string, js jetstream.JetStream, subje
 	m := &pushMode{js: js, o: o, endpoint: ep, name: o.Consumer + "-" + mode,
 		hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.Workers + 2}}}
 	url, concurrency := "http://"+ep.addr+"/push", cmp.Or(o.PushConcurrency, DefaultPushConcurrency)
-	if mode == ModePushFloor {
+	if m.floor = mode == ModePushFloor; m.floor {
 		m.pusher, err = startPushFloor(pushFloorConfig{
 			NATSURL: o.NATSURL, Stream: o.Stream, Consumer: o.Consumer, Durable: m.name, Subject: subject,
 			URL: url, Concurrency: concurrency, HTTP2: o.PushHTTP2, CPUProfile: profileFile(o.CPUProfile, "pusher-floor"),
@@ -74,6 +75,17 @@ func newPushMode(ctx context.Context, mode string, js jetstream.JetStream, subje
 	return m, nil
 }
 
+// start has the pusher take the backlog: push's consumer is resumed, the
+// pass-through pusher starts its Consume.
+func (m *pushMode) start(ctx context.Context) error {
+	if m.floor {
+		_, err := fmt.Fprintln(m.pusher.stdin, pushFloorGo)
+		return err
+	}
+	_, err := m.js.ResumeConsumer(ctx, m.o.Stream, m.name)
+	return err
+}
+
 // gatewayPID is the pusher's process.
 func (m *pushMode) gatewayPID() int { return m.pusher.cmd.Process.Pid }
 
@@ -83,7 +95,7 @@ func (m *pushMode) endpointPID() int { return m.endpoint.proc.cmd.Process.Pid }
 // settledDown pauses the consumer before the mode's messages are published;
 // before the Fetch(1) samples it is running again.
 func (m *pushMode) settledDown(ctx context.Context) error {
-	if m.seen.Load() > 0 {
+	if m.seen.Load() > 0 || m.floor { // the floor's Consume waits for start
 		return nil
 	}
 	_, err := m.js.PauseConsumer(ctx, m.o.Stream, m.name, time.Now().Add(time.Hour))
@@ -100,7 +112,7 @@ type pushWorker struct{ m *pushMode }
 func (w pushWorker) round(ctx context.Context, took func(int)) error {
 	m := w.m
 	var err error
-	m.resume.Do(func() { _, err = m.js.ResumeConsumer(ctx, m.o.Stream, m.name) })
+	m.resume.Do(func() { err = m.start(ctx) })
 	if err != nil {
 		return err
 	}

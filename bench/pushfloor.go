@@ -1,12 +1,14 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -50,8 +52,14 @@ func startPushFloor(cfg pushFloorConfig, command []string) (*replicaProc, error)
 	return p, nil
 }
 
+// pushFloorGo on the child's stdin starts its Consume: the bench publishes
+// the backlog first, as it pauses push's consumer meanwhile (a paused
+// consumer would leave nats.go's pulls to expire).
+const pushFloorGo = "go"
+
 // servePushFloor is the pass-through pusher process's side: it says ready
-// once its durable is bound and pushes until in closes.
+// once its durable is bound, starts pushing on pushFloorGo and stops when
+// in closes.
 func servePushFloor(ctx context.Context, cfg string, in io.Reader, out io.Writer) error {
 	var c pushFloorConfig
 	if err := json.Unmarshal([]byte(cfg), &c); err != nil {
@@ -81,10 +89,6 @@ func servePushFloor(ctx context.Context, cfg string, in io.Reader, out io.Writer
 	hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	defer hc.CloseIdleConnections()
 	msgs := make(chan jetstream.Msg, c.Concurrency)
-	cc, err := m.cons.Consume(func(msg jetstream.Msg) { msgs <- msg }, jetstream.PullMaxMessages(c.Concurrency))
-	if err != nil {
-		return err
-	}
 	var wg sync.WaitGroup
 	for range c.Concurrency {
 		wg.Go(func() {
@@ -93,12 +97,24 @@ func servePushFloor(ctx context.Context, cfg string, in io.Reader, out io.Writer
 			}
 		})
 	}
+	defer wg.Wait()
+	defer close(msgs)
 	fmt.Fprintln(out, "ready")
-	_, _ = io.Copy(io.Discard, in) // until the parent closes it
-	cc.Drain()
-	<-cc.Closed()
-	close(msgs)
-	wg.Wait()
+	lines := bufio.NewScanner(in)
+	for lines.Scan() { // until the parent closes in
+		if lines.Text() != pushFloorGo {
+			continue
+		}
+		// Pulls of 4 × concurrency: with concurrency alone, nats.go's
+		// Consume stalled on "no heartbeat received" now and then on a
+		// loaded machine, the server holding no pull of it.
+		cc, err := m.cons.Consume(func(msg jetstream.Msg) { msgs <- msg }, jetstream.PullMaxMessages(4*c.Concurrency),
+			jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { fmt.Fprintln(os.Stderr, "push floor:", err) }))
+		if err != nil {
+			return err
+		}
+		defer func() { cc.Drain(); <-cc.Closed() }()
+	}
 	return nil
 }
 
