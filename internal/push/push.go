@@ -31,13 +31,16 @@ const forever = 100 * 365 * 24 * time.Hour
 // Pusher pushes one consumer's messages to its endpoint. Run it, then Stop
 // it.
 type Pusher struct {
-	cfg    Config
-	c      *consumer.Consumer
-	client *http.Client
-	tmpl   *template // what every request shares
-	flow   *flow
-	m      boundMetrics
-	log    *slog.Logger
+	cfg Config
+	c   *consumer.Consumer
+	// rt sends the requests: the transport, behind otelhttp's while
+	// tracing is on.
+	rt        http.RoundTripper
+	transport *http.Transport
+	tmpl      *template // what every request shares
+	flow      *flow
+	m         boundMetrics
+	log       *slog.Logger
 
 	stop     chan struct{} // closed by Stop: pull no more, start no push
 	stopOnce sync.Once
@@ -68,23 +71,26 @@ func New(cfg Config, c *consumer.Consumer, m *Metrics, log *slog.Logger, trc *tr
 		return nil, fmt.Errorf("push of %s/%s: %w", cfg.Stream, cfg.Consumer, err)
 	}
 	p := &Pusher{
-		cfg: cfg, c: c, tmpl: tmpl, client: newClient(cfg, s.tls, trc),
+		cfg: cfg, c: c, tmpl: tmpl,
 		flow: newFlow(cfg.RetryMin, cfg.RetryMax), m: m.bind(cfg.Stream, cfg.Consumer),
 		log:  log.With("stream", cfg.Stream, "consumer", cfg.Consumer, "push", redact(cfg.URL)),
 		stop: make(chan struct{}), done: make(chan struct{}),
 		toAck: make(chan *consumer.Delivery, cfg.Concurrency), acked: make(chan struct{}),
 	}
+	p.transport, p.rt = newTransport(cfg, s.tls, trc)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.m.up.Set(1)
 	return p, nil
 }
 
-// newClient is the pusher's HTTP client: connections kept for reuse (one
-// idle per worker and the retrier), TLS as configured, HTTP/2 as cfg says,
-// no redirects followed. A request's whole limit is its context's (send):
-// no Client.Timeout, whose timer and, behind otelhttp, goroutine per
-// request would double it.
-func newClient(cfg Config, tlsCfg *tls.Config, trc *tracing.Tracing) *http.Client {
+// newTransport is the pusher's HTTP transport: connections kept for reuse
+// (one idle per worker and the retrier), TLS as configured, HTTP/2 as cfg
+// says. The pusher calls its RoundTrip, not an http.Client's Do: a push
+// follows no redirect, so the client's redirect handling (a copy of every
+// request's header) is of no use; a request's limit is its context's
+// deadline (send), as Client.Timeout would set it, less the goroutine and
+// timer per request Client.Timeout costs behind otelhttp's transport.
+func newTransport(cfg Config, tlsCfg *tls.Config, trc *tracing.Tracing) (*http.Transport, http.RoundTripper) {
 	dialer := &net.Dialer{Timeout: min(5*time.Second, cfg.Timeout), KeepAlive: 30 * time.Second}
 	t := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
@@ -106,12 +112,7 @@ func newClient(cfg Config, tlsCfg *tls.Config, trc *tracing.Tracing) *http.Clien
 			otelhttp.WithPropagators(tracing.W3C),
 			otelhttp.WithSpanNameFormatter(func(string, *http.Request) string { return "push " + cfg.Stream }))
 	}
-	return &http.Client{
-		Transport: transport,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
-	}
+	return t, transport
 }
 
 // protocols are the HTTP versions the pusher speaks: with http2, HTTP/2
@@ -159,6 +160,7 @@ func (p *Pusher) Run(ctx context.Context) {
 	p.consume(ctx)
 	p.flow.stop()
 	<-p.acked
+	p.transport.CloseIdleConnections()
 }
 
 // consume holds the stream of leases that feeds the flow, again after NATS
@@ -292,7 +294,7 @@ func (p *Pusher) send(ctx context.Context, d *consumer.Delivery, now time.Time) 
 	if err != nil {
 		return answer{verdict: terminate, err: "the request could not be made: " + err.Error()}
 	}
-	resp, err := p.client.Do(req)
+	resp, err := p.rt.RoundTrip(req)
 	if err == nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
 		_ = resp.Body.Close()
