@@ -49,6 +49,7 @@ func WebhookID(d *consumer.Delivery) string {
 // parsed, the secrets' header values, and a pool of HMAC states.
 type template struct {
 	url     *url.URL
+	host    string   // the URL's, less an empty port, as http.NewRequest has it
 	auth    []string // Authorization, or nil
 	sigKey  []byte   // nil: no signature
 	macs    sync.Pool
@@ -70,7 +71,7 @@ func newTemplate(rawURL string, s secrets) (*template, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &template{url: u, sigKey: s.signingKey, fixedCT: []string{"application/json"}}
+	t := &template{url: u, host: strings.TrimSuffix(u.Host, ":"), sigKey: s.signingKey, fixedCT: []string{"application/json"}}
 	if s.bearer != "" {
 		t.auth = []string{"Bearer " + s.bearer}
 	}
@@ -117,7 +118,7 @@ func (p *Pusher) request(ctx context.Context, d *consumer.Delivery, now time.Tim
 	h["User-Agent"] = userAgent
 	u := *t.url
 	req := (&http.Request{
-		Method: http.MethodPost, URL: &u, Host: u.Host, Header: h,
+		Method: http.MethodPost, URL: &u, Host: t.host, Header: h,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),
 		GetBody: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil },
