@@ -34,7 +34,7 @@ const (
 )
 
 // AllModes are the modes a default run measures.
-var AllModes = []string{ModeNATS, ModeNATSDouble, ModeGRPC, ModeREST, ModeConsume, ModePush, ModeFloor, ModeFloorConsume}
+var AllModes = []string{ModeNATS, ModeNATSDouble, ModeGRPC, ModeREST, ModeConsume, ModePush, ModeFloor, ModeFloorConsume, ModePushFloor}
 
 // Options configure a run.
 type Options struct {
@@ -59,6 +59,9 @@ type Options struct {
 	// PushConcurrency is the push mode's requests in flight; 0 is
 	// DefaultPushConcurrency.
 	PushConcurrency int
+	// PushHTTP2 has push and push-floor speak h2c (HTTP/2 with prior
+	// knowledge) to the endpoint rather than HTTP/1.1.
+	PushHTTP2 bool
 	// InProcess runs jetgate and its NATS server in the bench's process;
 	// by default (no GRPCAddr) each runs as a process of its own, as
 	// deployed: NATS a child of the bench, jetgate the built binary.
@@ -123,6 +126,9 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	if cfg, ok := os.LookupEnv(FloorEnv); ok {
 		return Report{}, serveFloor(ctx, cfg, os.Stdin, os.Stdout)
+	}
+	if cfg, ok := os.LookupEnv(PushFloorEnv); ok {
+		return Report{}, servePushFloor(ctx, cfg, os.Stdin, os.Stdout)
 	}
 	if o.Scale > 0 {
 		_, err := RunScale(ctx, o)
@@ -220,9 +226,9 @@ func newMode(ctx context.Context, name string, cons jetgatev1.ConsumerServiceCli
 		return m, subject, err
 	case ModeGRPC, ModeREST, ModeConsume:
 		return newGatewayMode(name, cons, js, o), o.Subject, nil
-	case ModePush:
+	case ModePush, ModePushFloor:
 		subject := o.Subject + "." + name
-		m, err := newPushMode(ctx, js, subject, o)
+		m, err := newPushMode(ctx, name, js, subject, o)
 		return m, subject, err
 	case ModeFloor, ModeFloorConsume:
 		kind := ModeGRPC

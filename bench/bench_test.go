@@ -48,7 +48,7 @@ func TestRunAllModes(t *testing.T) {
 	for _, r := range rep.Ratios {
 		names = append(names, r.Name)
 	}
-	if !slices.Equal(names, []string{"c/a", "c/b", "d/a", "e/a", "f/e", "c/floor", "e/floor"}) || rep.Fetch1Added == nil || len(rep.Shares) != 3 {
+	if !slices.Equal(names, []string{"c/a", "c/b", "d/a", "e/a", "f/e", "c/floor", "e/floor", "f/floor"}) || rep.Fetch1Added == nil || len(rep.Shares) != 3 {
 		t.Errorf("ratios %v, added latency %v, %d shares", names, rep.Fetch1Added, len(rep.Shares))
 	}
 	b, err := os.ReadFile(o.JSON)

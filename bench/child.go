@@ -39,6 +39,7 @@ type replicaConfig struct {
 	// PushURL, if set, has the replica push its consumer there.
 	PushURL         string `json:"push_url,omitempty"`
 	PushConcurrency int    `json:"push_concurrency,omitempty"`
+	PushHTTP2       bool   `json:"push_http2,omitempty"`
 	// CPUProfile, if set, is a CPU profile of the replica's whole run.
 	CPUProfile string `json:"cpu_profile,omitempty"`
 }
@@ -319,7 +320,7 @@ consumers:
     ack_wait: %s
     max_ack_pending: %d
     filter_subjects: [%q]
-    push: {url: %q, concurrency: %d}
-`, c.NATSURL, c.Stream, c.Consumer, c.AckWait, c.MaxAckPending, c.Subject, c.PushURL, c.PushConcurrency)
+    push: {url: %q, concurrency: %d, http2: %t}
+`, c.NATSURL, c.Stream, c.Consumer, c.AckWait, c.MaxAckPending, c.Subject, c.PushURL, c.PushConcurrency, c.PushHTTP2)
 	return f.Name(), err
 }

@@ -37,6 +37,19 @@ type ownGateway interface {
 	gatewayPID() int
 }
 
+// ownEndpoint is a mode with an endpoint process of its own (push's).
+type ownEndpoint interface {
+	endpointPID() int
+}
+
+// endpointPID is m's endpoint process; 0 when it has none.
+func endpointPID(m mode) int {
+	if e, ok := m.(ownEndpoint); ok {
+		return e.endpointPID()
+	}
+	return 0
+}
+
 // gatewayPID is the process serving m: its own, else the deployed jetgate.
 func gatewayPID(m mode, o Options) int {
 	if g, ok := m.(ownGateway); ok && g.gatewayPID() > 0 {
@@ -93,7 +106,7 @@ func throughput(ctx context.Context, name string, m mode, o Options) (Result, er
 		return Result{}, err
 	}
 	runtime.GC() // the publishing's garbage is not this mode's
-	pids := [2]int{o.natsPID, gatewayPID(m, o)}
+	pids := [3]int{o.natsPID, gatewayPID(m, o), endpointPID(m)}
 	var (
 		left     atomic.Int64
 		once     sync.Once
@@ -161,24 +174,27 @@ func throughput(ctx context.Context, name string, m mode, o Options) (Result, er
 // server, jetgate and the bench's clients alike), and, deployed, the CPU of
 // the NATS server's process and the gateway's.
 type usage struct {
-	cpu     time.Duration // user + system
-	bytes   uint64        // heap bytes allocated
-	mallocs uint64        // heap objects allocated
-	nats    time.Duration // the NATS server process's CPU
-	gateway time.Duration // the gateway process's CPU
+	cpu      time.Duration // user + system
+	bytes    uint64        // heap bytes allocated
+	mallocs  uint64        // heap objects allocated
+	nats     time.Duration // the NATS server process's CPU
+	gateway  time.Duration // the gateway process's CPU
+	endpoint time.Duration // the push endpoint process's CPU
 }
 
-// readUsage reads the usage; pids are the NATS server's and the gateway's
-// processes, 0 when they run in this one.
-func readUsage(pids [2]int) usage {
+// readUsage reads the usage; pids are the NATS server's, the gateway's and
+// the push endpoint's processes, 0 when they run in this one (or, the
+// endpoint, when there is none).
+func readUsage(pids [3]int) usage {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return usage{cpu: processCPU(), bytes: ms.TotalAlloc, mallocs: ms.Mallocs, nats: pidCPU(pids[0]), gateway: pidCPU(pids[1])}
+	return usage{cpu: processCPU(), bytes: ms.TotalAlloc, mallocs: ms.Mallocs,
+		nats: pidCPU(pids[0]), gateway: pidCPU(pids[1]), endpoint: pidCPU(pids[2])}
 }
 
 func (u usage) minus(v usage) usage {
 	return usage{cpu: u.cpu - v.cpu, bytes: u.bytes - v.bytes, mallocs: u.mallocs - v.mallocs,
-		nats: u.nats - v.nats, gateway: u.gateway - v.gateway}
+		nats: u.nats - v.nats, gateway: u.gateway - v.gateway, endpoint: u.endpoint - v.endpoint}
 }
 
 // profileFile is file with mode before its extension (cpu.out: cpu.grpc.out).

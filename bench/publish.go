@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -32,6 +33,9 @@ func newNATSPublisher(nc *nats.Conn, o Options) (natsPublisher, error) {
 	return natsPublisher{js: js, data: bytes.Repeat([]byte("x"), o.Size)}, nil
 }
 
+// stallWait bounds the wait for room among the pending async publishes.
+const stallWait = 10 * time.Second
+
 func (p natsPublisher) publish(ctx context.Context, subject string, n int) error {
 	if n == 1 {
 		if _, err := p.js.Publish(ctx, subject, p.data); err != nil {
@@ -41,7 +45,9 @@ func (p natsPublisher) publish(ctx context.Context, subject string, n int) error
 	}
 	acks := make([]jetstream.PubAckFuture, 0, n)
 	for range n {
-		f, err := p.js.PublishAsync(subject, p.data)
+		// A loaded machine's server may take longer than the default
+		// 200ms to make room: wait for it rather than fail the run.
+		f, err := p.js.PublishAsync(subject, p.data, jetstream.WithStallWait(stallWait))
 		if err != nil {
 			return fmt.Errorf("publish: %w", err)
 		}

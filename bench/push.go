@@ -19,7 +19,8 @@ import (
 
 // EndpointEnv makes a child process of the bench the push mode's endpoint:
 // it answers every push 204 at once, counts them, and answers GET
-// /wait?count=N once N have come, with the count.
+// /wait?count=N once N have come, with the count. It speaks HTTP/1.1 and
+// h2c.
 const EndpointEnv = "JETGATE_BENCH_ENDPOINT"
 
 // DefaultPushConcurrency is the push mode's requests in flight, per replica.
@@ -33,29 +34,40 @@ type pushMode struct {
 	js       jetstream.JetStream
 	o        Options
 	endpoint *endpointProc
-	replica  *replicaProc
-	name     string // the pushed consumer
+	pusher   *replicaProc // a jetgate replica, or the pass-through pusher
+	floor    bool         // the pass-through pusher
+	name     string       // the pushed consumer
 	resume   sync.Once
 	seen     atomic.Int64 // pushes counted by the workers
 	hc       *http.Client
 }
 
-func newPushMode(ctx context.Context, js jetstream.JetStream, subject string, o Options) (*pushMode, error) {
+// newPushMode starts the endpoint and the pusher of mode: ModePush's, a
+// jetgate replica, or ModePushFloor's, the pass-through pusher.
+func newPushMode(ctx context.Context, mode string, js jetstream.JetStream, subject string, o Options) (*pushMode, error) {
 	if js == nil {
-		return nil, errors.New("the push mode needs the NATS server (--nats-url)")
+		return nil, fmt.Errorf("the %s mode needs the NATS server (--nats-url)", mode)
 	}
 	ep, err := startEndpoint(o.ReplicaCommand)
 	if err != nil {
 		return nil, err
 	}
-	m := &pushMode{js: js, o: o, endpoint: ep, name: o.Consumer + "-push",
+	m := &pushMode{js: js, o: o, endpoint: ep, name: o.Consumer + "-" + mode,
 		hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.Workers + 2}}}
-	m.replica, err = startReplica(o.ReplicaCommand, replicaConfig{
-		NATSURL: o.NATSURL, Stream: o.Stream, Consumer: m.name, Subject: subject,
-		MaxAckPending: 1024, AckWait: 30 * time.Second,
-		PushURL: "http://" + ep.addr + "/push", PushConcurrency: cmp.Or(o.PushConcurrency, DefaultPushConcurrency),
-		CPUProfile: profileFile(o.CPUProfile, "pusher"),
-	})
+	url, concurrency := "http://"+ep.addr+"/push", cmp.Or(o.PushConcurrency, DefaultPushConcurrency)
+	if m.floor = mode == ModePushFloor; m.floor {
+		m.pusher, err = startPushFloor(pushFloorConfig{
+			NATSURL: o.NATSURL, Stream: o.Stream, Consumer: o.Consumer, Durable: m.name, Subject: subject,
+			URL: url, Concurrency: concurrency, HTTP2: o.PushHTTP2, CPUProfile: profileFile(o.CPUProfile, "pusher-floor"),
+		}, o.ReplicaCommand)
+	} else {
+		m.pusher, err = startReplica(o.ReplicaCommand, replicaConfig{
+			NATSURL: o.NATSURL, Stream: o.Stream, Consumer: m.name, Subject: subject,
+			MaxAckPending: 1024, AckWait: 30 * time.Second,
+			PushURL: url, PushConcurrency: concurrency, PushHTTP2: o.PushHTTP2,
+			CPUProfile: profileFile(o.CPUProfile, "pusher"),
+		})
+	}
 	if err != nil {
 		m.close()
 		return nil, err
@@ -63,13 +75,27 @@ func newPushMode(ctx context.Context, js jetstream.JetStream, subject string, o 
 	return m, nil
 }
 
-// gatewayPID is the pusher's: the replica process pushing the consumer.
-func (m *pushMode) gatewayPID() int { return m.replica.cmd.Process.Pid }
+// start has the pusher take the backlog: push's consumer is resumed, the
+// pass-through pusher starts its Consume.
+func (m *pushMode) start(ctx context.Context) error {
+	if m.floor {
+		_, err := fmt.Fprintln(m.pusher.stdin, pushFloorGo)
+		return err
+	}
+	_, err := m.js.ResumeConsumer(ctx, m.o.Stream, m.name)
+	return err
+}
+
+// gatewayPID is the pusher's process.
+func (m *pushMode) gatewayPID() int { return m.pusher.cmd.Process.Pid }
+
+// endpointPID is the endpoint's process.
+func (m *pushMode) endpointPID() int { return m.endpoint.proc.cmd.Process.Pid }
 
 // settledDown pauses the consumer before the mode's messages are published;
 // before the Fetch(1) samples it is running again.
 func (m *pushMode) settledDown(ctx context.Context) error {
-	if m.seen.Load() > 0 {
+	if m.seen.Load() > 0 || m.floor { // the floor's Consume waits for start
 		return nil
 	}
 	_, err := m.js.PauseConsumer(ctx, m.o.Stream, m.name, time.Now().Add(time.Hour))
@@ -86,7 +112,7 @@ type pushWorker struct{ m *pushMode }
 func (w pushWorker) round(ctx context.Context, took func(int)) error {
 	m := w.m
 	var err error
-	m.resume.Do(func() { _, err = m.js.ResumeConsumer(ctx, m.o.Stream, m.name) })
+	m.resume.Do(func() { err = m.start(ctx) })
 	if err != nil {
 		return err
 	}
@@ -141,8 +167,8 @@ func (m *pushMode) fetchOne(ctx context.Context, pub func(context.Context) error
 }
 
 func (m *pushMode) close() {
-	if m.replica != nil {
-		_ = m.replica.stop()
+	if m.pusher != nil {
+		_ = m.pusher.stop()
 	}
 	m.endpoint.stop()
 	m.hc.CloseIdleConnections()
@@ -212,7 +238,9 @@ func serveEndpoint(in io.Reader, out io.Writer) error {
 			}
 		}
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, Protocols: new(http.Protocols)}
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetUnencryptedHTTP2(true) // h2c with prior knowledge, for --push-http2
 	go func() { _ = srv.Serve(l) }()
 	fmt.Fprintln(out, l.Addr().String())
 	_, _ = io.Copy(io.Discard, in) // until the parent closes it

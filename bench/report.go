@@ -32,18 +32,21 @@ type Result struct {
 	// (jetgate, or the mode's own: the floor, the pusher).
 	NATSCPUPer100k    float64 `json:"nats_cpu_s_per_100k_msgs,omitempty"`
 	GatewayCPUPer100k float64 `json:"gateway_cpu_s_per_100k_msgs,omitempty"`
+	// The push modes' endpoint process's CPU.
+	EndpointCPUPer100k float64 `json:"endpoint_cpu_s_per_100k_msgs,omitempty"`
 }
 
 func newResult(mode string, n int, elapsed time.Duration, u usage) Result {
 	per := func(v float64) float64 { return v / float64(n) }
 	return Result{
 		Mode: mode, Messages: n, Elapsed: elapsed,
-		MsgsPerSec:        float64(n) / elapsed.Seconds(),
-		CPUPer100k:        per(u.cpu.Seconds()) * 100_000,
-		BytesPerMsg:       per(float64(u.bytes)),
-		AllocsPerMsg:      per(float64(u.mallocs)),
-		NATSCPUPer100k:    per(u.nats.Seconds()) * 100_000,
-		GatewayCPUPer100k: per(u.gateway.Seconds()) * 100_000,
+		MsgsPerSec:         float64(n) / elapsed.Seconds(),
+		CPUPer100k:         per(u.cpu.Seconds()) * 100_000,
+		BytesPerMsg:        per(float64(u.bytes)),
+		AllocsPerMsg:       per(float64(u.mallocs)),
+		NATSCPUPer100k:     per(u.nats.Seconds()) * 100_000,
+		GatewayCPUPer100k:  per(u.gateway.Seconds()) * 100_000,
+		EndpointCPUPer100k: per(u.endpoint.Seconds()) * 100_000,
 	}
 }
 
@@ -82,11 +85,12 @@ func median(rs []Result) Result {
 			P99: dur(func(r Result) time.Duration { return r.Fetch1.P99 }),
 			Max: dur(func(r Result) time.Duration { return r.Fetch1.Max }),
 		},
-		CPUPer100k:        mid(func(r Result) float64 { return r.CPUPer100k }),
-		BytesPerMsg:       mid(func(r Result) float64 { return r.BytesPerMsg }),
-		AllocsPerMsg:      mid(func(r Result) float64 { return r.AllocsPerMsg }),
-		NATSCPUPer100k:    mid(func(r Result) float64 { return r.NATSCPUPer100k }),
-		GatewayCPUPer100k: mid(func(r Result) float64 { return r.GatewayCPUPer100k }),
+		CPUPer100k:         mid(func(r Result) float64 { return r.CPUPer100k }),
+		BytesPerMsg:        mid(func(r Result) float64 { return r.BytesPerMsg }),
+		AllocsPerMsg:       mid(func(r Result) float64 { return r.AllocsPerMsg }),
+		NATSCPUPer100k:     mid(func(r Result) float64 { return r.NATSCPUPer100k }),
+		GatewayCPUPer100k:  mid(func(r Result) float64 { return r.GatewayCPUPer100k }),
+		EndpointCPUPer100k: mid(func(r Result) float64 { return r.EndpointCPUPer100k }),
 	}
 }
 
@@ -144,6 +148,7 @@ var targets = []Ratio{
 	// Within 1.3x of the pass-through gateway's floor.
 	{Name: "c/floor", Of: ModeGRPC, Over: ModeFloor, Target: 0.77},
 	{Name: "e/floor", Of: ModeConsume, Over: ModeFloorConsume, Target: 0.77},
+	{Name: "f/floor", Of: ModePush, Over: ModePushFloor, Target: 0.77},
 }
 
 const fetch1AddedTarget = 250 * time.Microsecond
@@ -245,7 +250,7 @@ func (rep *Report) print(out io.Writer) {
 	apart := rep.Workload.Shape == ShapeDeployed
 	head := []string{"mode", "msg/s", "min-max", "Fetch(1) p50", "p99", "CPU s/100k", "B/msg", "allocs/msg"}
 	if apart {
-		head = append(head, "NATS CPU", "gateway CPU")
+		head = append(head, "NATS CPU", "gateway CPU", "endpoint CPU")
 	}
 	row(head...)
 	cpu := func(v float64) string {
@@ -258,7 +263,7 @@ func (rep *Report) print(out io.Writer) {
 		cols := []string{r.Mode, thousands(r.MsgsPerSec), thousands(r.MinMsgsPerSec) + "-" + thousands(r.MaxMsgsPerSec),
 			ms(r.Fetch1.P50), ms(r.Fetch1.P99), cpu(r.CPUPer100k), thousands(r.BytesPerMsg), fmt.Sprintf("%.1f", r.AllocsPerMsg)}
 		if apart {
-			cols = append(cols, cpu(r.NATSCPUPer100k), cpu(r.GatewayCPUPer100k))
+			cols = append(cols, cpu(r.NATSCPUPer100k), cpu(r.GatewayCPUPer100k), cpu(r.EndpointCPUPer100k))
 		}
 		row(cols...)
 	}
@@ -273,7 +278,8 @@ func (rep *Report) print(out io.Writer) {
 	fmt.Fprintln(out, "consume's Fetch(1) is publish to receipt on an open stream. floor and floor-consume are a pass-through")
 	fmt.Fprintln(out, "gateway in its own process (nats.go straight to gRPC, no leases, no tokens, no checks): the limit here.")
 	fmt.Fprintln(out, "push runs the pusher (a jetgate replica) and the endpoint in processes of their own; its gateway CPU is")
-	fmt.Fprintln(out, "the pusher's, and its Fetch(1) is publish to the endpoint.")
+	fmt.Fprintln(out, "the pusher's, endpoint CPU the endpoint's, and its Fetch(1) is publish to the endpoint. push-floor is a")
+	fmt.Fprintln(out, "pass-through pusher in its own process (nats.go Consume, net/http POST, fire-and-forget +ACK).")
 	if len(rep.Ratios) > 0 {
 		fmt.Fprintln(out)
 	}

@@ -14,7 +14,7 @@ import (
 // test binary run again with ReplicaEnv (or EndpointEnv) set.
 func TestWaitingReplicaProcess(t *testing.T) {
 	child := false
-	for _, env := range []string{ReplicaEnv, EndpointEnv, NATSEnv, FloorEnv} {
+	for _, env := range []string{ReplicaEnv, EndpointEnv, NATSEnv, FloorEnv, PushFloorEnv} {
 		_, ok := os.LookupEnv(env)
 		child = child || ok
 	}

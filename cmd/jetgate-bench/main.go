@@ -1,7 +1,7 @@
 // Command jetgate-bench measures jetgate next to nats.go on the same NATS
 // server in one run: nats.go Fetch with fire-and-forget Ack and with
-// DoubleAck, jetgate's gRPC Fetch+Ack, REST, Consume and push, and a
-// pass-through gateway's floor. By default it runs them as deployed: a NATS
+// DoubleAck, jetgate's gRPC Fetch+Ack, REST, Consume and push, and the
+// floors: a pass-through gateway and a pass-through pusher. By default it runs them as deployed: a NATS
 // server and jetgate (the built binary) as processes of their own;
 // --in-process runs both in the bench's process, and --grpc-addr and
 // --http-addr measure a running jetgate. With --waiting it measures
@@ -40,6 +40,8 @@ func main() {
 	flag.IntVar(&o.Size, "size", 1024, "payload bytes")
 	flag.IntVar(&o.Samples, "samples", 200, "Fetch(1) latency samples per mode")
 	flag.IntVar(&o.Rounds, "rounds", 1, "run every mode this many times, in turn, and report medians")
+	flag.IntVar(&o.PushConcurrency, "push-concurrency", bench.DefaultPushConcurrency, "push and push-floor: requests in flight")
+	flag.BoolVar(&o.PushHTTP2, "push-http2", false, "push and push-floor: speak h2c (HTTP/2 with prior knowledge) to the endpoint rather than HTTP/1.1")
 	flag.StringVar(&modes, "modes", strings.Join(bench.AllModes, ","), "comma-separated modes: "+strings.Join(bench.AllModes, ", "))
 	flag.StringVar(&o.JSON, "json", "", "also write the report to this file as JSON")
 	flag.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of each mode's timed part (cpu.out: cpu.grpc.out, ...), and of the deployed jetgate process (cpu.jetgate.out)")

@@ -19,6 +19,7 @@ type Push struct {
 	SigningSecretFile string   `yaml:"signing_secret_file,omitempty"`
 	BearerTokenFile   string   `yaml:"bearer_token_file,omitempty"`
 	TLS               *PushTLS `yaml:"tls,omitempty"`
+	HTTP2             bool     `yaml:"http2,omitempty"` // HTTP/2 alone: h2c to http, h2 to https
 }
 
 // Retry bounds the delay of the Nak after a failed push.
@@ -51,7 +52,7 @@ func (k Consumer) pushConfig() push.Config {
 	cfg := push.Config{
 		Stream: k.Stream, Consumer: k.Name, URL: p.URL, Concurrency: p.Concurrency,
 		Timeout: time.Duration(p.Timeout), Format: push.Format(p.Format),
-		SigningSecretFile: p.SigningSecretFile, BearerTokenFile: p.BearerTokenFile,
+		SigningSecretFile: p.SigningSecretFile, BearerTokenFile: p.BearerTokenFile, HTTP2: p.HTTP2,
 	}
 	if p.Retry != nil {
 		cfg.RetryMin, cfg.RetryMax = time.Duration(p.Retry.Min), time.Duration(p.Retry.Max)

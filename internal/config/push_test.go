@@ -29,6 +29,8 @@ func TestBadPushBlocks(t *testing.T) {
 	}{
 		{"no url", "      concurrency: 2", "consumers[1].push.url", "is required"},
 		{"ftp", "      url: ftp://host/x", "consumers[1].push.url", `scheme "ftp" is not http or https`},
+		{"h2c scheme", "      url: h2c://host/x", "consumers[1].push.url", "for h2c, give an http URL and http2: true"},
+		{"http2 not a bool", "      url: http://h\n      http2: sometimes", "consumers[1].push.http2", "sometimes"},
 		{"no host", "      url: http:///x", "consumers[1].push.url", "has no host"},
 		{"credentials in the url", "      url: https://u:p@host/x", "consumers[1].push.url", "must not carry credentials"},
 		{"concurrency 0", "      url: http://h\n      concurrency: -1", "consumers[1].push.concurrency", "must be 1 or more"},
@@ -72,6 +74,27 @@ func TestPushExampleFile(t *testing.T) {
 	}}
 	if got := c.PushConfigs(); !reflect.DeepEqual(got, want) {
 		t.Errorf("push\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// http2: true is read into the pusher's configuration, over http (h2c)
+// and https (h2) alike; unset, it is false.
+func TestPushHTTP2(t *testing.T) {
+	for _, tc := range []struct {
+		block string
+		want  bool
+	}{
+		{"      url: http://h/x\n      http2: true", true},
+		{"      url: https://h/x\n      http2: true", true},
+		{"      url: http://h/x", false},
+	} {
+		c, err := parseAndValidate("p.yaml", pushFile(tc.block))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.block, err)
+		}
+		if got := c.PushConfigs(); len(got) != 1 || got[0].HTTP2 != tc.want {
+			t.Errorf("%q: %+v; want http2 %v", tc.block, got, tc.want)
+		}
 	}
 }
 

@@ -46,6 +46,10 @@ type Config struct {
 	Format           Format
 	RetryMin         time.Duration
 	RetryMax         time.Duration
+	// HTTP2 speaks HTTP/2 alone: h2c (prior knowledge) to an http URL, h2
+	// to an https one. Unset, an https endpoint gets h2 if its TLS offers
+	// it (ALPN), an http one HTTP/1.1.
+	HTTP2 bool
 	// Files read at start: the Standard Webhooks secret (whsec_<base64>),
 	// the bearer token, and TLS to the endpoint.
 	SigningSecretFile string
@@ -125,6 +129,8 @@ func validURL(raw string) error {
 	switch {
 	case err != nil:
 		return fmt.Errorf("is not a URL: %v", err)
+	case u.Scheme == "h2c":
+		return errors.New(`scheme "h2c" is not http or https; for h2c, give an http URL and http2: true`)
 	case u.Scheme != "http" && u.Scheme != "https":
 		return fmt.Errorf("scheme %q is not http or https", u.Scheme)
 	case u.Host == "" || u.Hostname() == "":

@@ -61,9 +61,12 @@ func (f *flow) poke() {
 func (f *flow) add(j *job) {
 	f.mu.Lock()
 	f.queue = append(f.queue, j)
+	wake := len(f.failed) > 0 // else the retrier has nothing to look at
 	f.mu.Unlock()
 	f.cond.Signal() // one job, one worker: waking them all would have them fight for it
-	f.poke()
+	if wake {
+		f.poke()
+	}
 }
 
 // next waits for a job a worker may push now; nil once stopped.
@@ -123,9 +126,11 @@ func (f *flow) take(j *job) bool {
 // failed before it started, unless the endpoint was held back (then they
 // go out again).
 func (f *flow) succeeded(started time.Time) (own []*job) {
-	defer f.poke()
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.held || len(f.failed) > 0 { // else the retrier has nothing to look at
+		defer f.poke()
+	}
 	f.inFlight--
 	f.streak = 0
 	f.delay = f.retryMin

@@ -31,14 +31,17 @@ const forever = 100 * 365 * 24 * time.Hour
 // Pusher pushes one consumer's messages to its endpoint. Run it, then Stop
 // it.
 type Pusher struct {
-	cfg     Config
-	c       *consumer.Consumer
-	client  *http.Client
-	secrets secrets
-	flow    *flow
-	m       boundMetrics
-	log     *slog.Logger
-	up      *endpointLog
+	cfg Config
+	c   *consumer.Consumer
+	// rt sends the requests: the transport, behind otelhttp's while
+	// tracing is on.
+	rt        http.RoundTripper
+	transport *http.Transport
+	tmpl      *template // what every request shares
+	flow      *flow
+	m         boundMetrics
+	log       *slog.Logger
+	up        *endpointLog
 
 	stop     chan struct{} // closed by Stop: pull no more, start no push
 	stopOnce sync.Once
@@ -64,35 +67,46 @@ func New(cfg Config, c *consumer.Consumer, m *Metrics, log *slog.Logger, trc *tr
 	if err != nil {
 		return nil, fmt.Errorf("push of %s/%s: %w", cfg.Stream, cfg.Consumer, err)
 	}
+	tmpl, err := newTemplate(cfg.URL, s)
+	if err != nil {
+		return nil, fmt.Errorf("push of %s/%s: %w", cfg.Stream, cfg.Consumer, err)
+	}
 	p := &Pusher{
-		cfg: cfg, c: c, secrets: s, client: newClient(cfg, s.tls, trc),
+		cfg: cfg, c: c, tmpl: tmpl,
 		flow: newFlow(cfg.RetryMin, cfg.RetryMax), m: m.bind(cfg.Stream, cfg.Consumer),
 		log:  log.With("stream", cfg.Stream, "consumer", cfg.Consumer, "push", redact(cfg.URL)),
 		stop: make(chan struct{}), done: make(chan struct{}),
 		toAck: make(chan *consumer.Delivery, cfg.Concurrency), acked: make(chan struct{}),
 	}
+	p.transport, p.rt = newTransport(cfg, s.tls, trc)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.up = newEndpointLog(p.log, p.m.up)
 	p.m.up.Set(1)
 	return p, nil
 }
 
-// newClient is the pusher's HTTP client: a timeout on every phase,
-// connections kept for reuse, TLS as configured, no redirects followed.
-func newClient(cfg Config, tlsCfg *tls.Config, trc *tracing.Tracing) *http.Client {
+// newTransport is the pusher's HTTP transport: connections kept for reuse
+// (one idle per worker and the retrier), TLS as configured, HTTP/2 as cfg
+// says. The pusher calls its RoundTrip, not an http.Client's Do: a push
+// follows no redirect, so the client's redirect handling (a copy of every
+// request's header) is of no use; a request's limit is its context's
+// deadline (send), as Client.Timeout would set it, less the goroutine and
+// timer per request Client.Timeout costs behind otelhttp's transport.
+func newTransport(cfg Config, tlsCfg *tls.Config, trc *tracing.Tracing) (*http.Transport, http.RoundTripper) {
 	dialer := &net.Dialer{Timeout: min(5*time.Second, cfg.Timeout), KeepAlive: 30 * time.Second}
-	var transport http.RoundTripper = &http.Transport{
+	t := &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           dialer.DialContext,
 		TLSClientConfig:       tlsCfg,
 		TLSHandshakeTimeout:   min(5*time.Second, cfg.Timeout),
-		ResponseHeaderTimeout: cfg.Timeout,
 		ExpectContinueTimeout: time.Second,
 		IdleConnTimeout:       90 * time.Second,
 		MaxIdleConns:          cfg.Concurrency + 1,
 		MaxIdleConnsPerHost:   cfg.Concurrency + 1,
-		ForceAttemptHTTP2:     true,
+		ForceAttemptHTTP2:     true, // h2 where the endpoint's TLS offers it
+		Protocols:             protocols(cfg),
 	}
+	var transport http.RoundTripper = t
 	if trc.On() {
 		// A CLIENT span per push, child of the message's creation context
 		// (send), whose context the request carries.
@@ -100,13 +114,23 @@ func newClient(cfg Config, tlsCfg *tls.Config, trc *tracing.Tracing) *http.Clien
 			otelhttp.WithPropagators(tracing.W3C),
 			otelhttp.WithSpanNameFormatter(func(string, *http.Request) string { return "push " + cfg.Stream }))
 	}
-	return &http.Client{
-		Transport: transport,
-		Timeout:   cfg.Timeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
+	return t, transport
+}
+
+// protocols are the HTTP versions the pusher speaks: with http2, HTTP/2
+// alone (h2c with prior knowledge over http, h2 over https); without, nil:
+// HTTP/1.1, and h2 over TLS where the endpoint offers it.
+func protocols(cfg Config) *http.Protocols {
+	if !cfg.HTTP2 {
+		return nil
 	}
+	p := new(http.Protocols)
+	if u, err := url.Parse(cfg.URL); err == nil && u.Scheme == "https" {
+		p.SetHTTP2(true)
+	} else {
+		p.SetUnencryptedHTTP2(true)
+	}
+	return p
 }
 
 // Run pulls and pushes until ctx ends or Stop has drained it.
@@ -138,6 +162,7 @@ func (p *Pusher) Run(ctx context.Context) {
 	p.consume(ctx)
 	p.flow.stop()
 	<-p.acked
+	p.transport.CloseIdleConnections()
 }
 
 // consume holds the stream of leases that feeds the flow, again after NATS
@@ -265,11 +290,13 @@ func (p *Pusher) send(ctx context.Context, d *consumer.Delivery, now time.Time) 
 	if d.Origin.IsValid() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, d.Origin)
 	}
-	req, err := p.request(ctx, d, now)
+	rctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	defer cancel()
+	req, err := p.request(rctx, d, now)
 	if err != nil {
 		return answer{verdict: terminate, err: "the request could not be made: " + err.Error()}
 	}
-	resp, err := p.client.Do(req)
+	resp, err := p.rt.RoundTrip(req)
 	if err == nil {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
 		_ = resp.Body.Close()

@@ -7,10 +7,14 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"hash"
+	"io"
 	"net/http"
 	"net/textproto"
+	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
@@ -41,9 +45,49 @@ func WebhookID(d *consumer.Delivery) string {
 	return d.Meta.Stream + "." + strconv.FormatUint(d.Meta.StreamSeq, 10)
 }
 
-// request is the push of d, built for format.
+// template is what every request of a pusher shares, made once: the URL
+// parsed, the secrets' header values, and a pool of HMAC states.
+type template struct {
+	url     *url.URL
+	host    string   // the URL's, less an empty port, as http.NewRequest has it
+	auth    []string // Authorization, or nil
+	sigKey  []byte   // nil: no signature
+	macs    sync.Pool
+	fixedCT []string // Content-Type of the json format
+}
+
+// headerValues is how many fixed header values a request may set: the
+// metadata, the Standard Webhooks headers, Authorization, User-Agent and
+// Content-Type.
+const headerValues = 12
+
+var (
+	userAgent   = []string{"jetgate-push"}
+	octetStream = []string{"application/octet-stream"}
+)
+
+func newTemplate(rawURL string, s secrets) (*template, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	t := &template{url: u, host: strings.TrimSuffix(u.Host, ":"), sigKey: s.signingKey, fixedCT: []string{"application/json"}}
+	if s.bearer != "" {
+		t.auth = []string{"Bearer " + s.bearer}
+	}
+	if t.sigKey != nil {
+		t.macs.New = func() any { return hmac.New(sha256.New, t.sigKey) }
+	}
+	return t, nil
+}
+
+// request is the push of d, built for format. Its header is written
+// straight into the map under canonical names, its fixed values shared,
+// the rest in one slice; the URL is parsed once, in New.
 func (p *Pusher) request(ctx context.Context, d *consumer.Delivery, now time.Time) (*http.Request, error) {
-	h := make(http.Header, len(d.Header)+12)
+	t := p.tmpl
+	h := make(http.Header, len(d.Header)+headerValues)
+	w := headerWriter{h: h, vals: make([]string, 0, headerValues)}
 	body := d.Data
 	switch p.cfg.Format {
 	case FormatJSON:
@@ -51,33 +95,66 @@ func (p *Pusher) request(ctx context.Context, d *consumer.Delivery, now time.Tim
 		if body, err = jsonBody(d); err != nil {
 			return nil, err
 		}
-		h.Set("Content-Type", "application/json")
+		h["Content-Type"] = t.fixedCT
 	case FormatCloudEvents:
 		copyHeaders(h, d)
 		cloudEvent(h, d)
 	default:
 		copyHeaders(h, d)
 	}
-	if h.Get("Content-Type") == "" {
-		h.Set("Content-Type", "application/octet-stream")
+	if len(h["Content-Type"]) == 0 || h["Content-Type"][0] == "" {
+		h["Content-Type"] = octetStream
 	}
-	metadata(h, d)
+	metadata(&w, d)
 	id, ts := WebhookID(d), strconv.FormatInt(now.Unix(), 10)
-	h.Set("Webhook-Id", id)
-	h.Set("Webhook-Timestamp", ts)
-	if p.secrets.signingKey != nil {
-		h.Set("Webhook-Signature", Sign(p.secrets.signingKey, id, ts, body))
+	w.set("Webhook-Id", id)
+	w.set("Webhook-Timestamp", ts)
+	if t.sigKey != nil {
+		w.set("Webhook-Signature", t.sign(id, ts, body))
 	}
-	if p.secrets.bearer != "" {
-		h.Set("Authorization", "Bearer "+p.secrets.bearer)
+	if t.auth != nil {
+		h["Authorization"] = t.auth
 	}
-	h.Set("User-Agent", "jetgate-push")
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.cfg.URL, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
+	h["User-Agent"] = userAgent
+	u := *t.url
+	req := (&http.Request{
+		Method: http.MethodPost, URL: &u, Host: t.host, Header: h,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),
+		GetBody: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil },
+	}).WithContext(ctx)
+	if len(body) == 0 {
+		req.Body, req.GetBody = http.NoBody, func() (io.ReadCloser, error) { return http.NoBody, nil }
 	}
-	req.Header = h
 	return req, nil
+}
+
+// headerWriter sets one value a name, the values sharing one array.
+type headerWriter struct {
+	h    http.Header
+	vals []string
+}
+
+// set sets name, canonical already, to v.
+func (w *headerWriter) set(name, v string) {
+	w.vals = append(w.vals, v)
+	n := len(w.vals)
+	w.h[name] = w.vals[n-1 : n : n]
+}
+
+// sign is Sign with a pooled HMAC state.
+func (t *template) sign(id, timestamp string, body []byte) string {
+	mac := t.macs.Get().(hash.Hash)
+	defer t.macs.Put(mac)
+	mac.Reset()
+	var buf [128]byte
+	head := append(append(append(append(buf[:0], id...), '.'), timestamp...), '.')
+	mac.Write(head)
+	mac.Write(body)
+	var sum [sha256.Size]byte
+	out := make([]byte, 3, 3+base64.StdEncoding.EncodedLen(sha256.Size))
+	copy(out, "v1,")
+	return string(base64.StdEncoding.AppendEncode(out, mac.Sum(sum[:0])))
 }
 
 // Sign is the Standard Webhooks signature of a request: v1, and the
@@ -109,15 +186,15 @@ func copyHeaders(h http.Header, d *consumer.Delivery) {
 }
 
 // metadata sets the Jetgate-* headers: where the message is from.
-func metadata(h http.Header, d *consumer.Delivery) {
-	h.Set("Jetgate-Stream", d.Meta.Stream)
-	h.Set("Jetgate-Consumer", d.Meta.Consumer)
+func metadata(w *headerWriter, d *consumer.Delivery) {
+	w.set("Jetgate-Stream", d.Meta.Stream)
+	w.set("Jetgate-Consumer", d.Meta.Consumer)
 	if httpguts.ValidHeaderFieldValue(d.Subject) {
-		h.Set("Jetgate-Subject", d.Subject)
+		w.set("Jetgate-Subject", d.Subject)
 	}
-	h.Set("Jetgate-Stream-Seq", strconv.FormatUint(d.Meta.StreamSeq, 10))
-	h.Set("Jetgate-Delivered", strconv.FormatUint(d.Meta.Delivered, 10))
-	h.Set("Jetgate-Published", d.Meta.Timestamp.UTC().Format(time.RFC3339Nano))
+	w.set("Jetgate-Stream-Seq", strconv.FormatUint(d.Meta.StreamSeq, 10))
+	w.set("Jetgate-Delivered", strconv.FormatUint(d.Meta.Delivered, 10))
+	w.set("Jetgate-Published", d.Meta.Timestamp.UTC().Format(time.RFC3339Nano))
 }
 
 // cloudEvent sets the CloudEvents attributes of binary content mode. Those
