@@ -486,7 +486,12 @@ type Message struct {
 	// JetStream redelivers the message.
 	LeaseDeadline *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=lease_deadline,json=leaseDeadline,proto3" json:"lease_deadline,omitempty"`
 	// Delivery metadata, as the delivery's ack subject carries it.
-	Metadata      *MessageMetadata `protobuf:"bytes,6,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Metadata *MessageMetadata `protobuf:"bytes,6,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	// The subject and headers byte for byte, set only when the subject or a
+	// header's name or value is not valid UTF-8, which any NATS client may
+	// publish; `subject` and `headers` then hold them with each invalid byte
+	// replaced by U+FFFD.
+	Raw           *RawMessage `protobuf:"bytes,7,opt,name=raw,proto3,oneof" json:"raw,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -563,6 +568,124 @@ func (x *Message) GetMetadata() *MessageMetadata {
 	return nil
 }
 
+func (x *Message) GetRaw() *RawMessage {
+	if x != nil {
+		return x.Raw
+	}
+	return nil
+}
+
+// RawMessage is the exact bytes of a message's subject and headers, for a
+// message whose subject or headers are not valid UTF-8.
+type RawMessage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The subject's exact bytes.
+	Subject []byte `protobuf:"bytes,1,opt,name=subject,proto3" json:"subject,omitempty"`
+	// Every header of the message, in name order.
+	Headers       []*RawHeader `protobuf:"bytes,2,rep,name=headers,proto3" json:"headers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RawMessage) Reset() {
+	*x = RawMessage{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RawMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RawMessage) ProtoMessage() {}
+
+func (x *RawMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RawMessage.ProtoReflect.Descriptor instead.
+func (*RawMessage) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *RawMessage) GetSubject() []byte {
+	if x != nil {
+		return x.Subject
+	}
+	return nil
+}
+
+func (x *RawMessage) GetHeaders() []*RawHeader {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+// RawHeader is one header's name and values, byte for byte.
+type RawHeader struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The header's name.
+	Name []byte `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The header's values, in order.
+	Values        [][]byte `protobuf:"bytes,2,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RawHeader) Reset() {
+	*x = RawHeader{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RawHeader) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RawHeader) ProtoMessage() {}
+
+func (x *RawHeader) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RawHeader.ProtoReflect.Descriptor instead.
+func (*RawHeader) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *RawHeader) GetName() []byte {
+	if x != nil {
+		return x.Name
+	}
+	return nil
+}
+
+func (x *RawHeader) GetValues() [][]byte {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
 // HeaderValues holds every value of one header, in order.
 type HeaderValues struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -574,7 +697,7 @@ type HeaderValues struct {
 
 func (x *HeaderValues) Reset() {
 	*x = HeaderValues{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[3]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -586,7 +709,7 @@ func (x *HeaderValues) String() string {
 func (*HeaderValues) ProtoMessage() {}
 
 func (x *HeaderValues) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[3]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -599,7 +722,7 @@ func (x *HeaderValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeaderValues.ProtoReflect.Descriptor instead.
 func (*HeaderValues) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{3}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *HeaderValues) GetValues() []string {
@@ -632,7 +755,7 @@ type MessageMetadata struct {
 
 func (x *MessageMetadata) Reset() {
 	*x = MessageMetadata{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[4]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -644,7 +767,7 @@ func (x *MessageMetadata) String() string {
 func (*MessageMetadata) ProtoMessage() {}
 
 func (x *MessageMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[4]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -657,7 +780,7 @@ func (x *MessageMetadata) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageMetadata.ProtoReflect.Descriptor instead.
 func (*MessageMetadata) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{4}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *MessageMetadata) GetStream() string {
@@ -724,7 +847,7 @@ type AckRequest struct {
 
 func (x *AckRequest) Reset() {
 	*x = AckRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[5]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -736,7 +859,7 @@ func (x *AckRequest) String() string {
 func (*AckRequest) ProtoMessage() {}
 
 func (x *AckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[5]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -749,7 +872,7 @@ func (x *AckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckRequest.ProtoReflect.Descriptor instead.
 func (*AckRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{5}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *AckRequest) GetStream() string {
@@ -784,7 +907,7 @@ type AckResponse struct {
 
 func (x *AckResponse) Reset() {
 	*x = AckResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[6]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -796,7 +919,7 @@ func (x *AckResponse) String() string {
 func (*AckResponse) ProtoMessage() {}
 
 func (x *AckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[6]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -809,7 +932,7 @@ func (x *AckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckResponse.ProtoReflect.Descriptor instead.
 func (*AckResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{6}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AckResponse) GetFailures() []*TokenFailure {
@@ -836,7 +959,7 @@ type NakRequest struct {
 
 func (x *NakRequest) Reset() {
 	*x = NakRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[7]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -848,7 +971,7 @@ func (x *NakRequest) String() string {
 func (*NakRequest) ProtoMessage() {}
 
 func (x *NakRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[7]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -861,7 +984,7 @@ func (x *NakRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NakRequest.ProtoReflect.Descriptor instead.
 func (*NakRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{7}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *NakRequest) GetStream() string {
@@ -903,7 +1026,7 @@ type NakResponse struct {
 
 func (x *NakResponse) Reset() {
 	*x = NakResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[8]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -915,7 +1038,7 @@ func (x *NakResponse) String() string {
 func (*NakResponse) ProtoMessage() {}
 
 func (x *NakResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[8]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -928,7 +1051,7 @@ func (x *NakResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NakResponse.ProtoReflect.Descriptor instead.
 func (*NakResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{8}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *NakResponse) GetFailures() []*TokenFailure {
@@ -955,7 +1078,7 @@ type TermRequest struct {
 
 func (x *TermRequest) Reset() {
 	*x = TermRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[9]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -967,7 +1090,7 @@ func (x *TermRequest) String() string {
 func (*TermRequest) ProtoMessage() {}
 
 func (x *TermRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[9]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -980,7 +1103,7 @@ func (x *TermRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TermRequest.ProtoReflect.Descriptor instead.
 func (*TermRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{9}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TermRequest) GetStream() string {
@@ -1022,7 +1145,7 @@ type TermResponse struct {
 
 func (x *TermResponse) Reset() {
 	*x = TermResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[10]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1034,7 +1157,7 @@ func (x *TermResponse) String() string {
 func (*TermResponse) ProtoMessage() {}
 
 func (x *TermResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[10]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1047,7 +1170,7 @@ func (x *TermResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TermResponse.ProtoReflect.Descriptor instead.
 func (*TermResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{10}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TermResponse) GetFailures() []*TokenFailure {
@@ -1072,7 +1195,7 @@ type ExtendRequest struct {
 
 func (x *ExtendRequest) Reset() {
 	*x = ExtendRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[11]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1084,7 +1207,7 @@ func (x *ExtendRequest) String() string {
 func (*ExtendRequest) ProtoMessage() {}
 
 func (x *ExtendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[11]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1097,7 +1220,7 @@ func (x *ExtendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendRequest.ProtoReflect.Descriptor instead.
 func (*ExtendRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{11}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ExtendRequest) GetStream() string {
@@ -1134,7 +1257,7 @@ type ExtendResponse struct {
 
 func (x *ExtendResponse) Reset() {
 	*x = ExtendResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[12]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1146,7 +1269,7 @@ func (x *ExtendResponse) String() string {
 func (*ExtendResponse) ProtoMessage() {}
 
 func (x *ExtendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[12]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1159,7 +1282,7 @@ func (x *ExtendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendResponse.ProtoReflect.Descriptor instead.
 func (*ExtendResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{12}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ExtendResponse) GetLeases() []*ExtendedLease {
@@ -1191,7 +1314,7 @@ type ExtendedLease struct {
 
 func (x *ExtendedLease) Reset() {
 	*x = ExtendedLease{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[13]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1203,7 +1326,7 @@ func (x *ExtendedLease) String() string {
 func (*ExtendedLease) ProtoMessage() {}
 
 func (x *ExtendedLease) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[13]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1216,7 +1339,7 @@ func (x *ExtendedLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendedLease.ProtoReflect.Descriptor instead.
 func (*ExtendedLease) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{13}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ExtendedLease) GetToken() string {
@@ -1259,7 +1382,7 @@ type TokenFailure struct {
 
 func (x *TokenFailure) Reset() {
 	*x = TokenFailure{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[14]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1271,7 +1394,7 @@ func (x *TokenFailure) String() string {
 func (*TokenFailure) ProtoMessage() {}
 
 func (x *TokenFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[14]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1284,7 +1407,7 @@ func (x *TokenFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenFailure.ProtoReflect.Descriptor instead.
 func (*TokenFailure) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{14}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TokenFailure) GetToken() string {
@@ -1335,7 +1458,7 @@ type GetConsumerRequest struct {
 
 func (x *GetConsumerRequest) Reset() {
 	*x = GetConsumerRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[15]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1347,7 +1470,7 @@ func (x *GetConsumerRequest) String() string {
 func (*GetConsumerRequest) ProtoMessage() {}
 
 func (x *GetConsumerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[15]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1360,7 +1483,7 @@ func (x *GetConsumerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConsumerRequest.ProtoReflect.Descriptor instead.
 func (*GetConsumerRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{15}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetConsumerRequest) GetStream() string {
@@ -1401,7 +1524,7 @@ type GetConsumerResponse struct {
 
 func (x *GetConsumerResponse) Reset() {
 	*x = GetConsumerResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[16]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1413,7 +1536,7 @@ func (x *GetConsumerResponse) String() string {
 func (*GetConsumerResponse) ProtoMessage() {}
 
 func (x *GetConsumerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[16]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1426,7 +1549,7 @@ func (x *GetConsumerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConsumerResponse.ProtoReflect.Descriptor instead.
 func (*GetConsumerResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{16}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetConsumerResponse) GetConfig() *ConsumerConfig {
@@ -1492,7 +1615,7 @@ type PushState struct {
 
 func (x *PushState) Reset() {
 	*x = PushState{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[17]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1504,7 +1627,7 @@ func (x *PushState) String() string {
 func (*PushState) ProtoMessage() {}
 
 func (x *PushState) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[17]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1517,7 +1640,7 @@ func (x *PushState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushState.ProtoReflect.Descriptor instead.
 func (*PushState) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{17}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PushState) GetUrl() string {
@@ -1588,7 +1711,7 @@ type ConsumeRequest struct {
 
 func (x *ConsumeRequest) Reset() {
 	*x = ConsumeRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[18]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1600,7 +1723,7 @@ func (x *ConsumeRequest) String() string {
 func (*ConsumeRequest) ProtoMessage() {}
 
 func (x *ConsumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[18]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1613,7 +1736,7 @@ func (x *ConsumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumeRequest.ProtoReflect.Descriptor instead.
 func (*ConsumeRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{18}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ConsumeRequest) GetStream() string {
@@ -1706,7 +1829,7 @@ type ConsumeResponse struct {
 
 func (x *ConsumeResponse) Reset() {
 	*x = ConsumeResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[19]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1718,7 +1841,7 @@ func (x *ConsumeResponse) String() string {
 func (*ConsumeResponse) ProtoMessage() {}
 
 func (x *ConsumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[19]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1731,7 +1854,7 @@ func (x *ConsumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumeResponse.ProtoReflect.Descriptor instead.
 func (*ConsumeResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{19}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ConsumeResponse) GetMessages() []*Message {
@@ -1763,7 +1886,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[20]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1775,7 +1898,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[20]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1788,7 +1911,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{20}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PauseRequest) GetStream() string {
@@ -1825,7 +1948,7 @@ type PauseResponse struct {
 
 func (x *PauseResponse) Reset() {
 	*x = PauseResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[21]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1837,7 +1960,7 @@ func (x *PauseResponse) String() string {
 func (*PauseResponse) ProtoMessage() {}
 
 func (x *PauseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[21]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1850,7 +1973,7 @@ func (x *PauseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseResponse.ProtoReflect.Descriptor instead.
 func (*PauseResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{21}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PauseResponse) GetPaused() bool {
@@ -1880,7 +2003,7 @@ type ResumeRequest struct {
 
 func (x *ResumeRequest) Reset() {
 	*x = ResumeRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[22]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1892,7 +2015,7 @@ func (x *ResumeRequest) String() string {
 func (*ResumeRequest) ProtoMessage() {}
 
 func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[22]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1905,7 +2028,7 @@ func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{22}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ResumeRequest) GetStream() string {
@@ -1933,7 +2056,7 @@ type ResumeResponse struct {
 
 func (x *ResumeResponse) Reset() {
 	*x = ResumeResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[23]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1945,7 +2068,7 @@ func (x *ResumeResponse) String() string {
 func (*ResumeResponse) ProtoMessage() {}
 
 func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[23]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1958,7 +2081,7 @@ func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeResponse.ProtoReflect.Descriptor instead.
 func (*ResumeResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{23}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ResumeResponse) GetPaused() bool {
@@ -1984,7 +2107,7 @@ type UnpinRequest struct {
 
 func (x *UnpinRequest) Reset() {
 	*x = UnpinRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[24]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1996,7 +2119,7 @@ func (x *UnpinRequest) String() string {
 func (*UnpinRequest) ProtoMessage() {}
 
 func (x *UnpinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[24]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2009,7 +2132,7 @@ func (x *UnpinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnpinRequest.ProtoReflect.Descriptor instead.
 func (*UnpinRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{24}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *UnpinRequest) GetStream() string {
@@ -2042,7 +2165,7 @@ type UnpinResponse struct {
 
 func (x *UnpinResponse) Reset() {
 	*x = UnpinResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[25]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2054,7 +2177,7 @@ func (x *UnpinResponse) String() string {
 func (*UnpinResponse) ProtoMessage() {}
 
 func (x *UnpinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[25]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2067,7 +2190,7 @@ func (x *UnpinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnpinResponse.ProtoReflect.Descriptor instead.
 func (*UnpinResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{25}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{27}
 }
 
 // RedriveRequest names dead letters to put back on their subjects.
@@ -2086,7 +2209,7 @@ type RedriveRequest struct {
 
 func (x *RedriveRequest) Reset() {
 	*x = RedriveRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[26]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2098,7 +2221,7 @@ func (x *RedriveRequest) String() string {
 func (*RedriveRequest) ProtoMessage() {}
 
 func (x *RedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[26]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2111,7 +2234,7 @@ func (x *RedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveRequest.ProtoReflect.Descriptor instead.
 func (*RedriveRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{26}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RedriveRequest) GetStream() string {
@@ -2148,7 +2271,7 @@ type RedriveResponse struct {
 
 func (x *RedriveResponse) Reset() {
 	*x = RedriveResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[27]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2160,7 +2283,7 @@ func (x *RedriveResponse) String() string {
 func (*RedriveResponse) ProtoMessage() {}
 
 func (x *RedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[27]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2173,7 +2296,7 @@ func (x *RedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveResponse.ProtoReflect.Descriptor instead.
 func (*RedriveResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{27}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RedriveResponse) GetRedriven() int64 {
@@ -2208,7 +2331,7 @@ type RedriveFailure struct {
 
 func (x *RedriveFailure) Reset() {
 	*x = RedriveFailure{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[28]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2220,7 +2343,7 @@ func (x *RedriveFailure) String() string {
 func (*RedriveFailure) ProtoMessage() {}
 
 func (x *RedriveFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[28]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2233,7 +2356,7 @@ func (x *RedriveFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveFailure.ProtoReflect.Descriptor instead.
 func (*RedriveFailure) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{28}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RedriveFailure) GetSeq() uint64 {
@@ -2312,7 +2435,7 @@ type ConsumerConfig struct {
 
 func (x *ConsumerConfig) Reset() {
 	*x = ConsumerConfig{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[29]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2324,7 +2447,7 @@ func (x *ConsumerConfig) String() string {
 func (*ConsumerConfig) ProtoMessage() {}
 
 func (x *ConsumerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[29]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2337,7 +2460,7 @@ func (x *ConsumerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerConfig.ProtoReflect.Descriptor instead.
 func (*ConsumerConfig) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{29}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ConsumerConfig) GetDurableName() string {
@@ -2503,7 +2626,7 @@ type ConsumerState struct {
 
 func (x *ConsumerState) Reset() {
 	*x = ConsumerState{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[30]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2515,7 +2638,7 @@ func (x *ConsumerState) String() string {
 func (*ConsumerState) ProtoMessage() {}
 
 func (x *ConsumerState) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[30]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2528,7 +2651,7 @@ func (x *ConsumerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerState.ProtoReflect.Descriptor instead.
 func (*ConsumerState) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{30}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ConsumerState) GetNumPending() uint64 {
@@ -2616,7 +2739,7 @@ type PriorityGroupState struct {
 
 func (x *PriorityGroupState) Reset() {
 	*x = PriorityGroupState{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[31]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2628,7 +2751,7 @@ func (x *PriorityGroupState) String() string {
 func (*PriorityGroupState) ProtoMessage() {}
 
 func (x *PriorityGroupState) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[31]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2641,7 +2764,7 @@ func (x *PriorityGroupState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PriorityGroupState.ProtoReflect.Descriptor instead.
 func (*PriorityGroupState) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{31}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PriorityGroupState) GetGroup() string {
@@ -2680,7 +2803,7 @@ type SequencePair struct {
 
 func (x *SequencePair) Reset() {
 	*x = SequencePair{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[32]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2692,7 +2815,7 @@ func (x *SequencePair) String() string {
 func (*SequencePair) ProtoMessage() {}
 
 func (x *SequencePair) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[32]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2705,7 +2828,7 @@ func (x *SequencePair) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SequencePair.ProtoReflect.Descriptor instead.
 func (*SequencePair) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{32}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SequencePair) GetConsumerSeq() uint64 {
@@ -2753,17 +2876,26 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\rFetchResponse\x12/\n" +
 	"\bmessages\x18\x01 \x03(\v2\x13.jetgate.v1.MessageR\bmessages\x12:\n" +
 	"\fempty_reason\x18\x02 \x01(\x0e2\x17.jetgate.v1.EmptyReasonR\vemptyReason\x12\x15\n" +
-	"\x06pin_id\x18\x03 \x01(\tR\x05pinId\"\xdb\x02\n" +
+	"\x06pin_id\x18\x03 \x01(\tR\x05pinId\"\x92\x03\n" +
 	"\aMessage\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12\x18\n" +
 	"\asubject\x18\x02 \x01(\tR\asubject\x12\x12\n" +
 	"\x04data\x18\x03 \x01(\fR\x04data\x12:\n" +
 	"\aheaders\x18\x04 \x03(\v2 .jetgate.v1.Message.HeadersEntryR\aheaders\x12A\n" +
 	"\x0elease_deadline\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\rleaseDeadline\x127\n" +
-	"\bmetadata\x18\x06 \x01(\v2\x1b.jetgate.v1.MessageMetadataR\bmetadata\x1aT\n" +
+	"\bmetadata\x18\x06 \x01(\v2\x1b.jetgate.v1.MessageMetadataR\bmetadata\x12-\n" +
+	"\x03raw\x18\a \x01(\v2\x16.jetgate.v1.RawMessageH\x00R\x03raw\x88\x01\x01\x1aT\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
-	"\x05value\x18\x02 \x01(\v2\x18.jetgate.v1.HeaderValuesR\x05value:\x028\x01\"&\n" +
+	"\x05value\x18\x02 \x01(\v2\x18.jetgate.v1.HeaderValuesR\x05value:\x028\x01B\x06\n" +
+	"\x04_raw\"W\n" +
+	"\n" +
+	"RawMessage\x12\x18\n" +
+	"\asubject\x18\x01 \x01(\fR\asubject\x12/\n" +
+	"\aheaders\x18\x02 \x03(\v2\x15.jetgate.v1.RawHeaderR\aheaders\"7\n" +
+	"\tRawHeader\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\fR\x04name\x12\x16\n" +
+	"\x06values\x18\x02 \x03(\fR\x06values\"&\n" +
 	"\fHeaderValues\x12\x16\n" +
 	"\x06values\x18\x01 \x03(\tR\x06values\"\x87\x02\n" +
 	"\x0fMessageMetadata\x12\x16\n" +
@@ -2984,7 +3116,7 @@ func file_jetgate_v1_consumer_proto_rawDescGZIP() []byte {
 }
 
 var file_jetgate_v1_consumer_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_jetgate_v1_consumer_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_jetgate_v1_consumer_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_jetgate_v1_consumer_proto_goTypes = []any{
 	(EmptyReason)(0),              // 0: jetgate.v1.EmptyReason
 	(DeliverPolicy)(0),            // 1: jetgate.v1.DeliverPolicy
@@ -2993,109 +3125,113 @@ var file_jetgate_v1_consumer_proto_goTypes = []any{
 	(*FetchRequest)(nil),          // 4: jetgate.v1.FetchRequest
 	(*FetchResponse)(nil),         // 5: jetgate.v1.FetchResponse
 	(*Message)(nil),               // 6: jetgate.v1.Message
-	(*HeaderValues)(nil),          // 7: jetgate.v1.HeaderValues
-	(*MessageMetadata)(nil),       // 8: jetgate.v1.MessageMetadata
-	(*AckRequest)(nil),            // 9: jetgate.v1.AckRequest
-	(*AckResponse)(nil),           // 10: jetgate.v1.AckResponse
-	(*NakRequest)(nil),            // 11: jetgate.v1.NakRequest
-	(*NakResponse)(nil),           // 12: jetgate.v1.NakResponse
-	(*TermRequest)(nil),           // 13: jetgate.v1.TermRequest
-	(*TermResponse)(nil),          // 14: jetgate.v1.TermResponse
-	(*ExtendRequest)(nil),         // 15: jetgate.v1.ExtendRequest
-	(*ExtendResponse)(nil),        // 16: jetgate.v1.ExtendResponse
-	(*ExtendedLease)(nil),         // 17: jetgate.v1.ExtendedLease
-	(*TokenFailure)(nil),          // 18: jetgate.v1.TokenFailure
-	(*GetConsumerRequest)(nil),    // 19: jetgate.v1.GetConsumerRequest
-	(*GetConsumerResponse)(nil),   // 20: jetgate.v1.GetConsumerResponse
-	(*PushState)(nil),             // 21: jetgate.v1.PushState
-	(*ConsumeRequest)(nil),        // 22: jetgate.v1.ConsumeRequest
-	(*ConsumeResponse)(nil),       // 23: jetgate.v1.ConsumeResponse
-	(*PauseRequest)(nil),          // 24: jetgate.v1.PauseRequest
-	(*PauseResponse)(nil),         // 25: jetgate.v1.PauseResponse
-	(*ResumeRequest)(nil),         // 26: jetgate.v1.ResumeRequest
-	(*ResumeResponse)(nil),        // 27: jetgate.v1.ResumeResponse
-	(*UnpinRequest)(nil),          // 28: jetgate.v1.UnpinRequest
-	(*UnpinResponse)(nil),         // 29: jetgate.v1.UnpinResponse
-	(*RedriveRequest)(nil),        // 30: jetgate.v1.RedriveRequest
-	(*RedriveResponse)(nil),       // 31: jetgate.v1.RedriveResponse
-	(*RedriveFailure)(nil),        // 32: jetgate.v1.RedriveFailure
-	(*ConsumerConfig)(nil),        // 33: jetgate.v1.ConsumerConfig
-	(*ConsumerState)(nil),         // 34: jetgate.v1.ConsumerState
-	(*PriorityGroupState)(nil),    // 35: jetgate.v1.PriorityGroupState
-	(*SequencePair)(nil),          // 36: jetgate.v1.SequencePair
-	nil,                           // 37: jetgate.v1.Message.HeadersEntry
-	(*durationpb.Duration)(nil),   // 38: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 39: google.protobuf.Timestamp
+	(*RawMessage)(nil),            // 7: jetgate.v1.RawMessage
+	(*RawHeader)(nil),             // 8: jetgate.v1.RawHeader
+	(*HeaderValues)(nil),          // 9: jetgate.v1.HeaderValues
+	(*MessageMetadata)(nil),       // 10: jetgate.v1.MessageMetadata
+	(*AckRequest)(nil),            // 11: jetgate.v1.AckRequest
+	(*AckResponse)(nil),           // 12: jetgate.v1.AckResponse
+	(*NakRequest)(nil),            // 13: jetgate.v1.NakRequest
+	(*NakResponse)(nil),           // 14: jetgate.v1.NakResponse
+	(*TermRequest)(nil),           // 15: jetgate.v1.TermRequest
+	(*TermResponse)(nil),          // 16: jetgate.v1.TermResponse
+	(*ExtendRequest)(nil),         // 17: jetgate.v1.ExtendRequest
+	(*ExtendResponse)(nil),        // 18: jetgate.v1.ExtendResponse
+	(*ExtendedLease)(nil),         // 19: jetgate.v1.ExtendedLease
+	(*TokenFailure)(nil),          // 20: jetgate.v1.TokenFailure
+	(*GetConsumerRequest)(nil),    // 21: jetgate.v1.GetConsumerRequest
+	(*GetConsumerResponse)(nil),   // 22: jetgate.v1.GetConsumerResponse
+	(*PushState)(nil),             // 23: jetgate.v1.PushState
+	(*ConsumeRequest)(nil),        // 24: jetgate.v1.ConsumeRequest
+	(*ConsumeResponse)(nil),       // 25: jetgate.v1.ConsumeResponse
+	(*PauseRequest)(nil),          // 26: jetgate.v1.PauseRequest
+	(*PauseResponse)(nil),         // 27: jetgate.v1.PauseResponse
+	(*ResumeRequest)(nil),         // 28: jetgate.v1.ResumeRequest
+	(*ResumeResponse)(nil),        // 29: jetgate.v1.ResumeResponse
+	(*UnpinRequest)(nil),          // 30: jetgate.v1.UnpinRequest
+	(*UnpinResponse)(nil),         // 31: jetgate.v1.UnpinResponse
+	(*RedriveRequest)(nil),        // 32: jetgate.v1.RedriveRequest
+	(*RedriveResponse)(nil),       // 33: jetgate.v1.RedriveResponse
+	(*RedriveFailure)(nil),        // 34: jetgate.v1.RedriveFailure
+	(*ConsumerConfig)(nil),        // 35: jetgate.v1.ConsumerConfig
+	(*ConsumerState)(nil),         // 36: jetgate.v1.ConsumerState
+	(*PriorityGroupState)(nil),    // 37: jetgate.v1.PriorityGroupState
+	(*SequencePair)(nil),          // 38: jetgate.v1.SequencePair
+	nil,                           // 39: jetgate.v1.Message.HeadersEntry
+	(*durationpb.Duration)(nil),   // 40: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 41: google.protobuf.Timestamp
 }
 var file_jetgate_v1_consumer_proto_depIdxs = []int32{
-	38, // 0: jetgate.v1.FetchRequest.expires:type_name -> google.protobuf.Duration
+	40, // 0: jetgate.v1.FetchRequest.expires:type_name -> google.protobuf.Duration
 	6,  // 1: jetgate.v1.FetchResponse.messages:type_name -> jetgate.v1.Message
 	0,  // 2: jetgate.v1.FetchResponse.empty_reason:type_name -> jetgate.v1.EmptyReason
-	37, // 3: jetgate.v1.Message.headers:type_name -> jetgate.v1.Message.HeadersEntry
-	39, // 4: jetgate.v1.Message.lease_deadline:type_name -> google.protobuf.Timestamp
-	8,  // 5: jetgate.v1.Message.metadata:type_name -> jetgate.v1.MessageMetadata
-	39, // 6: jetgate.v1.MessageMetadata.timestamp:type_name -> google.protobuf.Timestamp
-	18, // 7: jetgate.v1.AckResponse.failures:type_name -> jetgate.v1.TokenFailure
-	38, // 8: jetgate.v1.NakRequest.delay:type_name -> google.protobuf.Duration
-	18, // 9: jetgate.v1.NakResponse.failures:type_name -> jetgate.v1.TokenFailure
-	18, // 10: jetgate.v1.TermResponse.failures:type_name -> jetgate.v1.TokenFailure
-	17, // 11: jetgate.v1.ExtendResponse.leases:type_name -> jetgate.v1.ExtendedLease
-	18, // 12: jetgate.v1.ExtendResponse.failures:type_name -> jetgate.v1.TokenFailure
-	39, // 13: jetgate.v1.ExtendedLease.lease_deadline:type_name -> google.protobuf.Timestamp
-	33, // 14: jetgate.v1.GetConsumerResponse.config:type_name -> jetgate.v1.ConsumerConfig
-	34, // 15: jetgate.v1.GetConsumerResponse.state:type_name -> jetgate.v1.ConsumerState
-	38, // 16: jetgate.v1.GetConsumerResponse.oldest_unacked_age:type_name -> google.protobuf.Duration
-	21, // 17: jetgate.v1.GetConsumerResponse.push:type_name -> jetgate.v1.PushState
-	39, // 18: jetgate.v1.PushState.last_error_time:type_name -> google.protobuf.Timestamp
-	38, // 19: jetgate.v1.ConsumeRequest.heartbeat:type_name -> google.protobuf.Duration
-	6,  // 20: jetgate.v1.ConsumeResponse.messages:type_name -> jetgate.v1.Message
-	39, // 21: jetgate.v1.PauseRequest.pause_until:type_name -> google.protobuf.Timestamp
-	39, // 22: jetgate.v1.PauseResponse.pause_until:type_name -> google.protobuf.Timestamp
-	32, // 23: jetgate.v1.RedriveResponse.failures:type_name -> jetgate.v1.RedriveFailure
-	1,  // 24: jetgate.v1.ConsumerConfig.deliver_policy:type_name -> jetgate.v1.DeliverPolicy
-	39, // 25: jetgate.v1.ConsumerConfig.opt_start_time:type_name -> google.protobuf.Timestamp
-	2,  // 26: jetgate.v1.ConsumerConfig.ack_policy:type_name -> jetgate.v1.AckPolicy
-	38, // 27: jetgate.v1.ConsumerConfig.ack_wait:type_name -> google.protobuf.Duration
-	38, // 28: jetgate.v1.ConsumerConfig.backoff:type_name -> google.protobuf.Duration
-	38, // 29: jetgate.v1.ConsumerConfig.max_request_expires:type_name -> google.protobuf.Duration
-	3,  // 30: jetgate.v1.ConsumerConfig.priority_policy:type_name -> jetgate.v1.PriorityPolicy
-	38, // 31: jetgate.v1.ConsumerConfig.priority_timeout:type_name -> google.protobuf.Duration
-	39, // 32: jetgate.v1.ConsumerConfig.pause_until:type_name -> google.protobuf.Timestamp
-	36, // 33: jetgate.v1.ConsumerState.delivered:type_name -> jetgate.v1.SequencePair
-	36, // 34: jetgate.v1.ConsumerState.ack_floor:type_name -> jetgate.v1.SequencePair
-	39, // 35: jetgate.v1.ConsumerState.created:type_name -> google.protobuf.Timestamp
-	38, // 36: jetgate.v1.ConsumerState.pause_remaining:type_name -> google.protobuf.Duration
-	35, // 37: jetgate.v1.ConsumerState.priority_groups:type_name -> jetgate.v1.PriorityGroupState
-	39, // 38: jetgate.v1.PriorityGroupState.pinned_since:type_name -> google.protobuf.Timestamp
-	39, // 39: jetgate.v1.SequencePair.last_active:type_name -> google.protobuf.Timestamp
-	7,  // 40: jetgate.v1.Message.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
-	4,  // 41: jetgate.v1.ConsumerService.Fetch:input_type -> jetgate.v1.FetchRequest
-	9,  // 42: jetgate.v1.ConsumerService.Ack:input_type -> jetgate.v1.AckRequest
-	11, // 43: jetgate.v1.ConsumerService.Nak:input_type -> jetgate.v1.NakRequest
-	13, // 44: jetgate.v1.ConsumerService.Term:input_type -> jetgate.v1.TermRequest
-	15, // 45: jetgate.v1.ConsumerService.Extend:input_type -> jetgate.v1.ExtendRequest
-	19, // 46: jetgate.v1.ConsumerService.GetConsumer:input_type -> jetgate.v1.GetConsumerRequest
-	30, // 47: jetgate.v1.ConsumerService.Redrive:input_type -> jetgate.v1.RedriveRequest
-	22, // 48: jetgate.v1.ConsumerService.Consume:input_type -> jetgate.v1.ConsumeRequest
-	24, // 49: jetgate.v1.ConsumerService.Pause:input_type -> jetgate.v1.PauseRequest
-	26, // 50: jetgate.v1.ConsumerService.Resume:input_type -> jetgate.v1.ResumeRequest
-	28, // 51: jetgate.v1.ConsumerService.Unpin:input_type -> jetgate.v1.UnpinRequest
-	5,  // 52: jetgate.v1.ConsumerService.Fetch:output_type -> jetgate.v1.FetchResponse
-	10, // 53: jetgate.v1.ConsumerService.Ack:output_type -> jetgate.v1.AckResponse
-	12, // 54: jetgate.v1.ConsumerService.Nak:output_type -> jetgate.v1.NakResponse
-	14, // 55: jetgate.v1.ConsumerService.Term:output_type -> jetgate.v1.TermResponse
-	16, // 56: jetgate.v1.ConsumerService.Extend:output_type -> jetgate.v1.ExtendResponse
-	20, // 57: jetgate.v1.ConsumerService.GetConsumer:output_type -> jetgate.v1.GetConsumerResponse
-	31, // 58: jetgate.v1.ConsumerService.Redrive:output_type -> jetgate.v1.RedriveResponse
-	23, // 59: jetgate.v1.ConsumerService.Consume:output_type -> jetgate.v1.ConsumeResponse
-	25, // 60: jetgate.v1.ConsumerService.Pause:output_type -> jetgate.v1.PauseResponse
-	27, // 61: jetgate.v1.ConsumerService.Resume:output_type -> jetgate.v1.ResumeResponse
-	29, // 62: jetgate.v1.ConsumerService.Unpin:output_type -> jetgate.v1.UnpinResponse
-	52, // [52:63] is the sub-list for method output_type
-	41, // [41:52] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	39, // 3: jetgate.v1.Message.headers:type_name -> jetgate.v1.Message.HeadersEntry
+	41, // 4: jetgate.v1.Message.lease_deadline:type_name -> google.protobuf.Timestamp
+	10, // 5: jetgate.v1.Message.metadata:type_name -> jetgate.v1.MessageMetadata
+	7,  // 6: jetgate.v1.Message.raw:type_name -> jetgate.v1.RawMessage
+	8,  // 7: jetgate.v1.RawMessage.headers:type_name -> jetgate.v1.RawHeader
+	41, // 8: jetgate.v1.MessageMetadata.timestamp:type_name -> google.protobuf.Timestamp
+	20, // 9: jetgate.v1.AckResponse.failures:type_name -> jetgate.v1.TokenFailure
+	40, // 10: jetgate.v1.NakRequest.delay:type_name -> google.protobuf.Duration
+	20, // 11: jetgate.v1.NakResponse.failures:type_name -> jetgate.v1.TokenFailure
+	20, // 12: jetgate.v1.TermResponse.failures:type_name -> jetgate.v1.TokenFailure
+	19, // 13: jetgate.v1.ExtendResponse.leases:type_name -> jetgate.v1.ExtendedLease
+	20, // 14: jetgate.v1.ExtendResponse.failures:type_name -> jetgate.v1.TokenFailure
+	41, // 15: jetgate.v1.ExtendedLease.lease_deadline:type_name -> google.protobuf.Timestamp
+	35, // 16: jetgate.v1.GetConsumerResponse.config:type_name -> jetgate.v1.ConsumerConfig
+	36, // 17: jetgate.v1.GetConsumerResponse.state:type_name -> jetgate.v1.ConsumerState
+	40, // 18: jetgate.v1.GetConsumerResponse.oldest_unacked_age:type_name -> google.protobuf.Duration
+	23, // 19: jetgate.v1.GetConsumerResponse.push:type_name -> jetgate.v1.PushState
+	41, // 20: jetgate.v1.PushState.last_error_time:type_name -> google.protobuf.Timestamp
+	40, // 21: jetgate.v1.ConsumeRequest.heartbeat:type_name -> google.protobuf.Duration
+	6,  // 22: jetgate.v1.ConsumeResponse.messages:type_name -> jetgate.v1.Message
+	41, // 23: jetgate.v1.PauseRequest.pause_until:type_name -> google.protobuf.Timestamp
+	41, // 24: jetgate.v1.PauseResponse.pause_until:type_name -> google.protobuf.Timestamp
+	34, // 25: jetgate.v1.RedriveResponse.failures:type_name -> jetgate.v1.RedriveFailure
+	1,  // 26: jetgate.v1.ConsumerConfig.deliver_policy:type_name -> jetgate.v1.DeliverPolicy
+	41, // 27: jetgate.v1.ConsumerConfig.opt_start_time:type_name -> google.protobuf.Timestamp
+	2,  // 28: jetgate.v1.ConsumerConfig.ack_policy:type_name -> jetgate.v1.AckPolicy
+	40, // 29: jetgate.v1.ConsumerConfig.ack_wait:type_name -> google.protobuf.Duration
+	40, // 30: jetgate.v1.ConsumerConfig.backoff:type_name -> google.protobuf.Duration
+	40, // 31: jetgate.v1.ConsumerConfig.max_request_expires:type_name -> google.protobuf.Duration
+	3,  // 32: jetgate.v1.ConsumerConfig.priority_policy:type_name -> jetgate.v1.PriorityPolicy
+	40, // 33: jetgate.v1.ConsumerConfig.priority_timeout:type_name -> google.protobuf.Duration
+	41, // 34: jetgate.v1.ConsumerConfig.pause_until:type_name -> google.protobuf.Timestamp
+	38, // 35: jetgate.v1.ConsumerState.delivered:type_name -> jetgate.v1.SequencePair
+	38, // 36: jetgate.v1.ConsumerState.ack_floor:type_name -> jetgate.v1.SequencePair
+	41, // 37: jetgate.v1.ConsumerState.created:type_name -> google.protobuf.Timestamp
+	40, // 38: jetgate.v1.ConsumerState.pause_remaining:type_name -> google.protobuf.Duration
+	37, // 39: jetgate.v1.ConsumerState.priority_groups:type_name -> jetgate.v1.PriorityGroupState
+	41, // 40: jetgate.v1.PriorityGroupState.pinned_since:type_name -> google.protobuf.Timestamp
+	41, // 41: jetgate.v1.SequencePair.last_active:type_name -> google.protobuf.Timestamp
+	9,  // 42: jetgate.v1.Message.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
+	4,  // 43: jetgate.v1.ConsumerService.Fetch:input_type -> jetgate.v1.FetchRequest
+	11, // 44: jetgate.v1.ConsumerService.Ack:input_type -> jetgate.v1.AckRequest
+	13, // 45: jetgate.v1.ConsumerService.Nak:input_type -> jetgate.v1.NakRequest
+	15, // 46: jetgate.v1.ConsumerService.Term:input_type -> jetgate.v1.TermRequest
+	17, // 47: jetgate.v1.ConsumerService.Extend:input_type -> jetgate.v1.ExtendRequest
+	21, // 48: jetgate.v1.ConsumerService.GetConsumer:input_type -> jetgate.v1.GetConsumerRequest
+	32, // 49: jetgate.v1.ConsumerService.Redrive:input_type -> jetgate.v1.RedriveRequest
+	24, // 50: jetgate.v1.ConsumerService.Consume:input_type -> jetgate.v1.ConsumeRequest
+	26, // 51: jetgate.v1.ConsumerService.Pause:input_type -> jetgate.v1.PauseRequest
+	28, // 52: jetgate.v1.ConsumerService.Resume:input_type -> jetgate.v1.ResumeRequest
+	30, // 53: jetgate.v1.ConsumerService.Unpin:input_type -> jetgate.v1.UnpinRequest
+	5,  // 54: jetgate.v1.ConsumerService.Fetch:output_type -> jetgate.v1.FetchResponse
+	12, // 55: jetgate.v1.ConsumerService.Ack:output_type -> jetgate.v1.AckResponse
+	14, // 56: jetgate.v1.ConsumerService.Nak:output_type -> jetgate.v1.NakResponse
+	16, // 57: jetgate.v1.ConsumerService.Term:output_type -> jetgate.v1.TermResponse
+	18, // 58: jetgate.v1.ConsumerService.Extend:output_type -> jetgate.v1.ExtendResponse
+	22, // 59: jetgate.v1.ConsumerService.GetConsumer:output_type -> jetgate.v1.GetConsumerResponse
+	33, // 60: jetgate.v1.ConsumerService.Redrive:output_type -> jetgate.v1.RedriveResponse
+	25, // 61: jetgate.v1.ConsumerService.Consume:output_type -> jetgate.v1.ConsumeResponse
+	27, // 62: jetgate.v1.ConsumerService.Pause:output_type -> jetgate.v1.PauseResponse
+	29, // 63: jetgate.v1.ConsumerService.Resume:output_type -> jetgate.v1.ResumeResponse
+	31, // 64: jetgate.v1.ConsumerService.Unpin:output_type -> jetgate.v1.UnpinResponse
+	54, // [54:65] is the sub-list for method output_type
+	43, // [43:54] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_jetgate_v1_consumer_proto_init() }
@@ -3104,14 +3240,15 @@ func file_jetgate_v1_consumer_proto_init() {
 		return
 	}
 	file_jetgate_v1_consumer_proto_msgTypes[0].OneofWrappers = []any{}
-	file_jetgate_v1_consumer_proto_msgTypes[18].OneofWrappers = []any{}
+	file_jetgate_v1_consumer_proto_msgTypes[2].OneofWrappers = []any{}
+	file_jetgate_v1_consumer_proto_msgTypes[20].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jetgate_v1_consumer_proto_rawDesc), len(file_jetgate_v1_consumer_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   34,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
