@@ -37,7 +37,7 @@ type macState struct {
 	h      hash.Hash
 	token  [maxTokenBytes]byte
 	sum    [sha256.Size + macLen/2]byte // room for macV2
-	fields []byte // appendFields of a token's stream, consumer, principal
+	fields []byte                       // appendFields of a token's stream, consumer, principal
 }
 
 func newKey(secret []byte) key {
