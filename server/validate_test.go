@@ -194,7 +194,7 @@ func TestValidateSettle(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := validateSettle(tt.req, lease.OpAck, "")
+			_, err := validateSettle(tt.req, lease.OpAck, "", testLimits)
 			if tt.wantErr && !errors.Is(err, errs.ErrInvalidArgument) {
 				t.Fatalf("validateSettle = %v, want errs.ErrInvalidArgument", err)
 			}
