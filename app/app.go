@@ -128,7 +128,7 @@ func (p *process) build(ctx context.Context) error {
 		Conn: p.nc, Consumers: p.cfg.ConsumerConfigs(), Pushes: p.cfg.PushConfigs(), Keys: keys,
 		MaxBatch: lim.MaxBatch, MaxExpires: time.Duration(lim.MaxExpires), MaxFetchBytes: lim.MaxFetchBytes,
 		MaxNakDelay: time.Duration(lim.MaxNakDelay),
-		Metrics: reg, Logger: p.log, Tracing: p.trc,
+		Metrics:     reg, Logger: p.log, Tracing: p.trc,
 	})
 	if err != nil {
 		return err

@@ -66,7 +66,7 @@ const (
 	// DefaultMaxNakDelay bounds a Nak's delay: a message nak'ed for longer
 	// holds one of max_ack_pending's places all that time.
 	DefaultMaxNakDelay = 24 * time.Hour
-	DefaultExpires        = 5 * time.Second
+	DefaultExpires     = 5 * time.Second
 	// DefaultMaxBodyBytes bounds a REST body and a gRPC request: 1000
 	// tokens of 256 characters fit with room to spare, and so does a modest
 	// Publish.
