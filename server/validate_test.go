@@ -447,3 +447,20 @@ func TestReasonsRoundTrip(t *testing.T) {
 		t.Errorf("failureOf(unknown) = %s %s %q", code, reason, msg)
 	}
 }
+
+// An atomic batch of 1000 messages, the server's most, is taken; 1001 is not.
+func TestValidatePublishBatchBound(t *testing.T) {
+	batch := func(n int) *jetgatev1.PublishBatchRequest {
+		req := &jetgatev1.PublishBatchRequest{Stream: "ORDERS"}
+		for range n {
+			req.Messages = append(req.Messages, &jetgatev1.BatchMessage{Subject: "orders.eu"})
+		}
+		return req
+	}
+	if _, err := validatePublishBatch(batch(1000)); err != nil {
+		t.Fatalf("a batch of 1000: %v", err)
+	}
+	if _, err := validatePublishBatch(batch(1001)); !errors.Is(err, errs.ErrInvalidArgument) {
+		t.Fatalf("a batch of 1001: %v", err)
+	}
+}
