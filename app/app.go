@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
@@ -172,8 +173,11 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 	p.onClose(func() { _ = p.innerLis.Close() })
 	p.inner = grpc.NewServer(opts...)
 	server.Register(p.inner, p.replica, p.log)
-	// A gRPC caller's connection runs at most 1024 RPCs at once.
-	opts = append(opts, grpc.MaxConcurrentStreams(1024))
+	// A gRPC caller's connection runs at most 1024 RPCs at once, and one
+	// that stops reading (its answers queued unsent) is closed once it
+	// leaves a ping unanswered: what it held is freed within a minute.
+	opts = append(opts, grpc.MaxConcurrentStreams(1024),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 20 * time.Second}))
 	if p.tls != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(p.tls)))
 	}
