@@ -79,10 +79,14 @@ func TestRESTFetchesAMessageThatIsNotUTF8(t *testing.T) {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	r := c.post(consumerPath+":fetch", `{"batch":2,"expires":"1s"}`).ok(t)
-	ms := r.body["messages"].([]any)
-	if len(ms) != 2 {
-		t.Fatalf("fetched %s", r.raw)
+	var ms []any
+	for len(ms) < 2 {
+		r := c.post(consumerPath+":fetch", `{"batch":2,"expires":"1s"}`).ok(t)
+		more := r.body["messages"].([]any)
+		if len(more) == 0 {
+			t.Fatalf("fetched %d messages, then none", len(ms))
+		}
+		ms = append(ms, more...)
 	}
 	raw, _ := ms[0].(map[string]any)["raw"].(map[string]any)
 	if raw["subject"] != base64.StdEncoding.EncodeToString([]byte("orders.\xff")) || ms[0].(map[string]any)["subject"] != "orders.\uFFFD" {

@@ -356,7 +356,7 @@ func TestTamperedAndTruncatedTokensAreRejected(t *testing.T) {
 		t.Fatalf("%d of %d altered tokens failed", len(fs), len(bad))
 	}
 	for _, f := range fs {
-		if r := f.GetReason(); r != "TOKEN_INVALID" && r != "TOKEN_WRONG_CONSUMER" && r != "TOKEN_WRONG_PRINCIPAL" {
+		if r := f.GetReason(); r != "TOKEN_INVALID" && r != "TOKEN_UNKNOWN_KEY" {
 			t.Errorf("altered token %d: %s", f.GetIndex(), f.GetReason())
 		}
 	}
