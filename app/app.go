@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
@@ -132,7 +133,8 @@ func (p *process) build(ctx context.Context) error {
 	p.replica, err = core.New(ctx, core.Options{
 		Conn: p.nc, Consumers: p.cfg.ConsumerConfigs(), Pushes: p.cfg.PushConfigs(), Keys: keys,
 		MaxBatch: lim.MaxBatch, MaxExpires: time.Duration(lim.MaxExpires), MaxFetchBytes: lim.MaxFetchBytes,
-		Metrics: reg, Logger: p.log, Tracing: p.trc, OnDemand: p.cfg.OnDemand.CoreOnDemand(),
+		MaxNakDelay: time.Duration(lim.MaxNakDelay),
+		Metrics:     reg, Logger: p.log, Tracing: p.trc, OnDemand: p.cfg.OnDemand.CoreOnDemand(),
 	})
 	if err != nil {
 		return explainRefusal(p.cfg, err)
@@ -176,8 +178,11 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 	p.onClose(func() { _ = p.innerLis.Close() })
 	p.inner = grpc.NewServer(opts...)
 	server.Register(p.inner, p.replica, p.log)
-	// A gRPC caller's connection runs at most 1024 RPCs at once.
-	opts = append(opts, grpc.MaxConcurrentStreams(1024))
+	// A gRPC caller's connection runs at most 1024 RPCs at once, and one
+	// that stops reading (its answers queued unsent) is closed once it
+	// leaves a ping unanswered: what it held is freed within a minute.
+	opts = append(opts, grpc.MaxConcurrentStreams(1024),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 20 * time.Second}))
 	if p.tls != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(p.tls)))
 	}

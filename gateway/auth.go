@@ -17,6 +17,11 @@ import (
 func authenticate(o Options) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if len(r.Header.Values("Authorization")) > 1 {
+				st := status.New(codes.InvalidArgument, "send one Authorization header, not several")
+				writeStatus(w, http.StatusBadRequest, st, "INVALID_ARGUMENT")
+				return
+			}
 			if o.Auth == nil || r.Method == http.MethodOptions {
 				next.ServeHTTP(w, r)
 				return

@@ -76,8 +76,8 @@ func TestRESTMethodAndRouteErrors(t *testing.T) {
 	}{
 		{"GET", consumerPath + ":fetch", 405, "METHOD_NOT_ALLOWED", "POST"},
 		{"PUT", consumerPath + ":ack", 405, "METHOD_NOT_ALLOWED", "POST"},
-		{"DELETE", consumerPath, 405, "METHOD_NOT_ALLOWED", "GET"},
-		{"POST", consumerPath, 405, "METHOD_NOT_ALLOWED", "GET"},
+		{"DELETE", consumerPath, 405, "METHOD_NOT_ALLOWED", "GET, HEAD"},
+		{"POST", consumerPath, 405, "METHOD_NOT_ALLOWED", "GET, HEAD"},
 		{"GET", publishPath, 405, "METHOD_NOT_ALLOWED", "POST"},
 		{"POST", consumerPath + ":foo", 404, "ROUTE_NOT_FOUND", ""},
 		{"POST", "/v1/streams/ORDERS:foo", 404, "ROUTE_NOT_FOUND", ""},

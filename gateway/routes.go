@@ -95,11 +95,29 @@ func (r route) matches(segs []string) bool {
 	return true
 }
 
+// getOnly are the paths the gateway serves itself, to GET (and HEAD) alone.
+var getOnly = []string{"/healthz", "/readyz", "/openapi.json", "/metrics"}
+
 // routes answers 404 and 405 for requests that no RPC serves, and passes the
-// rest on.
+// rest on. A HEAD of a GET route is served as the GET (net/http drops the
+// body). A path with an escaped slash is no route: proxies check paths as
+// sent, and "ORDERS%2Fconsumers%2Fbilling" must not reach what
+// "ORDERS/consumers/billing" does.
 func (rt routeTable) routes(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(strings.ToUpper(r.URL.EscapedPath()), "%2F") {
+			st := status.Newf(codes.NotFound, "no API call is at a path with an escaped slash (%%2F): names hold no slash")
+			writeStatus(w, http.StatusNotFound, st, "ROUTE_NOT_FOUND")
+			return
+		}
 		methods, knownVerb := rt.allowed(r.URL.Path)
+		if slices.Contains(getOnly, r.URL.Path) {
+			methods, knownVerb = []string{http.MethodGet}, false
+		}
+		if r.Method == http.MethodHead && slices.Contains(methods, http.MethodGet) {
+			r = r.Clone(r.Context())
+			r.Method = http.MethodGet
+		}
 		switch {
 		case slices.Contains(methods, r.Method):
 			next.ServeHTTP(w, r)
@@ -107,6 +125,9 @@ func (rt routeTable) routes(next http.Handler) http.Handler {
 			st := status.Newf(codes.NotFound, "no API call is at %s %s; see /openapi.json for the routes", r.Method, cut(r.URL.Path, 200))
 			writeStatus(w, http.StatusNotFound, st, "ROUTE_NOT_FOUND")
 		default:
+			if slices.Contains(methods, http.MethodGet) {
+				methods = append(slices.Clone(methods), http.MethodHead)
+			}
 			allow := strings.Join(methods, ", ")
 			w.Header().Set("Allow", allow)
 			st := status.Newf(codes.Unimplemented, "%s takes %s, not %s", cut(r.URL.Path, 200), allow, cut(r.Method, 20))

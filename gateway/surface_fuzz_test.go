@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,8 +21,8 @@ import (
 	"github.com/jetgate/jetgate/app"
 )
 
-// FuzzRequestSurface sends Publish and Fetch with fields of any length and
-// content over REST and gRPC. Whatever they hold, the answer is never a
+// FuzzRequestSurface sends Publish (header names, ttl included), Fetch and
+// Nak (its delay) with fields of any length and content over REST and gRPC. Whatever they hold, the answer is never a
 // server error, and the NATS connection stays up: /readyz still says ready.
 func FuzzRequestSurface(f *testing.F) {
 	a := startApp(f, func(o *app.Options) { o.MaxExpires = time.Second })
@@ -35,14 +36,18 @@ func FuzzRequestSurface(f *testing.F) {
 	f.Cleanup(func() { _ = conn.Close() })
 	cons, strm := jetgatev1.NewConsumerServiceClient(conn), jetgatev1.NewStreamServiceClient(conn)
 
-	f.Add("ORDERS", "orders.new", []byte("x"), "X-A", "v", "", "billing", int32(1), int64(0))
-	f.Add("ORDERS", "orders."+strings.Repeat("x", 5000), []byte{}, "", "", "", "billing", int32(0), int64(1))
-	f.Add("ORDERS", "orders. x", make([]byte, 1_100_000), "X\r\nY", "a\r\nb", "id\r\n", "bill ing", int32(-1), int64(-1))
-	f.Add("$SYS", "$JS.API.STREAM.DELETE.ORDERS", []byte{0}, "Nats-Msg-Id", "x", strings.Repeat("i", 70000), strings.Repeat("c", 300), int32(1<<30), int64(1<<62))
-	f.Add(strings.Repeat("S", 4000), "orders.\x00\x7f", []byte("\xff"), "Nats-Expected-Last-Sequence", "1", "\x00", "billing:fetch", int32(1000), int64(1))
+	f.Add("ORDERS", "orders.new", []byte("x"), "X-A", "v", "", "billing", int32(1), int64(0), int64(0), int64(0))
+	f.Add("ORDERS", "orders."+strings.Repeat("x", 5000), []byte{}, "", "", "", "billing", int32(0), int64(1), int64(1), int64(1))
+	f.Add("ORDERS", "orders. x", make([]byte, 1_100_000), "X\r\nY", "a\r\nb", "id\r\n", "bill ing", int32(-1), int64(-1), int64(-1), int64(-1))
+	f.Add("$SYS", "$JS.API.STREAM.DELETE.ORDERS", []byte{0}, "Nats-Msg-Id", "x", strings.Repeat("i", 70000), strings.Repeat("c", 300), int32(1<<30), int64(1<<62), int64(7500000000), int64(292*365*24*3600))
+	f.Add(strings.Repeat("S", 4000), "orders.\x00\x7f", []byte("\xff"), "Nats-Expected-Last-Sequence", "1", "\x00", "billing:fetch", int32(1000), int64(1), int64(315576000000), int64(86400))
+	f.Add("ORDERS", "orders.h", []byte("h"), "X/(A)@=,;?{}[]\\<>\"", "v", "", "billing", int32(1), int64(0), int64(1<<40), int64(86401))
 
-	f.Fuzz(func(t *testing.T, stream, subject string, data []byte, hk, hv, msgID, consumer string, batch int32, maxBytes int64) {
+	f.Fuzz(func(t *testing.T, stream, subject string, data []byte, hk, hv, msgID, consumer string, batch int32, maxBytes, ttl, delay int64) {
 		pub := &jetgatev1.PublishRequest{Stream: stream, Subject: subject, Data: data, MsgId: msgID}
+		if ttl != 0 {
+			pub.Ttl = &durationpb.Duration{Seconds: ttl}
+		}
 		if hk != "" {
 			pub.Headers = map[string]*jetgatev1.HeaderValues{hk: {Values: []string{hv}}}
 		}
@@ -56,15 +61,25 @@ func FuzzRequestSurface(f *testing.F) {
 		if _, err := strm.Publish(ctx, pub); serverFault(err) {
 			t.Fatalf("gRPC Publish: %v", err)
 		}
-		if _, err := cons.Fetch(ctx, fr); serverFault(err) {
+		tokens := []string{"t"}
+		if resp, err := cons.Fetch(ctx, fr); serverFault(err) {
 			t.Fatalf("gRPC Fetch: %v", err)
+		} else if len(resp.GetMessages()) > 0 {
+			tokens = []string{resp.GetMessages()[0].GetToken()}
+		}
+		nak := &jetgatev1.NakRequest{Stream: stream, Consumer: consumer, Tokens: tokens, Delay: &durationpb.Duration{Seconds: delay}}
+		if _, err := cons.Nak(ctx, nak); serverFault(err) {
+			t.Fatalf("gRPC Nak: %v", err)
 		}
 		// REST: the same fields as JSON (encoding/json makes the strings
 		// valid UTF-8), to paths that may not parse.
-		body, _ := json.Marshal(map[string]any{"subject": subject, "data": data, "msgId": msgID, "headers": map[string]any{hk: map[string]any{"values": []string{hv}}}})
+		body, _ := json.Marshal(map[string]any{"subject": subject, "data": data, "msgId": msgID, "headers": map[string]any{hk: map[string]any{"values": []string{hv}}},
+			"ttl": strconv.FormatInt(ttl, 10) + "s"})
 		restNoFault(t, hc, "http://"+a.HTTP+"/v1/streams/"+stream+":publish", body)
 		body, _ = json.Marshal(map[string]any{"batch": batch, "expires": "0s", "maxBytes": maxBytes})
 		restNoFault(t, hc, "http://"+a.HTTP+"/v1/streams/"+stream+"/consumers/"+consumer+":fetch", body)
+		body, _ = json.Marshal(map[string]any{"tokens": tokens, "delay": strconv.FormatInt(delay, 10) + "s"})
+		restNoFault(t, hc, "http://"+a.HTTP+"/v1/streams/"+stream+"/consumers/"+consumer+":nak", body)
 
 		resp, err := hc.Get("http://" + a.HTTP + "/readyz")
 		if err != nil {

@@ -75,7 +75,7 @@ func (s *consumerService) Extend(ctx context.Context, req *jetgatev1.ExtendReque
 // settle runs an Ack, Nak, Term or Extend and reports each token that
 // failed; ok is told of each that did not.
 func (s *consumerService) settle(ctx context.Context, req settleRequest, op lease.Op, ok func(string, settle.Outcome)) ([]*jetgatev1.TokenFailure, error) {
-	sr, err := validateSettle(req, op, auth.Principal(ctx))
+	sr, err := validateSettle(req, op, auth.Principal(ctx), s.lim)
 	if err != nil {
 		return nil, s.status(err)
 	}

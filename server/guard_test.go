@@ -97,3 +97,12 @@ func TestGuardAuthenticatesAndAuthorizesBeforeAnyWork(t *testing.T) {
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// Redrive republishes with jetgate's own rights: it needs the redrive
+// grant; settle, which alice has, is not enough.
+func TestRedriveNeedsTheRedriveGrant(t *testing.T) {
+	_, r, _ := guarded(t)
+	_, err := r.Consumers.Redrive(as(context.Background(), "authorization", "Bearer alice-key"),
+		&jetgatev1.RedriveRequest{Stream: stream, Consumer: consumer})
+	wantCode(t, err, codes.PermissionDenied, "PERMISSION_DENIED")
+}

@@ -20,6 +20,13 @@ const maxHeaderBytes = 64 << 10
 // minTTL is the shortest time to live the server gives a message.
 const minTTL = time.Second
 
+// maxTTL is the longest time to live Publish takes. The server computes a
+// message's expiry as its timestamp in nanoseconds plus ttl seconds × 10⁹
+// in an int64 (filestore.go, memstore.go): a ttl reaching past 2262
+// overflows into the past and the message is deleted at once. 100 years
+// stays clear of that until 2162.
+const maxTTL = 100 * 365 * 24 * time.Hour
+
 func validatePublish(req *jetgatev1.PublishRequest) (core.PublishRequest, error) {
 	if req.GetStream() == "" {
 		return core.PublishRequest{}, fmt.Errorf("%w: stream is required", errs.ErrInvalidArgument)
@@ -57,8 +64,9 @@ func validateMessage(stream, subject string, data []byte, headers map[string]*je
 	size := 0
 	for _, k := range slices.Sorted(maps.Keys(headers)) {
 		v := headers[k]
-		if k == "" || strings.ContainsAny(k, ": \t\r\n") || !isASCIIPrintable(k) {
-			return core.PublishRequest{}, fmt.Errorf("%w: header name %q is not a valid header name", errs.ErrInvalidArgument, k)
+		if !validHeaderName(k) {
+			return core.PublishRequest{}, fmt.Errorf("%w: header name %q is not one NATS takes: printable ASCII without spaces or any of %s",
+				errs.ErrHeaderInvalid, k, headerNameForbidden)
 		}
 		if err := checkReserved(k); err != nil {
 			return core.PublishRequest{}, err
@@ -80,8 +88,9 @@ func validateMessage(stream, subject string, data []byte, headers map[string]*je
 	}
 	pr := core.PublishRequest{Stream: stream, Subject: subject, Data: data, Header: headerOf(headers), MsgID: msgID}
 	if ttl != nil {
-		if ttl.CheckValid() != nil || ttl.AsDuration() < minTTL {
-			return core.PublishRequest{}, fmt.Errorf("%w: ttl must be a duration of %v or more", errs.ErrInvalidArgument, minTTL)
+		if ttl.CheckValid() != nil || ttl.AsDuration() < minTTL || ttl.AsDuration() > maxTTL {
+			return core.PublishRequest{}, fmt.Errorf("%w: ttl must be a duration from %v to %v (100 years; the NATS server cannot hold a longer one)",
+				errs.ErrInvalidArgument, minTTL, maxTTL)
 		}
 		pr.TTL = ttl.AsDuration()
 	}
@@ -112,4 +121,23 @@ func checkReserved(name string) error {
 			errs.ErrHeaderReserved, name, expectedPrefix)
 	}
 	return fmt.Errorf("%w: header %q is reserved for NATS; only the Nats-Expected-* concurrency checks may be sent", errs.ErrHeaderReserved, name)
+}
+
+// headerNameForbidden are the printable ASCII characters nats.go refuses in
+// a header name (nats.go makeValidHeaderKeyAsciiSet, after ADR-4): a
+// publish with one fails in the client, after the request was taken.
+const headerNameForbidden = `"()/,:;<=>?@[\]{}`
+
+// validHeaderName is nats.go's rule for a header name: printable ASCII
+// (33–126) but headerNameForbidden.
+func validHeaderName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if c := k[i]; c < 33 || c > 126 || strings.IndexByte(headerNameForbidden, c) >= 0 {
+			return false
+		}
+	}
+	return true
 }

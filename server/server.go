@@ -36,8 +36,9 @@ type publisher interface {
 
 // Limits are the request bounds the services enforce.
 type Limits struct {
-	MaxBatch   int
-	MaxExpires time.Duration
+	MaxBatch    int
+	MaxExpires  time.Duration
+	MaxNakDelay time.Duration // 0: no bound
 }
 
 // Register adds jetgate's services, backed by the replica r, to s. Errors
@@ -49,7 +50,7 @@ func Register(s *grpc.Server, r *core.Replica, log *slog.Logger) {
 }
 
 func services(r *core.Replica, log *slog.Logger) (*consumerService, *streamService) {
-	lim := Limits{MaxBatch: r.MaxBatch(), MaxExpires: r.MaxExpires()}
+	lim := Limits{MaxBatch: r.MaxBatch(), MaxExpires: r.MaxExpires(), MaxNakDelay: r.MaxNakDelay()}
 	e := edge{log: log}
 	return &consumerService{edge: e, replica: r, list: r, lim: lim}, &streamService{edge: e, replica: r, list: r}
 }

@@ -118,7 +118,7 @@ func validatePause(req *jetgatev1.PauseRequest, now time.Time) (time.Time, error
 	return until.AsTime(), nil
 }
 
-func validateSettle(req settleRequest, op lease.Op, principal string) (settle.Request, error) {
+func validateSettle(req settleRequest, op lease.Op, principal string, lim Limits) (settle.Request, error) {
 	sr := settle.Request{Op: op, Stream: req.GetStream(), Consumer: req.GetConsumer(), Tokens: req.GetTokens(), Principal: principal}
 	switch r := req.(type) {
 	case *jetgatev1.NakRequest:
@@ -127,6 +127,10 @@ func validateSettle(req settleRequest, op lease.Op, principal string) (settle.Re
 				return settle.Request{}, fmt.Errorf("%w: delay must be a duration of 0s or more", errs.ErrInvalidArgument)
 			}
 			sr.Delay = d.AsDuration()
+			if lim.MaxNakDelay > 0 && sr.Delay > lim.MaxNakDelay {
+				return settle.Request{}, fmt.Errorf("%w: delay %v is longer than this gateway allows (limits.max_nak_delay: %v): a nak'ed message holds one of max_ack_pending's places while it waits",
+					errs.ErrInvalidArgument, sr.Delay, lim.MaxNakDelay)
+			}
 		}
 	case *jetgatev1.TermRequest:
 		sr.Reason = r.GetReason()

@@ -194,7 +194,7 @@ func TestValidateSettle(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := validateSettle(tt.req, lease.OpAck, "")
+			_, err := validateSettle(tt.req, lease.OpAck, "", testLimits)
 			if tt.wantErr && !errors.Is(err, errs.ErrInvalidArgument) {
 				t.Fatalf("validateSettle = %v, want errs.ErrInvalidArgument", err)
 			}
@@ -225,14 +225,14 @@ func TestValidatePublish(t *testing.T) {
 		{"CR LF in msg_id", &jetgatev1.PublishRequest{Stream: "ORDERS", Subject: "orders.eu", MsgId: "a\r\nb"}, errs.ErrInvalidArgument},
 		{"LF in msg_id", &jetgatev1.PublishRequest{Stream: "ORDERS", Subject: "orders.eu", MsgId: "a\nb"}, errs.ErrInvalidArgument},
 		{"msg_id over the header limit", &jetgatev1.PublishRequest{Stream: "ORDERS", Subject: "orders.eu", MsgId: strings.Repeat("i", maxHeaderBytes)}, errs.ErrHeadersTooLarge},
-		{"empty header name", pub(map[string]*jetgatev1.HeaderValues{"": hv("v")}), errs.ErrInvalidArgument},
-		{"colon in header name", pub(map[string]*jetgatev1.HeaderValues{"X:Y": hv("v")}), errs.ErrInvalidArgument},
-		{"space in header name", pub(map[string]*jetgatev1.HeaderValues{"X Y": hv("v")}), errs.ErrInvalidArgument},
-		{"tab in header name", pub(map[string]*jetgatev1.HeaderValues{"X\tY": hv("v")}), errs.ErrInvalidArgument},
-		{"newline in header name", pub(map[string]*jetgatev1.HeaderValues{"X\r\nY": hv("v")}), errs.ErrInvalidArgument},
-		{"NUL in header name", pub(map[string]*jetgatev1.HeaderValues{"X\x00Y": hv("v")}), errs.ErrInvalidArgument},
-		{"DEL in header name", pub(map[string]*jetgatev1.HeaderValues{"X\x7fY": hv("v")}), errs.ErrInvalidArgument},
-		{"non-ASCII header name", pub(map[string]*jetgatev1.HeaderValues{"X-Größe": hv("v")}), errs.ErrInvalidArgument},
+		{"empty header name", pub(map[string]*jetgatev1.HeaderValues{"": hv("v")}), errs.ErrHeaderInvalid},
+		{"colon in header name", pub(map[string]*jetgatev1.HeaderValues{"X:Y": hv("v")}), errs.ErrHeaderInvalid},
+		{"space in header name", pub(map[string]*jetgatev1.HeaderValues{"X Y": hv("v")}), errs.ErrHeaderInvalid},
+		{"tab in header name", pub(map[string]*jetgatev1.HeaderValues{"X\tY": hv("v")}), errs.ErrHeaderInvalid},
+		{"newline in header name", pub(map[string]*jetgatev1.HeaderValues{"X\r\nY": hv("v")}), errs.ErrHeaderInvalid},
+		{"NUL in header name", pub(map[string]*jetgatev1.HeaderValues{"X\x00Y": hv("v")}), errs.ErrHeaderInvalid},
+		{"DEL in header name", pub(map[string]*jetgatev1.HeaderValues{"X\x7fY": hv("v")}), errs.ErrHeaderInvalid},
+		{"non-ASCII header name", pub(map[string]*jetgatev1.HeaderValues{"X-Größe": hv("v")}), errs.ErrHeaderInvalid},
 		{"CR in header value", pub(map[string]*jetgatev1.HeaderValues{"X-A": hv("ok", "a\rb")}), errs.ErrInvalidArgument},
 		{"LF in header value", pub(map[string]*jetgatev1.HeaderValues{"X-A": hv("a\nb")}), errs.ErrInvalidArgument},
 		{"header injection", pub(map[string]*jetgatev1.HeaderValues{"X-A": hv("v\r\nNats-Msg-Id: forged")}), errs.ErrInvalidArgument},
@@ -445,5 +445,22 @@ func TestReasonsRoundTrip(t *testing.T) {
 	}
 	if code, reason, msg := failureOf(errors.New("secret detail")); code != codes.Internal || reason != "INTERNAL" || strings.Contains(msg, "secret") {
 		t.Errorf("failureOf(unknown) = %s %s %q", code, reason, msg)
+	}
+}
+
+// An atomic batch of 1000 messages, the server's most, is taken; 1001 is not.
+func TestValidatePublishBatchBound(t *testing.T) {
+	batch := func(n int) *jetgatev1.PublishBatchRequest {
+		req := &jetgatev1.PublishBatchRequest{Stream: "ORDERS"}
+		for range n {
+			req.Messages = append(req.Messages, &jetgatev1.BatchMessage{Subject: "orders.eu"})
+		}
+		return req
+	}
+	if _, err := validatePublishBatch(batch(1000)); err != nil {
+		t.Fatalf("a batch of 1000: %v", err)
+	}
+	if _, err := validatePublishBatch(batch(1001)); !errors.Is(err, errs.ErrInvalidArgument) {
+		t.Fatalf("a batch of 1001: %v", err)
 	}
 }

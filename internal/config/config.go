@@ -196,6 +196,7 @@ type Limits struct {
 	MaxExpires    Duration `yaml:"max_expires"`
 	MaxBodyBytes  int64    `yaml:"max_body_bytes"`
 	MaxFetchBytes int64    `yaml:"max_fetch_bytes"`
+	MaxNakDelay   Duration `yaml:"max_nak_delay"`
 }
 
 // Defaults of the file, where it leaves a field out. The flags have their
@@ -292,6 +293,7 @@ func defaultLimits() Limits {
 		MaxExpires:    Duration(core.DefaultMaxExpires),
 		MaxBodyBytes:  core.DefaultMaxBodyBytes,
 		MaxFetchBytes: consumer.DefaultMaxFetchBytes,
+		MaxNakDelay:   Duration(core.DefaultMaxNakDelay),
 	}
 }
 

@@ -298,6 +298,7 @@ func (c *Config) fillDefaults() {
 	def("limits.max_expires", func() { c.Limits.MaxExpires = d.MaxExpires })
 	def("limits.max_body_bytes", func() { c.Limits.MaxBodyBytes = d.MaxBodyBytes })
 	def("limits.max_fetch_bytes", func() { c.Limits.MaxFetchBytes = d.MaxFetchBytes })
+	def("limits.max_nak_delay", func() { c.Limits.MaxNakDelay = d.MaxNakDelay })
 	c.fillPushDefaults()
 	def("console.enabled", func() { c.Console.Enabled = true })
 }

@@ -113,6 +113,8 @@ func TestBadFiles(t *testing.T) {
 		{"limit", good + "limits: {max_batch: 0}\n", "limits.max_batch", 14, "0: must be at least 1"},
 		{"limit duration", good + "limits: {max_expires: forever}\n", "limits.max_expires", 14, `"forever" is not a duration`},
 		{"fetch bytes", good + "limits: {max_fetch_bytes: 100}\n", "limits.max_fetch_bytes", 14, "between 1 KiB and 64 MiB"},
+		{"nak delay cap", good + "limits: {max_nak_delay: 500ms}\n", "limits.max_nak_delay", 14, "500ms: must be at least 1s (the default is 24h)"},
+		{"nak delay cap duration", good + "limits: {max_nak_delay: forever}\n", "limits.max_nak_delay", 14, `"forever" is not a duration`},
 		{"second document", good + "---\nnats: {}\n", "", 14, "a second YAML document"},
 		{"no consumers", "streams: []\n", "consumers", 0, "no consumer is configured"},
 	}

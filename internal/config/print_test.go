@@ -73,6 +73,7 @@ consumers:
 		"    name: ledger\n",
 		"max_body_bytes: 4194304\n",
 		"max_expires: 30s\n",
+		"max_nak_delay: 24h\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)

@@ -24,6 +24,7 @@ const (
 	MinMaxExpires    = time.Second
 	MinMaxBodyBytes  = 1 << 10
 	MinMaxFetchBytes = 1 << 10
+	MinMaxNakDelay   = time.Second
 	MaxMaxFetchBytes = 64 << 20
 )
 
@@ -339,6 +340,8 @@ func (c *Config) validateLimits() *Error {
 	case l.MaxFetchBytes < MinMaxFetchBytes || l.MaxFetchBytes > MaxMaxFetchBytes:
 		return c.errorf("limits.max_fetch_bytes", "%d: must be between 1 KiB and 64 MiB (the default, %d, fits a default gRPC client's 4 MiB)",
 			l.MaxFetchBytes, defaultLimits().MaxFetchBytes)
+	case time.Duration(l.MaxNakDelay) < MinMaxNakDelay:
+		return c.errorf("limits.max_nak_delay", "%v: must be at least %v (the default is %v)", l.MaxNakDelay, MinMaxNakDelay, defaultLimits().MaxNakDelay)
 	}
 	return nil
 }

@@ -32,7 +32,9 @@ func (r *Replica) Redrive(ctx context.Context, stream, name string, seqs []uint6
 	if !ok {
 		return RedriveResult{}, fmt.Errorf("%w: consumer %q of stream %q has no dead_letter in this gateway's configuration", errs.ErrNoDeadLetter, name, stream)
 	}
-	n, fails, err := deadletter.Redrive(ctx, r.js, route, seqs)
+	n, fails, err := deadletter.Redrive(ctx, r.js, route, seqs, func(ctx context.Context, subject string) error {
+		return r.publishTarget(ctx, stream, subject)
+	})
 	if ctx.Err() != nil {
 		return RedriveResult{}, ctx.Err()
 	}

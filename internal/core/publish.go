@@ -57,10 +57,7 @@ func (r *Replica) Publish(ctx context.Context, req PublishRequest) (_ PubAck, er
 // protocol violation) and builds its message; traced, with ctx's trace
 // context in its headers unless the caller gave one.
 func (r *Replica) message(ctx context.Context, req PublishRequest, traced bool) (*nats.Msg, error) {
-	if err := validSubject(req.Subject); err != nil {
-		return nil, err
-	}
-	if err := r.subjects.allows(ctx, req.Stream, req.Subject); err != nil {
+	if err := r.publishTarget(ctx, req.Stream, req.Subject); err != nil {
 		return nil, err
 	}
 	// No Nats-Expected-Stream header: the subject was checked against the
@@ -80,6 +77,16 @@ func (r *Replica) message(ctx context.Context, req PublishRequest, traced bool) 
 		m.Header.Set(jetstream.MsgTTLHeader, req.TTL.String())
 	}
 	return m, r.fitsPayload(m)
+}
+
+// publishTarget checks that subject is one a caller may publish to in
+// stream: literal, not $-reserved, bound to the stream. Publish and Redrive
+// share it.
+func (r *Replica) publishTarget(ctx context.Context, stream, subject string) error {
+	if err := validSubject(subject); err != nil {
+		return err
+	}
+	return r.subjects.allows(ctx, stream, subject)
 }
 
 // publishError maps what a publish of m to stream failed with.

@@ -46,6 +46,8 @@ type Options struct {
 	MaxBatch int
 	// MaxExpires caps a Fetch's expires.
 	MaxExpires time.Duration
+	// MaxNakDelay bounds a Nak's delay; 0 is DefaultMaxNakDelay.
+	MaxNakDelay time.Duration
 	// MaxFetchBytes bounds the bytes one Fetch pulls and returns; 0 is
 	// consumer.DefaultMaxFetchBytes.
 	MaxFetchBytes int64
@@ -64,7 +66,10 @@ const (
 	DefaultRequestTimeout = 5 * time.Second
 	DefaultMaxBatch       = 1000
 	DefaultMaxExpires     = 30 * time.Second
-	DefaultExpires        = 5 * time.Second
+	// DefaultMaxNakDelay bounds a Nak's delay: a message nak'ed for longer
+	// holds one of max_ack_pending's places all that time.
+	DefaultMaxNakDelay = 24 * time.Hour
+	DefaultExpires     = 5 * time.Second
 	// DefaultMaxBodyBytes bounds a REST body and a gRPC request: 1000
 	// tokens of 256 characters fit with room to spare, and so does a modest
 	// Publish.
@@ -91,6 +96,7 @@ type Replica struct {
 	timeout  time.Duration
 	maxBatch int
 	maxExp   time.Duration
+	maxNak   time.Duration
 	log      *slog.Logger
 	metrics  *metrics
 	spans    *tracing.Spans // nil: tracing off
@@ -142,6 +148,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		timeout:  orDefault(o.RequestTimeout, DefaultRequestTimeout),
 		maxBatch: orDefault(o.MaxBatch, DefaultMaxBatch),
 		maxExp:   orDefault(o.MaxExpires, DefaultMaxExpires),
+		maxNak:   orDefault(o.MaxNakDelay, DefaultMaxNakDelay),
 		log:      o.Logger,
 		spans:    o.Tracing.Spans(),
 
@@ -268,6 +275,9 @@ func (r *Replica) MaxBatch() int { return r.maxBatch }
 
 // MaxExpires caps a Fetch's expires.
 func (r *Replica) MaxExpires() time.Duration { return r.maxExp }
+
+// MaxNakDelay bounds a Nak's delay.
+func (r *Replica) MaxNakDelay() time.Duration { return r.maxNak }
 
 // Ready reports whether the replica can serve: NATS connected.
 func (r *Replica) Ready() error {

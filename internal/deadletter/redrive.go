@@ -23,12 +23,19 @@ type Failure struct {
 	Err error
 }
 
+// Target checks a dead letter's original subject before Redrive publishes
+// to it: a letter is only data any NATS client may have stored on the
+// dead-letter subject, so its subject must pass what a Publish to the
+// consumer's own stream passes.
+type Target func(ctx context.Context, subject string) error
+
 // Redrive republishes r's dead letters — those at seqs in the dead-letter
 // stream, or all of them (at most MaxRedrive) — to their original subjects,
 // and removes each from the dead-letter stream once its republish is
-// confirmed. A republish carries a Nats-Msg-Id of its own, so a retry after
-// a failed removal is not stored twice.
-func Redrive(ctx context.Context, js jetstream.JetStream, r Route, seqs []uint64) (int, []Failure, error) {
+// confirmed. A letter whose subject target refuses stays, a failure of its
+// own. A republish carries a Nats-Msg-Id of its own, so a retry after a
+// failed removal is not stored twice.
+func Redrive(ctx context.Context, js jetstream.JetStream, r Route, seqs []uint64, target Target) (int, []Failure, error) {
 	r, err := resolved(ctx, js, r)
 	if err != nil {
 		return 0, nil, fmt.Errorf("%w: %v", errs.ErrUnavailable, err)
@@ -38,7 +45,7 @@ func Redrive(ctx context.Context, js jetstream.JetStream, r Route, seqs []uint64
 	redriven := 0
 	var fails []Failure
 	one := func(m *jetstream.RawStreamMsg, seq uint64) {
-		if err := redriveOne(ctx, js, s, name, r, m, seq); err != nil {
+		if err := redriveOne(ctx, js, s, name, r, m, seq, target); err != nil {
 			fails = append(fails, Failure{seq, err})
 			return
 		}
@@ -72,13 +79,16 @@ func Redrive(ctx context.Context, js jetstream.JetStream, r Route, seqs []uint64
 	return redriven, fails, nil
 }
 
-func redriveOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream, name string, r Route, m *jetstream.RawStreamMsg, seq uint64) error {
+func redriveOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream, name string, r Route, m *jetstream.RawStreamMsg, seq uint64, target Target) error {
 	if m.Subject != r.Subject || m.Header.Get(HeaderStream) != r.Stream || m.Header.Get(HeaderConsumer) != r.Consumer {
 		return fmt.Errorf("%w: message %d of stream %q is not a dead letter of consumer %q of stream %q", errs.ErrDeadLetterNotFound, seq, name, r.Consumer, r.Stream)
 	}
 	subject := m.Header.Get(HeaderSubject)
 	if subject == "" {
 		return fmt.Errorf("%w: dead letter %d has no original message to put back (it had left its stream)", errs.ErrDeadLetterNotFound, seq)
+	}
+	if err := target(ctx, subject); err != nil {
+		return fmt.Errorf("dead letter %d stays: its %s names a subject a redrive may not publish to: %w", seq, HeaderSubject, err)
 	}
 	out := &nats.Msg{Subject: subject, Data: m.Data, Header: nats.Header{}}
 	for k, vs := range m.Header {

@@ -32,8 +32,13 @@ var (
 	ErrUnavailable = errors.New("nats unavailable")
 
 	// ErrTokenInvalid is a token that does not decode or whose signature does
-	// not verify: forged, altered, truncated or signed with an unknown key.
+	// not verify: forged, altered or truncated.
 	ErrTokenInvalid = errors.New("token invalid")
+
+	// ErrTokenUnknownKey is a token whose key id no key of this gateway
+	// has: issued by a gateway with another token key (or by this one
+	// before a restart on a random key).
+	ErrTokenUnknownKey = errors.New("token signed by an unknown key")
 
 	// ErrTokenWrongConsumer is a genuine token issued for another consumer.
 	ErrTokenWrongConsumer = errors.New("token issued for another consumer")
@@ -65,6 +70,11 @@ var (
 	// make the server roll up, expire or deduplicate messages on the
 	// caller's say.
 	ErrHeaderReserved = errors.New("header reserved")
+
+	// ErrHeaderInvalid is a publish header whose name NATS refuses (nats.go's
+	// rule: printable ASCII but for "()/,:;<=>?@[\]{}): sent, it would fail
+	// the publish, not the request.
+	ErrHeaderInvalid = errors.New("header invalid")
 
 	// ErrSubjectTooLong is a publish subject longer than a NATS server takes
 	// in one protocol line: sent, it would close the connection.
@@ -127,10 +137,12 @@ var reasons = []struct {
 	{ErrStreamNotFound, "STREAM_NOT_FOUND"},
 	{ErrSubjectNotAllowed, "SUBJECT_NOT_ALLOWED"},
 	{ErrHeaderReserved, "HEADER_RESERVED"},
+	{ErrHeaderInvalid, "HEADER_INVALID"},
 	{ErrSubjectTooLong, "SUBJECT_TOO_LONG"},
 	{ErrPayloadTooLarge, "PAYLOAD_TOO_LARGE"},
 	{ErrHeadersTooLarge, "HEADERS_TOO_LARGE"},
 	{ErrTokenInvalid, "TOKEN_INVALID"},
+	{ErrTokenUnknownKey, "TOKEN_UNKNOWN_KEY"},
 	{ErrTokenWrongConsumer, "TOKEN_WRONG_CONSUMER"},
 	{ErrTokenWrongPrincipal, "TOKEN_WRONG_PRINCIPAL"},
 	{ErrLeaseExpired, "LEASE_EXPIRED"},

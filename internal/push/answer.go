@@ -13,8 +13,7 @@ type verdict int
 
 const (
 	ack       verdict = iota // 2xx
-	nakAfter                 // 429 or 503 with Retry-After: Nak with that delay
-	retry                    // a failure that may pass: Nak with the retry delay, or hold back
+	retry                    // a failure that may pass: Nak with the retry delay (or the endpoint's Retry-After), or hold back
 	terminate                // any other 4xx: Term with "HTTP <code>"
 	abandoned                // the pusher stopped while the request ran: nothing said
 )
@@ -23,7 +22,7 @@ const (
 type answer struct {
 	verdict verdict
 	status  int           // 0: no HTTP answer
-	delay   time.Duration // nakAfter
+	delay   time.Duration // 429 or 503: the endpoint's Retry-After; 0: none
 	err     string        // what went wrong, for the log and GetConsumer; never a body
 }
 
@@ -40,10 +39,11 @@ func judge(ctx context.Context, resp *http.Response, err error, now time.Time) a
 	case code >= 200 && code < 300:
 		return answer{verdict: ack, status: code}
 	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
-		if d, ok := retryAfter(resp.Header.Get("Retry-After"), now); ok {
-			return answer{verdict: nakAfter, status: code, delay: d, err: resp.Status}
-		}
-		return answer{verdict: retry, status: code, err: resp.Status}
+		// A failure like any other for holding back: an endpoint that
+		// says "later" to every message is down, and its Retry-After only
+		// lengthens the wait.
+		d, _ := retryAfter(resp.Header.Get("Retry-After"), now)
+		return answer{verdict: retry, status: code, delay: d, err: resp.Status}
 	case code == http.StatusRequestTimeout || code == http.StatusTooEarly || code >= 500:
 		return answer{verdict: retry, status: code, err: resp.Status}
 	case code >= 300 && code < 400:
@@ -86,6 +86,12 @@ func retryAfter(v string, now time.Time) (time.Duration, bool) {
 		return max(t.Sub(now), 0), true
 	}
 	return 0, false
+}
+
+// nakDelay is the delay of the Nak after j's own failure: the retry delay,
+// or the endpoint's Retry-After if longer, at most retry.max.
+func (p *Pusher) nakDelay(j *job) time.Duration {
+	return min(max(retryDelay(p.cfg.RetryMin, p.cfg.RetryMax, j.d.Meta.Delivered), j.retryAfter), p.cfg.RetryMax)
 }
 
 // retryDelay is the delay of the Nak after a failure of a message delivered

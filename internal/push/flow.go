@@ -13,8 +13,9 @@ const holdAfter = 3
 
 // job is one message to push, from its lease until it is settled.
 type job struct {
-	d        *consumer.Delivery
-	failedAt time.Time // its last retryable failure; zero: none
+	d          *consumer.Delivery
+	failedAt   time.Time     // its last retryable failure; zero: none
+	retryAfter time.Duration // the endpoint's Retry-After at that failure; 0: none
 }
 
 // flow decides who pushes what. Up, every worker takes the next job. A
@@ -100,7 +101,8 @@ func (f *flow) retryDue() (j *job, wait time.Duration, ok bool) {
 	if f.held && f.probeQueued && len(f.queue) > 0 {
 		j = f.queue[0]
 	}
-	return j, time.Until(f.lastFail.Add(f.delay)), true
+	// A job the endpoint asked to wait waits that long, success or not.
+	return j, time.Until(f.lastFail.Add(max(f.delay, min(j.retryAfter, f.retryMax)))), true
 }
 
 // take claims j for a try; false if it is neither failed nor queued now (a
@@ -170,6 +172,9 @@ func (f *flow) failedRetryable(j *job, at time.Time, wasRetry bool) (held bool) 
 	if f.streak >= holdAfter {
 		f.held = true
 	}
+	// The endpoint asked for a wait: the next try waits that long at least
+	// (at least retry.min, at most retry.max).
+	f.delay = max(f.delay, min(j.retryAfter, f.retryMax))
 	return f.held
 }
 

@@ -257,14 +257,8 @@ func (p *Pusher) push(ctx context.Context, j *job, retried bool) {
 		p.up.answered()
 		p.toAck <- j.d
 		for _, o := range own { // their failures were their own: the normal path
-			p.settle(ctx, lease.OpNak, []*consumer.Delivery{o.d}, settle.Args{Delay: p.retryDelay(o.d)})
+			p.settle(ctx, lease.OpNak, []*consumer.Delivery{o.d}, settle.Args{Delay: p.nakDelay(o)})
 		}
-	case nakAfter:
-		p.m.requests.retried.Inc()
-		p.flow.done(true)
-		p.up.answered()
-		p.failed(a.err)
-		p.settle(ctx, lease.OpNak, []*consumer.Delivery{j.d}, settle.Args{Delay: min(a.delay, p.cfg.RetryMax)})
 	case terminate:
 		p.m.requests.terminated.Inc()
 		answered := a.status != 0
@@ -277,6 +271,7 @@ func (p *Pusher) push(ctx context.Context, j *job, retried bool) {
 	case retry:
 		p.m.requests.retried.Inc()
 		p.failed(a.err)
+		j.retryAfter = a.delay
 		if p.flow.failedRetryable(j, time.Now(), retried) {
 			p.up.wentDown(a.err)
 		}
@@ -302,10 +297,6 @@ func (p *Pusher) send(ctx context.Context, d *consumer.Delivery, now time.Time) 
 		_ = resp.Body.Close()
 	}
 	return judge(ctx, resp, err, time.Now())
-}
-
-func (p *Pusher) retryDelay(d *consumer.Delivery) time.Duration {
-	return retryDelay(p.cfg.RetryMin, p.cfg.RetryMax, d.Meta.Delivered)
 }
 
 // failed records the last thing that went wrong.

@@ -118,7 +118,7 @@ func TestPartition(t *testing.T) {
 		2:  errs.ErrTokenInvalid,
 		4:  errs.ErrTokenWrongConsumer,
 		6:  errs.ErrTokenWrongPrincipal,
-		7:  errs.ErrTokenInvalid,
+		7:  errs.ErrTokenUnknownKey,
 		9:  errs.ErrTokenInvalid,
 		10: errs.ErrTokenInvalid,
 		11: errs.ErrTokenWrongConsumer,

@@ -23,6 +23,7 @@ import (
 type Keyring struct {
 	signing key
 	byID    map[uint32]key
+	random  bool // RandomKeyring's: its key dies with the process
 }
 
 type key struct {
@@ -35,8 +36,8 @@ type key struct {
 type macState struct {
 	h      hash.Hash
 	token  [maxTokenBytes]byte
-	sum    [sha256.Size]byte
-	fields []byte // appendFields of a token's stream, consumer, principal
+	sum    [sha256.Size + macLen/2]byte // room for macV2
+	fields []byte                       // appendFields of a token's stream, consumer, principal
 }
 
 func newKey(secret []byte) key {
@@ -79,6 +80,7 @@ func RandomKeyring() *Keyring {
 		panic(err)
 	}
 	kr, _ := NewKeyring(s)
+	kr.random = true
 	return kr
 }
 
@@ -193,13 +195,28 @@ func (k key) macOf(dst []byte, parts [][]byte) []byte {
 	return append(dst, m.Sum(sum[:0])[:macLen]...)
 }
 
-// mac returns the MAC of payload bound to fields (appendFields of the
-// stream, consumer and principal), in st's scratch space.
+// mac returns the MAC of a version 1 token: payload bound to fields
+// (appendFields of the stream, consumer and principal), in st's scratch
+// space.
 func (st *macState) mac(payload, fields []byte) []byte {
 	st.h.Reset()
 	st.h.Write(payload)
 	st.h.Write(fields)
 	return st.h.Sum(st.sum[:0])[:macLen]
+}
+
+// macV2 returns the MAC of a version 2 token in st's scratch space: half
+// authenticates payload alone, half binds it to fields, so that a token
+// altered is told apart from one issued for another consumer or caller.
+func (st *macState) macV2(payload, fields []byte) []byte {
+	st.h.Reset()
+	st.h.Write(payload)
+	st.h.Sum(st.sum[:0])
+	st.h.Reset()
+	st.h.Write(payload)
+	st.h.Write(fields)
+	st.h.Sum(st.sum[macLen/2 : macLen/2])
+	return st.sum[:macLen]
 }
 
 // appendFields appends each field with its length first, so that no two

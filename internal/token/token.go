@@ -23,13 +23,16 @@ import (
 //	uvarint streamSeq, consumerSeq, delivered, deadline (unix ms)
 //	mac(16)
 //
-// The MAC is HMAC-SHA256 over the bytes before it and over stream, consumer
-// and principal, so a token cannot be altered, forged, or moved to another
-// consumer or caller. The tags only let a token for another consumer, or of
-// another caller, be told apart from a forged one; they are read only once
-// the MAC has failed.
+// In version 2 the MAC is two halves of HMAC-SHA256: one over the bytes
+// before it, one over them and stream, consumer and principal, so a token
+// cannot be altered, forged, or moved to another consumer or caller. The
+// tags only let a token for another consumer, or of another caller, be told
+// apart from a forged one; they are read only once the first half has
+// verified them. Version 1 (one MAC over all of it, tags read when it
+// fails) is still opened: tokens of replicas of an earlier release.
 const (
-	tokenVersion  = 1
+	tokenVersion  = 2
+	tokenV1       = 1
 	macLen        = 16
 	headerLen     = 1 + 4 + 8 + 4
 	maxTokenBytes = headerLen + 4*binary.MaxVarintLen64 + macLen
@@ -113,13 +116,13 @@ func (s Sealer) Seal(c Claims) string {
 	b = binary.AppendUvarint(b, c.ConsumerSeq)
 	b = binary.AppendUvarint(b, c.Delivered)
 	b = binary.AppendUvarint(b, uint64(c.Deadline.UnixMilli()))
-	b = append(b, st.mac(b, s.fields)...)
+	b = append(b, st.macV2(b, s.fields)...)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // Open verifies tok for stream/consumer and principal and returns its claims.
-// It fails with errs.ErrTokenInvalid, errs.ErrTokenWrongConsumer or
-// errs.ErrTokenWrongPrincipal.
+// It fails with errs.ErrTokenInvalid, errs.ErrTokenUnknownKey,
+// errs.ErrTokenWrongConsumer or errs.ErrTokenWrongPrincipal.
 func (kr *Keyring) Open(tok, stream, consumer, principal string) (Claims, error) {
 	var c Claims
 	if len(tok) == 0 || len(tok) > MaxTokenLen {
@@ -128,28 +131,17 @@ func (kr *Keyring) Open(tok, stream, consumer, principal string) (Claims, error)
 	b, err := base64.RawURLEncoding.Strict().DecodeString(tok)
 	// Strict decoding still skips line breaks; only the canonical text of
 	// the bytes is the token.
-	if err != nil || len(b) < headerLen+4+macLen || b[0] != tokenVersion ||
+	if err != nil || len(b) < headerLen+4+macLen || (b[0] != tokenVersion && b[0] != tokenV1) ||
 		base64.RawURLEncoding.EncodedLen(len(b)) != len(tok) {
 		return c, errs.ErrTokenInvalid
 	}
 	payload, sum := b[:len(b)-macLen], b[len(b)-macLen:]
 	k, ok := kr.byID[binary.BigEndian.Uint32(payload[1:5])]
 	if !ok {
-		return c, errs.ErrTokenInvalid
+		return c, kr.unknownKey()
 	}
-	st := k.macs.Get().(*macState)
-	st.fields = appendFields(st.fields[:0], stream, consumer, principal)
-	ok = hmac.Equal(sum, st.mac(payload, st.fields))
-	k.macs.Put(st)
-	if !ok {
-		tag := tags(stream, consumer, principal)
-		switch {
-		case subtle.ConstantTimeCompare(tag[:2], payload[13:15]) == 0:
-			return c, errs.ErrTokenWrongConsumer
-		case subtle.ConstantTimeCompare(tag[2:], payload[15:17]) == 0:
-			return c, errs.ErrTokenWrongPrincipal
-		}
-		return c, errs.ErrTokenInvalid
+	if err := k.verify(payload, sum, stream, consumer, principal); err != nil {
+		return c, err
 	}
 	copy(c.Issuer[:], payload[5:13])
 	rest := payload[headerLen:]
@@ -168,3 +160,48 @@ func (kr *Keyring) Open(tok, stream, consumer, principal string) (Claims, error)
 	c.Deadline = time.UnixMilli(int64(fields[3]))
 	return c, nil
 }
+
+// verify checks a token's MAC, and once it fails says whether the token is
+// another consumer's or caller's: in version 2 only if its first half
+// shows the tags are the issuer's own.
+func (k key) verify(payload, sum []byte, stream, consumer, principal string) error {
+	st := k.macs.Get().(*macState)
+	defer k.macs.Put(st)
+	st.fields = appendFields(st.fields[:0], stream, consumer, principal)
+	var want []byte
+	if payload[0] == tokenV1 {
+		want = st.mac(payload, st.fields)
+	} else {
+		want = st.macV2(payload, st.fields)
+		if !hmac.Equal(sum[:macLen/2], want[:macLen/2]) {
+			return errs.ErrTokenInvalid
+		}
+	}
+	if hmac.Equal(sum, want) {
+		return nil
+	}
+	tag := tags(stream, consumer, principal)
+	switch {
+	case subtle.ConstantTimeCompare(tag[:2], payload[13:15]) == 0:
+		return errs.ErrTokenWrongConsumer
+	case subtle.ConstantTimeCompare(tag[2:], payload[15:17]) == 0:
+		return errs.ErrTokenWrongPrincipal
+	}
+	return errs.ErrTokenInvalid
+}
+
+// unknownKey is the error of a token whose key this keyring lacks, saying
+// why when this gateway's key is its process's own.
+func (kr *Keyring) unknownKey() error {
+	if kr.random {
+		return errUnknownRandomKey
+	}
+	return errUnknownKey
+}
+
+var (
+	errUnknownKey = fmt.Errorf("%w: the token was signed with a token key this gateway does not hold: "+
+		"every replica needs the same --token-key-file (a retired key stays as a verify-only line for one ack_wait)", errs.ErrTokenUnknownKey)
+	errUnknownRandomKey = fmt.Errorf("%w: the token was signed with a token key this gateway does not hold: "+
+		"this gateway's key lasts only as long as its process: give every replica the same --token-key-file", errs.ErrTokenUnknownKey)
+)

@@ -56,7 +56,8 @@ func sameClaims(a, b Claims) bool {
 }
 
 func isTokenError(err error) bool {
-	return errors.Is(err, errs.ErrTokenInvalid) || errors.Is(err, errs.ErrTokenWrongConsumer) || errors.Is(err, errs.ErrTokenWrongPrincipal)
+	return errors.Is(err, errs.ErrTokenInvalid) || errors.Is(err, errs.ErrTokenUnknownKey) ||
+		errors.Is(err, errs.ErrTokenWrongConsumer) || errors.Is(err, errs.ErrTokenWrongPrincipal)
 }
 
 func TestTokenRoundTrip(t *testing.T) {
@@ -284,12 +285,53 @@ func TestTokenUnknownKeyFails(t *testing.T) {
 	verifier := mustKeyring(t, keyA)
 	for _, signer := range []*Keyring{mustKeyring(t, keyB), mustKeyring(t, keyC, keyA), RandomKeyring()} {
 		tok := signer.Seal(testClaims(), tokStream, tokConsumer, tokPrincipal)
-		if _, err := verifier.Open(tok, tokStream, tokConsumer, tokPrincipal); !errors.Is(err, errs.ErrTokenInvalid) {
-			t.Errorf("token signed with an unknown key: open = %v, want errs.ErrTokenInvalid", err)
+		_, err := verifier.Open(tok, tokStream, tokConsumer, tokPrincipal)
+		if !errors.Is(err, errs.ErrTokenUnknownKey) || !strings.Contains(err.Error(), "--token-key-file") {
+			t.Errorf("token signed with an unknown key: open = %v, want errs.ErrTokenUnknownKey naming --token-key-file", err)
+		}
+		if strings.Contains(err.Error(), "its process") {
+			t.Errorf("a keyring from a file says its key is the process's: %v", err)
 		}
 	}
 	if a, b := RandomKeyring(), RandomKeyring(); a.signing.id == b.signing.id {
 		t.Errorf("two random keyrings share key id %x", a.signing.id)
+	}
+}
+
+// A gateway on a random key says why a token of its earlier self fails.
+func TestTokenUnknownKeyOfARandomKeySaysWhy(t *testing.T) {
+	before, after := RandomKeyring(), RandomKeyring()
+	tok := before.Seal(testClaims(), tokStream, tokConsumer, tokPrincipal)
+	_, err := after.Open(tok, tokStream, tokConsumer, tokPrincipal)
+	const why = "this gateway's key lasts only as long as its process: give every replica the same --token-key-file"
+	if !errors.Is(err, errs.ErrTokenUnknownKey) || !strings.Contains(err.Error(), why) {
+		t.Fatalf("open = %v; want errs.ErrTokenUnknownKey saying %q", err, why)
+	}
+}
+
+// One altered byte anywhere (the tags included) is an altered token, never
+// another consumer's or caller's: the MAC is checked before the tags are
+// read. Only the key id's bytes name another key.
+func TestTokenAlteredIsInvalidNeverAnothers(t *testing.T) {
+	kr := mustKeyring(t, keyA)
+	tok := kr.Seal(testClaims(), tokStream, tokConsumer, tokPrincipal)
+	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range raw {
+		for _, mask := range []byte{0x01, 0x80, 0xff} {
+			b := bytes.Clone(raw)
+			b[i] ^= mask
+			_, err := kr.Open(base64.RawURLEncoding.EncodeToString(b), tokStream, tokConsumer, tokPrincipal)
+			want := errs.ErrTokenInvalid
+			if i >= 1 && i < 5 {
+				want = errs.ErrTokenUnknownKey
+			}
+			if !errors.Is(err, want) {
+				t.Fatalf("byte %d ^ %#x: open = %v, want %v", i, mask, err, want)
+			}
+		}
 	}
 }
 
@@ -314,11 +356,11 @@ func TestTokenKeyRotation(t *testing.T) {
 	if _, err := newOnly.Open(newTok, tokStream, tokConsumer, tokPrincipal); err != nil {
 		t.Errorf("[new] opening a token of [new, old] = %v", err)
 	}
-	if _, err := old.Open(newTok, tokStream, tokConsumer, tokPrincipal); !errors.Is(err, errs.ErrTokenInvalid) {
-		t.Errorf("[old] opening a token of [new, old] = %v, want errs.ErrTokenInvalid", err)
+	if _, err := old.Open(newTok, tokStream, tokConsumer, tokPrincipal); !errors.Is(err, errs.ErrTokenUnknownKey) {
+		t.Errorf("[old] opening a token of [new, old] = %v, want errs.ErrTokenUnknownKey", err)
 	}
-	if _, err := newOnly.Open(oldTok, tokStream, tokConsumer, tokPrincipal); !errors.Is(err, errs.ErrTokenInvalid) {
-		t.Errorf("[new] opening a token of [old] after the old key was retired = %v, want errs.ErrTokenInvalid", err)
+	if _, err := newOnly.Open(oldTok, tokStream, tokConsumer, tokPrincipal); !errors.Is(err, errs.ErrTokenUnknownKey) {
+		t.Errorf("[new] opening a token of [old] after the old key was retired = %v, want errs.ErrTokenUnknownKey", err)
 	}
 }
 
@@ -525,8 +567,8 @@ func FuzzForge(f *testing.F) {
 		}
 		forger := mustKeyring(t, secret)
 		forged := forger.Seal(c, stream, consumer, principal)
-		if got, err := verifier.Open(forged, stream, consumer, principal); !errors.Is(err, errs.ErrTokenInvalid) {
-			t.Fatalf("token sealed with an unknown key: open = %+v, %v; want errs.ErrTokenInvalid", got, err)
+		if got, err := verifier.Open(forged, stream, consumer, principal); !errors.Is(err, errs.ErrTokenUnknownKey) && !errors.Is(err, errs.ErrTokenInvalid) {
+			t.Fatalf("token sealed with an unknown key: open = %+v, %v; want errs.ErrTokenUnknownKey", got, err)
 		}
 		if _, err := verifier.Open(forged, tokStream, tokConsumer, tokPrincipal); err == nil {
 			t.Fatalf("token sealed with an unknown key opened for %s/%s", tokStream, tokConsumer)
@@ -536,20 +578,27 @@ func FuzzForge(f *testing.F) {
 
 // The bytes of a token do not change between releases: replicas of two
 // versions, side by side in a rolling upgrade, open each other's tokens.
+// A version 1 token (releases before the split MAC) still opens.
 func TestTokenFormatIsStable(t *testing.T) {
 	kr, err := NewKeyring([]byte("0123456789abcdef0123456789abcdef"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := Claims{Issuer: IssuerID{1, 2, 3, 4, 5, 6, 7, 8}, StreamSeq: 1234567, ConsumerSeq: 7654321, Delivered: 3, Deadline: time.UnixMilli(1764547200123)}
-	const want = "AbcLMikBAgMEBQYHCIZWC4mHrUuxl9MDA_uI1rmtM4z3PY9HYBQ0rJ2R3bG1SGM"
+	const want = "ArcLMikBAgMEBQYHCIZWC4mHrUuxl9MDA_uI1rmtM2X0czZ4lJEUmWmSdjAg_q8"
 	if got := kr.Seal(c, "ORDERS", "billing", "alice"); got != want {
 		t.Fatalf("token %s, want %s as every earlier release sealed it", got, want)
 	}
 	if got := kr.Sealer("ORDERS", "billing", "alice").Seal(c); got != want {
 		t.Fatalf("Sealer: token %s, want %s", got, want)
 	}
-	if got, err := kr.Open(want, "ORDERS", "billing", "alice"); err != nil || got != c {
-		t.Fatalf("open: %+v, %v", got, err)
+	const v1 = "AbcLMikBAgMEBQYHCIZWC4mHrUuxl9MDA_uI1rmtM4z3PY9HYBQ0rJ2R3bG1SGM"
+	for _, tok := range []string{want, v1} {
+		if got, err := kr.Open(tok, "ORDERS", "billing", "alice"); err != nil || got != c {
+			t.Fatalf("open %s: %+v, %v", tok, got, err)
+		}
+		if _, err := kr.Open(tok, "ORDERS", "audit", "alice"); !errors.Is(err, errs.ErrTokenWrongConsumer) {
+			t.Fatalf("open %s for another consumer: %v", tok, err)
+		}
 	}
 }

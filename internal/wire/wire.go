@@ -20,7 +20,8 @@ type wire struct {
 	deadline, ts timestamppb.Timestamp
 }
 
-// Messages turns deliveries into the API's messages.
+// Messages turns deliveries into the API's messages. A delivery whose
+// subject or headers are not UTF-8 keeps their exact bytes in Raw.
 func Messages(ds []*consumer.Delivery) []*jetgatev1.Message {
 	if len(ds) == 0 {
 		return nil
@@ -37,7 +38,9 @@ func Messages(ds []*consumer.Delivery) []*jetgatev1.Message {
 		w.md.Timestamp = &w.ts
 		w.m.Token, w.m.Subject, w.m.Data = d.Token, d.Subject, d.Data
 		w.m.LeaseDeadline, w.m.Metadata = &w.deadline, &w.md
-		if len(d.Header) > 0 {
+		if !valid(d.Subject, d.Header) {
+			setInvalid(&w.m, d.Subject, d.Header)
+		} else if len(d.Header) > 0 {
 			w.m.Headers = make(map[string]*jetgatev1.HeaderValues, len(d.Header))
 			for k, vs := range d.Header {
 				w.m.Headers[k] = &jetgatev1.HeaderValues{Values: vs}

@@ -498,7 +498,12 @@ type Message struct {
 	// JetStream redelivers the message.
 	LeaseDeadline *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=lease_deadline,json=leaseDeadline,proto3" json:"lease_deadline,omitempty"`
 	// Delivery metadata, as the delivery's ack subject carries it.
-	Metadata      *MessageMetadata `protobuf:"bytes,6,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	Metadata *MessageMetadata `protobuf:"bytes,6,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	// The subject and headers byte for byte, set only when the subject or a
+	// header's name or value is not valid UTF-8, which any NATS client may
+	// publish; `subject` and `headers` then hold them with each invalid byte
+	// replaced by U+FFFD.
+	Raw           *RawMessage `protobuf:"bytes,7,opt,name=raw,proto3,oneof" json:"raw,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -575,6 +580,124 @@ func (x *Message) GetMetadata() *MessageMetadata {
 	return nil
 }
 
+func (x *Message) GetRaw() *RawMessage {
+	if x != nil {
+		return x.Raw
+	}
+	return nil
+}
+
+// RawMessage is the exact bytes of a message's subject and headers, for a
+// message whose subject or headers are not valid UTF-8.
+type RawMessage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The subject's exact bytes.
+	Subject []byte `protobuf:"bytes,1,opt,name=subject,proto3" json:"subject,omitempty"`
+	// Every header of the message, in name order.
+	Headers       []*RawHeader `protobuf:"bytes,2,rep,name=headers,proto3" json:"headers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RawMessage) Reset() {
+	*x = RawMessage{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RawMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RawMessage) ProtoMessage() {}
+
+func (x *RawMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RawMessage.ProtoReflect.Descriptor instead.
+func (*RawMessage) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *RawMessage) GetSubject() []byte {
+	if x != nil {
+		return x.Subject
+	}
+	return nil
+}
+
+func (x *RawMessage) GetHeaders() []*RawHeader {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+// RawHeader is one header's name and values, byte for byte.
+type RawHeader struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The header's name.
+	Name []byte `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The header's values, in order.
+	Values        [][]byte `protobuf:"bytes,2,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RawHeader) Reset() {
+	*x = RawHeader{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RawHeader) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RawHeader) ProtoMessage() {}
+
+func (x *RawHeader) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RawHeader.ProtoReflect.Descriptor instead.
+func (*RawHeader) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *RawHeader) GetName() []byte {
+	if x != nil {
+		return x.Name
+	}
+	return nil
+}
+
+func (x *RawHeader) GetValues() [][]byte {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
 // HeaderValues holds every value of one header, in order.
 type HeaderValues struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -586,7 +709,7 @@ type HeaderValues struct {
 
 func (x *HeaderValues) Reset() {
 	*x = HeaderValues{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[3]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -598,7 +721,7 @@ func (x *HeaderValues) String() string {
 func (*HeaderValues) ProtoMessage() {}
 
 func (x *HeaderValues) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[3]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -611,7 +734,7 @@ func (x *HeaderValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeaderValues.ProtoReflect.Descriptor instead.
 func (*HeaderValues) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{3}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *HeaderValues) GetValues() []string {
@@ -644,7 +767,7 @@ type MessageMetadata struct {
 
 func (x *MessageMetadata) Reset() {
 	*x = MessageMetadata{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[4]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -656,7 +779,7 @@ func (x *MessageMetadata) String() string {
 func (*MessageMetadata) ProtoMessage() {}
 
 func (x *MessageMetadata) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[4]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -669,7 +792,7 @@ func (x *MessageMetadata) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MessageMetadata.ProtoReflect.Descriptor instead.
 func (*MessageMetadata) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{4}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *MessageMetadata) GetStream() string {
@@ -736,7 +859,7 @@ type AckRequest struct {
 
 func (x *AckRequest) Reset() {
 	*x = AckRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[5]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -748,7 +871,7 @@ func (x *AckRequest) String() string {
 func (*AckRequest) ProtoMessage() {}
 
 func (x *AckRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[5]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -761,7 +884,7 @@ func (x *AckRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckRequest.ProtoReflect.Descriptor instead.
 func (*AckRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{5}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *AckRequest) GetStream() string {
@@ -796,7 +919,7 @@ type AckResponse struct {
 
 func (x *AckResponse) Reset() {
 	*x = AckResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[6]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -808,7 +931,7 @@ func (x *AckResponse) String() string {
 func (*AckResponse) ProtoMessage() {}
 
 func (x *AckResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[6]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -821,7 +944,7 @@ func (x *AckResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckResponse.ProtoReflect.Descriptor instead.
 func (*AckResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{6}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AckResponse) GetFailures() []*TokenFailure {
@@ -849,7 +972,7 @@ type NakRequest struct {
 
 func (x *NakRequest) Reset() {
 	*x = NakRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[7]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -861,7 +984,7 @@ func (x *NakRequest) String() string {
 func (*NakRequest) ProtoMessage() {}
 
 func (x *NakRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[7]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -874,7 +997,7 @@ func (x *NakRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NakRequest.ProtoReflect.Descriptor instead.
 func (*NakRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{7}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *NakRequest) GetStream() string {
@@ -916,7 +1039,7 @@ type NakResponse struct {
 
 func (x *NakResponse) Reset() {
 	*x = NakResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[8]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -928,7 +1051,7 @@ func (x *NakResponse) String() string {
 func (*NakResponse) ProtoMessage() {}
 
 func (x *NakResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[8]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -941,7 +1064,7 @@ func (x *NakResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NakResponse.ProtoReflect.Descriptor instead.
 func (*NakResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{8}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *NakResponse) GetFailures() []*TokenFailure {
@@ -968,7 +1091,7 @@ type TermRequest struct {
 
 func (x *TermRequest) Reset() {
 	*x = TermRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[9]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -980,7 +1103,7 @@ func (x *TermRequest) String() string {
 func (*TermRequest) ProtoMessage() {}
 
 func (x *TermRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[9]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -993,7 +1116,7 @@ func (x *TermRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TermRequest.ProtoReflect.Descriptor instead.
 func (*TermRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{9}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TermRequest) GetStream() string {
@@ -1035,7 +1158,7 @@ type TermResponse struct {
 
 func (x *TermResponse) Reset() {
 	*x = TermResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[10]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1047,7 +1170,7 @@ func (x *TermResponse) String() string {
 func (*TermResponse) ProtoMessage() {}
 
 func (x *TermResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[10]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1060,7 +1183,7 @@ func (x *TermResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TermResponse.ProtoReflect.Descriptor instead.
 func (*TermResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{10}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TermResponse) GetFailures() []*TokenFailure {
@@ -1085,7 +1208,7 @@ type ExtendRequest struct {
 
 func (x *ExtendRequest) Reset() {
 	*x = ExtendRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[11]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1097,7 +1220,7 @@ func (x *ExtendRequest) String() string {
 func (*ExtendRequest) ProtoMessage() {}
 
 func (x *ExtendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[11]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1110,7 +1233,7 @@ func (x *ExtendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendRequest.ProtoReflect.Descriptor instead.
 func (*ExtendRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{11}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ExtendRequest) GetStream() string {
@@ -1147,7 +1270,7 @@ type ExtendResponse struct {
 
 func (x *ExtendResponse) Reset() {
 	*x = ExtendResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[12]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1159,7 +1282,7 @@ func (x *ExtendResponse) String() string {
 func (*ExtendResponse) ProtoMessage() {}
 
 func (x *ExtendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[12]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1172,7 +1295,7 @@ func (x *ExtendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendResponse.ProtoReflect.Descriptor instead.
 func (*ExtendResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{12}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ExtendResponse) GetLeases() []*ExtendedLease {
@@ -1204,7 +1327,7 @@ type ExtendedLease struct {
 
 func (x *ExtendedLease) Reset() {
 	*x = ExtendedLease{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[13]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1216,7 +1339,7 @@ func (x *ExtendedLease) String() string {
 func (*ExtendedLease) ProtoMessage() {}
 
 func (x *ExtendedLease) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[13]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1229,7 +1352,7 @@ func (x *ExtendedLease) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendedLease.ProtoReflect.Descriptor instead.
 func (*ExtendedLease) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{13}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ExtendedLease) GetToken() string {
@@ -1272,7 +1395,7 @@ type TokenFailure struct {
 
 func (x *TokenFailure) Reset() {
 	*x = TokenFailure{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[14]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1284,7 +1407,7 @@ func (x *TokenFailure) String() string {
 func (*TokenFailure) ProtoMessage() {}
 
 func (x *TokenFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[14]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1297,7 +1420,7 @@ func (x *TokenFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenFailure.ProtoReflect.Descriptor instead.
 func (*TokenFailure) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{14}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TokenFailure) GetToken() string {
@@ -1348,7 +1471,7 @@ type GetConsumerRequest struct {
 
 func (x *GetConsumerRequest) Reset() {
 	*x = GetConsumerRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[15]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1360,7 +1483,7 @@ func (x *GetConsumerRequest) String() string {
 func (*GetConsumerRequest) ProtoMessage() {}
 
 func (x *GetConsumerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[15]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1373,7 +1496,7 @@ func (x *GetConsumerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConsumerRequest.ProtoReflect.Descriptor instead.
 func (*GetConsumerRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{15}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetConsumerRequest) GetStream() string {
@@ -1414,7 +1537,7 @@ type GetConsumerResponse struct {
 
 func (x *GetConsumerResponse) Reset() {
 	*x = GetConsumerResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[16]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1426,7 +1549,7 @@ func (x *GetConsumerResponse) String() string {
 func (*GetConsumerResponse) ProtoMessage() {}
 
 func (x *GetConsumerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[16]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1439,7 +1562,7 @@ func (x *GetConsumerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConsumerResponse.ProtoReflect.Descriptor instead.
 func (*GetConsumerResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{16}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetConsumerResponse) GetConfig() *ConsumerConfig {
@@ -1505,7 +1628,7 @@ type PushState struct {
 
 func (x *PushState) Reset() {
 	*x = PushState{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[17]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1517,7 +1640,7 @@ func (x *PushState) String() string {
 func (*PushState) ProtoMessage() {}
 
 func (x *PushState) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[17]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1530,7 +1653,7 @@ func (x *PushState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PushState.ProtoReflect.Descriptor instead.
 func (*PushState) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{17}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PushState) GetUrl() string {
@@ -1602,7 +1725,7 @@ type ConsumeRequest struct {
 
 func (x *ConsumeRequest) Reset() {
 	*x = ConsumeRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[18]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1614,7 +1737,7 @@ func (x *ConsumeRequest) String() string {
 func (*ConsumeRequest) ProtoMessage() {}
 
 func (x *ConsumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[18]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1627,7 +1750,7 @@ func (x *ConsumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumeRequest.ProtoReflect.Descriptor instead.
 func (*ConsumeRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{18}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ConsumeRequest) GetStream() string {
@@ -1720,7 +1843,7 @@ type ConsumeResponse struct {
 
 func (x *ConsumeResponse) Reset() {
 	*x = ConsumeResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[19]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1732,7 +1855,7 @@ func (x *ConsumeResponse) String() string {
 func (*ConsumeResponse) ProtoMessage() {}
 
 func (x *ConsumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[19]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1745,7 +1868,7 @@ func (x *ConsumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumeResponse.ProtoReflect.Descriptor instead.
 func (*ConsumeResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{19}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ConsumeResponse) GetMessages() []*Message {
@@ -1777,7 +1900,7 @@ type PauseRequest struct {
 
 func (x *PauseRequest) Reset() {
 	*x = PauseRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[20]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1789,7 +1912,7 @@ func (x *PauseRequest) String() string {
 func (*PauseRequest) ProtoMessage() {}
 
 func (x *PauseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[20]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1802,7 +1925,7 @@ func (x *PauseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseRequest.ProtoReflect.Descriptor instead.
 func (*PauseRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{20}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PauseRequest) GetStream() string {
@@ -1839,7 +1962,7 @@ type PauseResponse struct {
 
 func (x *PauseResponse) Reset() {
 	*x = PauseResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[21]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1851,7 +1974,7 @@ func (x *PauseResponse) String() string {
 func (*PauseResponse) ProtoMessage() {}
 
 func (x *PauseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[21]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1864,7 +1987,7 @@ func (x *PauseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseResponse.ProtoReflect.Descriptor instead.
 func (*PauseResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{21}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PauseResponse) GetPaused() bool {
@@ -1894,7 +2017,7 @@ type ResumeRequest struct {
 
 func (x *ResumeRequest) Reset() {
 	*x = ResumeRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[22]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1906,7 +2029,7 @@ func (x *ResumeRequest) String() string {
 func (*ResumeRequest) ProtoMessage() {}
 
 func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[22]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1919,7 +2042,7 @@ func (x *ResumeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeRequest.ProtoReflect.Descriptor instead.
 func (*ResumeRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{22}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ResumeRequest) GetStream() string {
@@ -1947,7 +2070,7 @@ type ResumeResponse struct {
 
 func (x *ResumeResponse) Reset() {
 	*x = ResumeResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[23]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1959,7 +2082,7 @@ func (x *ResumeResponse) String() string {
 func (*ResumeResponse) ProtoMessage() {}
 
 func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[23]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1972,7 +2095,7 @@ func (x *ResumeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeResponse.ProtoReflect.Descriptor instead.
 func (*ResumeResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{23}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ResumeResponse) GetPaused() bool {
@@ -1998,7 +2121,7 @@ type UnpinRequest struct {
 
 func (x *UnpinRequest) Reset() {
 	*x = UnpinRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[24]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2010,7 +2133,7 @@ func (x *UnpinRequest) String() string {
 func (*UnpinRequest) ProtoMessage() {}
 
 func (x *UnpinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[24]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2023,7 +2146,7 @@ func (x *UnpinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnpinRequest.ProtoReflect.Descriptor instead.
 func (*UnpinRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{24}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *UnpinRequest) GetStream() string {
@@ -2056,7 +2179,7 @@ type UnpinResponse struct {
 
 func (x *UnpinResponse) Reset() {
 	*x = UnpinResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[25]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2068,7 +2191,7 @@ func (x *UnpinResponse) String() string {
 func (*UnpinResponse) ProtoMessage() {}
 
 func (x *UnpinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[25]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2081,7 +2204,7 @@ func (x *UnpinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnpinResponse.ProtoReflect.Descriptor instead.
 func (*UnpinResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{25}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{27}
 }
 
 // RedriveRequest names dead letters to put back on their subjects.
@@ -2100,7 +2223,7 @@ type RedriveRequest struct {
 
 func (x *RedriveRequest) Reset() {
 	*x = RedriveRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[26]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2112,7 +2235,7 @@ func (x *RedriveRequest) String() string {
 func (*RedriveRequest) ProtoMessage() {}
 
 func (x *RedriveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[26]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2125,7 +2248,7 @@ func (x *RedriveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveRequest.ProtoReflect.Descriptor instead.
 func (*RedriveRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{26}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RedriveRequest) GetStream() string {
@@ -2162,7 +2285,7 @@ type RedriveResponse struct {
 
 func (x *RedriveResponse) Reset() {
 	*x = RedriveResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[27]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2174,7 +2297,7 @@ func (x *RedriveResponse) String() string {
 func (*RedriveResponse) ProtoMessage() {}
 
 func (x *RedriveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[27]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2187,7 +2310,7 @@ func (x *RedriveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveResponse.ProtoReflect.Descriptor instead.
 func (*RedriveResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{27}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RedriveResponse) GetRedriven() int64 {
@@ -2222,7 +2345,7 @@ type RedriveFailure struct {
 
 func (x *RedriveFailure) Reset() {
 	*x = RedriveFailure{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[28]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2234,7 +2357,7 @@ func (x *RedriveFailure) String() string {
 func (*RedriveFailure) ProtoMessage() {}
 
 func (x *RedriveFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[28]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2247,7 +2370,7 @@ func (x *RedriveFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedriveFailure.ProtoReflect.Descriptor instead.
 func (*RedriveFailure) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{28}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RedriveFailure) GetSeq() uint64 {
@@ -2326,7 +2449,7 @@ type ConsumerConfig struct {
 
 func (x *ConsumerConfig) Reset() {
 	*x = ConsumerConfig{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[29]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2338,7 +2461,7 @@ func (x *ConsumerConfig) String() string {
 func (*ConsumerConfig) ProtoMessage() {}
 
 func (x *ConsumerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[29]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2351,7 +2474,7 @@ func (x *ConsumerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerConfig.ProtoReflect.Descriptor instead.
 func (*ConsumerConfig) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{29}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ConsumerConfig) GetDurableName() string {
@@ -2517,7 +2640,7 @@ type ConsumerState struct {
 
 func (x *ConsumerState) Reset() {
 	*x = ConsumerState{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[30]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2529,7 +2652,7 @@ func (x *ConsumerState) String() string {
 func (*ConsumerState) ProtoMessage() {}
 
 func (x *ConsumerState) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[30]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2542,7 +2665,7 @@ func (x *ConsumerState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerState.ProtoReflect.Descriptor instead.
 func (*ConsumerState) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{30}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ConsumerState) GetNumPending() uint64 {
@@ -2630,7 +2753,7 @@ type PriorityGroupState struct {
 
 func (x *PriorityGroupState) Reset() {
 	*x = PriorityGroupState{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[31]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2642,7 +2765,7 @@ func (x *PriorityGroupState) String() string {
 func (*PriorityGroupState) ProtoMessage() {}
 
 func (x *PriorityGroupState) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[31]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2655,7 +2778,7 @@ func (x *PriorityGroupState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PriorityGroupState.ProtoReflect.Descriptor instead.
 func (*PriorityGroupState) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{31}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PriorityGroupState) GetGroup() string {
@@ -2694,7 +2817,7 @@ type SequencePair struct {
 
 func (x *SequencePair) Reset() {
 	*x = SequencePair{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[32]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2706,7 +2829,7 @@ func (x *SequencePair) String() string {
 func (*SequencePair) ProtoMessage() {}
 
 func (x *SequencePair) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[32]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2719,7 +2842,7 @@ func (x *SequencePair) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SequencePair.ProtoReflect.Descriptor instead.
 func (*SequencePair) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{32}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SequencePair) GetConsumerSeq() uint64 {
@@ -2754,7 +2877,7 @@ type ListConsumersRequest struct {
 
 func (x *ListConsumersRequest) Reset() {
 	*x = ListConsumersRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[33]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2766,7 +2889,7 @@ func (x *ListConsumersRequest) String() string {
 func (*ListConsumersRequest) ProtoMessage() {}
 
 func (x *ListConsumersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[33]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2779,7 +2902,7 @@ func (x *ListConsumersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConsumersRequest.ProtoReflect.Descriptor instead.
 func (*ListConsumersRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{33}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListConsumersRequest) GetStream() string {
@@ -2800,7 +2923,7 @@ type ListConsumersResponse struct {
 
 func (x *ListConsumersResponse) Reset() {
 	*x = ListConsumersResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[34]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2812,7 +2935,7 @@ func (x *ListConsumersResponse) String() string {
 func (*ListConsumersResponse) ProtoMessage() {}
 
 func (x *ListConsumersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[34]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2825,7 +2948,7 @@ func (x *ListConsumersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConsumersResponse.ProtoReflect.Descriptor instead.
 func (*ListConsumersResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{34}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListConsumersResponse) GetConsumers() []*ConsumerSummary {
@@ -2873,7 +2996,7 @@ type ConsumerSummary struct {
 
 func (x *ConsumerSummary) Reset() {
 	*x = ConsumerSummary{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[35]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2885,7 +3008,7 @@ func (x *ConsumerSummary) String() string {
 func (*ConsumerSummary) ProtoMessage() {}
 
 func (x *ConsumerSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[35]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2898,7 +3021,7 @@ func (x *ConsumerSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsumerSummary.ProtoReflect.Descriptor instead.
 func (*ConsumerSummary) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{35}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ConsumerSummary) GetName() string {
@@ -3005,7 +3128,7 @@ type ListLeasesRequest struct {
 
 func (x *ListLeasesRequest) Reset() {
 	*x = ListLeasesRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[36]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3017,7 +3140,7 @@ func (x *ListLeasesRequest) String() string {
 func (*ListLeasesRequest) ProtoMessage() {}
 
 func (x *ListLeasesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[36]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3030,7 +3153,7 @@ func (x *ListLeasesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLeasesRequest.ProtoReflect.Descriptor instead.
 func (*ListLeasesRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{36}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListLeasesRequest) GetStream() string {
@@ -3064,7 +3187,7 @@ type ListLeasesResponse struct {
 
 func (x *ListLeasesResponse) Reset() {
 	*x = ListLeasesResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[37]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3076,7 +3199,7 @@ func (x *ListLeasesResponse) String() string {
 func (*ListLeasesResponse) ProtoMessage() {}
 
 func (x *ListLeasesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[37]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3089,7 +3212,7 @@ func (x *ListLeasesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListLeasesResponse.ProtoReflect.Descriptor instead.
 func (*ListLeasesResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{37}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListLeasesResponse) GetHolders() []*LeaseHolder {
@@ -3132,7 +3255,7 @@ type LeaseHolder struct {
 
 func (x *LeaseHolder) Reset() {
 	*x = LeaseHolder{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[38]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3144,7 +3267,7 @@ func (x *LeaseHolder) String() string {
 func (*LeaseHolder) ProtoMessage() {}
 
 func (x *LeaseHolder) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[38]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3157,7 +3280,7 @@ func (x *LeaseHolder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaseHolder.ProtoReflect.Descriptor instead.
 func (*LeaseHolder) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{38}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *LeaseHolder) GetPrincipal() string {
@@ -3213,7 +3336,7 @@ type ListDeadLettersRequest struct {
 
 func (x *ListDeadLettersRequest) Reset() {
 	*x = ListDeadLettersRequest{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[39]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3225,7 +3348,7 @@ func (x *ListDeadLettersRequest) String() string {
 func (*ListDeadLettersRequest) ProtoMessage() {}
 
 func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[39]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3238,7 +3361,7 @@ func (x *ListDeadLettersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersRequest.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersRequest) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{39}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListDeadLettersRequest) GetStream() string {
@@ -3284,7 +3407,7 @@ type ListDeadLettersResponse struct {
 
 func (x *ListDeadLettersResponse) Reset() {
 	*x = ListDeadLettersResponse{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[40]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3296,7 +3419,7 @@ func (x *ListDeadLettersResponse) String() string {
 func (*ListDeadLettersResponse) ProtoMessage() {}
 
 func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[40]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3309,7 +3432,7 @@ func (x *ListDeadLettersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeadLettersResponse.ProtoReflect.Descriptor instead.
 func (*ListDeadLettersResponse) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{40}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListDeadLettersResponse) GetDeadLetters() []*DeadLetter {
@@ -3362,7 +3485,7 @@ type DeadLetter struct {
 
 func (x *DeadLetter) Reset() {
 	*x = DeadLetter{}
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[41]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3374,7 +3497,7 @@ func (x *DeadLetter) String() string {
 func (*DeadLetter) ProtoMessage() {}
 
 func (x *DeadLetter) ProtoReflect() protoreflect.Message {
-	mi := &file_jetgate_v1_consumer_proto_msgTypes[41]
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3387,7 +3510,7 @@ func (x *DeadLetter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeadLetter.ProtoReflect.Descriptor instead.
 func (*DeadLetter) Descriptor() ([]byte, []int) {
-	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{41}
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *DeadLetter) GetSeq() uint64 {
@@ -3477,17 +3600,26 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\rFetchResponse\x12/\n" +
 	"\bmessages\x18\x01 \x03(\v2\x13.jetgate.v1.MessageR\bmessages\x12:\n" +
 	"\fempty_reason\x18\x02 \x01(\x0e2\x17.jetgate.v1.EmptyReasonR\vemptyReason\x12\x15\n" +
-	"\x06pin_id\x18\x03 \x01(\tR\x05pinId\"\xdb\x02\n" +
+	"\x06pin_id\x18\x03 \x01(\tR\x05pinId\"\x92\x03\n" +
 	"\aMessage\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12\x18\n" +
 	"\asubject\x18\x02 \x01(\tR\asubject\x12\x12\n" +
 	"\x04data\x18\x03 \x01(\fR\x04data\x12:\n" +
 	"\aheaders\x18\x04 \x03(\v2 .jetgate.v1.Message.HeadersEntryR\aheaders\x12A\n" +
 	"\x0elease_deadline\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\rleaseDeadline\x127\n" +
-	"\bmetadata\x18\x06 \x01(\v2\x1b.jetgate.v1.MessageMetadataR\bmetadata\x1aT\n" +
+	"\bmetadata\x18\x06 \x01(\v2\x1b.jetgate.v1.MessageMetadataR\bmetadata\x12-\n" +
+	"\x03raw\x18\a \x01(\v2\x16.jetgate.v1.RawMessageH\x00R\x03raw\x88\x01\x01\x1aT\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
-	"\x05value\x18\x02 \x01(\v2\x18.jetgate.v1.HeaderValuesR\x05value:\x028\x01\"&\n" +
+	"\x05value\x18\x02 \x01(\v2\x18.jetgate.v1.HeaderValuesR\x05value:\x028\x01B\x06\n" +
+	"\x04_raw\"W\n" +
+	"\n" +
+	"RawMessage\x12\x18\n" +
+	"\asubject\x18\x01 \x01(\fR\asubject\x12/\n" +
+	"\aheaders\x18\x02 \x03(\v2\x15.jetgate.v1.RawHeaderR\aheaders\"7\n" +
+	"\tRawHeader\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\fR\x04name\x12\x16\n" +
+	"\x06values\x18\x02 \x03(\fR\x06values\"&\n" +
 	"\fHeaderValues\x12\x16\n" +
 	"\x06values\x18\x01 \x03(\tR\x06values\"\x87\x02\n" +
 	"\x0fMessageMetadata\x12\x16\n" +
@@ -3777,7 +3909,7 @@ func file_jetgate_v1_consumer_proto_rawDescGZIP() []byte {
 }
 
 var file_jetgate_v1_consumer_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_jetgate_v1_consumer_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_jetgate_v1_consumer_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_jetgate_v1_consumer_proto_goTypes = []any{
 	(EmptyReason)(0),                // 0: jetgate.v1.EmptyReason
 	(DeliverPolicy)(0),              // 1: jetgate.v1.DeliverPolicy
@@ -3786,135 +3918,139 @@ var file_jetgate_v1_consumer_proto_goTypes = []any{
 	(*FetchRequest)(nil),            // 4: jetgate.v1.FetchRequest
 	(*FetchResponse)(nil),           // 5: jetgate.v1.FetchResponse
 	(*Message)(nil),                 // 6: jetgate.v1.Message
-	(*HeaderValues)(nil),            // 7: jetgate.v1.HeaderValues
-	(*MessageMetadata)(nil),         // 8: jetgate.v1.MessageMetadata
-	(*AckRequest)(nil),              // 9: jetgate.v1.AckRequest
-	(*AckResponse)(nil),             // 10: jetgate.v1.AckResponse
-	(*NakRequest)(nil),              // 11: jetgate.v1.NakRequest
-	(*NakResponse)(nil),             // 12: jetgate.v1.NakResponse
-	(*TermRequest)(nil),             // 13: jetgate.v1.TermRequest
-	(*TermResponse)(nil),            // 14: jetgate.v1.TermResponse
-	(*ExtendRequest)(nil),           // 15: jetgate.v1.ExtendRequest
-	(*ExtendResponse)(nil),          // 16: jetgate.v1.ExtendResponse
-	(*ExtendedLease)(nil),           // 17: jetgate.v1.ExtendedLease
-	(*TokenFailure)(nil),            // 18: jetgate.v1.TokenFailure
-	(*GetConsumerRequest)(nil),      // 19: jetgate.v1.GetConsumerRequest
-	(*GetConsumerResponse)(nil),     // 20: jetgate.v1.GetConsumerResponse
-	(*PushState)(nil),               // 21: jetgate.v1.PushState
-	(*ConsumeRequest)(nil),          // 22: jetgate.v1.ConsumeRequest
-	(*ConsumeResponse)(nil),         // 23: jetgate.v1.ConsumeResponse
-	(*PauseRequest)(nil),            // 24: jetgate.v1.PauseRequest
-	(*PauseResponse)(nil),           // 25: jetgate.v1.PauseResponse
-	(*ResumeRequest)(nil),           // 26: jetgate.v1.ResumeRequest
-	(*ResumeResponse)(nil),          // 27: jetgate.v1.ResumeResponse
-	(*UnpinRequest)(nil),            // 28: jetgate.v1.UnpinRequest
-	(*UnpinResponse)(nil),           // 29: jetgate.v1.UnpinResponse
-	(*RedriveRequest)(nil),          // 30: jetgate.v1.RedriveRequest
-	(*RedriveResponse)(nil),         // 31: jetgate.v1.RedriveResponse
-	(*RedriveFailure)(nil),          // 32: jetgate.v1.RedriveFailure
-	(*ConsumerConfig)(nil),          // 33: jetgate.v1.ConsumerConfig
-	(*ConsumerState)(nil),           // 34: jetgate.v1.ConsumerState
-	(*PriorityGroupState)(nil),      // 35: jetgate.v1.PriorityGroupState
-	(*SequencePair)(nil),            // 36: jetgate.v1.SequencePair
-	(*ListConsumersRequest)(nil),    // 37: jetgate.v1.ListConsumersRequest
-	(*ListConsumersResponse)(nil),   // 38: jetgate.v1.ListConsumersResponse
-	(*ConsumerSummary)(nil),         // 39: jetgate.v1.ConsumerSummary
-	(*ListLeasesRequest)(nil),       // 40: jetgate.v1.ListLeasesRequest
-	(*ListLeasesResponse)(nil),      // 41: jetgate.v1.ListLeasesResponse
-	(*LeaseHolder)(nil),             // 42: jetgate.v1.LeaseHolder
-	(*ListDeadLettersRequest)(nil),  // 43: jetgate.v1.ListDeadLettersRequest
-	(*ListDeadLettersResponse)(nil), // 44: jetgate.v1.ListDeadLettersResponse
-	(*DeadLetter)(nil),              // 45: jetgate.v1.DeadLetter
-	nil,                             // 46: jetgate.v1.Message.HeadersEntry
-	nil,                             // 47: jetgate.v1.DeadLetter.HeadersEntry
-	(*durationpb.Duration)(nil),     // 48: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),   // 49: google.protobuf.Timestamp
+	(*RawMessage)(nil),              // 7: jetgate.v1.RawMessage
+	(*RawHeader)(nil),               // 8: jetgate.v1.RawHeader
+	(*HeaderValues)(nil),            // 9: jetgate.v1.HeaderValues
+	(*MessageMetadata)(nil),         // 10: jetgate.v1.MessageMetadata
+	(*AckRequest)(nil),              // 11: jetgate.v1.AckRequest
+	(*AckResponse)(nil),             // 12: jetgate.v1.AckResponse
+	(*NakRequest)(nil),              // 13: jetgate.v1.NakRequest
+	(*NakResponse)(nil),             // 14: jetgate.v1.NakResponse
+	(*TermRequest)(nil),             // 15: jetgate.v1.TermRequest
+	(*TermResponse)(nil),            // 16: jetgate.v1.TermResponse
+	(*ExtendRequest)(nil),           // 17: jetgate.v1.ExtendRequest
+	(*ExtendResponse)(nil),          // 18: jetgate.v1.ExtendResponse
+	(*ExtendedLease)(nil),           // 19: jetgate.v1.ExtendedLease
+	(*TokenFailure)(nil),            // 20: jetgate.v1.TokenFailure
+	(*GetConsumerRequest)(nil),      // 21: jetgate.v1.GetConsumerRequest
+	(*GetConsumerResponse)(nil),     // 22: jetgate.v1.GetConsumerResponse
+	(*PushState)(nil),               // 23: jetgate.v1.PushState
+	(*ConsumeRequest)(nil),          // 24: jetgate.v1.ConsumeRequest
+	(*ConsumeResponse)(nil),         // 25: jetgate.v1.ConsumeResponse
+	(*PauseRequest)(nil),            // 26: jetgate.v1.PauseRequest
+	(*PauseResponse)(nil),           // 27: jetgate.v1.PauseResponse
+	(*ResumeRequest)(nil),           // 28: jetgate.v1.ResumeRequest
+	(*ResumeResponse)(nil),          // 29: jetgate.v1.ResumeResponse
+	(*UnpinRequest)(nil),            // 30: jetgate.v1.UnpinRequest
+	(*UnpinResponse)(nil),           // 31: jetgate.v1.UnpinResponse
+	(*RedriveRequest)(nil),          // 32: jetgate.v1.RedriveRequest
+	(*RedriveResponse)(nil),         // 33: jetgate.v1.RedriveResponse
+	(*RedriveFailure)(nil),          // 34: jetgate.v1.RedriveFailure
+	(*ConsumerConfig)(nil),          // 35: jetgate.v1.ConsumerConfig
+	(*ConsumerState)(nil),           // 36: jetgate.v1.ConsumerState
+	(*PriorityGroupState)(nil),      // 37: jetgate.v1.PriorityGroupState
+	(*SequencePair)(nil),            // 38: jetgate.v1.SequencePair
+	(*ListConsumersRequest)(nil),    // 39: jetgate.v1.ListConsumersRequest
+	(*ListConsumersResponse)(nil),   // 40: jetgate.v1.ListConsumersResponse
+	(*ConsumerSummary)(nil),         // 41: jetgate.v1.ConsumerSummary
+	(*ListLeasesRequest)(nil),       // 42: jetgate.v1.ListLeasesRequest
+	(*ListLeasesResponse)(nil),      // 43: jetgate.v1.ListLeasesResponse
+	(*LeaseHolder)(nil),             // 44: jetgate.v1.LeaseHolder
+	(*ListDeadLettersRequest)(nil),  // 45: jetgate.v1.ListDeadLettersRequest
+	(*ListDeadLettersResponse)(nil), // 46: jetgate.v1.ListDeadLettersResponse
+	(*DeadLetter)(nil),              // 47: jetgate.v1.DeadLetter
+	nil,                             // 48: jetgate.v1.Message.HeadersEntry
+	nil,                             // 49: jetgate.v1.DeadLetter.HeadersEntry
+	(*durationpb.Duration)(nil),     // 50: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),   // 51: google.protobuf.Timestamp
 }
 var file_jetgate_v1_consumer_proto_depIdxs = []int32{
-	48, // 0: jetgate.v1.FetchRequest.expires:type_name -> google.protobuf.Duration
+	50, // 0: jetgate.v1.FetchRequest.expires:type_name -> google.protobuf.Duration
 	6,  // 1: jetgate.v1.FetchResponse.messages:type_name -> jetgate.v1.Message
 	0,  // 2: jetgate.v1.FetchResponse.empty_reason:type_name -> jetgate.v1.EmptyReason
-	46, // 3: jetgate.v1.Message.headers:type_name -> jetgate.v1.Message.HeadersEntry
-	49, // 4: jetgate.v1.Message.lease_deadline:type_name -> google.protobuf.Timestamp
-	8,  // 5: jetgate.v1.Message.metadata:type_name -> jetgate.v1.MessageMetadata
-	49, // 6: jetgate.v1.MessageMetadata.timestamp:type_name -> google.protobuf.Timestamp
-	18, // 7: jetgate.v1.AckResponse.failures:type_name -> jetgate.v1.TokenFailure
-	48, // 8: jetgate.v1.NakRequest.delay:type_name -> google.protobuf.Duration
-	18, // 9: jetgate.v1.NakResponse.failures:type_name -> jetgate.v1.TokenFailure
-	18, // 10: jetgate.v1.TermResponse.failures:type_name -> jetgate.v1.TokenFailure
-	17, // 11: jetgate.v1.ExtendResponse.leases:type_name -> jetgate.v1.ExtendedLease
-	18, // 12: jetgate.v1.ExtendResponse.failures:type_name -> jetgate.v1.TokenFailure
-	49, // 13: jetgate.v1.ExtendedLease.lease_deadline:type_name -> google.protobuf.Timestamp
-	33, // 14: jetgate.v1.GetConsumerResponse.config:type_name -> jetgate.v1.ConsumerConfig
-	34, // 15: jetgate.v1.GetConsumerResponse.state:type_name -> jetgate.v1.ConsumerState
-	48, // 16: jetgate.v1.GetConsumerResponse.oldest_unacked_age:type_name -> google.protobuf.Duration
-	21, // 17: jetgate.v1.GetConsumerResponse.push:type_name -> jetgate.v1.PushState
-	49, // 18: jetgate.v1.PushState.last_error_time:type_name -> google.protobuf.Timestamp
-	48, // 19: jetgate.v1.ConsumeRequest.heartbeat:type_name -> google.protobuf.Duration
-	6,  // 20: jetgate.v1.ConsumeResponse.messages:type_name -> jetgate.v1.Message
-	49, // 21: jetgate.v1.PauseRequest.pause_until:type_name -> google.protobuf.Timestamp
-	49, // 22: jetgate.v1.PauseResponse.pause_until:type_name -> google.protobuf.Timestamp
-	32, // 23: jetgate.v1.RedriveResponse.failures:type_name -> jetgate.v1.RedriveFailure
-	1,  // 24: jetgate.v1.ConsumerConfig.deliver_policy:type_name -> jetgate.v1.DeliverPolicy
-	49, // 25: jetgate.v1.ConsumerConfig.opt_start_time:type_name -> google.protobuf.Timestamp
-	2,  // 26: jetgate.v1.ConsumerConfig.ack_policy:type_name -> jetgate.v1.AckPolicy
-	48, // 27: jetgate.v1.ConsumerConfig.ack_wait:type_name -> google.protobuf.Duration
-	48, // 28: jetgate.v1.ConsumerConfig.backoff:type_name -> google.protobuf.Duration
-	48, // 29: jetgate.v1.ConsumerConfig.max_request_expires:type_name -> google.protobuf.Duration
-	3,  // 30: jetgate.v1.ConsumerConfig.priority_policy:type_name -> jetgate.v1.PriorityPolicy
-	48, // 31: jetgate.v1.ConsumerConfig.priority_timeout:type_name -> google.protobuf.Duration
-	49, // 32: jetgate.v1.ConsumerConfig.pause_until:type_name -> google.protobuf.Timestamp
-	36, // 33: jetgate.v1.ConsumerState.delivered:type_name -> jetgate.v1.SequencePair
-	36, // 34: jetgate.v1.ConsumerState.ack_floor:type_name -> jetgate.v1.SequencePair
-	49, // 35: jetgate.v1.ConsumerState.created:type_name -> google.protobuf.Timestamp
-	48, // 36: jetgate.v1.ConsumerState.pause_remaining:type_name -> google.protobuf.Duration
-	35, // 37: jetgate.v1.ConsumerState.priority_groups:type_name -> jetgate.v1.PriorityGroupState
-	49, // 38: jetgate.v1.PriorityGroupState.pinned_since:type_name -> google.protobuf.Timestamp
-	49, // 39: jetgate.v1.SequencePair.last_active:type_name -> google.protobuf.Timestamp
-	39, // 40: jetgate.v1.ListConsumersResponse.consumers:type_name -> jetgate.v1.ConsumerSummary
-	48, // 41: jetgate.v1.ConsumerSummary.oldest_unacked_age:type_name -> google.protobuf.Duration
-	49, // 42: jetgate.v1.ConsumerSummary.pause_until:type_name -> google.protobuf.Timestamp
-	42, // 43: jetgate.v1.ListLeasesResponse.holders:type_name -> jetgate.v1.LeaseHolder
-	49, // 44: jetgate.v1.LeaseHolder.oldest_since:type_name -> google.protobuf.Timestamp
-	48, // 45: jetgate.v1.LeaseHolder.oldest_age:type_name -> google.protobuf.Duration
-	45, // 46: jetgate.v1.ListDeadLettersResponse.dead_letters:type_name -> jetgate.v1.DeadLetter
-	47, // 47: jetgate.v1.DeadLetter.headers:type_name -> jetgate.v1.DeadLetter.HeadersEntry
-	49, // 48: jetgate.v1.DeadLetter.time:type_name -> google.protobuf.Timestamp
-	7,  // 49: jetgate.v1.Message.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
-	7,  // 50: jetgate.v1.DeadLetter.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
-	4,  // 51: jetgate.v1.ConsumerService.Fetch:input_type -> jetgate.v1.FetchRequest
-	9,  // 52: jetgate.v1.ConsumerService.Ack:input_type -> jetgate.v1.AckRequest
-	11, // 53: jetgate.v1.ConsumerService.Nak:input_type -> jetgate.v1.NakRequest
-	13, // 54: jetgate.v1.ConsumerService.Term:input_type -> jetgate.v1.TermRequest
-	15, // 55: jetgate.v1.ConsumerService.Extend:input_type -> jetgate.v1.ExtendRequest
-	19, // 56: jetgate.v1.ConsumerService.GetConsumer:input_type -> jetgate.v1.GetConsumerRequest
-	30, // 57: jetgate.v1.ConsumerService.Redrive:input_type -> jetgate.v1.RedriveRequest
-	22, // 58: jetgate.v1.ConsumerService.Consume:input_type -> jetgate.v1.ConsumeRequest
-	24, // 59: jetgate.v1.ConsumerService.Pause:input_type -> jetgate.v1.PauseRequest
-	26, // 60: jetgate.v1.ConsumerService.Resume:input_type -> jetgate.v1.ResumeRequest
-	28, // 61: jetgate.v1.ConsumerService.Unpin:input_type -> jetgate.v1.UnpinRequest
-	37, // 62: jetgate.v1.ConsumerService.ListConsumers:input_type -> jetgate.v1.ListConsumersRequest
-	40, // 63: jetgate.v1.ConsumerService.ListLeases:input_type -> jetgate.v1.ListLeasesRequest
-	43, // 64: jetgate.v1.ConsumerService.ListDeadLetters:input_type -> jetgate.v1.ListDeadLettersRequest
-	5,  // 65: jetgate.v1.ConsumerService.Fetch:output_type -> jetgate.v1.FetchResponse
-	10, // 66: jetgate.v1.ConsumerService.Ack:output_type -> jetgate.v1.AckResponse
-	12, // 67: jetgate.v1.ConsumerService.Nak:output_type -> jetgate.v1.NakResponse
-	14, // 68: jetgate.v1.ConsumerService.Term:output_type -> jetgate.v1.TermResponse
-	16, // 69: jetgate.v1.ConsumerService.Extend:output_type -> jetgate.v1.ExtendResponse
-	20, // 70: jetgate.v1.ConsumerService.GetConsumer:output_type -> jetgate.v1.GetConsumerResponse
-	31, // 71: jetgate.v1.ConsumerService.Redrive:output_type -> jetgate.v1.RedriveResponse
-	23, // 72: jetgate.v1.ConsumerService.Consume:output_type -> jetgate.v1.ConsumeResponse
-	25, // 73: jetgate.v1.ConsumerService.Pause:output_type -> jetgate.v1.PauseResponse
-	27, // 74: jetgate.v1.ConsumerService.Resume:output_type -> jetgate.v1.ResumeResponse
-	29, // 75: jetgate.v1.ConsumerService.Unpin:output_type -> jetgate.v1.UnpinResponse
-	38, // 76: jetgate.v1.ConsumerService.ListConsumers:output_type -> jetgate.v1.ListConsumersResponse
-	41, // 77: jetgate.v1.ConsumerService.ListLeases:output_type -> jetgate.v1.ListLeasesResponse
-	44, // 78: jetgate.v1.ConsumerService.ListDeadLetters:output_type -> jetgate.v1.ListDeadLettersResponse
-	65, // [65:79] is the sub-list for method output_type
-	51, // [51:65] is the sub-list for method input_type
-	51, // [51:51] is the sub-list for extension type_name
-	51, // [51:51] is the sub-list for extension extendee
-	0,  // [0:51] is the sub-list for field type_name
+	48, // 3: jetgate.v1.Message.headers:type_name -> jetgate.v1.Message.HeadersEntry
+	51, // 4: jetgate.v1.Message.lease_deadline:type_name -> google.protobuf.Timestamp
+	10, // 5: jetgate.v1.Message.metadata:type_name -> jetgate.v1.MessageMetadata
+	7,  // 6: jetgate.v1.Message.raw:type_name -> jetgate.v1.RawMessage
+	8,  // 7: jetgate.v1.RawMessage.headers:type_name -> jetgate.v1.RawHeader
+	51, // 8: jetgate.v1.MessageMetadata.timestamp:type_name -> google.protobuf.Timestamp
+	20, // 9: jetgate.v1.AckResponse.failures:type_name -> jetgate.v1.TokenFailure
+	50, // 10: jetgate.v1.NakRequest.delay:type_name -> google.protobuf.Duration
+	20, // 11: jetgate.v1.NakResponse.failures:type_name -> jetgate.v1.TokenFailure
+	20, // 12: jetgate.v1.TermResponse.failures:type_name -> jetgate.v1.TokenFailure
+	19, // 13: jetgate.v1.ExtendResponse.leases:type_name -> jetgate.v1.ExtendedLease
+	20, // 14: jetgate.v1.ExtendResponse.failures:type_name -> jetgate.v1.TokenFailure
+	51, // 15: jetgate.v1.ExtendedLease.lease_deadline:type_name -> google.protobuf.Timestamp
+	35, // 16: jetgate.v1.GetConsumerResponse.config:type_name -> jetgate.v1.ConsumerConfig
+	36, // 17: jetgate.v1.GetConsumerResponse.state:type_name -> jetgate.v1.ConsumerState
+	50, // 18: jetgate.v1.GetConsumerResponse.oldest_unacked_age:type_name -> google.protobuf.Duration
+	23, // 19: jetgate.v1.GetConsumerResponse.push:type_name -> jetgate.v1.PushState
+	51, // 20: jetgate.v1.PushState.last_error_time:type_name -> google.protobuf.Timestamp
+	50, // 21: jetgate.v1.ConsumeRequest.heartbeat:type_name -> google.protobuf.Duration
+	6,  // 22: jetgate.v1.ConsumeResponse.messages:type_name -> jetgate.v1.Message
+	51, // 23: jetgate.v1.PauseRequest.pause_until:type_name -> google.protobuf.Timestamp
+	51, // 24: jetgate.v1.PauseResponse.pause_until:type_name -> google.protobuf.Timestamp
+	34, // 25: jetgate.v1.RedriveResponse.failures:type_name -> jetgate.v1.RedriveFailure
+	1,  // 26: jetgate.v1.ConsumerConfig.deliver_policy:type_name -> jetgate.v1.DeliverPolicy
+	51, // 27: jetgate.v1.ConsumerConfig.opt_start_time:type_name -> google.protobuf.Timestamp
+	2,  // 28: jetgate.v1.ConsumerConfig.ack_policy:type_name -> jetgate.v1.AckPolicy
+	50, // 29: jetgate.v1.ConsumerConfig.ack_wait:type_name -> google.protobuf.Duration
+	50, // 30: jetgate.v1.ConsumerConfig.backoff:type_name -> google.protobuf.Duration
+	50, // 31: jetgate.v1.ConsumerConfig.max_request_expires:type_name -> google.protobuf.Duration
+	3,  // 32: jetgate.v1.ConsumerConfig.priority_policy:type_name -> jetgate.v1.PriorityPolicy
+	50, // 33: jetgate.v1.ConsumerConfig.priority_timeout:type_name -> google.protobuf.Duration
+	51, // 34: jetgate.v1.ConsumerConfig.pause_until:type_name -> google.protobuf.Timestamp
+	38, // 35: jetgate.v1.ConsumerState.delivered:type_name -> jetgate.v1.SequencePair
+	38, // 36: jetgate.v1.ConsumerState.ack_floor:type_name -> jetgate.v1.SequencePair
+	51, // 37: jetgate.v1.ConsumerState.created:type_name -> google.protobuf.Timestamp
+	50, // 38: jetgate.v1.ConsumerState.pause_remaining:type_name -> google.protobuf.Duration
+	37, // 39: jetgate.v1.ConsumerState.priority_groups:type_name -> jetgate.v1.PriorityGroupState
+	51, // 40: jetgate.v1.PriorityGroupState.pinned_since:type_name -> google.protobuf.Timestamp
+	51, // 41: jetgate.v1.SequencePair.last_active:type_name -> google.protobuf.Timestamp
+	41, // 42: jetgate.v1.ListConsumersResponse.consumers:type_name -> jetgate.v1.ConsumerSummary
+	50, // 43: jetgate.v1.ConsumerSummary.oldest_unacked_age:type_name -> google.protobuf.Duration
+	51, // 44: jetgate.v1.ConsumerSummary.pause_until:type_name -> google.protobuf.Timestamp
+	44, // 45: jetgate.v1.ListLeasesResponse.holders:type_name -> jetgate.v1.LeaseHolder
+	51, // 46: jetgate.v1.LeaseHolder.oldest_since:type_name -> google.protobuf.Timestamp
+	50, // 47: jetgate.v1.LeaseHolder.oldest_age:type_name -> google.protobuf.Duration
+	47, // 48: jetgate.v1.ListDeadLettersResponse.dead_letters:type_name -> jetgate.v1.DeadLetter
+	49, // 49: jetgate.v1.DeadLetter.headers:type_name -> jetgate.v1.DeadLetter.HeadersEntry
+	51, // 50: jetgate.v1.DeadLetter.time:type_name -> google.protobuf.Timestamp
+	9,  // 51: jetgate.v1.Message.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
+	9,  // 52: jetgate.v1.DeadLetter.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
+	4,  // 53: jetgate.v1.ConsumerService.Fetch:input_type -> jetgate.v1.FetchRequest
+	11, // 54: jetgate.v1.ConsumerService.Ack:input_type -> jetgate.v1.AckRequest
+	13, // 55: jetgate.v1.ConsumerService.Nak:input_type -> jetgate.v1.NakRequest
+	15, // 56: jetgate.v1.ConsumerService.Term:input_type -> jetgate.v1.TermRequest
+	17, // 57: jetgate.v1.ConsumerService.Extend:input_type -> jetgate.v1.ExtendRequest
+	21, // 58: jetgate.v1.ConsumerService.GetConsumer:input_type -> jetgate.v1.GetConsumerRequest
+	32, // 59: jetgate.v1.ConsumerService.Redrive:input_type -> jetgate.v1.RedriveRequest
+	24, // 60: jetgate.v1.ConsumerService.Consume:input_type -> jetgate.v1.ConsumeRequest
+	26, // 61: jetgate.v1.ConsumerService.Pause:input_type -> jetgate.v1.PauseRequest
+	28, // 62: jetgate.v1.ConsumerService.Resume:input_type -> jetgate.v1.ResumeRequest
+	30, // 63: jetgate.v1.ConsumerService.Unpin:input_type -> jetgate.v1.UnpinRequest
+	39, // 64: jetgate.v1.ConsumerService.ListConsumers:input_type -> jetgate.v1.ListConsumersRequest
+	42, // 65: jetgate.v1.ConsumerService.ListLeases:input_type -> jetgate.v1.ListLeasesRequest
+	45, // 66: jetgate.v1.ConsumerService.ListDeadLetters:input_type -> jetgate.v1.ListDeadLettersRequest
+	5,  // 67: jetgate.v1.ConsumerService.Fetch:output_type -> jetgate.v1.FetchResponse
+	12, // 68: jetgate.v1.ConsumerService.Ack:output_type -> jetgate.v1.AckResponse
+	14, // 69: jetgate.v1.ConsumerService.Nak:output_type -> jetgate.v1.NakResponse
+	16, // 70: jetgate.v1.ConsumerService.Term:output_type -> jetgate.v1.TermResponse
+	18, // 71: jetgate.v1.ConsumerService.Extend:output_type -> jetgate.v1.ExtendResponse
+	22, // 72: jetgate.v1.ConsumerService.GetConsumer:output_type -> jetgate.v1.GetConsumerResponse
+	33, // 73: jetgate.v1.ConsumerService.Redrive:output_type -> jetgate.v1.RedriveResponse
+	25, // 74: jetgate.v1.ConsumerService.Consume:output_type -> jetgate.v1.ConsumeResponse
+	27, // 75: jetgate.v1.ConsumerService.Pause:output_type -> jetgate.v1.PauseResponse
+	29, // 76: jetgate.v1.ConsumerService.Resume:output_type -> jetgate.v1.ResumeResponse
+	31, // 77: jetgate.v1.ConsumerService.Unpin:output_type -> jetgate.v1.UnpinResponse
+	40, // 78: jetgate.v1.ConsumerService.ListConsumers:output_type -> jetgate.v1.ListConsumersResponse
+	43, // 79: jetgate.v1.ConsumerService.ListLeases:output_type -> jetgate.v1.ListLeasesResponse
+	46, // 80: jetgate.v1.ConsumerService.ListDeadLetters:output_type -> jetgate.v1.ListDeadLettersResponse
+	67, // [67:81] is the sub-list for method output_type
+	53, // [53:67] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_jetgate_v1_consumer_proto_init() }
@@ -3923,14 +4059,15 @@ func file_jetgate_v1_consumer_proto_init() {
 		return
 	}
 	file_jetgate_v1_consumer_proto_msgTypes[0].OneofWrappers = []any{}
-	file_jetgate_v1_consumer_proto_msgTypes[18].OneofWrappers = []any{}
+	file_jetgate_v1_consumer_proto_msgTypes[2].OneofWrappers = []any{}
+	file_jetgate_v1_consumer_proto_msgTypes[20].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jetgate_v1_consumer_proto_rawDesc), len(file_jetgate_v1_consumer_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   44,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

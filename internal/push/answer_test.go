@@ -1,0 +1,86 @@
+package push
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/pull"
+)
+
+// judge turns each answer into its verdict, and a 429 or 503 keeps the
+// endpoint's Retry-After (seconds or a date; 0 for one in the past).
+func TestJudgeReadsEachAnswer(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	resp := func(code int, retryAfter string) *http.Response {
+		h := http.Header{}
+		if retryAfter != "" {
+			h.Set("Retry-After", retryAfter)
+		}
+		return &http.Response{StatusCode: code, Status: http.StatusText(code), Header: h}
+	}
+	tests := []struct {
+		name  string
+		resp  *http.Response
+		want  verdict
+		delay time.Duration
+	}{
+		{"200", resp(200, ""), ack, 0},
+		{"204", resp(204, ""), ack, 0},
+		{"503 with seconds", resp(503, "7"), retry, 7 * time.Second},
+		{"429 with a date", resp(429, now.Add(time.Minute).Format(http.TimeFormat)), retry, time.Minute},
+		{"429 with a past date", resp(429, now.Add(-time.Minute).Format(http.TimeFormat)), retry, 0},
+		{"503 with 0", resp(503, "0"), retry, 0},
+		{"503 with nonsense", resp(503, "soon"), retry, 0},
+		{"408", resp(408, ""), retry, 0},
+		{"425", resp(425, ""), retry, 0},
+		{"500", resp(500, ""), retry, 0},
+		{"302", resp(302, ""), retry, 0},
+		{"400", resp(400, ""), terminate, 0},
+		{"422", resp(422, ""), terminate, 0},
+		{"404", resp(404, ""), terminate, 0},
+	}
+	for _, tt := range tests {
+		a := judge(context.Background(), tt.resp, nil, now)
+		if a.verdict != tt.want || a.delay != tt.delay || a.status != tt.resp.StatusCode {
+			t.Errorf("%s: verdict %v delay %v status %d, want %v %v", tt.name, a.verdict, a.delay, a.status, tt.want, tt.delay)
+		}
+	}
+	if a := judge(context.Background(), nil, errors.New("refused"), now); a.verdict != retry || a.status != 0 {
+		t.Errorf("no answer: %+v", a)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if a := judge(ctx, nil, context.Canceled, now); a.verdict != abandoned {
+		t.Errorf("stopped: %+v", a)
+	}
+}
+
+// The Nak after a message's own failure waits min × 2^(delivered−1), or the
+// endpoint's Retry-After if longer, never more than retry.max.
+func TestNakDelay(t *testing.T) {
+	p := &Pusher{cfg: Config{RetryMin: time.Second, RetryMax: time.Minute}}
+	tests := []struct {
+		delivered  uint64
+		retryAfter time.Duration
+		want       time.Duration
+	}{
+		{1, 0, time.Second},
+		{2, 0, 2 * time.Second},
+		{3, 0, 4 * time.Second},
+		{4, 0, 8 * time.Second},
+		{20, 0, time.Minute},
+		{1, 10 * time.Second, 10 * time.Second},
+		{3, time.Second, 4 * time.Second},
+		{1, 24 * time.Hour, time.Minute},
+	}
+	for _, tt := range tests {
+		j := &job{d: &consumer.Delivery{Meta: pull.Metadata{Delivered: tt.delivered}}, retryAfter: tt.retryAfter}
+		if got := p.nakDelay(j); got != tt.want {
+			t.Errorf("delivered %d, Retry-After %v: delay %v, want %v", tt.delivered, tt.retryAfter, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,76 @@
+package settle
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/internal/lease"
+	"github.com/jetgate/jetgate/internal/natstest"
+)
+
+func testLedger(t *testing.T) (*Ledger, context.Context) {
+	t.Helper()
+	ns := natstest.Start(t)
+	js, err := jetstream.New(natstest.Connect(t, ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	l, err := OpenLedger(ctx, js, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, ctx
+}
+
+func entry(seq uint64) []Entry {
+	return []Entry{{Stream: "ORDERS", Consumer: "billing", StreamSeq: seq, Delivered: 1, TTL: time.Minute}}
+}
+
+// The ledger's rules for an adopted lease: an Extend claims nothing (so an
+// Ack after it is sent), and a retried Term is sent again like a retried
+// Ack; a Nak after either is refused.
+func TestLedgerRulesForAdoptedLeases(t *testing.T) {
+	l, ctx := testLedger(t)
+	verdict := func(op lease.Op, seq uint64) Verdict {
+		t.Helper()
+		vs, fails := l.Verdicts(ctx, op, Adopted, entry(seq))
+		if fails[0] != nil {
+			t.Fatal(fails[0])
+		}
+		return vs[0]
+	}
+	for i, step := range []struct {
+		op   lease.Op
+		seq  uint64
+		want Verdict
+	}{
+		{lease.OpExtend, 1, Send}, {lease.OpAck, 1, Send}, {lease.OpAck, 1, Send}, {lease.OpNak, 1, Refuse},
+		{lease.OpTerm, 2, Send}, {lease.OpTerm, 2, Send}, {lease.OpAck, 2, Refuse},
+		{lease.OpNak, 3, Send}, {lease.OpNak, 3, Done}, {lease.OpExtend, 3, Refuse},
+	} {
+		if got := verdict(step.op, step.seq); got != step.want {
+			t.Fatalf("step %d, %v of %d: verdict %v, want %v", i, step.op, step.seq, got, step.want)
+		}
+	}
+}
+
+// Only a nak'ed record makes a late Nak done: an Ack or Term recorded does
+// not.
+func TestNakedAlreadyOnlyForANak(t *testing.T) {
+	l, ctx := testLedger(t)
+	for seq, op := range map[uint64]lease.Op{1: lease.OpNak, 2: lease.OpAck, 3: lease.OpTerm} {
+		if _, fails := l.Claim(ctx, op, entry(seq)); fails[0] != nil {
+			t.Fatal(fails[0])
+		}
+	}
+	for seq, want := range map[uint64]bool{1: true, 2: false, 3: false, 4: false} {
+		if got := l.NakedAlready(ctx, entry(seq))[0]; got != want {
+			t.Errorf("seq %d: naked %v, want %v", seq, got, want)
+		}
+	}
+}

@@ -1,0 +1,58 @@
+package wire
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go"
+
+	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+)
+
+// replacement stands for each byte of a subject or header that is not
+// UTF-8: protobuf strings and JSON must be UTF-8, and one such message must
+// not fail the batch it is in.
+const replacement = "\uFFFD"
+
+// valid reports whether subject and every header name and value are UTF-8.
+func valid(subject string, h nats.Header) bool {
+	if !utf8.ValidString(subject) {
+		return false
+	}
+	for k, vs := range h {
+		if !utf8.ValidString(k) {
+			return false
+		}
+		for _, v := range vs {
+			if !utf8.ValidString(v) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// setInvalid sets m's subject and headers from a subject or headers that
+// are not all UTF-8: each invalid byte replaced in subject and headers, and
+// the exact bytes of both in raw.
+func setInvalid(m *jetgatev1.Message, subject string, h nats.Header) {
+	m.Subject = strings.ToValidUTF8(subject, replacement)
+	raw := &jetgatev1.RawMessage{Subject: []byte(subject), Headers: make([]*jetgatev1.RawHeader, 0, len(h))}
+	m.Headers = make(map[string]*jetgatev1.HeaderValues, len(h))
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		rh := &jetgatev1.RawHeader{Name: []byte(k), Values: make([][]byte, len(h[k]))}
+		hv := m.Headers[strings.ToValidUTF8(k, replacement)]
+		if hv == nil {
+			hv = &jetgatev1.HeaderValues{}
+			m.Headers[strings.ToValidUTF8(k, replacement)] = hv
+		}
+		for i, v := range h[k] {
+			rh.Values[i] = []byte(v)
+			hv.Values = append(hv.Values, strings.ToValidUTF8(v, replacement))
+		}
+		raw.Headers = append(raw.Headers, rh)
+	}
+	m.Raw = raw
+}
