@@ -228,4 +228,3 @@ func TestHelmLint(t *testing.T) {
 		}
 	}
 }
-

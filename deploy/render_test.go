@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -139,7 +140,7 @@ func (o *objects) add(doc []byte) error {
 		return err
 	}
 	var tm metav1.TypeMeta
-	if err := sigsjson.Unmarshal(js, &tm); err != nil {
+	if err := json.Unmarshal(js, &tm); err != nil {
 		return err
 	}
 	if bytes.Equal(bytes.TrimSpace(js), []byte("null")) {
@@ -186,7 +187,7 @@ func (o *objects) add(doc []byte) error {
 	var meta struct {
 		Metadata metav1.ObjectMeta `json:"metadata"`
 	}
-	_ = sigsjson.Unmarshal(js, &meta)
+	_ = json.Unmarshal(js, &meta)
 	o.labelsOfAll = append(o.labelsOfAll, meta.Metadata.Labels)
 	return nil
 }

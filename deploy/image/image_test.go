@@ -281,4 +281,3 @@ func TestPlatformRefused(t *testing.T) {
 		}
 	}
 }
-
