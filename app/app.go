@@ -33,6 +33,7 @@ import (
 	"github.com/jetgate/jetgate/internal/auth"
 	"github.com/jetgate/jetgate/internal/config"
 	"github.com/jetgate/jetgate/internal/core"
+	"github.com/jetgate/jetgate/internal/keycheck"
 	"github.com/jetgate/jetgate/internal/tlsfiles"
 	"github.com/jetgate/jetgate/internal/tracing"
 	"github.com/jetgate/jetgate/server"
@@ -140,6 +141,13 @@ func (p *process) build(ctx context.Context) error {
 		return explainRefusal(p.cfg, err)
 	}
 	p.onClose(p.replica.Close)
+	// Replicas that do not share the token key cannot settle each other's
+	// tokens: say so loudly, at start-up.
+	kc, err := keycheck.Start(keycheck.Options{Conn: p.nc, Keys: keys, Logger: p.log, Metrics: reg})
+	if err != nil {
+		return err
+	}
+	p.onClose(kc.Close)
 	return p.buildServers(ctx, reg)
 }
 

@@ -2,6 +2,8 @@ package app
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,10 +46,11 @@ var jetgateUser = &natsserver.Permissions{
 		"_JETGATE.SETTLE.*",
 		"$JS.API.CONSUMER.LIST.ORDERS",
 		"_JETGATE.RESET.>",
+		"_JETGATE.KEYCHECK",
 		"_INBOX.>",
 		"orders.>",
 	}},
-	Subscribe: &natsserver.SubjectPermission{Allow: []string{"_INBOX.>", "_JETGATE.SETTLE.*", "_JETGATE.RESET.>",
+	Subscribe: &natsserver.SubjectPermission{Allow: []string{"_INBOX.>", "_JETGATE.SETTLE.*", "_JETGATE.RESET.>", "_JETGATE.KEYCHECK",
 		"$JS.API.CONSUMER.RESET.>", "$JS.EVENT.ADVISORY.CONSUMER.PAUSE.>", "$JS.EVENT.ADVISORY.CONSUMER.DELETED.>"}},
 }
 
@@ -89,12 +92,17 @@ func TestRunsUnderTheDocumentedNATSPermissions(t *testing.T) {
 	if err := os.WriteFile(keyFile, []byte("a shared secret of at least thirty-two bytes\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	replica := func() *Process {
+	replica := func(logs io.Writer) *Process {
 		o := testOptions(t)
 		o.NATSURL, o.TokenKeyFile = url("jetgate", "s3cret"), keyFile
+		o.Logger = slog.New(slog.NewTextHandler(logs, nil))
 		return start(t, o)
 	}
-	a, b := replica(), replica()
+	var bLogs syncBuffer
+	a, b := replica(io.Discard), replica(&bLogs)
+	natstest.Eventually(t, 10*time.Second, "the token key check of b finds a", func() bool {
+		return bLogs.count("token key check", "peers=1") == 1
+	})
 	ca, sa := grpcClients(t, a.GRPC)
 	cb, _ := grpcClients(t, b.GRPC)
 

@@ -1,0 +1,51 @@
+{{/* The name of every object: the release's, with "jetgate" unless it has it. */}}
+{{- define "jetgate.fullname" -}}
+{{- if contains "jetgate" .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-jetgate" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "jetgate.selectorLabels" -}}
+app.kubernetes.io/name: jetgate
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "jetgate.labels" -}}
+{{ include "jetgate.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{/* The Secret holding the token key file, under key token.key. */}}
+{{- define "jetgate.tokenKeySecret" -}}
+{{- .Values.tokenKey.existingSecret | default (printf "%s-token-key" (include "jetgate.fullname" .)) -}}
+{{- end -}}
+
+{{/* The Secret holding the NATS URL, under key url. */}}
+{{- define "jetgate.natsURLSecret" -}}
+{{- .Values.nats.urlSecret | default (printf "%s-nats" (include "jetgate.fullname" .)) -}}
+{{- end -}}
+
+{{/* Whether the listeners serve TLS (config.listen.tls.cert). */}}
+{{- define "jetgate.tls" -}}
+{{- $listen := .Values.config.listen | default dict -}}
+{{- $tls := $listen.tls | default dict -}}
+{{- if $tls.cert }}true{{ end -}}
+{{- end -}}
+
+{{/* Refuse to render what jetgate would refuse to start with. */}}
+{{- define "jetgate.check" -}}
+{{- $auth := .Values.config.auth | default dict -}}
+{{- if not (or $auth.api_keys $auth.jwt $auth.mtls $auth.allow_unauthenticated) -}}
+{{- fail "config.auth: jetgate listens beyond loopback in a pod, so it needs authentication: set config.auth.api_keys, jwt or mtls (README \"Running in production\"), or config.auth.allow_unauthenticated: true to serve anyone who can reach the Service" -}}
+{{- end -}}
+{{- if not .Values.config.consumers -}}
+{{- fail "config.consumers: no consumer is configured (README \"Configuration\")" -}}
+{{- end -}}
+{{- if and (not .Values.nats.urlSecret) (not .Values.nats.url) -}}
+{{- fail "nats.url: give the NATS server URL(s), or nats.urlSecret: jetgate's embedded server is for one process, not a Deployment" -}}
+{{- end -}}
+{{- end -}}
