@@ -173,7 +173,9 @@ func (r *Replica) attach(ctx context.Context, key consumerKey) error {
 	if err != nil {
 		return err
 	}
-	r.serve(c, true)
+	if r.serve(c, true) == nil {
+		return fmt.Errorf("%w: the gateway is shutting down", errs.ErrUnavailable)
+	}
 	r.log.Info("bound a consumer on demand", "stream", key.stream, "consumer", key.name)
 	select {
 	case r.binds.changed <- struct{}{}:
@@ -210,7 +212,8 @@ func (r *Replica) deps(key consumerKey) consumer.Deps {
 	return d
 }
 
-// serve adds c to the consumers the replica serves and starts its Run.
+// serve adds c to the consumers the replica serves and starts its Run; nil
+// once the replica is closing.
 func (r *Replica) serve(c *consumer.Consumer, onDemand bool) *binding {
 	rctx, stop := context.WithCancel(r.runCtx)
 	b := &binding{c: c, onDemand: onDemand, stop: stop, done: make(chan struct{})}
@@ -222,11 +225,30 @@ func (r *Replica) serve(c *consumer.Consumer, onDemand bool) *binding {
 	if r.roster != nil {
 		r.roster.Join(c.Stream, c.Name, c.SetReplicas)
 	}
-	r.wg.Go(func() {
+	if !r.goUnlessClosed(func() {
 		defer close(b.done)
 		c.Run(rctx)
-	})
+	}) {
+		stop()
+		close(b.done)
+		r.binds.mu.Lock()
+		delete(r.binds.m, consumerKey{c.Stream, c.Name})
+		r.binds.mu.Unlock()
+		return nil
+	}
 	return b
+}
+
+// goUnlessClosed runs f on a goroutine Close waits for, unless the replica
+// is closing (then Close may be waiting already).
+func (r *Replica) goUnlessClosed(f func()) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.wg.Go(f)
+	return true
 }
 
 // unbind stops serving an on-demand consumer, if when says so of its

@@ -46,7 +46,7 @@ func (r *Replica) onDelete(m *nats.Msg) {
 	if !ok {
 		return
 	}
-	r.wg.Go(func() {
+	r.goUnlessClosed(func() {
 		ctx, cancel := context.WithTimeout(r.runCtx, r.timeout)
 		defer cancel()
 		r.unbind(ctx, key, "deleted on the server", func(*binding) bool { return true })
