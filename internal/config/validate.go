@@ -3,10 +3,8 @@ package config
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"net"
 	"net/url"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,7 +12,6 @@ import (
 	"unicode"
 
 	"github.com/jetgate/jetgate/internal/auth"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/natsname"
 )
 
@@ -298,32 +295,6 @@ func (c *Config) validateDeadLetter(p string, k Consumer, taken map[string]strin
 	}
 	if s := c.StreamBinding(subj); s != nil && s.Name == k.Stream {
 		return c.errorf(dp, "%s is a subject of stream %s, the consumer's own: its dead letters would be delivered to it again", quote(subj), quote(s.Name))
-	}
-	return nil
-}
-
-func (c *Config) validateOnDemand() *Error {
-	o := c.OnDemand
-	for i, m := range o.Match {
-		p := fmt.Sprintf("on_demand.match[%d]", i)
-		for _, f := range [...]struct{ name, pattern string }{{"stream", m.Stream}, {"consumer", m.Consumer}} {
-			switch _, err := path.Match(f.pattern, ""); {
-			case f.pattern == "":
-				return c.errorf(p+"."+f.name, "is empty: a glob pattern such as \"*\" or \"team-*\"")
-			case err != nil:
-				return c.errorf(p+"."+f.name, "%s: not a glob pattern (%v)", quote(f.pattern), err)
-			case strings.ContainsAny(f.pattern, ". >"):
-				return c.errorf(p+"."+f.name, "%s: stream and consumer names cannot contain '.', ' ' or '>'", quote(f.pattern))
-			}
-		}
-	}
-	switch idle := time.Duration(o.IdleUnbind); {
-	case idle < 0:
-		return c.errorf("on_demand.idle_unbind", "%v: must not be negative", o.IdleUnbind)
-	case idle > 0 && idle < time.Second:
-		return c.errorf("on_demand.idle_unbind", "%v: must be at least 1s (unset: %v)", o.IdleUnbind, core.DefaultIdleUnbind)
-	case idle > 0 && len(o.Match) == 0:
-		return c.errorf("on_demand.idle_unbind", "is set, but on_demand.match names no consumer: add a match, or remove the block")
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/deadletter"
 	"github.com/jetgate/jetgate/internal/errs"
 )
@@ -39,4 +40,31 @@ func (r *Replica) Redrive(ctx context.Context, stream, name string, seqs []uint6
 		return RedriveResult{}, ctx.Err()
 	}
 	return RedriveResult{Redriven: n, Failures: fails}, err
+}
+
+// startDeadLetters starts the worker that copies the dead letters of the
+// consumers with a dead_letter.
+func (r *Replica) startDeadLetters(ctx context.Context, cs []consumer.Config) error {
+	var routes []deadletter.Route
+	for _, cfg := range cs {
+		dl := cfg.DeadLetter
+		if dl == nil {
+			continue
+		}
+		route, err := deadletter.Resolve(ctx, r.js, deadletter.Route{Stream: cfg.Stream, Consumer: cfg.Name, Subject: dl.Subject, OnTerm: dl.OnTerm})
+		if err != nil {
+			return err
+		}
+		r.routes[consumerKey{cfg.Stream, cfg.Name}] = route
+		r.metrics.watchDeadLetters(cfg.Stream, cfg.Name)
+		routes = append(routes, route)
+	}
+	if len(routes) == 0 {
+		return nil
+	}
+	var err error
+	r.dead, err = deadletter.Start(ctx, deadletter.Options{
+		JS: r.js, Routes: routes, Replicas: r.stateReplicas, Log: r.log, Copied: r.metrics.deadLetters,
+	})
+	return err
 }

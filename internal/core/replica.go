@@ -233,33 +233,6 @@ func (r *Replica) bind(ctx context.Context, cs []consumer.Config) error {
 	return r.startDeadLetters(ctx, cs)
 }
 
-// startDeadLetters starts the worker that copies the dead letters of the
-// consumers with a dead_letter.
-func (r *Replica) startDeadLetters(ctx context.Context, cs []consumer.Config) error {
-	var routes []deadletter.Route
-	for _, cfg := range cs {
-		dl := cfg.DeadLetter
-		if dl == nil {
-			continue
-		}
-		route, err := deadletter.Resolve(ctx, r.js, deadletter.Route{Stream: cfg.Stream, Consumer: cfg.Name, Subject: dl.Subject, OnTerm: dl.OnTerm})
-		if err != nil {
-			return err
-		}
-		r.routes[consumerKey{cfg.Stream, cfg.Name}] = route
-		r.metrics.watchDeadLetters(cfg.Stream, cfg.Name)
-		routes = append(routes, route)
-	}
-	if len(routes) == 0 {
-		return nil
-	}
-	var err error
-	r.dead, err = deadletter.Start(ctx, deadletter.Options{
-		JS: r.js, Routes: routes, Replicas: r.stateReplicas, Log: r.log, Copied: r.metrics.deadLetters,
-	})
-	return err
-}
-
 func orDefault[T int | time.Duration](v, def T) T {
 	if v <= 0 {
 		return def
@@ -375,44 +348,6 @@ func (r *Replica) Pulls(stream, name string) (PullUse, error) {
 	}
 	open, allowed, queued := c.Pulls()
 	return PullUse{Open: open, Allowed: allowed, Queued: queued, Abandoned: c.AbandonedPulls(), Replicas: c.Replicas()}, nil
-}
-
-// ConsumerStatus is a consumer's info from the server, this replica's count
-// of live leases on it, its dead letters and its oldest unacknowledged
-// message.
-type ConsumerStatus struct {
-	Info             *jetstream.ConsumerInfo
-	GatewayLeases    int
-	DeadLetters      int64
-	OldestUnackedAge time.Duration
-	Push             *push.State // nil: not pushed
-}
-
-// Consumer returns the consumer's configuration and state.
-func (r *Replica) Consumer(ctx context.Context, stream, name string) (ConsumerStatus, error) {
-	c, done, err := r.consumer(ctx, stream, name)
-	if err != nil {
-		return ConsumerStatus{}, err
-	}
-	defer done()
-	return r.status(ctx, c)
-}
-
-func (r *Replica) status(ctx context.Context, c *consumer.Consumer) (ConsumerStatus, error) {
-	ci, err := c.Info(ctx)
-	if err != nil {
-		return ConsumerStatus{}, err
-	}
-	st := ConsumerStatus{Info: ci, GatewayLeases: c.Leases(), Push: r.pushState(c)}
-	if st.OldestUnackedAge, err = c.OldestUnackedAge(ctx, ci); err != nil {
-		return ConsumerStatus{}, err
-	}
-	if route, ok := r.routes[consumerKey{c.Stream, c.Name}]; ok {
-		if st.DeadLetters, err = deadletter.Count(ctx, r.js, route); err != nil {
-			return ConsumerStatus{}, fmt.Errorf("%w: count dead letters: %v", errs.ErrUnavailable, err)
-		}
-	}
-	return st, nil
 }
 
 // Consume streams leases of a consumer to send until ctx ends (see

@@ -1,0 +1,36 @@
+package config
+
+import (
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/jetgate/jetgate/internal/core"
+)
+
+func (c *Config) validateOnDemand() *Error {
+	o := c.OnDemand
+	for i, m := range o.Match {
+		p := fmt.Sprintf("on_demand.match[%d]", i)
+		for _, f := range [...]struct{ name, pattern string }{{"stream", m.Stream}, {"consumer", m.Consumer}} {
+			switch _, err := path.Match(f.pattern, ""); {
+			case f.pattern == "":
+				return c.errorf(p+"."+f.name, "is empty: a glob pattern such as \"*\" or \"team-*\"")
+			case err != nil:
+				return c.errorf(p+"."+f.name, "%s: not a glob pattern (%v)", quote(f.pattern), err)
+			case strings.ContainsAny(f.pattern, ". >"):
+				return c.errorf(p+"."+f.name, "%s: stream and consumer names cannot contain '.', ' ' or '>'", quote(f.pattern))
+			}
+		}
+	}
+	switch idle := time.Duration(o.IdleUnbind); {
+	case idle < 0:
+		return c.errorf("on_demand.idle_unbind", "%v: must not be negative", o.IdleUnbind)
+	case idle > 0 && idle < time.Second:
+		return c.errorf("on_demand.idle_unbind", "%v: must be at least 1s (unset: %v)", o.IdleUnbind, core.DefaultIdleUnbind)
+	case idle > 0 && len(o.Match) == 0:
+		return c.errorf("on_demand.idle_unbind", "is set, but on_demand.match names no consumer: add a match, or remove the block")
+	}
+	return nil
+}
