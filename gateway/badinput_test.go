@@ -82,7 +82,7 @@ func TestRESTMethodAndRouteErrors(t *testing.T) {
 		{"POST", consumerPath + ":foo", 404, "ROUTE_NOT_FOUND", ""},
 		{"POST", "/v1/streams/ORDERS:foo", 404, "ROUTE_NOT_FOUND", ""},
 		{"POST", "/v1/nothing", 404, "ROUTE_NOT_FOUND", ""},
-		{"POST", "/v1/streams/ORDERS/consumers", 405, "METHOD_NOT_ALLOWED", "GET"},
+		{"POST", "/v1/streams/ORDERS/consumers", 405, "METHOD_NOT_ALLOWED", "GET, HEAD"},
 		{"GET", "/v1/streams/ORDERS/consumers/billing/nothing", 404, "ROUTE_NOT_FOUND", ""},
 		{"GET", "/v2/streams/ORDERS/consumers/billing", 404, "ROUTE_NOT_FOUND", ""},
 		// A name with a colon that is no verb is still a consumer's name.
