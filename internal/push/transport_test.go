@@ -117,7 +117,9 @@ func TestTheHTTPVersionSpokenToTheEndpoint(t *testing.T) {
 			if got := ep.spokenIn(); got[tc.want] < 20 || len(got) != 1 {
 				t.Fatalf("requests by version %v; want 20 or more, all %s", got, tc.want)
 			}
-			if n := ep.conns.Load(); n > 4 {
+			// One above the concurrency, as in the reuse test below: a push
+			// whose connection the endpoint closed after answering opens one.
+			if n := ep.conns.Load(); n > 4+1 {
 				t.Fatalf("%d connections at concurrency 4", n)
 			}
 		})

@@ -1,6 +1,8 @@
 package readme_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -108,8 +110,8 @@ func (b *block) note(notes []string) error {
 func matches(want, got []string) (missing []string) {
 	left := slices.Clone(got)
 	for _, w := range want {
-		re := regexp.MustCompile("^" + strings.ReplaceAll(regexp.QuoteMeta(strings.TrimRight(w, " ")), "…", ".*") + "$")
-		i := slices.IndexFunc(left, func(g string) bool { return re.MatchString(strings.TrimRight(g, " ")) })
+		re := regexp.MustCompile("^" + strings.ReplaceAll(regexp.QuoteMeta(compact(w)), "…", ".*") + "$")
+		i := slices.IndexFunc(left, func(g string) bool { return re.MatchString(compact(g)) })
 		if i < 0 {
 			missing = append(missing, w)
 			continue
@@ -117,4 +119,16 @@ func matches(want, got []string) (missing []string) {
 		left = slices.Delete(left, i, i+1)
 	}
 	return missing
+}
+
+// compact is a line without trailing blanks and, where it is JSON, without
+// the spaces between its tokens: protojson varies those on purpose, from one
+// build of the binary to the next.
+func compact(line string) string {
+	line = strings.TrimRight(line, " ")
+	var b bytes.Buffer
+	if json.Compact(&b, []byte(line)) == nil {
+		return b.String()
+	}
+	return line
 }
