@@ -73,6 +73,21 @@ class ConsumerServiceStub(object):
                 request_serializer=jetgate_dot_v1_dot_consumer__pb2.UnpinRequest.SerializeToString,
                 response_deserializer=jetgate_dot_v1_dot_consumer__pb2.UnpinResponse.FromString,
                 )
+        self.ListConsumers = channel.unary_unary(
+                '/jetgate.v1.ConsumerService/ListConsumers',
+                request_serializer=jetgate_dot_v1_dot_consumer__pb2.ListConsumersRequest.SerializeToString,
+                response_deserializer=jetgate_dot_v1_dot_consumer__pb2.ListConsumersResponse.FromString,
+                )
+        self.ListLeases = channel.unary_unary(
+                '/jetgate.v1.ConsumerService/ListLeases',
+                request_serializer=jetgate_dot_v1_dot_consumer__pb2.ListLeasesRequest.SerializeToString,
+                response_deserializer=jetgate_dot_v1_dot_consumer__pb2.ListLeasesResponse.FromString,
+                )
+        self.ListDeadLetters = channel.unary_unary(
+                '/jetgate.v1.ConsumerService/ListDeadLetters',
+                request_serializer=jetgate_dot_v1_dot_consumer__pb2.ListDeadLettersRequest.SerializeToString,
+                response_deserializer=jetgate_dot_v1_dot_consumer__pb2.ListDeadLettersResponse.FromString,
+                )
 
 
 class ConsumerServiceServicer(object):
@@ -175,6 +190,37 @@ class ConsumerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListConsumers(self, request, context):
+        """Listing, for operators and the console (DESIGN section 16).
+
+        ListConsumers lists the consumers of a stream that this gateway serves
+        and that the caller may read, with the backlog of each. One listing
+        request to the NATS server answers for up to 256 consumers of the
+        stream; a consumer with unacknowledged messages costs one more request
+        to date its oldest.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListLeases(self, request, context):
+        """ListLeases lists who holds the consumer's live leases, by principal,
+        across every replica of the gateway: each replica answers for its own
+        over NATS, and a replica that does not answer in time is named in
+        missing_replicas.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListDeadLetters(self, request, context):
+        """ListDeadLetters lists a page of the consumer's dead letters, oldest
+        first: the headers of each and a preview of its data.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConsumerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -232,6 +278,21 @@ def add_ConsumerServiceServicer_to_server(servicer, server):
                     servicer.Unpin,
                     request_deserializer=jetgate_dot_v1_dot_consumer__pb2.UnpinRequest.FromString,
                     response_serializer=jetgate_dot_v1_dot_consumer__pb2.UnpinResponse.SerializeToString,
+            ),
+            'ListConsumers': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListConsumers,
+                    request_deserializer=jetgate_dot_v1_dot_consumer__pb2.ListConsumersRequest.FromString,
+                    response_serializer=jetgate_dot_v1_dot_consumer__pb2.ListConsumersResponse.SerializeToString,
+            ),
+            'ListLeases': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListLeases,
+                    request_deserializer=jetgate_dot_v1_dot_consumer__pb2.ListLeasesRequest.FromString,
+                    response_serializer=jetgate_dot_v1_dot_consumer__pb2.ListLeasesResponse.SerializeToString,
+            ),
+            'ListDeadLetters': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListDeadLetters,
+                    request_deserializer=jetgate_dot_v1_dot_consumer__pb2.ListDeadLettersRequest.FromString,
+                    response_serializer=jetgate_dot_v1_dot_consumer__pb2.ListDeadLettersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -431,5 +492,56 @@ class ConsumerService(object):
         return grpc.experimental.unary_unary(request, target, '/jetgate.v1.ConsumerService/Unpin',
             jetgate_dot_v1_dot_consumer__pb2.UnpinRequest.SerializeToString,
             jetgate_dot_v1_dot_consumer__pb2.UnpinResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListConsumers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/jetgate.v1.ConsumerService/ListConsumers',
+            jetgate_dot_v1_dot_consumer__pb2.ListConsumersRequest.SerializeToString,
+            jetgate_dot_v1_dot_consumer__pb2.ListConsumersResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListLeases(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/jetgate.v1.ConsumerService/ListLeases',
+            jetgate_dot_v1_dot_consumer__pb2.ListLeasesRequest.SerializeToString,
+            jetgate_dot_v1_dot_consumer__pb2.ListLeasesResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListDeadLetters(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/jetgate.v1.ConsumerService/ListDeadLetters',
+            jetgate_dot_v1_dot_consumer__pb2.ListDeadLettersRequest.SerializeToString,
+            jetgate_dot_v1_dot_consumer__pb2.ListDeadLettersResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -25,6 +25,11 @@ class StreamServiceStub(object):
                 request_serializer=jetgate_dot_v1_dot_stream__pb2.PublishBatchRequest.SerializeToString,
                 response_deserializer=jetgate_dot_v1_dot_stream__pb2.PublishBatchResponse.FromString,
                 )
+        self.ListStreams = channel.unary_unary(
+                '/jetgate.v1.StreamService/ListStreams',
+                request_serializer=jetgate_dot_v1_dot_stream__pb2.ListStreamsRequest.SerializeToString,
+                response_deserializer=jetgate_dot_v1_dot_stream__pb2.ListStreamsResponse.FromString,
+                )
 
 
 class StreamServiceServicer(object):
@@ -48,6 +53,17 @@ class StreamServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListStreams(self, request, context):
+        """Listing, for operators and the console (DESIGN section 16).
+
+        ListStreams lists the streams this gateway serves consumers of that the
+        caller may read, with their size: one request to the NATS server per
+        stream.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_StreamServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -60,6 +76,11 @@ def add_StreamServiceServicer_to_server(servicer, server):
                     servicer.PublishBatch,
                     request_deserializer=jetgate_dot_v1_dot_stream__pb2.PublishBatchRequest.FromString,
                     response_serializer=jetgate_dot_v1_dot_stream__pb2.PublishBatchResponse.SerializeToString,
+            ),
+            'ListStreams': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListStreams,
+                    request_deserializer=jetgate_dot_v1_dot_stream__pb2.ListStreamsRequest.FromString,
+                    response_serializer=jetgate_dot_v1_dot_stream__pb2.ListStreamsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -103,5 +124,22 @@ class StreamService(object):
         return grpc.experimental.unary_unary(request, target, '/jetgate.v1.StreamService/PublishBatch',
             jetgate_dot_v1_dot_stream__pb2.PublishBatchRequest.SerializeToString,
             jetgate_dot_v1_dot_stream__pb2.PublishBatchResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListStreams(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/jetgate.v1.StreamService/ListStreams',
+            jetgate_dot_v1_dot_stream__pb2.ListStreamsRequest.SerializeToString,
+            jetgate_dot_v1_dot_stream__pb2.ListStreamsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

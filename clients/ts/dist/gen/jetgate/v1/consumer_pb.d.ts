@@ -34,6 +34,7 @@ export type FetchRequest = Message$1<"jetgate.v1.FetchRequest"> & {
      * How long to wait for a first message. Unset means 5s; 0s returns at once
      * with what is available. Capped by the gateway's maximum and by the
      * caller's own deadline.
+     * In JSON, protobuf's form ("0.5s") or Go's ("500ms", "1m", "1h30m").
      *
      * @generated from field: google.protobuf.Duration expires = 4;
      */
@@ -160,12 +161,70 @@ export type Message = Message$1<"jetgate.v1.Message"> & {
      * @generated from field: jetgate.v1.MessageMetadata metadata = 6;
      */
     metadata?: MessageMetadata | undefined;
+    /**
+     * The subject and headers byte for byte, set only when the subject or a
+     * header's name or value is not valid UTF-8, which any NATS client may
+     * publish; `subject` and `headers` then hold them with each invalid byte
+     * replaced by U+FFFD.
+     *
+     * @generated from field: optional jetgate.v1.RawMessage raw = 7;
+     */
+    raw?: RawMessage | undefined;
 };
 /**
  * Describes the message jetgate.v1.Message.
  * Use `create(MessageSchema)` to create a new message.
  */
 export declare const MessageSchema: GenMessage<Message>;
+/**
+ * RawMessage is the exact bytes of a message's subject and headers, for a
+ * message whose subject or headers are not valid UTF-8.
+ *
+ * @generated from message jetgate.v1.RawMessage
+ */
+export type RawMessage = Message$1<"jetgate.v1.RawMessage"> & {
+    /**
+     * The subject's exact bytes.
+     *
+     * @generated from field: bytes subject = 1;
+     */
+    subject: Uint8Array;
+    /**
+     * Every header of the message, in name order.
+     *
+     * @generated from field: repeated jetgate.v1.RawHeader headers = 2;
+     */
+    headers: RawHeader[];
+};
+/**
+ * Describes the message jetgate.v1.RawMessage.
+ * Use `create(RawMessageSchema)` to create a new message.
+ */
+export declare const RawMessageSchema: GenMessage<RawMessage>;
+/**
+ * RawHeader is one header's name and values, byte for byte.
+ *
+ * @generated from message jetgate.v1.RawHeader
+ */
+export type RawHeader = Message$1<"jetgate.v1.RawHeader"> & {
+    /**
+     * The header's name.
+     *
+     * @generated from field: bytes name = 1;
+     */
+    name: Uint8Array;
+    /**
+     * The header's values, in order.
+     *
+     * @generated from field: repeated bytes values = 2;
+     */
+    values: Uint8Array[];
+};
+/**
+ * Describes the message jetgate.v1.RawHeader.
+ * Use `create(RawHeaderSchema)` to create a new message.
+ */
+export declare const RawHeaderSchema: GenMessage<RawHeader>;
 /**
  * HeaderValues holds every value of one header, in order.
  *
@@ -312,6 +371,7 @@ export type NakRequest = Message$1<"jetgate.v1.NakRequest"> & {
     tokens: string[];
     /**
      * How long JetStream waits before redelivering; unset redelivers at once.
+     * In JSON, protobuf's form ("0.5s") or Go's ("500ms", "1m", "1h30m").
      *
      * @generated from field: google.protobuf.Duration delay = 4;
      */
@@ -671,6 +731,7 @@ export type ConsumeRequest = Message$1<"jetgate.v1.ConsumeRequest"> & {
     maxBytes?: bigint | undefined;
     /**
      * How often an idle stream sends an empty response; unset is 15s.
+     * In JSON, protobuf's form ("0.5s") or Go's ("500ms", "1m", "1h30m").
      *
      * @generated from field: google.protobuf.Duration heartbeat = 5;
      */
@@ -1234,6 +1295,370 @@ export type SequencePair = Message$1<"jetgate.v1.SequencePair"> & {
  */
 export declare const SequencePairSchema: GenMessage<SequencePair>;
 /**
+ * ListConsumersRequest names a stream.
+ *
+ * @generated from message jetgate.v1.ListConsumersRequest
+ */
+export type ListConsumersRequest = Message$1<"jetgate.v1.ListConsumersRequest"> & {
+    /**
+     * The stream whose consumers to list.
+     *
+     * @generated from field: string stream = 1;
+     */
+    stream: string;
+};
+/**
+ * Describes the message jetgate.v1.ListConsumersRequest.
+ * Use `create(ListConsumersRequestSchema)` to create a new message.
+ */
+export declare const ListConsumersRequestSchema: GenMessage<ListConsumersRequest>;
+/**
+ * ListConsumersResponse is the stream's consumers that this gateway serves.
+ *
+ * @generated from message jetgate.v1.ListConsumersResponse
+ */
+export type ListConsumersResponse = Message$1<"jetgate.v1.ListConsumersResponse"> & {
+    /**
+     * The consumers, by name.
+     *
+     * @generated from field: repeated jetgate.v1.ConsumerSummary consumers = 1;
+     */
+    consumers: ConsumerSummary[];
+};
+/**
+ * Describes the message jetgate.v1.ListConsumersResponse.
+ * Use `create(ListConsumersResponseSchema)` to create a new message.
+ */
+export declare const ListConsumersResponseSchema: GenMessage<ListConsumersResponse>;
+/**
+ * ConsumerSummary is one consumer's backlog, as the NATS server reports it.
+ *
+ * @generated from message jetgate.v1.ConsumerSummary
+ */
+export type ConsumerSummary = Message$1<"jetgate.v1.ConsumerSummary"> & {
+    /**
+     * The durable consumer's name.
+     *
+     * @generated from field: string name = 1;
+     */
+    name: string;
+    /**
+     * Messages not yet delivered.
+     *
+     * @generated from field: uint64 num_pending = 2;
+     */
+    numPending: bigint;
+    /**
+     * Messages delivered and not yet acknowledged.
+     *
+     * @generated from field: int64 num_ack_pending = 3;
+     */
+    numAckPending: bigint;
+    /**
+     * Messages delivered more than once and not yet acknowledged.
+     *
+     * @generated from field: int64 num_redelivered = 4;
+     */
+    numRedelivered: bigint;
+    /**
+     * Pull requests waiting on the server.
+     *
+     * @generated from field: int64 num_waiting = 5;
+     */
+    numWaiting: bigint;
+    /**
+     * How long the oldest message the consumer has not acknowledged has been
+     * in the stream (0s when every message is acknowledged).
+     *
+     * @generated from field: google.protobuf.Duration oldest_unacked_age = 6;
+     */
+    oldestUnackedAge?: Duration | undefined;
+    /**
+     * Whether the consumer is paused now.
+     *
+     * @generated from field: bool paused = 7;
+     */
+    paused: boolean;
+    /**
+     * Until when, when paused.
+     *
+     * @generated from field: google.protobuf.Timestamp pause_until = 8;
+     */
+    pauseUntil?: Timestamp | undefined;
+    /**
+     * How many dead letters of the consumer wait in its dead-letter stream
+     * (0 when it has none configured).
+     *
+     * @generated from field: int64 dead_letters = 9;
+     */
+    deadLetters: bigint;
+    /**
+     * Whether this gateway pushes the consumer's messages to an endpoint.
+     *
+     * @generated from field: bool pushed = 10;
+     */
+    pushed: boolean;
+    /**
+     * How many live leases the replica that answered holds on the consumer;
+     * ListLeases counts those of every replica.
+     *
+     * @generated from field: int64 gateway_leases = 11;
+     */
+    gatewayLeases: bigint;
+    /**
+     * The consumer's priority groups, if any.
+     *
+     * @generated from field: repeated string priority_groups = 12;
+     */
+    priorityGroups: string[];
+    /**
+     * Whether the gateway has a dead-letter subject configured for it.
+     *
+     * @generated from field: bool dead_letter_configured = 13;
+     */
+    deadLetterConfigured: boolean;
+};
+/**
+ * Describes the message jetgate.v1.ConsumerSummary.
+ * Use `create(ConsumerSummarySchema)` to create a new message.
+ */
+export declare const ConsumerSummarySchema: GenMessage<ConsumerSummary>;
+/**
+ * ListLeasesRequest names a consumer.
+ *
+ * @generated from message jetgate.v1.ListLeasesRequest
+ */
+export type ListLeasesRequest = Message$1<"jetgate.v1.ListLeasesRequest"> & {
+    /**
+     * The stream the consumer belongs to.
+     *
+     * @generated from field: string stream = 1;
+     */
+    stream: string;
+    /**
+     * The durable consumer's name.
+     *
+     * @generated from field: string consumer = 2;
+     */
+    consumer: string;
+};
+/**
+ * Describes the message jetgate.v1.ListLeasesRequest.
+ * Use `create(ListLeasesRequestSchema)` to create a new message.
+ */
+export declare const ListLeasesRequestSchema: GenMessage<ListLeasesRequest>;
+/**
+ * ListLeasesResponse says who holds the consumer's live leases.
+ *
+ * @generated from message jetgate.v1.ListLeasesResponse
+ */
+export type ListLeasesResponse = Message$1<"jetgate.v1.ListLeasesResponse"> & {
+    /**
+     * One entry per principal holding leases, most leases first. The empty
+     * principal is the caller of a gateway that authenticates nobody.
+     *
+     * @generated from field: repeated jetgate.v1.LeaseHolder holders = 1;
+     */
+    holders: LeaseHolder[];
+    /**
+     * The ids of the replicas that answered, the one asked included.
+     *
+     * @generated from field: repeated string replicas = 2;
+     */
+    replicas: string[];
+    /**
+     * The ids of the replicas that serve the consumer but did not answer in
+     * time: their leases are not counted.
+     *
+     * @generated from field: repeated string missing_replicas = 3;
+     */
+    missingReplicas: string[];
+};
+/**
+ * Describes the message jetgate.v1.ListLeasesResponse.
+ * Use `create(ListLeasesResponseSchema)` to create a new message.
+ */
+export declare const ListLeasesResponseSchema: GenMessage<ListLeasesResponse>;
+/**
+ * LeaseHolder is one principal's live leases on a consumer.
+ *
+ * @generated from message jetgate.v1.LeaseHolder
+ */
+export type LeaseHolder = Message$1<"jetgate.v1.LeaseHolder"> & {
+    /**
+     * The principal the leases were handed to.
+     *
+     * @generated from field: string principal = 1;
+     */
+    principal: string;
+    /**
+     * How many live leases it holds, on every replica that answered.
+     *
+     * @generated from field: int64 leases = 2;
+     */
+    leases: bigint;
+    /**
+     * When the oldest of them was handed out.
+     *
+     * @generated from field: google.protobuf.Timestamp oldest_since = 3;
+     */
+    oldestSince?: Timestamp | undefined;
+    /**
+     * How long ago the oldest of them was handed out.
+     *
+     * @generated from field: google.protobuf.Duration oldest_age = 4;
+     */
+    oldestAge?: Duration | undefined;
+    /**
+     * The ids of the replicas that handed them out.
+     *
+     * @generated from field: repeated string replicas = 5;
+     */
+    replicas: string[];
+};
+/**
+ * Describes the message jetgate.v1.LeaseHolder.
+ * Use `create(LeaseHolderSchema)` to create a new message.
+ */
+export declare const LeaseHolderSchema: GenMessage<LeaseHolder>;
+/**
+ * ListDeadLettersRequest asks for a page of a consumer's dead letters.
+ *
+ * @generated from message jetgate.v1.ListDeadLettersRequest
+ */
+export type ListDeadLettersRequest = Message$1<"jetgate.v1.ListDeadLettersRequest"> & {
+    /**
+     * The stream the consumer belongs to.
+     *
+     * @generated from field: string stream = 1;
+     */
+    stream: string;
+    /**
+     * The durable consumer's name.
+     *
+     * @generated from field: string consumer = 2;
+     */
+    consumer: string;
+    /**
+     * How many dead letters to return at most; unset or 0 is 20, at most
+     * 100.
+     *
+     * @generated from field: int32 page_size = 3;
+     */
+    pageSize: number;
+    /**
+     * The next_page_token of the previous page; unset is the first page.
+     *
+     * @generated from field: string page_token = 4;
+     */
+    pageToken: string;
+};
+/**
+ * Describes the message jetgate.v1.ListDeadLettersRequest.
+ * Use `create(ListDeadLettersRequestSchema)` to create a new message.
+ */
+export declare const ListDeadLettersRequestSchema: GenMessage<ListDeadLettersRequest>;
+/**
+ * ListDeadLettersResponse is a page of dead letters.
+ *
+ * @generated from message jetgate.v1.ListDeadLettersResponse
+ */
+export type ListDeadLettersResponse = Message$1<"jetgate.v1.ListDeadLettersResponse"> & {
+    /**
+     * The dead letters, oldest first.
+     *
+     * @generated from field: repeated jetgate.v1.DeadLetter dead_letters = 1;
+     */
+    deadLetters: DeadLetter[];
+    /**
+     * The token of the next page; empty when this is the last one.
+     *
+     * @generated from field: string next_page_token = 2;
+     */
+    nextPageToken: string;
+    /**
+     * How many dead letters of the consumer wait in all.
+     *
+     * @generated from field: int64 total = 3;
+     */
+    total: bigint;
+};
+/**
+ * Describes the message jetgate.v1.ListDeadLettersResponse.
+ * Use `create(ListDeadLettersResponseSchema)` to create a new message.
+ */
+export declare const ListDeadLettersResponseSchema: GenMessage<ListDeadLettersResponse>;
+/**
+ * DeadLetter is one message the consumer gave up on, as its dead-letter
+ * copy holds it.
+ *
+ * @generated from message jetgate.v1.DeadLetter
+ */
+export type DeadLetter = Message$1<"jetgate.v1.DeadLetter"> & {
+    /**
+     * Its sequence in the dead-letter stream: what Redrive takes in seqs.
+     *
+     * @generated from field: uint64 seq = 1;
+     */
+    seq: bigint;
+    /**
+     * The subject the original message was published to, where Redrive puts
+     * it back.
+     *
+     * @generated from field: string subject = 2;
+     */
+    subject: string;
+    /**
+     * The copy's headers, the Jetgate-Dead-* ones included.
+     *
+     * @generated from field: map<string, jetgate.v1.HeaderValues> headers = 3;
+     */
+    headers: {
+        [key: string]: HeaderValues;
+    };
+    /**
+     * The first bytes of the message's data (at most 1024).
+     *
+     * @generated from field: bytes data_preview = 4;
+     */
+    dataPreview: Uint8Array;
+    /**
+     * The size of the whole data, in bytes.
+     *
+     * @generated from field: int64 data_size = 5;
+     */
+    dataSize: bigint;
+    /**
+     * When the copy was stored.
+     *
+     * @generated from field: google.protobuf.Timestamp time = 6;
+     */
+    time?: Timestamp | undefined;
+    /**
+     * Why it is a dead letter: MAX_DELIVERIES or TERM.
+     *
+     * @generated from field: string reason = 7;
+     */
+    reason: string;
+    /**
+     * The original message's sequence in the consumer's stream.
+     *
+     * @generated from field: uint64 stream_seq = 8;
+     */
+    streamSeq: bigint;
+    /**
+     * How many times the original message was delivered.
+     *
+     * @generated from field: int64 deliveries = 9;
+     */
+    deliveries: bigint;
+};
+/**
+ * Describes the message jetgate.v1.DeadLetter.
+ * Use `create(DeadLetterSchema)` to create a new message.
+ */
+export declare const DeadLetterSchema: GenMessage<DeadLetter>;
+/**
  * EmptyReason says why a Fetch returned no messages.
  *
  * @generated from enum jetgate.v1.EmptyReason
@@ -1274,7 +1699,22 @@ export declare enum EmptyReason {
      *
      * @generated from enum value: EMPTY_REASON_PAUSED = 5;
      */
-    PAUSED = 5
+    PAUSED = 5,
+    /**
+     * Another client holds the pin of the group (pinned_client): send the pin
+     * with the Fetch, or wait until it is released or unpinned.
+     *
+     * @generated from enum value: EMPTY_REASON_PINNED = 6;
+     */
+    PINNED = 6,
+    /**
+     * Messages are pending, but fewer than min_pending and fewer acks pending
+     * than min_ack_pending (overflow): the server serves this pull only past
+     * them.
+     *
+     * @generated from enum value: EMPTY_REASON_BELOW_MIN_PENDING = 7;
+     */
+    BELOW_MIN_PENDING = 7
 }
 /**
  * Describes the enum jetgate.v1.EmptyReason.
@@ -1538,5 +1978,43 @@ export declare const ConsumerService: GenService<{
         methodKind: "unary";
         input: typeof UnpinRequestSchema;
         output: typeof UnpinResponseSchema;
+    };
+    /**
+     * ListConsumers lists the consumers of a stream that this gateway serves
+     * and that the caller may read, with the backlog of each. One listing
+     * request to the NATS server answers for up to 256 consumers of the
+     * stream; a consumer with unacknowledged messages costs one more request
+     * to date its oldest.
+     *
+     * @generated from rpc jetgate.v1.ConsumerService.ListConsumers
+     */
+    listConsumers: {
+        methodKind: "unary";
+        input: typeof ListConsumersRequestSchema;
+        output: typeof ListConsumersResponseSchema;
+    };
+    /**
+     * ListLeases lists who holds the consumer's live leases, by principal,
+     * across every replica of the gateway: each replica answers for its own
+     * over NATS, and a replica that does not answer in time is named in
+     * missing_replicas.
+     *
+     * @generated from rpc jetgate.v1.ConsumerService.ListLeases
+     */
+    listLeases: {
+        methodKind: "unary";
+        input: typeof ListLeasesRequestSchema;
+        output: typeof ListLeasesResponseSchema;
+    };
+    /**
+     * ListDeadLetters lists a page of the consumer's dead letters, oldest
+     * first: the headers of each and a preview of its data.
+     *
+     * @generated from rpc jetgate.v1.ConsumerService.ListDeadLetters
+     */
+    listDeadLetters: {
+        methodKind: "unary";
+        input: typeof ListDeadLettersRequestSchema;
+        output: typeof ListDeadLettersResponseSchema;
     };
 }>;

@@ -6,7 +6,7 @@ import { file_google_protobuf_duration, file_google_protobuf_timestamp } from "@
 /**
  * Describes the file jetgate/v1/consumer.proto.
  */
-export const file_jetgate_v1_consumer = /*@__PURE__*/ fileDesc("ChlqZXRnYXRlL3YxL2NvbnN1bWVyLnByb3RvEgpqZXRnYXRlLnYxIvABCgxGZXRjaFJlcXVlc3QSDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJEg0KBWJhdGNoGAMgASgFEioKB2V4cGlyZXMYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SFgoJbWF4X2J5dGVzGAUgASgDSACIAQESDQoFZ3JvdXAYBiABKAkSEwoLbWluX3BlbmRpbmcYByABKAMSFwoPbWluX2Fja19wZW5kaW5nGAggASgDEhAKCHByaW9yaXR5GAkgASgFEg4KBnBpbl9pZBgKIAEoCUIMCgpfbWF4X2J5dGVzInUKDUZldGNoUmVzcG9uc2USJQoIbWVzc2FnZXMYASADKAsyEy5qZXRnYXRlLnYxLk1lc3NhZ2USLQoMZW1wdHlfcmVhc29uGAIgASgOMhcuamV0Z2F0ZS52MS5FbXB0eVJlYXNvbhIOCgZwaW5faWQYAyABKAkilwIKB01lc3NhZ2USDQoFdG9rZW4YASABKAkSDwoHc3ViamVjdBgCIAEoCRIMCgRkYXRhGAMgASgMEjEKB2hlYWRlcnMYBCADKAsyIC5qZXRnYXRlLnYxLk1lc3NhZ2UuSGVhZGVyc0VudHJ5EjIKDmxlYXNlX2RlYWRsaW5lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCghtZXRhZGF0YRgGIAEoCzIbLmpldGdhdGUudjEuTWVzc2FnZU1ldGFkYXRhGkgKDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSJwoFdmFsdWUYAiABKAsyGC5qZXRnYXRlLnYxLkhlYWRlclZhbHVlczoCOAEiHgoMSGVhZGVyVmFsdWVzEg4KBnZhbHVlcxgBIAMoCSK4AQoPTWVzc2FnZU1ldGFkYXRhEg4KBnN0cmVhbRgBIAEoCRIQCghjb25zdW1lchgCIAEoCRISCgpzdHJlYW1fc2VxGAMgASgEEhQKDGNvbnN1bWVyX3NlcRgEIAEoBBIVCg1udW1fZGVsaXZlcmVkGAUgASgEEhMKC251bV9wZW5kaW5nGAYgASgEEi0KCXRpbWVzdGFtcBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiPgoKQWNrUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkSDgoGdG9rZW5zGAMgAygJIjkKC0Fja1Jlc3BvbnNlEioKCGZhaWx1cmVzGAEgAygLMhguamV0Z2F0ZS52MS5Ub2tlbkZhaWx1cmUiaAoKTmFrUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkSDgoGdG9rZW5zGAMgAygJEigKBWRlbGF5GAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIjkKC05ha1Jlc3BvbnNlEioKCGZhaWx1cmVzGAEgAygLMhguamV0Z2F0ZS52MS5Ub2tlbkZhaWx1cmUiTwoLVGVybVJlcXVlc3QSDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJEg4KBnRva2VucxgDIAMoCRIOCgZyZWFzb24YBCABKAkiOgoMVGVybVJlc3BvbnNlEioKCGZhaWx1cmVzGAEgAygLMhguamV0Z2F0ZS52MS5Ub2tlbkZhaWx1cmUiQQoNRXh0ZW5kUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkSDgoGdG9rZW5zGAMgAygJImcKDkV4dGVuZFJlc3BvbnNlEikKBmxlYXNlcxgBIAMoCzIZLmpldGdhdGUudjEuRXh0ZW5kZWRMZWFzZRIqCghmYWlsdXJlcxgCIAMoCzIYLmpldGdhdGUudjEuVG9rZW5GYWlsdXJlImUKDUV4dGVuZGVkTGVhc2USDQoFdG9rZW4YASABKAkSEQoJbmV3X3Rva2VuGAIgASgJEjIKDmxlYXNlX2RlYWRsaW5lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJbCgxUb2tlbkZhaWx1cmUSDQoFdG9rZW4YASABKAkSDQoFaW5kZXgYAiABKAUSDAoEY29kZRgDIAEoBRIOCgZyZWFzb24YBCABKAkSDwoHbWVzc2FnZRgFIAEoCSI2ChJHZXRDb25zdW1lclJlcXVlc3QSDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJIvUBChNHZXRDb25zdW1lclJlc3BvbnNlEioKBmNvbmZpZxgBIAEoCzIaLmpldGdhdGUudjEuQ29uc3VtZXJDb25maWcSKAoFc3RhdGUYAiABKAsyGS5qZXRnYXRlLnYxLkNvbnN1bWVyU3RhdGUSFgoOZ2F0ZXdheV9sZWFzZXMYAyABKAMSFAoMZGVhZF9sZXR0ZXJzGAQgASgDEjUKEm9sZGVzdF91bmFja2VkX2FnZRgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIjCgRwdXNoGAYgASgLMhUuamV0Z2F0ZS52MS5QdXNoU3RhdGUiiQEKCVB1c2hTdGF0ZRILCgN1cmwYASABKAkSEQoJaW5fZmxpZ2h0GAIgASgFEhMKC2VuZHBvaW50X3VwGAMgASgIEhIKCmxhc3RfZXJyb3IYBCABKAkSMwoPbGFzdF9lcnJvcl90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKQAgoOQ29uc3VtZVJlcXVlc3QSDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJEhQKDG1heF9tZXNzYWdlcxgDIAEoBRIWCgltYXhfYnl0ZXMYBCABKANIAIgBARIsCgloZWFydGJlYXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEwoLYXV0b19leHRlbmQYBiABKAgSDQoFZ3JvdXAYByABKAkSEwoLbWluX3BlbmRpbmcYCCABKAMSFwoPbWluX2Fja19wZW5kaW5nGAkgASgDEhAKCHByaW9yaXR5GAogASgFEg4KBnBpbl9pZBgLIAEoCUIMCgpfbWF4X2J5dGVzIkgKD0NvbnN1bWVSZXNwb25zZRIlCghtZXNzYWdlcxgBIAMoCzITLmpldGdhdGUudjEuTWVzc2FnZRIOCgZwaW5faWQYAiABKAkiYQoMUGF1c2VSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRIQCghjb25zdW1lchgCIAEoCRIvCgtwYXVzZV91bnRpbBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiUAoNUGF1c2VSZXNwb25zZRIOCgZwYXVzZWQYASABKAgSLwoLcGF1c2VfdW50aWwYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjEKDVJlc3VtZVJlcXVlc3QSDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJIiAKDlJlc3VtZVJlc3BvbnNlEg4KBnBhdXNlZBgBIAEoCCI/CgxVbnBpblJlcXVlc3QSDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJEg0KBWdyb3VwGAMgASgJIg8KDVVucGluUmVzcG9uc2UiQAoOUmVkcml2ZVJlcXVlc3QSDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJEgwKBHNlcXMYAyADKAQiUQoPUmVkcml2ZVJlc3BvbnNlEhAKCHJlZHJpdmVuGAEgASgDEiwKCGZhaWx1cmVzGAIgAygLMhouamV0Z2F0ZS52MS5SZWRyaXZlRmFpbHVyZSJMCg5SZWRyaXZlRmFpbHVyZRILCgNzZXEYASABKAQSDAoEY29kZRgCIAEoBRIOCgZyZWFzb24YAyABKAkSDwoHbWVzc2FnZRgEIAEoCSK2BQoOQ29uc3VtZXJDb25maWcSFAoMZHVyYWJsZV9uYW1lGAEgASgJEjEKDmRlbGl2ZXJfcG9saWN5GAIgASgOMhkuamV0Z2F0ZS52MS5EZWxpdmVyUG9saWN5EhUKDW9wdF9zdGFydF9zZXEYAyABKAQSMgoOb3B0X3N0YXJ0X3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKCmFja19wb2xpY3kYBSABKA4yFS5qZXRnYXRlLnYxLkFja1BvbGljeRIrCghhY2tfd2FpdBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhITCgttYXhfZGVsaXZlchgHIAEoAxIqCgdiYWNrb2ZmGAggAygLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhcKD2ZpbHRlcl9zdWJqZWN0cxgJIAMoCRITCgttYXhfd2FpdGluZxgKIAEoAxIXCg9tYXhfYWNrX3BlbmRpbmcYCyABKAMSGQoRbWF4X3JlcXVlc3RfYmF0Y2gYDCABKAMSNgoTbWF4X3JlcXVlc3RfZXhwaXJlcxgNIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIUCgxudW1fcmVwbGljYXMYDiABKAUSEwoLZGVzY3JpcHRpb24YDyABKAkSFwoPcHJpb3JpdHlfZ3JvdXBzGBAgAygJEjMKD3ByaW9yaXR5X3BvbGljeRgRIAEoDjIaLmpldGdhdGUudjEuUHJpb3JpdHlQb2xpY3kSMwoQcHJpb3JpdHlfdGltZW91dBgSIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgtwYXVzZV91bnRpbBgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi7wIKDUNvbnN1bWVyU3RhdGUSEwoLbnVtX3BlbmRpbmcYASABKAQSFwoPbnVtX2Fja19wZW5kaW5nGAIgASgDEhcKD251bV9yZWRlbGl2ZXJlZBgDIAEoAxITCgtudW1fd2FpdGluZxgEIAEoAxIrCglkZWxpdmVyZWQYBSABKAsyGC5qZXRnYXRlLnYxLlNlcXVlbmNlUGFpchIrCglhY2tfZmxvb3IYBiABKAsyGC5qZXRnYXRlLnYxLlNlcXVlbmNlUGFpchIrCgdjcmVhdGVkGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZwYXVzZWQYCCABKAgSMgoPcGF1c2VfcmVtYWluaW5nGAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjcKD3ByaW9yaXR5X2dyb3VwcxgKIAMoCzIeLmpldGdhdGUudjEuUHJpb3JpdHlHcm91cFN0YXRlImUKElByaW9yaXR5R3JvdXBTdGF0ZRINCgVncm91cBgBIAEoCRIOCgZwaW5uZWQYAiABKAgSMAoMcGlubmVkX3NpbmNlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJpCgxTZXF1ZW5jZVBhaXISFAoMY29uc3VtZXJfc2VxGAEgASgEEhIKCnN0cmVhbV9zZXEYAiABKAQSLwoLbGFzdF9hY3RpdmUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKr4BCgtFbXB0eVJlYXNvbhIcChhFTVBUWV9SRUFTT05fVU5TUEVDSUZJRUQQABIcChhFTVBUWV9SRUFTT05fTk9fTUVTU0FHRVMQARIgChxFTVBUWV9SRUFTT05fTUFYX0FDS19QRU5ESU5HEAISGgoWRU1QVFlfUkVBU09OX01BWF9CWVRFUxADEhwKGEVNUFRZX1JFQVNPTl9NQVhfV0FJVElORxAEEhcKE0VNUFRZX1JFQVNPTl9QQVVTRUQQBSrlAQoNRGVsaXZlclBvbGljeRIeChpERUxJVkVSX1BPTElDWV9VTlNQRUNJRklFRBAAEhYKEkRFTElWRVJfUE9MSUNZX0FMTBABEhcKE0RFTElWRVJfUE9MSUNZX0xBU1QQAhIWChJERUxJVkVSX1BPTElDWV9ORVcQAxIkCiBERUxJVkVSX1BPTElDWV9CWV9TVEFSVF9TRVFVRU5DRRAEEiAKHERFTElWRVJfUE9MSUNZX0JZX1NUQVJUX1RJTUUQBRIjCh9ERUxJVkVSX1BPTElDWV9MQVNUX1BFUl9TVUJKRUNUEAYqaQoJQWNrUG9saWN5EhoKFkFDS19QT0xJQ1lfVU5TUEVDSUZJRUQQABIXChNBQ0tfUE9MSUNZX0VYUExJQ0lUEAESEgoOQUNLX1BPTElDWV9BTEwQAhITCg9BQ0tfUE9MSUNZX05PTkUQAyqTAQoOUHJpb3JpdHlQb2xpY3kSHwobUFJJT1JJVFlfUE9MSUNZX1VOU1BFQ0lGSUVEEAASHAoYUFJJT1JJVFlfUE9MSUNZX09WRVJGTE9XEAESIQodUFJJT1JJVFlfUE9MSUNZX1BJTk5FRF9DTElFTlQQAhIfChtQUklPUklUWV9QT0xJQ1lfUFJJT1JJVElaRUQQAzLSBQoPQ29uc3VtZXJTZXJ2aWNlEjwKBUZldGNoEhguamV0Z2F0ZS52MS5GZXRjaFJlcXVlc3QaGS5qZXRnYXRlLnYxLkZldGNoUmVzcG9uc2USNgoDQWNrEhYuamV0Z2F0ZS52MS5BY2tSZXF1ZXN0GhcuamV0Z2F0ZS52MS5BY2tSZXNwb25zZRI2CgNOYWsSFi5qZXRnYXRlLnYxLk5ha1JlcXVlc3QaFy5qZXRnYXRlLnYxLk5ha1Jlc3BvbnNlEjkKBFRlcm0SFy5qZXRnYXRlLnYxLlRlcm1SZXF1ZXN0GhguamV0Z2F0ZS52MS5UZXJtUmVzcG9uc2USPwoGRXh0ZW5kEhkuamV0Z2F0ZS52MS5FeHRlbmRSZXF1ZXN0GhouamV0Z2F0ZS52MS5FeHRlbmRSZXNwb25zZRJOCgtHZXRDb25zdW1lchIeLmpldGdhdGUudjEuR2V0Q29uc3VtZXJSZXF1ZXN0Gh8uamV0Z2F0ZS52MS5HZXRDb25zdW1lclJlc3BvbnNlEkIKB1JlZHJpdmUSGi5qZXRnYXRlLnYxLlJlZHJpdmVSZXF1ZXN0GhsuamV0Z2F0ZS52MS5SZWRyaXZlUmVzcG9uc2USRAoHQ29uc3VtZRIaLmpldGdhdGUudjEuQ29uc3VtZVJlcXVlc3QaGy5qZXRnYXRlLnYxLkNvbnN1bWVSZXNwb25zZTABEjwKBVBhdXNlEhguamV0Z2F0ZS52MS5QYXVzZVJlcXVlc3QaGS5qZXRnYXRlLnYxLlBhdXNlUmVzcG9uc2USPwoGUmVzdW1lEhkuamV0Z2F0ZS52MS5SZXN1bWVSZXF1ZXN0GhouamV0Z2F0ZS52MS5SZXN1bWVSZXNwb25zZRI8CgVVbnBpbhIYLmpldGdhdGUudjEuVW5waW5SZXF1ZXN0GhkuamV0Z2F0ZS52MS5VbnBpblJlc3BvbnNlQjVaM2dpdGh1Yi5jb20vamV0Z2F0ZS9qZXRnYXRlL2FwaS9qZXRnYXRlL3YxO2pldGdhdGV2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
+export const file_jetgate_v1_consumer = /*@__PURE__*/ fileDesc("ChlqZXRnYXRlL3YxL2NvbnN1bWVyLnByb3RvEgpqZXRnYXRlLnYxIvABCgxGZXRjaFJlcXVlc3QSDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJEg0KBWJhdGNoGAMgASgFEioKB2V4cGlyZXMYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SFgoJbWF4X2J5dGVzGAUgASgDSACIAQESDQoFZ3JvdXAYBiABKAkSEwoLbWluX3BlbmRpbmcYByABKAMSFwoPbWluX2Fja19wZW5kaW5nGAggASgDEhAKCHByaW9yaXR5GAkgASgFEg4KBnBpbl9pZBgKIAEoCUIMCgpfbWF4X2J5dGVzInUKDUZldGNoUmVzcG9uc2USJQoIbWVzc2FnZXMYASADKAsyEy5qZXRnYXRlLnYxLk1lc3NhZ2USLQoMZW1wdHlfcmVhc29uGAIgASgOMhcuamV0Z2F0ZS52MS5FbXB0eVJlYXNvbhIOCgZwaW5faWQYAyABKAkiyQIKB01lc3NhZ2USDQoFdG9rZW4YASABKAkSDwoHc3ViamVjdBgCIAEoCRIMCgRkYXRhGAMgASgMEjEKB2hlYWRlcnMYBCADKAsyIC5qZXRnYXRlLnYxLk1lc3NhZ2UuSGVhZGVyc0VudHJ5EjIKDmxlYXNlX2RlYWRsaW5lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCghtZXRhZGF0YRgGIAEoCzIbLmpldGdhdGUudjEuTWVzc2FnZU1ldGFkYXRhEigKA3JhdxgHIAEoCzIWLmpldGdhdGUudjEuUmF3TWVzc2FnZUgAiAEBGkgKDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSJwoFdmFsdWUYAiABKAsyGC5qZXRnYXRlLnYxLkhlYWRlclZhbHVlczoCOAFCBgoEX3JhdyJFCgpSYXdNZXNzYWdlEg8KB3N1YmplY3QYASABKAwSJgoHaGVhZGVycxgCIAMoCzIVLmpldGdhdGUudjEuUmF3SGVhZGVyIikKCVJhd0hlYWRlchIMCgRuYW1lGAEgASgMEg4KBnZhbHVlcxgCIAMoDCIeCgxIZWFkZXJWYWx1ZXMSDgoGdmFsdWVzGAEgAygJIrgBCg9NZXNzYWdlTWV0YWRhdGESDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJEhIKCnN0cmVhbV9zZXEYAyABKAQSFAoMY29uc3VtZXJfc2VxGAQgASgEEhUKDW51bV9kZWxpdmVyZWQYBSABKAQSEwoLbnVtX3BlbmRpbmcYBiABKAQSLQoJdGltZXN0YW1wGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI+CgpBY2tSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRIQCghjb25zdW1lchgCIAEoCRIOCgZ0b2tlbnMYAyADKAkiOQoLQWNrUmVzcG9uc2USKgoIZmFpbHVyZXMYASADKAsyGC5qZXRnYXRlLnYxLlRva2VuRmFpbHVyZSJoCgpOYWtSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRIQCghjb25zdW1lchgCIAEoCRIOCgZ0b2tlbnMYAyADKAkSKAoFZGVsYXkYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iOQoLTmFrUmVzcG9uc2USKgoIZmFpbHVyZXMYASADKAsyGC5qZXRnYXRlLnYxLlRva2VuRmFpbHVyZSJPCgtUZXJtUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkSDgoGdG9rZW5zGAMgAygJEg4KBnJlYXNvbhgEIAEoCSI6CgxUZXJtUmVzcG9uc2USKgoIZmFpbHVyZXMYASADKAsyGC5qZXRnYXRlLnYxLlRva2VuRmFpbHVyZSJBCg1FeHRlbmRSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRIQCghjb25zdW1lchgCIAEoCRIOCgZ0b2tlbnMYAyADKAkiZwoORXh0ZW5kUmVzcG9uc2USKQoGbGVhc2VzGAEgAygLMhkuamV0Z2F0ZS52MS5FeHRlbmRlZExlYXNlEioKCGZhaWx1cmVzGAIgAygLMhguamV0Z2F0ZS52MS5Ub2tlbkZhaWx1cmUiZQoNRXh0ZW5kZWRMZWFzZRINCgV0b2tlbhgBIAEoCRIRCgluZXdfdG9rZW4YAiABKAkSMgoObGVhc2VfZGVhZGxpbmUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlsKDFRva2VuRmFpbHVyZRINCgV0b2tlbhgBIAEoCRINCgVpbmRleBgCIAEoBRIMCgRjb2RlGAMgASgFEg4KBnJlYXNvbhgEIAEoCRIPCgdtZXNzYWdlGAUgASgJIjYKEkdldENvbnN1bWVyUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAki9QEKE0dldENvbnN1bWVyUmVzcG9uc2USKgoGY29uZmlnGAEgASgLMhouamV0Z2F0ZS52MS5Db25zdW1lckNvbmZpZxIoCgVzdGF0ZRgCIAEoCzIZLmpldGdhdGUudjEuQ29uc3VtZXJTdGF0ZRIWCg5nYXRld2F5X2xlYXNlcxgDIAEoAxIUCgxkZWFkX2xldHRlcnMYBCABKAMSNQoSb2xkZXN0X3VuYWNrZWRfYWdlGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiMKBHB1c2gYBiABKAsyFS5qZXRnYXRlLnYxLlB1c2hTdGF0ZSKJAQoJUHVzaFN0YXRlEgsKA3VybBgBIAEoCRIRCglpbl9mbGlnaHQYAiABKAUSEwoLZW5kcG9pbnRfdXAYAyABKAgSEgoKbGFzdF9lcnJvchgEIAEoCRIzCg9sYXN0X2Vycm9yX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpACCg5Db25zdW1lUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkSFAoMbWF4X21lc3NhZ2VzGAMgASgFEhYKCW1heF9ieXRlcxgEIAEoA0gAiAEBEiwKCWhlYXJ0YmVhdBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhITCgthdXRvX2V4dGVuZBgGIAEoCBINCgVncm91cBgHIAEoCRITCgttaW5fcGVuZGluZxgIIAEoAxIXCg9taW5fYWNrX3BlbmRpbmcYCSABKAMSEAoIcHJpb3JpdHkYCiABKAUSDgoGcGluX2lkGAsgASgJQgwKCl9tYXhfYnl0ZXMiSAoPQ29uc3VtZVJlc3BvbnNlEiUKCG1lc3NhZ2VzGAEgAygLMhMuamV0Z2F0ZS52MS5NZXNzYWdlEg4KBnBpbl9pZBgCIAEoCSJhCgxQYXVzZVJlcXVlc3QSDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJEi8KC3BhdXNlX3VudGlsGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJQCg1QYXVzZVJlc3BvbnNlEg4KBnBhdXNlZBgBIAEoCBIvCgtwYXVzZV91bnRpbBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiMQoNUmVzdW1lUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkiIAoOUmVzdW1lUmVzcG9uc2USDgoGcGF1c2VkGAEgASgIIj8KDFVucGluUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkSDQoFZ3JvdXAYAyABKAkiDwoNVW5waW5SZXNwb25zZSJACg5SZWRyaXZlUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkSDAoEc2VxcxgDIAMoBCJRCg9SZWRyaXZlUmVzcG9uc2USEAoIcmVkcml2ZW4YASABKAMSLAoIZmFpbHVyZXMYAiADKAsyGi5qZXRnYXRlLnYxLlJlZHJpdmVGYWlsdXJlIkwKDlJlZHJpdmVGYWlsdXJlEgsKA3NlcRgBIAEoBBIMCgRjb2RlGAIgASgFEg4KBnJlYXNvbhgDIAEoCRIPCgdtZXNzYWdlGAQgASgJIrYFCg5Db25zdW1lckNvbmZpZxIUCgxkdXJhYmxlX25hbWUYASABKAkSMQoOZGVsaXZlcl9wb2xpY3kYAiABKA4yGS5qZXRnYXRlLnYxLkRlbGl2ZXJQb2xpY3kSFQoNb3B0X3N0YXJ0X3NlcRgDIAEoBBIyCg5vcHRfc3RhcnRfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoKYWNrX3BvbGljeRgFIAEoDjIVLmpldGdhdGUudjEuQWNrUG9saWN5EisKCGFja193YWl0GAYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhMKC21heF9kZWxpdmVyGAcgASgDEioKB2JhY2tvZmYYCCADKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SFwoPZmlsdGVyX3N1YmplY3RzGAkgAygJEhMKC21heF93YWl0aW5nGAogASgDEhcKD21heF9hY2tfcGVuZGluZxgLIAEoAxIZChFtYXhfcmVxdWVzdF9iYXRjaBgMIAEoAxI2ChNtYXhfcmVxdWVzdF9leHBpcmVzGA0gASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhQKDG51bV9yZXBsaWNhcxgOIAEoBRITCgtkZXNjcmlwdGlvbhgPIAEoCRIXCg9wcmlvcml0eV9ncm91cHMYECADKAkSMwoPcHJpb3JpdHlfcG9saWN5GBEgASgOMhouamV0Z2F0ZS52MS5Qcmlvcml0eVBvbGljeRIzChBwcmlvcml0eV90aW1lb3V0GBIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KC3BhdXNlX3VudGlsGBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLvAgoNQ29uc3VtZXJTdGF0ZRITCgtudW1fcGVuZGluZxgBIAEoBBIXCg9udW1fYWNrX3BlbmRpbmcYAiABKAMSFwoPbnVtX3JlZGVsaXZlcmVkGAMgASgDEhMKC251bV93YWl0aW5nGAQgASgDEisKCWRlbGl2ZXJlZBgFIAEoCzIYLmpldGdhdGUudjEuU2VxdWVuY2VQYWlyEisKCWFja19mbG9vchgGIAEoCzIYLmpldGdhdGUudjEuU2VxdWVuY2VQYWlyEisKB2NyZWF0ZWQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnBhdXNlZBgIIAEoCBIyCg9wYXVzZV9yZW1haW5pbmcYCSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNwoPcHJpb3JpdHlfZ3JvdXBzGAogAygLMh4uamV0Z2F0ZS52MS5Qcmlvcml0eUdyb3VwU3RhdGUiZQoSUHJpb3JpdHlHcm91cFN0YXRlEg0KBWdyb3VwGAEgASgJEg4KBnBpbm5lZBgCIAEoCBIwCgxwaW5uZWRfc2luY2UYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImkKDFNlcXVlbmNlUGFpchIUCgxjb25zdW1lcl9zZXEYASABKAQSEgoKc3RyZWFtX3NlcRgCIAEoBBIvCgtsYXN0X2FjdGl2ZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiJgoUTGlzdENvbnN1bWVyc1JlcXVlc3QSDgoGc3RyZWFtGAEgASgJIkcKFUxpc3RDb25zdW1lcnNSZXNwb25zZRIuCgljb25zdW1lcnMYASADKAsyGy5qZXRnYXRlLnYxLkNvbnN1bWVyU3VtbWFyeSLqAgoPQ29uc3VtZXJTdW1tYXJ5EgwKBG5hbWUYASABKAkSEwoLbnVtX3BlbmRpbmcYAiABKAQSFwoPbnVtX2Fja19wZW5kaW5nGAMgASgDEhcKD251bV9yZWRlbGl2ZXJlZBgEIAEoAxITCgtudW1fd2FpdGluZxgFIAEoAxI1ChJvbGRlc3RfdW5hY2tlZF9hZ2UYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDgoGcGF1c2VkGAcgASgIEi8KC3BhdXNlX3VudGlsGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxkZWFkX2xldHRlcnMYCSABKAMSDgoGcHVzaGVkGAogASgIEhYKDmdhdGV3YXlfbGVhc2VzGAsgASgDEhcKD3ByaW9yaXR5X2dyb3VwcxgMIAMoCRIeChZkZWFkX2xldHRlcl9jb25maWd1cmVkGA0gASgIIjUKEUxpc3RMZWFzZXNSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRIQCghjb25zdW1lchgCIAEoCSJqChJMaXN0TGVhc2VzUmVzcG9uc2USKAoHaG9sZGVycxgBIAMoCzIXLmpldGdhdGUudjEuTGVhc2VIb2xkZXISEAoIcmVwbGljYXMYAiADKAkSGAoQbWlzc2luZ19yZXBsaWNhcxgDIAMoCSKjAQoLTGVhc2VIb2xkZXISEQoJcHJpbmNpcGFsGAEgASgJEg4KBmxlYXNlcxgCIAEoAxIwCgxvbGRlc3Rfc2luY2UYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCm9sZGVzdF9hZ2UYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEAoIcmVwbGljYXMYBSADKAkiYQoWTGlzdERlYWRMZXR0ZXJzUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkibwoXTGlzdERlYWRMZXR0ZXJzUmVzcG9uc2USLAoMZGVhZF9sZXR0ZXJzGAEgAygLMhYuamV0Z2F0ZS52MS5EZWFkTGV0dGVyEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRINCgV0b3RhbBgDIAEoAyK1AgoKRGVhZExldHRlchILCgNzZXEYASABKAQSDwoHc3ViamVjdBgCIAEoCRI0CgdoZWFkZXJzGAMgAygLMiMuamV0Z2F0ZS52MS5EZWFkTGV0dGVyLkhlYWRlcnNFbnRyeRIUCgxkYXRhX3ByZXZpZXcYBCABKAwSEQoJZGF0YV9zaXplGAUgASgDEigKBHRpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnJlYXNvbhgHIAEoCRISCgpzdHJlYW1fc2VxGAggASgEEhIKCmRlbGl2ZXJpZXMYCSABKAMaSAoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRInCgV2YWx1ZRgCIAEoCzIYLmpldGdhdGUudjEuSGVhZGVyVmFsdWVzOgI4ASr7AQoLRW1wdHlSZWFzb24SHAoYRU1QVFlfUkVBU09OX1VOU1BFQ0lGSUVEEAASHAoYRU1QVFlfUkVBU09OX05PX01FU1NBR0VTEAESIAocRU1QVFlfUkVBU09OX01BWF9BQ0tfUEVORElORxACEhoKFkVNUFRZX1JFQVNPTl9NQVhfQllURVMQAxIcChhFTVBUWV9SRUFTT05fTUFYX1dBSVRJTkcQBBIXChNFTVBUWV9SRUFTT05fUEFVU0VEEAUSFwoTRU1QVFlfUkVBU09OX1BJTk5FRBAGEiIKHkVNUFRZX1JFQVNPTl9CRUxPV19NSU5fUEVORElORxAHKuUBCg1EZWxpdmVyUG9saWN5Eh4KGkRFTElWRVJfUE9MSUNZX1VOU1BFQ0lGSUVEEAASFgoSREVMSVZFUl9QT0xJQ1lfQUxMEAESFwoTREVMSVZFUl9QT0xJQ1lfTEFTVBACEhYKEkRFTElWRVJfUE9MSUNZX05FVxADEiQKIERFTElWRVJfUE9MSUNZX0JZX1NUQVJUX1NFUVVFTkNFEAQSIAocREVMSVZFUl9QT0xJQ1lfQllfU1RBUlRfVElNRRAFEiMKH0RFTElWRVJfUE9MSUNZX0xBU1RfUEVSX1NVQkpFQ1QQBippCglBY2tQb2xpY3kSGgoWQUNLX1BPTElDWV9VTlNQRUNJRklFRBAAEhcKE0FDS19QT0xJQ1lfRVhQTElDSVQQARISCg5BQ0tfUE9MSUNZX0FMTBACEhMKD0FDS19QT0xJQ1lfTk9ORRADKpMBCg5Qcmlvcml0eVBvbGljeRIfChtQUklPUklUWV9QT0xJQ1lfVU5TUEVDSUZJRUQQABIcChhQUklPUklUWV9QT0xJQ1lfT1ZFUkZMT1cQARIhCh1QUklPUklUWV9QT0xJQ1lfUElOTkVEX0NMSUVOVBACEh8KG1BSSU9SSVRZX1BPTElDWV9QUklPUklUSVpFRBADMtEHCg9Db25zdW1lclNlcnZpY2USPAoFRmV0Y2gSGC5qZXRnYXRlLnYxLkZldGNoUmVxdWVzdBoZLmpldGdhdGUudjEuRmV0Y2hSZXNwb25zZRI2CgNBY2sSFi5qZXRnYXRlLnYxLkFja1JlcXVlc3QaFy5qZXRnYXRlLnYxLkFja1Jlc3BvbnNlEjYKA05haxIWLmpldGdhdGUudjEuTmFrUmVxdWVzdBoXLmpldGdhdGUudjEuTmFrUmVzcG9uc2USOQoEVGVybRIXLmpldGdhdGUudjEuVGVybVJlcXVlc3QaGC5qZXRnYXRlLnYxLlRlcm1SZXNwb25zZRI/CgZFeHRlbmQSGS5qZXRnYXRlLnYxLkV4dGVuZFJlcXVlc3QaGi5qZXRnYXRlLnYxLkV4dGVuZFJlc3BvbnNlEk4KC0dldENvbnN1bWVyEh4uamV0Z2F0ZS52MS5HZXRDb25zdW1lclJlcXVlc3QaHy5qZXRnYXRlLnYxLkdldENvbnN1bWVyUmVzcG9uc2USQgoHUmVkcml2ZRIaLmpldGdhdGUudjEuUmVkcml2ZVJlcXVlc3QaGy5qZXRnYXRlLnYxLlJlZHJpdmVSZXNwb25zZRJECgdDb25zdW1lEhouamV0Z2F0ZS52MS5Db25zdW1lUmVxdWVzdBobLmpldGdhdGUudjEuQ29uc3VtZVJlc3BvbnNlMAESPAoFUGF1c2USGC5qZXRnYXRlLnYxLlBhdXNlUmVxdWVzdBoZLmpldGdhdGUudjEuUGF1c2VSZXNwb25zZRI/CgZSZXN1bWUSGS5qZXRnYXRlLnYxLlJlc3VtZVJlcXVlc3QaGi5qZXRnYXRlLnYxLlJlc3VtZVJlc3BvbnNlEjwKBVVucGluEhguamV0Z2F0ZS52MS5VbnBpblJlcXVlc3QaGS5qZXRnYXRlLnYxLlVucGluUmVzcG9uc2USVAoNTGlzdENvbnN1bWVycxIgLmpldGdhdGUudjEuTGlzdENvbnN1bWVyc1JlcXVlc3QaIS5qZXRnYXRlLnYxLkxpc3RDb25zdW1lcnNSZXNwb25zZRJLCgpMaXN0TGVhc2VzEh0uamV0Z2F0ZS52MS5MaXN0TGVhc2VzUmVxdWVzdBoeLmpldGdhdGUudjEuTGlzdExlYXNlc1Jlc3BvbnNlEloKD0xpc3REZWFkTGV0dGVycxIiLmpldGdhdGUudjEuTGlzdERlYWRMZXR0ZXJzUmVxdWVzdBojLmpldGdhdGUudjEuTGlzdERlYWRMZXR0ZXJzUmVzcG9uc2VCNVozZ2l0aHViLmNvbS9qZXRnYXRlL2pldGdhdGUvYXBpL2pldGdhdGUvdjE7amV0Z2F0ZXYxYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
 /**
  * Describes the message jetgate.v1.FetchRequest.
  * Use `create(FetchRequestSchema)` to create a new message.
@@ -23,155 +23,210 @@ export const FetchResponseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_con
  */
 export const MessageSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 2);
 /**
+ * Describes the message jetgate.v1.RawMessage.
+ * Use `create(RawMessageSchema)` to create a new message.
+ */
+export const RawMessageSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 3);
+/**
+ * Describes the message jetgate.v1.RawHeader.
+ * Use `create(RawHeaderSchema)` to create a new message.
+ */
+export const RawHeaderSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 4);
+/**
  * Describes the message jetgate.v1.HeaderValues.
  * Use `create(HeaderValuesSchema)` to create a new message.
  */
-export const HeaderValuesSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 3);
+export const HeaderValuesSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 5);
 /**
  * Describes the message jetgate.v1.MessageMetadata.
  * Use `create(MessageMetadataSchema)` to create a new message.
  */
-export const MessageMetadataSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 4);
+export const MessageMetadataSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 6);
 /**
  * Describes the message jetgate.v1.AckRequest.
  * Use `create(AckRequestSchema)` to create a new message.
  */
-export const AckRequestSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 5);
+export const AckRequestSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 7);
 /**
  * Describes the message jetgate.v1.AckResponse.
  * Use `create(AckResponseSchema)` to create a new message.
  */
-export const AckResponseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 6);
+export const AckResponseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 8);
 /**
  * Describes the message jetgate.v1.NakRequest.
  * Use `create(NakRequestSchema)` to create a new message.
  */
-export const NakRequestSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 7);
+export const NakRequestSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 9);
 /**
  * Describes the message jetgate.v1.NakResponse.
  * Use `create(NakResponseSchema)` to create a new message.
  */
-export const NakResponseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 8);
+export const NakResponseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 10);
 /**
  * Describes the message jetgate.v1.TermRequest.
  * Use `create(TermRequestSchema)` to create a new message.
  */
-export const TermRequestSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 9);
+export const TermRequestSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 11);
 /**
  * Describes the message jetgate.v1.TermResponse.
  * Use `create(TermResponseSchema)` to create a new message.
  */
-export const TermResponseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 10);
+export const TermResponseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 12);
 /**
  * Describes the message jetgate.v1.ExtendRequest.
  * Use `create(ExtendRequestSchema)` to create a new message.
  */
-export const ExtendRequestSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 11);
+export const ExtendRequestSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 13);
 /**
  * Describes the message jetgate.v1.ExtendResponse.
  * Use `create(ExtendResponseSchema)` to create a new message.
  */
-export const ExtendResponseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 12);
+export const ExtendResponseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 14);
 /**
  * Describes the message jetgate.v1.ExtendedLease.
  * Use `create(ExtendedLeaseSchema)` to create a new message.
  */
-export const ExtendedLeaseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 13);
+export const ExtendedLeaseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 15);
 /**
  * Describes the message jetgate.v1.TokenFailure.
  * Use `create(TokenFailureSchema)` to create a new message.
  */
-export const TokenFailureSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 14);
+export const TokenFailureSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 16);
 /**
  * Describes the message jetgate.v1.GetConsumerRequest.
  * Use `create(GetConsumerRequestSchema)` to create a new message.
  */
-export const GetConsumerRequestSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 15);
+export const GetConsumerRequestSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 17);
 /**
  * Describes the message jetgate.v1.GetConsumerResponse.
  * Use `create(GetConsumerResponseSchema)` to create a new message.
  */
-export const GetConsumerResponseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 16);
+export const GetConsumerResponseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 18);
 /**
  * Describes the message jetgate.v1.PushState.
  * Use `create(PushStateSchema)` to create a new message.
  */
-export const PushStateSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 17);
+export const PushStateSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 19);
 /**
  * Describes the message jetgate.v1.ConsumeRequest.
  * Use `create(ConsumeRequestSchema)` to create a new message.
  */
-export const ConsumeRequestSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 18);
+export const ConsumeRequestSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 20);
 /**
  * Describes the message jetgate.v1.ConsumeResponse.
  * Use `create(ConsumeResponseSchema)` to create a new message.
  */
-export const ConsumeResponseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 19);
+export const ConsumeResponseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 21);
 /**
  * Describes the message jetgate.v1.PauseRequest.
  * Use `create(PauseRequestSchema)` to create a new message.
  */
-export const PauseRequestSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 20);
+export const PauseRequestSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 22);
 /**
  * Describes the message jetgate.v1.PauseResponse.
  * Use `create(PauseResponseSchema)` to create a new message.
  */
-export const PauseResponseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 21);
+export const PauseResponseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 23);
 /**
  * Describes the message jetgate.v1.ResumeRequest.
  * Use `create(ResumeRequestSchema)` to create a new message.
  */
-export const ResumeRequestSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 22);
+export const ResumeRequestSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 24);
 /**
  * Describes the message jetgate.v1.ResumeResponse.
  * Use `create(ResumeResponseSchema)` to create a new message.
  */
-export const ResumeResponseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 23);
+export const ResumeResponseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 25);
 /**
  * Describes the message jetgate.v1.UnpinRequest.
  * Use `create(UnpinRequestSchema)` to create a new message.
  */
-export const UnpinRequestSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 24);
+export const UnpinRequestSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 26);
 /**
  * Describes the message jetgate.v1.UnpinResponse.
  * Use `create(UnpinResponseSchema)` to create a new message.
  */
-export const UnpinResponseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 25);
+export const UnpinResponseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 27);
 /**
  * Describes the message jetgate.v1.RedriveRequest.
  * Use `create(RedriveRequestSchema)` to create a new message.
  */
-export const RedriveRequestSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 26);
+export const RedriveRequestSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 28);
 /**
  * Describes the message jetgate.v1.RedriveResponse.
  * Use `create(RedriveResponseSchema)` to create a new message.
  */
-export const RedriveResponseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 27);
+export const RedriveResponseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 29);
 /**
  * Describes the message jetgate.v1.RedriveFailure.
  * Use `create(RedriveFailureSchema)` to create a new message.
  */
-export const RedriveFailureSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 28);
+export const RedriveFailureSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 30);
 /**
  * Describes the message jetgate.v1.ConsumerConfig.
  * Use `create(ConsumerConfigSchema)` to create a new message.
  */
-export const ConsumerConfigSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 29);
+export const ConsumerConfigSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 31);
 /**
  * Describes the message jetgate.v1.ConsumerState.
  * Use `create(ConsumerStateSchema)` to create a new message.
  */
-export const ConsumerStateSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 30);
+export const ConsumerStateSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 32);
 /**
  * Describes the message jetgate.v1.PriorityGroupState.
  * Use `create(PriorityGroupStateSchema)` to create a new message.
  */
-export const PriorityGroupStateSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 31);
+export const PriorityGroupStateSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 33);
 /**
  * Describes the message jetgate.v1.SequencePair.
  * Use `create(SequencePairSchema)` to create a new message.
  */
-export const SequencePairSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 32);
+export const SequencePairSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 34);
+/**
+ * Describes the message jetgate.v1.ListConsumersRequest.
+ * Use `create(ListConsumersRequestSchema)` to create a new message.
+ */
+export const ListConsumersRequestSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 35);
+/**
+ * Describes the message jetgate.v1.ListConsumersResponse.
+ * Use `create(ListConsumersResponseSchema)` to create a new message.
+ */
+export const ListConsumersResponseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 36);
+/**
+ * Describes the message jetgate.v1.ConsumerSummary.
+ * Use `create(ConsumerSummarySchema)` to create a new message.
+ */
+export const ConsumerSummarySchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 37);
+/**
+ * Describes the message jetgate.v1.ListLeasesRequest.
+ * Use `create(ListLeasesRequestSchema)` to create a new message.
+ */
+export const ListLeasesRequestSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 38);
+/**
+ * Describes the message jetgate.v1.ListLeasesResponse.
+ * Use `create(ListLeasesResponseSchema)` to create a new message.
+ */
+export const ListLeasesResponseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 39);
+/**
+ * Describes the message jetgate.v1.LeaseHolder.
+ * Use `create(LeaseHolderSchema)` to create a new message.
+ */
+export const LeaseHolderSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 40);
+/**
+ * Describes the message jetgate.v1.ListDeadLettersRequest.
+ * Use `create(ListDeadLettersRequestSchema)` to create a new message.
+ */
+export const ListDeadLettersRequestSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 41);
+/**
+ * Describes the message jetgate.v1.ListDeadLettersResponse.
+ * Use `create(ListDeadLettersResponseSchema)` to create a new message.
+ */
+export const ListDeadLettersResponseSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 42);
+/**
+ * Describes the message jetgate.v1.DeadLetter.
+ * Use `create(DeadLetterSchema)` to create a new message.
+ */
+export const DeadLetterSchema = /*@__PURE__*/ messageDesc(file_jetgate_v1_consumer, 43);
 /**
  * EmptyReason says why a Fetch returned no messages.
  *
@@ -215,6 +270,21 @@ export var EmptyReason;
      * @generated from enum value: EMPTY_REASON_PAUSED = 5;
      */
     EmptyReason[EmptyReason["PAUSED"] = 5] = "PAUSED";
+    /**
+     * Another client holds the pin of the group (pinned_client): send the pin
+     * with the Fetch, or wait until it is released or unpinned.
+     *
+     * @generated from enum value: EMPTY_REASON_PINNED = 6;
+     */
+    EmptyReason[EmptyReason["PINNED"] = 6] = "PINNED";
+    /**
+     * Messages are pending, but fewer than min_pending and fewer acks pending
+     * than min_ack_pending (overflow): the server serves this pull only past
+     * them.
+     *
+     * @generated from enum value: EMPTY_REASON_BELOW_MIN_PENDING = 7;
+     */
+    EmptyReason[EmptyReason["BELOW_MIN_PENDING"] = 7] = "BELOW_MIN_PENDING";
 })(EmptyReason || (EmptyReason = {}));
 /**
  * Describes the enum jetgate.v1.EmptyReason.

@@ -50,6 +50,7 @@ export type PublishRequest = Message<"jetgate.v1.PublishRequest"> & {
      * The message's own time to live (Nats-TTL), at least 1s, on a stream
      * with allow_msg_ttl; elsewhere the publish is refused with
      * TTL_NOT_ALLOWED and nothing is stored.
+     * In JSON, protobuf's form ("0.5s") or Go's ("500ms", "1m", "1h30m").
      *
      * @generated from field: google.protobuf.Duration ttl = 6;
      */
@@ -142,6 +143,7 @@ export type BatchMessage = Message<"jetgate.v1.BatchMessage"> & {
     };
     /**
      * The message's own time to live, as for Publish.
+     * In JSON, protobuf's form ("0.5s") or Go's ("500ms", "1m", "1h30m").
      *
      * @generated from field: google.protobuf.Duration ttl = 4;
      */
@@ -177,6 +179,90 @@ export type PublishBatchResponse = Message<"jetgate.v1.PublishBatchResponse"> & 
  */
 export declare const PublishBatchResponseSchema: GenMessage<PublishBatchResponse>;
 /**
+ * ListStreamsRequest asks for the streams the gateway serves.
+ *
+ * @generated from message jetgate.v1.ListStreamsRequest
+ */
+export type ListStreamsRequest = Message<"jetgate.v1.ListStreamsRequest"> & {};
+/**
+ * Describes the message jetgate.v1.ListStreamsRequest.
+ * Use `create(ListStreamsRequestSchema)` to create a new message.
+ */
+export declare const ListStreamsRequestSchema: GenMessage<ListStreamsRequest>;
+/**
+ * ListStreamsResponse lists the streams the gateway serves consumers of.
+ *
+ * @generated from message jetgate.v1.ListStreamsResponse
+ */
+export type ListStreamsResponse = Message<"jetgate.v1.ListStreamsResponse"> & {
+    /**
+     * The streams, by name.
+     *
+     * @generated from field: repeated jetgate.v1.StreamSummary streams = 1;
+     */
+    streams: StreamSummary[];
+};
+/**
+ * Describes the message jetgate.v1.ListStreamsResponse.
+ * Use `create(ListStreamsResponseSchema)` to create a new message.
+ */
+export declare const ListStreamsResponseSchema: GenMessage<ListStreamsResponse>;
+/**
+ * StreamSummary is one stream and its size, as the NATS server reports it.
+ *
+ * @generated from message jetgate.v1.StreamSummary
+ */
+export type StreamSummary = Message<"jetgate.v1.StreamSummary"> & {
+    /**
+     * The stream's name.
+     *
+     * @generated from field: string name = 1;
+     */
+    name: string;
+    /**
+     * The subjects the stream binds.
+     *
+     * @generated from field: repeated string subjects = 2;
+     */
+    subjects: string[];
+    /**
+     * How many messages it holds.
+     *
+     * @generated from field: uint64 messages = 3;
+     */
+    messages: bigint;
+    /**
+     * How many bytes they take.
+     *
+     * @generated from field: uint64 bytes = 4;
+     */
+    bytes: bigint;
+    /**
+     * The sequence of its first message.
+     *
+     * @generated from field: uint64 first_seq = 5;
+     */
+    firstSeq: bigint;
+    /**
+     * The sequence of its last message.
+     *
+     * @generated from field: uint64 last_seq = 6;
+     */
+    lastSeq: bigint;
+    /**
+     * How many of its consumers this gateway serves that the caller may
+     * read.
+     *
+     * @generated from field: int32 consumers = 7;
+     */
+    consumers: number;
+};
+/**
+ * Describes the message jetgate.v1.StreamSummary.
+ * Use `create(StreamSummarySchema)` to create a new message.
+ */
+export declare const StreamSummarySchema: GenMessage<StreamSummary>;
+/**
  * StreamService publishes into the streams the gateway serves.
  *
  * @generated from service jetgate.v1.StreamService
@@ -204,5 +290,17 @@ export declare const StreamService: GenService<{
         methodKind: "unary";
         input: typeof PublishBatchRequestSchema;
         output: typeof PublishBatchResponseSchema;
+    };
+    /**
+     * ListStreams lists the streams this gateway serves consumers of that the
+     * caller may read, with their size: one request to the NATS server per
+     * stream.
+     *
+     * @generated from rpc jetgate.v1.StreamService.ListStreams
+     */
+    listStreams: {
+        methodKind: "unary";
+        input: typeof ListStreamsRequestSchema;
+        output: typeof ListStreamsResponseSchema;
     };
 }>;

@@ -12,7 +12,7 @@ import type { Message as Message$1 } from "@bufbuild/protobuf";
  * Describes the file jetgate/v1/consumer.proto.
  */
 export const file_jetgate_v1_consumer: GenFile = /*@__PURE__*/
-  fileDesc("ChlqZXRnYXRlL3YxL2NvbnN1bWVyLnByb3RvEgpqZXRnYXRlLnYxIvABCgxGZXRjaFJlcXVlc3QSDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJEg0KBWJhdGNoGAMgASgFEioKB2V4cGlyZXMYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SFgoJbWF4X2J5dGVzGAUgASgDSACIAQESDQoFZ3JvdXAYBiABKAkSEwoLbWluX3BlbmRpbmcYByABKAMSFwoPbWluX2Fja19wZW5kaW5nGAggASgDEhAKCHByaW9yaXR5GAkgASgFEg4KBnBpbl9pZBgKIAEoCUIMCgpfbWF4X2J5dGVzInUKDUZldGNoUmVzcG9uc2USJQoIbWVzc2FnZXMYASADKAsyEy5qZXRnYXRlLnYxLk1lc3NhZ2USLQoMZW1wdHlfcmVhc29uGAIgASgOMhcuamV0Z2F0ZS52MS5FbXB0eVJlYXNvbhIOCgZwaW5faWQYAyABKAkilwIKB01lc3NhZ2USDQoFdG9rZW4YASABKAkSDwoHc3ViamVjdBgCIAEoCRIMCgRkYXRhGAMgASgMEjEKB2hlYWRlcnMYBCADKAsyIC5qZXRnYXRlLnYxLk1lc3NhZ2UuSGVhZGVyc0VudHJ5EjIKDmxlYXNlX2RlYWRsaW5lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCghtZXRhZGF0YRgGIAEoCzIbLmpldGdhdGUudjEuTWVzc2FnZU1ldGFkYXRhGkgKDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSJwoFdmFsdWUYAiABKAsyGC5qZXRnYXRlLnYxLkhlYWRlclZhbHVlczoCOAEiHgoMSGVhZGVyVmFsdWVzEg4KBnZhbHVlcxgBIAMoCSK4AQoPTWVzc2FnZU1ldGFkYXRhEg4KBnN0cmVhbRgBIAEoCRIQCghjb25zdW1lchgCIAEoCRISCgpzdHJlYW1fc2VxGAMgASgEEhQKDGNvbnN1bWVyX3NlcRgEIAEoBBIVCg1udW1fZGVsaXZlcmVkGAUgASgEEhMKC251bV9wZW5kaW5nGAYgASgEEi0KCXRpbWVzdGFtcBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiPgoKQWNrUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkSDgoGdG9rZW5zGAMgAygJIjkKC0Fja1Jlc3BvbnNlEioKCGZhaWx1cmVzGAEgAygLMhguamV0Z2F0ZS52MS5Ub2tlbkZhaWx1cmUiaAoKTmFrUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkSDgoGdG9rZW5zGAMgAygJEigKBWRlbGF5GAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIjkKC05ha1Jlc3BvbnNlEioKCGZhaWx1cmVzGAEgAygLMhguamV0Z2F0ZS52MS5Ub2tlbkZhaWx1cmUiTwoLVGVybVJlcXVlc3QSDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJEg4KBnRva2VucxgDIAMoCRIOCgZyZWFzb24YBCABKAkiOgoMVGVybVJlc3BvbnNlEioKCGZhaWx1cmVzGAEgAygLMhguamV0Z2F0ZS52MS5Ub2tlbkZhaWx1cmUiQQoNRXh0ZW5kUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkSDgoGdG9rZW5zGAMgAygJImcKDkV4dGVuZFJlc3BvbnNlEikKBmxlYXNlcxgBIAMoCzIZLmpldGdhdGUudjEuRXh0ZW5kZWRMZWFzZRIqCghmYWlsdXJlcxgCIAMoCzIYLmpldGdhdGUudjEuVG9rZW5GYWlsdXJlImUKDUV4dGVuZGVkTGVhc2USDQoFdG9rZW4YASABKAkSEQoJbmV3X3Rva2VuGAIgASgJEjIKDmxlYXNlX2RlYWRsaW5lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJbCgxUb2tlbkZhaWx1cmUSDQoFdG9rZW4YASABKAkSDQoFaW5kZXgYAiABKAUSDAoEY29kZRgDIAEoBRIOCgZyZWFzb24YBCABKAkSDwoHbWVzc2FnZRgFIAEoCSI2ChJHZXRDb25zdW1lclJlcXVlc3QSDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJIvUBChNHZXRDb25zdW1lclJlc3BvbnNlEioKBmNvbmZpZxgBIAEoCzIaLmpldGdhdGUudjEuQ29uc3VtZXJDb25maWcSKAoFc3RhdGUYAiABKAsyGS5qZXRnYXRlLnYxLkNvbnN1bWVyU3RhdGUSFgoOZ2F0ZXdheV9sZWFzZXMYAyABKAMSFAoMZGVhZF9sZXR0ZXJzGAQgASgDEjUKEm9sZGVzdF91bmFja2VkX2FnZRgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIjCgRwdXNoGAYgASgLMhUuamV0Z2F0ZS52MS5QdXNoU3RhdGUiiQEKCVB1c2hTdGF0ZRILCgN1cmwYASABKAkSEQoJaW5fZmxpZ2h0GAIgASgFEhMKC2VuZHBvaW50X3VwGAMgASgIEhIKCmxhc3RfZXJyb3IYBCABKAkSMwoPbGFzdF9lcnJvcl90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKQAgoOQ29uc3VtZVJlcXVlc3QSDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJEhQKDG1heF9tZXNzYWdlcxgDIAEoBRIWCgltYXhfYnl0ZXMYBCABKANIAIgBARIsCgloZWFydGJlYXQYBSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEwoLYXV0b19leHRlbmQYBiABKAgSDQoFZ3JvdXAYByABKAkSEwoLbWluX3BlbmRpbmcYCCABKAMSFwoPbWluX2Fja19wZW5kaW5nGAkgASgDEhAKCHByaW9yaXR5GAogASgFEg4KBnBpbl9pZBgLIAEoCUIMCgpfbWF4X2J5dGVzIkgKD0NvbnN1bWVSZXNwb25zZRIlCghtZXNzYWdlcxgBIAMoCzITLmpldGdhdGUudjEuTWVzc2FnZRIOCgZwaW5faWQYAiABKAkiYQoMUGF1c2VSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRIQCghjb25zdW1lchgCIAEoCRIvCgtwYXVzZV91bnRpbBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiUAoNUGF1c2VSZXNwb25zZRIOCgZwYXVzZWQYASABKAgSLwoLcGF1c2VfdW50aWwYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIjEKDVJlc3VtZVJlcXVlc3QSDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJIiAKDlJlc3VtZVJlc3BvbnNlEg4KBnBhdXNlZBgBIAEoCCI/CgxVbnBpblJlcXVlc3QSDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJEg0KBWdyb3VwGAMgASgJIg8KDVVucGluUmVzcG9uc2UiQAoOUmVkcml2ZVJlcXVlc3QSDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJEgwKBHNlcXMYAyADKAQiUQoPUmVkcml2ZVJlc3BvbnNlEhAKCHJlZHJpdmVuGAEgASgDEiwKCGZhaWx1cmVzGAIgAygLMhouamV0Z2F0ZS52MS5SZWRyaXZlRmFpbHVyZSJMCg5SZWRyaXZlRmFpbHVyZRILCgNzZXEYASABKAQSDAoEY29kZRgCIAEoBRIOCgZyZWFzb24YAyABKAkSDwoHbWVzc2FnZRgEIAEoCSK2BQoOQ29uc3VtZXJDb25maWcSFAoMZHVyYWJsZV9uYW1lGAEgASgJEjEKDmRlbGl2ZXJfcG9saWN5GAIgASgOMhkuamV0Z2F0ZS52MS5EZWxpdmVyUG9saWN5EhUKDW9wdF9zdGFydF9zZXEYAyABKAQSMgoOb3B0X3N0YXJ0X3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKCmFja19wb2xpY3kYBSABKA4yFS5qZXRnYXRlLnYxLkFja1BvbGljeRIrCghhY2tfd2FpdBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhITCgttYXhfZGVsaXZlchgHIAEoAxIqCgdiYWNrb2ZmGAggAygLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhcKD2ZpbHRlcl9zdWJqZWN0cxgJIAMoCRITCgttYXhfd2FpdGluZxgKIAEoAxIXCg9tYXhfYWNrX3BlbmRpbmcYCyABKAMSGQoRbWF4X3JlcXVlc3RfYmF0Y2gYDCABKAMSNgoTbWF4X3JlcXVlc3RfZXhwaXJlcxgNIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIUCgxudW1fcmVwbGljYXMYDiABKAUSEwoLZGVzY3JpcHRpb24YDyABKAkSFwoPcHJpb3JpdHlfZ3JvdXBzGBAgAygJEjMKD3ByaW9yaXR5X3BvbGljeRgRIAEoDjIaLmpldGdhdGUudjEuUHJpb3JpdHlQb2xpY3kSMwoQcHJpb3JpdHlfdGltZW91dBgSIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgtwYXVzZV91bnRpbBgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi7wIKDUNvbnN1bWVyU3RhdGUSEwoLbnVtX3BlbmRpbmcYASABKAQSFwoPbnVtX2Fja19wZW5kaW5nGAIgASgDEhcKD251bV9yZWRlbGl2ZXJlZBgDIAEoAxITCgtudW1fd2FpdGluZxgEIAEoAxIrCglkZWxpdmVyZWQYBSABKAsyGC5qZXRnYXRlLnYxLlNlcXVlbmNlUGFpchIrCglhY2tfZmxvb3IYBiABKAsyGC5qZXRnYXRlLnYxLlNlcXVlbmNlUGFpchIrCgdjcmVhdGVkGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZwYXVzZWQYCCABKAgSMgoPcGF1c2VfcmVtYWluaW5nGAkgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjcKD3ByaW9yaXR5X2dyb3VwcxgKIAMoCzIeLmpldGdhdGUudjEuUHJpb3JpdHlHcm91cFN0YXRlImUKElByaW9yaXR5R3JvdXBTdGF0ZRINCgVncm91cBgBIAEoCRIOCgZwaW5uZWQYAiABKAgSMAoMcGlubmVkX3NpbmNlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJpCgxTZXF1ZW5jZVBhaXISFAoMY29uc3VtZXJfc2VxGAEgASgEEhIKCnN0cmVhbV9zZXEYAiABKAQSLwoLbGFzdF9hY3RpdmUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKr4BCgtFbXB0eVJlYXNvbhIcChhFTVBUWV9SRUFTT05fVU5TUEVDSUZJRUQQABIcChhFTVBUWV9SRUFTT05fTk9fTUVTU0FHRVMQARIgChxFTVBUWV9SRUFTT05fTUFYX0FDS19QRU5ESU5HEAISGgoWRU1QVFlfUkVBU09OX01BWF9CWVRFUxADEhwKGEVNUFRZX1JFQVNPTl9NQVhfV0FJVElORxAEEhcKE0VNUFRZX1JFQVNPTl9QQVVTRUQQBSrlAQoNRGVsaXZlclBvbGljeRIeChpERUxJVkVSX1BPTElDWV9VTlNQRUNJRklFRBAAEhYKEkRFTElWRVJfUE9MSUNZX0FMTBABEhcKE0RFTElWRVJfUE9MSUNZX0xBU1QQAhIWChJERUxJVkVSX1BPTElDWV9ORVcQAxIkCiBERUxJVkVSX1BPTElDWV9CWV9TVEFSVF9TRVFVRU5DRRAEEiAKHERFTElWRVJfUE9MSUNZX0JZX1NUQVJUX1RJTUUQBRIjCh9ERUxJVkVSX1BPTElDWV9MQVNUX1BFUl9TVUJKRUNUEAYqaQoJQWNrUG9saWN5EhoKFkFDS19QT0xJQ1lfVU5TUEVDSUZJRUQQABIXChNBQ0tfUE9MSUNZX0VYUExJQ0lUEAESEgoOQUNLX1BPTElDWV9BTEwQAhITCg9BQ0tfUE9MSUNZX05PTkUQAyqTAQoOUHJpb3JpdHlQb2xpY3kSHwobUFJJT1JJVFlfUE9MSUNZX1VOU1BFQ0lGSUVEEAASHAoYUFJJT1JJVFlfUE9MSUNZX09WRVJGTE9XEAESIQodUFJJT1JJVFlfUE9MSUNZX1BJTk5FRF9DTElFTlQQAhIfChtQUklPUklUWV9QT0xJQ1lfUFJJT1JJVElaRUQQAzLSBQoPQ29uc3VtZXJTZXJ2aWNlEjwKBUZldGNoEhguamV0Z2F0ZS52MS5GZXRjaFJlcXVlc3QaGS5qZXRnYXRlLnYxLkZldGNoUmVzcG9uc2USNgoDQWNrEhYuamV0Z2F0ZS52MS5BY2tSZXF1ZXN0GhcuamV0Z2F0ZS52MS5BY2tSZXNwb25zZRI2CgNOYWsSFi5qZXRnYXRlLnYxLk5ha1JlcXVlc3QaFy5qZXRnYXRlLnYxLk5ha1Jlc3BvbnNlEjkKBFRlcm0SFy5qZXRnYXRlLnYxLlRlcm1SZXF1ZXN0GhguamV0Z2F0ZS52MS5UZXJtUmVzcG9uc2USPwoGRXh0ZW5kEhkuamV0Z2F0ZS52MS5FeHRlbmRSZXF1ZXN0GhouamV0Z2F0ZS52MS5FeHRlbmRSZXNwb25zZRJOCgtHZXRDb25zdW1lchIeLmpldGdhdGUudjEuR2V0Q29uc3VtZXJSZXF1ZXN0Gh8uamV0Z2F0ZS52MS5HZXRDb25zdW1lclJlc3BvbnNlEkIKB1JlZHJpdmUSGi5qZXRnYXRlLnYxLlJlZHJpdmVSZXF1ZXN0GhsuamV0Z2F0ZS52MS5SZWRyaXZlUmVzcG9uc2USRAoHQ29uc3VtZRIaLmpldGdhdGUudjEuQ29uc3VtZVJlcXVlc3QaGy5qZXRnYXRlLnYxLkNvbnN1bWVSZXNwb25zZTABEjwKBVBhdXNlEhguamV0Z2F0ZS52MS5QYXVzZVJlcXVlc3QaGS5qZXRnYXRlLnYxLlBhdXNlUmVzcG9uc2USPwoGUmVzdW1lEhkuamV0Z2F0ZS52MS5SZXN1bWVSZXF1ZXN0GhouamV0Z2F0ZS52MS5SZXN1bWVSZXNwb25zZRI8CgVVbnBpbhIYLmpldGdhdGUudjEuVW5waW5SZXF1ZXN0GhkuamV0Z2F0ZS52MS5VbnBpblJlc3BvbnNlQjVaM2dpdGh1Yi5jb20vamV0Z2F0ZS9qZXRnYXRlL2FwaS9qZXRnYXRlL3YxO2pldGdhdGV2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("ChlqZXRnYXRlL3YxL2NvbnN1bWVyLnByb3RvEgpqZXRnYXRlLnYxIvABCgxGZXRjaFJlcXVlc3QSDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJEg0KBWJhdGNoGAMgASgFEioKB2V4cGlyZXMYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SFgoJbWF4X2J5dGVzGAUgASgDSACIAQESDQoFZ3JvdXAYBiABKAkSEwoLbWluX3BlbmRpbmcYByABKAMSFwoPbWluX2Fja19wZW5kaW5nGAggASgDEhAKCHByaW9yaXR5GAkgASgFEg4KBnBpbl9pZBgKIAEoCUIMCgpfbWF4X2J5dGVzInUKDUZldGNoUmVzcG9uc2USJQoIbWVzc2FnZXMYASADKAsyEy5qZXRnYXRlLnYxLk1lc3NhZ2USLQoMZW1wdHlfcmVhc29uGAIgASgOMhcuamV0Z2F0ZS52MS5FbXB0eVJlYXNvbhIOCgZwaW5faWQYAyABKAkiyQIKB01lc3NhZ2USDQoFdG9rZW4YASABKAkSDwoHc3ViamVjdBgCIAEoCRIMCgRkYXRhGAMgASgMEjEKB2hlYWRlcnMYBCADKAsyIC5qZXRnYXRlLnYxLk1lc3NhZ2UuSGVhZGVyc0VudHJ5EjIKDmxlYXNlX2RlYWRsaW5lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCghtZXRhZGF0YRgGIAEoCzIbLmpldGdhdGUudjEuTWVzc2FnZU1ldGFkYXRhEigKA3JhdxgHIAEoCzIWLmpldGdhdGUudjEuUmF3TWVzc2FnZUgAiAEBGkgKDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSJwoFdmFsdWUYAiABKAsyGC5qZXRnYXRlLnYxLkhlYWRlclZhbHVlczoCOAFCBgoEX3JhdyJFCgpSYXdNZXNzYWdlEg8KB3N1YmplY3QYASABKAwSJgoHaGVhZGVycxgCIAMoCzIVLmpldGdhdGUudjEuUmF3SGVhZGVyIikKCVJhd0hlYWRlchIMCgRuYW1lGAEgASgMEg4KBnZhbHVlcxgCIAMoDCIeCgxIZWFkZXJWYWx1ZXMSDgoGdmFsdWVzGAEgAygJIrgBCg9NZXNzYWdlTWV0YWRhdGESDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJEhIKCnN0cmVhbV9zZXEYAyABKAQSFAoMY29uc3VtZXJfc2VxGAQgASgEEhUKDW51bV9kZWxpdmVyZWQYBSABKAQSEwoLbnVtX3BlbmRpbmcYBiABKAQSLQoJdGltZXN0YW1wGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI+CgpBY2tSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRIQCghjb25zdW1lchgCIAEoCRIOCgZ0b2tlbnMYAyADKAkiOQoLQWNrUmVzcG9uc2USKgoIZmFpbHVyZXMYASADKAsyGC5qZXRnYXRlLnYxLlRva2VuRmFpbHVyZSJoCgpOYWtSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRIQCghjb25zdW1lchgCIAEoCRIOCgZ0b2tlbnMYAyADKAkSKAoFZGVsYXkYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iOQoLTmFrUmVzcG9uc2USKgoIZmFpbHVyZXMYASADKAsyGC5qZXRnYXRlLnYxLlRva2VuRmFpbHVyZSJPCgtUZXJtUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkSDgoGdG9rZW5zGAMgAygJEg4KBnJlYXNvbhgEIAEoCSI6CgxUZXJtUmVzcG9uc2USKgoIZmFpbHVyZXMYASADKAsyGC5qZXRnYXRlLnYxLlRva2VuRmFpbHVyZSJBCg1FeHRlbmRSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRIQCghjb25zdW1lchgCIAEoCRIOCgZ0b2tlbnMYAyADKAkiZwoORXh0ZW5kUmVzcG9uc2USKQoGbGVhc2VzGAEgAygLMhkuamV0Z2F0ZS52MS5FeHRlbmRlZExlYXNlEioKCGZhaWx1cmVzGAIgAygLMhguamV0Z2F0ZS52MS5Ub2tlbkZhaWx1cmUiZQoNRXh0ZW5kZWRMZWFzZRINCgV0b2tlbhgBIAEoCRIRCgluZXdfdG9rZW4YAiABKAkSMgoObGVhc2VfZGVhZGxpbmUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlsKDFRva2VuRmFpbHVyZRINCgV0b2tlbhgBIAEoCRINCgVpbmRleBgCIAEoBRIMCgRjb2RlGAMgASgFEg4KBnJlYXNvbhgEIAEoCRIPCgdtZXNzYWdlGAUgASgJIjYKEkdldENvbnN1bWVyUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAki9QEKE0dldENvbnN1bWVyUmVzcG9uc2USKgoGY29uZmlnGAEgASgLMhouamV0Z2F0ZS52MS5Db25zdW1lckNvbmZpZxIoCgVzdGF0ZRgCIAEoCzIZLmpldGdhdGUudjEuQ29uc3VtZXJTdGF0ZRIWCg5nYXRld2F5X2xlYXNlcxgDIAEoAxIUCgxkZWFkX2xldHRlcnMYBCABKAMSNQoSb2xkZXN0X3VuYWNrZWRfYWdlGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiMKBHB1c2gYBiABKAsyFS5qZXRnYXRlLnYxLlB1c2hTdGF0ZSKJAQoJUHVzaFN0YXRlEgsKA3VybBgBIAEoCRIRCglpbl9mbGlnaHQYAiABKAUSEwoLZW5kcG9pbnRfdXAYAyABKAgSEgoKbGFzdF9lcnJvchgEIAEoCRIzCg9sYXN0X2Vycm9yX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpACCg5Db25zdW1lUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkSFAoMbWF4X21lc3NhZ2VzGAMgASgFEhYKCW1heF9ieXRlcxgEIAEoA0gAiAEBEiwKCWhlYXJ0YmVhdBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhITCgthdXRvX2V4dGVuZBgGIAEoCBINCgVncm91cBgHIAEoCRITCgttaW5fcGVuZGluZxgIIAEoAxIXCg9taW5fYWNrX3BlbmRpbmcYCSABKAMSEAoIcHJpb3JpdHkYCiABKAUSDgoGcGluX2lkGAsgASgJQgwKCl9tYXhfYnl0ZXMiSAoPQ29uc3VtZVJlc3BvbnNlEiUKCG1lc3NhZ2VzGAEgAygLMhMuamV0Z2F0ZS52MS5NZXNzYWdlEg4KBnBpbl9pZBgCIAEoCSJhCgxQYXVzZVJlcXVlc3QSDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJEi8KC3BhdXNlX3VudGlsGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJQCg1QYXVzZVJlc3BvbnNlEg4KBnBhdXNlZBgBIAEoCBIvCgtwYXVzZV91bnRpbBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiMQoNUmVzdW1lUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkiIAoOUmVzdW1lUmVzcG9uc2USDgoGcGF1c2VkGAEgASgIIj8KDFVucGluUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkSDQoFZ3JvdXAYAyABKAkiDwoNVW5waW5SZXNwb25zZSJACg5SZWRyaXZlUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkSDAoEc2VxcxgDIAMoBCJRCg9SZWRyaXZlUmVzcG9uc2USEAoIcmVkcml2ZW4YASABKAMSLAoIZmFpbHVyZXMYAiADKAsyGi5qZXRnYXRlLnYxLlJlZHJpdmVGYWlsdXJlIkwKDlJlZHJpdmVGYWlsdXJlEgsKA3NlcRgBIAEoBBIMCgRjb2RlGAIgASgFEg4KBnJlYXNvbhgDIAEoCRIPCgdtZXNzYWdlGAQgASgJIrYFCg5Db25zdW1lckNvbmZpZxIUCgxkdXJhYmxlX25hbWUYASABKAkSMQoOZGVsaXZlcl9wb2xpY3kYAiABKA4yGS5qZXRnYXRlLnYxLkRlbGl2ZXJQb2xpY3kSFQoNb3B0X3N0YXJ0X3NlcRgDIAEoBBIyCg5vcHRfc3RhcnRfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoKYWNrX3BvbGljeRgFIAEoDjIVLmpldGdhdGUudjEuQWNrUG9saWN5EisKCGFja193YWl0GAYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhMKC21heF9kZWxpdmVyGAcgASgDEioKB2JhY2tvZmYYCCADKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SFwoPZmlsdGVyX3N1YmplY3RzGAkgAygJEhMKC21heF93YWl0aW5nGAogASgDEhcKD21heF9hY2tfcGVuZGluZxgLIAEoAxIZChFtYXhfcmVxdWVzdF9iYXRjaBgMIAEoAxI2ChNtYXhfcmVxdWVzdF9leHBpcmVzGA0gASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhQKDG51bV9yZXBsaWNhcxgOIAEoBRITCgtkZXNjcmlwdGlvbhgPIAEoCRIXCg9wcmlvcml0eV9ncm91cHMYECADKAkSMwoPcHJpb3JpdHlfcG9saWN5GBEgASgOMhouamV0Z2F0ZS52MS5Qcmlvcml0eVBvbGljeRIzChBwcmlvcml0eV90aW1lb3V0GBIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KC3BhdXNlX3VudGlsGBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLvAgoNQ29uc3VtZXJTdGF0ZRITCgtudW1fcGVuZGluZxgBIAEoBBIXCg9udW1fYWNrX3BlbmRpbmcYAiABKAMSFwoPbnVtX3JlZGVsaXZlcmVkGAMgASgDEhMKC251bV93YWl0aW5nGAQgASgDEisKCWRlbGl2ZXJlZBgFIAEoCzIYLmpldGdhdGUudjEuU2VxdWVuY2VQYWlyEisKCWFja19mbG9vchgGIAEoCzIYLmpldGdhdGUudjEuU2VxdWVuY2VQYWlyEisKB2NyZWF0ZWQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnBhdXNlZBgIIAEoCBIyCg9wYXVzZV9yZW1haW5pbmcYCSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNwoPcHJpb3JpdHlfZ3JvdXBzGAogAygLMh4uamV0Z2F0ZS52MS5Qcmlvcml0eUdyb3VwU3RhdGUiZQoSUHJpb3JpdHlHcm91cFN0YXRlEg0KBWdyb3VwGAEgASgJEg4KBnBpbm5lZBgCIAEoCBIwCgxwaW5uZWRfc2luY2UYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImkKDFNlcXVlbmNlUGFpchIUCgxjb25zdW1lcl9zZXEYASABKAQSEgoKc3RyZWFtX3NlcRgCIAEoBBIvCgtsYXN0X2FjdGl2ZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiJgoUTGlzdENvbnN1bWVyc1JlcXVlc3QSDgoGc3RyZWFtGAEgASgJIkcKFUxpc3RDb25zdW1lcnNSZXNwb25zZRIuCgljb25zdW1lcnMYASADKAsyGy5qZXRnYXRlLnYxLkNvbnN1bWVyU3VtbWFyeSLqAgoPQ29uc3VtZXJTdW1tYXJ5EgwKBG5hbWUYASABKAkSEwoLbnVtX3BlbmRpbmcYAiABKAQSFwoPbnVtX2Fja19wZW5kaW5nGAMgASgDEhcKD251bV9yZWRlbGl2ZXJlZBgEIAEoAxITCgtudW1fd2FpdGluZxgFIAEoAxI1ChJvbGRlc3RfdW5hY2tlZF9hZ2UYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDgoGcGF1c2VkGAcgASgIEi8KC3BhdXNlX3VudGlsGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxkZWFkX2xldHRlcnMYCSABKAMSDgoGcHVzaGVkGAogASgIEhYKDmdhdGV3YXlfbGVhc2VzGAsgASgDEhcKD3ByaW9yaXR5X2dyb3VwcxgMIAMoCRIeChZkZWFkX2xldHRlcl9jb25maWd1cmVkGA0gASgIIjUKEUxpc3RMZWFzZXNSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRIQCghjb25zdW1lchgCIAEoCSJqChJMaXN0TGVhc2VzUmVzcG9uc2USKAoHaG9sZGVycxgBIAMoCzIXLmpldGdhdGUudjEuTGVhc2VIb2xkZXISEAoIcmVwbGljYXMYAiADKAkSGAoQbWlzc2luZ19yZXBsaWNhcxgDIAMoCSKjAQoLTGVhc2VIb2xkZXISEQoJcHJpbmNpcGFsGAEgASgJEg4KBmxlYXNlcxgCIAEoAxIwCgxvbGRlc3Rfc2luY2UYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCm9sZGVzdF9hZ2UYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEAoIcmVwbGljYXMYBSADKAkiYQoWTGlzdERlYWRMZXR0ZXJzUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkibwoXTGlzdERlYWRMZXR0ZXJzUmVzcG9uc2USLAoMZGVhZF9sZXR0ZXJzGAEgAygLMhYuamV0Z2F0ZS52MS5EZWFkTGV0dGVyEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCRINCgV0b3RhbBgDIAEoAyK1AgoKRGVhZExldHRlchILCgNzZXEYASABKAQSDwoHc3ViamVjdBgCIAEoCRI0CgdoZWFkZXJzGAMgAygLMiMuamV0Z2F0ZS52MS5EZWFkTGV0dGVyLkhlYWRlcnNFbnRyeRIUCgxkYXRhX3ByZXZpZXcYBCABKAwSEQoJZGF0YV9zaXplGAUgASgDEigKBHRpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnJlYXNvbhgHIAEoCRISCgpzdHJlYW1fc2VxGAggASgEEhIKCmRlbGl2ZXJpZXMYCSABKAMaSAoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRInCgV2YWx1ZRgCIAEoCzIYLmpldGdhdGUudjEuSGVhZGVyVmFsdWVzOgI4ASr7AQoLRW1wdHlSZWFzb24SHAoYRU1QVFlfUkVBU09OX1VOU1BFQ0lGSUVEEAASHAoYRU1QVFlfUkVBU09OX05PX01FU1NBR0VTEAESIAocRU1QVFlfUkVBU09OX01BWF9BQ0tfUEVORElORxACEhoKFkVNUFRZX1JFQVNPTl9NQVhfQllURVMQAxIcChhFTVBUWV9SRUFTT05fTUFYX1dBSVRJTkcQBBIXChNFTVBUWV9SRUFTT05fUEFVU0VEEAUSFwoTRU1QVFlfUkVBU09OX1BJTk5FRBAGEiIKHkVNUFRZX1JFQVNPTl9CRUxPV19NSU5fUEVORElORxAHKuUBCg1EZWxpdmVyUG9saWN5Eh4KGkRFTElWRVJfUE9MSUNZX1VOU1BFQ0lGSUVEEAASFgoSREVMSVZFUl9QT0xJQ1lfQUxMEAESFwoTREVMSVZFUl9QT0xJQ1lfTEFTVBACEhYKEkRFTElWRVJfUE9MSUNZX05FVxADEiQKIERFTElWRVJfUE9MSUNZX0JZX1NUQVJUX1NFUVVFTkNFEAQSIAocREVMSVZFUl9QT0xJQ1lfQllfU1RBUlRfVElNRRAFEiMKH0RFTElWRVJfUE9MSUNZX0xBU1RfUEVSX1NVQkpFQ1QQBippCglBY2tQb2xpY3kSGgoWQUNLX1BPTElDWV9VTlNQRUNJRklFRBAAEhcKE0FDS19QT0xJQ1lfRVhQTElDSVQQARISCg5BQ0tfUE9MSUNZX0FMTBACEhMKD0FDS19QT0xJQ1lfTk9ORRADKpMBCg5Qcmlvcml0eVBvbGljeRIfChtQUklPUklUWV9QT0xJQ1lfVU5TUEVDSUZJRUQQABIcChhQUklPUklUWV9QT0xJQ1lfT1ZFUkZMT1cQARIhCh1QUklPUklUWV9QT0xJQ1lfUElOTkVEX0NMSUVOVBACEh8KG1BSSU9SSVRZX1BPTElDWV9QUklPUklUSVpFRBADMtEHCg9Db25zdW1lclNlcnZpY2USPAoFRmV0Y2gSGC5qZXRnYXRlLnYxLkZldGNoUmVxdWVzdBoZLmpldGdhdGUudjEuRmV0Y2hSZXNwb25zZRI2CgNBY2sSFi5qZXRnYXRlLnYxLkFja1JlcXVlc3QaFy5qZXRnYXRlLnYxLkFja1Jlc3BvbnNlEjYKA05haxIWLmpldGdhdGUudjEuTmFrUmVxdWVzdBoXLmpldGdhdGUudjEuTmFrUmVzcG9uc2USOQoEVGVybRIXLmpldGdhdGUudjEuVGVybVJlcXVlc3QaGC5qZXRnYXRlLnYxLlRlcm1SZXNwb25zZRI/CgZFeHRlbmQSGS5qZXRnYXRlLnYxLkV4dGVuZFJlcXVlc3QaGi5qZXRnYXRlLnYxLkV4dGVuZFJlc3BvbnNlEk4KC0dldENvbnN1bWVyEh4uamV0Z2F0ZS52MS5HZXRDb25zdW1lclJlcXVlc3QaHy5qZXRnYXRlLnYxLkdldENvbnN1bWVyUmVzcG9uc2USQgoHUmVkcml2ZRIaLmpldGdhdGUudjEuUmVkcml2ZVJlcXVlc3QaGy5qZXRnYXRlLnYxLlJlZHJpdmVSZXNwb25zZRJECgdDb25zdW1lEhouamV0Z2F0ZS52MS5Db25zdW1lUmVxdWVzdBobLmpldGdhdGUudjEuQ29uc3VtZVJlc3BvbnNlMAESPAoFUGF1c2USGC5qZXRnYXRlLnYxLlBhdXNlUmVxdWVzdBoZLmpldGdhdGUudjEuUGF1c2VSZXNwb25zZRI/CgZSZXN1bWUSGS5qZXRnYXRlLnYxLlJlc3VtZVJlcXVlc3QaGi5qZXRnYXRlLnYxLlJlc3VtZVJlc3BvbnNlEjwKBVVucGluEhguamV0Z2F0ZS52MS5VbnBpblJlcXVlc3QaGS5qZXRnYXRlLnYxLlVucGluUmVzcG9uc2USVAoNTGlzdENvbnN1bWVycxIgLmpldGdhdGUudjEuTGlzdENvbnN1bWVyc1JlcXVlc3QaIS5qZXRnYXRlLnYxLkxpc3RDb25zdW1lcnNSZXNwb25zZRJLCgpMaXN0TGVhc2VzEh0uamV0Z2F0ZS52MS5MaXN0TGVhc2VzUmVxdWVzdBoeLmpldGdhdGUudjEuTGlzdExlYXNlc1Jlc3BvbnNlEloKD0xpc3REZWFkTGV0dGVycxIiLmpldGdhdGUudjEuTGlzdERlYWRMZXR0ZXJzUmVxdWVzdBojLmpldGdhdGUudjEuTGlzdERlYWRMZXR0ZXJzUmVzcG9uc2VCNVozZ2l0aHViLmNvbS9qZXRnYXRlL2pldGdhdGUvYXBpL2pldGdhdGUvdjE7amV0Z2F0ZXYxYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
 
 /**
  * FetchRequest asks for a batch of leased messages.
@@ -46,6 +46,7 @@ export type FetchRequest = Message$1<"jetgate.v1.FetchRequest"> & {
    * How long to wait for a first message. Unset means 5s; 0s returns at once
    * with what is available. Capped by the gateway's maximum and by the
    * caller's own deadline.
+   * In JSON, protobuf's form ("0.5s") or Go's ("500ms", "1m", "1h30m").
    *
    * @generated from field: google.protobuf.Duration expires = 4;
    */
@@ -189,6 +190,16 @@ export type Message = Message$1<"jetgate.v1.Message"> & {
    * @generated from field: jetgate.v1.MessageMetadata metadata = 6;
    */
   metadata?: MessageMetadata | undefined;
+
+  /**
+   * The subject and headers byte for byte, set only when the subject or a
+   * header's name or value is not valid UTF-8, which any NATS client may
+   * publish; `subject` and `headers` then hold them with each invalid byte
+   * replaced by U+FFFD.
+   *
+   * @generated from field: optional jetgate.v1.RawMessage raw = 7;
+   */
+  raw?: RawMessage | undefined;
 };
 
 /**
@@ -197,6 +208,63 @@ export type Message = Message$1<"jetgate.v1.Message"> & {
  */
 export const MessageSchema: GenMessage<Message> = /*@__PURE__*/
   messageDesc(file_jetgate_v1_consumer, 2);
+
+/**
+ * RawMessage is the exact bytes of a message's subject and headers, for a
+ * message whose subject or headers are not valid UTF-8.
+ *
+ * @generated from message jetgate.v1.RawMessage
+ */
+export type RawMessage = Message$1<"jetgate.v1.RawMessage"> & {
+  /**
+   * The subject's exact bytes.
+   *
+   * @generated from field: bytes subject = 1;
+   */
+  subject: Uint8Array;
+
+  /**
+   * Every header of the message, in name order.
+   *
+   * @generated from field: repeated jetgate.v1.RawHeader headers = 2;
+   */
+  headers: RawHeader[];
+};
+
+/**
+ * Describes the message jetgate.v1.RawMessage.
+ * Use `create(RawMessageSchema)` to create a new message.
+ */
+export const RawMessageSchema: GenMessage<RawMessage> = /*@__PURE__*/
+  messageDesc(file_jetgate_v1_consumer, 3);
+
+/**
+ * RawHeader is one header's name and values, byte for byte.
+ *
+ * @generated from message jetgate.v1.RawHeader
+ */
+export type RawHeader = Message$1<"jetgate.v1.RawHeader"> & {
+  /**
+   * The header's name.
+   *
+   * @generated from field: bytes name = 1;
+   */
+  name: Uint8Array;
+
+  /**
+   * The header's values, in order.
+   *
+   * @generated from field: repeated bytes values = 2;
+   */
+  values: Uint8Array[];
+};
+
+/**
+ * Describes the message jetgate.v1.RawHeader.
+ * Use `create(RawHeaderSchema)` to create a new message.
+ */
+export const RawHeaderSchema: GenMessage<RawHeader> = /*@__PURE__*/
+  messageDesc(file_jetgate_v1_consumer, 4);
 
 /**
  * HeaderValues holds every value of one header, in order.
@@ -217,7 +285,7 @@ export type HeaderValues = Message$1<"jetgate.v1.HeaderValues"> & {
  * Use `create(HeaderValuesSchema)` to create a new message.
  */
 export const HeaderValuesSchema: GenMessage<HeaderValues> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 3);
+  messageDesc(file_jetgate_v1_consumer, 5);
 
 /**
  * MessageMetadata is what JetStream says about one delivery.
@@ -280,7 +348,7 @@ export type MessageMetadata = Message$1<"jetgate.v1.MessageMetadata"> & {
  * Use `create(MessageMetadataSchema)` to create a new message.
  */
 export const MessageMetadataSchema: GenMessage<MessageMetadata> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 4);
+  messageDesc(file_jetgate_v1_consumer, 6);
 
 /**
  * AckRequest acknowledges messages.
@@ -315,7 +383,7 @@ export type AckRequest = Message$1<"jetgate.v1.AckRequest"> & {
  * Use `create(AckRequestSchema)` to create a new message.
  */
 export const AckRequestSchema: GenMessage<AckRequest> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 5);
+  messageDesc(file_jetgate_v1_consumer, 7);
 
 /**
  * AckResponse lists the tokens that could not be acked.
@@ -336,7 +404,7 @@ export type AckResponse = Message$1<"jetgate.v1.AckResponse"> & {
  * Use `create(AckResponseSchema)` to create a new message.
  */
 export const AckResponseSchema: GenMessage<AckResponse> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 6);
+  messageDesc(file_jetgate_v1_consumer, 8);
 
 /**
  * NakRequest asks for messages to be redelivered.
@@ -367,6 +435,7 @@ export type NakRequest = Message$1<"jetgate.v1.NakRequest"> & {
 
   /**
    * How long JetStream waits before redelivering; unset redelivers at once.
+   * In JSON, protobuf's form ("0.5s") or Go's ("500ms", "1m", "1h30m").
    *
    * @generated from field: google.protobuf.Duration delay = 4;
    */
@@ -378,7 +447,7 @@ export type NakRequest = Message$1<"jetgate.v1.NakRequest"> & {
  * Use `create(NakRequestSchema)` to create a new message.
  */
 export const NakRequestSchema: GenMessage<NakRequest> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 7);
+  messageDesc(file_jetgate_v1_consumer, 9);
 
 /**
  * NakResponse lists the tokens that could not be nak'ed.
@@ -399,7 +468,7 @@ export type NakResponse = Message$1<"jetgate.v1.NakResponse"> & {
  * Use `create(NakResponseSchema)` to create a new message.
  */
 export const NakResponseSchema: GenMessage<NakResponse> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 8);
+  messageDesc(file_jetgate_v1_consumer, 10);
 
 /**
  * TermRequest ends messages for good.
@@ -441,7 +510,7 @@ export type TermRequest = Message$1<"jetgate.v1.TermRequest"> & {
  * Use `create(TermRequestSchema)` to create a new message.
  */
 export const TermRequestSchema: GenMessage<TermRequest> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 9);
+  messageDesc(file_jetgate_v1_consumer, 11);
 
 /**
  * TermResponse lists the tokens that could not be terminated.
@@ -462,7 +531,7 @@ export type TermResponse = Message$1<"jetgate.v1.TermResponse"> & {
  * Use `create(TermResponseSchema)` to create a new message.
  */
 export const TermResponseSchema: GenMessage<TermResponse> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 10);
+  messageDesc(file_jetgate_v1_consumer, 12);
 
 /**
  * ExtendRequest restarts lease clocks.
@@ -497,7 +566,7 @@ export type ExtendRequest = Message$1<"jetgate.v1.ExtendRequest"> & {
  * Use `create(ExtendRequestSchema)` to create a new message.
  */
 export const ExtendRequestSchema: GenMessage<ExtendRequest> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 11);
+  messageDesc(file_jetgate_v1_consumer, 13);
 
 /**
  * ExtendResponse carries the extended leases and the failures.
@@ -525,7 +594,7 @@ export type ExtendResponse = Message$1<"jetgate.v1.ExtendResponse"> & {
  * Use `create(ExtendResponseSchema)` to create a new message.
  */
 export const ExtendResponseSchema: GenMessage<ExtendResponse> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 12);
+  messageDesc(file_jetgate_v1_consumer, 14);
 
 /**
  * ExtendedLease is a lease whose clock was restarted.
@@ -560,7 +629,7 @@ export type ExtendedLease = Message$1<"jetgate.v1.ExtendedLease"> & {
  * Use `create(ExtendedLeaseSchema)` to create a new message.
  */
 export const ExtendedLeaseSchema: GenMessage<ExtendedLease> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 13);
+  messageDesc(file_jetgate_v1_consumer, 15);
 
 /**
  * TokenFailure says why one token could not be settled.
@@ -609,7 +678,7 @@ export type TokenFailure = Message$1<"jetgate.v1.TokenFailure"> & {
  * Use `create(TokenFailureSchema)` to create a new message.
  */
 export const TokenFailureSchema: GenMessage<TokenFailure> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 14);
+  messageDesc(file_jetgate_v1_consumer, 16);
 
 /**
  * GetConsumerRequest names a consumer.
@@ -637,7 +706,7 @@ export type GetConsumerRequest = Message$1<"jetgate.v1.GetConsumerRequest"> & {
  * Use `create(GetConsumerRequestSchema)` to create a new message.
  */
 export const GetConsumerRequestSchema: GenMessage<GetConsumerRequest> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 15);
+  messageDesc(file_jetgate_v1_consumer, 17);
 
 /**
  * GetConsumerResponse is a consumer's configuration and state.
@@ -696,7 +765,7 @@ export type GetConsumerResponse = Message$1<"jetgate.v1.GetConsumerResponse"> & 
  * Use `create(GetConsumerResponseSchema)` to create a new message.
  */
 export const GetConsumerResponseSchema: GenMessage<GetConsumerResponse> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 16);
+  messageDesc(file_jetgate_v1_consumer, 18);
 
 /**
  * PushState is how one gateway pushes a consumer's messages to its endpoint.
@@ -747,7 +816,7 @@ export type PushState = Message$1<"jetgate.v1.PushState"> & {
  * Use `create(PushStateSchema)` to create a new message.
  */
 export const PushStateSchema: GenMessage<PushState> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 17);
+  messageDesc(file_jetgate_v1_consumer, 19);
 
 /**
  * ConsumeRequest opens a stream of leases.
@@ -785,6 +854,7 @@ export type ConsumeRequest = Message$1<"jetgate.v1.ConsumeRequest"> & {
 
   /**
    * How often an idle stream sends an empty response; unset is 15s.
+   * In JSON, protobuf's form ("0.5s") or Go's ("500ms", "1m", "1h30m").
    *
    * @generated from field: google.protobuf.Duration heartbeat = 5;
    */
@@ -840,7 +910,7 @@ export type ConsumeRequest = Message$1<"jetgate.v1.ConsumeRequest"> & {
  * Use `create(ConsumeRequestSchema)` to create a new message.
  */
 export const ConsumeRequestSchema: GenMessage<ConsumeRequest> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 18);
+  messageDesc(file_jetgate_v1_consumer, 20);
 
 /**
  * ConsumeResponse carries messages, or none as a heartbeat.
@@ -868,7 +938,7 @@ export type ConsumeResponse = Message$1<"jetgate.v1.ConsumeResponse"> & {
  * Use `create(ConsumeResponseSchema)` to create a new message.
  */
 export const ConsumeResponseSchema: GenMessage<ConsumeResponse> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 19);
+  messageDesc(file_jetgate_v1_consumer, 21);
 
 /**
  * PauseRequest pauses a consumer.
@@ -903,7 +973,7 @@ export type PauseRequest = Message$1<"jetgate.v1.PauseRequest"> & {
  * Use `create(PauseRequestSchema)` to create a new message.
  */
 export const PauseRequestSchema: GenMessage<PauseRequest> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 20);
+  messageDesc(file_jetgate_v1_consumer, 22);
 
 /**
  * PauseResponse is the consumer's pause as the server took it.
@@ -931,7 +1001,7 @@ export type PauseResponse = Message$1<"jetgate.v1.PauseResponse"> & {
  * Use `create(PauseResponseSchema)` to create a new message.
  */
 export const PauseResponseSchema: GenMessage<PauseResponse> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 21);
+  messageDesc(file_jetgate_v1_consumer, 23);
 
 /**
  * ResumeRequest resumes a paused consumer.
@@ -959,7 +1029,7 @@ export type ResumeRequest = Message$1<"jetgate.v1.ResumeRequest"> & {
  * Use `create(ResumeRequestSchema)` to create a new message.
  */
 export const ResumeRequestSchema: GenMessage<ResumeRequest> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 22);
+  messageDesc(file_jetgate_v1_consumer, 24);
 
 /**
  * ResumeResponse is the consumer's state after Resume.
@@ -980,7 +1050,7 @@ export type ResumeResponse = Message$1<"jetgate.v1.ResumeResponse"> & {
  * Use `create(ResumeResponseSchema)` to create a new message.
  */
 export const ResumeResponseSchema: GenMessage<ResumeResponse> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 23);
+  messageDesc(file_jetgate_v1_consumer, 25);
 
 /**
  * UnpinRequest unpins a priority group's client.
@@ -1016,7 +1086,7 @@ export type UnpinRequest = Message$1<"jetgate.v1.UnpinRequest"> & {
  * Use `create(UnpinRequestSchema)` to create a new message.
  */
 export const UnpinRequestSchema: GenMessage<UnpinRequest> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 24);
+  messageDesc(file_jetgate_v1_consumer, 26);
 
 /**
  * UnpinResponse says the group was unpinned.
@@ -1031,7 +1101,7 @@ export type UnpinResponse = Message$1<"jetgate.v1.UnpinResponse"> & {
  * Use `create(UnpinResponseSchema)` to create a new message.
  */
 export const UnpinResponseSchema: GenMessage<UnpinResponse> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 25);
+  messageDesc(file_jetgate_v1_consumer, 27);
 
 /**
  * RedriveRequest names dead letters to put back on their subjects.
@@ -1067,7 +1137,7 @@ export type RedriveRequest = Message$1<"jetgate.v1.RedriveRequest"> & {
  * Use `create(RedriveRequestSchema)` to create a new message.
  */
 export const RedriveRequestSchema: GenMessage<RedriveRequest> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 26);
+  messageDesc(file_jetgate_v1_consumer, 28);
 
 /**
  * RedriveResponse counts what was redriven and lists what was not.
@@ -1095,7 +1165,7 @@ export type RedriveResponse = Message$1<"jetgate.v1.RedriveResponse"> & {
  * Use `create(RedriveResponseSchema)` to create a new message.
  */
 export const RedriveResponseSchema: GenMessage<RedriveResponse> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 27);
+  messageDesc(file_jetgate_v1_consumer, 29);
 
 /**
  * RedriveFailure says why one dead letter was not redriven.
@@ -1138,7 +1208,7 @@ export type RedriveFailure = Message$1<"jetgate.v1.RedriveFailure"> & {
  * Use `create(RedriveFailureSchema)` to create a new message.
  */
 export const RedriveFailureSchema: GenMessage<RedriveFailure> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 28);
+  messageDesc(file_jetgate_v1_consumer, 30);
 
 /**
  * ConsumerConfig is a consumer's configuration.
@@ -1286,7 +1356,7 @@ export type ConsumerConfig = Message$1<"jetgate.v1.ConsumerConfig"> & {
  * Use `create(ConsumerConfigSchema)` to create a new message.
  */
 export const ConsumerConfigSchema: GenMessage<ConsumerConfig> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 29);
+  messageDesc(file_jetgate_v1_consumer, 31);
 
 /**
  * ConsumerState is a consumer's live state.
@@ -1371,7 +1441,7 @@ export type ConsumerState = Message$1<"jetgate.v1.ConsumerState"> & {
  * Use `create(ConsumerStateSchema)` to create a new message.
  */
 export const ConsumerStateSchema: GenMessage<ConsumerState> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 30);
+  messageDesc(file_jetgate_v1_consumer, 32);
 
 /**
  * PriorityGroupState is one priority group's state.
@@ -1406,7 +1476,7 @@ export type PriorityGroupState = Message$1<"jetgate.v1.PriorityGroupState"> & {
  * Use `create(PriorityGroupStateSchema)` to create a new message.
  */
 export const PriorityGroupStateSchema: GenMessage<PriorityGroupState> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 31);
+  messageDesc(file_jetgate_v1_consumer, 33);
 
 /**
  * SequencePair is a position in the consumer and in its stream.
@@ -1441,7 +1511,428 @@ export type SequencePair = Message$1<"jetgate.v1.SequencePair"> & {
  * Use `create(SequencePairSchema)` to create a new message.
  */
 export const SequencePairSchema: GenMessage<SequencePair> = /*@__PURE__*/
-  messageDesc(file_jetgate_v1_consumer, 32);
+  messageDesc(file_jetgate_v1_consumer, 34);
+
+/**
+ * ListConsumersRequest names a stream.
+ *
+ * @generated from message jetgate.v1.ListConsumersRequest
+ */
+export type ListConsumersRequest = Message$1<"jetgate.v1.ListConsumersRequest"> & {
+  /**
+   * The stream whose consumers to list.
+   *
+   * @generated from field: string stream = 1;
+   */
+  stream: string;
+};
+
+/**
+ * Describes the message jetgate.v1.ListConsumersRequest.
+ * Use `create(ListConsumersRequestSchema)` to create a new message.
+ */
+export const ListConsumersRequestSchema: GenMessage<ListConsumersRequest> = /*@__PURE__*/
+  messageDesc(file_jetgate_v1_consumer, 35);
+
+/**
+ * ListConsumersResponse is the stream's consumers that this gateway serves.
+ *
+ * @generated from message jetgate.v1.ListConsumersResponse
+ */
+export type ListConsumersResponse = Message$1<"jetgate.v1.ListConsumersResponse"> & {
+  /**
+   * The consumers, by name.
+   *
+   * @generated from field: repeated jetgate.v1.ConsumerSummary consumers = 1;
+   */
+  consumers: ConsumerSummary[];
+};
+
+/**
+ * Describes the message jetgate.v1.ListConsumersResponse.
+ * Use `create(ListConsumersResponseSchema)` to create a new message.
+ */
+export const ListConsumersResponseSchema: GenMessage<ListConsumersResponse> = /*@__PURE__*/
+  messageDesc(file_jetgate_v1_consumer, 36);
+
+/**
+ * ConsumerSummary is one consumer's backlog, as the NATS server reports it.
+ *
+ * @generated from message jetgate.v1.ConsumerSummary
+ */
+export type ConsumerSummary = Message$1<"jetgate.v1.ConsumerSummary"> & {
+  /**
+   * The durable consumer's name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Messages not yet delivered.
+   *
+   * @generated from field: uint64 num_pending = 2;
+   */
+  numPending: bigint;
+
+  /**
+   * Messages delivered and not yet acknowledged.
+   *
+   * @generated from field: int64 num_ack_pending = 3;
+   */
+  numAckPending: bigint;
+
+  /**
+   * Messages delivered more than once and not yet acknowledged.
+   *
+   * @generated from field: int64 num_redelivered = 4;
+   */
+  numRedelivered: bigint;
+
+  /**
+   * Pull requests waiting on the server.
+   *
+   * @generated from field: int64 num_waiting = 5;
+   */
+  numWaiting: bigint;
+
+  /**
+   * How long the oldest message the consumer has not acknowledged has been
+   * in the stream (0s when every message is acknowledged).
+   *
+   * @generated from field: google.protobuf.Duration oldest_unacked_age = 6;
+   */
+  oldestUnackedAge?: Duration | undefined;
+
+  /**
+   * Whether the consumer is paused now.
+   *
+   * @generated from field: bool paused = 7;
+   */
+  paused: boolean;
+
+  /**
+   * Until when, when paused.
+   *
+   * @generated from field: google.protobuf.Timestamp pause_until = 8;
+   */
+  pauseUntil?: Timestamp | undefined;
+
+  /**
+   * How many dead letters of the consumer wait in its dead-letter stream
+   * (0 when it has none configured).
+   *
+   * @generated from field: int64 dead_letters = 9;
+   */
+  deadLetters: bigint;
+
+  /**
+   * Whether this gateway pushes the consumer's messages to an endpoint.
+   *
+   * @generated from field: bool pushed = 10;
+   */
+  pushed: boolean;
+
+  /**
+   * How many live leases the replica that answered holds on the consumer;
+   * ListLeases counts those of every replica.
+   *
+   * @generated from field: int64 gateway_leases = 11;
+   */
+  gatewayLeases: bigint;
+
+  /**
+   * The consumer's priority groups, if any.
+   *
+   * @generated from field: repeated string priority_groups = 12;
+   */
+  priorityGroups: string[];
+
+  /**
+   * Whether the gateway has a dead-letter subject configured for it.
+   *
+   * @generated from field: bool dead_letter_configured = 13;
+   */
+  deadLetterConfigured: boolean;
+};
+
+/**
+ * Describes the message jetgate.v1.ConsumerSummary.
+ * Use `create(ConsumerSummarySchema)` to create a new message.
+ */
+export const ConsumerSummarySchema: GenMessage<ConsumerSummary> = /*@__PURE__*/
+  messageDesc(file_jetgate_v1_consumer, 37);
+
+/**
+ * ListLeasesRequest names a consumer.
+ *
+ * @generated from message jetgate.v1.ListLeasesRequest
+ */
+export type ListLeasesRequest = Message$1<"jetgate.v1.ListLeasesRequest"> & {
+  /**
+   * The stream the consumer belongs to.
+   *
+   * @generated from field: string stream = 1;
+   */
+  stream: string;
+
+  /**
+   * The durable consumer's name.
+   *
+   * @generated from field: string consumer = 2;
+   */
+  consumer: string;
+};
+
+/**
+ * Describes the message jetgate.v1.ListLeasesRequest.
+ * Use `create(ListLeasesRequestSchema)` to create a new message.
+ */
+export const ListLeasesRequestSchema: GenMessage<ListLeasesRequest> = /*@__PURE__*/
+  messageDesc(file_jetgate_v1_consumer, 38);
+
+/**
+ * ListLeasesResponse says who holds the consumer's live leases.
+ *
+ * @generated from message jetgate.v1.ListLeasesResponse
+ */
+export type ListLeasesResponse = Message$1<"jetgate.v1.ListLeasesResponse"> & {
+  /**
+   * One entry per principal holding leases, most leases first. The empty
+   * principal is the caller of a gateway that authenticates nobody.
+   *
+   * @generated from field: repeated jetgate.v1.LeaseHolder holders = 1;
+   */
+  holders: LeaseHolder[];
+
+  /**
+   * The ids of the replicas that answered, the one asked included.
+   *
+   * @generated from field: repeated string replicas = 2;
+   */
+  replicas: string[];
+
+  /**
+   * The ids of the replicas that serve the consumer but did not answer in
+   * time: their leases are not counted.
+   *
+   * @generated from field: repeated string missing_replicas = 3;
+   */
+  missingReplicas: string[];
+};
+
+/**
+ * Describes the message jetgate.v1.ListLeasesResponse.
+ * Use `create(ListLeasesResponseSchema)` to create a new message.
+ */
+export const ListLeasesResponseSchema: GenMessage<ListLeasesResponse> = /*@__PURE__*/
+  messageDesc(file_jetgate_v1_consumer, 39);
+
+/**
+ * LeaseHolder is one principal's live leases on a consumer.
+ *
+ * @generated from message jetgate.v1.LeaseHolder
+ */
+export type LeaseHolder = Message$1<"jetgate.v1.LeaseHolder"> & {
+  /**
+   * The principal the leases were handed to.
+   *
+   * @generated from field: string principal = 1;
+   */
+  principal: string;
+
+  /**
+   * How many live leases it holds, on every replica that answered.
+   *
+   * @generated from field: int64 leases = 2;
+   */
+  leases: bigint;
+
+  /**
+   * When the oldest of them was handed out.
+   *
+   * @generated from field: google.protobuf.Timestamp oldest_since = 3;
+   */
+  oldestSince?: Timestamp | undefined;
+
+  /**
+   * How long ago the oldest of them was handed out.
+   *
+   * @generated from field: google.protobuf.Duration oldest_age = 4;
+   */
+  oldestAge?: Duration | undefined;
+
+  /**
+   * The ids of the replicas that handed them out.
+   *
+   * @generated from field: repeated string replicas = 5;
+   */
+  replicas: string[];
+};
+
+/**
+ * Describes the message jetgate.v1.LeaseHolder.
+ * Use `create(LeaseHolderSchema)` to create a new message.
+ */
+export const LeaseHolderSchema: GenMessage<LeaseHolder> = /*@__PURE__*/
+  messageDesc(file_jetgate_v1_consumer, 40);
+
+/**
+ * ListDeadLettersRequest asks for a page of a consumer's dead letters.
+ *
+ * @generated from message jetgate.v1.ListDeadLettersRequest
+ */
+export type ListDeadLettersRequest = Message$1<"jetgate.v1.ListDeadLettersRequest"> & {
+  /**
+   * The stream the consumer belongs to.
+   *
+   * @generated from field: string stream = 1;
+   */
+  stream: string;
+
+  /**
+   * The durable consumer's name.
+   *
+   * @generated from field: string consumer = 2;
+   */
+  consumer: string;
+
+  /**
+   * How many dead letters to return at most; unset or 0 is 20, at most
+   * 100.
+   *
+   * @generated from field: int32 page_size = 3;
+   */
+  pageSize: number;
+
+  /**
+   * The next_page_token of the previous page; unset is the first page.
+   *
+   * @generated from field: string page_token = 4;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message jetgate.v1.ListDeadLettersRequest.
+ * Use `create(ListDeadLettersRequestSchema)` to create a new message.
+ */
+export const ListDeadLettersRequestSchema: GenMessage<ListDeadLettersRequest> = /*@__PURE__*/
+  messageDesc(file_jetgate_v1_consumer, 41);
+
+/**
+ * ListDeadLettersResponse is a page of dead letters.
+ *
+ * @generated from message jetgate.v1.ListDeadLettersResponse
+ */
+export type ListDeadLettersResponse = Message$1<"jetgate.v1.ListDeadLettersResponse"> & {
+  /**
+   * The dead letters, oldest first.
+   *
+   * @generated from field: repeated jetgate.v1.DeadLetter dead_letters = 1;
+   */
+  deadLetters: DeadLetter[];
+
+  /**
+   * The token of the next page; empty when this is the last one.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+
+  /**
+   * How many dead letters of the consumer wait in all.
+   *
+   * @generated from field: int64 total = 3;
+   */
+  total: bigint;
+};
+
+/**
+ * Describes the message jetgate.v1.ListDeadLettersResponse.
+ * Use `create(ListDeadLettersResponseSchema)` to create a new message.
+ */
+export const ListDeadLettersResponseSchema: GenMessage<ListDeadLettersResponse> = /*@__PURE__*/
+  messageDesc(file_jetgate_v1_consumer, 42);
+
+/**
+ * DeadLetter is one message the consumer gave up on, as its dead-letter
+ * copy holds it.
+ *
+ * @generated from message jetgate.v1.DeadLetter
+ */
+export type DeadLetter = Message$1<"jetgate.v1.DeadLetter"> & {
+  /**
+   * Its sequence in the dead-letter stream: what Redrive takes in seqs.
+   *
+   * @generated from field: uint64 seq = 1;
+   */
+  seq: bigint;
+
+  /**
+   * The subject the original message was published to, where Redrive puts
+   * it back.
+   *
+   * @generated from field: string subject = 2;
+   */
+  subject: string;
+
+  /**
+   * The copy's headers, the Jetgate-Dead-* ones included.
+   *
+   * @generated from field: map<string, jetgate.v1.HeaderValues> headers = 3;
+   */
+  headers: { [key: string]: HeaderValues };
+
+  /**
+   * The first bytes of the message's data (at most 1024).
+   *
+   * @generated from field: bytes data_preview = 4;
+   */
+  dataPreview: Uint8Array;
+
+  /**
+   * The size of the whole data, in bytes.
+   *
+   * @generated from field: int64 data_size = 5;
+   */
+  dataSize: bigint;
+
+  /**
+   * When the copy was stored.
+   *
+   * @generated from field: google.protobuf.Timestamp time = 6;
+   */
+  time?: Timestamp | undefined;
+
+  /**
+   * Why it is a dead letter: MAX_DELIVERIES or TERM.
+   *
+   * @generated from field: string reason = 7;
+   */
+  reason: string;
+
+  /**
+   * The original message's sequence in the consumer's stream.
+   *
+   * @generated from field: uint64 stream_seq = 8;
+   */
+  streamSeq: bigint;
+
+  /**
+   * How many times the original message was delivered.
+   *
+   * @generated from field: int64 deliveries = 9;
+   */
+  deliveries: bigint;
+};
+
+/**
+ * Describes the message jetgate.v1.DeadLetter.
+ * Use `create(DeadLetterSchema)` to create a new message.
+ */
+export const DeadLetterSchema: GenMessage<DeadLetter> = /*@__PURE__*/
+  messageDesc(file_jetgate_v1_consumer, 43);
 
 /**
  * EmptyReason says why a Fetch returned no messages.
@@ -1490,6 +1981,23 @@ export enum EmptyReason {
    * @generated from enum value: EMPTY_REASON_PAUSED = 5;
    */
   PAUSED = 5,
+
+  /**
+   * Another client holds the pin of the group (pinned_client): send the pin
+   * with the Fetch, or wait until it is released or unpinned.
+   *
+   * @generated from enum value: EMPTY_REASON_PINNED = 6;
+   */
+  PINNED = 6,
+
+  /**
+   * Messages are pending, but fewer than min_pending and fewer acks pending
+   * than min_ack_pending (overflow): the server serves this pull only past
+   * them.
+   *
+   * @generated from enum value: EMPTY_REASON_BELOW_MIN_PENDING = 7;
+   */
+  BELOW_MIN_PENDING = 7,
 }
 
 /**
@@ -1777,6 +2285,44 @@ export const ConsumerService: GenService<{
     methodKind: "unary";
     input: typeof UnpinRequestSchema;
     output: typeof UnpinResponseSchema;
+  },
+  /**
+   * ListConsumers lists the consumers of a stream that this gateway serves
+   * and that the caller may read, with the backlog of each. One listing
+   * request to the NATS server answers for up to 256 consumers of the
+   * stream; a consumer with unacknowledged messages costs one more request
+   * to date its oldest.
+   *
+   * @generated from rpc jetgate.v1.ConsumerService.ListConsumers
+   */
+  listConsumers: {
+    methodKind: "unary";
+    input: typeof ListConsumersRequestSchema;
+    output: typeof ListConsumersResponseSchema;
+  },
+  /**
+   * ListLeases lists who holds the consumer's live leases, by principal,
+   * across every replica of the gateway: each replica answers for its own
+   * over NATS, and a replica that does not answer in time is named in
+   * missing_replicas.
+   *
+   * @generated from rpc jetgate.v1.ConsumerService.ListLeases
+   */
+  listLeases: {
+    methodKind: "unary";
+    input: typeof ListLeasesRequestSchema;
+    output: typeof ListLeasesResponseSchema;
+  },
+  /**
+   * ListDeadLetters lists a page of the consumer's dead letters, oldest
+   * first: the headers of each and a preview of its data.
+   *
+   * @generated from rpc jetgate.v1.ConsumerService.ListDeadLetters
+   */
+  listDeadLetters: {
+    methodKind: "unary";
+    input: typeof ListDeadLettersRequestSchema;
+    output: typeof ListDeadLettersResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_jetgate_v1_consumer, 0);

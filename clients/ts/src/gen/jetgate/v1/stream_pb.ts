@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file jetgate/v1/stream.proto.
  */
 export const file_jetgate_v1_stream: GenFile = /*@__PURE__*/
-  fileDesc("ChdqZXRnYXRlL3YxL3N0cmVhbS5wcm90bxIKamV0Z2F0ZS52MSL7AQoOUHVibGlzaFJlcXVlc3QSDgoGc3RyZWFtGAEgASgJEg8KB3N1YmplY3QYAiABKAkSDAoEZGF0YRgDIAEoDBI4CgdoZWFkZXJzGAQgAygLMicuamV0Z2F0ZS52MS5QdWJsaXNoUmVxdWVzdC5IZWFkZXJzRW50cnkSDgoGbXNnX2lkGAUgASgJEiYKA3R0bBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhpICgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEicKBXZhbHVlGAIgASgLMhguamV0Z2F0ZS52MS5IZWFkZXJWYWx1ZXM6AjgBIkEKD1B1Ymxpc2hSZXNwb25zZRIOCgZzdHJlYW0YASABKAkSCwoDc2VxGAIgASgEEhEKCWR1cGxpY2F0ZRgDIAEoCCJRChNQdWJsaXNoQmF0Y2hSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRIqCghtZXNzYWdlcxgCIAMoCzIYLmpldGdhdGUudjEuQmF0Y2hNZXNzYWdlItcBCgxCYXRjaE1lc3NhZ2USDwoHc3ViamVjdBgBIAEoCRIMCgRkYXRhGAIgASgMEjYKB2hlYWRlcnMYAyADKAsyJS5qZXRnYXRlLnYxLkJhdGNoTWVzc2FnZS5IZWFkZXJzRW50cnkSJgoDdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uGkgKDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSJwoFdmFsdWUYAiABKAsyGC5qZXRnYXRlLnYxLkhlYWRlclZhbHVlczoCOAEiNAoUUHVibGlzaEJhdGNoUmVzcG9uc2USDgoGc3RyZWFtGAEgASgJEgwKBHNlcXMYAiADKAQypgEKDVN0cmVhbVNlcnZpY2USQgoHUHVibGlzaBIaLmpldGdhdGUudjEuUHVibGlzaFJlcXVlc3QaGy5qZXRnYXRlLnYxLlB1Ymxpc2hSZXNwb25zZRJRCgxQdWJsaXNoQmF0Y2gSHy5qZXRnYXRlLnYxLlB1Ymxpc2hCYXRjaFJlcXVlc3QaIC5qZXRnYXRlLnYxLlB1Ymxpc2hCYXRjaFJlc3BvbnNlQjVaM2dpdGh1Yi5jb20vamV0Z2F0ZS9qZXRnYXRlL2FwaS9qZXRnYXRlL3YxO2pldGdhdGV2MWIGcHJvdG8z", [file_google_protobuf_duration, file_jetgate_v1_consumer]);
+  fileDesc("ChdqZXRnYXRlL3YxL3N0cmVhbS5wcm90bxIKamV0Z2F0ZS52MSL7AQoOUHVibGlzaFJlcXVlc3QSDgoGc3RyZWFtGAEgASgJEg8KB3N1YmplY3QYAiABKAkSDAoEZGF0YRgDIAEoDBI4CgdoZWFkZXJzGAQgAygLMicuamV0Z2F0ZS52MS5QdWJsaXNoUmVxdWVzdC5IZWFkZXJzRW50cnkSDgoGbXNnX2lkGAUgASgJEiYKA3R0bBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhpICgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEicKBXZhbHVlGAIgASgLMhguamV0Z2F0ZS52MS5IZWFkZXJWYWx1ZXM6AjgBIkEKD1B1Ymxpc2hSZXNwb25zZRIOCgZzdHJlYW0YASABKAkSCwoDc2VxGAIgASgEEhEKCWR1cGxpY2F0ZRgDIAEoCCJRChNQdWJsaXNoQmF0Y2hSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRIqCghtZXNzYWdlcxgCIAMoCzIYLmpldGdhdGUudjEuQmF0Y2hNZXNzYWdlItcBCgxCYXRjaE1lc3NhZ2USDwoHc3ViamVjdBgBIAEoCRIMCgRkYXRhGAIgASgMEjYKB2hlYWRlcnMYAyADKAsyJS5qZXRnYXRlLnYxLkJhdGNoTWVzc2FnZS5IZWFkZXJzRW50cnkSJgoDdHRsGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uGkgKDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSJwoFdmFsdWUYAiABKAsyGC5qZXRnYXRlLnYxLkhlYWRlclZhbHVlczoCOAEiNAoUUHVibGlzaEJhdGNoUmVzcG9uc2USDgoGc3RyZWFtGAEgASgJEgwKBHNlcXMYAiADKAQiFAoSTGlzdFN0cmVhbXNSZXF1ZXN0IkEKE0xpc3RTdHJlYW1zUmVzcG9uc2USKgoHc3RyZWFtcxgBIAMoCzIZLmpldGdhdGUudjEuU3RyZWFtU3VtbWFyeSKIAQoNU3RyZWFtU3VtbWFyeRIMCgRuYW1lGAEgASgJEhAKCHN1YmplY3RzGAIgAygJEhAKCG1lc3NhZ2VzGAMgASgEEg0KBWJ5dGVzGAQgASgEEhEKCWZpcnN0X3NlcRgFIAEoBBIQCghsYXN0X3NlcRgGIAEoBBIRCgljb25zdW1lcnMYByABKAUy9gEKDVN0cmVhbVNlcnZpY2USQgoHUHVibGlzaBIaLmpldGdhdGUudjEuUHVibGlzaFJlcXVlc3QaGy5qZXRnYXRlLnYxLlB1Ymxpc2hSZXNwb25zZRJRCgxQdWJsaXNoQmF0Y2gSHy5qZXRnYXRlLnYxLlB1Ymxpc2hCYXRjaFJlcXVlc3QaIC5qZXRnYXRlLnYxLlB1Ymxpc2hCYXRjaFJlc3BvbnNlEk4KC0xpc3RTdHJlYW1zEh4uamV0Z2F0ZS52MS5MaXN0U3RyZWFtc1JlcXVlc3QaHy5qZXRnYXRlLnYxLkxpc3RTdHJlYW1zUmVzcG9uc2VCNVozZ2l0aHViLmNvbS9qZXRnYXRlL2pldGdhdGUvYXBpL2pldGdhdGUvdjE7amV0Z2F0ZXYxYgZwcm90bzM", [file_google_protobuf_duration, file_jetgate_v1_consumer]);
 
 /**
  * PublishRequest is one message to store.
@@ -63,6 +63,7 @@ export type PublishRequest = Message<"jetgate.v1.PublishRequest"> & {
    * The message's own time to live (Nats-TTL), at least 1s, on a stream
    * with allow_msg_ttl; elsewhere the publish is refused with
    * TTL_NOT_ALLOWED and nothing is stored.
+   * In JSON, protobuf's form ("0.5s") or Go's ("500ms", "1m", "1h30m").
    *
    * @generated from field: google.protobuf.Duration ttl = 6;
    */
@@ -168,6 +169,7 @@ export type BatchMessage = Message<"jetgate.v1.BatchMessage"> & {
 
   /**
    * The message's own time to live, as for Publish.
+   * In JSON, protobuf's form ("0.5s") or Go's ("500ms", "1m", "1h30m").
    *
    * @generated from field: google.protobuf.Duration ttl = 4;
    */
@@ -210,6 +212,106 @@ export const PublishBatchResponseSchema: GenMessage<PublishBatchResponse> = /*@_
   messageDesc(file_jetgate_v1_stream, 4);
 
 /**
+ * ListStreamsRequest asks for the streams the gateway serves.
+ *
+ * @generated from message jetgate.v1.ListStreamsRequest
+ */
+export type ListStreamsRequest = Message<"jetgate.v1.ListStreamsRequest"> & {
+};
+
+/**
+ * Describes the message jetgate.v1.ListStreamsRequest.
+ * Use `create(ListStreamsRequestSchema)` to create a new message.
+ */
+export const ListStreamsRequestSchema: GenMessage<ListStreamsRequest> = /*@__PURE__*/
+  messageDesc(file_jetgate_v1_stream, 5);
+
+/**
+ * ListStreamsResponse lists the streams the gateway serves consumers of.
+ *
+ * @generated from message jetgate.v1.ListStreamsResponse
+ */
+export type ListStreamsResponse = Message<"jetgate.v1.ListStreamsResponse"> & {
+  /**
+   * The streams, by name.
+   *
+   * @generated from field: repeated jetgate.v1.StreamSummary streams = 1;
+   */
+  streams: StreamSummary[];
+};
+
+/**
+ * Describes the message jetgate.v1.ListStreamsResponse.
+ * Use `create(ListStreamsResponseSchema)` to create a new message.
+ */
+export const ListStreamsResponseSchema: GenMessage<ListStreamsResponse> = /*@__PURE__*/
+  messageDesc(file_jetgate_v1_stream, 6);
+
+/**
+ * StreamSummary is one stream and its size, as the NATS server reports it.
+ *
+ * @generated from message jetgate.v1.StreamSummary
+ */
+export type StreamSummary = Message<"jetgate.v1.StreamSummary"> & {
+  /**
+   * The stream's name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The subjects the stream binds.
+   *
+   * @generated from field: repeated string subjects = 2;
+   */
+  subjects: string[];
+
+  /**
+   * How many messages it holds.
+   *
+   * @generated from field: uint64 messages = 3;
+   */
+  messages: bigint;
+
+  /**
+   * How many bytes they take.
+   *
+   * @generated from field: uint64 bytes = 4;
+   */
+  bytes: bigint;
+
+  /**
+   * The sequence of its first message.
+   *
+   * @generated from field: uint64 first_seq = 5;
+   */
+  firstSeq: bigint;
+
+  /**
+   * The sequence of its last message.
+   *
+   * @generated from field: uint64 last_seq = 6;
+   */
+  lastSeq: bigint;
+
+  /**
+   * How many of its consumers this gateway serves that the caller may
+   * read.
+   *
+   * @generated from field: int32 consumers = 7;
+   */
+  consumers: number;
+};
+
+/**
+ * Describes the message jetgate.v1.StreamSummary.
+ * Use `create(StreamSummarySchema)` to create a new message.
+ */
+export const StreamSummarySchema: GenMessage<StreamSummary> = /*@__PURE__*/
+  messageDesc(file_jetgate_v1_stream, 7);
+
+/**
  * StreamService publishes into the streams the gateway serves.
  *
  * @generated from service jetgate.v1.StreamService
@@ -237,6 +339,18 @@ export const StreamService: GenService<{
     methodKind: "unary";
     input: typeof PublishBatchRequestSchema;
     output: typeof PublishBatchResponseSchema;
+  },
+  /**
+   * ListStreams lists the streams this gateway serves consumers of that the
+   * caller may read, with their size: one request to the NATS server per
+   * stream.
+   *
+   * @generated from rpc jetgate.v1.StreamService.ListStreams
+   */
+  listStreams: {
+    methodKind: "unary";
+    input: typeof ListStreamsRequestSchema;
+    output: typeof ListStreamsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_jetgate_v1_stream, 0);
