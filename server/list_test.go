@@ -196,6 +196,14 @@ func TestListLeasesAcrossReplicas(t *testing.T) {
 	if ms := fetchAs(t, h, r2.Consumers, bob, 1, time.Second); len(ms) != 1 {
 		t.Fatalf("bob fetched %d at replica 2, want 1", len(ms))
 	}
+	// The roster is each replica's view of the others, learnt from a KV
+	// watch: wait until both have heard of each other.
+	for _, r := range []*gwtest.Replica{r1, r2} {
+		natstest.Eventually(t, 10*time.Second, "the replicas on each other's roster", func() bool {
+			resp, err := r.Consumers.ListLeases(ctxFor(t, alice), &jetgatev1.ListLeasesRequest{Stream: stream, Consumer: consumer})
+			return err == nil && len(resp.GetReplicas()) == 2
+		})
+	}
 	for i, r := range []*gwtest.Replica{r1, r2} {
 		resp, err := r.Consumers.ListLeases(ctxFor(t, alice), &jetgatev1.ListLeasesRequest{Stream: stream, Consumer: consumer})
 		if err != nil {
