@@ -14,7 +14,6 @@ import (
 	"mime"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -172,44 +171,6 @@ func New(ctx context.Context, o Options) (*REST, error) {
 	root.Handle("/", cors(o.CORSOrigins, authn(routes.routes(requireJSON(limitBody(streaming(calls), o.MaxBodyBytes))))))
 	return &REST{Handler: root, conn: conn}, nil
 }
-
-// consumeWriteStall is how long one write of a Consume stream may wait for
-// its caller to read: a caller that reads nothing for that long is gone,
-// and its stream ends (its leases go back) rather than hold its memory.
-const consumeWriteStall = 30 * time.Second
-
-// streaming replaces the server's write timeout, for a Consume, whose answer
-// is a stream that lasts as long as its caller wants it, by a deadline on
-// each write (its heartbeats show it is alive).
-func streaming(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, ":consume") {
-			w = stallWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
-			w.(stallWriter).extend()
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// stallWriter gives each write of a stream consumeWriteStall.
-type stallWriter struct {
-	http.ResponseWriter
-	rc *http.ResponseController
-}
-
-func (s stallWriter) extend() { _ = s.rc.SetWriteDeadline(time.Now().Add(consumeWriteStall)) }
-
-func (s stallWriter) Write(b []byte) (int, error) {
-	s.extend()
-	return s.ResponseWriter.Write(b)
-}
-
-func (s stallWriter) Flush() {
-	s.extend()
-	_ = s.rc.Flush()
-}
-
-func (s stallWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // probe answers 200 with yes while check passes (or is nil), else 503 with no.
 func probe(check func() error, yes, no string) http.HandlerFunc {

@@ -1,0 +1,45 @@
+package gateway
+
+import (
+	"net/http"
+	"strings"
+	"time"
+)
+
+// consumeWriteStall is how long one write of a Consume stream may wait for
+// its caller to read: a caller that reads nothing for that long is gone,
+// and its stream ends (its leases go back) rather than hold its memory.
+const consumeWriteStall = 30 * time.Second
+
+// streaming replaces the server's write timeout, for a Consume, whose answer
+// is a stream that lasts as long as its caller wants it, by a deadline on
+// each write (its heartbeats show it is alive).
+func streaming(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, ":consume") {
+			w = stallWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
+			w.(stallWriter).extend()
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// stallWriter gives each write of a stream consumeWriteStall.
+type stallWriter struct {
+	http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (s stallWriter) extend() { _ = s.rc.SetWriteDeadline(time.Now().Add(consumeWriteStall)) }
+
+func (s stallWriter) Write(b []byte) (int, error) {
+	s.extend()
+	return s.ResponseWriter.Write(b)
+}
+
+func (s stallWriter) Flush() {
+	s.extend()
+	_ = s.rc.Flush()
+}
+
+func (s stallWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
