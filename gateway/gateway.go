@@ -104,48 +104,10 @@ func New(ctx context.Context, o Options) (*REST, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dial gRPC server %s: %w", o.GRPCAddr, err)
 	}
-	muxOpts := []runtime.ServeMuxOption{
-		runtime.WithMarshalerOption(runtime.MIMEWildcard, newMarshaler()),
-		runtime.WithErrorHandler(errorHandler(o.Logger)),
-		runtime.WithStreamErrorHandler(streamErrorHandler(o.Logger)),
-		// No header from outside becomes gRPC metadata (Grpc-Metadata-*
-		// included): the caller's identity reaches the gRPC chain only as
-		// the assertion made here.
-		runtime.WithIncomingHeaderMatcher(func(string) (string, bool) { return "", false }),
-		runtime.WithMetadata(func(ctx context.Context, _ *http.Request) metadata.MD {
-			p := auth.Principal(ctx)
-			return metadata.Pairs(auth.AssertedPrincipal, p, auth.AssertionProof, o.Assert.Sign(p))
-		}),
-	}
-	mux := runtime.NewServeMux(muxOpts...)
-	if err := jetgatev1.RegisterConsumerServiceHandler(ctx, mux, conn); err != nil {
+	calls, err := apiHandler(ctx, o, conn)
+	if err != nil {
 		_ = conn.Close()
 		return nil, err
-	}
-	if err := jetgatev1.RegisterStreamServiceHandler(ctx, mux, conn); err != nil {
-		_ = conn.Close()
-		return nil, err
-	}
-	calls := http.Handler(mux)
-	if o.Consumer != nil && o.Stream != nil {
-		// Unary calls go to the services in process; Consume, a stream,
-		// keeps the gRPC connection.
-		local := runtime.NewServeMux(muxOpts...)
-		if err := jetgatev1.RegisterConsumerServiceHandlerServer(ctx, local, o.Consumer); err != nil {
-			_ = conn.Close()
-			return nil, err
-		}
-		if err := jetgatev1.RegisterStreamServiceHandlerServer(ctx, local, o.Stream); err != nil {
-			_ = conn.Close()
-			return nil, err
-		}
-		calls = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if strings.HasSuffix(r.URL.Path, ":consume") {
-				mux.ServeHTTP(w, r)
-				return
-			}
-			local.ServeHTTP(w, r)
-		})
 	}
 	root := http.NewServeMux()
 	// The probes answer anyone, so they say only yes or no; the log says why.
@@ -170,6 +132,48 @@ func New(ctx context.Context, o Options) (*REST, error) {
 	}
 	root.Handle("/", cors(o.CORSOrigins, authn(routes.routes(requireJSON(limitBody(streaming(calls), o.MaxBodyBytes))))))
 	return &REST{Handler: root, conn: conn}, nil
+}
+
+// apiHandler serves the API's routes: unary calls to the services in
+// process when given them, Consume (a stream) and the rest over conn.
+func apiHandler(ctx context.Context, o Options, conn *grpc.ClientConn) (http.Handler, error) {
+	muxOpts := []runtime.ServeMuxOption{
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, newMarshaler()),
+		runtime.WithErrorHandler(errorHandler(o.Logger)),
+		runtime.WithStreamErrorHandler(streamErrorHandler(o.Logger)),
+		// No header from outside becomes gRPC metadata (Grpc-Metadata-*
+		// included): the caller's identity reaches the gRPC chain only as
+		// the assertion made here.
+		runtime.WithIncomingHeaderMatcher(func(string) (string, bool) { return "", false }),
+		runtime.WithMetadata(func(ctx context.Context, _ *http.Request) metadata.MD {
+			p := auth.Principal(ctx)
+			return metadata.Pairs(auth.AssertedPrincipal, p, auth.AssertionProof, o.Assert.Sign(p))
+		}),
+	}
+	mux := runtime.NewServeMux(muxOpts...)
+	if err := jetgatev1.RegisterConsumerServiceHandler(ctx, mux, conn); err != nil {
+		return nil, err
+	}
+	if err := jetgatev1.RegisterStreamServiceHandler(ctx, mux, conn); err != nil {
+		return nil, err
+	}
+	if o.Consumer == nil || o.Stream == nil {
+		return mux, nil
+	}
+	local := runtime.NewServeMux(muxOpts...)
+	if err := jetgatev1.RegisterConsumerServiceHandlerServer(ctx, local, o.Consumer); err != nil {
+		return nil, err
+	}
+	if err := jetgatev1.RegisterStreamServiceHandlerServer(ctx, local, o.Stream); err != nil {
+		return nil, err
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, ":consume") {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		local.ServeHTTP(w, r)
+	}), nil
 }
 
 // probe answers 200 with yes while check passes (or is nil), else 503 with no.
