@@ -54,7 +54,7 @@ func Run(ctx context.Context, o Options) error {
 	if err := cfg.PastPause(time.Now()); err != nil {
 		log.Warn("pause_until has passed", "error", err)
 	}
-	p := &process{cfg: cfg, log: log, health: health.NewServer()}
+	p := &process{cfg: cfg, log: log, health: health.NewServer(), streams: o.StreamsPerConnection}
 	defer p.close()
 	if err := p.startTracing(ctx, o.TracerProvider); err != nil {
 		return err
@@ -77,6 +77,8 @@ type process struct {
 	log    *slog.Logger
 	health *health.Server
 	addrs  Addrs
+	// streams caps the RPCs one gRPC caller's connection runs at once.
+	streams uint32
 
 	grpcLis, httpLis net.Listener
 	nc               *nats.Conn
@@ -189,7 +191,10 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 	// A gRPC caller's connection runs at most 1024 RPCs at once, and one
 	// that stops reading (its answers queued unsent) is closed once it
 	// leaves a ping unanswered: what it held is freed within a minute.
-	opts = append(opts, grpc.MaxConcurrentStreams(1024),
+	if p.streams == 0 {
+		p.streams = 1024
+	}
+	opts = append(opts, grpc.MaxConcurrentStreams(p.streams),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 20 * time.Second}))
 	if p.tls != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(p.tls)))

@@ -34,6 +34,10 @@ type Options struct {
 
 	// Started, if set, is called with the bound addresses once serving.
 	Started func(Addrs)
+	// StreamsPerConnection caps the RPCs one gRPC caller's connection runs
+	// at once; 0 is 1024. Tests lower it to prove a cap without opening a
+	// thousand connections.
+	StreamsPerConnection uint32
 }
 
 // Addrs are the addresses a running process listens on.

@@ -10,47 +10,102 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/app"
 	"github.com/jetgate/jetgate/internal/natstest"
 )
 
 // REST Consume streams all reach the services over the REST side's one
 // in-memory gRPC connection, so that connection must not cap them at what
-// one gRPC caller's connection may run at once (1024): past it, a REST
-// caller's stream would hang unanswered until another ended.
+// one gRPC caller's connection may run at once: past it, a REST caller's
+// stream would hang unanswered until another ended. The cap is lowered to 4
+// so that the proof takes 12 streams, not a thousand connections.
 func TestRESTConsumeIsNotCappedByTheInnerConnection(t *testing.T) {
-	a := startApp(t, nil)
-	const streams = 1100
+	const capped, streams = 4, 12
+	a := startApp(t, func(o *app.Options) { o.StreamsPerConnection = capped })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+
+	// The cap holds for a gRPC caller: a fifth stream on one connection
+	// waits until one of the four ends.
+	conn, err := grpc.NewClient(a.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cons := jetgatev1.NewConsumerServiceClient(conn)
+	consume := func(ctx context.Context) <-chan error {
+		answered := make(chan error, 1)
+		go func() {
+			s, err := cons.Consume(ctx, &jetgatev1.ConsumeRequest{Stream: "ORDERS", Consumer: "billing",
+				MaxMessages: 1, Heartbeat: durationpb.New(200 * time.Millisecond)})
+			if err == nil {
+				_, err = s.Recv()
+			}
+			answered <- err
+		}()
+		return answered
+	}
+	first, endFirst := context.WithCancel(ctx)
+	defer endFirst()
+	if err := <-consume(first); err != nil {
+		t.Fatalf("gRPC stream 1: %v", err)
+	}
+	for i := 2; i <= capped; i++ {
+		if err := <-consume(ctx); err != nil {
+			t.Fatalf("gRPC stream %d: %v", i, err)
+		}
+	}
+	fifth := consume(ctx)
+
+	// REST streams, three times the cap, all answer meanwhile.
 	hc := &http.Client{Transport: &http.Transport{}}
 	defer hc.CloseIdleConnections()
-	var first atomic.Int64 // streams that answered with their first line
+	var answered atomic.Int64
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
 	for range streams {
 		wg.Go(func() {
 			req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+a.HTTP+consumerPath+":consume",
-				strings.NewReader(`{"maxMessages":1,"heartbeat":"0.5s"}`))
+				strings.NewReader(`{"maxMessages":1,"heartbeat":"0.2s"}`))
 			if err != nil {
+				t.Error(err)
 				return
 			}
 			req.Header.Set("Content-Type", "application/json")
 			resp, err := hc.Do(req)
 			if err != nil {
+				if ctx.Err() == nil {
+					t.Errorf("REST Consume: %v", err)
+				}
 				return
 			}
 			defer resp.Body.Close()
 			if resp.StatusCode != http.StatusOK {
+				t.Errorf("REST Consume: %s", resp.Status)
 				return
 			}
 			if bufio.NewScanner(resp.Body).Scan() {
-				first.Add(1)
+				answered.Add(1)
 			}
 			<-ctx.Done()
 		})
 	}
-	natstest.Eventually(t, 60*time.Second, "every REST Consume stream answering", func() bool {
-		return first.Load() == streams
+	natstest.Eventually(t, 30*time.Second, "every REST Consume stream answering", func() bool {
+		return answered.Load() == streams
 	})
+	select {
+	case err := <-fifth:
+		t.Fatalf("a fifth gRPC stream on a connection capped at %d ran (%v)", capped, err)
+	default:
+	}
+	endFirst()
+	if err := <-fifth; err != nil {
+		t.Fatalf("the fifth gRPC stream, once one ended: %v", err)
+	}
 }
