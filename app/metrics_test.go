@@ -31,12 +31,16 @@ func TestMetricsCountLeasesAndSettles(t *testing.T) {
 	if err != nil || len(ack.GetFailures()) != 1 {
 		t.Fatalf("ack: %v %v", err, ack.GetFailures())
 	}
+	if resp, err := cons.Fetch(ctx, &jetgatev1.FetchRequest{Stream: "ORDERS", Consumer: "billing", Batch: 1, Expires: durationpb.New(0)}); err != nil || len(resp.GetMessages()) != 0 {
+		t.Fatalf("fetch with none left: %v, %d messages", err, len(resp.GetMessages()))
+	}
 	body := scrape(t, "http://"+p.HTTP+"/metrics")
 	for _, want := range []string{
 		`jetgate_fetched_messages_total{consumer="billing",stream="ORDERS"} 3`,
+		`jetgate_fetch_empty_total{consumer="billing",reason="no_messages",stream="ORDERS"} 1`,
 		`jetgate_settles_total{consumer="billing",op="ACK",result="OK",stream="ORDERS"} 1`,
 		`jetgate_settles_total{consumer="billing",op="ACK",result="TOKEN_INVALID",stream="ORDERS"} 1`,
-		`jetgate_rpc_duration_seconds_count{code="OK",method="Fetch"} 1`,
+		`jetgate_rpc_duration_seconds_count{code="OK",method="Fetch"} 2`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(body, want) {

@@ -212,7 +212,7 @@ func (c *Consumer) endStream(s *consumeStream, callerLeft bool, last *pull.Pull)
 	seqs, ds := s.release()
 	c.owners.forget(s, seqs)
 	if len(ds) > 0 && callerLeft {
-		c.leasesReturned.Add(float64(len(ds)))
+		c.counts.Orphans[OrphanReturned].Add(uint64(len(ds)))
 		c.orphans.giveBack(ds, last, time.Now())
 		c.wake()
 	}

@@ -31,10 +31,10 @@ func TestOrphanGoesToAConsumeStreamAlreadyWaiting(t *testing.T) {
 	if len(ds) != 1 || ds[0].Meta.StreamSeq != seq || ds[0].Meta.Delivered != 1 {
 		t.Fatalf("the stream got %d messages, first seq %d delivery %d; want seq %d delivery 1", len(ds), ds[0].Meta.StreamSeq, ds[0].Meta.Delivered, seq)
 	}
-	if h := e.counted("handed"); h != 1 {
+	if h := e.counted(consumer.OrphanHanded); h != 1 {
 		t.Errorf("orphans handed: %v, want 1", h)
 	}
-	if n := e.counted("naked"); n != 0 {
+	if n := e.counted(consumer.OrphanNaked); n != 0 {
 		t.Errorf("orphans nak'ed: %v, want 0", n)
 	}
 }

@@ -26,7 +26,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/lease"
@@ -71,8 +70,6 @@ type Deps struct {
 	// 0 is DefaultMaxLease.
 	MaxLease time.Duration
 	Log      *slog.Logger
-	// Orphans counts orphans by stream, consumer and outcome (handed, naked).
-	Orphans *prometheus.CounterVec
 	// OnReset, if set, tells the other replicas (ResetTold) that this one
 	// noticed reset id, as many as the roster counts besides this one
 	// (peers), and returns once they have voided their leases or it gave up
@@ -104,17 +101,15 @@ type Consumer struct {
 	maxExpires    time.Duration // the server's max_request_expires; 0 is none
 	maxFetchBytes int64         // the gateway's bound on one Fetch
 
-	leases        *lease.Table
-	waiting       *waitingPulls // this replica's places among the consumer's waiting pulls
-	replicas      atomic.Int64  // replicas serving the consumer, as last told; 0 until then
-	grown         atomic.Int64  // unix ns of the last growWaiting that asked the server
-	orphans       *orphanPool
-	orphansHanded prometheus.Counter // orphans handed to a Fetch
-	orphansNaked  prometheus.Counter // orphans nak'ed back
+	leases   *lease.Table
+	waiting  *waitingPulls // this replica's places among the consumer's waiting pulls
+	replicas atomic.Int64  // replicas serving the consumer, as last told; 0 until then
+	grown    atomic.Int64  // unix ns of the last growWaiting that asked the server
+	orphans  *orphanPool
+	counts   Counts
 
-	owners         streamOwners       // the Consume streams holding leases
-	maxLease       time.Duration      // how long auto_extend keeps one lease
-	leasesReturned prometheus.Counter // leases of ended Consume streams nak'ed back
+	owners   streamOwners  // the Consume streams holding leases
+	maxLease time.Duration // how long auto_extend keeps one lease
 
 	view atomic.Pointer[serverView] // what the server last said of the consumer
 
@@ -196,12 +191,6 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 		woken:   make(chan struct{}, 1),
 	}
 	c.waiting.woke = c.wake
-	counter := func(outcome string) prometheus.Counter {
-		if d.Orphans == nil {
-			return prometheus.NewCounter(prometheus.CounterOpts{Name: "unregistered"})
-		}
-		return d.Orphans.WithLabelValues(ci.Stream, ci.Name, outcome)
-	}
 	c.orphans = newOrphanPool(c.receive, func(d *Delivery, now time.Time) bool {
 		return c.leases.Holds(ref(c.ClaimsOf(d)), now)
 	})
@@ -210,7 +199,7 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 	bySeq := ci.Config.DeliverPolicy != jetstream.DeliverLastPerSubjectPolicy
 	c.resets = newResetWatch(ci.Delivered.Consumer, ci.Delivered.Stream, bySeq, c.leases.Void)
 	c.onReset, c.traced = d.OnReset, d.Traced
-	c.orphansHanded, c.orphansNaked, c.leasesReturned = counter("handed"), counter("naked"), counter("consume_returned")
+	c.counts.Since = time.Now()
 	c.maxLease = cmp.Or(d.MaxLease, DefaultMaxLease)
 	v := viewOf(ci, c.maxAckPending)
 	v.at = time.Time{} // its groups stand; whether full or paused is asked anew

@@ -13,8 +13,6 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/natstest"
@@ -34,15 +32,14 @@ const (
 // env is one real NATS server, one Consumer bound to ORDERS/billing with its
 // Run loop going, and a connection of the test's own.
 type env struct {
-	t       *testing.T
-	ns      *natsserver.Server
-	nc      *nats.Conn // the Consumer's connection (pulls and settles)
-	js      jetstream.JetStream
-	plain   jetstream.Consumer // the same durable through nats.go, on the test's connection
-	c       *consumer.Consumer
-	keys    *token.Keyring
-	self    token.IssuerID
-	orphans *prometheus.CounterVec
+	t     *testing.T
+	ns    *natsserver.Server
+	nc    *nats.Conn // the Consumer's connection (pulls and settles)
+	js    jetstream.JetStream
+	plain jetstream.Consumer // the same durable through nats.go, on the test's connection
+	c     *consumer.Consumer
+	keys  *token.Keyring
+	self  token.IssuerID
 }
 
 // start binds a Consumer to ORDERS/billing as cfg (its Stream and Name are
@@ -75,8 +72,6 @@ func bindOn(t *testing.T, ns *natsserver.Server, own *nats.Conn, cfg consumer.Co
 		nc:   natstest.Connect(t, ns),
 		keys: token.RandomKeyring(),
 		self: token.NewIssuerID(),
-		orphans: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "orphans_total"},
-			[]string{"stream", "consumer", "outcome"}),
 	}
 	cfg.Stream, cfg.Name = stream, name
 	settleConn := e.nc
@@ -103,7 +98,6 @@ func bindOn(t *testing.T, ns *natsserver.Server, own *nats.Conn, cfg consumer.Co
 		Self:    e.self,
 		Timeout: 2 * time.Second,
 		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Orphans: e.orphans,
 	})
 	if err != nil {
 		_ = sender.Close()
@@ -217,15 +211,9 @@ func (e *env) abandonFetch(req consumer.FetchRequest) {
 	}
 }
 
-// counted is the Consumer's count of orphans with the given outcome
-// (handed, naked).
-func (e *env) counted(outcome string) float64 {
-	e.t.Helper()
-	var m dto.Metric
-	if err := e.orphans.WithLabelValues(stream, name, outcome).Write(&m); err != nil {
-		e.t.Fatal(err)
-	}
-	return m.GetCounter().GetValue()
+// counted is the Consumer's count of orphans with the given outcome.
+func (e *env) counted(outcome consumer.OrphanOutcome) float64 {
+	return float64(e.c.Counts().Orphans[outcome].Load())
 }
 
 // tap records every message the server routes on any subject, in the order

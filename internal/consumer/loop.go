@@ -221,7 +221,7 @@ func (c *Consumer) takeOrphans(ctx context.Context, lim pullLimits, s sink) (too
 		c.orphans.putBack(held)
 		return false, err
 	}
-	c.orphansHanded.Add(float64(len(ds)))
+	c.counts.Orphans[OrphanHanded].Add(uint64(len(ds)))
 	_, err = s.take(ctx, c.lease(ds, lim.principal), false)
 	return true, err
 }

@@ -44,7 +44,7 @@ func TestOrphanIsNakedWhenNoFetchFollows(t *testing.T) {
 		d, ok := settleOf(m, seq, "-NAK")
 		return ok && d == 1
 	})
-	if n := e.counted("naked"); n != 1 {
+	if n := e.counted(consumer.OrphanNaked); n != 1 {
 		t.Errorf("orphans counted as naked: %v, want 1", n)
 	}
 	if n := e.c.Orphans(); n != 0 {
@@ -104,7 +104,7 @@ func TestOrphanIsHandedToTheNextFetch(t *testing.T) {
 			t.Fatalf("the orphan handed to the next Fetch was nak'ed too (delivery %d)", dv)
 		}
 	}
-	if h, n := e.counted("handed"), e.counted("naked"); h != 1 || n != 0 {
+	if h, n := e.counted(consumer.OrphanHanded), e.counted(consumer.OrphanNaked); h != 1 || n != 0 {
 		t.Errorf("orphans counted: handed %v, naked %v; want 1, 0", h, n)
 	}
 }
@@ -213,7 +213,7 @@ func TestOrphanGoesToAFetchAlreadyWaiting(t *testing.T) {
 		t.Fatalf("waiting fetch got seq %d delivery %d, want seq %d delivery 1", d.Meta.StreamSeq, d.Meta.Delivered, seq)
 	}
 	ackToken(t, e, a.res.Messages[0].Token, "alice")
-	if h := e.counted("handed"); h != 1 {
+	if h := e.counted(consumer.OrphanHanded); h != 1 {
 		t.Errorf("orphans handed: %v, want 1", h)
 	}
 }

@@ -223,7 +223,7 @@ func (c *Consumer) nak(ctx context.Context, ds []*Delivery) {
 	if len(ds) == 0 {
 		return
 	}
-	c.orphansNaked.Add(float64(len(ds)))
+	c.counts.Orphans[OrphanNaked].Add(uint64(len(ds)))
 	cs := make([]token.Claims, len(ds))
 	for i, d := range ds {
 		cs[i] = c.ClaimsOf(d)

@@ -221,7 +221,6 @@ func (r *Replica) serve(c *consumer.Consumer, onDemand bool) *binding {
 	r.binds.mu.Lock()
 	r.binds.m[consumerKey{c.Stream, c.Name}] = b
 	r.binds.mu.Unlock()
-	r.metrics.watch(c)
 	if r.roster != nil {
 		r.roster.Join(c.Stream, c.Name, c.SetReplicas)
 	}

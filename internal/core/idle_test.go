@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/core"
@@ -150,27 +151,41 @@ func TestReplicasHoldingLeasesAskNoInfo(t *testing.T) {
 	}
 }
 
-// gaugeOf is the gauge of name with a label of value label in reg.
-func gaugeOf(t *testing.T, reg *prometheus.Registry, name, label string) prometheus.Gauge {
+// seriesOf is the series of name with a label of value label in reg; nil
+// when there is none.
+func seriesOf(t *testing.T, reg *prometheus.Registry, name, label string) *dto.Metric {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "found"})
 	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetValue() == label {
-					g.Set(m.GetGauge().GetValue())
-					return g
+				if mf.GetName() == name && l.GetValue() == label {
+					return m
 				}
 			}
 		}
 	}
-	t.Fatalf("no %s{%s}", name, label)
 	return nil
+}
+
+// hasSeries says whether reg has a series of name with a label of value
+// label.
+func hasSeries(t *testing.T, reg *prometheus.Registry, name, label string) bool {
+	t.Helper()
+	return seriesOf(t, reg, name, label) != nil
+}
+
+// gaugeOf is the gauge of name with a label of value label in reg.
+func gaugeOf(t *testing.T, reg *prometheus.Registry, name, label string) prometheus.Gauge {
+	t.Helper()
+	m := seriesOf(t, reg, name, label)
+	if m == nil {
+		t.Fatalf("no %s{%s}", name, label)
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "found"})
+	g.Set(m.GetGauge().GetValue())
+	return g
 }

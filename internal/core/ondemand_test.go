@@ -78,10 +78,16 @@ func TestConsumersOnDemand(t *testing.T) {
 	if n := bound(); n != 1 {
 		t.Fatalf("jetgate_consumers_bound{on_demand} = %v, want 1", n)
 	}
+	if !hasSeries(t, regA, "jetgate_fetched_messages_total", "team-a") {
+		t.Fatal("a bound team-a has no jetgate_fetched_messages_total")
+	}
 	// Idle past idle_unbind, holding nothing: unbound.
 	natstest.Eventually(t, 10*time.Second, "a unbinds team-a once idle", func() bool { return bound() == 0 })
 	if _, err := a.Pulls("ORDERS", "team-a"); !errors.Is(err, errs.ErrConsumerNotFound) {
 		t.Fatalf("after unbinding, a still serves team-a: %v", err)
+	}
+	if hasSeries(t, regA, "jetgate_fetched_messages_total", "team-a") {
+		t.Fatal("an unbound team-a keeps its jetgate_fetched_messages_total")
 	}
 
 	// Deleted on the server: unbound at once, and NOT_FOUND after.

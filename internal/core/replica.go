@@ -190,7 +190,7 @@ func (r *Replica) open(ctx context.Context, o Options) error {
 	}
 	r.consumerDeps = consumer.Deps{
 		Conn: o.Conn, Sender: r.sender, Ledger: r.ledger, Keys: r.keys, Self: r.self,
-		Timeout: r.timeout, Log: r.log, Orphans: r.metrics.orphans, MaxFetchBytes: o.MaxFetchBytes,
+		Timeout: r.timeout, Log: r.log, MaxFetchBytes: o.MaxFetchBytes,
 		Traced: o.Tracing.On(),
 	}
 	if err := r.subscribe(); err != nil {
@@ -326,7 +326,7 @@ func (r *Replica) Fetch(ctx context.Context, stream, name string, req consumer.F
 	span := r.spans.Receive(ctx, stream, name)
 	res, err := c.Fetch(ctx, req)
 	if err == nil {
-		r.metrics.fetch(c, res)
+		c.Counts().CountFetch(res)
 	}
 	span.Link(len(res.Messages), origins(span, res.Messages))
 	span.End(err)
@@ -362,7 +362,7 @@ func (r *Replica) Consume(ctx context.Context, stream, name string, req consumer
 		if len(ds) == 0 {
 			return send(ds) // a heartbeat
 		}
-		r.metrics.fetch(c, consumer.FetchResult{Messages: ds})
+		c.Counts().CountFetch(consumer.FetchResult{Messages: ds})
 		span := r.spans.Receive(ctx, stream, name)
 		span.Link(len(ds), origins(span, ds))
 		err := send(ds)

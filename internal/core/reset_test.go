@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/core"
@@ -44,21 +45,7 @@ func TestAResetToldByAnotherReplicaVoidsTheLeasesHere(t *testing.T) {
 	}
 	// The lease gauge reads the table.
 	leases := func(name string) float64 {
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mf := range mfs {
-			for _, m := range mf.GetMetric() {
-				for _, l := range m.GetLabel() {
-					if mf.GetName() == "jetgate_leases_live" && l.GetName() == "consumer" && l.GetValue() == name {
-						return m.GetGauge().GetValue()
-					}
-				}
-			}
-		}
-		t.Fatalf("no jetgate_leases_live of %s", name)
-		return 0
+		return testutil.ToFloat64(gaugeOf(t, reg, "jetgate_leases_live", name))
 	}
 	for _, name := range []string{"billing", "audit"} {
 		res, err := r.Fetch(context.Background(), "ORDERS", name, consumer.FetchRequest{Batch: 2, Expires: time.Second})

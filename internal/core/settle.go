@@ -43,7 +43,7 @@ func (r *Replica) Settle(ctx context.Context, req settle.Request) ([]settle.Outc
 		}
 		return r.forward(ctx, c, issuer, b, req)
 	})
-	r.metrics.settled(c, req.Op, out)
+	c.Counts().CountSettles(req.Op, out)
 	span.End(nil)
 	return out, nil
 }

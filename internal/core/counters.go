@@ -1,0 +1,68 @@
+package core
+
+import (
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/lease"
+)
+
+// consumerCounters reads the counters of every consumer the replica serves
+// from the consumer's Counts when scraped. Every known label value is there
+// from the start, at zero, so that a dashboard's rate() has a first sample;
+// a consumer no longer served has none.
+type consumerCounters struct{ r *Replica }
+
+var (
+	counterFetched = prometheus.NewDesc("jetgate_fetched_messages_total",
+		"Messages leased by Fetch.", consumerLabels, nil)
+	counterEmpty = prometheus.NewDesc("jetgate_fetch_empty_total",
+		"Fetches that returned no message, by reason.", []string{"stream", "consumer", "reason"}, nil)
+	counterSettles = prometheus.NewDesc("jetgate_settles_total",
+		"Tokens settled, by operation and result (OK or the failure reason).", []string{"stream", "consumer", "op", "result"}, nil)
+	counterOrphans = prometheus.NewDesc("jetgate_orphans_total",
+		"Messages whose caller had gone: those of a canceled Fetch, handed to the next Fetch or nak'ed back, and the unsettled leases of an ended Consume, nak'ed back (consume_returned).",
+		[]string{"stream", "consumer", "outcome"}, nil)
+)
+
+var emptyReasonNames = [...]string{consumer.EmptyNone: "", consumer.EmptyNoMessages: "no_messages",
+	consumer.EmptyMaxAckPending: "max_ack_pending", consumer.EmptyMaxBytes: "max_bytes", consumer.EmptyMaxWaiting: "max_waiting",
+	consumer.EmptyPaused: "paused", consumer.EmptyPinned: "pinned", consumer.EmptyBelowMinPending: "below_min_pending"}
+
+var settledOps = [...]lease.Op{lease.OpAck, lease.OpNak, lease.OpTerm, lease.OpExtend}
+
+func (g *consumerCounters) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range [...]*prometheus.Desc{counterFetched, counterEmpty, counterSettles, counterOrphans} {
+		ch <- d
+	}
+}
+
+func (g *consumerCounters) Collect(ch chan<- prometheus.Metric) {
+	for _, b := range g.r.all() {
+		c := b.c
+		k := c.Counts()
+		count := func(d *prometheus.Desc, v uint64, labels ...string) {
+			ch <- prometheus.MustNewConstMetricWithCreatedTimestamp(d, prometheus.CounterValue, float64(v), k.Since,
+				append([]string{c.Stream, c.Name}, labels...)...)
+		}
+		count(counterFetched, k.Fetched.Load())
+		for reason, name := range emptyReasonNames {
+			if reason != int(consumer.EmptyNone) {
+				count(counterEmpty, k.Empty[reason].Load(), name)
+			}
+		}
+		for _, op := range settledOps {
+			count(counterSettles, k.Settled[op].Load(), opName(op), "OK")
+		}
+		for f, n := range k.Failed() {
+			count(counterSettles, n, opName(f.Op), f.Reason)
+		}
+		for outcome, name := range consumer.OrphanOutcomes {
+			count(counterOrphans, k.Orphans[outcome].Load(), name)
+		}
+	}
+}
+
+func opName(op lease.Op) string { return strings.ToUpper(op.String()) }
