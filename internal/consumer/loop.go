@@ -74,7 +74,7 @@ func (c *Consumer) pullLoop(ctx context.Context, lim pullLimits, s sink) (EmptyR
 	if !c.nc.IsConnected() {
 		return EmptyNone, nil, fmt.Errorf("%w: not connected", errs.ErrUnavailable)
 	}
-	noWait := true
+	send := c.pullNow
 	for {
 		c.growWaiting(ctx)
 		ok, waited := c.waiting.acquire(ctx, lim.until)
@@ -90,7 +90,7 @@ func (c *Consumer) pullLoop(ctx context.Context, lim pullLimits, s sink) (EmptyR
 				return EmptyNone, nil, err
 			}
 		}
-		p, err := c.startPull(lim, noWait)
+		p, err := send(lim)
 		if err != nil {
 			return EmptyNone, nil, err
 		}
@@ -101,28 +101,41 @@ func (c *Consumer) pullLoop(ctx context.Context, lim pullLimits, s sink) (EmptyR
 		// Other pulls wait for more than is pending (the consumer is at
 		// max_ack_pending), so a no_wait pull is refused at once: wait in
 		// line with a plain pull instead.
-		noWait = noWait && !end.queued
+		if end.queued {
+			send = c.pullInLine
+		}
 	}
 }
 
-// startPull sends the pull the loop asks for; every pull request starts
-// here. A no_wait pull asks for what is available now, no more than
+// pullNow sends a no_wait pull: what is available now, no more than
 // max_ack_pending leaves room for (one cut short there is held open by the
-// server until its next heartbeat); one that waits in the server's queue
-// asks for lim.waitBatch. Its place is given back when the pull ends, or at
-// once if it could not start.
-func (c *Consumer) startPull(lim pullLimits, noWait bool) (*pull.Pull, error) {
-	batch := lim.waitBatch
-	if noWait {
-		batch = lim.batch
-		if room := c.maxAckPending - c.leases.Live(); room > 0 && room < batch {
-			batch = room
-		}
+// server until its next heartbeat).
+func (c *Consumer) pullNow(lim pullLimits) (*pull.Pull, error) {
+	batch := lim.batch
+	if room := c.maxAckPending - c.leases.Live(); room > 0 && room < batch {
+		batch = room
 	}
+	req := c.pullRequest(batch, lim)
+	req.NoWait = true
+	return c.startPull(req)
+}
+
+// pullInLine sends a pull that waits in the server's queue for
+// lim.waitBatch.
+func (c *Consumer) pullInLine(lim pullLimits) (*pull.Pull, error) {
+	return c.startPull(c.pullRequest(lim.waitBatch, lim))
+}
+
+func (c *Consumer) pullRequest(batch int, lim pullLimits) pull.Request {
 	if c.maxBatch > 0 {
 		batch = min(batch, c.maxBatch)
 	}
-	req := pull.NewRequest(batch, time.Until(lim.until), noWait, lim.maxBytes, lim.priority)
+	return pull.NewRequest(batch, time.Until(lim.until), lim.maxBytes, lim.priority)
+}
+
+// startPull sends req; every pull request starts here. Its place is given
+// back when the pull ends, or at once if it could not start.
+func (c *Consumer) startPull(req pull.Request) (*pull.Pull, error) {
 	mark := c.resets.mark() // before the server can deliver to it
 	p, err := pull.Start(c.nc, c.Stream, c.Name, req, c.waiting.release)
 	if err != nil {

@@ -21,7 +21,7 @@ func next(t *testing.T, p *Pull, gap, maxWait time.Duration, other <-chan struct
 // it as Next hands it on, the pull still open.
 func firstOfOpenPull(t *testing.T, e *env, c *counter) (*Pull, []Msg) {
 	t.Helper()
-	p := e.start(e.nc, NewRequest(3, 10*time.Second, false, 0, Priority{}), c)
+	p := e.start(e.nc, NewRequest(3, 10*time.Second, 0, Priority{}), c)
 	e.waiting(1)
 	e.publish(1, []byte("first"))
 	msgs, ended, err := next(t, p, time.Millisecond, time.Second, nil)
@@ -61,7 +61,7 @@ func TestNextReturnsWhatCameWhileThePullIsOpen(t *testing.T) {
 func TestNextReturnsWhenOtherFires(t *testing.T) {
 	e := newEnv(t)
 	var c counter
-	p := e.start(e.nc, NewRequest(1, 10*time.Second, false, 0, Priority{}), &c)
+	p := e.start(e.nc, NewRequest(1, 10*time.Second, 0, Priority{}), &c)
 	e.waiting(1)
 	other := make(chan struct{})
 	close(other)
@@ -78,7 +78,7 @@ func TestNextReturnsWhenOtherFires(t *testing.T) {
 func TestOnMessageIsCalledForEachMessage(t *testing.T) {
 	e := newEnv(t)
 	var c counter
-	p := e.start(e.nc, NewRequest(2, 10*time.Second, false, 0, Priority{}), &c)
+	p := e.start(e.nc, NewRequest(2, 10*time.Second, 0, Priority{}), &c)
 	e.waiting(1)
 	var heard atomic.Int32
 	p.OnMessage(func() { heard.Add(1) })

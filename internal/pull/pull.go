@@ -66,8 +66,8 @@ const PinHeader = "Nats-Pin-Id"
 
 // NewRequest shapes a pull that waits up to wait: at least ImmediateExpiry,
 // and with idle heartbeats when it is long enough to need them.
-func NewRequest(batch int, wait time.Duration, noWait bool, maxBytes int64, pri Priority) Request {
-	r := Request{Batch: batch, NoWait: noWait, MaxBytes: maxBytes, Expires: max(wait, ImmediateExpiry), Priority: pri}
+func NewRequest(batch int, wait time.Duration, maxBytes int64, pri Priority) Request {
+	r := Request{Batch: batch, MaxBytes: maxBytes, Expires: max(wait, ImmediateExpiry), Priority: pri}
 	if r.Expires >= 4*ImmediateExpiry {
 		r.Heartbeat = min(r.Expires/2, MaxHeartbeat)
 	}

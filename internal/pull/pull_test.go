@@ -130,7 +130,7 @@ func TestPullEndsWhenTheBatchIsFilled(t *testing.T) {
 	e.publish(3, []byte("x"))
 	var c counter
 	before := time.Now()
-	p := e.start(e.nc, NewRequest(2, 5*time.Second, false, 0, Priority{}), &c)
+	p := e.start(e.nc, NewRequest(2, 5*time.Second, 0, Priority{}), &c)
 	msgs, took, err := await(t, p)
 	after := time.Now()
 	if err != nil {
@@ -169,7 +169,7 @@ func TestPullEndsWhenTheBatchIsFilled(t *testing.T) {
 func TestNoWaitPullOnAnEmptyConsumerEndsWithNoMessages(t *testing.T) {
 	e := newEnv(t)
 	var c counter
-	p := e.start(e.nc, NewRequest(1, 0, true, 0, Priority{}), &c)
+	p := e.start(e.nc, noWait(NewRequest(1, 0, 0, Priority{})), &c)
 	msgs, took, err := await(t, p)
 	if !errors.Is(err, jetstream.ErrNoMessages) {
 		t.Fatalf("await: %v, want ErrNoMessages", err)
@@ -188,7 +188,7 @@ func TestNoWaitPullReturnsWhatIsAvailableAndEnds(t *testing.T) {
 	e := newEnv(t)
 	e.publish(2, []byte("x"))
 	var c counter
-	p := e.start(e.nc, NewRequest(5, 10*time.Second, true, 0, Priority{}), &c)
+	p := e.start(e.nc, noWait(NewRequest(5, 10*time.Second, 0, Priority{})), &c)
 	msgs, took, err := await(t, p)
 	if !errors.Is(err, jetstream.ErrNoMessages) {
 		t.Fatalf("await: %v, want ErrNoMessages after what was available", err)
@@ -205,7 +205,7 @@ func TestNoWaitPullReturnsWhatIsAvailableAndEnds(t *testing.T) {
 func TestWaitingPullEndsWhenAMessageArrives(t *testing.T) {
 	e := newEnv(t)
 	var c counter
-	p := e.start(e.nc, NewRequest(1, 2*time.Second, false, 0, Priority{}), &c)
+	p := e.start(e.nc, NewRequest(1, 2*time.Second, 0, Priority{}), &c)
 	e.waiting(1)
 	published := time.Now()
 	e.publish(1, []byte("x"))
@@ -230,7 +230,7 @@ func TestNextReturnsOnCancelAndThePullStaysOpen(t *testing.T) {
 	var c counter
 	const expires = 2 * time.Second
 	before := time.Now()
-	p := e.start(e.nc, NewRequest(2, expires, false, 0, Priority{}), &c)
+	p := e.start(e.nc, NewRequest(2, expires, 0, Priority{}), &c)
 	e.waiting(1)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -294,7 +294,7 @@ func TestReleaseIsCalledOncePerPull(t *testing.T) {
 		e := newEnv(t)
 		e.publish(2, []byte("x"))
 		var c counter
-		p := e.start(e.nc, NewRequest(1, 5*time.Second, false, 0, Priority{}), &c)
+		p := e.start(e.nc, NewRequest(1, 5*time.Second, 0, Priority{}), &c)
 		if msgs, _, err := await(t, p); err != nil || len(msgs) != 1 {
 			t.Fatalf("await: %d, %v", len(msgs), err)
 		}
@@ -312,7 +312,7 @@ func TestReleaseIsCalledOncePerPull(t *testing.T) {
 	t.Run("status", func(t *testing.T) {
 		e := newEnv(t)
 		var c counter
-		p := e.start(e.nc, NewRequest(1, 0, true, 0, Priority{}), &c)
+		p := e.start(e.nc, noWait(NewRequest(1, 0, 0, Priority{})), &c)
 		if _, _, err := await(t, p); !errors.Is(err, jetstream.ErrNoMessages) {
 			t.Fatalf("await: %v", err)
 		}
@@ -331,7 +331,7 @@ func TestReleaseIsCalledOncePerPull(t *testing.T) {
 		var c counter
 		const expires = 5 * time.Second
 		before := time.Now()
-		p := e.start(e.nc, NewRequest(1, expires, false, 0, Priority{}), &c)
+		p := e.start(e.nc, NewRequest(1, expires, 0, Priority{}), &c)
 		e.waiting(1)
 		if _, ended, _ := p.Take(time.Now()); ended || c.calls() != 0 {
 			t.Fatalf("Take within the expiry: ended %v, %d releases", ended, c.calls())
@@ -364,6 +364,12 @@ func TestReleaseIsCalledOncePerPull(t *testing.T) {
 	})
 }
 
+// noWait is r asking for what is available now.
+func noWait(r Request) Request {
+	r.NoWait = true
+	return r
+}
+
 // (f) How long a pull waits and how often the server must show it is alive.
 func TestNewRequest(t *testing.T) {
 	tests := []struct {
@@ -382,14 +388,14 @@ func TestNewRequest(t *testing.T) {
 		{30 * time.Second, 30 * time.Second, MaxHeartbeat},
 	}
 	for _, tt := range tests {
-		r := NewRequest(7, tt.wait, true, 4096, Priority{})
-		want := Request{Batch: 7, Expires: tt.expires, NoWait: true, MaxBytes: 4096, Heartbeat: tt.hearbeat}
+		r := NewRequest(7, tt.wait, 4096, Priority{})
+		want := Request{Batch: 7, Expires: tt.expires, MaxBytes: 4096, Heartbeat: tt.hearbeat}
 		if r != want {
-			t.Errorf("NewRequest(7, %v, true, 4096, Priority{}) = %+v, want %+v", tt.wait, r, want)
+			t.Errorf("NewRequest(7, %v, 4096, Priority{}) = %+v, want %+v", tt.wait, r, want)
 		}
 	}
-	if r := NewRequest(1, time.Second, false, 0, Priority{}); r.NoWait || r.MaxBytes != 0 || r.Batch != 1 {
-		t.Errorf("NewRequest(1, 1s, false, 0, Priority{}) = %+v", r)
+	if r := NewRequest(1, time.Second, 0, Priority{}); r.NoWait || r.MaxBytes != 0 || r.Batch != 1 {
+		t.Errorf("NewRequest(1, 1s, 0, Priority{}) = %+v", r)
 	}
 }
 
@@ -425,7 +431,7 @@ func TestLostServerEndsNextWithNoHeartbeat(t *testing.T) {
 	proxy := natstest.StartProxy(t, e.ns.Addr().String())
 	pnc := natstest.Connect(t, e.ns, nats.DontRandomize(), nats.SetCustomDialer(proxyDialer{proxy.Addr}))
 	var c counter
-	req := NewRequest(1, 25*time.Second, false, 0, Priority{})
+	req := NewRequest(1, 25*time.Second, 0, Priority{})
 	if req.Heartbeat != MaxHeartbeat {
 		t.Fatalf("heartbeat %v, want %v", req.Heartbeat, MaxHeartbeat)
 	}
@@ -458,7 +464,7 @@ func TestLostServerEndsNextWithoutHeartbeats(t *testing.T) {
 	pnc := natstest.Connect(t, e.ns, nats.DontRandomize(), nats.SetCustomDialer(proxyDialer{proxy.Addr}))
 	// The proxy goes dark before the pull reaches the server.
 	proxy.Blackhole()
-	req := NewRequest(1, 4*ImmediateExpiry-time.Millisecond, false, 0, Priority{})
+	req := NewRequest(1, 4*ImmediateExpiry-time.Millisecond, 0, Priority{})
 	if req.Heartbeat != 0 {
 		t.Fatalf("heartbeat %v, want none", req.Heartbeat)
 	}
@@ -497,7 +503,7 @@ func TestStartWhenNotConnected(t *testing.T) {
 			t.Fatal(err)
 		}
 		var c counter
-		_, err = Start(nc, testStream, testConsumer, NewRequest(1, time.Second, false, 0, Priority{}), c.release)
+		_, err = Start(nc, testStream, testConsumer, NewRequest(1, time.Second, 0, Priority{}), c.release)
 		if !errors.Is(err, errs.ErrUnavailable) {
 			t.Fatalf("Start while reconnecting: %v, want ErrUnavailable", err)
 		}
@@ -513,7 +519,7 @@ func TestStartWhenNotConnected(t *testing.T) {
 		nc := natstest.Connect(t, ns)
 		nc.Close()
 		var c counter
-		if _, err := Start(nc, testStream, testConsumer, NewRequest(1, time.Second, false, 0, Priority{}), c.release); !errors.Is(err, errs.ErrUnavailable) {
+		if _, err := Start(nc, testStream, testConsumer, NewRequest(1, time.Second, 0, Priority{}), c.release); !errors.Is(err, errs.ErrUnavailable) {
 			t.Fatalf("Start on a closed connection: %v, want ErrUnavailable", err)
 		}
 		if c.calls() != 0 {
@@ -529,7 +535,7 @@ func TestServerStatusesEndPulls(t *testing.T) {
 	t.Run("max batch", func(t *testing.T) {
 		e := newEnv(t, func(c *jetstream.ConsumerConfig) { c.MaxRequestBatch = 10 })
 		var c counter
-		p := e.start(e.nc, NewRequest(11, time.Second, false, 0, Priority{}), &c)
+		p := e.start(e.nc, NewRequest(11, time.Second, 0, Priority{}), &c)
 		_, _, err := await(t, p)
 		var se *StatusError
 		if !errors.Is(err, ErrRefused) || !errors.As(err, &se) {
@@ -546,7 +552,7 @@ func TestServerStatusesEndPulls(t *testing.T) {
 		e := newEnv(t)
 		e.publish(1, make([]byte, 1000))
 		var c counter
-		p := e.start(e.nc, NewRequest(1, 5*time.Second, false, 100, Priority{}), &c)
+		p := e.start(e.nc, NewRequest(1, 5*time.Second, 100, Priority{}), &c)
 		if _, _, err := await(t, p); !errors.Is(err, jetstream.ErrMaxBytesExceeded) {
 			t.Fatalf("await: %v, want ErrMaxBytesExceeded", err)
 		}
@@ -554,7 +560,7 @@ func TestServerStatusesEndPulls(t *testing.T) {
 	t.Run("consumer deleted", func(t *testing.T) {
 		e := newEnv(t)
 		var c counter
-		p := e.start(e.nc, NewRequest(1, 10*time.Second, false, 0, Priority{}), &c)
+		p := e.start(e.nc, NewRequest(1, 10*time.Second, 0, Priority{}), &c)
 		e.waiting(1)
 		if err := e.js.DeleteConsumer(e.ctx(), testStream, testConsumer); err != nil {
 			t.Fatal(err)
@@ -581,7 +587,7 @@ func TestServerStatusesEndPulls(t *testing.T) {
 		}
 		e.waiting(1)
 		// Without heartbeats the server says why it refuses.
-		req := NewRequest(1, 4*ImmediateExpiry-time.Millisecond, false, 0, Priority{})
+		req := NewRequest(1, 4*ImmediateExpiry-time.Millisecond, 0, Priority{})
 		var c counter
 		p := e.start(e.nc, req, &c)
 		if _, _, err := await(t, p); !errors.Is(err, ErrExceededMaxWaiting) {
@@ -593,7 +599,7 @@ func TestServerStatusesEndPulls(t *testing.T) {
 		e.publish(2, []byte("x"))
 		// One delivery holds the only ack-pending place...
 		var c1 counter
-		if msgs, _, err := await(t, e.start(e.nc, NewRequest(1, time.Second, false, 0, Priority{}), &c1)); err != nil || len(msgs) != 1 {
+		if msgs, _, err := await(t, e.start(e.nc, NewRequest(1, time.Second, 0, Priority{}), &c1)); err != nil || len(msgs) != 1 {
 			t.Fatalf("first pull: %d, %v", len(msgs), err)
 		}
 		// ...so a pull for more waits on the server with nothing to get...
@@ -610,7 +616,7 @@ func TestServerStatusesEndPulls(t *testing.T) {
 		e.waiting(1)
 		// ...and a no_wait pull behind it is refused.
 		var c counter
-		p := e.start(e.nc, NewRequest(1, time.Second, true, 0, Priority{}), &c)
+		p := e.start(e.nc, noWait(NewRequest(1, time.Second, 0, Priority{})), &c)
 		if _, _, err := await(t, p); !errors.Is(err, ErrRequestsPending) {
 			t.Fatalf("await: %v, want ErrRequestsPending", err)
 		}
@@ -649,7 +655,7 @@ func TestBatchCompletedAheadOfItsMessagesWaitsForThem(t *testing.T) {
 	respondAsACluster(t, natstest.Connect(t, ns), "REORDERED", "short", 2)
 
 	var c counter
-	p, err := Start(nc, "REORDERED", "all", NewRequest(3, 5*time.Second, false, 0, Priority{}), c.release)
+	p, err := Start(nc, "REORDERED", "all", NewRequest(3, 5*time.Second, 0, Priority{}), c.release)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -662,7 +668,7 @@ func TestBatchCompletedAheadOfItsMessagesWaitsForThem(t *testing.T) {
 	}
 
 	var c2 counter
-	p, err = Start(nc, "REORDERED", "short", NewRequest(3, 5*time.Second, false, 0, Priority{}), c2.release)
+	p, err = Start(nc, "REORDERED", "short", NewRequest(3, 5*time.Second, 0, Priority{}), c2.release)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ type job struct {
 	d          *consumer.Delivery
 	failedAt   time.Time     // its last retryable failure; zero: none
 	retryAfter time.Duration // the endpoint's Retry-After at that failure; 0: none
+	retry      bool          // the retrier took it: its failure grows the delay
 }
 
 // flow decides who pushes what. Up, every worker takes the next job. A
@@ -83,6 +84,7 @@ func (f *flow) next() *job {
 	j := f.queue[0]
 	f.queue = f.queue[1:]
 	f.inFlight++
+	j.retry = false
 	return j
 }
 
@@ -116,6 +118,7 @@ func (f *flow) take(j *job) bool {
 				*list = append((*list)[:i], (*list)[i+1:]...)
 				f.inFlight++
 				f.probeQueued = !f.probeQueued
+				j.retry = true
 				return true
 			}
 		}
@@ -155,14 +158,14 @@ func (f *flow) succeeded(started time.Time) (own []*job) {
 
 // failedRetryable keeps j for a verdict and reports whether the endpoint is
 // now held back.
-func (f *flow) failedRetryable(j *job, at time.Time, wasRetry bool) (held bool) {
+func (f *flow) failedRetryable(j *job, at time.Time) (held bool) {
 	defer f.poke()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.inFlight--
 	j.failedAt, f.lastFail = at, at
 	f.failed = append(f.failed, j)
-	if wasRetry {
+	if j.retry {
 		// A retry's failure does not count: one message failing again and
 		// again is no sign that the endpoint is down.
 		f.delay = min(f.delay*2, f.retryMax)
@@ -178,16 +181,24 @@ func (f *flow) failedRetryable(j *job, at time.Time, wasRetry bool) (held bool) 
 	return f.held
 }
 
-// done records a push whose message is settled otherwise: Term, Nak with
-// the endpoint's delay (answered: the endpoint is reachable, so it is held
-// back no more), or dropped.
-func (f *flow) done(answered bool) {
+// answered records a push the endpoint answered with a verdict other than
+// success (its message terminated): the endpoint is reachable, so it is
+// held back no more.
+func (f *flow) answered() {
 	f.mu.Lock()
 	f.inFlight--
-	if answered {
-		f.streak = 0
-		f.unholdLocked()
-	}
+	f.streak = 0
+	f.unholdLocked()
+	f.mu.Unlock()
+	f.cond.Broadcast()
+	f.poke()
+}
+
+// dropped records a push that ended with no answer to count: its message
+// terminated for a fault of its own, or the push was abandoned.
+func (f *flow) dropped() {
+	f.mu.Lock()
+	f.inFlight--
 	f.mu.Unlock()
 	f.cond.Broadcast()
 	f.poke()

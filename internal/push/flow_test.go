@@ -22,7 +22,7 @@ func heldBack() (f *flow, js []*job) {
 		f.add(j)
 	}
 	for range 3 {
-		f.failedRetryable(f.next(), time.Now(), false)
+		f.failedRetryable(f.next(), time.Now())
 	}
 	return f, js
 }
@@ -39,7 +39,7 @@ func TestAnAnswerEndsTheHold(t *testing.T) {
 	if !ok || !f.take(j) {
 		t.Fatal("nothing to try while held")
 	}
-	f.done(true) // answered 422: terminated
+	f.answered() // 422: terminated
 	if _, held := f.state(); held {
 		t.Fatal("still held after the endpoint answered")
 	}
@@ -54,13 +54,13 @@ func TestOneMessageFailingAgainDoesNotHold(t *testing.T) {
 	f := newFlow(time.Millisecond, time.Second)
 	f.add(jobs(1)[0])
 	j := f.next()
-	f.failedRetryable(j, time.Now(), false)
+	f.failedRetryable(j, time.Now())
 	for range 5 {
 		r, _, ok := f.retryDue()
 		if !ok || !f.take(r) {
 			t.Fatal("the failed job is not tried again")
 		}
-		f.failedRetryable(r, time.Now(), true)
+		f.failedRetryable(r, time.Now())
 	}
 	if _, held := f.state(); held {
 		t.Fatal("held back by one message's failures")
@@ -78,7 +78,7 @@ func TestHeldBackTriesAQueuedJobToo(t *testing.T) {
 			t.Fatal("nothing to try while held")
 		}
 		seen[r] = true
-		f.failedRetryable(r, time.Now(), true)
+		f.failedRetryable(r, time.Now())
 	}
 	if !seen[js[3]] {
 		t.Fatal("the queued job was never tried while held")

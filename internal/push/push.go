@@ -145,7 +145,7 @@ func (p *Pusher) Run(ctx context.Context) {
 		go func() {
 			defer p.workers.Done()
 			for j := p.flow.next(); j != nil; j = p.flow.next() {
-				p.push(ctx, j, false)
+				p.push(ctx, j)
 			}
 		}()
 	}
@@ -228,7 +228,7 @@ func (p *Pusher) retrier(ctx context.Context) {
 		}
 		if ok && wait <= 0 {
 			if p.flow.take(j) {
-				p.push(ctx, j, true)
+				p.push(ctx, j)
 			}
 			continue
 		}
@@ -244,7 +244,7 @@ func (p *Pusher) retrier(ctx context.Context) {
 }
 
 // push sends j once and acts on the answer.
-func (p *Pusher) push(ctx context.Context, j *job, retried bool) {
+func (p *Pusher) push(ctx context.Context, j *job) {
 	started := time.Now()
 	p.m.inFlight.Inc()
 	a := p.send(ctx, j.d, started)
@@ -261,10 +261,11 @@ func (p *Pusher) push(ctx context.Context, j *job, retried bool) {
 		}
 	case terminate:
 		p.m.requests.terminated.Inc()
-		answered := a.status != 0
-		p.flow.done(answered)
-		if answered {
+		if a.status != 0 {
+			p.flow.answered()
 			p.up.answered()
+		} else {
+			p.flow.dropped()
 		}
 		p.failed(a.err)
 		p.settle(ctx, lease.OpTerm, []*consumer.Delivery{j.d}, settle.Args{Reason: fmt.Sprintf("HTTP %d", a.status)})
@@ -272,11 +273,11 @@ func (p *Pusher) push(ctx context.Context, j *job, retried bool) {
 		p.m.requests.retried.Inc()
 		p.failed(a.err)
 		j.retryAfter = a.delay
-		if p.flow.failedRetryable(j, time.Now(), retried) {
+		if p.flow.failedRetryable(j, time.Now()) {
 			p.up.wentDown(a.err)
 		}
 	case abandoned:
-		p.flow.done(false)
+		p.flow.dropped()
 	}
 }
 

@@ -59,7 +59,7 @@ func TestASuccessResetsTheDelay(t *testing.T) {
 	for range 3 { // the probe failing again: its delay grows
 		j, _, _ := f.retryDue()
 		f.take(j)
-		f.failedRetryable(j, time.Now(), true)
+		f.failedRetryable(j, time.Now())
 	}
 	if f.delay != 8*time.Millisecond {
 		t.Fatalf("held back, the delay after three failed probes is %v, want 8ms", f.delay)
@@ -81,9 +81,9 @@ func TestOnlyFailuresBeforeASuccessAreOwn(t *testing.T) {
 		f.add(j)
 	}
 	a, b, c := f.next(), f.next(), f.next()
-	f.failedRetryable(a, time.Now(), false)
+	f.failedRetryable(a, time.Now())
 	started := time.Now()
-	f.failedRetryable(b, started.Add(time.Millisecond), false)
+	f.failedRetryable(b, started.Add(time.Millisecond))
 	own := f.succeeded(started)
 	if len(own) != 1 || own[0] != a {
 		t.Fatalf("own failures %v, want the one before the success", own)
