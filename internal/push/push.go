@@ -103,8 +103,12 @@ func newTransport(cfg Config, tlsCfg *tls.Config, trc *tracing.Tracing) (*http.T
 		IdleConnTimeout:       90 * time.Second,
 		MaxIdleConns:          cfg.Concurrency + 1,
 		MaxIdleConnsPerHost:   cfg.Concurrency + 1,
-		ForceAttemptHTTP2:     true, // h2 where the endpoint's TLS offers it
-		Protocols:             protocols(cfg),
+		// A push waits for a connection a finished one gives back rather
+		// than dialing another: the endpoint sees at most one connection
+		// per push in flight.
+		MaxConnsPerHost:   cfg.Concurrency,
+		ForceAttemptHTTP2: true, // h2 where the endpoint's TLS offers it
+		Protocols:         protocols(cfg),
 	}
 	var transport http.RoundTripper = t
 	if trc.On() {
