@@ -9,7 +9,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 py=/usr/bin/python3
 
-need="python3-grpcio python3-protobuf python3-pytest protobuf-compiler protobuf-compiler-grpc"
+# libprotobuf-dev holds the well-known types (google/protobuf/*.proto) protoc
+# reads from /usr/include.
+need="python3-grpcio python3-protobuf python3-pytest protobuf-compiler protobuf-compiler-grpc libprotobuf-dev"
 missing=""
 for p in $need; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
