@@ -54,7 +54,7 @@ func Run(ctx context.Context, o Options) error {
 	if err := cfg.PastPause(time.Now()); err != nil {
 		log.Warn("pause_until has passed", "error", err)
 	}
-	p := &process{cfg: cfg, log: log, health: health.NewServer(), streams: o.StreamsPerConnection}
+	p := &process{cfg: cfg, log: log, health: health.NewServer(), streams: o.StreamsPerConnection, stall: o.ConsumeWriteStall}
 	defer p.close()
 	if err := p.startTracing(ctx, o.TracerProvider); err != nil {
 		return err
@@ -77,8 +77,10 @@ type process struct {
 	log    *slog.Logger
 	health *health.Server
 	addrs  Addrs
-	// streams caps the RPCs one gRPC caller's connection runs at once.
+	// streams caps the RPCs one gRPC caller's connection runs at once;
+	// stall, the wait of one write of a REST Consume stream.
 	streams uint32
+	stall   time.Duration
 
 	grpcLis, httpLis net.Listener
 	nc               *nats.Conn
@@ -187,7 +189,7 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 	p.innerLis = bufconn.Listen(1 << 20)
 	p.onClose(func() { _ = p.innerLis.Close() })
 	p.inner = grpc.NewServer(opts...)
-	server.Register(p.inner, p.replica, p.log)
+	server.Register(p.inner, p.replica, p.log, p.stall)
 	// A gRPC caller's connection runs at most 1024 RPCs at once, and one
 	// that stops reading (its answers queued unsent) is closed once it
 	// leaves a ping unanswered: what it held is freed within a minute.
@@ -200,7 +202,7 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 		opts = append(opts, grpc.Creds(credentials.NewTLS(p.tls)))
 	}
 	p.public = grpc.NewServer(opts...)
-	server.Register(p.public, p.replica, p.log)
+	server.Register(p.public, p.replica, p.log, p.stall)
 	p.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(p.public, p.health)
 	if config.On(p.cfg.Listen.Reflection) {
@@ -214,7 +216,7 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 	return p.buildREST(ctx, gateway.Options{
 		Consumer: localConsumer, Stream: localStream, Metrics: metrics,
 		Auth: authn, Assert: assert, Denied: guard.DeniedHTTP,
-		Console: p.cfg.Console.Enabled,
+		Console: p.cfg.Console.Enabled, WriteStall: p.stall,
 	})
 }
 

@@ -38,6 +38,10 @@ type Options struct {
 	// at once; 0 is 1024. Tests lower it to prove a cap without opening a
 	// thousand connections.
 	StreamsPerConnection uint32
+	// ConsumeWriteStall bounds how long one response of a Consume stream,
+	// REST or gRPC, waits for its caller to read; 0 is 30s. Tests shorten
+	// it.
+	ConsumeWriteStall time.Duration
 }
 
 // Addrs are the addresses a running process listens on.

@@ -5,6 +5,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -73,6 +75,9 @@ type Options struct {
 	CORSOrigins []string
 	// Console serves the operator console at /console (console.go).
 	Console bool
+	// WriteStall bounds how long one write of a Consume stream waits for
+	// its caller to read; 0 is DefaultWriteStall.
+	WriteStall time.Duration
 	// Consumer and Stream, if set, serve the unary RPCs in process, through
 	// the same interceptor chain as gRPC (server.InProcess), without the
 	// encoding and transport of a gRPC hop. Consume, a stream, still takes
@@ -130,7 +135,7 @@ func New(ctx context.Context, o Options) (*REST, error) {
 		_ = conn.Close()
 		return nil, err
 	}
-	root.Handle("/", cors(o.CORSOrigins, authn(routes.routes(requireJSON(limitBody(streaming(calls), o.MaxBodyBytes))))))
+	root.Handle("/", cors(o.CORSOrigins, authn(routes.routes(requireJSON(limitBody(streaming(calls, cmp.Or(o.WriteStall, DefaultWriteStall)), o.MaxBodyBytes))))))
 	return &REST{Handler: root, conn: conn}, nil
 }
 

@@ -6,31 +6,32 @@ import (
 	"time"
 )
 
-// consumeWriteStall is how long one write of a Consume stream may wait for
+// DefaultWriteStall is how long one write of a Consume stream may wait for
 // its caller to read: a caller that reads nothing for that long is gone,
 // and its stream ends (its leases go back) rather than hold its memory.
-const consumeWriteStall = 30 * time.Second
+const DefaultWriteStall = 30 * time.Second
 
 // streaming replaces the server's write timeout, for a Consume, whose answer
-// is a stream that lasts as long as its caller wants it, by a deadline on
-// each write (its heartbeats show it is alive).
-func streaming(next http.Handler) http.Handler {
+// is a stream that lasts as long as its caller wants it, by a deadline of
+// stall on each write (its heartbeats show it is alive).
+func streaming(next http.Handler, stall time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, ":consume") {
-			w = stallWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
+			w = stallWriter{ResponseWriter: w, rc: http.NewResponseController(w), stall: stall}
 			w.(stallWriter).extend()
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// stallWriter gives each write of a stream consumeWriteStall.
+// stallWriter gives each write of a stream its stall.
 type stallWriter struct {
 	http.ResponseWriter
-	rc *http.ResponseController
+	rc    *http.ResponseController
+	stall time.Duration
 }
 
-func (s stallWriter) extend() { _ = s.rc.SetWriteDeadline(time.Now().Add(consumeWriteStall)) }
+func (s stallWriter) extend() { _ = s.rc.SetWriteDeadline(time.Now().Add(s.stall)) }
 
 func (s stallWriter) Write(b []byte) (int, error) {
 	s.extend()

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -27,11 +28,13 @@ func (s *consumerService) Consume(req *jetgatev1.ConsumeRequest, out grpc.Server
 	ctx := out.Context()
 	cr.Principal = auth.Principal(ctx)
 	pin := cr.Priority.PinID
+	g := newStallGuard(out, s.lim.SendStall)
+	defer g.close()
 	err = s.replica.Consume(ctx, req.GetStream(), req.GetConsumer(), cr, func(ds []*consumer.Delivery) error {
 		if p := consumer.PinOf(ds); p != "" {
 			pin = p
 		}
-		return out.Send(&jetgatev1.ConsumeResponse{Messages: wire.Messages(ds), PinId: pin})
+		return g.send(&jetgatev1.ConsumeResponse{Messages: wire.Messages(ds), PinId: pin})
 	})
 	if err != nil {
 		return s.status(err)
@@ -71,3 +74,42 @@ func validateConsume(req *jetgatev1.ConsumeRequest, lim Limits) (consumer.Consum
 	}
 	return cr, nil
 }
+
+// DefaultSendStall is how long one response of a Consume stream may wait
+// for its caller to read.
+const DefaultSendStall = 30 * time.Second
+
+// stallGuard sends a Consume stream's responses on a goroutine of its own,
+// so that a caller that reads nothing for stall ends its stream (its leases
+// go back) rather than hold it: gRPC's flow control bounds how much waits
+// unsent, not for how long. The stream's end unblocks a Send left waiting.
+type stallGuard struct {
+	out   grpc.ServerStreamingServer[jetgatev1.ConsumeResponse]
+	stall time.Duration
+	req   chan *jetgatev1.ConsumeResponse
+	res   chan error
+}
+
+func newStallGuard(out grpc.ServerStreamingServer[jetgatev1.ConsumeResponse], stall time.Duration) *stallGuard {
+	g := &stallGuard{out: out, stall: stall, req: make(chan *jetgatev1.ConsumeResponse), res: make(chan error, 1)}
+	go func() {
+		for m := range g.req {
+			g.res <- g.out.Send(m)
+		}
+	}()
+	return g
+}
+
+func (g *stallGuard) send(m *jetgatev1.ConsumeResponse) error {
+	g.req <- m
+	t := time.NewTimer(g.stall)
+	defer t.Stop()
+	select {
+	case err := <-g.res:
+		return err
+	case <-t.C:
+		return fmt.Errorf("the caller read nothing for %v: %w", g.stall, context.DeadlineExceeded)
+	}
+}
+
+func (g *stallGuard) close() { close(g.req) }

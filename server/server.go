@@ -39,18 +39,23 @@ type Limits struct {
 	MaxBatch    int
 	MaxExpires  time.Duration
 	MaxNakDelay time.Duration // 0: no bound
+	SendStall   time.Duration // how long one Consume response waits to be read
 }
 
 // Register adds jetgate's services, backed by the replica r, to s. Errors
-// the callers do not see in full are logged to log.
-func Register(s *grpc.Server, r *core.Replica, log *slog.Logger) {
+// the callers do not see in full are logged to log. A Consume response
+// waits at most stall for its caller to read; 0 is DefaultSendStall.
+func Register(s *grpc.Server, r *core.Replica, log *slog.Logger, stall time.Duration) {
 	c, st := services(r, log)
+	if stall > 0 {
+		c.lim.SendStall = stall
+	}
 	jetgatev1.RegisterConsumerServiceServer(s, c)
 	jetgatev1.RegisterStreamServiceServer(s, st)
 }
 
 func services(r *core.Replica, log *slog.Logger) (*consumerService, *streamService) {
-	lim := Limits{MaxBatch: r.MaxBatch(), MaxExpires: r.MaxExpires(), MaxNakDelay: r.MaxNakDelay()}
+	lim := Limits{MaxBatch: r.MaxBatch(), MaxExpires: r.MaxExpires(), MaxNakDelay: r.MaxNakDelay(), SendStall: DefaultSendStall}
 	e := edge{log: log}
 	return &consumerService{edge: e, replica: r, list: r, lim: lim}, &streamService{edge: e, replica: r, list: r}
 }

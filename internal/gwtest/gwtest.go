@@ -48,7 +48,7 @@ func Start(t testing.TB, o core.Options, opts ...grpc.ServerOption) *Replica {
 		t.Fatalf("replica: %v", err)
 	}
 	gs := grpc.NewServer(opts...)
-	server.Register(gs, gw, o.Logger)
+	server.Register(gs, gw, o.Logger, 0)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

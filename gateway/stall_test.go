@@ -1,0 +1,111 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/app"
+)
+
+// A REST Consume whose caller sends its request and then reads nothing ends
+// once a write has waited the stall out: its leases go back at once (not
+// after ack_wait, 30s here), rather than the stream holding them and the
+// unread messages in the gateway's memory for as long as the caller keeps
+// the connection.
+func TestRESTConsumeOfACallerThatReadsNothingEnds(t *testing.T) {
+	a := startApp(t, func(o *app.Options) { o.ConsumeWriteStall = time.Second })
+	publishBig(t, a)
+	conn, err := net.Dial("tcp", a.HTTP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.(*net.TCPConn).SetReadBuffer(4096); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"maxMessages":100,"heartbeat":"0.2s"}`
+	if _, err := fmt.Fprintf(conn, "POST %s:consume HTTP/1.1\r\nHost: jetgate\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		consumerPath, len(body), body); err != nil {
+		t.Fatal(err)
+	}
+
+	leasesComeBack(t, a)
+}
+
+// The same of a gRPC caller that opens a Consume and never receives: gRPC's
+// flow control stops the gateway's sends once the stream's window is full,
+// and the stall ends the stream.
+func TestGRPCConsumeOfACallerThatReadsNothingEnds(t *testing.T) {
+	a := startApp(t, func(o *app.Options) { o.ConsumeWriteStall = time.Second })
+	publishBig(t, a)
+	// A fixed window (no growth with the bandwidth), as a slow caller has.
+	conn, err := grpc.NewClient(a.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(1<<16), grpc.WithInitialConnWindowSize(1<<16),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	if _, err := jetgatev1.NewConsumerServiceClient(conn).Consume(ctx, &jetgatev1.ConsumeRequest{
+		Stream: "ORDERS", Consumer: "billing", MaxMessages: 100, Heartbeat: durationpb.New(200 * time.Millisecond)}); err != nil {
+		t.Fatal(err)
+	}
+	leasesComeBack(t, a)
+}
+
+const bigMessages = 8 // 8 × 900 KB is more than a socket's buffers and a gRPC window
+
+func publishBig(t *testing.T, a app.Addrs) {
+	nc, err := nats.Connect(a.NATS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	data := bytes.Repeat([]byte("z"), 900_000)
+	for range bigMessages {
+		if _, err := js.Publish(t.Context(), "orders.big", data); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// leasesComeBack fetches every message: the stalled stream's leases come
+// back well before ack_wait, with the messages it never took.
+func leasesComeBack(t *testing.T, a app.Addrs) {
+	const n = bigMessages
+	c := newREST(t, a)
+	got, returned := 0, 0 // returned: delivered before, to the stalled stream
+	for deadline := time.Now().Add(20 * time.Second); got < n && time.Now().Before(deadline); {
+		f := c.post(consumerPath+":fetch", `{"batch":1,"expires":"5s"}`)
+		if f.status != 200 {
+			t.Fatalf("fetch: %d %.200s", f.status, f.raw)
+		}
+		ms, _ := f.body["messages"].([]any)
+		for _, m := range ms {
+			msg := obj(t, m, "message")
+			if obj(t, msg["metadata"], "metadata")["numDelivered"] != "1" {
+				returned++
+			}
+			got++
+			tok, _ := msg["token"].(string)
+			noFailures(t, c.post(consumerPath+":ack", map[string]any{"tokens": []string{tok}}), "ack")
+		}
+	}
+	if got < n || returned == 0 {
+		t.Fatalf("%d of %d messages within 20s, %d of them the stalled Consume's (ack_wait is 30s)", got, n, returned)
+	}
+}
