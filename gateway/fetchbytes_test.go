@@ -1,12 +1,8 @@
 package gateway_test
 
 import (
-	"bytes"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/internal/natstest"
 )
@@ -17,18 +13,7 @@ import (
 func TestRESTFetchReturnsWhatFitsAndKeepsTheRest(t *testing.T) {
 	a := startApp(t, nil)
 	c := newREST(t, a)
-	nc, err := nats.Connect(a.NATS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
-	data := bytes.Repeat([]byte("z"), 900_000)
-	for range 6 {
-		if _, err := js.Publish(t.Context(), "orders.big", data); err != nil {
-			t.Fatal(err)
-		}
-	}
+	js := publishBig(t, a, 6)
 	got := 0
 	for fetches := 0; got < 6; fetches++ {
 		if fetches == 6 {

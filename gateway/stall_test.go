@@ -25,7 +25,7 @@ import (
 // the connection.
 func TestRESTConsumeOfACallerThatReadsNothingEnds(t *testing.T) {
 	a := startApp(t, func(o *app.Options) { o.ConsumeWriteStall = time.Second })
-	publishBig(t, a)
+	publishBig(t, a, bigMessages)
 	conn, err := net.Dial("tcp", a.HTTP)
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func TestRESTConsumeOfACallerThatReadsNothingEnds(t *testing.T) {
 // and the stall ends the stream.
 func TestGRPCConsumeOfACallerThatReadsNothingEnds(t *testing.T) {
 	a := startApp(t, func(o *app.Options) { o.ConsumeWriteStall = time.Second })
-	publishBig(t, a)
+	publishBig(t, a, bigMessages)
 	// A fixed window (no growth with the bandwidth), as a slow caller has.
 	conn, err := grpc.NewClient(a.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithInitialWindowSize(1<<16), grpc.WithInitialConnWindowSize(1<<16),
@@ -68,7 +68,9 @@ func TestGRPCConsumeOfACallerThatReadsNothingEnds(t *testing.T) {
 
 const bigMessages = 8 // 8 × 900 KB is more than a socket's buffers and a gRPC window
 
-func publishBig(t *testing.T, a app.Addrs) {
+// publishBig publishes n messages of 900 KB on orders.big, and returns
+// its JetStream context.
+func publishBig(t *testing.T, a app.Addrs, n int) jetstream.JetStream {
 	nc, err := nats.Connect(a.NATS)
 	if err != nil {
 		t.Fatal(err)
@@ -76,11 +78,12 @@ func publishBig(t *testing.T, a app.Addrs) {
 	t.Cleanup(nc.Close)
 	js, _ := jetstream.New(nc)
 	data := bytes.Repeat([]byte("z"), 900_000)
-	for range bigMessages {
+	for range n {
 		if _, err := js.Publish(t.Context(), "orders.big", data); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return js
 }
 
 // leasesComeBack fetches every message: the stalled stream's leases come
