@@ -55,8 +55,9 @@ type resetWatch struct {
 	void   func()               // voids every lease
 	ids    [recentResets]string // the ids of the last resets noticed, a ring
 	next   int
-	// byDelivery: the last reset noticed was shown by a delivery.
-	byDelivery bool
+	// unclaimed counts the resets deliveries showed whose requests have not
+	// passed yet: each may still come, late, and must not void again.
+	unclaimed int
 }
 
 // recentResets is how many reset ids a watch remembers: more than the ways
@@ -73,7 +74,7 @@ func (w *resetWatch) noticeID(id string) bool {
 	}
 	w.rememberLocked(id)
 	w.noticeLocked(true)
-	w.byDelivery = false
+	w.unclaimed = 0
 	return true
 }
 
@@ -84,15 +85,22 @@ func (w *resetWatch) noticeID(id string) bool {
 const requestLag = time.Second
 
 // noticeRequest notices the reset whose request passed, unless a delivery
-// showed a reset less than requestLag ago: that one is taken to be this
-// request's, late, and voiding again would void the leases of the
-// deliveries made after it. It reports whether it voided.
+// showed a reset less than requestLag ago whose request has not passed yet:
+// this is taken to be that request, late, and voiding again would void the
+// leases of the deliveries made after it. A second request is a second
+// reset. It reports whether it voided.
 func (w *resetWatch) noticeRequest(id string) bool {
 	w.mu.Lock()
-	shown := w.byDelivery && time.Since(w.at) < requestLag
+	if time.Since(w.at) >= requestLag {
+		w.unclaimed = 0
+	}
+	late := w.unclaimed > 0
+	if late {
+		w.unclaimed--
+		w.rememberLocked(id)
+	}
 	w.mu.Unlock()
-	if shown {
-		w.remember(id)
+	if late {
 		return false
 	}
 	return w.noticeID(id)
@@ -144,9 +152,13 @@ func (w *resetWatch) admit(m *pull.SeqMark, d delivery, add func() (reset bool))
 	defer w.mu.Unlock()
 	if w.regressed(m, d) {
 		// A pull from before a reset noticed since may show that one or a
-		// later one: the two cannot be told apart, so it counts as new.
+		// later one: the two cannot be told apart, so it counts as new, and
+		// the request of a later one voids once more when it passes. A pull
+		// of this epoch shows a reset nobody noticed: its request may come.
+		if m.Epoch == w.epoch {
+			w.unclaimed++
+		}
 		w.noticeLocked(true)
-		w.byDelivery = true
 		reset = true
 		m.Epoch, m.Floor, m.StreamFloor, m.StreamLast = w.epoch, 0, 0, 0 // the pull is past the reset now
 	}
@@ -157,7 +169,7 @@ func (w *resetWatch) admit(m *pull.SeqMark, d delivery, add func() (reset bool))
 	w.high, w.stream = max(w.high, d.cseq), max(w.stream, d.sseq)
 	if add() {
 		w.noticeLocked(false) // the table voided the others itself
-		w.byDelivery = true
+		w.unclaimed++
 		m.Epoch, m.Floor, m.StreamFloor = w.epoch, 0, 0
 		w.high, w.stream = d.cseq, d.sseq
 		reset = true

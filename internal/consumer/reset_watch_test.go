@@ -151,3 +151,45 @@ func TestAFirstDeliveryBelowTheStreamMarkIsAReset(t *testing.T) {
 		t.Fatal("an info counting stream sequence 30 delivered after 50: no reset")
 	}
 }
+
+// A reset a delivery showed may have its request pass late: that request
+// does not void again (the leases taken since are of deliveries after the
+// reset), but a second request is a second reset and voids.
+func TestALateRequestVoidsNothingAndASecondOneVoids(t *testing.T) {
+	voids := 0
+	w := newResetWatch(0, 0, true, func() { voids++ })
+	a := w.mark()
+	w.admit(&a, again(5), noReset)
+	b := w.mark() // floor 5
+	if reset, _ := w.admit(&b, again(1), noReset); !reset || voids != 1 {
+		t.Fatalf("cseq 1 on a pull with floor 5: reset %v, %d voids", reset, voids)
+	}
+	if w.noticeRequest("r1") || voids != 1 {
+		t.Fatalf("the shown reset's late request voided again (%d voids)", voids)
+	}
+	if !w.noticeRequest("r2") || voids != 2 {
+		t.Fatalf("a second reset's request, within the lag, did not void (%d voids)", voids)
+	}
+	if w.noticeRequest("r2") || voids != 2 {
+		t.Fatalf("the same request twice voided twice (%d voids)", voids)
+	}
+}
+
+// A pull from before a reset its request voided may show that reset: the
+// next request that passes is another reset, and voids.
+func TestARequestAfterAStalePullShowedAResetVoids(t *testing.T) {
+	voids := 0
+	w := newResetWatch(0, 0, true, func() { voids++ })
+	a := w.mark()
+	w.admit(&a, again(5), noReset)
+	b := w.mark() // floor 5, sent before the reset
+	if !w.noticeRequest("r1") || voids != 1 {
+		t.Fatalf("the first request: %d voids", voids)
+	}
+	if reset, _ := w.admit(&b, again(1), noReset); !reset || voids != 2 {
+		t.Fatalf("the stale pull shows the reset: reset %v, %d voids", reset, voids)
+	}
+	if !w.noticeRequest("r2") || voids != 3 {
+		t.Fatalf("the next reset's request did not void (%d voids)", voids)
+	}
+}
