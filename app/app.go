@@ -78,7 +78,7 @@ type process struct {
 	health *health.Server
 	addrs  Addrs
 	// streams caps the RPCs one gRPC caller's connection runs at once;
-	// stall, the wait of one write of a REST Consume stream.
+	// stall, how long one response of a Consume stream waits to be read.
 	streams uint32
 	stall   time.Duration
 
