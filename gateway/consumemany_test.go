@@ -63,13 +63,30 @@ func TestRESTConsumeIsNotCappedByTheInnerConnection(t *testing.T) {
 	fifth := consume(ctx)
 
 	// REST streams, three times the cap, all answer meanwhile.
+	answered := openRESTConsumes(ctx, t, a, streams)
+	natstest.Eventually(t, 30*time.Second, "every REST Consume stream answering", func() bool {
+		return answered.Load() == streams
+	})
+	select {
+	case err := <-fifth:
+		t.Fatalf("a fifth gRPC stream on a connection capped at %d ran (%v)", capped, err)
+	default:
+	}
+	endFirst()
+	if err := <-fifth; err != nil {
+		t.Fatalf("the fifth gRPC stream, once one ended: %v", err)
+	}
+}
+
+// openRESTConsumes opens n REST Consume streams until ctx ends, and counts
+// those that answered with their first line.
+func openRESTConsumes(ctx context.Context, t *testing.T, a app.Addrs, n int) *atomic.Int64 {
 	hc := &http.Client{Transport: &http.Transport{}}
-	defer hc.CloseIdleConnections()
+	t.Cleanup(hc.CloseIdleConnections)
 	var answered atomic.Int64
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	for range streams {
+	t.Cleanup(wg.Wait)
+	for range n {
 		wg.Go(func() {
 			req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+a.HTTP+consumerPath+":consume",
 				strings.NewReader(`{"maxMessages":1,"heartbeat":"0.2s"}`))
@@ -96,16 +113,5 @@ func TestRESTConsumeIsNotCappedByTheInnerConnection(t *testing.T) {
 			<-ctx.Done()
 		})
 	}
-	natstest.Eventually(t, 30*time.Second, "every REST Consume stream answering", func() bool {
-		return answered.Load() == streams
-	})
-	select {
-	case err := <-fifth:
-		t.Fatalf("a fifth gRPC stream on a connection capped at %d ran (%v)", capped, err)
-	default:
-	}
-	endFirst()
-	if err := <-fifth; err != nil {
-		t.Fatalf("the fifth gRPC stream, once one ended: %v", err)
-	}
+	return &answered
 }

@@ -35,8 +35,7 @@ func TestConsumersOnDemand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	od := core.OnDemand{Match: []core.Match{{Stream: "ORDERS", Consumer: "team-*"}}, IdleUnbind: time.Second}
-	keys := token.RandomKeyring()
-	regA := prometheus.NewRegistry()
+	keys, regA := token.RandomKeyring(), prometheus.NewRegistry()
 	a := replicaOf(t, ns, keys, core.Options{OnDemand: od, Metrics: regA})
 	b := replicaOf(t, ns, keys, core.Options{OnDemand: od})
 
@@ -72,9 +71,7 @@ func TestConsumersOnDemand(t *testing.T) {
 	if info.Config.AckWait != cfg.AckWait || info.Config.Description != cfg.Description {
 		t.Fatalf("jetgate changed the operator's consumer: %+v", info.Config)
 	}
-	bound := func() float64 {
-		return testutil.ToFloat64(gaugeOf(t, regA, "jetgate_consumers_bound", "on_demand"))
-	}
+	bound := func() float64 { return onDemand(t, regA) }
 	if n := bound(); n != 1 {
 		t.Fatalf("jetgate_consumers_bound{on_demand} = %v, want 1", n)
 	}
@@ -139,4 +136,9 @@ func TestConcurrentFirstCallsShareOneBind(t *testing.T) {
 	if n := rq.kinds["$JS.API.CONSUMER.INFO"]; n > 21 {
 		t.Fatalf("%d consumer infos for 20 concurrent first calls; want one bind and one per call", n)
 	}
+}
+
+// onDemand is jetgate_consumers_bound{source="on_demand"} in reg.
+func onDemand(t *testing.T, reg *prometheus.Registry) float64 {
+	return testutil.ToFloat64(gaugeOf(t, reg, "jetgate_consumers_bound", "on_demand"))
 }
