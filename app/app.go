@@ -3,6 +3,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -193,10 +194,7 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 	// A gRPC caller's connection runs at most 1024 RPCs at once, and one
 	// that stops reading (its answers queued unsent) is closed once it
 	// leaves a ping unanswered: what it held is freed within a minute.
-	if p.streams == 0 {
-		p.streams = 1024
-	}
-	opts = append(opts, grpc.MaxConcurrentStreams(p.streams),
+	opts = append(opts, grpc.MaxConcurrentStreams(cmp.Or(p.streams, 1024)),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 20 * time.Second}))
 	if p.tls != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(p.tls)))

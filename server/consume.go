@@ -86,12 +86,15 @@ const DefaultSendStall = 30 * time.Second
 type stallGuard struct {
 	out   grpc.ServerStreamingServer[jetgatev1.ConsumeResponse]
 	stall time.Duration
+	timer *time.Timer // one for the stream, reset for each response
 	req   chan *jetgatev1.ConsumeResponse
 	res   chan error
 }
 
 func newStallGuard(out grpc.ServerStreamingServer[jetgatev1.ConsumeResponse], stall time.Duration) *stallGuard {
-	g := &stallGuard{out: out, stall: stall, req: make(chan *jetgatev1.ConsumeResponse), res: make(chan error, 1)}
+	g := &stallGuard{out: out, stall: stall, timer: time.NewTimer(stall),
+		req: make(chan *jetgatev1.ConsumeResponse), res: make(chan error, 1)}
+	g.timer.Stop()
 	go func() {
 		for m := range g.req {
 			g.res <- g.out.Send(m)
@@ -102,12 +105,12 @@ func newStallGuard(out grpc.ServerStreamingServer[jetgatev1.ConsumeResponse], st
 
 func (g *stallGuard) send(m *jetgatev1.ConsumeResponse) error {
 	g.req <- m
-	t := time.NewTimer(g.stall)
-	defer t.Stop()
+	g.timer.Reset(g.stall)
+	defer g.timer.Stop()
 	select {
 	case err := <-g.res:
 		return err
-	case <-t.C:
+	case <-g.timer.C:
 		return fmt.Errorf("the caller read nothing for %v: %w", g.stall, context.DeadlineExceeded)
 	}
 }

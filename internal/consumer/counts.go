@@ -63,22 +63,32 @@ func (k *Counts) CountSettles(op lease.Op, outs []settle.Outcome) {
 	for _, o := range outs {
 		if o.Err == nil {
 			ok++
-			continue
 		}
-		k.mu.Lock()
-		if k.failed == nil {
-			k.failed = make(map[SettleFailure]uint64)
-		}
-		k.failed[SettleFailure{op, errs.Reason(o.Err)}]++
-		k.mu.Unlock()
 	}
 	k.Settled[op].Add(uint64(ok))
+	if ok == len(outs) {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.failed == nil {
+		k.failed = make(map[SettleFailure]uint64)
+	}
+	for _, o := range outs {
+		if o.Err != nil {
+			k.failed[SettleFailure{op, errs.Reason(o.Err)}]++
+		}
+	}
 }
 
-// Failed are the tokens not settled so far, by op and reason.
+// Failed are the tokens not settled so far, by op and reason; nil when
+// none failed (most consumers, scraped every few seconds).
 func (k *Counts) Failed() map[SettleFailure]uint64 {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if len(k.failed) == 0 {
+		return nil
+	}
 	out := make(map[SettleFailure]uint64, len(k.failed))
 	for f, n := range k.failed {
 		out[f] = n
