@@ -8,6 +8,7 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
@@ -71,8 +72,16 @@ func maxFetchBytes(n int64) func(*config)     { return func(c *config) { c.maxFe
 // with its own NATS connection and gRPC server.
 func (h *harness) startGateway() (*core.Replica, jetgatev1.ConsumerServiceClient, jetgatev1.StreamServiceClient) {
 	h.t.Helper()
+	return h.startGatewayWith(nil)
+}
+
+// startGatewayWith starts a replica as startGateway does, its metrics in
+// reg.
+func (h *harness) startGatewayWith(reg prometheus.Registerer) (*core.Replica, jetgatev1.ConsumerServiceClient, jetgatev1.StreamServiceClient) {
+	h.t.Helper()
 	g := gwtest.Start(h.t, core.Options{
-		Conn: natstest.Connect(h.t, h.ns),
+		Metrics: reg,
+		Conn:    natstest.Connect(h.t, h.ns),
 		Consumers: []coreconsumer.Config{
 			{Stream: stream, Name: consumer, AckWait: h.cfg.ackWait, MaxAckPending: h.cfg.maxAckPending},
 			{Stream: stream, Name: other, AckWait: h.cfg.ackWait, MaxAckPending: h.cfg.maxAckPending},

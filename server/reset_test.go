@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
@@ -54,10 +55,17 @@ func TestStaleTokenAfterAResetSettlesNothing(t *testing.T) {
 // refused there rather than forwarded to A and sent.
 func TestStaleTokenAfterAResetIsRefusedByTheReplicaHoldingTheNewDelivery(t *testing.T) {
 	h := newHarness(t, ackWait(2*time.Second), withKeys(token.RandomKeyring()))
-	_, b, _ := h.startGateway()
+	reg := prometheus.NewRegistry()
+	_, b, _ := h.startGatewayWith(reg)
 	h.publish(1)
 	old := h.fetchOne(time.Second) // through A
 	h.resetConsumer(consumer)
+	// B, which never received a delivery, cannot tell one made after the
+	// reset from one made before it: a pull it sent before it noticed the
+	// reset has its deliveries left to ack_wait. Fetch once it has.
+	natstest.Eventually(t, 5*time.Second, "B notices the reset", func() bool {
+		return resetsNoticed(t, reg) == 1
+	})
 	r := h.fetch(b, consumer, 1, 2*time.Second).GetMessages()
 	if len(r) != 1 || r[0].GetMetadata().GetNumDelivered() != 1 {
 		t.Fatalf("after the reset, through B: %v", r)
@@ -69,6 +77,30 @@ func TestStaleTokenAfterAResetIsRefusedByTheReplicaHoldingTheNewDelivery(t *test
 	if len(back) != 1 || back[0].GetMetadata().GetNumDelivered() != 2 {
 		t.Fatalf("B's delivery, unanswered, is not back after ack_wait: %v", back)
 	}
+}
+
+// resetsNoticed is how many resets of the consumer the replica whose
+// metrics are in reg has noticed.
+func resetsNoticed(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "jetgate_consumer_resets_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "consumer" && l.GetValue() == consumer {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatal("no jetgate_consumer_resets_total of the consumer")
+	return 0
 }
 
 // gatewayLeases is how many leases replica g holds on the consumer.

@@ -198,6 +198,7 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 	// pull sent later is numbered above it, unless the consumer is reset.
 	bySeq := ci.Config.DeliverPolicy != jetstream.DeliverLastPerSubjectPolicy
 	c.resets = newResetWatch(ci.Delivered.Consumer, ci.Delivered.Stream, bySeq, c.leases.Void)
+	c.resets.count = &c.counts.Resets
 	c.onReset, c.traced = d.OnReset, d.Traced
 	c.counts.Since = time.Now()
 	c.maxLease = cmp.Or(d.MaxLease, DefaultMaxLease)

@@ -19,6 +19,7 @@ type Counts struct {
 	Empty   [emptyReasons]atomic.Uint64       // Fetches that returned none, by EmptyReason
 	Orphans [orphanOutcomes]atomic.Uint64     // by OrphanOutcome
 	Settled [lease.OpExtend + 1]atomic.Uint64 // tokens settled, by lease.Op
+	Resets  atomic.Uint64                     // consumer resets noticed (each voids the leases held)
 	mu      sync.Mutex                        // guards failed
 	failed  map[SettleFailure]uint64          // tokens not settled, by op and reason
 }

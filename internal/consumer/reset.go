@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -53,6 +54,7 @@ type resetWatch struct {
 	at     time.Time            // when the last reset was noticed
 	seen   chan struct{}        // a reset was noticed: for Run
 	void   func()               // voids every lease
+	count  *atomic.Uint64       // resets noticed, for the metrics; nil: not counted
 	ids    [recentResets]string // the ids of the last resets noticed, a ring
 	next   int
 	// unclaimed counts the resets deliveries showed whose requests have not
@@ -201,6 +203,9 @@ func (w *resetWatch) noticeLocked(void bool) {
 		w.void()
 	}
 	w.epoch++
+	if w.count != nil {
+		w.count.Add(1)
+	}
 	w.high, w.stream = 0, 0
 	w.at = time.Now()
 	select {

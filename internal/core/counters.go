@@ -25,6 +25,9 @@ var (
 	counterOrphans = prometheus.NewDesc("jetgate_orphans_total",
 		"Messages whose caller had gone: those of a canceled Fetch, handed to the next Fetch or nak'ed back, and the unsettled leases of an ended Consume, nak'ed back (consume_returned).",
 		[]string{"stream", "consumer", "outcome"}, nil)
+	counterResets = prometheus.NewDesc("jetgate_consumer_resets_total",
+		"Consumer resets this replica noticed (by the reset request, another replica's word, or a delivery that showed one); each voids the leases the replica held.",
+		consumerLabels, nil)
 )
 
 var emptyReasonNames = [...]string{consumer.EmptyNone: "", consumer.EmptyNoMessages: "no_messages",
@@ -34,7 +37,7 @@ var emptyReasonNames = [...]string{consumer.EmptyNone: "", consumer.EmptyNoMessa
 var settledOps = [...]lease.Op{lease.OpAck, lease.OpNak, lease.OpTerm, lease.OpExtend}
 
 func (g *consumerCounters) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range [...]*prometheus.Desc{counterFetched, counterEmpty, counterSettles, counterOrphans} {
+	for _, d := range [...]*prometheus.Desc{counterFetched, counterEmpty, counterSettles, counterOrphans, counterResets} {
 		ch <- d
 	}
 }
@@ -62,6 +65,7 @@ func (g *consumerCounters) Collect(ch chan<- prometheus.Metric) {
 		for outcome, name := range consumer.OrphanOutcomes {
 			count(counterOrphans, k.Orphans[outcome].Load(), name)
 		}
+		count(counterResets, k.Resets.Load())
 	}
 }
 

@@ -43,9 +43,12 @@ func TestAResetToldByAnotherReplicaVoidsTheLeasesHere(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The lease gauge reads the table.
+	// The lease gauge reads the table; the resets counter, the watch.
 	leases := func(name string) float64 {
 		return testutil.ToFloat64(gaugeOf(t, reg, "jetgate_leases_live", name))
+	}
+	resets := func(name string) float64 {
+		return seriesOf(t, reg, "jetgate_consumer_resets_total", name).GetCounter().GetValue()
 	}
 	for _, name := range []string{"billing", "audit"} {
 		res, err := r.Fetch(context.Background(), "ORDERS", name, consumer.FetchRequest{Batch: 2, Expires: time.Second})
@@ -70,10 +73,16 @@ func TestAResetToldByAnotherReplicaVoidsTheLeasesHere(t *testing.T) {
 	if n := leases("billing"); n != 2 {
 		t.Fatalf("billing holds %v leases after the replica's own word; want its 2", n)
 	}
+	if a, b := resets("audit"), resets("billing"); a != 1 || b != 0 {
+		t.Fatalf("resets counted: audit %v, billing %v; want 1 and 0", a, b)
+	}
 	if err := tell("billing", other); err != nil {
 		t.Fatalf("another's word: %v, want an answer", err)
 	}
 	if n := leases("billing"); n != 0 {
 		t.Fatalf("billing holds %v leases once the word is answered; want none", n)
+	}
+	if n := resets("billing"); n != 1 {
+		t.Fatalf("billing's resets counted: %v, want 1", n)
 	}
 }
