@@ -10,6 +10,7 @@ import (
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/pull"
 	"github.com/jetgate/jetgate/internal/settle"
+	"github.com/jetgate/jetgate/internal/token"
 )
 
 // Defaults of a Consume.
@@ -60,19 +61,17 @@ func (c *Consumer) Consume(ctx context.Context, req ConsumeRequest, send func([]
 	if err != nil {
 		return err
 	}
-	k := &consumeSink{c: c, s: newConsumeStream(), send: send, lastSend: time.Now(), pin: pri.PinID}
+	k := &consumeSink{c: c, o: lease.NewOwner(), send: send, lastSend: time.Now(), pin: pri.PinID}
 	var last *pull.Pull // the pull the stream left open, to the orphan pool
-	defer func() { c.endStream(k.s, k.sendFailed || ctx.Err() != nil, last) }()
+	defer func() { c.endStream(k.o, k.sendFailed || ctx.Err() != nil, last) }()
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		now := time.Now()
-		if c.expireHeld(k.s, now) {
-			continue
-		}
+		c.leases.Sweep(now) // leases past their deadline give their room back
 		if req.AutoExtend {
-			c.extendHeld(ctx, k.s, req.Principal, cmp.Or(req.MaxLease, c.maxLease), now)
+			c.extendHeld(ctx, k.o, req.Principal, cmp.Or(req.MaxLease, c.maxLease), now)
 		}
 		untilBeat := k.lastSend.Add(req.Heartbeat).Sub(now)
 		if untilBeat <= 0 {
@@ -83,8 +82,8 @@ func (c *Consumer) Consume(ctx context.Context, req ConsumeRequest, send func([]
 		}
 		// A pull lasts at most consumeMaxWait: when the stream ends, its
 		// leases wait for its last pull to end before they are nak'ed.
-		wait := min(untilBeat, k.s.untilNextDue(c.leadIf(req.AutoExtend), now), consumeMaxWait)
-		n, bytes := k.s.load()
+		wait := min(untilBeat, c.untilNextDue(k.o, req.AutoExtend, now), consumeMaxWait)
+		n, bytes := c.leases.Load(k.o)
 		lim := c.limits(ctx, req.MaxMessages-n, 0, wait, req.Principal)
 		lim.priority, lim.priority.PinID = pri, k.pin // the stream keeps the pin it was given
 		if req.MaxBytes > 0 {
@@ -112,7 +111,7 @@ func (c *Consumer) Consume(ctx context.Context, req ConsumeRequest, send func([]
 // consumeSink passes a Consume stream's leases on as they come.
 type consumeSink struct {
 	c          *Consumer
-	s          *consumeStream
+	o          *lease.Owner // the leases the stream holds, in the lease table
 	send       func([]*Delivery) error
 	lastSend   time.Time
 	sendFailed bool   // the caller is gone
@@ -124,12 +123,11 @@ func (k *consumeSink) pause() (gap, linger time.Duration) { return consumeGap, c
 // take holds the leases for the stream and sends them; the stream reads its
 // pull to the end.
 func (k *consumeSink) take(_ context.Context, ds []*Delivery, _ bool) (bool, error) {
-	now := time.Now()
-	for _, d := range ds {
-		cl := k.c.ClaimsOf(d)
-		k.s.add(d, cl, now)
-		k.c.owners.own(k.s, cl.StreamSeq, cl.Delivered)
+	rs, sizes := make([]lease.Ref, len(ds)), make([]int64, len(ds))
+	for i, d := range ds {
+		rs[i], sizes[i] = ref(k.c.ClaimsOf(d)), d.size()
 	}
+	k.c.leases.Claim(k.o, rs, sizes)
 	if pin := PinOf(ds); pin != "" {
 		k.pin = pin
 	}
@@ -162,18 +160,24 @@ func (k *consumeSink) waitForRoom(ctx context.Context, d time.Duration) {
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-	case <-k.s.credit:
+	case <-k.o.Left():
 	case <-t.C:
 	}
 }
 
-// leadIf is how long before a lease's deadline the stream attends to it:
-// with auto_extend, the extension's lead; without, nil (at the deadline).
-func (c *Consumer) leadIf(autoExtend bool) func(uint64) time.Duration {
-	if autoExtend {
-		return c.extendLead
-	}
-	return nil
+// untilNextDue is how long until a lease the stream holds needs attention:
+// with auto_extend, its extension; without, its deadline, when its room
+// returns.
+func (c *Consumer) untilNextDue(o *lease.Owner, autoExtend bool, now time.Time) time.Duration {
+	next := time.Hour
+	c.leases.Owned(o, func(l *lease.Lease, _ time.Time) {
+		at := l.Deadline
+		if autoExtend {
+			at = at.Add(-c.extendLead(l.Delivered))
+		}
+		next = min(next, at.Sub(now))
+	})
+	return max(next, 10*time.Millisecond)
 }
 
 // extendLead is how long before a lease's deadline auto_extend renews it:
@@ -182,24 +186,20 @@ func (c *Consumer) extendLead(delivered uint64) time.Duration {
 	return c.policy.AckWaitFor(delivered) / 3
 }
 
-// expireHeld gives back the credit of leases past their deadline: the server
-// redelivers those messages. It reports whether any left.
-func (c *Consumer) expireHeld(s *consumeStream, now time.Time) bool {
-	gone := s.expire(now)
-	c.owners.forget(s, gone)
-	return len(gone) > 0
-}
-
 // extendHeld renews the leases whose deadline is near, unless they have
 // been held for maxLease.
-func (c *Consumer) extendHeld(ctx context.Context, s *consumeStream, principal string, maxLease time.Duration, now time.Time) {
-	due := s.dueForExtension(c.extendLead, maxLease, now)
-	if len(due) == 0 {
-		return
+func (c *Consumer) extendHeld(ctx context.Context, o *lease.Owner, principal string, maxLease time.Duration, now time.Time) {
+	var due []token.Claims
+	c.leases.Owned(o, func(l *lease.Lease, handed time.Time) {
+		if l.Deadline.Sub(now) <= c.extendLead(l.Delivered) && now.Sub(handed) < maxLease {
+			due = append(due, c.claimsOfLease(l))
+		}
+	})
+	if len(due) > 0 {
+		// The table moves the deadlines of those it extends; one settled
+		// meanwhile, or NATS away, keeps its own.
+		c.settle(ctx, lease.OpExtend, due, settle.Args{Principal: principal}, settle.Issued)
 	}
-	// settle moves the deadlines of those it extends; one settled meanwhile,
-	// or NATS away, keeps its own.
-	c.settle(ctx, lease.OpExtend, due, settle.Args{Principal: principal}, settle.Issued)
 }
 
 // endStream lets go of the stream's leases. When its caller left (ctx
@@ -208,12 +208,19 @@ func (c *Consumer) extendHeld(ctx context.Context, s *consumeStream, principal s
 // they are redelivered at once rather than after ack_wait. When the stream
 // ended for another reason (NATS went away), the caller may still be
 // working on them: they stay its own until their deadlines.
-func (c *Consumer) endStream(s *consumeStream, callerLeft bool, last *pull.Pull) {
-	seqs, ds := s.release()
-	c.owners.forget(s, seqs)
-	if len(ds) > 0 && callerLeft {
-		c.counts.Orphans[OrphanReturned].Add(uint64(len(ds)))
-		c.orphans.giveBack(ds, last, time.Now())
-		c.wake()
+func (c *Consumer) endStream(o *lease.Owner, callerLeft bool, last *pull.Pull) {
+	ls := c.leases.Disown(o)
+	if len(ls) == 0 || !callerLeft {
+		return
 	}
+	ds := make([]*Delivery, len(ls))
+	for i, l := range ls {
+		ds[i] = &Delivery{
+			Meta:     pull.Metadata{StreamSeq: l.StreamSeq, ConsumerSeq: l.ConsumerSeq, Delivered: l.Delivered},
+			Deadline: l.Deadline,
+		}
+	}
+	c.counts.Orphans[OrphanReturned].Add(uint64(len(ds)))
+	c.orphans.giveBack(ds, last, time.Now())
+	c.wake()
 }

@@ -108,7 +108,6 @@ type Consumer struct {
 	orphans  *orphanPool
 	counts   Counts
 
-	owners   streamOwners  // the Consume streams holding leases
 	maxLease time.Duration // how long auto_extend keeps one lease
 
 	view atomic.Pointer[serverView] // what the server last said of the consumer
@@ -220,8 +219,6 @@ func (c *Consumer) Run(ctx context.Context) {
 			return
 		case <-c.woken:
 			c.attend(ctx)
-		case <-c.resets.seen:
-			c.afterReset()
 		}
 	}
 }
@@ -244,8 +241,6 @@ func (c *Consumer) attend(ctx context.Context) {
 			if open, _, _ := c.waiting.counts(); open > 0 && now.Sub(c.view.Load().at) >= viewEvery {
 				_, _ = c.info(ctx, time.Second)
 			}
-		case <-c.resets.seen:
-			c.afterReset()
 		case <-c.woken:
 		}
 	}

@@ -191,6 +191,18 @@ func (c *Consumer) ClaimsOf(d *Delivery) token.Claims {
 	}
 }
 
+// claimsOfLease are what the token of lease l says now (its deadline follows
+// Extends).
+func (c *Consumer) claimsOfLease(l *lease.Lease) token.Claims {
+	return token.Claims{
+		Issuer:      c.self,
+		StreamSeq:   l.StreamSeq,
+		ConsumerSeq: l.ConsumerSeq,
+		Delivered:   l.Delivered,
+		Deadline:    l.Deadline,
+	}
+}
+
 // lease issues the tokens of deliveries that are about to be handed out.
 func (c *Consumer) lease(ds []*Delivery, principal string) []*Delivery {
 	sealer := c.keys.Sealer(c.Stream, c.Name, principal)

@@ -52,7 +52,6 @@ type resetWatch struct {
 	bySeq  bool   // first deliveries come in stream order: the stream rule holds
 	epoch  uint64
 	at     time.Time            // when the last reset was noticed
-	seen   chan struct{}        // a reset was noticed: for Run
 	void   func()               // voids every lease
 	count  *atomic.Uint64       // resets noticed, for the metrics; nil: not counted
 	ids    [recentResets]string // the ids of the last resets noticed, a ring
@@ -121,7 +120,7 @@ func (w *resetWatch) rememberLocked(id string) {
 }
 
 func newResetWatch(high, stream uint64, bySeq bool, void func()) *resetWatch {
-	return &resetWatch{high: high, stream: stream, bySeq: bySeq, seen: make(chan struct{}, 1), void: void}
+	return &resetWatch{high: high, stream: stream, bySeq: bySeq, void: void}
 }
 
 // mark is what a pull about to be sent records.
@@ -208,10 +207,6 @@ func (w *resetWatch) noticeLocked(void bool) {
 	}
 	w.high, w.stream = 0, 0
 	w.at = time.Now()
-	select {
-	case w.seen <- struct{}{}:
-	default:
-	}
 }
 
 // since is when the last reset was noticed.
@@ -274,13 +269,6 @@ func (c *Consumer) tell(id string) {
 		defer release()
 		c.onReset(id, peers)
 	})
-}
-
-// afterReset gives back the credit of the Consume streams' leases from
-// before the last reset: the server has forgotten them, nothing is to be
-// settled, and a stream at its limit would wait out their deadlines.
-func (c *Consumer) afterReset() {
-	c.owners.dropBefore(c.resets.since())
 }
 
 // holdBack holds a consumer's new deliveries back while its peers are told

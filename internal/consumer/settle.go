@@ -45,24 +45,9 @@ func (c *Consumer) Adopt(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	return c.settle(ctx, op, cs, args, settle.Adopted)
 }
 
+// settle settles a batch of leases. The table gives a Consume stream's room
+// back as one of its leases is settled, and keeps an Extend's deadline.
 func (c *Consumer) settle(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args, w settle.Whose) []settle.Outcome {
-	out := c.settleBatch(ctx, op, cs, args, w)
-	for i, o := range out {
-		switch {
-		case o.Err != nil:
-		case op == lease.OpExtend:
-			// Extended by anyone (the stream's auto_extend or a caller's
-			// own Extend): the stream holding it keeps its credit until
-			// the new deadline.
-			c.owners.extended(cs[i].StreamSeq, cs[i].Delivered, o.Deadline)
-		default:
-			c.owners.settled(cs[i].StreamSeq, cs[i].Delivered)
-		}
-	}
-	return out
-}
-
-func (c *Consumer) settleBatch(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args, w settle.Whose) []settle.Outcome {
 	out := make([]settle.Outcome, len(cs))
 	now := time.Now()
 	var subjects []string

@@ -59,6 +59,7 @@ type entry struct {
 	// handed out; handed 0: not handed out (yet). See holders.go.
 	holder string
 	handed int64
+	owner  *Owner // the Consume stream holding it; nil: none (owner.go)
 }
 
 // settled is a settled lease, kept for retries: what tells its delivery
@@ -162,6 +163,9 @@ func (t *Table) Void() {
 }
 
 func (t *Table) voidLocked() {
+	for _, e := range t.entries {
+		t.unown(e)
+	}
 	clear(t.entries)
 	clear(t.settled)
 	t.due.clear()
@@ -193,6 +197,9 @@ func (t *Table) put(e *entry) {
 		t.top = e.StreamSeq
 	} else {
 		delete(t.settled, e.StreamSeq)
+	}
+	if old := t.entries[e.StreamSeq]; old != nil {
+		t.unown(old)
 	}
 	t.entries[e.StreamSeq] = e
 	t.due.push(e.StreamSeq, e.Deadline)
@@ -274,6 +281,7 @@ func (t *Table) Finish(r Ref, op Op, ok bool, now, newDeadline time.Time) {
 		}
 	default:
 		dropAt := now.Add(t.retention)
+		t.unown(e)
 		delete(t.entries, e.StreamSeq)
 		t.settled[e.StreamSeq] = settled{delivered: e.Delivered, consumerSeq: e.ConsumerSeq, first: e.first, dropAt: dropAt.UnixNano(), op: op}
 		t.drops.push(e.StreamSeq, dropAt)
@@ -310,6 +318,7 @@ func (t *Table) Sweep(now time.Time) {
 		case e.state == stateSettling:
 			t.due.push(seq, now.Add(time.Second))
 		case now.After(e.Deadline):
+			t.unown(e)
 			delete(t.entries, seq)
 		default:
 			t.due.push(seq, e.Deadline) // not due yet, extended, or a newer delivery

@@ -1,0 +1,90 @@
+package lease
+
+import "time"
+
+// Owner is a Consume stream's hold on leases of a table: which ones it
+// holds and their bytes, which bound what it may pull next. The table alone
+// changes it, under its lock: a lease is claimed, then leaves when it is
+// settled, expires, is voided by a reset, is replaced by a newer delivery
+// of its message, or is disowned when the stream ends. Its deadline stays
+// the table's.
+type Owner struct {
+	sizes map[uint64]int64 // by stream sequence
+	bytes int64
+	left  chan struct{}
+}
+
+// NewOwner returns an owner of no lease.
+func NewOwner() *Owner {
+	return &Owner{sizes: make(map[uint64]int64), left: make(chan struct{}, 1)}
+}
+
+// Left receives when a lease has left the owner: room to pull again.
+func (o *Owner) Left() <-chan struct{} { return o.left }
+
+// Claim records that o holds the deliveries rs, of sizes bytes each. A
+// delivery the table no longer holds (voided, or replaced) is skipped.
+func (t *Table) Claim(o *Owner, rs []Ref, sizes []int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i, r := range rs {
+		e := t.lookup(r)
+		if e == nil || e.owner == o {
+			continue
+		}
+		t.unown(e)
+		e.owner = o
+		o.sizes[e.StreamSeq] = sizes[i]
+		o.bytes += sizes[i]
+	}
+}
+
+// Load is how many leases o holds, and their bytes.
+func (t *Table) Load(o *Owner) (n int, bytes int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(o.sizes), o.bytes
+}
+
+// Owned calls f with each lease o holds and when it was handed out, under
+// the table's lock: f must not keep l, block, or call the table.
+func (t *Table) Owned(o *Owner, f func(l *Lease, handed time.Time)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for seq := range o.sizes {
+		if e := t.entries[seq]; e != nil {
+			f(&e.Lease, time.UnixMilli(e.handed))
+		}
+	}
+}
+
+// Disown lets go of every lease o holds and returns them, live still.
+func (t *Table) Disown(o *Owner) []Lease {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]Lease, 0, len(o.sizes))
+	for seq := range o.sizes {
+		if e := t.entries[seq]; e != nil {
+			out = append(out, e.Lease)
+			e.owner = nil
+		}
+	}
+	clear(o.sizes)
+	o.bytes = 0
+	return out
+}
+
+// unown takes e from its owner, if any, and wakes the owner; t.mu is held.
+func (t *Table) unown(e *entry) {
+	o := e.owner
+	if o == nil {
+		return
+	}
+	e.owner = nil
+	o.bytes -= o.sizes[e.StreamSeq]
+	delete(o.sizes, e.StreamSeq)
+	select {
+	case o.left <- struct{}{}:
+	default:
+	}
+}

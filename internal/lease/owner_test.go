@@ -1,0 +1,129 @@
+package lease
+
+import (
+	"testing"
+	"time"
+)
+
+// ownedTable holds three leases (stream sequences 1–3, 10 bytes each) of
+// one owner, handed out at t0.
+func ownedTable(t *testing.T) (*Table, *Owner, []Ref) {
+	t.Helper()
+	tb := NewTable(retention)
+	o := NewOwner()
+	var rs []Ref
+	for s := uint64(1); s <= 3; s++ {
+		l := Lease{StreamSeq: s, ConsumerSeq: s, Delivered: 1, Deadline: at(leaseTTL), AckSubject: subj1}
+		tb.Add(l)
+		rs = append(rs, l.Ref())
+	}
+	tb.Hand(rs, "alice", t0)
+	tb.Claim(o, rs, []int64{10, 10, 10})
+	wantLoad(t, tb, o, 3, 30)
+	return tb, o, rs
+}
+
+func wantLoad(t *testing.T, tb *Table, o *Owner, n int, bytes int64) {
+	t.Helper()
+	if gotN, gotBytes := tb.Load(o); gotN != n || gotBytes != bytes {
+		t.Fatalf("owner holds %d leases of %d bytes, want %d of %d", gotN, gotBytes, n, bytes)
+	}
+}
+
+// wantLeft reports whether the owner was told a lease left.
+func wantLeft(t *testing.T, o *Owner, want bool) {
+	t.Helper()
+	select {
+	case <-o.Left():
+		if !want {
+			t.Fatal("the owner was told a lease left; none did")
+		}
+	default:
+		if want {
+			t.Fatal("the owner was not told a lease left")
+		}
+	}
+}
+
+// Every way a lease leaves the table gives its room back to the stream
+// holding it, and tells the stream: a settle, an expiry, a newer delivery
+// of its message, a reset.
+func TestAnOwnedLeaseLeavesItsOwnerWithTheTable(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		leave func(tb *Table, rs []Ref)
+		n     int
+	}{
+		{"settled", func(tb *Table, rs []Ref) {
+			if _, err := tb.Begin(rs[0], OpAck, at(time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			tb.Finish(rs[0], OpAck, true, at(time.Second), time.Time{})
+		}, 2},
+		{"expired", func(tb *Table, rs []Ref) { tb.Sweep(at(leaseTTL + time.Second)) }, 0},
+		{"replaced by a newer delivery", func(tb *Table, rs []Ref) {
+			tb.Add(Lease{StreamSeq: 2, ConsumerSeq: 9, Delivered: 2, Deadline: at(2 * leaseTTL)})
+		}, 2},
+		{"voided", func(tb *Table, rs []Ref) { tb.Void() }, 0},
+		{"voided by a reset the table saw", func(tb *Table, rs []Ref) {
+			tb.Add(Lease{StreamSeq: 3, ConsumerSeq: 1, Delivered: 1, Deadline: time.Now().Add(time.Minute)})
+		}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tb, o, rs := ownedTable(t)
+			tc.leave(tb, rs)
+			wantLoad(t, tb, o, tc.n, int64(10*tc.n))
+			wantLeft(t, o, true)
+		})
+	}
+}
+
+// A failed settle, an Extend and an unconfirmed settle leave the lease
+// where it is; the owner sees an Extend's deadline, which the table alone
+// keeps.
+func TestAnOwnedLeaseStaysThroughExtendsAndFailures(t *testing.T) {
+	tb, o, rs := ownedTable(t)
+	for _, op := range []Op{OpAck, OpExtend} {
+		if _, err := tb.Begin(rs[0], op, at(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		tb.Finish(rs[0], op, op == OpExtend, at(time.Second), at(time.Minute))
+	}
+	if _, err := tb.Begin(rs[1], OpNak, at(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	tb.Unsure(rs[1], OpNak)
+	wantLoad(t, tb, o, 3, 30)
+	wantLeft(t, o, false)
+	deadlines := map[uint64]time.Time{}
+	tb.Owned(o, func(l *Lease, handed time.Time) {
+		if !handed.Equal(t0) {
+			t.Errorf("lease %d handed out at %v, want %v", l.StreamSeq, handed, t0)
+		}
+		deadlines[l.StreamSeq] = l.Deadline
+	})
+	if !deadlines[1].Equal(at(time.Minute)) || !deadlines[2].Equal(at(leaseTTL)) || len(deadlines) != 3 {
+		t.Fatalf("owned deadlines %v; want the Extend's on 1, the first on 2 and 3", deadlines)
+	}
+}
+
+// Disown hands the owner's live leases back, still live in the table (to
+// be nak'ed), and the owner holds none; a lease claimed by a second owner
+// leaves the first; one the table no longer holds is not claimed.
+func TestDisownAndClaimMoveLeasesBetweenOwners(t *testing.T) {
+	tb, o, rs := ownedTable(t)
+	other := NewOwner()
+	tb.Claim(other, rs[2:], []int64{7})
+	wantLoad(t, tb, o, 2, 20)
+	wantLoad(t, tb, other, 1, 7)
+	wantLeft(t, o, true)
+	tb.Claim(other, []Ref{{StreamSeq: 99, Delivered: 1}}, []int64{5})
+	wantLoad(t, tb, other, 1, 7)
+	ls := tb.Disown(o)
+	if len(ls) != 2 || tb.Live() != 3 {
+		t.Fatalf("disowned %v with %d live; want 2 leases, 3 live", ls, tb.Live())
+	}
+	wantLoad(t, tb, o, 0, 0)
+	tb.Void()
+	wantLoad(t, tb, other, 0, 0)
+}
