@@ -118,6 +118,23 @@ func (l *list) Set(v string) error {
 	return nil
 }
 
+// fromEnv fills in from the environment what the command line left unset:
+// --nats-url from JETGATE_NATS_URL.
+func fromEnv(fs *flag.FlagSet, env func(string) (string, bool)) error {
+	given := make(map[string]bool)
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := "JETGATE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := env(name); ok && !given[f.Name] && envErr == nil && f.Name != "version" {
+			if err := fs.Set(f.Name, v); err != nil {
+				envErr = fmt.Errorf("%s=%q (--%s): %w", name, v, f.Name, err)
+			}
+		}
+	})
+	return envErr
+}
+
 func parse(args []string, env func(string) (string, bool)) (app.Options, error) {
 	o := app.Defaults()
 	var streamSubjects, filters list
@@ -169,20 +186,8 @@ func parse(args []string, env func(string) (string, bool)) (app.Options, error) 
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q: every setting is a --flag", fs.Arg(0))
 	}
-	// The environment fills in what the command line left unset.
-	given := make(map[string]bool)
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var envErr error
-	fs.VisitAll(func(f *flag.Flag) {
-		name := "JETGATE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := env(name); ok && !given[f.Name] && envErr == nil && f.Name != "version" {
-			if err := fs.Set(f.Name, v); err != nil {
-				envErr = fmt.Errorf("%s=%q (--%s): %w", name, v, f.Name, err)
-			}
-		}
-	})
-	if envErr != nil {
-		return o, envErr
+	if err := fromEnv(fs, env); err != nil {
+		return o, err
 	}
 	// What was given, on the command line or in the environment, overrides
 	// the configuration file.

@@ -121,23 +121,30 @@ func TestBadFiles(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := parseAndValidate("bad.yaml", tt.text)
-			var e *Error
-			if !errors.As(err, &e) {
-				t.Fatalf("error %v (%T); want a *config.Error", err, err)
-			}
-			if tt.path != "" && e.Path != tt.path {
-				t.Errorf("path %q; want %q (%v)", e.Path, tt.path, err)
-			}
-			if e.Line != tt.line {
-				t.Errorf("line %d; want %d (%v)", e.Line, tt.line, err)
-			}
-			if !strings.Contains(e.Msg, tt.msg) {
-				t.Errorf("message %q does not say %q", e.Msg, tt.msg)
-			}
-			if e.File != "bad.yaml" || !strings.HasPrefix(err.Error(), "bad.yaml:") {
-				t.Errorf("error %q does not start with the file name", err)
-			}
+			wantError(t, err, tt.path, tt.line, tt.msg)
 		})
+	}
+}
+
+// wantError checks that err is an *Error of bad.yaml at path (any, if
+// empty) and line, whose message says msg.
+func wantError(t *testing.T, err error, path string, line int, msg string) {
+	t.Helper()
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v (%T); want a *config.Error", err, err)
+	}
+	if path != "" && e.Path != path {
+		t.Errorf("path %q; want %q (%v)", e.Path, path, err)
+	}
+	if e.Line != line {
+		t.Errorf("line %d; want %d (%v)", e.Line, line, err)
+	}
+	if !strings.Contains(e.Msg, msg) {
+		t.Errorf("message %q does not say %q", e.Msg, msg)
+	}
+	if e.File != "bad.yaml" || !strings.HasPrefix(err.Error(), "bad.yaml:") {
+		t.Errorf("error %q does not start with the file name", err)
 	}
 }
 

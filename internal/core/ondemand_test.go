@@ -86,8 +86,13 @@ func TestConsumersOnDemand(t *testing.T) {
 	if hasSeries(t, regA, "jetgate_fetched_messages_total", "team-a") {
 		t.Fatal("an unbound team-a keeps its jetgate_fetched_messages_total")
 	}
+	deletedIsUnbound(t, ctx, s, b)
+}
 
-	// Deleted on the server: unbound at once, and NOT_FOUND after.
+// deletedIsUnbound creates team-b, has replica b bind it, and deletes it
+// on the server: b unbinds it at once, and it is NOT_FOUND after.
+func deletedIsUnbound(t *testing.T, ctx context.Context, s jetstream.Stream, b *core.Replica) {
+	t.Helper()
 	if _, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "team-b", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
 		t.Fatal(err)
 	}
