@@ -61,9 +61,9 @@ func (c *Consumer) Consume(ctx context.Context, req ConsumeRequest, send func([]
 	if err != nil {
 		return err
 	}
-	k := &consumeSink{c: c, o: lease.NewOwner(), send: send, lastSend: time.Now(), pin: pri.PinID}
+	k := &consumeStream{c: c, o: lease.NewOwner(), send: send, lastSend: time.Now(), pin: pri.PinID}
 	var last *pull.Pull // the pull the stream left open, to the orphan pool
-	defer func() { c.endStream(k.o, k.sendFailed || ctx.Err() != nil, last) }()
+	defer func() { k.end(k.sendFailed || ctx.Err() != nil, last) }()
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -71,7 +71,7 @@ func (c *Consumer) Consume(ctx context.Context, req ConsumeRequest, send func([]
 		now := time.Now()
 		c.leases.Sweep(now) // leases past their deadline give their room back
 		if req.AutoExtend {
-			c.extendHeld(ctx, k.o, req.Principal, cmp.Or(req.MaxLease, c.maxLease), now)
+			k.extend(ctx, req.Principal, cmp.Or(req.MaxLease, c.maxLease), now)
 		}
 		untilBeat := k.lastSend.Add(req.Heartbeat).Sub(now)
 		if untilBeat <= 0 {
@@ -82,7 +82,7 @@ func (c *Consumer) Consume(ctx context.Context, req ConsumeRequest, send func([]
 		}
 		// A pull lasts at most consumeMaxWait: when the stream ends, its
 		// leases wait for its last pull to end before they are nak'ed.
-		wait := min(untilBeat, c.untilNextDue(k.o, req.AutoExtend, now), consumeMaxWait)
+		wait := min(untilBeat, k.untilNextDue(req.AutoExtend, now), consumeMaxWait)
 		n, bytes := c.leases.Load(k.o)
 		lim := c.limits(ctx, req.MaxMessages-n, 0, wait, req.Principal)
 		lim.priority, lim.priority.PinID = pri, k.pin // the stream keeps the pin it was given
@@ -108,8 +108,9 @@ func (c *Consumer) Consume(ctx context.Context, req ConsumeRequest, send func([]
 	}
 }
 
-// consumeSink passes a Consume stream's leases on as they come.
-type consumeSink struct {
+// consumeStream is one Consume: the sink of its pulls, which passes its
+// leases on as they come, and what it holds.
+type consumeStream struct {
 	c          *Consumer
 	o          *lease.Owner // the leases the stream holds, in the lease table
 	send       func([]*Delivery) error
@@ -118,11 +119,11 @@ type consumeSink struct {
 	pin        string // pinned_client: the pin the stream holds
 }
 
-func (k *consumeSink) pause() (gap, linger time.Duration) { return consumeGap, consumeMaxLinger }
+func (k *consumeStream) pause() (gap, linger time.Duration) { return consumeGap, consumeMaxLinger }
 
 // take holds the leases for the stream and sends them; the stream reads its
 // pull to the end.
-func (k *consumeSink) take(_ context.Context, ds []*Delivery, _ bool) (bool, error) {
+func (k *consumeStream) take(_ context.Context, ds []*Delivery, _ bool) (bool, error) {
 	rs, sizes := make([]lease.Ref, len(ds)), make([]int64, len(ds))
 	for i, d := range ds {
 		rs[i], sizes[i] = ref(k.c.ClaimsOf(d)), d.size()
@@ -135,7 +136,7 @@ func (k *consumeSink) take(_ context.Context, ds []*Delivery, _ bool) (bool, err
 }
 
 // deliver sends ds (none: a heartbeat) to the caller.
-func (k *consumeSink) deliver(ds []*Delivery) error {
+func (k *consumeStream) deliver(ds []*Delivery) error {
 	if err := k.send(ds); err != nil {
 		k.sendFailed = true
 		return err
@@ -155,7 +156,7 @@ func closed(ch <-chan struct{}) bool {
 }
 
 // waitForRoom waits up to d for a settle to give credit back.
-func (k *consumeSink) waitForRoom(ctx context.Context, d time.Duration) {
+func (k *consumeStream) waitForRoom(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -168,12 +169,12 @@ func (k *consumeSink) waitForRoom(ctx context.Context, d time.Duration) {
 // untilNextDue is how long until a lease the stream holds needs attention:
 // with auto_extend, its extension; without, its deadline, when its room
 // returns.
-func (c *Consumer) untilNextDue(o *lease.Owner, autoExtend bool, now time.Time) time.Duration {
+func (k *consumeStream) untilNextDue(autoExtend bool, now time.Time) time.Duration {
 	next := time.Hour
-	c.leases.Owned(o, func(l *lease.Lease, _ time.Time) {
+	k.c.leases.Owned(k.o, func(l *lease.Lease, _ time.Time) {
 		at := l.Deadline
 		if autoExtend {
-			at = at.Add(-c.extendLead(l.Delivered))
+			at = at.Add(-k.c.extendLead(l.Delivered))
 		}
 		next = min(next, at.Sub(now))
 	})
@@ -186,11 +187,12 @@ func (c *Consumer) extendLead(delivered uint64) time.Duration {
 	return c.policy.AckWaitFor(delivered) / 3
 }
 
-// extendHeld renews the leases whose deadline is near, unless they have
-// been held for maxLease.
-func (c *Consumer) extendHeld(ctx context.Context, o *lease.Owner, principal string, maxLease time.Duration, now time.Time) {
+// extend renews the leases the stream holds whose deadline is near,
+// unless they have been held for maxLease.
+func (k *consumeStream) extend(ctx context.Context, principal string, maxLease time.Duration, now time.Time) {
+	c := k.c
 	var due []token.Claims
-	c.leases.Owned(o, func(l *lease.Lease, handed time.Time) {
+	c.leases.Owned(k.o, func(l *lease.Lease, handed time.Time) {
 		if l.Deadline.Sub(now) <= c.extendLead(l.Delivered) && now.Sub(handed) < maxLease {
 			due = append(due, c.claimsOfLease(l))
 		}
@@ -202,14 +204,15 @@ func (c *Consumer) extendHeld(ctx context.Context, o *lease.Owner, principal str
 	}
 }
 
-// endStream lets go of the stream's leases. When its caller left (ctx
+// end lets go of the stream's leases. When its caller left (ctx
 // ended), they are given back: to be nak'ed once the stream's last pull has
 // ended (while open, it would take a nak'ed message straight back), so that
 // they are redelivered at once rather than after ack_wait. When the stream
 // ended for another reason (NATS went away), the caller may still be
 // working on them: they stay its own until their deadlines.
-func (c *Consumer) endStream(o *lease.Owner, callerLeft bool, last *pull.Pull) {
-	ls := c.leases.Disown(o)
+func (k *consumeStream) end(callerLeft bool, last *pull.Pull) {
+	c := k.c
+	ls := c.leases.Disown(k.o)
 	if len(ls) == 0 || !callerLeft {
 		return
 	}

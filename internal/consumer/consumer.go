@@ -1,17 +1,12 @@
 // Package consumer is jetgate's hold on one durable pull consumer: it
-// leases the consumer's messages (fetch.go, consume.go), settles the leases
-// it holds (settle.go), keeps the messages of canceled Fetches for the next
-// Fetch or a Nak (orphans.go), and keeps its pulls within this replica's
-// share of the consumer's max_waiting (waiting.go). It combines the lease
-// table, the token keyring, the pull protocol and the settle sender; each
-// of those owns its own rules.
+// leases the consumer's messages and settles the leases it holds. It
+// combines the lease table, the token keyring, the pull protocol and the
+// settle sender; each of those owns its own rules.
 //
 // Lock order, where two locks meet: a Consumer's orphan pool, then a pull's
 // lock (taking its messages), then the reset watch's (reset.go), then the
 // lease table's or the waiting line's (a pull gives its place back as it
-// ends, under its own lock). The
-// Consumer's own mu guards only the cached max_ack_pending answer and is
-// never held with another.
+// ends, under its own lock).
 package consumer
 
 import (
@@ -80,7 +75,15 @@ type Deps struct {
 	Traced bool
 }
 
-// Consumer leases and settles one durable consumer's messages.
+// Consumer leases and settles one durable consumer's messages. Its methods,
+// by file: this one, its life (Bind, Run, Close) and what it holds; loop.go,
+// the one pull loop that Fetch (fetch.go, which also issues the tokens) and
+// Consume (consume.go, with consumeStream) drive; settle.go, settles and
+// adoption; server.go, what the server says of the consumer and asks of it
+// (info, pause, pins); reset.go, resets; waiting.go, its share of
+// max_waiting. Concepts with state of their own are small types: the lease
+// table (with each Consume stream's lease.Owner), waitingPulls, orphanPool,
+// resetWatch, holdBack, serverView and Counts.
 type Consumer struct {
 	Stream, Name string
 
@@ -284,13 +287,6 @@ func (c *Consumer) Close(ctx context.Context) {
 	c.words.Wait()
 }
 
-// SetPaused records what the server's pause advisory said of the consumer.
-func (c *Consumer) SetPaused(paused bool) {
-	v := *c.view.Load()
-	v.paused = paused
-	c.view.Store(&v)
-}
-
 // Idle reports whether the consumer holds nothing a caller could still
 // use: no live lease, orphan, pull or caller in line (settled leases kept
 // for retries do not count).
@@ -306,54 +302,12 @@ func (c *Consumer) Leases() int { return c.leases.Live() }
 // or a Nak.
 func (c *Consumer) Orphans() int { return c.orphans.len() }
 
+// Counts are the consumer's counts.
+func (c *Consumer) Counts() *Counts { return &c.counts }
+
+// Holders counts this replica's live leases on the consumer by principal.
+func (c *Consumer) Holders() []lease.Holder { return c.leases.Holders(time.Now()) }
+
 // AbandonedPulls counts the pulls that callers who went away left open on
 // the server: the orphan pool's, until the server ends them.
 func (c *Consumer) AbandonedPulls() int { return c.orphans.pulls(time.Now()) }
-
-// info asks the server for the consumer's info, bounded by limit (and the
-// request timeout) even when ctx has no deadline.
-func (c *Consumer) info(ctx context.Context, limit time.Duration) (*jetstream.ConsumerInfo, error) {
-	ictx, cancel := context.WithTimeout(ctx, min(c.timeout, limit))
-	defer cancel()
-	before := c.resets.mark()
-	ci, err := c.jsConsumer.Info(ictx)
-	if err == nil {
-		c.view.Store(viewOf(ci, c.maxAckPending))
-		if c.resets.informed(before, ci.Delivered) {
-			// Told too: this replica's next deliveries are numbered above
-			// all it has seen in the new count, and would not show the
-			// reset to it, while another replica may hold a lease from
-			// before it.
-			c.tellReset("its info counts fewer deliveries than this replica received", "delivered", ci.Delivered.Consumer)
-		}
-	}
-	return ci, err
-}
-
-// Info is the consumer's configuration and state, from the server.
-func (c *Consumer) Info(ctx context.Context) (*jetstream.ConsumerInfo, error) {
-	ci, err := c.info(ctx, c.timeout)
-	switch {
-	case errors.Is(err, jetstream.ErrConsumerNotFound):
-		return nil, c.deleted()
-	case ctx.Err() != nil:
-		return nil, ctx.Err()
-	case err != nil:
-		return nil, fmt.Errorf("%w: consumer info: %v", errs.ErrUnavailable, err)
-	}
-	return ci, nil
-}
-
-func (c *Consumer) deleted() error {
-	return fmt.Errorf("%w: consumer %q of stream %q was deleted", errs.ErrConsumerNotFound, c.Name, c.Stream)
-}
-
-// noResponders explains why nothing answered for the consumer: it was
-// deleted (NOT_FOUND), or its leader is being elected or the server is
-// unreachable (UNAVAILABLE, worth a retry).
-func (c *Consumer) noResponders(ctx context.Context) error {
-	if _, err := c.info(context.WithoutCancel(ctx), time.Second); errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return c.deleted()
-	}
-	return fmt.Errorf("%w: no JetStream responder for the consumer (a leader election, or the server is unreachable)", errs.ErrUnavailable)
-}

@@ -46,9 +46,6 @@ type SettleFailure struct {
 	Reason string // the error's reason (errs.Reason)
 }
 
-// Counts are the consumer's counts.
-func (c *Consumer) Counts() *Counts { return &c.counts }
-
 // CountFetch counts what a Fetch returned, or a batch a Consume stream sent.
 func (k *Counts) CountFetch(res FetchResult) {
 	if n := len(res.Messages); n > 0 {

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/jetgate/jetgate/internal/lease"
@@ -213,54 +211,14 @@ func (c *Consumer) lease(ds []*Delivery, principal string) []*Delivery {
 	return ds
 }
 
-// serverAnswers reports whether the server answers for the consumer.
-func (c *Consumer) serverAnswers(ctx context.Context) bool {
-	if !c.nc.IsConnected() {
-		return false
+// handed records to whom ds were handed out, for Holders.
+func (c *Consumer) handed(ds []*Delivery, principal string) {
+	if len(ds) == 0 {
+		return
 	}
-	_, err := c.info(context.WithoutCancel(ctx), time.Second)
-	return err == nil
-}
-
-// emptyReason says why nothing came: the consumer is paused (by anyone), or
-// at max_ack_pending, or another client holds the pin, or the caller's
-// overflow thresholds are not reached, as the server last said, or there
-// was nothing.
-func (c *Consumer) emptyReason(ctx context.Context, pri pull.Priority) EmptyReason {
-	v := c.serverState(ctx)
-	switch {
-	case v.paused:
-		return EmptyPaused
-	case c.atMaxAckPending(ctx):
-		return EmptyMaxAckPending
-	case v.policy == jetstream.PriorityPolicyPinned && pri.PinID == "" && v.pinned[pri.Group]:
-		return EmptyPinned
-	case v.policy == jetstream.PriorityPolicyOverflow && v.pending > 0 && belowThresholds(pri, v):
-		return EmptyBelowMinPending
+	rs := make([]lease.Ref, len(ds))
+	for i, d := range ds {
+		rs[i] = lease.Ref{StreamSeq: d.Meta.StreamSeq, Delivered: d.Meta.Delivered, ConsumerSeq: d.Meta.ConsumerSeq}
 	}
-	return EmptyNoMessages
-}
-
-// atMaxAckPending reports whether the consumer is at max_ack_pending: by the
-// replica's own count of leases, or else by the server's (asked at most
-// once a second).
-func (c *Consumer) atMaxAckPending(ctx context.Context) bool {
-	return c.leases.Live() >= c.maxAckPending || c.serverState(ctx).full
-}
-
-// serverState is the server's word on whether the consumer is at
-// max_ack_pending and whether it is paused, asked at most once a second:
-// clients polling with expires 0s must not turn into a stream of info
-// requests.
-func (c *Consumer) serverState(ctx context.Context) *serverView {
-	if v := c.view.Load(); time.Since(v.at) < time.Second {
-		return v
-	}
-	if _, err := c.info(context.WithoutCancel(ctx), time.Second); err != nil {
-		// Unknown: neither full nor paused, and not asked again for a second.
-		v := *c.view.Load()
-		v.full, v.paused, v.at = false, false, time.Now()
-		c.view.Store(&v)
-	}
-	return c.view.Load()
+	c.leases.Hand(rs, principal, time.Now())
 }

@@ -168,3 +168,143 @@ func belowThresholds(p pull.Priority, v *serverView) bool {
 	return !(p.MinPending > 0 && v.pending >= uint64(p.MinPending)) &&
 		!(p.MinAckPending > 0 && int64(v.acks) >= p.MinAckPending)
 }
+
+// info asks the server for the consumer's info, bounded by limit (and the
+// request timeout) even when ctx has no deadline.
+func (c *Consumer) info(ctx context.Context, limit time.Duration) (*jetstream.ConsumerInfo, error) {
+	ictx, cancel := context.WithTimeout(ctx, min(c.timeout, limit))
+	defer cancel()
+	before := c.resets.mark()
+	ci, err := c.jsConsumer.Info(ictx)
+	if err == nil {
+		c.view.Store(viewOf(ci, c.maxAckPending))
+		if c.resets.informed(before, ci.Delivered) {
+			// Told too: this replica's next deliveries are numbered above
+			// all it has seen in the new count, and would not show the
+			// reset to it, while another replica may hold a lease from
+			// before it.
+			c.tellReset("its info counts fewer deliveries than this replica received", "delivered", ci.Delivered.Consumer)
+		}
+	}
+	return ci, err
+}
+
+// Info is the consumer's configuration and state, from the server.
+func (c *Consumer) Info(ctx context.Context) (*jetstream.ConsumerInfo, error) {
+	ci, err := c.info(ctx, c.timeout)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		return nil, c.deleted()
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case err != nil:
+		return nil, fmt.Errorf("%w: consumer info: %v", errs.ErrUnavailable, err)
+	}
+	return ci, nil
+}
+
+func (c *Consumer) deleted() error {
+	return fmt.Errorf("%w: consumer %q of stream %q was deleted", errs.ErrConsumerNotFound, c.Name, c.Stream)
+}
+
+// noResponders explains why nothing answered for the consumer: it was
+// deleted (NOT_FOUND), or its leader is being elected or the server is
+// unreachable (UNAVAILABLE, worth a retry).
+func (c *Consumer) noResponders(ctx context.Context) error {
+	if _, err := c.info(context.WithoutCancel(ctx), time.Second); errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return c.deleted()
+	}
+	return fmt.Errorf("%w: no JetStream responder for the consumer (a leader election, or the server is unreachable)", errs.ErrUnavailable)
+}
+
+// SetPaused records what the server's pause advisory said of the consumer.
+func (c *Consumer) SetPaused(paused bool) {
+	v := *c.view.Load()
+	v.paused = paused
+	c.view.Store(&v)
+}
+
+// serverAnswers reports whether the server answers for the consumer.
+func (c *Consumer) serverAnswers(ctx context.Context) bool {
+	if !c.nc.IsConnected() {
+		return false
+	}
+	_, err := c.info(context.WithoutCancel(ctx), time.Second)
+	return err == nil
+}
+
+// emptyReason says why nothing came: the consumer is paused (by anyone), or
+// at max_ack_pending, or another client holds the pin, or the caller's
+// overflow thresholds are not reached, as the server last said, or there
+// was nothing.
+func (c *Consumer) emptyReason(ctx context.Context, pri pull.Priority) EmptyReason {
+	v := c.serverState(ctx)
+	switch {
+	case v.paused:
+		return EmptyPaused
+	case c.atMaxAckPending(ctx):
+		return EmptyMaxAckPending
+	case v.policy == jetstream.PriorityPolicyPinned && pri.PinID == "" && v.pinned[pri.Group]:
+		return EmptyPinned
+	case v.policy == jetstream.PriorityPolicyOverflow && v.pending > 0 && belowThresholds(pri, v):
+		return EmptyBelowMinPending
+	}
+	return EmptyNoMessages
+}
+
+// atMaxAckPending reports whether the consumer is at max_ack_pending: by the
+// replica's own count of leases, or else by the server's (asked at most
+// once a second).
+func (c *Consumer) atMaxAckPending(ctx context.Context) bool {
+	return c.leases.Live() >= c.maxAckPending || c.serverState(ctx).full
+}
+
+// serverState is the server's word on whether the consumer is at
+// max_ack_pending and whether it is paused, asked at most once a second:
+// clients polling with expires 0s must not turn into a stream of info
+// requests.
+func (c *Consumer) serverState(ctx context.Context) *serverView {
+	if v := c.view.Load(); time.Since(v.at) < time.Second {
+		return v
+	}
+	if _, err := c.info(context.WithoutCancel(ctx), time.Second); err != nil {
+		// Unknown: neither full nor paused, and not asked again for a second.
+		v := *c.view.Load()
+		v.full, v.paused, v.at = false, false, time.Now()
+		c.view.Store(&v)
+	}
+	return c.view.Load()
+}
+
+// OldestUnackedAge is how long the oldest message the consumer has not
+// acknowledged (delivered or not) has been in the stream, given the
+// consumer's info: the first message of its filter past the ack floor.
+func (c *Consumer) OldestUnackedAge(ctx context.Context, ci *jetstream.ConsumerInfo) (time.Duration, error) {
+	if ci.NumPending == 0 && ci.NumAckPending == 0 {
+		return 0, nil
+	}
+	filters := ci.Config.FilterSubjects
+	if f := ci.Config.FilterSubject; f != "" {
+		filters = append(filters, f)
+	}
+	if len(filters) == 0 {
+		filters = []string{">"}
+	}
+	var oldest time.Time
+	for _, f := range filters {
+		m, err := c.jsStream.GetMsg(ctx, ci.AckFloor.Stream+1, jetstream.WithGetMsgSubject(f))
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			continue
+		case err != nil:
+			return 0, fmt.Errorf("%w: read the oldest unacknowledged message: %v", errs.ErrUnavailable, err)
+		}
+		if oldest.IsZero() || m.Time.Before(oldest) {
+			oldest = m.Time
+		}
+	}
+	if oldest.IsZero() {
+		return 0, nil
+	}
+	return max(time.Since(oldest), 0), nil
+}
