@@ -194,7 +194,7 @@ func (k *consumeStream) extend(ctx context.Context, principal string, maxLease t
 	var due []token.Claims
 	c.leases.Owned(k.o, func(l *lease.Lease, handed time.Time) {
 		if l.Deadline.Sub(now) <= c.extendLead(l.Delivered) && now.Sub(handed) < maxLease {
-			due = append(due, c.claimsOfLease(l))
+			due = append(due, c.tokens.claimsOfLease(l))
 		}
 	})
 	if len(due) > 0 {

@@ -83,19 +83,17 @@ type Deps struct {
 // (info, pause, pins); reset.go, resets; waiting.go, its share of
 // max_waiting. Concepts with state of their own are small types: the lease
 // table (with each Consume stream's lease.Owner), waitingPulls, orphanPool,
-// resetWatch, holdBack, serverView and Counts.
+// resetWatch, holdBack, serverWatch, issuer and Counts.
 type Consumer struct {
 	Stream, Name string
 
-	jsConsumer jetstream.Consumer // the consumer on the server
-	jsStream   jetstream.Stream   // its stream on the server
-	nc         *nats.Conn
-	sender     *settle.Sender
-	ledger     *settle.Ledger
-	keys       *token.Keyring
-	self       token.IssuerID
-	timeout    time.Duration
-	log        *slog.Logger
+	jsStream jetstream.Stream // its stream on the server
+	server   serverWatch      // the consumer on the server: what it last said, and asking it
+	nc       *nats.Conn
+	sender   *settle.Sender
+	ledger   *settle.Ledger
+	tokens   issuer
+	log      *slog.Logger
 
 	// From the consumer's configuration when it was bound.
 	policy        lease.Policy
@@ -112,8 +110,6 @@ type Consumer struct {
 	counts   Counts
 
 	maxLease time.Duration // how long auto_extend keeps one lease
-
-	view atomic.Pointer[serverView] // what the server last said of the consumer
 
 	resets  *resetWatch    // consumer resets, told from the consumer sequences
 	held    *holdBack      // new deliveries, while peers are told of a reset
@@ -171,14 +167,10 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 	c := &Consumer{
 		Stream:        ci.Stream,
 		Name:          ci.Name,
-		jsConsumer:    cons,
 		jsStream:      s,
 		nc:            d.Conn,
 		sender:        d.Sender,
 		ledger:        d.Ledger,
-		keys:          d.Keys,
-		self:          d.Self,
-		timeout:       d.Timeout,
 		log:           d.Log.With("stream", ci.Stream, "consumer", ci.Name),
 		policy:        lease.Policy{AckWait: cfg.AckWait, BackOff: cfg.BackOff},
 		maxAckPending: cfg.MaxAckPending,
@@ -192,6 +184,8 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 		held:    newHoldBack(),
 		woken:   make(chan struct{}, 1),
 	}
+	c.tokens = issuer{self: d.Self, keys: d.Keys, stream: c.Stream, name: c.Name, leases: c.leases}
+	c.server = serverWatch{js: cons, stream: c.Stream, name: c.Name, timeout: d.Timeout, maxAckPending: c.maxAckPending, observe: c.observeInfo}
 	c.waiting.woke = c.wake
 	c.orphans = newOrphanPool(c.receive, func(d *Delivery, now time.Time) bool {
 		return c.leases.Holds(ref(c.ClaimsOf(d)), now)
@@ -206,7 +200,7 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 	c.maxLease = cmp.Or(d.MaxLease, DefaultMaxLease)
 	v := viewOf(ci, c.maxAckPending)
 	v.at = time.Time{} // its groups stand; whether full or paused is asked anew
-	c.view.Store(v)
+	c.server.view.Store(v)
 	return c
 }
 
@@ -241,8 +235,8 @@ func (c *Consumer) attend(ctx context.Context) {
 		case now := <-t.C:
 			c.leases.Sweep(now)
 			c.nak(ctx, c.orphans.due(now))
-			if open, _, _ := c.waiting.counts(); open > 0 && now.Sub(c.view.Load().at) >= viewEvery {
-				_, _ = c.info(ctx, time.Second)
+			if open, _, _ := c.waiting.counts(); open > 0 && now.Sub(c.server.load().at) >= viewEvery {
+				_, _ = c.server.ask(ctx, time.Second)
 			}
 		case <-c.woken:
 		}
@@ -294,6 +288,9 @@ func (c *Consumer) Idle() bool {
 	open, _, queued := c.waiting.counts()
 	return open == 0 && queued == 0 && c.leases.Live() == 0 && c.orphans.len() == 0 && c.orphans.pulls(time.Now()) == 0
 }
+
+// ClaimsOf are what d's token says: whose lease it is and of which delivery.
+func (c *Consumer) ClaimsOf(d *Delivery) token.Claims { return c.tokens.claims(d) }
 
 // Leases counts the leases this replica holds on the consumer, unsettled.
 func (c *Consumer) Leases() int { return c.leases.Live() }

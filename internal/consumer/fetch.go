@@ -9,7 +9,6 @@ import (
 
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/pull"
-	"github.com/jetgate/jetgate/internal/token"
 	"github.com/jetgate/jetgate/internal/tracing"
 )
 
@@ -176,49 +175,4 @@ func (c *Consumer) receiveAll(p *pull.Pull, msgs []pull.Msg) []*Delivery {
 		}
 	}
 	return ds
-}
-
-// ClaimsOf are what d's token says: whose lease it is and of which delivery.
-func (c *Consumer) ClaimsOf(d *Delivery) token.Claims {
-	return token.Claims{
-		Issuer:      c.self,
-		StreamSeq:   d.Meta.StreamSeq,
-		ConsumerSeq: d.Meta.ConsumerSeq,
-		Delivered:   d.Meta.Delivered,
-		Deadline:    d.Deadline,
-	}
-}
-
-// claimsOfLease are what the token of lease l says now (its deadline follows
-// Extends).
-func (c *Consumer) claimsOfLease(l *lease.Lease) token.Claims {
-	return token.Claims{
-		Issuer:      c.self,
-		StreamSeq:   l.StreamSeq,
-		ConsumerSeq: l.ConsumerSeq,
-		Delivered:   l.Delivered,
-		Deadline:    l.Deadline,
-	}
-}
-
-// lease issues the tokens of deliveries that are about to be handed out.
-func (c *Consumer) lease(ds []*Delivery, principal string) []*Delivery {
-	sealer := c.keys.Sealer(c.Stream, c.Name, principal)
-	for _, d := range ds {
-		d.Token = sealer.Seal(c.ClaimsOf(d))
-	}
-	c.handed(ds, principal)
-	return ds
-}
-
-// handed records to whom ds were handed out, for Holders.
-func (c *Consumer) handed(ds []*Delivery, principal string) {
-	if len(ds) == 0 {
-		return
-	}
-	rs := make([]lease.Ref, len(ds))
-	for i, d := range ds {
-		rs[i] = lease.Ref{StreamSeq: d.Meta.StreamSeq, Delivered: d.Meta.Delivered, ConsumerSeq: d.Meta.ConsumerSeq}
-	}
-	c.leases.Hand(rs, principal, time.Now())
 }

@@ -196,7 +196,7 @@ func (c *Consumer) read(ctx context.Context, p *pull.Pull, lim pullLimits, s sin
 				c.orphans.keep(ds, left, time.Now())
 				return pullEnd{left: left, err: err}
 			}
-			done, err := s.take(ctx, c.lease(ds, lim.principal), !ended)
+			done, err := s.take(ctx, c.tokens.issue(ds, lim.principal), !ended)
 			if (done || err != nil) && !ended {
 				c.orphans.abandon(p, time.Now())
 				return pullEnd{left: p, err: err}
@@ -235,7 +235,7 @@ func (c *Consumer) takeOrphans(ctx context.Context, lim pullLimits, s sink) (too
 		return false, err
 	}
 	c.counts.Orphans[OrphanHanded].Add(uint64(len(ds)))
-	_, err = s.take(ctx, c.lease(ds, lim.principal), false)
+	_, err = s.take(ctx, c.tokens.issue(ds, lim.principal), false)
 	return true, err
 }
 
@@ -248,7 +248,7 @@ func (c *Consumer) lost(ctx context.Context, err error, reconnects uint64) (Empt
 	if !errors.Is(err, jetstream.ErrNoHeartbeat) {
 		return EmptyNone, err
 	}
-	if c.nc.Stats().Reconnects != reconnects || !c.serverAnswers(ctx) {
+	if c.nc.Stats().Reconnects != reconnects || !c.nc.IsConnected() || !c.server.answers(ctx) {
 		return EmptyNone, fmt.Errorf("%w: the pull was lost with the NATS server", errs.ErrUnavailable)
 	}
 	return EmptyMaxWaiting, nil
@@ -266,7 +266,7 @@ func (c *Consumer) ending(ctx context.Context, err error, maxBytes int64) pullEn
 	case errors.Is(err, jetstream.ErrConsumerLeadershipChanged):
 		return pullEnd{retry: true}
 	case errors.Is(err, jetstream.ErrConsumerDeleted):
-		return pullEnd{err: c.deleted()}
+		return pullEnd{err: c.server.deleted()}
 	case errors.Is(err, jetstream.ErrMaxBytesExceeded) && maxBytes < c.maxFetchBytes:
 		return pullEnd{empty: EmptyMaxBytes} // the caller's own max_bytes
 	case errors.Is(err, jetstream.ErrMaxBytesExceeded):
@@ -280,7 +280,7 @@ func (c *Consumer) ending(ctx context.Context, err error, maxBytes int64) pullEn
 	case errors.Is(err, jetstream.ErrServerShutdown):
 		return pullEnd{err: fmt.Errorf("%w: the server is shutting down", errs.ErrUnavailable)}
 	case errors.Is(err, nats.ErrNoResponders):
-		return pullEnd{err: c.noResponders(ctx)}
+		return pullEnd{err: c.server.noResponders(ctx)}
 	}
 	// A limit of the consumer's (max_batch, max_expires, max_bytes) or a
 	// status unknown.

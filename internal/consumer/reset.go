@@ -247,6 +247,20 @@ func (c *Consumer) ResetTold(id string) {
 	}
 }
 
+// observeInfo is what the consumer makes of an info it asks: one that
+// counts fewer deliveries than this replica received before asking shows a
+// reset, which it tells too (its next deliveries are numbered above all it
+// has seen in the new count and would not show it, while another replica
+// may hold a lease from before it).
+func (c *Consumer) observeInfo() func(*jetstream.ConsumerInfo) {
+	before := c.resets.mark()
+	return func(ci *jetstream.ConsumerInfo) {
+		if c.resets.informed(before, ci.Delivered) {
+			c.tellReset("its info counts fewer deliveries than this replica received", "delivered", ci.Delivered.Consumer)
+		}
+	}
+}
+
 // tellReset tells the other replicas of a reset a delivery or an info
 // showed (this replica's leases are void already). why is for the log.
 func (c *Consumer) tellReset(why string, attrs ...any) {

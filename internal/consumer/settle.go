@@ -69,7 +69,7 @@ func (c *Consumer) settle(ctx context.Context, op lease.Op, cs []token.Claims, a
 	}
 	errs := c.send(ctx, op, args, cs, subjects, idx)
 	if slices.Contains(errs, settle.ErrNoResponders) {
-		gone := c.noResponders(ctx)
+		gone := c.server.noResponders(ctx)
 		for j, err := range errs {
 			if err == settle.ErrNoResponders {
 				errs[j] = gone
@@ -84,8 +84,7 @@ func (c *Consumer) settle(ctx context.Context, op lease.Op, cs []token.Claims, a
 			// +WPI restarts the server's clock at the full wait.
 			nd = c.policy.Deadline(now, cl.Delivered)
 			cl.Deadline = nd
-			cl.Issuer = c.self // for an adopted lease, this replica holds it now
-			out[i].NewToken = c.keys.Seal(cl, c.Stream, c.Name, args.Principal)
+			out[i].NewToken = c.tokens.reissue(cl, args.Principal)
 			out[i].Deadline = nd
 		}
 		if errors.Is(errs[j], settle.ErrUnconfirmed) {
@@ -105,7 +104,7 @@ func (c *Consumer) settle(ctx context.Context, op lease.Op, cs []token.Claims, a
 // delivery, and after a reset the lowest is the least likely to be.
 func (c *Consumer) send(ctx context.Context, op lease.Op, args settle.Args, cs []token.Claims, subjects []string, idx []int) []error {
 	payload := settle.Payload(op, args)
-	if !c.view.Load().inOrder {
+	if !c.server.load().inOrder {
 		return c.sender.Send(ctx, subjects, payload)
 	}
 	last, low := len(idx)-1, 0

@@ -157,7 +157,7 @@ func (c *Consumer) growWaiting(ctx context.Context) {
 	if last := c.grown.Load(); now-last < int64(growEvery) || !c.grown.CompareAndSwap(last, now) {
 		return
 	}
-	ci, err := c.info(ctx, time.Second)
+	ci, err := c.server.ask(ctx, time.Second)
 	if err != nil {
 		return
 	}
