@@ -172,6 +172,9 @@ func (k *consumeStream) waitForRoom(ctx context.Context, d time.Duration) {
 func (k *consumeStream) untilNextDue(autoExtend bool, now time.Time) time.Duration {
 	next := time.Hour
 	k.c.leases.Owned(k.o, func(l *lease.Lease, _ time.Time) {
+		if !l.Deadline.After(now) {
+			return // past its deadline, settling: it leaves with its settle or a sweep
+		}
 		at := l.Deadline
 		if autoExtend {
 			at = at.Add(-k.c.extendLead(l.Delivered))
