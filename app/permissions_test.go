@@ -51,7 +51,8 @@ var jetgateUser = &natsserver.Permissions{
 		"orders.>",
 	}},
 	Subscribe: &natsserver.SubjectPermission{Allow: []string{"_INBOX.>", "_JETGATE.SETTLE.*", "_JETGATE.RESET.>", "_JETGATE.KEYCHECK",
-		"$JS.API.CONSUMER.RESET.>", "$JS.EVENT.ADVISORY.CONSUMER.PAUSE.>", "$JS.EVENT.ADVISORY.CONSUMER.DELETED.>"}},
+		"$JS.API.CONSUMER.RESET.>", "$JS.API.CONSUMER.CREATE.>", "$JS.API.CONSUMER.DURABLE.CREATE.>",
+		"$JS.EVENT.ADVISORY.CONSUMER.PAUSE.>", "$JS.EVENT.ADVISORY.CONSUMER.DELETED.>"}},
 }
 
 // What every other user of the account is denied.

@@ -148,6 +148,12 @@ func bindConsumer(ctx context.Context, s jetstream.Stream, c Config) (jetstream.
 		if cons, err = s.UpdateConsumer(ctx, want); err != nil {
 			return nil, refused(c, "update", err)
 		}
+		// The server may answer the first update after it started with
+		// the consumer as it recovered it, from before the update: the
+		// policy is read from an info asked after it.
+		if _, err := cons.Info(ctx); err != nil {
+			return nil, fmt.Errorf("stream %q consumer %q: info after update: %w", c.Stream, c.Name, err)
+		}
 	}
 	return cons, c.pause(ctx, s, found.PauseUntil)
 }

@@ -65,7 +65,7 @@ func (c *Consumer) Consume(ctx context.Context, req ConsumeRequest, send func([]
 	var last *pull.Pull // the pull the stream left open, to the orphan pool
 	defer func() { k.end(k.sendFailed || ctx.Err() != nil, last) }()
 	for {
-		if err := ctx.Err(); err != nil {
+		if err := cmp.Or(ctx.Err(), c.servable()); err != nil {
 			return err
 		}
 		now := time.Now()
@@ -187,7 +187,7 @@ func (k *consumeStream) untilNextDue(autoExtend bool, now time.Time) time.Durati
 // extendLead is how long before a lease's deadline auto_extend renews it:
 // a third of its wait, so that a slow +WPI still lands in time.
 func (c *Consumer) extendLead(delivered uint64) time.Duration {
-	return c.policy.AckWaitFor(delivered) / 3
+	return c.timing().AckWaitFor(delivered) / 3
 }
 
 // extend renews the leases the stream holds whose deadline is near,

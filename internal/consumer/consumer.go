@@ -95,12 +95,7 @@ type Consumer struct {
 	tokens   issuer
 	log      *slog.Logger
 
-	// From the consumer's configuration when it was bound.
-	policy        lease.Policy
-	maxAckPending int
-	maxBatch      int           // the server's max_request_batch; 0 is none
-	maxExpires    time.Duration // the server's max_request_expires; 0 is none
-	maxFetchBytes int64         // the gateway's bound on one Fetch
+	maxFetchBytes int64 // the gateway's bound on one Fetch
 
 	leases   *lease.Table
 	waiting  *waitingPulls // this replica's places among the consumer's waiting pulls
@@ -116,6 +111,7 @@ type Consumer struct {
 	words   sync.WaitGroup // the goroutines telling peers of a reset
 	onReset func(id string, peers int)
 	traced  bool
+	asking  atomic.Bool // redeliveredEarly's question is out
 
 	woken chan struct{} // Run: the consumer has something to attend to
 }
@@ -160,10 +156,6 @@ func Attach(ctx context.Context, s jetstream.Stream, name string, d Deps) (*Cons
 func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer {
 	ci := cons.CachedInfo()
 	cfg := ci.Config
-	maxWaiting := cfg.MaxWaiting
-	if maxWaiting <= 1 {
-		maxWaiting = 2
-	}
 	c := &Consumer{
 		Stream:        ci.Stream,
 		Name:          ci.Name,
@@ -172,20 +164,14 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 		sender:        d.Sender,
 		ledger:        d.Ledger,
 		log:           d.Log.With("stream", ci.Stream, "consumer", ci.Name),
-		policy:        lease.Policy{AckWait: cfg.AckWait, BackOff: cfg.BackOff},
-		maxAckPending: cfg.MaxAckPending,
-		maxBatch:      cfg.MaxRequestBatch,
-		maxExpires:    cfg.MaxRequestExpires,
 		maxFetchBytes: cmp.Or(d.MaxFetchBytes, DefaultMaxFetchBytes),
 		leases:        lease.NewTable(cfg.AckWait),
-		// Stay below the consumer's max_waiting: past it the server drops
-		// pulls that carry heartbeats without a word.
-		waiting: newWaitingPulls(maxWaiting - 1),
-		held:    newHoldBack(),
-		woken:   make(chan struct{}, 1),
+		waiting:       newWaitingPulls(placesOf(cfg.MaxWaiting)),
+		held:          newHoldBack(),
+		woken:         make(chan struct{}, 1),
 	}
 	c.tokens = issuer{self: d.Self, keys: d.Keys, stream: c.Stream, name: c.Name, leases: c.leases}
-	c.server = serverWatch{js: cons, stream: c.Stream, name: c.Name, timeout: d.Timeout, maxAckPending: c.maxAckPending, observe: c.observeInfo}
+	c.server = serverWatch{js: cons, stream: c.Stream, name: c.Name, timeout: d.Timeout, observe: c.observeInfo, changed: c.policyChanged}
 	c.waiting.woke = c.wake
 	c.orphans = newOrphanPool(c.receive, func(d *Delivery, now time.Time) bool {
 		return c.leases.Holds(ref(c.ClaimsOf(d)), now)
@@ -198,9 +184,10 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 	c.onReset, c.traced = d.OnReset, d.Traced
 	c.counts.Since = time.Now()
 	c.maxLease = cmp.Or(d.MaxLease, DefaultMaxLease)
-	v := viewOf(ci, c.maxAckPending)
-	v.at = time.Time{} // its groups stand; whether full or paused is asked anew
+	v := viewOf(ci)
+	v.at = time.Time{} // its policy and groups stand; whether full or paused is asked anew
 	c.server.view.Store(v)
+	c.leases.SetTiming(v.timing)
 	return c
 }
 

@@ -20,8 +20,11 @@ type Counts struct {
 	Orphans [orphanOutcomes]atomic.Uint64     // by OrphanOutcome
 	Settled [lease.OpExtend + 1]atomic.Uint64 // tokens settled, by lease.Op
 	Resets  atomic.Uint64                     // consumer resets noticed (each voids the leases held)
-	mu      sync.Mutex                        // guards failed
-	failed  map[SettleFailure]uint64          // tokens not settled, by op and reason
+	// PolicyChanges counts the changes of the consumer's redelivery timing
+	// or limits seen on the server (policy.go).
+	PolicyChanges atomic.Uint64
+	mu            sync.Mutex               // guards failed
+	failed        map[SettleFailure]uint64 // tokens not settled, by op and reason
 }
 
 const emptyReasons = EmptyBelowMinPending + 1

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -80,7 +81,7 @@ const (
 // it had. When it returns, no pull of its own is left to a caller: one the
 // caller left is the orphan pool's.
 func (c *Consumer) Fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
-	if err := ctx.Err(); err != nil {
+	if err := cmp.Or(ctx.Err(), c.servable()); err != nil {
 		return FetchResult{}, err
 	}
 	pri, err := c.priorityOf(req.Priority)
@@ -136,18 +137,20 @@ func (c *Consumer) receive(p *pull.Pull, m pull.Msg) (*Delivery, bool) {
 		c.log.Warn("pulled message without a JetStream ack subject", "subject", m.Subject)
 		return nil, false
 	}
+	timing := c.timing()
 	d := &Delivery{
 		Subject:  m.Subject,
 		Data:     m.Data,
 		Header:   m.Header,
 		Meta:     md,
-		Deadline: c.policy.Deadline(m.At, md.Delivered),
+		Deadline: timing.Deadline(m.At, md.Delivered),
 	}
 	l := lease.Lease{
 		StreamSeq:   md.StreamSeq,
 		ConsumerSeq: md.ConsumerSeq,
 		Delivered:   md.Delivered,
 		Deadline:    d.Deadline,
+		Wait:        timing.AckWaitFor(md.Delivered),
 		AckSubject:  m.Reply,
 	}
 	if c.traced {
@@ -157,7 +160,15 @@ func (c *Consumer) receive(p *pull.Pull, m pull.Msg) (*Delivery, bool) {
 		}
 	}
 	seqs := delivery{cseq: md.ConsumerSeq, sseq: md.StreamSeq, delivered: md.Delivered}
-	switch reset, stale := c.resets.admit(&p.Mark, seqs, func() bool { return c.leases.Add(l) }); {
+	early := false
+	add := func() bool {
+		added := c.leases.Add(l)
+		early = added == lease.AddedEarly
+		return added == lease.AddedReset
+	}
+	switch reset, stale := c.resets.admit(&p.Mark, seqs, add); {
+	case early:
+		c.redeliveredEarly()
 	case reset:
 		c.tellReset("a delivery showed it", "stream_seq", md.StreamSeq, "consumer_seq", md.ConsumerSeq, "delivered", md.Delivered)
 	case stale:

@@ -39,12 +39,16 @@ func (c *Consumer) limits(ctx context.Context, batch int, maxBytes int64, expire
 	if dl, ok := ctx.Deadline(); ok {
 		expires = max(min(expires, dl.Sub(now)-deadlineSlack), 0)
 	}
-	if c.maxExpires > 0 {
-		expires = min(expires, c.maxExpires)
+	server := c.server.load().limits
+	if server.maxExpires > 0 {
+		expires = min(expires, server.maxExpires)
 	}
 	lim := pullLimits{batch: batch, maxBytes: c.maxFetchBytes, until: now.Add(expires), principal: principal, waitBatch: batch}
 	if maxBytes > 0 {
 		lim.maxBytes = min(lim.maxBytes, maxBytes)
+	}
+	if server.maxBytes > 0 {
+		lim.maxBytes = min(lim.maxBytes, server.maxBytes)
 	}
 	return lim
 }
@@ -112,7 +116,7 @@ func (c *Consumer) pullLoop(ctx context.Context, lim pullLimits, s sink) (EmptyR
 // server until its next heartbeat).
 func (c *Consumer) pullNow(lim pullLimits) (*pull.Pull, error) {
 	batch := lim.batch
-	if room := c.maxAckPending - c.leases.Live(); room > 0 && room < batch {
+	if room := c.server.load().limits.maxAckPending - c.leases.Live(); room > 0 && room < batch {
 		batch = room
 	}
 	req := c.pullRequest(batch, lim)
@@ -127,8 +131,8 @@ func (c *Consumer) pullInLine(lim pullLimits) (*pull.Pull, error) {
 }
 
 func (c *Consumer) pullRequest(batch int, lim pullLimits) pull.Request {
-	if c.maxBatch > 0 {
-		batch = min(batch, c.maxBatch)
+	if most := c.server.load().limits.maxBatch; most > 0 {
+		batch = min(batch, most)
 	}
 	return pull.NewRequest(batch, time.Until(lim.until), lim.maxBytes, lim.priority)
 }

@@ -132,7 +132,7 @@ func (c *Consumer) emptyReason(ctx context.Context, pri pull.Priority) EmptyReas
 // replica's own count of leases, or else by the server's (asked at most
 // once a second).
 func (c *Consumer) atMaxAckPending(ctx context.Context) bool {
-	return c.leases.Live() >= c.maxAckPending || c.server.recent(ctx).full
+	return c.leases.Live() >= c.server.load().limits.maxAckPending || c.server.recent(ctx).full
 }
 
 // OldestUnackedAge is how long the oldest message the consumer has not

@@ -49,7 +49,7 @@ func (c *Consumer) Adopt(ctx context.Context, op lease.Op, cs []token.Claims, ar
 // back as one of its leases is settled, and keeps an Extend's deadline.
 func (c *Consumer) settle(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args, w settle.Whose) []settle.Outcome {
 	out := make([]settle.Outcome, len(cs))
-	now := time.Now()
+	now, timing := time.Now(), c.timing()
 	var subjects []string
 	var idx []int
 	for i, cl := range cs {
@@ -79,18 +79,17 @@ func (c *Consumer) settle(ctx context.Context, op lease.Op, cs []token.Claims, a
 	done := time.Now()
 	for j, i := range idx {
 		cl := cs[i]
-		var nd time.Time
-		if errs[j] == nil && op == lease.OpExtend {
-			// +WPI restarts the server's clock at the full wait.
-			nd = c.policy.Deadline(now, cl.Delivered)
-			cl.Deadline = nd
-			out[i].NewToken = c.tokens.reissue(cl, args.Principal)
-			out[i].Deadline = nd
-		}
-		if errors.Is(errs[j], settle.ErrUnconfirmed) {
+		switch {
+		case errors.Is(errs[j], settle.ErrUnconfirmed):
 			c.leases.Unsure(ref(cl), op)
-		} else {
-			c.leases.Finish(ref(cl), op, errs[j] == nil, done, nd)
+		case errs[j] == nil && op == lease.OpExtend:
+			// +WPI restarts the server's clock at the full wait.
+			ext := lease.Extension{Deadline: timing.Deadline(now, cl.Delivered), Wait: timing.AckWaitFor(cl.Delivered)}
+			cl.Deadline = c.leases.Finish(ref(cl), op, true, done, ext)
+			out[i].NewToken = c.tokens.reissue(cl, args.Principal)
+			out[i].Deadline = cl.Deadline
+		default:
+			c.leases.Finish(ref(cl), op, errs[j] == nil, done, lease.Extension{})
 		}
 		out[i].Err = errs[j]
 	}
@@ -123,7 +122,7 @@ func (c *Consumer) entry(cl token.Claims) settle.Entry {
 	return settle.Entry{
 		Stream: c.Stream, Consumer: c.Name,
 		StreamSeq: cl.StreamSeq, Delivered: cl.Delivered,
-		TTL: c.policy.AckWaitFor(cl.Delivered),
+		TTL: c.timing().AckWaitFor(cl.Delivered),
 	}
 }
 
@@ -152,7 +151,7 @@ func (c *Consumer) consultLedger(ctx context.Context, op lease.Op, cs []token.Cl
 		case verdicts[j] == settle.Refuse:
 			out[i].Err = errs.ErrLeaseSettled
 		}
-		c.leases.Finish(ref(cs[i]), op, out[i].Err == nil, now, time.Time{})
+		c.leases.Finish(ref(cs[i]), op, out[i].Err == nil, now, lease.Extension{})
 	}
 	return keepSubj, keepIdx
 }
@@ -176,7 +175,7 @@ func (c *Consumer) retriedNaks(ctx context.Context, op lease.Op, cs []token.Clai
 		}
 		// The token's deadline less a whole ack_wait is no later than when
 		// its delivery was received.
-		if received := cs[i].Deadline.Add(-c.policy.AckWaitFor(cs[i].Delivered)); !reset.After(received) {
+		if received := cs[i].Deadline.Add(-c.timing().AckWaitFor(cs[i].Delivered)); !reset.After(received) {
 			es = append(es, c.entry(cs[i]))
 			idx = append(idx, i)
 		}

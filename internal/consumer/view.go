@@ -4,19 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/pull"
 )
 
 // serverView is what the consumer last learnt of itself from the server:
-// its priority groups (an operator may change them at any time) and, from
-// an info at most a second old, whether it is at max_ack_pending or paused.
+// its redelivery timing and limits, its priority groups (an operator may
+// change any of them at any time) and, from an info at most a second old,
+// whether it is at max_ack_pending or paused. Every info, and the answer to
+// jetgate's own create or update, replaces it: nothing of the consumer's
+// policy is kept from before.
 type serverView struct {
+	timing  lease.Policy // ack_wait and backoff: when the server redelivers
+	limits  limits
+	refusal string // why jetgate cannot serve the consumer as it is now; "": it can
 	groups  []string
 	policy  jetstream.PriorityPolicy
 	full    bool // at max_ack_pending with messages waiting
@@ -29,36 +37,109 @@ type serverView struct {
 	// last reply confirms it all (settle.Sender.SendInOrder).
 	inOrder bool
 	at      time.Time
+	ticket  uint64 // the order in which the info was asked: a later one replaces it
 }
 
-func viewOf(ci *jetstream.ConsumerInfo, maxAckPending int) *serverView {
+// limits are the consumer's bounds on what its clients ask of it.
+type limits struct {
+	maxAckPending int
+	maxWaiting    int
+	maxBatch      int           // max_request_batch; 0 is none
+	maxExpires    time.Duration // max_request_expires; 0 is none
+	maxBytes      int64         // max_request_max_bytes; 0 is none
+}
+
+func viewOf(ci *jetstream.ConsumerInfo) *serverView {
+	cfg := ci.Config
 	return &serverView{
-		groups:  ci.Config.PriorityGroups,
-		policy:  ci.Config.PriorityPolicy,
-		full:    ci.NumAckPending >= maxAckPending && ci.NumPending > 0,
+		timing: lease.Policy{AckWait: cfg.AckWait, BackOff: cfg.BackOff},
+		limits: limits{
+			maxAckPending: cfg.MaxAckPending,
+			maxWaiting:    cfg.MaxWaiting,
+			maxBatch:      cfg.MaxRequestBatch,
+			maxExpires:    cfg.MaxRequestExpires,
+			maxBytes:      int64(cfg.MaxRequestMaxBytes),
+		},
+		refusal: refusalOf(cfg),
+		groups:  cfg.PriorityGroups,
+		policy:  cfg.PriorityPolicy,
+		full:    cfg.MaxAckPending > 0 && ci.NumAckPending >= cfg.MaxAckPending && ci.NumPending > 0,
 		paused:  ci.Paused,
 		pinned:  pinnedGroups(ci.PriorityGroups),
 		pending: ci.NumPending,
 		acks:    ci.NumAckPending,
-		inOrder: ci.Config.Replicas <= 1 && (ci.Cluster == nil || len(ci.Cluster.Replicas) == 0),
+		inOrder: cfg.Replicas <= 1 && (ci.Cluster == nil || len(ci.Cluster.Replicas) == 0),
 		at:      time.Now(),
 	}
 }
 
+// refusalOf says why jetgate cannot serve a consumer configured so: only a
+// pull consumer with explicit acks and an ack wait can be leased.
+func refusalOf(cfg jetstream.ConsumerConfig) string {
+	switch {
+	case cfg.DeliverSubject != "":
+		return "it is a push consumer (it has a deliver subject); jetgate serves pull consumers"
+	case cfg.AckPolicy != jetstream.AckExplicitPolicy:
+		return fmt.Sprintf("its ack policy is %v; jetgate needs explicit acks", cfg.AckPolicy)
+	case cfg.AckWait <= 0:
+		return "it has no ack wait; jetgate dates its leases by it"
+	}
+	return ""
+}
+
+// changedFrom reports whether v times deliveries, bounds clients or can be
+// served otherwise than old.
+func (v *serverView) changedFrom(old *serverView) bool {
+	return !v.timing.Equal(old.timing) || v.limits != old.limits || v.refusal != old.refusal
+}
+
 // serverWatch asks the server for the consumer's info and keeps what the
-// last answer said (serverView), shared by every reader.
+// last answer said (serverView), shared by every reader. Every change of
+// the view goes through set, in the order the infos were asked, and a
+// change of the consumer's policy is told to changed.
 type serverWatch struct {
-	js            jetstream.Consumer
-	stream, name  string
-	timeout       time.Duration // bounds each request
-	maxAckPending int
-	view          atomic.Pointer[serverView]
+	js           jetstream.Consumer
+	stream, name string
+	timeout      time.Duration // bounds each request
+	view         atomic.Pointer[serverView]
+	mu           sync.Mutex    // orders the writers of view
+	tickets      atomic.Uint64 // numbers the infos asked
 	// observe is called before each info is asked, and what it returns with
 	// the answer: the reset watch reads the delivered count.
 	observe func() func(*jetstream.ConsumerInfo)
+	// changed is told of each new view whose policy differs from the one
+	// before (changedFrom), outside the watch's lock.
+	changed func(old, now *serverView)
 }
 
 func (w *serverWatch) load() *serverView { return w.view.Load() }
+
+// set stores what the answer to the info asked with ticket said, unless a
+// later one has been stored already.
+func (w *serverWatch) set(ci *jetstream.ConsumerInfo, ticket uint64) {
+	v := viewOf(ci)
+	v.ticket = ticket
+	w.mu.Lock()
+	old := w.view.Load()
+	if old != nil && old.ticket > ticket {
+		w.mu.Unlock()
+		return
+	}
+	w.view.Store(v)
+	w.mu.Unlock()
+	if old != nil && v.changedFrom(old) && w.changed != nil {
+		w.changed(old, v)
+	}
+}
+
+// update changes the view in place of the writers that set it.
+func (w *serverWatch) update(f func(v *serverView)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	v := *w.view.Load()
+	f(&v)
+	w.view.Store(&v)
+}
 
 // ask asks the server for the consumer's info, bounded by limit (and the
 // request timeout) even when ctx has no deadline.
@@ -66,9 +147,10 @@ func (w *serverWatch) ask(ctx context.Context, limit time.Duration) (*jetstream.
 	ictx, cancel := context.WithTimeout(ctx, min(w.timeout, limit))
 	defer cancel()
 	answered := w.observe()
+	ticket := w.tickets.Add(1)
 	ci, err := w.js.Info(ictx)
 	if err == nil {
-		w.view.Store(viewOf(ci, w.maxAckPending))
+		w.set(ci, ticket)
 		answered(ci)
 	}
 	return ci, err
@@ -84,9 +166,7 @@ func (w *serverWatch) recent(ctx context.Context) *serverView {
 	}
 	if _, err := w.ask(context.WithoutCancel(ctx), time.Second); err != nil {
 		// Unknown: neither full nor paused, and not asked again for a second.
-		v := *w.view.Load()
-		v.full, v.paused, v.at = false, false, time.Now()
-		w.view.Store(&v)
+		w.update(func(v *serverView) { v.full, v.paused, v.at = false, false, time.Now() })
 	}
 	return w.view.Load()
 }
@@ -99,16 +179,12 @@ func (w *serverWatch) answers(ctx context.Context) bool {
 
 // forget has the next reader that needs it ask the server again.
 func (w *serverWatch) forget() {
-	v := *w.view.Load()
-	v.at = time.Time{}
-	w.view.Store(&v)
+	w.update(func(v *serverView) { v.at = time.Time{} })
 }
 
 // setPaused records what the server's pause advisory said.
 func (w *serverWatch) setPaused(paused bool) {
-	v := *w.view.Load()
-	v.paused = paused
-	w.view.Store(&v)
+	w.update(func(v *serverView) { v.paused = paused })
 }
 
 func (w *serverWatch) deleted() error {

@@ -122,6 +122,28 @@ func (w *waitingPulls) grow(room int) {
 	w.mu.Unlock()
 }
 
+// resize takes the consumer's new max_waiting, less one kept free, shared
+// by replicas: a smaller share takes effect at once, a larger one as grow
+// finds room (or at once for a replica alone).
+func (w *waitingPulls) resize(total, replicas int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.total = total
+	w.share = max(1, total/max(replicas, 1))
+	if replicas <= 1 {
+		w.limit = w.share
+	}
+	w.limit = min(w.limit, w.share)
+	w.grantLocked()
+}
+
+// places is the consumer's max_waiting, less one kept free.
+func (w *waitingPulls) places() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.total
+}
+
 // counts returns the places in use, the limit, and the callers in line.
 func (w *waitingPulls) counts() (open, limit, queued int) {
 	w.mu.Lock()
@@ -136,7 +158,7 @@ func (w *waitingPulls) counts() (open, limit, queued int) {
 // nothing of the server: a share grows (growWaiting) only once a caller
 // waits in line for a place. It must not block.
 func (c *Consumer) SetReplicas(n int) {
-	share := max(1, c.waiting.total/max(n, 1))
+	share := max(1, c.waiting.places()/max(n, 1))
 	if first := c.replicas.Swap(int64(n)) == 0; first && n > 1 {
 		c.waiting.join(share)
 	} else {
@@ -161,7 +183,7 @@ func (c *Consumer) growWaiting(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	c.waiting.grow(c.waiting.total - ci.NumWaiting)
+	c.waiting.grow(c.waiting.places() - ci.NumWaiting)
 }
 
 // Pulls is how the replica uses its places among the consumer's waiting

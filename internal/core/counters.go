@@ -28,6 +28,9 @@ var (
 	counterResets = prometheus.NewDesc("jetgate_consumer_resets_total",
 		"Consumer resets this replica noticed (by the reset request, another replica's word, or a delivery that showed one); each voids the leases the replica held.",
 		consumerLabels, nil)
+	counterPolicy = prometheus.NewDesc("jetgate_consumer_policy_changes_total",
+		"Changes of the consumer's redelivery timing (ack_wait, backoff) or limits that this replica saw on the server (an operator's edit, a restart with other settings); leases are re-dated where the server now redelivers sooner.",
+		consumerLabels, nil)
 )
 
 var emptyReasonNames = [...]string{consumer.EmptyNone: "", consumer.EmptyNoMessages: "no_messages",
@@ -37,7 +40,7 @@ var emptyReasonNames = [...]string{consumer.EmptyNone: "", consumer.EmptyNoMessa
 var settledOps = [...]lease.Op{lease.OpAck, lease.OpNak, lease.OpTerm, lease.OpExtend}
 
 func (g *consumerCounters) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range [...]*prometheus.Desc{counterFetched, counterEmpty, counterSettles, counterOrphans, counterResets} {
+	for _, d := range [...]*prometheus.Desc{counterFetched, counterEmpty, counterSettles, counterOrphans, counterResets, counterPolicy} {
 		ch <- d
 	}
 }
@@ -66,6 +69,7 @@ func (g *consumerCounters) Collect(ch chan<- prometheus.Metric) {
 			count(counterOrphans, k.Orphans[outcome].Load(), name)
 		}
 		count(counterResets, k.Resets.Load())
+		count(counterPolicy, k.PolicyChanges.Load())
 	}
 }
 

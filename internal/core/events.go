@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"strings"
@@ -13,6 +14,15 @@ import (
 const (
 	pauseAdvisories  = "$JS.EVENT.ADVISORY.CONSUMER.PAUSE."
 	deleteAdvisories = "$JS.EVENT.ADVISORY.CONSUMER.DELETED."
+)
+
+// The requests that create or update a consumer, as they pass: every
+// client's edit of a consumer (NATS CLI, Terraform, NACK, nats.go) goes
+// through one of them, so a replica follows a policy change without
+// polling, as it follows resets.
+const (
+	createRequests        = "$JS.API.CONSUMER.CREATE."         // <stream>.<consumer>[.<filter>], or <stream> (name in the body)
+	durableCreateRequests = "$JS.API.CONSUMER.DURABLE.CREATE." // <stream>.<durable>
 )
 
 // consumerOf is the stream and consumer an advisory's subject names after
@@ -37,6 +47,35 @@ func (r *Replica) onPause(m *nats.Msg) {
 	if c := r.bound(key.stream, key.name); c != nil {
 		c.SetPaused(a.Paused)
 	}
+}
+
+// onUpdate follows a create or update request for a consumer this replica
+// serves: the consumer asks its info until the change shows.
+func (r *Replica) onUpdate(m *nats.Msg) {
+	prefix := createRequests
+	if strings.HasPrefix(m.Subject, durableCreateRequests) {
+		prefix = durableCreateRequests
+	}
+	stream, name, _ := strings.Cut(strings.TrimPrefix(m.Subject, prefix), ".")
+	name, _, _ = strings.Cut(name, ".") // what follows is the filter subject
+	if name == "" {
+		var req struct {
+			Config struct {
+				Durable string `json:"durable_name"`
+				Name    string `json:"name"`
+			} `json:"config"`
+		}
+		if json.Unmarshal(m.Data, &req) != nil {
+			return
+		}
+		name = cmp.Or(req.Config.Name, req.Config.Durable)
+	}
+	c := r.bound(stream, name)
+	if c == nil {
+		return
+	}
+	data := m.Data
+	r.goUnlessClosed(func() { c.FollowUpdate(r.runCtx, data) })
 }
 
 // onDelete unbinds an on-demand consumer deleted on the server; a

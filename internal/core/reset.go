@@ -44,6 +44,8 @@ func (r *Replica) subscribe() error {
 		{wordPrefix + ">", r.onResetWord},
 		{pauseAdvisories + ">", r.onPause},
 		{deleteAdvisories + ">", r.onDelete},
+		{createRequests + ">", r.onUpdate},
+		{durableCreateRequests + ">", r.onUpdate},
 	}
 	for _, s := range subs {
 		sub, err := r.nc.Subscribe(s.subject, s.handler)

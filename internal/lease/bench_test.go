@@ -18,7 +18,7 @@ func BenchmarkLeaseCycle(b *testing.B) {
 		if _, err := t.Begin(l.Ref(), OpAck, now); err != nil {
 			b.Fatal(err)
 		}
-		t.Finish(l.Ref(), OpAck, true, now, time.Time{})
+		t.Finish(l.Ref(), OpAck, true, now, Extension{})
 		if seq%1024 == 0 {
 			now = now.Add(time.Second)
 			t.Sweep(now)

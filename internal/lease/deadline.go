@@ -1,6 +1,9 @@
 package lease
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // MaxMargin is the largest safety margin kept before the server's own
 // redelivery: a lease ends a tenth of its ack wait early, at most this much.
@@ -38,4 +41,16 @@ func (p Policy) AckWaitFor(delivered uint64) time.Duration {
 func (p Policy) Deadline(start time.Time, delivered uint64) time.Time {
 	w := p.AckWaitFor(delivered)
 	return start.Add(w - Margin(w)).Truncate(time.Millisecond)
+}
+
+// Redated is when a lease that old dated at deadline ends under p: the
+// same start (its receipt or its last +WPI), p's wait less its margin.
+func (p Policy) Redated(old Policy, deadline time.Time, delivered uint64) time.Time {
+	w := old.AckWaitFor(delivered)
+	return p.Deadline(deadline.Add(-(w - Margin(w))), delivered)
+}
+
+// Equal reports whether p and q time every delivery alike.
+func (p Policy) Equal(q Policy) bool {
+	return p.AckWait == q.AckWait && slices.Equal(p.BackOff, q.BackOff)
 }

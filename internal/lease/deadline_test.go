@@ -61,3 +61,46 @@ func TestDeadlineFollowsBackOff(t *testing.T) {
 		}
 	}
 }
+
+// A lease dated by a longer wait than the table's timing is re-dated from
+// the same start when the timing changes, and as it is recorded; one dated
+// by a shorter wait keeps its deadline, which the server honours.
+func TestSetTimingRedatesOnlyWhatTheServerWillNotHonour(t *testing.T) {
+	start := time.Now().Truncate(time.Millisecond)
+	long := Policy{AckWait: 30 * time.Second}
+	short := Policy{AckWait: 2 * time.Second}
+	tb := NewTable(time.Minute)
+	tb.SetTiming(long)
+	tb.Add(Lease{StreamSeq: 1, ConsumerSeq: 1, Delivered: 1, Deadline: long.Deadline(start, 1), Wait: 30 * time.Second, AckSubject: "a"})
+	tb.Add(Lease{StreamSeq: 2, ConsumerSeq: 2, Delivered: 1, Deadline: short.Deadline(start, 1), Wait: 2 * time.Second, AckSubject: "b"})
+	if moved := tb.SetTiming(short); moved != 1 {
+		t.Fatalf("moved %d leases; want 1, the one dated by 30s", moved)
+	}
+	late := start.Add(2 * time.Second)
+	if _, err := tb.Begin(Ref{StreamSeq: 1, Delivered: 1}, OpAck, late); err == nil {
+		t.Fatal("the lease dated by 30s is still live at the server's 2s")
+	}
+	if _, err := tb.Begin(Ref{StreamSeq: 2, Delivered: 1}, OpAck, start.Add(time.Second)); err != nil {
+		t.Fatalf("the lease dated by 2s: %v", err)
+	}
+	// Recorded after the change, though dated before it.
+	tb.Add(Lease{StreamSeq: 3, ConsumerSeq: 3, Delivered: 1, Deadline: long.Deadline(start, 1), Wait: 30 * time.Second, AckSubject: "c"})
+	if _, err := tb.Begin(Ref{StreamSeq: 3, Delivered: 1}, OpAck, late); err == nil {
+		t.Fatal("a lease dated by the old timing and recorded after the change outlives the server's 2s")
+	}
+}
+
+// A redelivery of a message whose lease has time left is AddedEarly: the
+// server's timing is shorter than the lease's.
+func TestARedeliveryBeforeTheDeadlineIsEarly(t *testing.T) {
+	now := time.Now()
+	tb := NewTable(time.Minute)
+	tb.Add(Lease{StreamSeq: 1, ConsumerSeq: 1, Delivered: 1, Deadline: now.Add(time.Minute), AckSubject: "a"})
+	if got := tb.Add(Lease{StreamSeq: 1, ConsumerSeq: 2, Delivered: 2, Deadline: now.Add(time.Minute), AckSubject: "b"}); got != AddedEarly {
+		t.Fatalf("redelivery before the deadline: %v; want AddedEarly", got)
+	}
+	tb.Add(Lease{StreamSeq: 2, ConsumerSeq: 3, Delivered: 1, Deadline: now.Add(-time.Second), AckSubject: "c"})
+	if got := tb.Add(Lease{StreamSeq: 2, ConsumerSeq: 4, Delivered: 2, Deadline: now.Add(time.Minute), AckSubject: "d"}); got != AddedFresh {
+		t.Fatalf("redelivery after the deadline: %v; want AddedFresh", got)
+	}
+}

@@ -34,7 +34,7 @@ func TestHolders(t *testing.T) {
 		t.Errorf("holders %+v\nwant %+v", got, want)
 	}
 
-	tb.Finish(ref(2), OpAck, true, now, time.Time{})                                                           // settled
+	tb.Finish(ref(2), OpAck, true, now, Extension{})                                                           // settled
 	tb.Add(Lease{StreamSeq: 4, ConsumerSeq: 7, Delivered: 2, Deadline: now.Add(time.Minute), AckSubject: "a"}) // bob's redelivered
 	want = []Holder{{Principal: "alice", Leases: 2, Oldest: now.Add(-3 * time.Second)}, {Principal: "", Leases: 1, Oldest: now}}
 	if got := tb.Holders(now); !reflect.DeepEqual(got, want) {

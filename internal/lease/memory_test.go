@@ -72,7 +72,7 @@ func TestSettledLeaseMemory(t *testing.T) {
 		if _, err := tb.Begin(l.Ref(), OpAck, now); err != nil {
 			t.Fatal(err)
 		}
-		tb.Finish(l.Ref(), OpAck, true, now, time.Time{})
+		tb.Finish(l.Ref(), OpAck, true, now, Extension{})
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)

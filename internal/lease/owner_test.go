@@ -58,7 +58,7 @@ func TestAnOwnedLeaseLeavesItsOwnerWithTheTable(t *testing.T) {
 			if _, err := tb.Begin(rs[0], OpAck, at(time.Second)); err != nil {
 				t.Fatal(err)
 			}
-			tb.Finish(rs[0], OpAck, true, at(time.Second), time.Time{})
+			tb.Finish(rs[0], OpAck, true, at(time.Second), Extension{})
 		}, 2},
 		{"expired", func(tb *Table, rs []Ref) { tb.Sweep(at(leaseTTL + time.Second)) }, 0},
 		{"replaced by a newer delivery", func(tb *Table, rs []Ref) {
@@ -87,7 +87,7 @@ func TestAnOwnedLeaseStaysThroughExtendsAndFailures(t *testing.T) {
 		if _, err := tb.Begin(rs[0], op, at(time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		tb.Finish(rs[0], op, op == OpExtend, at(time.Second), at(time.Minute))
+		tb.Finish(rs[0], op, op == OpExtend, at(time.Second), Extension{Deadline: at(time.Minute)})
 	}
 	if _, err := tb.Begin(rs[1], OpNak, at(time.Second)); err != nil {
 		t.Fatal(err)

@@ -16,11 +16,11 @@ func TestAResetDeliveryVoidsEveryLeaseHeldBefore(t *testing.T) {
 	tb := NewTable(time.Minute)
 	before := Lease{StreamSeq: 5, ConsumerSeq: 5, Delivered: 1, Deadline: now.Add(time.Minute), AckSubject: "old"}
 	other := Lease{StreamSeq: 6, ConsumerSeq: 6, Delivered: 1, Deadline: now.Add(time.Minute), AckSubject: "other"}
-	if tb.Add(before) || tb.Add(other) {
+	if tb.Add(before) == AddedReset || tb.Add(other) == AddedReset {
 		t.Fatal("fresh deliveries taken for a reset")
 	}
 	after := Lease{StreamSeq: 5, ConsumerSeq: 1, Delivered: 1, Deadline: now.Add(time.Minute + time.Second), AckSubject: "new"}
-	if !tb.Add(after) {
+	if tb.Add(after) != AddedReset {
 		t.Fatal("a delivery counted as often as the one held is a reset")
 	}
 	if _, err := tb.Begin(Ref{StreamSeq: 6, Delivered: 1, ConsumerSeq: 6, Deadline: other.Deadline}, OpAck, now); !errors.Is(err, errs.ErrLeaseExpired) {
@@ -43,7 +43,7 @@ func TestTheDeadlineTellsDeliveriesOfOneSequenceApart(t *testing.T) {
 	first := Lease{StreamSeq: 1, ConsumerSeq: 1, Delivered: 1, Deadline: now.Add(time.Minute), AckSubject: "old"}
 	tb.Add(first)
 	again := Lease{StreamSeq: 1, ConsumerSeq: 1, Delivered: 1, Deadline: now.Add(time.Minute + 5*time.Millisecond), AckSubject: "new"}
-	if !tb.Add(again) {
+	if tb.Add(again) != AddedReset {
 		t.Fatal("not taken for a reset")
 	}
 	if _, err := tb.Begin(Ref{StreamSeq: 1, Delivered: 1, ConsumerSeq: 1, Deadline: first.Deadline}, OpAck, now); !errors.Is(err, errs.ErrLeaseExpired) {
@@ -67,7 +67,7 @@ func TestALateCopyOfAnOlderDeliveryIsNoReset(t *testing.T) {
 	now := time.Now()
 	tb := NewTable(time.Minute)
 	tb.Add(Lease{StreamSeq: 1, ConsumerSeq: 2, Delivered: 2, Deadline: now.Add(time.Minute), AckSubject: "second"})
-	if tb.Add(Lease{StreamSeq: 1, ConsumerSeq: 1, Delivered: 1, Deadline: now.Add(-time.Second), AckSubject: "first"}) {
+	if tb.Add(Lease{StreamSeq: 1, ConsumerSeq: 1, Delivered: 1, Deadline: now.Add(-time.Second), AckSubject: "first"}) == AddedReset {
 		t.Fatal("a late copy of an older delivery taken for a reset")
 	}
 	if subj, err := tb.Begin(Ref{StreamSeq: 1, Delivered: 2}, OpAck, now); err != nil || subj != "second" {

@@ -15,7 +15,10 @@ type Lease struct {
 	ConsumerSeq uint64
 	Delivered   uint64
 	Deadline    time.Time // no settle is sent at or after it
-	AckSubject  string
+	// Wait is the server's wait Deadline was dated by (the ack_wait or
+	// BackOff step then in force); 0: not known, never re-dated.
+	Wait       time.Duration
+	AckSubject string
 	// Origin is the message's creation context, kept only while tracing,
 	// for the settle spans' links.
 	Origin *trace.SpanContext
@@ -83,8 +86,9 @@ type Table struct {
 	entries   map[uint64]*entry  // live and settling leases
 	settled   map[uint64]settled // settled leases, until their retention ends
 	retention time.Duration
-	due       queue // stream sequences of entries, by deadline
-	drops     queue // stream sequences of settled leases, by dropAt
+	timing    Policy // the consumer's redelivery timing, as last told (SetTiming)
+	due       queue  // stream sequences of entries, by deadline
+	drops     queue  // stream sequences of settled leases, by dropAt
 	// top is the highest stream sequence the table has held: a fresh
 	// message above it is in neither map, and is not looked up there.
 	top uint64
@@ -108,26 +112,51 @@ func (t *Table) delivered(seq uint64) (uint64, bool) {
 	return s.delivered, ok
 }
 
+// Added is what Add made of a delivery.
+type Added uint8
+
+const (
+	// AddedFresh: a delivery recorded, or a late copy of an older one
+	// ignored.
+	AddedFresh Added = iota
+	// AddedReset: the delivery shows the consumer was reset; every lease
+	// held is void.
+	AddedReset
+	// AddedEarly: a redelivery came while the lease it replaces still had
+	// time left, so the server's redelivery timing is shorter than the one
+	// the lease was dated by (an operator edited the consumer).
+	AddedEarly
+)
+
 // Add records a fresh delivery. An entry for a newer delivery is kept.
 //
 // It reports a reset of the consumer (ADR-60) when a live delivery comes of
 // a message held already with as many deliveries or more: a redelivery
 // counts one more, and comes only after the older delivery's deadline; only
 // a reset restarts the count. Every lease the table held is void then
-// (their messages are delivered anew), and it keeps only l.
-func (t *Table) Add(l Lease) (reset bool) {
+// (their messages are delivered anew), and it keeps only l. A redelivery
+// before the older lease's deadline is AddedEarly.
+func (t *Table) Add(l Lease) Added {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	now := time.Now()
 	old, ok := t.delivered(l.StreamSeq)
 	switch {
-	case ok && old >= l.Delivered && time.Now().Before(l.Deadline):
+	case ok && old >= l.Delivered && now.Before(l.Deadline):
 		t.voidLocked()
-		reset = true
+		t.redate(&l)
+		t.put(&entry{Lease: l, first: l.Deadline.UnixMilli()})
+		return AddedReset
 	case ok && old > l.Delivered:
-		return false // a late copy of an older delivery
+		return AddedFresh // a late copy of an older delivery
 	}
+	added := AddedFresh
+	if e := t.entries[l.StreamSeq]; e != nil && e.Delivered < l.Delivered && now.Before(e.Deadline) {
+		added = AddedEarly
+	}
+	t.redate(&l)
 	t.put(&entry{Lease: l, first: l.Deadline.UnixMilli()})
-	return reset
+	return added
 }
 
 // HoldsLater reports whether the table holds, live, a delivery of r's
@@ -170,6 +199,53 @@ func (t *Table) voidLocked() {
 	clear(t.settled)
 	t.due.clear()
 	t.drops.clear()
+}
+
+// SetTiming tells the table the consumer's redelivery timing, as the
+// server now has it. Each live lease dated by a longer wait is re-dated to
+// when the server will redeliver it (the same start, the new wait), so that
+// no lease outlives the server's redelivery; one dated by a shorter wait
+// keeps its deadline, which the server honours. A lease dated by the old
+// timing and recorded later (Add, Finish) is re-dated as it comes. A
+// Consume stream holding a re-dated lease is woken to see it. Settled
+// leases are kept one new ack_wait. It returns how many leases moved.
+func (t *Table) SetTiming(p Policy) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.timing = p
+	if p.AckWait > 0 {
+		t.retention = p.AckWait
+	}
+	moved := 0
+	for _, e := range t.entries {
+		if !t.redate(&e.Lease) {
+			continue
+		}
+		t.due.push(e.StreamSeq, e.Deadline)
+		if o := e.owner; o != nil {
+			select {
+			case o.left <- struct{}{}:
+			default:
+			}
+		}
+		moved++
+	}
+	return moved
+}
+
+// redate re-dates l by the table's timing if that has a shorter wait for
+// it than the one l was dated by; t.mu is held.
+func (t *Table) redate(l *Lease) bool {
+	if l.Wait <= 0 || t.timing.AckWait <= 0 {
+		return false
+	}
+	w := t.timing.AckWaitFor(l.Delivered)
+	if w >= l.Wait {
+		return false
+	}
+	l.Deadline = t.timing.Deadline(l.Deadline.Add(-(l.Wait - Margin(l.Wait))), l.Delivered)
+	l.Wait = w
+	return true
 }
 
 // Adopt records a lease known only from its token, for a settle whose issuer
@@ -263,21 +339,31 @@ func (t *Table) Begin(r Ref, op Op, now time.Time) (string, error) {
 	return e.AckSubject, nil
 }
 
+// Extension is the deadline an Extend that succeeded gives its lease, and
+// the server's wait it was dated by.
+type Extension struct {
+	Deadline time.Time
+	Wait     time.Duration
+}
+
 // Finish records the outcome of a settle that Begin started. On failure the
 // lease is live again, so the caller may retry. For an Extend that succeeded,
-// the lease stays live with the new deadline.
-func (t *Table) Finish(r Ref, op Op, ok bool, now, newDeadline time.Time) {
+// the lease stays live with the new deadline, which it returns (earlier than
+// ext's if the consumer's timing got shorter meanwhile).
+func (t *Table) Finish(r Ref, op Op, ok bool, now time.Time, ext Extension) time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.lookup(r)
 	if e == nil || e.state != stateSettling || e.op != op {
-		return
+		return ext.Deadline
 	}
 	switch {
 	case !ok || op == OpExtend:
 		e.state, e.op = stateLive, 0
 		if ok {
-			e.Deadline = newDeadline
+			e.Deadline, e.Wait = ext.Deadline, ext.Wait
+			t.redate(&e.Lease)
+			return e.Deadline
 		}
 	default:
 		dropAt := now.Add(t.retention)
@@ -286,6 +372,7 @@ func (t *Table) Finish(r Ref, op Op, ok bool, now, newDeadline time.Time) {
 		t.settled[e.StreamSeq] = settled{delivered: e.Delivered, consumerSeq: e.ConsumerSeq, first: e.first, dropAt: dropAt.UnixNano(), op: op}
 		t.drops.push(e.StreamSeq, dropAt)
 	}
+	return ext.Deadline
 }
 
 // Unsure records a settle that Begin started, that was sent, and whose

@@ -64,7 +64,7 @@ func beginStep(c Lease, op Op, now time.Duration, wantSubject string, wantErr er
 
 func finishStep(c Lease, op Op, ok bool, now, newDeadline time.Duration) step {
 	return step{fmt.Sprintf("finish(delivered %d, %s, ok %t, t0+%s)", c.Delivered, op, ok, now), func(t *testing.T, tb *Table) {
-		tb.Finish(c.Ref(), op, ok, at(now), at(newDeadline))
+		tb.Finish(c.Ref(), op, ok, at(now), Extension{Deadline: at(newDeadline)})
 	}}
 }
 
@@ -337,7 +337,7 @@ func TestLeaseTableSweep(t *testing.T) {
 	if _, err := tb.Begin(settled.Ref(), OpAck, at(5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	tb.Finish(settled.Ref(), OpAck, true, at(5*time.Second), time.Time{})
+	tb.Finish(settled.Ref(), OpAck, true, at(5*time.Second), Extension{})
 	if _, err := tb.Begin(settling.Ref(), OpNak, at(5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +391,7 @@ func TestLeaseTableLiveCount(t *testing.T) {
 		if _, err := tb.Begin(c.Ref(), OpAck, at(time.Second)); err != nil {
 			t.Fatal(err)
 		}
-		tb.Finish(c.Ref(), OpAck, i%2 == 0, at(time.Second), time.Time{})
+		tb.Finish(c.Ref(), OpAck, i%2 == 0, at(time.Second), Extension{})
 	}
 	if n := tb.Live(); n != 8 {
 		t.Errorf("live() = %d after 2 settled and 2 failed, want 8", n)
@@ -467,14 +467,14 @@ func TestLeaseTableUnconfirmedSettleAllowsOnlyItsRetry(t *testing.T) {
 	if err != nil || subj != "subj.7" {
 		t.Fatalf("retrying the nak: %q %v", subj, err)
 	}
-	tb.Finish(c.Ref(), OpNak, false, at(3*time.Second), time.Time{}) // not sent this time: still unsure
+	tb.Finish(c.Ref(), OpNak, false, at(3*time.Second), Extension{}) // not sent this time: still unsure
 	if _, err := tb.Begin(c.Ref(), OpAck, at(3*time.Second)); !errors.Is(err, errs.ErrLeaseSettled) {
 		t.Fatalf("ack after a failed retry of an unconfirmed nak: %v", err)
 	}
 	if _, err := tb.Begin(c.Ref(), OpNak, at(3*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	tb.Finish(c.Ref(), OpNak, true, at(3*time.Second), time.Time{})
+	tb.Finish(c.Ref(), OpNak, true, at(3*time.Second), Extension{})
 	if subj, err := tb.Begin(c.Ref(), OpNak, at(4*time.Second)); err != nil || subj != "" {
 		t.Fatalf("repeat of the confirmed nak: %q %v", subj, err)
 	}
