@@ -87,6 +87,7 @@ func (s *consumerService) ListLeases(ctx context.Context, req *jetgatev1.ListLea
 		out.Holders = append(out.Holders, &jetgatev1.LeaseHolder{
 			Principal: h.Principal, Leases: int64(h.Leases), Replicas: h.Replicas,
 			OldestSince: timestamppb.New(h.Oldest), OldestAge: durationpb.New(max(now.Sub(h.Oldest), 0)),
+			LatestDeadline: timestamppb.New(h.Latest), Kept: int64(h.Kept),
 		})
 	}
 	return out, nil

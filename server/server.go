@@ -39,6 +39,7 @@ type Limits struct {
 	MaxBatch    int
 	MaxExpires  time.Duration
 	MaxNakDelay time.Duration // 0: no bound
+	MaxLease    time.Duration // an Extend's longest duration; 0: no bound
 	SendStall   time.Duration // how long one Consume response waits to be read
 }
 
@@ -55,7 +56,7 @@ func Register(s *grpc.Server, r *core.Replica, log *slog.Logger, stall time.Dura
 }
 
 func services(r *core.Replica, log *slog.Logger) (*consumerService, *streamService) {
-	lim := Limits{MaxBatch: r.MaxBatch(), MaxExpires: r.MaxExpires(), MaxNakDelay: r.MaxNakDelay(), SendStall: DefaultSendStall}
+	lim := Limits{MaxBatch: r.MaxBatch(), MaxExpires: r.MaxExpires(), MaxNakDelay: r.MaxNakDelay(), MaxLease: r.MaxLease(), SendStall: DefaultSendStall}
 	e := edge{log: log}
 	return &consumerService{edge: e, replica: r, list: r, lim: lim}, &streamService{edge: e, replica: r, list: r}
 }

@@ -134,6 +134,18 @@ func validateSettle(req settleRequest, op lease.Op, principal string, lim Limits
 		}
 	case *jetgatev1.TermRequest:
 		sr.Reason = r.GetReason()
+	case *jetgatev1.ExtendRequest:
+		if d := r.GetDuration(); d != nil {
+			if err := d.CheckValid(); err != nil || d.AsDuration() < 0 {
+				return settle.Request{}, fmt.Errorf("%w: duration must be a duration of 0s or more (0s gives the message back now)", errs.ErrInvalidArgument)
+			}
+			dur := d.AsDuration()
+			if lim.MaxLease > 0 && dur > lim.MaxLease {
+				return settle.Request{}, fmt.Errorf("%w: duration %v is longer than this gateway keeps a lease alive (limits.max_lease: %v)",
+					errs.ErrInvalidArgument, dur, lim.MaxLease)
+			}
+			sr.Duration = &dur
+		}
 	}
 	return sr, sr.Validate()
 }

@@ -221,6 +221,7 @@ func (c *Consumer) attend(ctx context.Context) {
 			c.growWaiting(ctx)
 		case now := <-t.C:
 			c.leases.Sweep(now)
+			c.keepAlive(ctx, now)
 			c.nak(ctx, c.orphans.due(now))
 			if open, _, _ := c.waiting.counts(); open > 0 && now.Sub(c.server.load().at) >= viewEvery {
 				_, _ = c.server.ask(ctx, time.Second)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/lease"
+	"github.com/jetgate/jetgate/internal/settle"
+	"github.com/jetgate/jetgate/internal/token"
 )
 
 // A consumer's policy (its redelivery timing and its limits) is the
@@ -105,6 +107,27 @@ func shows(cfg, asked jetstream.ConsumerConfig) bool {
 	return (asked.AckWait == 0 || cfg.AckWait == asked.AckWait) &&
 		(asked.BackOff == nil || slices.Equal(cfg.BackOff, asked.BackOff)) &&
 		(asked.MaxAckPending == 0 || cfg.MaxAckPending == asked.MaxAckPending)
+}
+
+// keepAlive extends the leases kept alive (an Extend with a duration) whose
+// deadline is near: the issuer's side of the keep-alive, which ends with
+// the issuer (the server then redelivers after one wait).
+func (c *Consumer) keepAlive(ctx context.Context, now time.Time) {
+	due := c.leases.KeptDue(now, c.extendLead)
+	if len(due) == 0 {
+		return
+	}
+	cs := make([]token.Claims, len(due))
+	for i := range due {
+		cs[i] = c.tokens.claimsOfLease(&due[i])
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.server.timeout)
+	defer cancel()
+	for i, o := range c.settle(ctx, lease.OpExtend, cs, settle.Args{KeepAlive: true}, settle.Issued) {
+		if o.Err != nil {
+			c.log.Warn("could not keep a lease alive: it ends at its deadline", "stream_seq", cs[i].StreamSeq, "err", o.Err)
+		}
+	}
 }
 
 // redeliveredEarly asks the consumer's info, once and at once, after a

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -37,8 +38,10 @@ func (c *Consumer) Adopt(ctx context.Context, op lease.Op, cs []token.Claims, ar
 			StreamSeq:   cl.StreamSeq,
 			ConsumerSeq: cl.ConsumerSeq,
 			Delivered:   cl.Delivered,
-			Deadline:    cl.Deadline,
-			AckSubject:  pull.AckSubject(c.Stream, c.Name, cl.Delivered, cl.StreamSeq, cl.ConsumerSeq),
+			// A lease its issuer kept alive lasts, without the issuer, only
+			// until the server's redelivery as of its last known +WPI.
+			Deadline:   cmp.Or(cl.Unkept, cl.Deadline),
+			AckSubject: pull.AckSubject(c.Stream, c.Name, cl.Delivered, cl.StreamSeq, cl.ConsumerSeq),
 		})
 	}
 	c.wake() // the table holds them now
@@ -46,8 +49,19 @@ func (c *Consumer) Adopt(ctx context.Context, op lease.Op, cs []token.Claims, ar
 }
 
 // settle settles a batch of leases. The table gives a Consume stream's room
-// back as one of its leases is settled, and keeps an Extend's deadline.
+// back as one of its leases is settled, and keeps an Extend's deadline. An
+// Extend of 0s gives the leases back: a Nak, reported as an Extend whose
+// deadline is the moment they went back.
 func (c *Consumer) settle(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args, w settle.Whose) []settle.Outcome {
+	if op == lease.OpExtend && args.Duration != nil && *args.Duration == 0 {
+		out := c.settle(ctx, lease.OpNak, cs, settle.Args{Principal: args.Principal}, w)
+		for i := range out {
+			if out[i].Err == nil {
+				out[i].Deadline = time.Now().Truncate(time.Millisecond)
+			}
+		}
+		return out
+	}
 	out := make([]settle.Outcome, len(cs))
 	now, timing := time.Now(), c.timing()
 	var subjects []string
@@ -83,17 +97,33 @@ func (c *Consumer) settle(ctx context.Context, op lease.Op, cs []token.Claims, a
 		case errors.Is(errs[j], settle.ErrUnconfirmed):
 			c.leases.Unsure(ref(cl), op)
 		case errs[j] == nil && op == lease.OpExtend:
-			// +WPI restarts the server's clock at the full wait.
-			ext := lease.Extension{Deadline: timing.Deadline(now, cl.Delivered), Wait: timing.AckWaitFor(cl.Delivered)}
-			cl.Deadline = c.leases.Finish(ref(cl), op, true, done, ext)
-			out[i].NewToken = c.tokens.reissue(cl, args.Principal)
-			out[i].Deadline = cl.Deadline
+			out[i].NewToken, out[i].Deadline = c.extended(cl, timing, args, now, done)
 		default:
 			c.leases.Finish(ref(cl), op, errs[j] == nil, done, lease.Extension{})
 		}
 		out[i].Err = errs[j]
 	}
 	return out
+}
+
+// extended records an Extend of cl that succeeded: its +WPI, sent at sent,
+// restarted the server's clock at the full wait; with a duration, the lease
+// is kept alive until then. It returns the new token (none for the
+// issuer's own keep-alive) and the deadline the caller may count on.
+func (c *Consumer) extended(cl token.Claims, timing lease.Policy, args settle.Args, sent, done time.Time) (string, time.Time) {
+	ext := lease.Extension{Deadline: timing.Deadline(sent, cl.Delivered), Wait: timing.AckWaitFor(cl.Delivered), KeepAlive: args.KeepAlive}
+	if d := args.Duration; d != nil {
+		ext.Until = sent.Add(*d).Truncate(time.Millisecond)
+	}
+	deadline, until := c.leases.Finish(ref(cl), lease.OpExtend, true, done, ext)
+	cl.Deadline, cl.Unkept = deadline, time.Time{}
+	if !until.IsZero() {
+		cl.Deadline, cl.Unkept = until, deadline
+	}
+	if args.KeepAlive {
+		return "", cl.Deadline
+	}
+	return c.tokens.reissue(cl, args.Principal), cl.Deadline
 }
 
 // send sends the settles begun, each confirmed by a reply of its own, or,

@@ -73,6 +73,8 @@ type wireHolder struct {
 	Principal string `json:"principal"`
 	Leases    int    `json:"leases"`
 	Oldest    int64  `json:"oldest_ms"`
+	Latest    int64  `json:"latest_ms,omitempty"`
+	Kept      int    `json:"kept,omitempty"`
 }
 
 // Leases reports who holds the leases of a consumer the replica serves,
@@ -137,7 +139,7 @@ func (r *Replica) askLeases(ctx context.Context, stream, name string, peers []st
 		}
 		hs := make([]lease.Holder, len(ans.Holders))
 		for i, h := range ans.Holders {
-			hs[i] = lease.Holder{Principal: h.Principal, Leases: h.Leases, Oldest: time.UnixMilli(h.Oldest)}
+			hs[i] = lease.Holder{Principal: h.Principal, Leases: h.Leases, Oldest: time.UnixMilli(h.Oldest), Latest: time.UnixMilli(h.Latest), Kept: h.Kept}
 		}
 		answers[ans.Replica] = hs
 		if slices.Contains(peers, ans.Replica) {
@@ -168,7 +170,7 @@ func (r *Replica) onLeases(m *nats.Msg) {
 	}
 	ans := leasesAnswer{Replica: r.self.String(), Holders: []wireHolder{}}
 	for _, h := range c.Holders() {
-		ans.Holders = append(ans.Holders, wireHolder{Principal: h.Principal, Leases: h.Leases, Oldest: h.Oldest.UnixMilli()})
+		ans.Holders = append(ans.Holders, wireHolder{Principal: h.Principal, Leases: h.Leases, Oldest: h.Oldest.UnixMilli(), Latest: h.Latest.UnixMilli(), Kept: h.Kept})
 	}
 	body, _ := json.Marshal(ans)
 	out := &nats.Msg{Subject: m.Reply, Data: body, Header: nats.Header{}}
@@ -199,8 +201,12 @@ func report(answers map[string][]lease.Holder, peers []string) LeaseReport {
 				by[h.Principal] = m
 			}
 			m.Leases += h.Leases
+			m.Kept += h.Kept
 			if h.Oldest.Before(m.Oldest) {
 				m.Oldest = h.Oldest
+			}
+			if h.Latest.After(m.Latest) {
+				m.Latest = h.Latest
 			}
 			m.Replicas = append(m.Replicas, id)
 		}

@@ -138,3 +138,38 @@ func TestARestartWithAnotherAckWaitDatesLeasesByIt(t *testing.T) {
 		t.Fatalf("a lease after the restart with ack_wait 3s says %v; want at most 3s", left)
 	}
 }
+
+// A lease kept alive by its issuer (Extend with a duration) outlives the
+// issuer only until the server's redelivery as of the Extend: a replica
+// acting on the new token alone after that refuses it, though the token
+// says the lease lasts 10s.
+func TestAKeptLeaseOfAGoneIssuerEndsAtTheServersDeadline(t *testing.T) {
+	ns := natstest.Start(t)
+	nc := natstest.Connect(t, ns)
+	natstest.Stream(t, nc, "ORDERS", "orders.>")
+	keys := token.RandomKeyring()
+	cs := []consumer.Config{{Stream: "ORDERS", Name: "billing", AckWait: time.Second}}
+	issuer := replicaOf(t, ns, keys, core.Options{Consumers: cs})
+	other := replicaOf(t, ns, keys, core.Options{Consumers: cs})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := nc.Publish("orders.1", []byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := issuer.Fetch(ctx, "ORDERS", "billing", consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second})
+	if err != nil || len(res.Messages) != 1 {
+		t.Fatalf("fetch: %+v %v", res, err)
+	}
+	ten := 10 * time.Second
+	asked := time.Now()
+	out, err := issuer.Settle(ctx, settle.Request{Op: lease.OpExtend, Stream: "ORDERS", Consumer: "billing", Tokens: []string{res.Messages[0].Token}, Duration: &ten})
+	if err != nil || out[0].Err != nil || out[0].Deadline.Before(asked.Add(9*time.Second)) {
+		t.Fatalf("extend by 10s: %+v %v", out, err)
+	}
+	issuer.Close()
+	<-time.After(time.Until(asked.Add(time.Second))) // the server's deadline without the keep-alive
+	out, err = other.Settle(ctx, settle.Request{Op: lease.OpAck, Stream: "ORDERS", Consumer: "billing", Tokens: []string{out[0].NewToken}})
+	if err != nil || !errors.Is(out[0].Err, errs.ErrLeaseExpired) {
+		t.Fatalf("ack of a kept lease whose issuer is gone, past the server's deadline: %+v %v; want LEASE_EXPIRED", out, err)
+	}
+}

@@ -48,6 +48,9 @@ type Options struct {
 	MaxExpires time.Duration
 	// MaxNakDelay bounds a Nak's delay; 0 is DefaultMaxNakDelay.
 	MaxNakDelay time.Duration
+	// MaxLease bounds how long one lease is kept alive: by an Extend's
+	// duration, or a Consume's auto_extend; 0 is consumer.DefaultMaxLease.
+	MaxLease time.Duration
 	// MaxFetchBytes bounds the bytes one Fetch pulls and returns; 0 is
 	// consumer.DefaultMaxFetchBytes.
 	MaxFetchBytes int64
@@ -97,6 +100,7 @@ type Replica struct {
 	maxBatch int
 	maxExp   time.Duration
 	maxNak   time.Duration
+	maxLease time.Duration
 	log      *slog.Logger
 	metrics  *metrics
 	spans    *tracing.Spans // nil: tracing off
@@ -149,6 +153,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		maxBatch: orDefault(o.MaxBatch, DefaultMaxBatch),
 		maxExp:   orDefault(o.MaxExpires, DefaultMaxExpires),
 		maxNak:   orDefault(o.MaxNakDelay, DefaultMaxNakDelay),
+		maxLease: orDefault(o.MaxLease, consumer.DefaultMaxLease),
 		log:      o.Logger,
 		spans:    o.Tracing.Spans(),
 
@@ -190,7 +195,7 @@ func (r *Replica) open(ctx context.Context, o Options) error {
 	}
 	r.consumerDeps = consumer.Deps{
 		Conn: o.Conn, Sender: r.sender, Ledger: r.ledger, Keys: r.keys, Self: r.self,
-		Timeout: r.timeout, Log: r.log, MaxFetchBytes: o.MaxFetchBytes,
+		Timeout: r.timeout, Log: r.log, MaxFetchBytes: o.MaxFetchBytes, MaxLease: r.maxLease,
 		Traced: o.Tracing.On(),
 	}
 	if err := r.subscribe(); err != nil {
@@ -251,6 +256,9 @@ func (r *Replica) MaxExpires() time.Duration { return r.maxExp }
 
 // MaxNakDelay bounds a Nak's delay.
 func (r *Replica) MaxNakDelay() time.Duration { return r.maxNak }
+
+// MaxLease bounds how long one lease is kept alive.
+func (r *Replica) MaxLease() time.Duration { return r.maxLease }
 
 // Ready reports whether the replica can serve: NATS connected.
 func (r *Replica) Ready() error {

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Holder is one principal's live leases in a table.
@@ -11,6 +13,8 @@ type Holder struct {
 	Principal string
 	Leases    int
 	Oldest    time.Time // when the oldest was handed out
+	Latest    time.Time // the latest deadline among them, a kept lease's keep
+	Kept      int       // how many of them their issuer keeps alive (Extend with a duration)
 }
 
 // Hand records that the deliveries rs were handed out to principal at now.
@@ -46,6 +50,14 @@ func (t *Table) Holders(now time.Time) []Holder {
 		if at := time.UnixMilli(e.handed); at.Before(h.Oldest) {
 			h.Oldest = at
 		}
+		until := e.Deadline
+		if e.keep != 0 {
+			h.Kept++
+			until = time.UnixMilli(e.keep)
+		}
+		if until.After(h.Latest) {
+			h.Latest = until
+		}
 	}
 	t.mu.Unlock()
 	out := make([]Holder, 0, len(by))
@@ -55,5 +67,19 @@ func (t *Table) Holders(now time.Time) []Holder {
 	slices.SortFunc(out, func(a, b Holder) int {
 		return cmp.Or(cmp.Compare(b.Leases, a.Leases), cmp.Compare(a.Principal, b.Principal))
 	})
+	return out
+}
+
+// Origins are the creation contexts of the deliveries rs that the table
+// holds with one (zero for the others).
+func (t *Table) Origins(rs []Ref) []trace.SpanContext {
+	out := make([]trace.SpanContext, len(rs))
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i, r := range rs {
+		if e := t.lookup(r); e != nil && e.Origin != nil {
+			out[i] = *e.Origin
+		}
+	}
 	return out
 }

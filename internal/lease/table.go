@@ -63,6 +63,10 @@ type entry struct {
 	holder string
 	handed int64
 	owner  *Owner // the Consume stream holding it; nil: none (owner.go)
+	// keep is when the caller asked the lease to last until (Extend with a
+	// duration), in unix ms, past Deadline: its issuer extends it before
+	// each deadline until then (KeptDue). 0: no keep-alive.
+	keep int64
 }
 
 // settled is a settled lease, kept for retries: what tells its delivery
@@ -86,9 +90,10 @@ type Table struct {
 	entries   map[uint64]*entry  // live and settling leases
 	settled   map[uint64]settled // settled leases, until their retention ends
 	retention time.Duration
-	timing    Policy // the consumer's redelivery timing, as last told (SetTiming)
-	due       queue  // stream sequences of entries, by deadline
-	drops     queue  // stream sequences of settled leases, by dropAt
+	timing    Policy              // the consumer's redelivery timing, as last told (SetTiming)
+	due       queue               // stream sequences of entries, by deadline
+	keeps     map[uint64]struct{} // stream sequences of entries with a keep, or that had one
+	drops     queue               // stream sequences of settled leases, by dropAt
 	// top is the highest stream sequence the table has held: a fresh
 	// message above it is in neither map, and is not looked up there.
 	top uint64
@@ -96,7 +101,7 @@ type Table struct {
 
 // NewTable returns an empty table that keeps settled leases for retention.
 func NewTable(retention time.Duration) *Table {
-	return &Table{entries: make(map[uint64]*entry), settled: make(map[uint64]settled), retention: retention}
+	return &Table{entries: make(map[uint64]*entry), settled: make(map[uint64]settled), retention: retention, keeps: make(map[uint64]struct{})}
 }
 
 // delivered is how often the table's lease of the message seq was
@@ -197,55 +202,9 @@ func (t *Table) voidLocked() {
 	}
 	clear(t.entries)
 	clear(t.settled)
+	clear(t.keeps)
 	t.due.clear()
 	t.drops.clear()
-}
-
-// SetTiming tells the table the consumer's redelivery timing, as the
-// server now has it. Each live lease dated by a longer wait is re-dated to
-// when the server will redeliver it (the same start, the new wait), so that
-// no lease outlives the server's redelivery; one dated by a shorter wait
-// keeps its deadline, which the server honours. A lease dated by the old
-// timing and recorded later (Add, Finish) is re-dated as it comes. A
-// Consume stream holding a re-dated lease is woken to see it. Settled
-// leases are kept one new ack_wait. It returns how many leases moved.
-func (t *Table) SetTiming(p Policy) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.timing = p
-	if p.AckWait > 0 {
-		t.retention = p.AckWait
-	}
-	moved := 0
-	for _, e := range t.entries {
-		if !t.redate(&e.Lease) {
-			continue
-		}
-		t.due.push(e.StreamSeq, e.Deadline)
-		if o := e.owner; o != nil {
-			select {
-			case o.left <- struct{}{}:
-			default:
-			}
-		}
-		moved++
-	}
-	return moved
-}
-
-// redate re-dates l by the table's timing if that has a shorter wait for
-// it than the one l was dated by; t.mu is held.
-func (t *Table) redate(l *Lease) bool {
-	if l.Wait <= 0 || t.timing.AckWait <= 0 {
-		return false
-	}
-	w := t.timing.AckWaitFor(l.Delivered)
-	if w >= l.Wait {
-		return false
-	}
-	l.Deadline = t.timing.Deadline(l.Deadline.Add(-(l.Wait - Margin(l.Wait))), l.Delivered)
-	l.Wait = w
-	return true
 }
 
 // Adopt records a lease known only from its token, for a settle whose issuer
@@ -339,23 +298,17 @@ func (t *Table) Begin(r Ref, op Op, now time.Time) (string, error) {
 	return e.AckSubject, nil
 }
 
-// Extension is the deadline an Extend that succeeded gives its lease, and
-// the server's wait it was dated by.
-type Extension struct {
-	Deadline time.Time
-	Wait     time.Duration
-}
-
 // Finish records the outcome of a settle that Begin started. On failure the
 // lease is live again, so the caller may retry. For an Extend that succeeded,
-// the lease stays live with the new deadline, which it returns (earlier than
-// ext's if the consumer's timing got shorter meanwhile).
-func (t *Table) Finish(r Ref, op Op, ok bool, now time.Time, ext Extension) time.Time {
+// the lease stays live with the new deadline (earlier than ext's if the
+// consumer's timing got shorter meanwhile), and, kept alive, until its keep;
+// it returns them (until zero: not kept alive).
+func (t *Table) Finish(r Ref, op Op, ok bool, now time.Time, ext Extension) (deadline, until time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.lookup(r)
 	if e == nil || e.state != stateSettling || e.op != op {
-		return ext.Deadline
+		return ext.Deadline, ext.Until
 	}
 	switch {
 	case !ok || op == OpExtend:
@@ -363,7 +316,7 @@ func (t *Table) Finish(r Ref, op Op, ok bool, now time.Time, ext Extension) time
 		if ok {
 			e.Deadline, e.Wait = ext.Deadline, ext.Wait
 			t.redate(&e.Lease)
-			return e.Deadline
+			return e.Deadline, t.keepUntil(e, ext)
 		}
 	default:
 		dropAt := now.Add(t.retention)
@@ -372,7 +325,7 @@ func (t *Table) Finish(r Ref, op Op, ok bool, now time.Time, ext Extension) time
 		t.settled[e.StreamSeq] = settled{delivered: e.Delivered, consumerSeq: e.ConsumerSeq, first: e.first, dropAt: dropAt.UnixNano(), op: op}
 		t.drops.push(e.StreamSeq, dropAt)
 	}
-	return ext.Deadline
+	return time.Time{}, time.Time{}
 }
 
 // Unsure records a settle that Begin started, that was sent, and whose
@@ -436,18 +389,4 @@ func (t *Table) Held() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.entries) + len(t.settled)
-}
-
-// Origins are the creation contexts of the deliveries rs that the table
-// holds with one (zero for the others).
-func (t *Table) Origins(rs []Ref) []trace.SpanContext {
-	out := make([]trace.SpanContext, len(rs))
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for i, r := range rs {
-		if e := t.lookup(r); e != nil && e.Origin != nil {
-			out[i] = *e.Origin
-		}
-	}
-	return out
 }

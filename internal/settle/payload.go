@@ -18,6 +18,12 @@ type Args struct {
 	Delay     time.Duration // Nak
 	Reason    string        // Term
 	Principal string        // the caller, bound into Extend's new token
+	// Duration is how long an Extend asks its leases to last from now: nil
+	// is one ack_wait; 0 gives them back (a Nak); more, the issuer keeps
+	// them alive that long.
+	Duration *time.Duration
+	// KeepAlive marks the issuer's own Extend of the leases it keeps alive.
+	KeepAlive bool
 }
 
 // Payload is the body JetStream expects on a delivery's ack subject for op.

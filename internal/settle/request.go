@@ -26,10 +26,15 @@ type Request struct {
 	Delay     time.Duration `json:"delay,omitempty"`     // Nak
 	Reason    string        `json:"reason,omitempty"`    // Term
 	Principal string        `json:"principal,omitempty"` // the caller
+	// Duration is an Extend's: how long the leases are to last from now
+	// (Args.Duration).
+	Duration *time.Duration `json:"duration,omitempty"`
 }
 
 // Args are the request's settle arguments.
-func (r Request) Args() Args { return Args{Delay: r.Delay, Reason: r.Reason, Principal: r.Principal} }
+func (r Request) Args() Args {
+	return Args{Delay: r.Delay, Reason: r.Reason, Principal: r.Principal, Duration: r.Duration}
+}
 
 // Validate is the one check of a settle request, for API requests and
 // forwards alike.
@@ -52,6 +57,10 @@ func (r Request) Validate() error {
 		return fmt.Errorf("%w: a delay goes only with a Nak", errs.ErrInvalidArgument)
 	case len(r.Reason) > MaxReasonLen:
 		return fmt.Errorf("%w: reason is %d bytes; at most %d are allowed", errs.ErrInvalidArgument, len(r.Reason), MaxReasonLen)
+	case r.Duration != nil && *r.Duration < 0:
+		return fmt.Errorf("%w: duration must not be negative: 0s gives the message back now", errs.ErrInvalidArgument)
+	case r.Duration != nil && r.Op != lease.OpExtend:
+		return fmt.Errorf("%w: a duration goes only with an Extend", errs.ErrInvalidArgument)
 	case r.Reason != "" && r.Op != lease.OpTerm:
 		return fmt.Errorf("%w: a reason goes only with a Term", errs.ErrInvalidArgument)
 	case len(r.Principal) > maxPrincipal:

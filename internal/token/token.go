@@ -21,7 +21,11 @@ import (
 //
 //	version(1) keyID(4) issuer(8) consumerTag(2) principalTag(2)
 //	uvarint streamSeq, consumerSeq, delivered, deadline (unix ms)
+//	[version 3: uvarint unkept (unix ms)]
 //	mac(16)
+//
+// Version 3 is version 2 with one more field, for a lease its issuer keeps
+// alive (Claims.Unkept); every other token is sealed as version 2.
 //
 // In version 2 the MAC is two halves of HMAC-SHA256: one over the bytes
 // before it, one over them and stream, consumer and principal, so a token
@@ -33,9 +37,10 @@ import (
 const (
 	tokenVersion  = 2
 	tokenV1       = 1
+	tokenKept     = 3
 	macLen        = 16
 	headerLen     = 1 + 4 + 8 + 4
-	maxTokenBytes = headerLen + 4*binary.MaxVarintLen64 + macLen
+	maxTokenBytes = headerLen + 5*binary.MaxVarintLen64 + macLen
 	// MaxTokenLen is the longest token text the gateway issues or accepts.
 	MaxTokenLen = 256
 	minKeyLen   = 32
@@ -65,6 +70,11 @@ type Claims struct {
 	ConsumerSeq uint64
 	Delivered   uint64
 	Deadline    time.Time // cut to the millisecond
+	// Unkept is, for a lease its issuer keeps alive until Deadline (an
+	// Extend with a duration), when it ends if the issuer stops keeping it
+	// (the server's redelivery without the keep-alive): a replica acting on
+	// the token alone trusts it only until then. Zero: Deadline.
+	Unkept time.Time
 }
 
 // tags are short digests of the consumer and of the principal a token was
@@ -109,6 +119,9 @@ func (s Sealer) Seal(c Claims) string {
 	defer s.key.macs.Put(st)
 	b := st.token[:headerLen]
 	b[0] = tokenVersion
+	if !c.Unkept.IsZero() {
+		b[0] = tokenKept
+	}
 	binary.BigEndian.PutUint32(b[1:5], s.key.id)
 	copy(b[5:13], c.Issuer[:])
 	copy(b[13:17], s.tag[:])
@@ -116,6 +129,9 @@ func (s Sealer) Seal(c Claims) string {
 	b = binary.AppendUvarint(b, c.ConsumerSeq)
 	b = binary.AppendUvarint(b, c.Delivered)
 	b = binary.AppendUvarint(b, uint64(c.Deadline.UnixMilli()))
+	if b[0] == tokenKept {
+		b = binary.AppendUvarint(b, uint64(c.Unkept.UnixMilli()))
+	}
 	b = append(b, st.macV2(b, s.fields)...)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
@@ -131,7 +147,7 @@ func (kr *Keyring) Open(tok, stream, consumer, principal string) (Claims, error)
 	b, err := base64.RawURLEncoding.Strict().DecodeString(tok)
 	// Strict decoding still skips line breaks; only the canonical text of
 	// the bytes is the token.
-	if err != nil || len(b) < headerLen+4+macLen || (b[0] != tokenVersion && b[0] != tokenV1) ||
+	if err != nil || len(b) < headerLen+4+macLen || (b[0] != tokenVersion && b[0] != tokenV1 && b[0] != tokenKept) ||
 		base64.RawURLEncoding.EncodedLen(len(b)) != len(tok) {
 		return c, errs.ErrTokenInvalid
 	}
@@ -145,19 +161,26 @@ func (kr *Keyring) Open(tok, stream, consumer, principal string) (Claims, error)
 	}
 	copy(c.Issuer[:], payload[5:13])
 	rest := payload[headerLen:]
-	var fields [4]uint64
-	for i := range fields {
-		v, n := binary.Uvarint(rest)
-		if n <= 0 {
+	var fields [5]uint64
+	n := 4
+	if payload[0] == tokenKept {
+		n = 5
+	}
+	for i := range fields[:n] {
+		v, k := binary.Uvarint(rest)
+		if k <= 0 {
 			return Claims{}, errs.ErrTokenInvalid
 		}
-		fields[i], rest = v, rest[n:]
+		fields[i], rest = v, rest[k:]
 	}
-	if len(rest) != 0 || fields[3] > 1<<62 {
+	if len(rest) != 0 || fields[3] > 1<<62 || fields[4] > 1<<62 {
 		return Claims{}, errs.ErrTokenInvalid
 	}
 	c.StreamSeq, c.ConsumerSeq, c.Delivered = fields[0], fields[1], fields[2]
 	c.Deadline = time.UnixMilli(int64(fields[3]))
+	if n == 5 {
+		c.Unkept = time.UnixMilli(int64(fields[4]))
+	}
 	return c, nil
 }
 

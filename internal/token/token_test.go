@@ -52,7 +52,7 @@ func testClaims() Claims {
 // sameClaims compares claims, the deadline as an instant.
 func sameClaims(a, b Claims) bool {
 	return a.Issuer == b.Issuer && a.StreamSeq == b.StreamSeq && a.ConsumerSeq == b.ConsumerSeq &&
-		a.Delivered == b.Delivered && a.Deadline.Equal(b.Deadline)
+		a.Delivered == b.Delivered && a.Deadline.Equal(b.Deadline) && a.Unkept.Equal(b.Unkept)
 }
 
 func isTokenError(err error) bool {
@@ -76,6 +76,15 @@ func TestTokenRoundTrip(t *testing.T) {
 			ConsumerSeq: math.MaxUint64,
 			Delivered:   math.MaxUint64,
 			Deadline:    time.UnixMilli(1 << 62),
+		}, strings.Repeat("p", 1000)},
+		{"kept alive", Claims{Deadline: time.UnixMilli(1_800_000_000_000), Unkept: time.UnixMilli(1_799_999_970_000)}, tokPrincipal},
+		{"kept alive, max fields", Claims{
+			Issuer:      IssuerID{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+			StreamSeq:   math.MaxUint64,
+			ConsumerSeq: math.MaxUint64,
+			Delivered:   math.MaxUint64,
+			Deadline:    time.UnixMilli(1 << 62),
+			Unkept:      time.UnixMilli(1 << 62),
 		}, strings.Repeat("p", 1000)},
 	}
 	for _, tt := range tests {
@@ -160,6 +169,30 @@ func TestTokenEveryByteAlterationFails(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A kept lease's token (version 3) is as tamper-proof as any: every byte
+// altered fails, and so does dropping its extra field.
+func TestKeptTokenEveryByteAlterationFails(t *testing.T) {
+	kr := mustKeyring(t, keyA)
+	c := testClaims()
+	c.Unkept = c.Deadline.Add(-time.Minute)
+	raw, err := base64.RawURLEncoding.DecodeString(kr.Seal(c, tokStream, tokConsumer, tokPrincipal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range raw {
+		b := bytes.Clone(raw)
+		b[i] ^= 0x01
+		if got, err := kr.Open(base64.RawURLEncoding.EncodeToString(b), tokStream, tokConsumer, tokPrincipal); !isTokenError(err) {
+			t.Fatalf("byte %d altered: open = %+v, %v; want a token error", i, got, err)
+		}
+	}
+	b := bytes.Clone(raw)
+	b[0] = tokenVersion // claim to be version 2: the fifth field is then left over
+	if _, err := kr.Open(base64.RawURLEncoding.EncodeToString(b), tokStream, tokConsumer, tokPrincipal); !isTokenError(err) {
+		t.Fatalf("a kept token relabelled version 2 opened: %v", err)
 	}
 }
 

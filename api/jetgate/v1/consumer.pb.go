@@ -1201,7 +1201,18 @@ type ExtendRequest struct {
 	// The durable consumer's name.
 	Consumer string `protobuf:"bytes,2,opt,name=consumer,proto3" json:"consumer,omitempty"`
 	// The leases to extend: 1 to 1000 tokens.
-	Tokens        []string `protobuf:"bytes,3,rep,name=tokens,proto3" json:"tokens,omitempty"`
+	Tokens []string `protobuf:"bytes,3,rep,name=tokens,proto3" json:"tokens,omitempty"`
+	// How long each lease is to last from now, as Pub/Sub's ModifyAckDeadline
+	// and SQS's ChangeMessageVisibility take it. Unset: one ack_wait (a +WPI
+	// restarts the server's clock), as before. 0s: the message is given back
+	// now (a Nak), and redelivered at once. Up to limits.max_lease (default
+	// 1h): the replica that issued the lease keeps it alive, sending +WPI
+	// before each of the server's deadlines until then, and the new token and
+	// lease_deadline carry the deadline asked for. The keep-alive ends with
+	// that replica: if it stops or restarts, the server redelivers the message
+	// one ack_wait after the last +WPI. Longer than limits.max_lease, or
+	// negative: INVALID_ARGUMENT.
+	Duration      *durationpb.Duration `protobuf:"bytes,4,opt,name=duration,proto3" json:"duration,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1253,6 +1264,13 @@ func (x *ExtendRequest) GetConsumer() string {
 func (x *ExtendRequest) GetTokens() []string {
 	if x != nil {
 		return x.Tokens
+	}
+	return nil
+}
+
+func (x *ExtendRequest) GetDuration() *durationpb.Duration {
+	if x != nil {
+		return x.Duration
 	}
 	return nil
 }
@@ -1317,9 +1335,10 @@ type ExtendedLease struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The token as it was sent.
 	Token string `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
-	// A new token carrying the new deadline. The old token stays good.
+	// A new token carrying the new deadline. The old token stays good. Empty
+	// when the lease was given back (duration 0s).
 	NewToken string `protobuf:"bytes,2,opt,name=new_token,json=newToken,proto3" json:"new_token,omitempty"`
-	// The lease's new deadline.
+	// The lease's new deadline; for a lease given back, when it went back.
 	LeaseDeadline *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=lease_deadline,json=leaseDeadline,proto3" json:"lease_deadline,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3248,7 +3267,13 @@ type LeaseHolder struct {
 	// How long ago the oldest of them was handed out.
 	OldestAge *durationpb.Duration `protobuf:"bytes,4,opt,name=oldest_age,json=oldestAge,proto3" json:"oldest_age,omitempty"`
 	// The ids of the replicas that handed them out.
-	Replicas      []string `protobuf:"bytes,5,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	Replicas []string `protobuf:"bytes,5,rep,name=replicas,proto3" json:"replicas,omitempty"`
+	// The latest deadline among them: for a lease kept alive (Extend with a
+	// duration), the deadline its caller asked for.
+	LatestDeadline *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=latest_deadline,json=latestDeadline,proto3" json:"latest_deadline,omitempty"`
+	// How many of them their issuing replica keeps alive (Extend with a
+	// duration).
+	Kept          int64 `protobuf:"varint,7,opt,name=kept,proto3" json:"kept,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3316,6 +3341,20 @@ func (x *LeaseHolder) GetReplicas() []string {
 		return x.Replicas
 	}
 	return nil
+}
+
+func (x *LeaseHolder) GetLatestDeadline() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LatestDeadline
+	}
+	return nil
+}
+
+func (x *LeaseHolder) GetKept() int64 {
+	if x != nil {
+		return x.Kept
+	}
+	return 0
 }
 
 // ListDeadLettersRequest asks for a page of a consumer's dead letters.
@@ -3653,11 +3692,12 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\x06tokens\x18\x03 \x03(\tR\x06tokens\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\"D\n" +
 	"\fTermResponse\x124\n" +
-	"\bfailures\x18\x01 \x03(\v2\x18.jetgate.v1.TokenFailureR\bfailures\"[\n" +
+	"\bfailures\x18\x01 \x03(\v2\x18.jetgate.v1.TokenFailureR\bfailures\"\x92\x01\n" +
 	"\rExtendRequest\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x1a\n" +
 	"\bconsumer\x18\x02 \x01(\tR\bconsumer\x12\x16\n" +
-	"\x06tokens\x18\x03 \x03(\tR\x06tokens\"y\n" +
+	"\x06tokens\x18\x03 \x03(\tR\x06tokens\x125\n" +
+	"\bduration\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\bduration\"y\n" +
 	"\x0eExtendResponse\x121\n" +
 	"\x06leases\x18\x01 \x03(\v2\x19.jetgate.v1.ExtendedLeaseR\x06leases\x124\n" +
 	"\bfailures\x18\x02 \x03(\v2\x18.jetgate.v1.TokenFailureR\bfailures\"\x85\x01\n" +
@@ -3817,14 +3857,16 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\x12ListLeasesResponse\x121\n" +
 	"\aholders\x18\x01 \x03(\v2\x17.jetgate.v1.LeaseHolderR\aholders\x12\x1a\n" +
 	"\breplicas\x18\x02 \x03(\tR\breplicas\x12)\n" +
-	"\x10missing_replicas\x18\x03 \x03(\tR\x0fmissingReplicas\"\xd8\x01\n" +
+	"\x10missing_replicas\x18\x03 \x03(\tR\x0fmissingReplicas\"\xb1\x02\n" +
 	"\vLeaseHolder\x12\x1c\n" +
 	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x16\n" +
 	"\x06leases\x18\x02 \x01(\x03R\x06leases\x12=\n" +
 	"\foldest_since\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\voldestSince\x128\n" +
 	"\n" +
 	"oldest_age\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\toldestAge\x12\x1a\n" +
-	"\breplicas\x18\x05 \x03(\tR\breplicas\"\x88\x01\n" +
+	"\breplicas\x18\x05 \x03(\tR\breplicas\x12C\n" +
+	"\x0flatest_deadline\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x0elatestDeadline\x12\x12\n" +
+	"\x04kept\x18\a \x01(\x03R\x04kept\"\x88\x01\n" +
 	"\x16ListDeadLettersRequest\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x1a\n" +
 	"\bconsumer\x18\x02 \x01(\tR\bconsumer\x12\x1b\n" +
@@ -3978,79 +4020,81 @@ var file_jetgate_v1_consumer_proto_depIdxs = []int32{
 	50, // 10: jetgate.v1.NakRequest.delay:type_name -> google.protobuf.Duration
 	20, // 11: jetgate.v1.NakResponse.failures:type_name -> jetgate.v1.TokenFailure
 	20, // 12: jetgate.v1.TermResponse.failures:type_name -> jetgate.v1.TokenFailure
-	19, // 13: jetgate.v1.ExtendResponse.leases:type_name -> jetgate.v1.ExtendedLease
-	20, // 14: jetgate.v1.ExtendResponse.failures:type_name -> jetgate.v1.TokenFailure
-	51, // 15: jetgate.v1.ExtendedLease.lease_deadline:type_name -> google.protobuf.Timestamp
-	35, // 16: jetgate.v1.GetConsumerResponse.config:type_name -> jetgate.v1.ConsumerConfig
-	36, // 17: jetgate.v1.GetConsumerResponse.state:type_name -> jetgate.v1.ConsumerState
-	50, // 18: jetgate.v1.GetConsumerResponse.oldest_unacked_age:type_name -> google.protobuf.Duration
-	23, // 19: jetgate.v1.GetConsumerResponse.push:type_name -> jetgate.v1.PushState
-	51, // 20: jetgate.v1.PushState.last_error_time:type_name -> google.protobuf.Timestamp
-	50, // 21: jetgate.v1.ConsumeRequest.heartbeat:type_name -> google.protobuf.Duration
-	6,  // 22: jetgate.v1.ConsumeResponse.messages:type_name -> jetgate.v1.Message
-	51, // 23: jetgate.v1.PauseRequest.pause_until:type_name -> google.protobuf.Timestamp
-	51, // 24: jetgate.v1.PauseResponse.pause_until:type_name -> google.protobuf.Timestamp
-	34, // 25: jetgate.v1.RedriveResponse.failures:type_name -> jetgate.v1.RedriveFailure
-	1,  // 26: jetgate.v1.ConsumerConfig.deliver_policy:type_name -> jetgate.v1.DeliverPolicy
-	51, // 27: jetgate.v1.ConsumerConfig.opt_start_time:type_name -> google.protobuf.Timestamp
-	2,  // 28: jetgate.v1.ConsumerConfig.ack_policy:type_name -> jetgate.v1.AckPolicy
-	50, // 29: jetgate.v1.ConsumerConfig.ack_wait:type_name -> google.protobuf.Duration
-	50, // 30: jetgate.v1.ConsumerConfig.backoff:type_name -> google.protobuf.Duration
-	50, // 31: jetgate.v1.ConsumerConfig.max_request_expires:type_name -> google.protobuf.Duration
-	3,  // 32: jetgate.v1.ConsumerConfig.priority_policy:type_name -> jetgate.v1.PriorityPolicy
-	50, // 33: jetgate.v1.ConsumerConfig.priority_timeout:type_name -> google.protobuf.Duration
-	51, // 34: jetgate.v1.ConsumerConfig.pause_until:type_name -> google.protobuf.Timestamp
-	38, // 35: jetgate.v1.ConsumerState.delivered:type_name -> jetgate.v1.SequencePair
-	38, // 36: jetgate.v1.ConsumerState.ack_floor:type_name -> jetgate.v1.SequencePair
-	51, // 37: jetgate.v1.ConsumerState.created:type_name -> google.protobuf.Timestamp
-	50, // 38: jetgate.v1.ConsumerState.pause_remaining:type_name -> google.protobuf.Duration
-	37, // 39: jetgate.v1.ConsumerState.priority_groups:type_name -> jetgate.v1.PriorityGroupState
-	51, // 40: jetgate.v1.PriorityGroupState.pinned_since:type_name -> google.protobuf.Timestamp
-	51, // 41: jetgate.v1.SequencePair.last_active:type_name -> google.protobuf.Timestamp
-	41, // 42: jetgate.v1.ListConsumersResponse.consumers:type_name -> jetgate.v1.ConsumerSummary
-	50, // 43: jetgate.v1.ConsumerSummary.oldest_unacked_age:type_name -> google.protobuf.Duration
-	51, // 44: jetgate.v1.ConsumerSummary.pause_until:type_name -> google.protobuf.Timestamp
-	44, // 45: jetgate.v1.ListLeasesResponse.holders:type_name -> jetgate.v1.LeaseHolder
-	51, // 46: jetgate.v1.LeaseHolder.oldest_since:type_name -> google.protobuf.Timestamp
-	50, // 47: jetgate.v1.LeaseHolder.oldest_age:type_name -> google.protobuf.Duration
-	47, // 48: jetgate.v1.ListDeadLettersResponse.dead_letters:type_name -> jetgate.v1.DeadLetter
-	49, // 49: jetgate.v1.DeadLetter.headers:type_name -> jetgate.v1.DeadLetter.HeadersEntry
-	51, // 50: jetgate.v1.DeadLetter.time:type_name -> google.protobuf.Timestamp
-	9,  // 51: jetgate.v1.Message.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
-	9,  // 52: jetgate.v1.DeadLetter.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
-	4,  // 53: jetgate.v1.ConsumerService.Fetch:input_type -> jetgate.v1.FetchRequest
-	11, // 54: jetgate.v1.ConsumerService.Ack:input_type -> jetgate.v1.AckRequest
-	13, // 55: jetgate.v1.ConsumerService.Nak:input_type -> jetgate.v1.NakRequest
-	15, // 56: jetgate.v1.ConsumerService.Term:input_type -> jetgate.v1.TermRequest
-	17, // 57: jetgate.v1.ConsumerService.Extend:input_type -> jetgate.v1.ExtendRequest
-	21, // 58: jetgate.v1.ConsumerService.GetConsumer:input_type -> jetgate.v1.GetConsumerRequest
-	32, // 59: jetgate.v1.ConsumerService.Redrive:input_type -> jetgate.v1.RedriveRequest
-	24, // 60: jetgate.v1.ConsumerService.Consume:input_type -> jetgate.v1.ConsumeRequest
-	26, // 61: jetgate.v1.ConsumerService.Pause:input_type -> jetgate.v1.PauseRequest
-	28, // 62: jetgate.v1.ConsumerService.Resume:input_type -> jetgate.v1.ResumeRequest
-	30, // 63: jetgate.v1.ConsumerService.Unpin:input_type -> jetgate.v1.UnpinRequest
-	39, // 64: jetgate.v1.ConsumerService.ListConsumers:input_type -> jetgate.v1.ListConsumersRequest
-	42, // 65: jetgate.v1.ConsumerService.ListLeases:input_type -> jetgate.v1.ListLeasesRequest
-	45, // 66: jetgate.v1.ConsumerService.ListDeadLetters:input_type -> jetgate.v1.ListDeadLettersRequest
-	5,  // 67: jetgate.v1.ConsumerService.Fetch:output_type -> jetgate.v1.FetchResponse
-	12, // 68: jetgate.v1.ConsumerService.Ack:output_type -> jetgate.v1.AckResponse
-	14, // 69: jetgate.v1.ConsumerService.Nak:output_type -> jetgate.v1.NakResponse
-	16, // 70: jetgate.v1.ConsumerService.Term:output_type -> jetgate.v1.TermResponse
-	18, // 71: jetgate.v1.ConsumerService.Extend:output_type -> jetgate.v1.ExtendResponse
-	22, // 72: jetgate.v1.ConsumerService.GetConsumer:output_type -> jetgate.v1.GetConsumerResponse
-	33, // 73: jetgate.v1.ConsumerService.Redrive:output_type -> jetgate.v1.RedriveResponse
-	25, // 74: jetgate.v1.ConsumerService.Consume:output_type -> jetgate.v1.ConsumeResponse
-	27, // 75: jetgate.v1.ConsumerService.Pause:output_type -> jetgate.v1.PauseResponse
-	29, // 76: jetgate.v1.ConsumerService.Resume:output_type -> jetgate.v1.ResumeResponse
-	31, // 77: jetgate.v1.ConsumerService.Unpin:output_type -> jetgate.v1.UnpinResponse
-	40, // 78: jetgate.v1.ConsumerService.ListConsumers:output_type -> jetgate.v1.ListConsumersResponse
-	43, // 79: jetgate.v1.ConsumerService.ListLeases:output_type -> jetgate.v1.ListLeasesResponse
-	46, // 80: jetgate.v1.ConsumerService.ListDeadLetters:output_type -> jetgate.v1.ListDeadLettersResponse
-	67, // [67:81] is the sub-list for method output_type
-	53, // [53:67] is the sub-list for method input_type
-	53, // [53:53] is the sub-list for extension type_name
-	53, // [53:53] is the sub-list for extension extendee
-	0,  // [0:53] is the sub-list for field type_name
+	50, // 13: jetgate.v1.ExtendRequest.duration:type_name -> google.protobuf.Duration
+	19, // 14: jetgate.v1.ExtendResponse.leases:type_name -> jetgate.v1.ExtendedLease
+	20, // 15: jetgate.v1.ExtendResponse.failures:type_name -> jetgate.v1.TokenFailure
+	51, // 16: jetgate.v1.ExtendedLease.lease_deadline:type_name -> google.protobuf.Timestamp
+	35, // 17: jetgate.v1.GetConsumerResponse.config:type_name -> jetgate.v1.ConsumerConfig
+	36, // 18: jetgate.v1.GetConsumerResponse.state:type_name -> jetgate.v1.ConsumerState
+	50, // 19: jetgate.v1.GetConsumerResponse.oldest_unacked_age:type_name -> google.protobuf.Duration
+	23, // 20: jetgate.v1.GetConsumerResponse.push:type_name -> jetgate.v1.PushState
+	51, // 21: jetgate.v1.PushState.last_error_time:type_name -> google.protobuf.Timestamp
+	50, // 22: jetgate.v1.ConsumeRequest.heartbeat:type_name -> google.protobuf.Duration
+	6,  // 23: jetgate.v1.ConsumeResponse.messages:type_name -> jetgate.v1.Message
+	51, // 24: jetgate.v1.PauseRequest.pause_until:type_name -> google.protobuf.Timestamp
+	51, // 25: jetgate.v1.PauseResponse.pause_until:type_name -> google.protobuf.Timestamp
+	34, // 26: jetgate.v1.RedriveResponse.failures:type_name -> jetgate.v1.RedriveFailure
+	1,  // 27: jetgate.v1.ConsumerConfig.deliver_policy:type_name -> jetgate.v1.DeliverPolicy
+	51, // 28: jetgate.v1.ConsumerConfig.opt_start_time:type_name -> google.protobuf.Timestamp
+	2,  // 29: jetgate.v1.ConsumerConfig.ack_policy:type_name -> jetgate.v1.AckPolicy
+	50, // 30: jetgate.v1.ConsumerConfig.ack_wait:type_name -> google.protobuf.Duration
+	50, // 31: jetgate.v1.ConsumerConfig.backoff:type_name -> google.protobuf.Duration
+	50, // 32: jetgate.v1.ConsumerConfig.max_request_expires:type_name -> google.protobuf.Duration
+	3,  // 33: jetgate.v1.ConsumerConfig.priority_policy:type_name -> jetgate.v1.PriorityPolicy
+	50, // 34: jetgate.v1.ConsumerConfig.priority_timeout:type_name -> google.protobuf.Duration
+	51, // 35: jetgate.v1.ConsumerConfig.pause_until:type_name -> google.protobuf.Timestamp
+	38, // 36: jetgate.v1.ConsumerState.delivered:type_name -> jetgate.v1.SequencePair
+	38, // 37: jetgate.v1.ConsumerState.ack_floor:type_name -> jetgate.v1.SequencePair
+	51, // 38: jetgate.v1.ConsumerState.created:type_name -> google.protobuf.Timestamp
+	50, // 39: jetgate.v1.ConsumerState.pause_remaining:type_name -> google.protobuf.Duration
+	37, // 40: jetgate.v1.ConsumerState.priority_groups:type_name -> jetgate.v1.PriorityGroupState
+	51, // 41: jetgate.v1.PriorityGroupState.pinned_since:type_name -> google.protobuf.Timestamp
+	51, // 42: jetgate.v1.SequencePair.last_active:type_name -> google.protobuf.Timestamp
+	41, // 43: jetgate.v1.ListConsumersResponse.consumers:type_name -> jetgate.v1.ConsumerSummary
+	50, // 44: jetgate.v1.ConsumerSummary.oldest_unacked_age:type_name -> google.protobuf.Duration
+	51, // 45: jetgate.v1.ConsumerSummary.pause_until:type_name -> google.protobuf.Timestamp
+	44, // 46: jetgate.v1.ListLeasesResponse.holders:type_name -> jetgate.v1.LeaseHolder
+	51, // 47: jetgate.v1.LeaseHolder.oldest_since:type_name -> google.protobuf.Timestamp
+	50, // 48: jetgate.v1.LeaseHolder.oldest_age:type_name -> google.protobuf.Duration
+	51, // 49: jetgate.v1.LeaseHolder.latest_deadline:type_name -> google.protobuf.Timestamp
+	47, // 50: jetgate.v1.ListDeadLettersResponse.dead_letters:type_name -> jetgate.v1.DeadLetter
+	49, // 51: jetgate.v1.DeadLetter.headers:type_name -> jetgate.v1.DeadLetter.HeadersEntry
+	51, // 52: jetgate.v1.DeadLetter.time:type_name -> google.protobuf.Timestamp
+	9,  // 53: jetgate.v1.Message.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
+	9,  // 54: jetgate.v1.DeadLetter.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
+	4,  // 55: jetgate.v1.ConsumerService.Fetch:input_type -> jetgate.v1.FetchRequest
+	11, // 56: jetgate.v1.ConsumerService.Ack:input_type -> jetgate.v1.AckRequest
+	13, // 57: jetgate.v1.ConsumerService.Nak:input_type -> jetgate.v1.NakRequest
+	15, // 58: jetgate.v1.ConsumerService.Term:input_type -> jetgate.v1.TermRequest
+	17, // 59: jetgate.v1.ConsumerService.Extend:input_type -> jetgate.v1.ExtendRequest
+	21, // 60: jetgate.v1.ConsumerService.GetConsumer:input_type -> jetgate.v1.GetConsumerRequest
+	32, // 61: jetgate.v1.ConsumerService.Redrive:input_type -> jetgate.v1.RedriveRequest
+	24, // 62: jetgate.v1.ConsumerService.Consume:input_type -> jetgate.v1.ConsumeRequest
+	26, // 63: jetgate.v1.ConsumerService.Pause:input_type -> jetgate.v1.PauseRequest
+	28, // 64: jetgate.v1.ConsumerService.Resume:input_type -> jetgate.v1.ResumeRequest
+	30, // 65: jetgate.v1.ConsumerService.Unpin:input_type -> jetgate.v1.UnpinRequest
+	39, // 66: jetgate.v1.ConsumerService.ListConsumers:input_type -> jetgate.v1.ListConsumersRequest
+	42, // 67: jetgate.v1.ConsumerService.ListLeases:input_type -> jetgate.v1.ListLeasesRequest
+	45, // 68: jetgate.v1.ConsumerService.ListDeadLetters:input_type -> jetgate.v1.ListDeadLettersRequest
+	5,  // 69: jetgate.v1.ConsumerService.Fetch:output_type -> jetgate.v1.FetchResponse
+	12, // 70: jetgate.v1.ConsumerService.Ack:output_type -> jetgate.v1.AckResponse
+	14, // 71: jetgate.v1.ConsumerService.Nak:output_type -> jetgate.v1.NakResponse
+	16, // 72: jetgate.v1.ConsumerService.Term:output_type -> jetgate.v1.TermResponse
+	18, // 73: jetgate.v1.ConsumerService.Extend:output_type -> jetgate.v1.ExtendResponse
+	22, // 74: jetgate.v1.ConsumerService.GetConsumer:output_type -> jetgate.v1.GetConsumerResponse
+	33, // 75: jetgate.v1.ConsumerService.Redrive:output_type -> jetgate.v1.RedriveResponse
+	25, // 76: jetgate.v1.ConsumerService.Consume:output_type -> jetgate.v1.ConsumeResponse
+	27, // 77: jetgate.v1.ConsumerService.Pause:output_type -> jetgate.v1.PauseResponse
+	29, // 78: jetgate.v1.ConsumerService.Resume:output_type -> jetgate.v1.ResumeResponse
+	31, // 79: jetgate.v1.ConsumerService.Unpin:output_type -> jetgate.v1.UnpinResponse
+	40, // 80: jetgate.v1.ConsumerService.ListConsumers:output_type -> jetgate.v1.ListConsumersResponse
+	43, // 81: jetgate.v1.ConsumerService.ListLeases:output_type -> jetgate.v1.ListLeasesResponse
+	46, // 82: jetgate.v1.ConsumerService.ListDeadLetters:output_type -> jetgate.v1.ListDeadLettersResponse
+	69, // [69:83] is the sub-list for method output_type
+	55, // [55:69] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_jetgate_v1_consumer_proto_init() }

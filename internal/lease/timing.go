@@ -1,0 +1,123 @@
+package lease
+
+import "time"
+
+// A lease's deadline follows the server: the consumer's redelivery timing
+// may change while leases are out (SetTiming), and a caller may ask a lease
+// to last longer than one wait, which its issuer then keeps alive with a
+// +WPI before each deadline (Extension.Until, KeptDue).
+
+// Extension is what an Extend that succeeded makes of its lease: the
+// deadline its +WPI gives (the server's wait it was dated by, from when it
+// was sent), and how long the caller asked it to last.
+type Extension struct {
+	Deadline time.Time
+	Wait     time.Duration
+	// Until is the deadline the caller asked for (Extend with a duration):
+	// past Deadline, the issuer keeps the lease alive until then. Zero: one
+	// wait, as a plain Extend, which ends an earlier keep-alive.
+	Until time.Time
+	// KeepAlive: the issuer's own +WPI of a lease it keeps alive, which
+	// keeps the lease's Until.
+	KeepAlive bool
+}
+
+// SetTiming tells the table the consumer's redelivery timing, as the
+// server now has it. Each live lease dated by a longer wait is re-dated to
+// when the server will redeliver it (the same start, the new wait), so that
+// no lease outlives the server's redelivery; one dated by a shorter wait
+// keeps its deadline, which the server honours. A lease dated by the old
+// timing and recorded later (Add, Finish) is re-dated as it comes. A
+// Consume stream holding a re-dated lease is woken to see it. Settled
+// leases are kept one new ack_wait. It returns how many leases moved.
+func (t *Table) SetTiming(p Policy) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.timing = p
+	if p.AckWait > 0 {
+		t.retention = p.AckWait
+	}
+	moved := 0
+	for _, e := range t.entries {
+		if !t.redate(&e.Lease) {
+			continue
+		}
+		t.due.push(e.StreamSeq, e.Deadline)
+		if o := e.owner; o != nil {
+			select {
+			case o.left <- struct{}{}:
+			default:
+			}
+		}
+		moved++
+	}
+	return moved
+}
+
+// redate re-dates l by the table's timing if that has a shorter wait for
+// it than the one l was dated by; t.mu is held.
+func (t *Table) redate(l *Lease) bool {
+	if l.Wait <= 0 || t.timing.AckWait <= 0 {
+		return false
+	}
+	w := t.timing.AckWaitFor(l.Delivered)
+	if w >= l.Wait {
+		return false
+	}
+	l.Deadline = t.timing.Deadline(l.Deadline.Add(-(l.Wait - Margin(l.Wait))), l.Delivered)
+	l.Wait = w
+	return true
+}
+
+// keepUntil sets the keep of e, just extended as ext says, and returns it:
+// a keep no later than the deadline is the deadline itself (the lease ends
+// when the caller asked); t.mu is held.
+func (t *Table) keepUntil(e *entry, ext Extension) time.Time {
+	until := ext.Until
+	if ext.KeepAlive {
+		if e.keep == 0 {
+			return time.Time{} // a plain Extend ended the keep-alive meanwhile
+		}
+		until = time.UnixMilli(e.keep)
+	}
+	e.keep = 0
+	switch {
+	case until.IsZero():
+		return time.Time{}
+	case !until.After(e.Deadline):
+		e.Deadline = until
+		t.due.push(e.StreamSeq, until)
+		return time.Time{}
+	}
+	e.keep = until.UnixMilli()
+	t.keeps[e.StreamSeq] = struct{}{}
+	return until
+}
+
+// KeptDue are the live leases kept alive whose deadline is within lead of
+// now: their issuer extends them now. It forgets the keeps that ended.
+func (t *Table) KeptDue(now time.Time, lead func(delivered uint64) time.Duration) []Lease {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var due []Lease
+	for seq := range t.keeps {
+		e := t.entries[seq]
+		switch {
+		case e == nil || e.keep == 0 || !now.Before(e.Deadline):
+			delete(t.keeps, seq)
+			if e != nil {
+				e.keep = 0
+			}
+		case e.state == stateLive && e.Deadline.Sub(now) <= lead(e.Delivered):
+			due = append(due, e.Lease)
+		}
+	}
+	return due
+}
+
+// Kept counts the leases kept alive: while any, the issuer attends to them.
+func (t *Table) Kept() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.keeps)
+}

@@ -1,0 +1,57 @@
+package lease
+
+import (
+	"testing"
+	"time"
+)
+
+// A lease extended with a duration past its deadline is kept: KeptDue
+// offers it once its deadline is near, a keep-alive's +WPI keeps the keep,
+// and the last one stops at the deadline asked for. A plain Extend ends the
+// keep-alive.
+func TestAKeptLeaseIsDueUntilItsKeep(t *testing.T) {
+	now := time.Now().Truncate(time.Millisecond)
+	p := Policy{AckWait: 3 * time.Second}
+	tb := NewTable(time.Minute)
+	tb.SetTiming(p)
+	l := Lease{StreamSeq: 1, ConsumerSeq: 1, Delivered: 1, Deadline: p.Deadline(now, 1), Wait: 3 * time.Second, AckSubject: "a"}
+	tb.Add(l)
+	lead := func(uint64) time.Duration { return time.Second }
+	extend := func(at time.Time, ext Extension) (time.Time, time.Time) {
+		t.Helper()
+		if _, err := tb.Begin(l.Ref(), OpExtend, at); err != nil {
+			t.Fatal(err)
+		}
+		ext.Deadline, ext.Wait = p.Deadline(at, 1), p.AckWaitFor(1)
+		return tb.Finish(l.Ref(), OpExtend, true, at, ext)
+	}
+	until := now.Add(7 * time.Second)
+	if dl, kept := extend(now, Extension{Until: until}); !kept.Equal(until) || !dl.Equal(p.Deadline(now, 1)) {
+		t.Fatalf("extend until +7s: deadline %v, kept %v", dl, kept)
+	}
+	if due := tb.KeptDue(now, lead); len(due) != 0 {
+		t.Fatalf("due at once: %v", due)
+	}
+	at := p.Deadline(now, 1).Add(-500 * time.Millisecond)
+	if due := tb.KeptDue(at, lead); len(due) != 1 {
+		t.Fatalf("due near the deadline: %d; want 1", len(due))
+	}
+	if dl, kept := extend(at, Extension{KeepAlive: true}); !kept.Equal(until) || !dl.Equal(p.Deadline(at, 1)) {
+		t.Fatalf("keep-alive: deadline %v, kept %v", dl, kept)
+	}
+	at = p.Deadline(at, 1).Add(-500 * time.Millisecond) // past until - the wait: the last +WPI
+	if dl, kept := extend(at, Extension{KeepAlive: true}); !kept.IsZero() || !dl.Equal(until) {
+		t.Fatalf("last keep-alive: deadline %v, kept %v; want the deadline asked for, no more keep", dl, kept)
+	}
+	if due := tb.KeptDue(until.Add(-100*time.Millisecond), lead); len(due) != 0 {
+		t.Fatalf("due after the last keep-alive: %v", due)
+	}
+
+	extend(now, Extension{Until: until})
+	if _, kept := extend(now, Extension{}); !kept.IsZero() || tb.Kept() != 1 {
+		t.Fatalf("a plain Extend after a keep: kept %v", kept)
+	}
+	if due := tb.KeptDue(p.Deadline(now, 1).Add(-500*time.Millisecond), lead); len(due) != 0 || tb.Kept() != 0 {
+		t.Fatalf("a plain Extend left the keep-alive on: %v", due)
+	}
+}
