@@ -143,12 +143,13 @@ func Attach(ctx context.Context, s jetstream.Stream, name string, d Deps) (*Cons
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
 		return nil, fmt.Errorf("%w: stream %q has no consumer %q", errs.ErrConsumerNotFound, stream, name)
+	case errors.Is(err, jetstream.ErrNotPullConsumer):
+		return nil, unservable(stream, name, refusalOf(jetstream.ConsumerConfig{DeliverSubject: "?"}))
 	case err != nil:
 		return nil, fmt.Errorf("%w: look up consumer %q of stream %q: %v", errs.ErrUnavailable, name, stream, err)
 	}
-	cfg := cons.CachedInfo().Config
-	if cfg.AckPolicy != jetstream.AckExplicitPolicy || cfg.DeliverSubject != "" {
-		return nil, fmt.Errorf("%w: consumer %q of stream %q is not a pull consumer with explicit acks, which jetgate serves", errs.ErrConsumerNotFound, name, stream)
+	if r := refusalOf(cons.CachedInfo().Config); r != "" {
+		return nil, unservable(stream, name, r)
 	}
 	return newConsumer(s, cons, d), nil
 }

@@ -61,11 +61,19 @@ func (c *Consumer) policyChanged(old, now *serverView) {
 	c.wake()
 }
 
+// ErrUnservable marks a consumer that exists but that jetgate cannot serve
+// as it is (refusalOf); the error is also errs.ErrConsumerNotFound.
+var ErrUnservable = errors.New("cannot be served")
+
+func unservable(stream, name, why string) error {
+	return fmt.Errorf("%w: consumer %q of stream %q %w: %s", errs.ErrConsumerNotFound, name, stream, ErrUnservable, why)
+}
+
 // servable is nil when jetgate can serve the consumer as the server last
 // described it, and otherwise CONSUMER_NOT_FOUND saying why.
 func (c *Consumer) servable() error {
 	if r := c.server.load().refusal; r != "" {
-		return fmt.Errorf("%w: consumer %q of stream %q is no longer served: %s", errs.ErrConsumerNotFound, c.Name, c.Stream, r)
+		return unservable(c.Stream, c.Name, r)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/natsname"
 )
 
 // OnDemand serves durable consumers that exist on the server but not in the
@@ -58,6 +59,7 @@ type bindings struct {
 	m       map[consumerKey]*binding
 	binding map[consumerKey]*firstCall
 	streams map[string]jetstream.Stream // looked up once, for on-demand binds
+	refused map[consumerKey]string      // the last refusal of each, logged once
 	changed chan struct{}               // an on-demand binding came: the unbinder attends
 }
 
@@ -73,6 +75,7 @@ func newBindings() *bindings {
 		m:       make(map[consumerKey]*binding),
 		binding: make(map[consumerKey]*firstCall),
 		streams: make(map[string]jetstream.Stream),
+		refused: make(map[consumerKey]string),
 		changed: make(chan struct{}, 1),
 	}
 }
@@ -97,6 +100,24 @@ func (r *Replica) all() []*binding {
 		out = append(out, b)
 	}
 	return out
+}
+
+// maxRefused bounds the refusals remembered for logging once.
+const maxRefused = 1024
+
+// refusedNew records why key cannot be served and reports whether that is
+// news, to be logged: not on every call of a caller who retries.
+func (b *bindings) refusedNew(key consumerKey, why string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.refused[key] == why {
+		return false
+	}
+	if len(b.refused) >= maxRefused {
+		clear(b.refused)
+	}
+	b.refused[key] = why
+	return true
 }
 
 // consumer is the consumer a call names, bound on demand if it matches; the
@@ -130,7 +151,7 @@ func notServed(key consumerKey) error {
 // bindOnDemand binds the consumer key names if it matches the on-demand
 // patterns; concurrent first calls share one bind.
 func (r *Replica) bindOnDemand(ctx context.Context, key consumerKey) error {
-	if !r.onDemand.matches(key.stream, key.name) {
+	if !r.onDemand.matches(key.stream, key.name) || natsname.Internal(key.stream) {
 		return notServed(key)
 	}
 	r.binds.mu.Lock()
@@ -170,6 +191,9 @@ func (r *Replica) attach(ctx context.Context, key consumerKey) error {
 		return err
 	}
 	c, err := consumer.Attach(ctx, s, key.name, r.deps(key))
+	if errors.Is(err, consumer.ErrUnservable) && r.binds.refusedNew(key, err.Error()) {
+		r.log.Warn("an on-demand consumer matched, but jetgate cannot serve it", "stream", key.stream, "consumer", key.name, "reason", err.Error())
+	}
 	if err != nil {
 		return err
 	}

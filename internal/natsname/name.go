@@ -40,3 +40,23 @@ func Key(stream, consumer string) string {
 	}
 	return hex.EncodeToString(h.Sum(nil)[:8])
 }
+
+// The streams jetgate makes for itself: the settle ledger's and the
+// roster's KV buckets, and the dead-letter advisories' work queue. They are
+// never served, whatever a file entry or an on_demand pattern says: a caller
+// who could pause or consume them would stop dead letters for every tenant,
+// or read and forge other replicas' state.
+var internalStreams = []string{"KV_jetgate_settles", "KV_jetgate_members", "JETGATE_ADVISORIES"}
+
+// Internal reports whether stream is one jetgate makes for itself.
+func Internal(stream string) bool {
+	for _, s := range internalStreams {
+		if s == stream {
+			return true
+		}
+	}
+	return false
+}
+
+// InternalStreams are the streams jetgate makes for itself.
+func InternalStreams() []string { return append([]string(nil), internalStreams...) }
