@@ -10,10 +10,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
-	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 )
 
 // The scale measurement: what a consumer costs. o.Scale consumers behind
@@ -43,11 +39,18 @@ type ScaleReport struct {
 	Startup map[string]int `json:"startup_requests"`
 	// On demand, BindAll is how long a GetConsumer of every consumer
 	// through every replica took, one after another, and Bind counts their
-	// requests: after it, every replica serves every consumer.
-	BindAll time.Duration  `json:"bind_all_ns,omitempty"`
-	Bind    map[string]int `json:"bind_requests,omitempty"`
-	Idle    *ScaleWindow   `json:"idle,omitempty"`
-	Busy    *ScaleWindow   `json:"busy,omitempty"`
+	// requests: after it, every replica serves every consumer. FirstCall
+	// is the latency of those calls, each the one that bound its consumer
+	// on its replica; BoundCall that of a second GetConsumer of each
+	// through replica 1, bound by then. RSSBeforeBind is each replica's
+	// RSS before the first calls (ready, nothing bound).
+	BindAll       time.Duration  `json:"bind_all_ns,omitempty"`
+	Bind          map[string]int `json:"bind_requests,omitempty"`
+	FirstCall     *Latency       `json:"first_call,omitempty"`
+	BoundCall     *Latency       `json:"bound_call,omitempty"`
+	RSSBeforeBind []float64      `json:"rss_before_bind_bytes,omitempty"`
+	Idle          *ScaleWindow   `json:"idle,omitempty"`
+	Busy          *ScaleWindow   `json:"busy,omitempty"`
 }
 
 // ScaleWindow is what one window measured.
@@ -136,12 +139,9 @@ func runScale(ctx context.Context, o Options, rep *ScaleReport) error {
 		return err
 	}
 	if o.ScaleOnDemand {
-		start := time.Now()
-		if err := bindAll(ctx, reps, o); err != nil {
+		if err := bindOnDemand(ctx, counter, reps, o, rep); err != nil {
 			return err
 		}
-		rep.BindAll = time.Since(start)
-		rep.Bind = minus(counter.snapshot(), rep.Startup)
 	}
 	if err := pause(ctx, scaleSettle); err != nil {
 		return err
@@ -240,29 +240,6 @@ func pause(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-// bindAll asks every replica for every consumer once: served on demand, a
-// consumer is bound on its first call.
-func bindAll(ctx context.Context, reps []*scaleReplica, o Options) error {
-	for _, r := range reps {
-		conn, err := grpc.NewClient(r.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			return err
-		}
-		cons := jetgatev1.NewConsumerServiceClient(conn)
-		for i := range o.Scale {
-			if _, err = cons.GetConsumer(ctx, &jetgatev1.GetConsumerRequest{Stream: o.Stream, Consumer: consumerName(i)}); err != nil {
-				err = fmt.Errorf("first call of consumer %s: %w", consumerName(i), err)
-				break
-			}
-		}
-		conn.Close()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // minus is a's counts less b's, the kinds that grew.

@@ -30,6 +30,10 @@ func (rep ScaleReport) print(out io.Writer) {
 	if len(rep.Bind) > 0 {
 		fmt.Fprintf(out, "first call of every consumer through every replica: %.1fs; requests: %s\n", rep.BindAll.Seconds(), countsLine(rep.Bind))
 	}
+	if f, b := rep.FirstCall, rep.BoundCall; f != nil && b != nil {
+		fmt.Fprintf(out, "GetConsumer latency: first call (binds) p50 %v p99 %v max %v; bound p50 %v p99 %v max %v\n",
+			f.P50, f.P99, f.Max, b.P50, b.P99, b.Max)
+	}
 	if rep.StartError != "" {
 		fmt.Fprintf(out, "did not start: %s\n", rep.StartError)
 	}
@@ -65,6 +69,13 @@ func (rep ScaleReport) print(out io.Writer) {
 	row("nats-server CPU, % of a core", func(w *ScaleWindow) string { return fmt.Sprintf("%.2f", w.NATSCPU) })
 	row("messages consumed a second", func(w *ScaleWindow) string { return fmt.Sprintf("%.0f", w.Consumed) })
 	fmt.Fprintf(out, "windows of %v\n", time.Duration(rep.Idle.Seconds*float64(time.Second)).Round(100*time.Millisecond))
+	if per := rep.perBound(); per != nil {
+		cells := make([]string, len(per))
+		for i, b := range per {
+			cells[i] = fmt.Sprintf("replica %d %.1f KiB (RSS %.1f MiB before)", i+1, b/(1<<10), rep.RSSBeforeBind[i]/(1<<20))
+		}
+		fmt.Fprintf(out, "memory per bound consumer (idle RSS less RSS before the first calls, over %d): %s\n", rep.Consumers, strings.Join(cells, ", "))
+	}
 }
 
 func busyOf(w *ScaleWindow) int {

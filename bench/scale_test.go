@@ -69,3 +69,34 @@ func TestRequestKind(t *testing.T) {
 		}
 	}
 }
+
+// TestRunScaleOnDemand runs the scale measurement small with the consumers
+// made by nats.go and served on demand alone (replicas whose file has no
+// consumers): both replicas ready, every consumer bound through each by its
+// first call, that call's latency and the memory taken reported. It asserts
+// no speed and no size.
+func TestRunScaleOnDemand(t *testing.T) {
+	o := smallOptions(t)
+	o.Scale, o.ScaleReplicas, o.ScaleIdle, o.ScaleBusy, o.ScaleOnDemand = 10, 2, time.Second, 1, true
+	rep, err := RunScale(t.Context(), o)
+	if err != nil {
+		t.Fatalf("RunScale: %v\n%s", err, o.Out)
+	}
+	if rep.Source != "on_demand" || len(rep.Ready) != 2 || rep.StartError != "" {
+		t.Fatalf("source %q, ready %v, start error %q", rep.Source, rep.Ready, rep.StartError)
+	}
+	if rep.Bind["CONSUMER.INFO"] < 20 || rep.Startup["CONSUMER.CREATE"]+rep.Startup["CONSUMER.DURABLE.CREATE"] >= 10 {
+		t.Errorf("bind requests %v, until ready %v: want an info of each of 10 consumers through each of 2 replicas, and none of them created", rep.Bind, rep.Startup)
+	}
+	if f, b := rep.FirstCall, rep.BoundCall; f == nil || b == nil || f.P50 <= 0 || b.P50 <= 0 || len(rep.RSSBeforeBind) != 2 || rep.RSSBeforeBind[0] <= 0 {
+		t.Errorf("first call %+v, bound call %+v, RSS before %v", f, b, rep.RSSBeforeBind)
+	}
+	if rep.Busy == nil || rep.Busy.Consumed <= 0 {
+		t.Errorf("busy window: %+v", rep.Busy)
+	}
+	for _, want := range []string{"GetConsumer latency: first call (binds) p50", "memory per bound consumer"} {
+		if !bytes.Contains(o.Out.(*bytes.Buffer).Bytes(), []byte(want)) {
+			t.Errorf("no %q in\n%s", want, o.Out)
+		}
+	}
+}

@@ -137,7 +137,7 @@ func fromEnv(fs *flag.FlagSet, env func(string) (string, bool)) error {
 
 func parse(args []string, env func(string) (string, bool)) (app.Options, error) {
 	o := app.Defaults()
-	var streamSubjects, filters list
+	var streamSubjects, filters, onDemand list
 	var level slog.Level
 	fs := flag.NewFlagSet("jetgate", flag.ContinueOnError)
 	fs.StringVar(&o.ConfigFile, "config", "", "configuration file (YAML); flags given explicitly override it")
@@ -152,6 +152,7 @@ func parse(args []string, env func(string) (string, bool)) (app.Options, error) 
 	fs.Var(&streamSubjects, "stream-subjects", "create the stream with these subjects if it is missing (repeatable or comma-separated; embedded default <stream in lower case>.>)")
 	fs.StringVar(&o.Consumer, "consumer", o.Consumer, "durable consumer to create or update and serve")
 	fs.Var(&filters, "filter-subject", "filter subject of the consumer (repeatable)")
+	fs.Var(&onDemand, "on-demand", "serve existing consumers on their first call: STREAM/CONSUMER glob patterns such as 'ORDERS/team-*' (repeatable or comma-separated); without --consumer, no consumer of the flags' own")
 	fs.DurationVar(&o.AckWait, "ack-wait", o.AckWait, "consumer ack_wait")
 	fs.IntVar(&o.MaxAckPending, "max-ack-pending", o.MaxAckPending, "consumer max_ack_pending")
 	fs.StringVar(&o.DeliverPolicy, "deliver-policy", o.DeliverPolicy, "all | last | new | by_start_sequence | by_start_time | last_per_subject")
@@ -200,7 +201,7 @@ func parse(args []string, env func(string) (string, bool)) (app.Options, error) 
 		}
 		o.Given[f.Name] = true
 	})
-	o.StreamSubjects, o.FilterSubjects = streamSubjects, filters
+	o.StreamSubjects, o.FilterSubjects, o.OnDemand = streamSubjects, filters, onDemand
 	o.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	return o, nil
 }

@@ -91,6 +91,7 @@ var settings = []struct {
 	{"stream", "JETGATE_STREAM", "PAYMENTS", func(o app.Options) any { return o.Stream }, "PAYMENTS"},
 	{"stream-subjects", "JETGATE_STREAM_SUBJECTS", "payments.>, refunds.>", func(o app.Options) any { return o.StreamSubjects }, []string{"payments.>", "refunds.>"}},
 	{"consumer", "JETGATE_CONSUMER", "ledger", func(o app.Options) any { return o.Consumer }, "ledger"},
+	{"on-demand", "JETGATE_ON_DEMAND", "ORDERS/team-*, */audit", func(o app.Options) any { return o.OnDemand }, []string{"ORDERS/team-*", "*/audit"}},
 	{"filter-subject", "JETGATE_FILTER_SUBJECT", "orders.eu.>,orders.us.>", func(o app.Options) any { return o.FilterSubjects }, []string{"orders.eu.>", "orders.us.>"}},
 	{"ack-wait", "JETGATE_ACK_WAIT", "45s", func(o app.Options) any { return o.AckWait }, 45 * time.Second},
 	{"max-ack-pending", "JETGATE_MAX_ACK_PENDING", "64", func(o app.Options) any { return o.MaxAckPending }, 64},

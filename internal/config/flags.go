@@ -44,9 +44,13 @@ type Flags struct {
 	AllowUnauthenticated bool
 	Metrics              bool
 	Reflection           bool
+	// OnDemand are --on-demand's STREAM/CONSUMER glob patterns: existing
+	// consumers served on their first call (on_demand.match).
+	OnDemand []string
 
 	// Given names the flags set explicitly, on the command line or in the
-	// environment, by flag name ("ack-wait"). It matters only with a file.
+	// environment, by flag name ("ack-wait"). It matters with a file, and
+	// with --on-demand: that alone makes up no consumer, --consumer does.
 	Given map[string]bool
 }
 
@@ -126,6 +130,10 @@ var consumerFlags = []struct{ flag, field string }{
 // drops the file's start position unless --start-seq or --start-time is
 // given too; list flags replace the file's list; --stream-subjects sets the
 // subjects of that consumer's stream in streams (adding it if needed).
+//
+// --on-demand replaces on_demand.match. With no file, --on-demand and no
+// explicit --consumer, the flags describe no consumer: the gateway serves
+// on demand alone.
 func Resolve(file string, f Flags) (*Config, error) {
 	c := newConfig()
 	if file != "" {
@@ -146,7 +154,15 @@ func Resolve(file string, f Flags) (*Config, error) {
 			c.flags[pf.path] = "--" + pf.flag
 		}
 	}
-	if err := c.applyConsumerFlags(f, given); err != nil {
+	if err := c.applyOnDemandFlag(f, given); err != nil {
+		return nil, err
+	}
+	consumerGiven := given
+	if file == "" && len(f.OnDemand) > 0 && !f.Given["consumer"] {
+		// Serving on demand alone: the defaults make up no consumer.
+		consumerGiven = func(flag string) bool { return f.Given[flag] }
+	}
+	if err := c.applyConsumerFlags(f, consumerGiven); err != nil {
 		return nil, err
 	}
 	c.fillDefaults()
@@ -157,7 +173,7 @@ func Resolve(file string, f Flags) (*Config, error) {
 }
 
 func knownFlag(name string) bool {
-	if name == "stream-subjects" {
+	if name == "stream-subjects" || name == "on-demand" {
 		return true
 	}
 	for _, pf := range processFlags {
@@ -199,6 +215,8 @@ func (c *Config) applyConsumerFlags(f Flags, given func(string) bool) *Error {
 		return &Error{Flag: flags[0], Msg: fmt.Sprintf("%d consumers of the configuration file match: say which with --stream and --consumer", len(match))}
 	case given("stream") && given("consumer"):
 		c.addConsumer(f)
+	case c.file == "":
+		return &Error{Flag: flags[0], Msg: "describes the consumer --consumer names: give --consumer too (--on-demand alone configures no consumer)"}
 	default:
 		return &Error{Flag: flags[0], Msg: "no consumer of the configuration file matches: to add one, give both --stream and --consumer"}
 	}
@@ -299,6 +317,9 @@ func (c *Config) fillDefaults() {
 	def("limits.max_body_bytes", func() { c.Limits.MaxBodyBytes = d.MaxBodyBytes })
 	def("limits.max_fetch_bytes", func() { c.Limits.MaxFetchBytes = d.MaxFetchBytes })
 	def("limits.max_nak_delay", func() { c.Limits.MaxNakDelay = d.MaxNakDelay })
+	if len(c.OnDemand.Match) > 0 {
+		def("on_demand.idle_unbind", func() { c.OnDemand.IdleUnbind = Duration(core.DefaultIdleUnbind) })
+	}
 	c.fillPushDefaults()
 	def("console.enabled", func() { c.Console.Enabled = true })
 }

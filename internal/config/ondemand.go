@@ -34,3 +34,30 @@ func (c *Config) validateOnDemand() *Error {
 	}
 	return nil
 }
+
+// onDemandForm is the form of one --on-demand value.
+const onDemandForm = "STREAM/CONSUMER, glob patterns (path.Match) of both, such as ORDERS/team-* or */*"
+
+// applyOnDemandFlag sets on_demand.match from --on-demand, replacing the
+// file's list.
+func (c *Config) applyOnDemandFlag(f Flags, given func(string) bool) *Error {
+	if !given("on-demand") || (c.file == "" && len(f.OnDemand) == 0) {
+		return nil
+	}
+	match := make([]OnDemandMatch, 0, len(f.OnDemand))
+	for _, v := range f.OnDemand {
+		stream, name, ok := strings.Cut(v, "/")
+		if !ok || stream == "" || name == "" || strings.Contains(name, "/") {
+			return &Error{Flag: "--on-demand", Msg: fmt.Sprintf("%s: give %s", quote(v), onDemandForm)}
+		}
+		match = append(match, OnDemandMatch{Stream: stream, Consumer: name})
+	}
+	c.OnDemand.Match = match
+	for p := range c.lines { // the file's list is gone: its errors are the flag's
+		if strings.HasPrefix(p, "on_demand.match") {
+			delete(c.lines, p)
+		}
+	}
+	c.flags["on_demand.match"] = "--on-demand"
+	return nil
+}

@@ -183,8 +183,9 @@ func (c *Config) validateStreams() *Error {
 }
 
 func (c *Config) validateConsumers() *Error {
-	if len(c.Consumers) == 0 {
-		return c.errorf("consumers", "no consumer is configured: add one to consumers, or give --stream and --consumer")
+	if len(c.Consumers) == 0 && len(c.OnDemand.Match) == 0 {
+		return c.errorf("consumers", "no consumer is configured: add one to consumers, give --stream and --consumer, "+
+			"or serve existing consumers with on_demand (--on-demand STREAM/CONSUMER)")
 	}
 	seen := make(map[[2]string]string)
 	deadLetters := make(map[string]string)

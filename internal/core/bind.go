@@ -285,7 +285,9 @@ func (r *Replica) unbind(ctx context.Context, key consumerKey, why string, when 
 	}
 	delete(r.binds.m, key)
 	r.binds.mu.Unlock()
-	r.roster.Leave(key.stream, key.name)
+	if r.roster != nil {
+		r.roster.Leave(key.stream, key.name)
+	}
 	b.stop()
 	<-b.done
 	b.c.Close(ctx)
