@@ -84,6 +84,7 @@ type process struct {
 	stall   time.Duration
 
 	grpcLis, httpLis net.Listener
+	refused          *prometheus.CounterVec // connections the listeners' caps refused
 	nc               *nats.Conn
 	watch            *natsWatch
 	replica          *core.Replica
@@ -114,6 +115,13 @@ func (p *process) listen() error {
 	}
 	p.onClose(func() { _ = p.httpLis.Close() })
 	p.addrs.GRPC, p.addrs.HTTP = p.grpcLis.Addr().String(), p.httpLis.Addr().String()
+	p.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "jetgate_connections_refused_total",
+		Help: "Connections closed as they were accepted, the listener holding limits.max_connections already.",
+	}, []string{"listener"})
+	most := p.cfg.Limits.MaxConnections
+	p.grpcLis = capListener(p.grpcLis, most, p.refused.WithLabelValues("grpc").Inc)
+	p.httpLis = capListener(p.httpLis, most, p.refused.WithLabelValues("http").Inc)
 	return nil
 }
 
@@ -134,13 +142,13 @@ func (p *process) build(ctx context.Context) error {
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo(), p.refused)
 	lim := p.cfg.Limits
 	p.replica, err = core.New(ctx, core.Options{
 		Conn: p.nc, Consumers: p.cfg.ConsumerConfigs(), Pushes: p.cfg.PushConfigs(), Keys: keys,
 		MaxBatch: lim.MaxBatch, MaxExpires: time.Duration(lim.MaxExpires), MaxFetchBytes: lim.MaxFetchBytes,
-		MaxNakDelay: time.Duration(lim.MaxNakDelay),
-		Metrics:     reg, Logger: p.log, Tracing: p.trc, OnDemand: p.cfg.OnDemand.CoreOnDemand(),
+		MaxNakDelay: time.Duration(lim.MaxNakDelay), MaxLease: time.Duration(lim.MaxLease),
+		Metrics: reg, Logger: p.log, Tracing: p.trc, OnDemand: p.cfg.OnDemand.CoreOnDemand(),
 	})
 	if err != nil {
 		return explainRefusal(p.cfg, err)
@@ -194,15 +202,22 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 	// A gRPC caller's connection runs at most 1024 RPCs at once, and one
 	// that stops reading (its answers queued unsent) is closed once it
 	// leaves a ping unanswered: what it held is freed within a minute.
+	// A connection with no RPC for limits.idle_timeout is closed; one
+	// whose caller pings more often than every 10s is told to go away; a
+	// request's headers are bounded as REST's are.
 	opts = append(opts, grpc.MaxConcurrentStreams(cmp.Or(p.streams, 1024)),
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 20 * time.Second}))
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			Time: 30 * time.Second, Timeout: 20 * time.Second, MaxConnectionIdle: time.Duration(p.cfg.Limits.IdleTimeout),
+		}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+		grpc.MaxHeaderListSize(maxHeaderBytes))
 	if p.tls != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(p.tls)))
 	}
 	p.public = grpc.NewServer(opts...)
 	server.Register(p.public, p.replica, p.log, p.stall)
 	p.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	healthpb.RegisterHealthServer(p.public, p.health)
+	healthpb.RegisterHealthServer(p.public, boundHealth(p.health))
 	if config.On(p.cfg.Listen.Reflection) {
 		reflection.Register(p.public)
 	}
@@ -254,8 +269,8 @@ func (p *process) buildREST(ctx context.Context, o gateway.Options) error {
 		ReadTimeout:       30 * time.Second,
 		// A Fetch may wait up to --max-expires before it writes.
 		WriteTimeout:   time.Duration(p.cfg.Limits.MaxExpires) + 30*time.Second,
-		IdleTimeout:    2 * time.Minute,
-		MaxHeaderBytes: 64 << 10,
+		IdleTimeout:    time.Duration(p.cfg.Limits.IdleTimeout),
+		MaxHeaderBytes: maxHeaderBytes,
 		ErrorLog:       slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
 		TLSConfig:      p.tls,
 	}

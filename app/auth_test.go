@@ -43,6 +43,7 @@ auth:
     - {principal: dashboard, sha256: %s}
     - {principal: audit-svc, sha256: %s}
     - {principal: ops, sha256: %s}
+    - {principal: scraper, sha256: %s}
   jwt: {jwks_file: %q, issuer: "https://idp.test", audience: jetgate}
   grants:
     - {principal: billing-svc, stream: ORDERS, consumers: [billing], actions: [fetch, settle, publish]}
@@ -50,7 +51,9 @@ auth:
     - {principal: audit-svc, stream: ORDERS, consumers: [audit], actions: [fetch, settle]}
     - {principal: alice, stream: ORDERS, consumers: [billing], actions: [fetch, settle]}
     - {principal: ops, stream: ORDERS, consumers: ["*"], actions: [manage]}
+    - {principal: scraper, stream: "*", actions: [metrics]}
 `, authtest.KeyHash("billing-key"), authtest.KeyHash("dashboard-key"), authtest.KeyHash("audit-key"), authtest.KeyHash("ops-key"),
+		authtest.KeyHash("scraper-key"),
 		authtest.WriteJWKS(t, idp)))
 	o := fileOptions(t, file)
 	o.NATSListen = "" // no port but gRPC and HTTP
@@ -358,6 +361,39 @@ func TestNoPortServesAnUnauthenticatedCaller(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK || strings.Contains(string(raw), "ORDERS") {
 			t.Errorf("%s: %d %s; probes stay open and reveal no configuration", probe, resp.StatusCode, raw)
+		}
+	}
+}
+
+// /metrics names every tenant's consumers: it is served only to a principal
+// with a grant of the metrics action, never on a tenant's fetch, publish or
+// read grant.
+func TestMetricsNeedTheirOwnGrant(t *testing.T) {
+	p, _, _ := secured(t)
+	for _, tt := range []struct {
+		key  string
+		want int
+	}{
+		{"billing-key", http.StatusForbidden},
+		{"dashboard-key", http.StatusForbidden},
+		{"scraper-key", http.StatusOK},
+	} {
+		req, err := http.NewRequest(http.MethodGet, "http://"+p.HTTP+"/metrics", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+tt.key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.want {
+			t.Errorf("GET /metrics with %s: %d; want %d", tt.key, resp.StatusCode, tt.want)
+		}
+		if tt.want != http.StatusOK && strings.Contains(string(raw), "jetgate_") {
+			t.Errorf("GET /metrics with %s leaked series: %.200s", tt.key, raw)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"crypto/x509"
+	"fmt"
 	"net/http"
 	"slices"
 
@@ -39,6 +40,25 @@ func authenticate(o Options) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
 		})
 	}
+}
+
+// granted answers 403 to an authenticated caller without a grant of action
+// (on any stream): a page that is not one stream's, such as /metrics.
+func granted(o Options, action auth.Action, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o.Auth != nil {
+			p := auth.Principal(r.Context())
+			if err := o.Auth.AuthorizeAny(p, action, ""); err != nil {
+				if o.Denied != nil {
+					o.Denied(r, err)
+				}
+				st := status.New(codes.PermissionDenied, fmt.Sprintf("%s may not read this page: it needs a grant of the %s action", p, action))
+				writeStatus(w, http.StatusForbidden, st, "PERMISSION_DENIED")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func verifiedCert(r *http.Request) *x509.Certificate {

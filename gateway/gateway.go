@@ -128,7 +128,7 @@ func New(ctx context.Context, o Options) (*REST, error) {
 	}
 	authn := authenticate(o)
 	if o.Metrics != nil {
-		root.Handle("GET /metrics", authn(o.Metrics))
+		root.Handle("GET /metrics", authn(granted(o, auth.ActionMetrics, o.Metrics)))
 	}
 	routes, err := loadRoutes(api.OpenAPI)
 	if err != nil {

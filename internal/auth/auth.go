@@ -35,10 +35,13 @@ const (
 	ActionPublish Action = "publish" // Publish
 	ActionRedrive Action = "redrive" // Redrive
 	ActionManage  Action = "manage"  // Pause, Resume, Unpin
+	// ActionMetrics reads GET /metrics, which names every tenant's
+	// consumers; its grant's stream and consumers are not read.
+	ActionMetrics Action = "metrics"
 )
 
 // Actions lists every action, for validating configurations.
-var Actions = []Action{ActionFetch, ActionSettle, ActionRead, ActionPublish, ActionRedrive, ActionManage}
+var Actions = []Action{ActionFetch, ActionSettle, ActionRead, ActionPublish, ActionRedrive, ActionManage, ActionMetrics}
 
 type principalKey struct{}
 

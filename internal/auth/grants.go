@@ -3,6 +3,7 @@ package auth
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Grant lets a principal take actions on consumers of a stream; "*" is any
@@ -23,11 +24,11 @@ func checkGrants(gs []Grant) ([]Grant, error) {
 		case g.Stream == "":
 			return nil, fmt.Errorf("auth.grants[%d].stream is required (\"*\" for any)", i)
 		case len(g.Actions) == 0:
-			return nil, fmt.Errorf("auth.grants[%d].actions: give at least one of fetch, settle, read, publish, redrive", i)
+			return nil, fmt.Errorf("auth.grants[%d].actions: give at least one of %s", i, actionNames())
 		}
 		for _, a := range g.Actions {
 			if !slices.Contains(Actions, a) {
-				return nil, fmt.Errorf("auth.grants[%d].actions: %q is not one of fetch, settle, read, publish, redrive", i, a)
+				return nil, fmt.Errorf("auth.grants[%d].actions: %q is not one of %s", i, a, actionNames())
 			}
 		}
 	}
@@ -53,3 +54,12 @@ func (a *Authenticator) Authorize(principal string, action Action, stream, consu
 }
 
 func matches(pattern, name string) bool { return pattern == "*" || pattern == name }
+
+// actionNames lists the actions for an error message.
+func actionNames() string {
+	names := make([]string, len(Actions))
+	for i, a := range Actions {
+		names[i] = string(a)
+	}
+	return strings.Join(names, ", ")
+}

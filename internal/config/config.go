@@ -197,6 +197,15 @@ type Limits struct {
 	MaxBodyBytes  int64    `yaml:"max_body_bytes"`
 	MaxFetchBytes int64    `yaml:"max_fetch_bytes"`
 	MaxNakDelay   Duration `yaml:"max_nak_delay"`
+	// MaxLease bounds how long one lease is kept alive: an Extend's
+	// duration, a Consume's auto_extend.
+	MaxLease Duration `yaml:"max_lease"`
+	// IdleTimeout closes a connection, gRPC or HTTP, that has had no
+	// request in flight for this long.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// MaxConnections bounds the connections each listener holds open; one
+	// more is closed as it is accepted.
+	MaxConnections int `yaml:"max_connections"`
 }
 
 // Defaults of the file, where it leaves a field out. The flags have their
@@ -205,6 +214,10 @@ const (
 	DefaultDataDir  = "jetgate-data"
 	DefaultGRPCAddr = "127.0.0.1:9090"
 	DefaultHTTPAddr = "127.0.0.1:8080"
+	// DefaultIdleTimeout closes an idle connection; DefaultMaxConnections
+	// bounds each listener's (README, "Running in production").
+	DefaultIdleTimeout    = 5 * time.Minute
+	DefaultMaxConnections = 10_000
 )
 
 // DeliverPolicies are the deliver_policy values, by name.
@@ -289,11 +302,14 @@ func (c *Config) StreamBinding(subject string) *Stream {
 // defaultLimits are the limits' defaults, the same with a file and without.
 func defaultLimits() Limits {
 	return Limits{
-		MaxBatch:      core.DefaultMaxBatch,
-		MaxExpires:    Duration(core.DefaultMaxExpires),
-		MaxBodyBytes:  core.DefaultMaxBodyBytes,
-		MaxFetchBytes: consumer.DefaultMaxFetchBytes,
-		MaxNakDelay:   Duration(core.DefaultMaxNakDelay),
+		MaxBatch:       core.DefaultMaxBatch,
+		MaxExpires:     Duration(core.DefaultMaxExpires),
+		MaxBodyBytes:   core.DefaultMaxBodyBytes,
+		MaxFetchBytes:  consumer.DefaultMaxFetchBytes,
+		MaxNakDelay:    Duration(core.DefaultMaxNakDelay),
+		MaxLease:       Duration(consumer.DefaultMaxLease),
+		IdleTimeout:    Duration(DefaultIdleTimeout),
+		MaxConnections: DefaultMaxConnections,
 	}
 }
 

@@ -317,6 +317,9 @@ func (c *Config) fillDefaults() {
 	def("limits.max_body_bytes", func() { c.Limits.MaxBodyBytes = d.MaxBodyBytes })
 	def("limits.max_fetch_bytes", func() { c.Limits.MaxFetchBytes = d.MaxFetchBytes })
 	def("limits.max_nak_delay", func() { c.Limits.MaxNakDelay = d.MaxNakDelay })
+	def("limits.max_lease", func() { c.Limits.MaxLease = d.MaxLease })
+	def("limits.idle_timeout", func() { c.Limits.IdleTimeout = d.IdleTimeout })
+	def("limits.max_connections", func() { c.Limits.MaxConnections = d.MaxConnections })
 	if len(c.OnDemand.Match) > 0 {
 		def("on_demand.idle_unbind", func() { c.OnDemand.IdleUnbind = Duration(core.DefaultIdleUnbind) })
 	}

@@ -115,11 +115,11 @@ func (c *Config) validateAuth() *Error {
 		case g.Stream == "":
 			return c.errorf(p+".stream", `required ("*" for any stream)`)
 		case len(g.Actions) == 0:
-			return c.errorf(p+".actions", "give at least one of fetch, settle, read, publish, redrive")
+			return c.errorf(p+".actions", "give at least one of fetch, settle, read, publish, redrive, manage, metrics")
 		}
 		for j, act := range g.Actions {
 			if !slices.Contains(auth.Actions, auth.Action(act)) {
-				return c.errorf(index(p+".actions", j), "%s is not one of fetch, settle, read, publish, redrive", quote(act))
+				return c.errorf(index(p+".actions", j), "%s is not one of fetch, settle, read, publish, redrive, manage, metrics", quote(act))
 			}
 		}
 	}
@@ -314,6 +314,12 @@ func (c *Config) validateLimits() *Error {
 			l.MaxFetchBytes, defaultLimits().MaxFetchBytes)
 	case time.Duration(l.MaxNakDelay) < MinMaxNakDelay:
 		return c.errorf("limits.max_nak_delay", "%v: must be at least %v (the default is %v)", l.MaxNakDelay, MinMaxNakDelay, defaultLimits().MaxNakDelay)
+	case time.Duration(l.MaxLease) < time.Second:
+		return c.errorf("limits.max_lease", "%v: must be at least 1s (the default is %v)", l.MaxLease, defaultLimits().MaxLease)
+	case time.Duration(l.IdleTimeout) < time.Second:
+		return c.errorf("limits.idle_timeout", "%v: must be at least 1s (the default is %v)", l.IdleTimeout, defaultLimits().IdleTimeout)
+	case l.MaxConnections < 1:
+		return c.errorf("limits.max_connections", "%d: must be at least 1 (the default is %d)", l.MaxConnections, defaultLimits().MaxConnections)
 	}
 	return nil
 }

@@ -1,0 +1,120 @@
+package app
+
+import (
+	"context"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+)
+
+// What a listener bounds for callers it has not authenticated yet (README,
+// "Running in production"): the connections it holds, how long one may sit
+// idle (keep-alive settings, app.go), the size of a request's headers, and
+// the Health service's streams, which need no credentials.
+
+// maxHeaderBytes bounds a request's headers on both listeners: HTTP's
+// MaxHeaderBytes and gRPC's header list (grpc-go's own default is 16 MiB).
+const maxHeaderBytes = 64 << 10
+
+// Health's Watch streams: a stream lives as long as its caller, so an open
+// service bounds them, per connection and in all.
+const (
+	healthWatchesPerConn = 8
+	healthWatches        = 1024
+)
+
+// cappedListener holds at most max connections open at once: one more is
+// closed as it is accepted, before a byte is read from it.
+type cappedListener struct {
+	net.Listener
+	slots   chan struct{}
+	refused func() // counts one refused connection
+}
+
+func capListener(l net.Listener, max int, refused func()) net.Listener {
+	return &cappedListener{Listener: l, slots: make(chan struct{}, max), refused: refused}
+}
+
+func (l *cappedListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case l.slots <- struct{}{}:
+			return &slotConn{Conn: c, free: func() { <-l.slots }}, nil
+		default:
+			_ = c.Close()
+			l.refused()
+		}
+	}
+}
+
+// slotConn gives its listener's slot back once, when it is closed.
+type slotConn struct {
+	net.Conn
+	once sync.Once
+	free func()
+}
+
+func (c *slotConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.free)
+	return err
+}
+
+// boundedHealth is the Health service with its Watch streams bounded.
+type boundedHealth struct {
+	healthpb.HealthServer
+	total  atomic.Int64
+	mu     sync.Mutex
+	byConn map[string]int // by the caller's address: one connection each
+}
+
+func boundHealth(h healthpb.HealthServer) *boundedHealth {
+	return &boundedHealth{HealthServer: h, byConn: make(map[string]int)}
+}
+
+func (h *boundedHealth) Watch(req *healthpb.HealthCheckRequest, s healthpb.Health_WatchServer) error {
+	release, err := h.admit(s.Context())
+	if err != nil {
+		return err
+	}
+	defer release()
+	return h.HealthServer.Watch(req, s)
+}
+
+// admit takes a Watch slot of the caller's connection and of the whole
+// service, or says RESOURCE_EXHAUSTED.
+func (h *boundedHealth) admit(ctx context.Context) (release func(), err error) {
+	conn := ""
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		conn = p.Addr.String()
+	}
+	if h.total.Add(1) > healthWatches {
+		h.total.Add(-1)
+		return nil, status.Errorf(codes.ResourceExhausted, "too many Health watches on this gateway (at most %d)", healthWatches)
+	}
+	h.mu.Lock()
+	if h.byConn[conn] >= healthWatchesPerConn {
+		h.mu.Unlock()
+		h.total.Add(-1)
+		return nil, status.Errorf(codes.ResourceExhausted, "too many Health watches on one connection (at most %d)", healthWatchesPerConn)
+	}
+	h.byConn[conn]++
+	h.mu.Unlock()
+	return func() {
+		h.mu.Lock()
+		if h.byConn[conn]--; h.byConn[conn] == 0 {
+			delete(h.byConn, conn)
+		}
+		h.mu.Unlock()
+		h.total.Add(-1)
+	}, nil
+}

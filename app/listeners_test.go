@@ -1,0 +1,127 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// limitedConfig is a gateway of one consumer with small listener limits.
+func limitedConfig(t *testing.T) *Process {
+	t.Helper()
+	file := writeConfig(t, `
+streams: [{name: ORDERS, subjects: ["orders.>"]}]
+consumers: [{stream: ORDERS, name: billing}]
+auth: {allow_unauthenticated: true}
+limits: {idle_timeout: 1s, max_connections: 3}
+`)
+	return start(t, fileOptions(t, file))
+}
+
+// closedWithin reports whether the server closes c within d, reading and
+// dropping what it sends first (a GOAWAY).
+func closedWithin(c net.Conn, d time.Duration) bool {
+	_ = c.SetReadDeadline(time.Now().Add(d))
+	_, err := io.Copy(io.Discard, c)
+	var ne net.Error
+	return !(errors.As(err, &ne) && ne.Timeout())
+}
+
+// dialPreface opens a raw connection to the gRPC listener and sends what
+// an HTTP/2 client sends first: the preface and its settings.
+func dialPreface(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if _, err := c.Write([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// An idle gRPC connection is closed after limits.idle_timeout, and each
+// listener holds at most limits.max_connections: the next is closed as it
+// is accepted, on gRPC and HTTP alike.
+func TestListenersCloseIdleConnectionsAndCapThem(t *testing.T) {
+	p := limitedConfig(t)
+	idle := dialPreface(t, p.GRPC)
+	if !closedWithin(idle, 10*time.Second) {
+		t.Fatal("an idle gRPC connection was not closed within 10s of a 1s idle_timeout")
+	}
+	for _, addr := range []string{p.GRPC, p.HTTP} {
+		var held []net.Conn
+		for range 3 {
+			held = append(held, dialPreface(t, addr))
+		}
+		extra := dialPreface(t, addr)
+		if !closedWithin(extra, 500*time.Millisecond) {
+			t.Fatalf("%s: a fourth connection with max_connections 3 was not refused", addr)
+		}
+		for _, c := range held {
+			_ = c.Close()
+		}
+	}
+	// Slots come back as connections close.
+	cc, _ := grpcClients(t, p.GRPC)
+	var err error
+	for range 50 {
+		if _, err = cc.GetConsumer(ctxT(t), nil); status.Code(err) != codes.Unavailable {
+			break
+		}
+	}
+	if status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("a call once the held connections closed: %v; want it served (INVALID_ARGUMENT for an empty request)", err)
+	}
+}
+
+// 1 MiB of gRPC headers is refused before any handler: the open Health
+// service too. Health's Watch streams are bounded per connection.
+func TestGRPCHeadersAndHealthWatchesAreBounded(t *testing.T) {
+	p := start(t, testOptions(t))
+	conn, err := grpc.NewClient(p.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	h := healthpb.NewHealthClient(conn)
+	big := metadata.AppendToOutgoingContext(ctxT(t), "x-big", strings.Repeat("a", 1<<20))
+	if _, err := h.Check(big, &healthpb.HealthCheckRequest{}); err == nil {
+		t.Fatal("a Health check with 1 MiB of headers was served")
+	}
+	if r, err := h.Check(ctxT(t), &healthpb.HealthCheckRequest{}); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("a plain Health check after: %v %v", r, err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := range healthWatchesPerConn {
+		w, err := h.Watch(ctx, &healthpb.HealthCheckRequest{})
+		if err == nil {
+			_, err = w.Recv()
+		}
+		if err != nil {
+			t.Fatalf("watch %d: %v", i, err)
+		}
+	}
+	w, err := h.Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err == nil {
+		_, err = w.Recv()
+	}
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("watch %d on one connection: %v; want RESOURCE_EXHAUSTED", healthWatchesPerConn+1, err)
+	}
+}
