@@ -55,6 +55,9 @@ func Run(ctx context.Context, o Options) error {
 	if err := cfg.PastPause(time.Now()); err != nil {
 		log.Warn("pause_until has passed", "error", err)
 	}
+	for _, w := range cfg.Warnings() {
+		log.Warn("configuration: " + w)
+	}
 	p := &process{cfg: cfg, log: log, health: health.NewServer(), streams: o.StreamsPerConnection, stall: o.ConsumeWriteStall}
 	defer p.close()
 	if err := p.startTracing(ctx, o.TracerProvider); err != nil {

@@ -93,6 +93,9 @@ func checkConfig(args []string, env func(string) (string, bool), stdout, stderr 
 		err = cfg.PastPause(time.Now())
 	}
 	if err == nil {
+		for _, w := range cfg.Warnings() {
+			fmt.Fprintln(stderr, "jetgate check-config: warning:", w)
+		}
 		err = config.Write(stdout, cfg)
 	}
 	if err != nil {

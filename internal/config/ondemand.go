@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jetgate/jetgate/internal/core"
+	"github.com/jetgate/jetgate/internal/natsname"
 )
 
 func (c *Config) validateOnDemand() *Error {
@@ -33,6 +34,22 @@ func (c *Config) validateOnDemand() *Error {
 		return c.errorf("on_demand.idle_unbind", "is set, but on_demand.match names no consumer: add a match, or remove the block")
 	}
 	return nil
+}
+
+// Warnings are what is allowed but likely not what was meant: an on_demand
+// pattern that would match jetgate's own streams, which are never served.
+func (c *Config) Warnings() []string {
+	var out []string
+	for i, m := range c.OnDemand.Match {
+		for _, s := range natsname.InternalStreams() {
+			if ok, _ := path.Match(m.Stream, s); ok {
+				e := c.errorf(fmt.Sprintf("on_demand.match[%d].stream", i), "%s matches %s, a stream jetgate makes for itself: its consumers are never served, whatever the pattern",
+					quote(m.Stream), s)
+				out = append(out, e.Error())
+			}
+		}
+	}
+	return out
 }
 
 // onDemandForm is the form of one --on-demand value.

@@ -157,3 +157,21 @@ func TestOnDemandFlagOverridesTheFile(t *testing.T) {
 		t.Errorf("on demand %+v (%v); want the file's", c.OnDemand, err)
 	}
 }
+
+// A pattern that would match jetgate's own streams is allowed, with a
+// warning at its line; a file consumer on one of them is refused.
+func TestOnDemandPatternsOverJetgatesOwnStreams(t *testing.T) {
+	path := writeFile(t, "on_demand:\n  match:\n    - {stream: ORDERS, consumer: \"*\"}\n    - {stream: \"*\", consumer: \"*\"}\n")
+	c, err := Resolve(path, Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := c.Warnings()
+	if len(ws) != 3 || !strings.Contains(ws[0], ":4") || !strings.Contains(ws[0], "never served") {
+		t.Fatalf("warnings %q; want one per internal stream, at line 4", ws)
+	}
+	path = writeFile(t, "consumers:\n  - {stream: JETGATE_ADVISORIES, name: mine}\n")
+	if _, err := Resolve(path, Flags{}); err == nil || !strings.Contains(err.Error(), "jetgate makes for itself") {
+		t.Fatalf("a consumer of JETGATE_ADVISORIES: %v; want it refused", err)
+	}
+}

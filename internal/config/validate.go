@@ -216,6 +216,9 @@ func (c *Config) validateConsumers() *Error {
 }
 
 func (c *Config) validateConsumer(p string, k Consumer) *Error {
+	if natsname.Internal(k.Stream) {
+		return c.errorf(p+".stream", "%s is a stream jetgate makes for itself: its consumers are never served", quote(k.Stream))
+	}
 	if c.named(p+".ack_wait") && time.Duration(k.AckWait) < MinAckWait {
 		return c.errorf(p+".ack_wait", "%v: must be at least %v", k.AckWait, MinAckWait)
 	}
