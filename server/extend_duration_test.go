@@ -112,3 +112,26 @@ func TestExtendDurationBounds(t *testing.T) {
 		t.Fatalf("the lease after refused extends: %v %v", ack, err)
 	}
 }
+
+// An Extend shorter than the time the lease has left cuts it short: the
+// answer says so, and the new token settles the lease until then.
+func TestExtendShorterThanTheLeaseCutsItAndItsTokenWorks(t *testing.T) {
+	h := newHarness(t)
+	h.publish(1)
+	m := h.fetchOne(time.Second)
+	asked := time.Now()
+	resp, err := h.cons.Extend(h.ctx(), &jetgatev1.ExtendRequest{
+		Stream: stream, Consumer: consumer, Tokens: []string{m.GetToken()}, Duration: durationpb.New(5 * time.Second),
+	})
+	if err != nil || len(resp.GetLeases()) != 1 {
+		t.Fatalf("extend by 5s: %v %v", resp, err)
+	}
+	l := resp.GetLeases()[0]
+	if dl := l.GetLeaseDeadline().AsTime(); dl.After(time.Now().Add(5*time.Second)) || dl.Before(asked.Add(4*time.Second)) {
+		t.Fatalf("lease deadline %v; want 5s after the Extend", dl)
+	}
+	ack, err := h.cons.Ack(h.ctx(), &jetgatev1.AckRequest{Stream: stream, Consumer: consumer, Tokens: []string{l.GetNewToken()}})
+	if err != nil || len(ack.GetFailures()) != 0 {
+		t.Fatalf("ack with the new token: %v %v", ack, err)
+	}
+}

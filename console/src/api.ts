@@ -63,7 +63,10 @@ export type GetConsumer = {
   push?: { url?: string; inFlight?: number; endpointUp?: boolean; lastError?: string; lastErrorTime?: string };
 };
 export type Leases = {
-  holders?: { principal?: string; leases?: string; oldestSince?: string; oldestAge?: string; replicas?: string[] }[];
+  holders?: {
+    principal?: string; leases?: string; oldestSince?: string; oldestAge?: string; replicas?: string[];
+    latestDeadline?: string; kept?: string;
+  }[];
   replicas?: string[]; missingReplicas?: string[];
 };
 export type DeadLetter = {

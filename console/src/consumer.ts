@@ -6,7 +6,7 @@ import { confirmAction } from "./confirm";
 import { h, replace, spark } from "./dom";
 import {
   configEntries, durationMs, formatAge, formatCount, localInput, METRIC_LABELS, METRICS, type Metric, paths, pauseUntil, preview,
-  principalName, redriveBody, sampleOf, sparkPoints,
+  principalName, redriveBody, relativeTime, sampleOf, sparkPoints,
 } from "./logic";
 import { history, say } from "./state";
 
@@ -31,7 +31,7 @@ export async function renderConsumer(el: HTMLElement, stream: string, consumer: 
   replace(p.parts.figures, ...figures(info, key, now));
   patch("state", JSON.stringify(info.state?.paused) + JSON.stringify(info.state?.pauseRemaining ? "p" : ""), () =>
     renderPaused(p.parts.actions, info));
-  patch("leases", JSON.stringify(leases), () => replace(p.parts.leases, ...leaseTable(leases)));
+  patch("leases", JSON.stringify(leases), () => replace(p.parts.leases, ...leaseTable(leases, now)));
   patch("groups", JSON.stringify(info.state?.priorityGroups ?? []), () => replace(p.parts.groups, ...groupTable(info, stream, consumer, refresh)));
   patch("push", JSON.stringify(info.push ?? null), () => replace(p.parts.push, ...pushState(info)));
   patch("config", JSON.stringify(info.config ?? {}), () => replace(p.parts.config, configList(info)));
@@ -124,25 +124,38 @@ function renderPaused(el: HTMLElement, info: GetConsumer): void {
   p.className = st.paused ? "state warn" : "state";
 }
 
-function leaseTable(l: Leases): HTMLElement[] {
+function leaseTable(l: Leases, now: number): HTMLElement[] {
   const holders = l.holders ?? [];
   const parts: (HTMLElement | null)[] = [
     holders.length === 0
       ? h("p", {}, "No live leases.")
       : h("div", { class: "scroll" }, h("table", {},
         h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Principal"), h("th", { scope: "col", class: "num" }, "Leases"),
-          h("th", { scope: "col", class: "num" }, "Oldest"), h("th", { scope: "col" }, "Replicas"))),
+          h("th", { scope: "col", class: "num" }, "Oldest"), h("th", { scope: "col" }, "Latest deadline"),
+          h("th", { scope: "col", class: "num" }, "Kept alive"), h("th", { scope: "col" }, "Replicas"))),
         h("tbody", {}, ...holders.map((x) => h("tr", { "data-principal": x.principal ?? "" },
           h("th", { scope: "row" }, principalName(x.principal)),
           h("td", { class: "num" }, formatCount(x.leases)),
           h("td", { class: "num" }, formatAge(durationMs(x.oldestAge))),
+          h("td", { "data-field": "latest-deadline" }, ...deadline(x.latestDeadline, now)),
+          h("td", { class: "num", "data-field": "kept" }, formatCount(x.kept)),
           h("td", { class: "mono" }, (x.replicas ?? []).map(short).join(", "))))))),
+    holders.length === 0
+      ? null
+      : h("p", { class: "meta" }, "Kept alive: leases extended by a duration, which the replica that handed them out renews until the deadline asked for."),
     h("p", { class: "meta" }, `Counted on ${(l.replicas ?? []).length} replica(s): ${(l.replicas ?? []).map(short).join(", ")}.`),
     (l.missingReplicas ?? []).length > 0
       ? h("p", { class: "error", role: "alert" }, `Not counted: replica(s) ${(l.missingReplicas ?? []).map(short).join(", ")} did not answer in time.`)
       : null,
   ];
   return parts.filter((x): x is HTMLElement => x !== null);
+}
+
+/** A deadline as a local time and as how far off it is ("in 9m 58s"). */
+function deadline(at: string | undefined, now: number): (HTMLElement | string)[] {
+  const rel = relativeTime(at, now);
+  if (!at || !rel) return ["—"];
+  return [h("time", { datetime: at }, new Date(at).toLocaleString()), h("span", { class: "meta when" }, rel)];
 }
 
 function short(id: string): string {

@@ -20,6 +20,19 @@ export function formatAge(ms: number): string {
   return `${Math.floor(h / 24)}d ${h % 24}h`;
 }
 
+/**
+ * How far an instant (RFC 3339, as protobuf's JSON mapping writes a
+ * Timestamp) is from now: "in 9m 58s", "now", "12s ago"; "" when unset or
+ * unreadable.
+ */
+export function relativeTime(at: string | undefined, now: number): string {
+  const t = at ? Date.parse(at) : NaN;
+  if (Number.isNaN(t)) return "";
+  const d = t - now;
+  if (Math.abs(d) < 1000) return "now";
+  return d > 0 ? `in ${formatAge(d)}` : `${formatAge(-d)} ago`;
+}
+
 /** A count with thousands separated, as int64 fields come (strings). */
 export function formatCount(v: string | number | undefined): string {
   const n = typeof v === "string" ? Number(v) : (v ?? 0);

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import {
   History, configEntries, durationMs, errorText, formatAge, formatCount, localInput, paths, pauseUntil, preview, principalName,
-  redriveBody, sampleOf, sparkPoints,
+  redriveBody, relativeTime, sampleOf, sparkPoints,
 } from "../src/logic";
 
 describe("durations and ages", () => {
@@ -12,6 +12,10 @@ describe("durations and ages", () => {
     [0, "0s"], [-5, "0s"], [NaN, "0s"], [999, "0s"], [45_000, "45s"], [200_000, "3m 20s"],
     [2 * 3600_000 + 5 * 60_000, "2h 5m"], [3 * 86400_000 + 4 * 3600_000, "3d 4h"],
   ])("formatAge(%d) = %s", (ms, s) => expect(formatAge(ms)).toBe(s));
+  test.each([
+    ["2026-01-01T10:09:58Z", "in 9m 58s"], ["2026-01-01T10:00:00.400Z", "now"], ["2026-01-01T09:59:48Z", "12s ago"],
+    ["2026-01-01T11:00:00.000000001Z", "in 1h 0m"], ["", ""], [undefined, ""], ["bogus", ""],
+  ])("relativeTime(%j) from 10:00:00", (at, s) => expect(relativeTime(at, Date.parse("2026-01-01T10:00:00Z"))).toBe(s));
   test("counts as int64 strings", () => {
     expect(formatCount("1234567")).toBe("1,234,567");
     expect(formatCount(undefined)).toBe("0");

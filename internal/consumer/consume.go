@@ -203,7 +203,7 @@ func (k *consumeStream) extend(ctx context.Context, principal string, maxLease t
 	if len(due) > 0 {
 		// The table moves the deadlines of those it extends; one settled
 		// meanwhile, or NATS away, keeps its own.
-		c.settle(ctx, lease.OpExtend, due, settle.Args{Principal: principal}, settle.Issued)
+		c.settle(ctx, lease.OpExtend, due, settle.Args{Principal: principal, KeepAlive: true}, settle.Issued)
 	}
 }
 

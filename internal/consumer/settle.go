@@ -115,15 +115,19 @@ func (c *Consumer) extended(cl token.Claims, timing lease.Policy, args settle.Ar
 	if d := args.Duration; d != nil {
 		ext.Until = sent.Add(*d).Truncate(time.Millisecond)
 	}
-	deadline, until := c.leases.Finish(ref(cl), lease.OpExtend, true, done, ext)
-	cl.Deadline, cl.Unkept = deadline, time.Time{}
-	if !until.IsZero() {
-		cl.Deadline, cl.Unkept = until, deadline
+	server, asked := c.leases.Finish(ref(cl), lease.OpExtend, true, done, ext)
+	// The token names the delivery by a deadline no earlier than its first
+	// (lease.Ref): one kept alive by the one asked, with the server's for a
+	// replica acting alone; one cut short by the server's.
+	cl.Deadline, cl.Unkept = server, time.Time{}
+	if asked.After(server) {
+		cl.Deadline, cl.Unkept = asked, server
 	}
+	shown := cmp.Or(asked, server)
 	if args.KeepAlive {
-		return "", cl.Deadline
+		return "", shown
 	}
-	return c.tokens.reissue(cl, args.Principal), cl.Deadline
+	return c.tokens.reissue(cl, args.Principal), shown
 }
 
 // send sends the settles begun, each confirmed by a reply of its own, or,

@@ -25,10 +25,11 @@ func TestHolders(t *testing.T) {
 	if _, err := tb.Begin(ref(2), OpAck, now); err != nil {     // settling: still held
 		t.Fatal(err)
 	}
+	latest := now.Add(time.Minute)
 	want := []Holder{
-		{Principal: "alice", Leases: 3, Oldest: now.Add(-3 * time.Second)},
-		{Principal: "", Leases: 1, Oldest: now},
-		{Principal: "bob", Leases: 1, Oldest: now.Add(-2 * time.Second)},
+		{Principal: "alice", Leases: 3, Oldest: now.Add(-3 * time.Second), Latest: latest},
+		{Principal: "", Leases: 1, Oldest: now, Latest: latest},
+		{Principal: "bob", Leases: 1, Oldest: now.Add(-2 * time.Second), Latest: latest},
 	}
 	if got := tb.Holders(now); !reflect.DeepEqual(got, want) {
 		t.Errorf("holders %+v\nwant %+v", got, want)
@@ -36,7 +37,7 @@ func TestHolders(t *testing.T) {
 
 	tb.Finish(ref(2), OpAck, true, now, Extension{})                                                           // settled
 	tb.Add(Lease{StreamSeq: 4, ConsumerSeq: 7, Delivered: 2, Deadline: now.Add(time.Minute), AckSubject: "a"}) // bob's redelivered
-	want = []Holder{{Principal: "alice", Leases: 2, Oldest: now.Add(-3 * time.Second)}, {Principal: "", Leases: 1, Oldest: now}}
+	want = []Holder{{Principal: "alice", Leases: 2, Oldest: now.Add(-3 * time.Second), Latest: latest}, {Principal: "", Leases: 1, Oldest: now, Latest: latest}}
 	if got := tb.Holders(now); !reflect.DeepEqual(got, want) {
 		t.Errorf("after a settle and a redelivery: holders %+v\nwant %+v", got, want)
 	}

@@ -301,8 +301,8 @@ func (t *Table) Begin(r Ref, op Op, now time.Time) (string, error) {
 // Finish records the outcome of a settle that Begin started. On failure the
 // lease is live again, so the caller may retry. For an Extend that succeeded,
 // the lease stays live with the new deadline (earlier than ext's if the
-// consumer's timing got shorter meanwhile), and, kept alive, until its keep;
-// it returns them (until zero: not kept alive).
+// consumer's timing got shorter meanwhile), and it returns that deadline,
+// the server's, and the one the caller asked for, if any (keepUntil).
 func (t *Table) Finish(r Ref, op Op, ok bool, now time.Time, ext Extension) (deadline, until time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -316,7 +316,8 @@ func (t *Table) Finish(r Ref, op Op, ok bool, now time.Time, ext Extension) (dea
 		if ok {
 			e.Deadline, e.Wait = ext.Deadline, ext.Wait
 			t.redate(&e.Lease)
-			return e.Deadline, t.keepUntil(e, ext)
+			server := e.Deadline
+			return server, t.keepUntil(e, ext)
 		}
 	default:
 		dropAt := now.Add(t.retention)

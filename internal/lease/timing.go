@@ -69,9 +69,10 @@ func (t *Table) redate(l *Lease) bool {
 	return true
 }
 
-// keepUntil sets the keep of e, just extended as ext says, and returns it:
-// a keep no later than the deadline is the deadline itself (the lease ends
-// when the caller asked); t.mu is held.
+// keepUntil sets the keep of e, just extended as ext says, and returns the
+// deadline the caller asked for (zero: none): past e's deadline, its keep;
+// before it, e's deadline is cut to it (the lease ends when the caller
+// asked, the server's redelivery later); t.mu is held.
 func (t *Table) keepUntil(e *entry, ext Extension) time.Time {
 	until := ext.Until
 	if ext.KeepAlive {
@@ -87,7 +88,7 @@ func (t *Table) keepUntil(e *entry, ext Extension) time.Time {
 	case !until.After(e.Deadline):
 		e.Deadline = until
 		t.due.push(e.StreamSeq, until)
-		return time.Time{}
+		return until
 	}
 	e.keep = until.UnixMilli()
 	t.keeps[e.StreamSeq] = struct{}{}

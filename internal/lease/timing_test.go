@@ -40,8 +40,11 @@ func TestAKeptLeaseIsDueUntilItsKeep(t *testing.T) {
 		t.Fatalf("keep-alive: deadline %v, kept %v", dl, kept)
 	}
 	at = p.Deadline(at, 1).Add(-500 * time.Millisecond) // past until - the wait: the last +WPI
-	if dl, kept := extend(at, Extension{KeepAlive: true}); !kept.IsZero() || !dl.Equal(until) {
-		t.Fatalf("last keep-alive: deadline %v, kept %v; want the deadline asked for, no more keep", dl, kept)
+	if dl, asked := extend(at, Extension{KeepAlive: true}); !asked.Equal(until) || !dl.After(until) {
+		t.Fatalf("last keep-alive: server's deadline %v, asked %v; want the server's past the one asked for", dl, asked)
+	}
+	if _, err := tb.Begin(l.Ref(), OpAck, until); err == nil {
+		t.Fatal("the lease is live at the deadline asked for")
 	}
 	if due := tb.KeptDue(until.Add(-100*time.Millisecond), lead); len(due) != 0 {
 		t.Fatalf("due after the last keep-alive: %v", due)

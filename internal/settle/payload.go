@@ -22,7 +22,9 @@ type Args struct {
 	// is one ack_wait; 0 gives them back (a Nak); more, the issuer keeps
 	// them alive that long.
 	Duration *time.Duration
-	// KeepAlive marks the issuer's own Extend of the leases it keeps alive.
+	// KeepAlive marks the issuer's own Extend (a lease kept alive, a
+	// Consume's auto_extend), not its caller's: a lease's keep stays, and
+	// no new token is issued.
 	KeepAlive bool
 }
 

@@ -35,12 +35,14 @@ def fetch_request(stream: str, consumer: str, batch: int, expires: float) -> Any
 
 def one_result(op: str, msg: _message.BaseMessage, resp: Any) -> None:
     """Applies the outcome of a settle of msg alone: raises its failure, and
-    after an extend moves msg to its new token and deadline."""
+    after an extend moves msg to its new token and deadline (after an extend
+    by 0, which gives it back, msg keeps its token, which the gateway now
+    refuses, and its deadline is when it went back)."""
     r = _ops.results(op, [msg.token], resp)[0]
     if isinstance(r, SettleError):
         raise r
     if isinstance(r, _ops.Extended):
-        msg.token, msg.lease_deadline = r.token, r.deadline
+        msg.token, msg.lease_deadline = r.token or msg.token, r.deadline
 
 
 class Message(_message.BaseMessage):
@@ -63,8 +65,16 @@ class Message(_message.BaseMessage):
     def term(self, reason: str = "") -> None:
         self._settle(self, "term", reason)
 
-    def extend(self) -> None:
-        self._settle(self, "extend", None)
+    def extend(self, duration: Optional[float] = None) -> None:
+        """Extends the lease. duration (seconds) unset: one ack_wait from
+        now. 0: gives the message back now (a Nak: redelivered at once). Up
+        to the gateway's limits.max_lease (default 1h): the jetgate replica
+        that issued the lease keeps it alive that long, and token and
+        lease_deadline carry the deadline asked for; that keep-alive ends if
+        the replica stops (the message is then redelivered one ack_wait after
+        its last renewal). Longer, or negative: SettleError with code
+        INVALID_ARGUMENT."""
+        self._settle(self, "extend", duration)
 
 
 class Client:

@@ -246,9 +246,21 @@ class Engine:
         self._pump()
 
     async def _answer_successor(self, h: Held) -> None:
-        """Gives a redelivery that came while h ran the outcome of h."""
+        """Gives a redelivery that came while h ran the outcome of h; but
+        after h gave its message back at once (a nak without delay, or an
+        extend by 0) it is the redelivery asked for: it runs next, as a new
+        message (a nak of it would only bring it back again, a delivery
+        burnt each round)."""
         while h.successor is not None:
             s = h.successor
+            if h.outcome is not None and h.outcome[0] == "nak" and not h.outcome[1] and not (h.closed or self._stop_dispatch):
+                h.successor, s.primary = None, None
+                s.state = WAITING
+                s.msg = self._make_msg(s, s.pb)
+                self._by_seq[s.seq] = s
+                self._queue.append(s)
+                self._pump()
+                return
             op = h.outcome if h.outcome and h.outcome[0] in _ops.OPS else ("nak", 0.0)
             try:
                 await self._settle_locked(s, op[0], op[1])
@@ -262,8 +274,11 @@ class Engine:
         """Settles h (and a redelivery waiting beside it) once; the first
         settle wins: a later one does nothing when it came from the engine,
         and raises ALREADY_SETTLED when it came from the handler."""
+        wire = (op, arg)  # what is sent: an extend by 0 gives the message back
         if op == "extend":
-            return await self._extend_now(h)
+            if arg is None or arg != 0:
+                return await self._extend_now(h, arg)
+            op, arg = "nak", 0.0
         async with h.lock:
             if h.closed or self._closed and h.outcome is None:
                 raise SettleError("SUBSCRIBER_CLOSED", "the subscriber was closed and nak'ed the message", token=h.token)
@@ -273,7 +288,11 @@ class Engine:
                 return
             h.outcome = (op, arg)
             self._uncount(h)
-            err = await self._batcher.submit(op, arg, h.token)
+            err = await self._batcher.submit(*wire, h.token)
+            if isinstance(err, _ops.Extended):  # given back by an extend by 0
+                if h.msg is not None:
+                    h.msg.lease_deadline = err.deadline
+                err = None
             s = h.successor
             if s is not None and err is not None:
                 # The handler's lease was void and its redelivery is ours:
@@ -303,15 +322,19 @@ class Engine:
         if ok and op in ("ack", "nak", "term"):
             setattr(self.stats, op + "ed", getattr(self.stats, op + "ed") + 1)
 
-    async def _extend_now(self, h: Held) -> None:
+    async def _extend_now(self, h: Held, duration: Optional[float]) -> None:
+        """The handler's own extend. After one with a duration the keeper
+        leaves the lease alone until near the deadline asked for, then
+        extends it one ack_wait at a time again, up to max_lease."""
         async with h.lock:
             if h.outcome is not None or h.closed:
                 raise SettleError("ALREADY_SETTLED", "the message is settled; there is no lease to extend", token=h.token)
-            r = await self._batcher.submit("extend", None, h.token)
+            r = await self._batcher.submit("extend", duration, h.token)
             if isinstance(r, SettleError):
                 raise r
-            h.moved(r.token, r.deadline, *monotonic_now())
+            h.moved(r.token, r.deadline, *monotonic_now(), kept=duration is not None)
             self.stats.extended += 1
+        self._keeper_wake.set()
 
     async def _keep(self) -> None:
         """Extends each lease held a third of its lease before its deadline,

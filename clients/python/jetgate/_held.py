@@ -55,13 +55,14 @@ class Held:
     uses the newest token."""
 
     __slots__ = (
-        "msg", "token", "seq", "size", "delivered", "conn", "received", "deadline", "lead",
+        "msg", "pb", "token", "seq", "size", "delivered", "conn", "received", "deadline", "lead",
         "state", "lock", "outcome", "extending", "retry_at", "let_go", "lost", "finished",
         "closed", "successor", "primary", "uncounted",
     )
 
     def __init__(self, pb: Any, conn: Conn, now: float, wall: float) -> None:
         self.msg: Any = None  # the handler's message object, made by the engine
+        self.pb = pb
         self.token: str = pb.token
         self.seq: int = pb.metadata.stream_seq
         self.delivered: int = pb.metadata.num_delivered
@@ -84,12 +85,15 @@ class Held:
         self.successor: Optional[Held] = None  # a redelivery while it runs
         self.primary: Optional[Held] = None  # for a successor: the delivery in the handler
 
-    def moved(self, token: str, deadline: Any, now: float, wall: float) -> None:
-        """Takes the new token and deadline (a datetime) of an extend."""
+    def moved(self, token: str, deadline: Any, now: float, wall: float, kept: bool = False) -> None:
+        """Takes the new token and deadline (a datetime) of an extend. kept:
+        an extend with a duration, whose deadline is no lease length to
+        learn the lead from."""
         self.token = token
         left = deadline.timestamp() - wall
         self.deadline = now + left
-        self.lead = max(self.lead, left / 3, 0.05)
+        if not kept:
+            self.lead = max(self.lead, left / 3, 0.05)
         if self.msg is not None:
             self.msg.token, self.msg.lease_deadline = token, deadline
 

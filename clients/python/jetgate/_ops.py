@@ -15,7 +15,8 @@ OPS = ("ack", "nak", "term", "extend")
 
 
 class Extended(NamedTuple):
-    """One lease extended: its new token and deadline."""
+    """One lease extended: its new token and deadline. An extend by 0 gives
+    the message back: no token, and the deadline is when it went back."""
 
     token: str
     deadline: datetime.datetime
@@ -33,7 +34,10 @@ def request(op: str, stream: str, consumer: str, tokens: Sequence[str], arg: Any
     if op == "term":
         return "Term", consumer_pb2.TermRequest(stream=stream, consumer=consumer, tokens=tokens, reason=arg or "")
     if op == "extend":
-        return "Extend", consumer_pb2.ExtendRequest(stream=stream, consumer=consumer, tokens=tokens)
+        req = consumer_pb2.ExtendRequest(stream=stream, consumer=consumer, tokens=tokens)
+        if arg is not None:  # 0 is set too: it gives the message back
+            req.duration.CopyFrom(_message.duration(arg))
+        return "Extend", req
     raise ValueError(f"unknown settle {op!r}")
 
 

@@ -25,13 +25,14 @@ import jetgate  # noqa: E402
 STREAM = "ORDERS"
 
 # Each test has a consumer of its own on ORDERS, filtered to its own subject
-# orders.<name>: fast ones (ack_wait 30s) and short ones (ack_wait 2s) for
-# the expiry tests.
+# orders.<name>: fast ones (ack_wait 30s) and short ones (ack_wait 1s or 2s)
+# for the expiry tests.
 CONSUMERS = {
     "slow": "2s", "lease": "2s", "expired": "2s", "extendtok": "2s", "retry": "30s",
     "flow": "30s", "drain": "30s", "naks": "30s", "restart": "5s", "final": "30s",
     "basic": "30s", "aio": "30s", "explicit": "30s", "bench": "30s", "trace": "30s",
     "bytes": "30s", "merge": "2s", "restartx": "6s", "slowflow": "2s",
+    "keep": "1s", "giveback": "30s", "keepsub": "2s", "givebacksub": "30s",
 }
 
 

@@ -1,7 +1,7 @@
 export { Client } from "./client.js";
 export type { ClientOptions, TlsOptions, PublishOptions, PublishAck, FetchOptions } from "./client.js";
 export { Message } from "./message.js";
-export type { Metadata, NakOptions } from "./message.js";
+export type { Metadata, NakOptions, ExtendOptions } from "./message.js";
 export { Subscription } from "./subscriber.js";
 export type { Handler, SubscribeOptions, CloseOptions, SubscriptionStats } from "./subscriber.js";
 export { SettleError, FinalError, LeaseError } from "./errors.js";

@@ -15,6 +15,20 @@ export interface NakOptions {
     /** Redeliver no sooner than this many milliseconds from now (default 0). */
     delay?: number;
 }
+/** Options of Message.extend. */
+export interface ExtendOptions {
+    /**
+     * How long the lease is to last from now, in milliseconds. Unset: one
+     * ack_wait (the server's clock restarts). 0: the message is given back now
+     * (a Nak: redelivered at once). Up to the gateway's `limits.max_lease`
+     * (default 1 h): the jetgate replica that issued the lease keeps it alive
+     * that long, and the new token and deadline carry the deadline asked for;
+     * that keep-alive ends if the replica stops (the message is then
+     * redelivered one ack_wait after its last renewal). Longer, or negative:
+     * a SettleError with code InvalidArgument.
+     */
+    duration?: number;
+}
 export interface MessageOwner {
     settling(m: Message, op: Op, done: Promise<void>): void;
 }
@@ -44,11 +58,13 @@ export declare class Message {
     /** term ends the message for good (dead-lettered where configured). */
     term(reason?: string): Promise<void>;
     /**
-     * extend restarts the lease's clock at the consumer's full ack_wait. It
-     * resolves with the new deadline; the new token it brings is used from
-     * then on.
+     * extend restarts the lease's clock: for one ack_wait, or for
+     * opts.duration ms (see ExtendOptions). It resolves with the new deadline;
+     * the new token it brings is used from then on. With duration 0 the
+     * message is given back, as a nak would: it resolves with the moment it
+     * went back, and any later settle but `nak()` rejects with LEASE_SETTLED.
      */
-    extend(): Promise<Date>;
+    extend(opts?: ExtendOptions): Promise<Date>;
     /** @internal settled reports whether a settle was asked for. */
     get settleAsked(): boolean;
     /**

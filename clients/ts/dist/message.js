@@ -64,17 +64,28 @@ export class Message {
         return this.#settle("term", reason);
     }
     /**
-     * extend restarts the lease's clock at the consumer's full ack_wait. It
-     * resolves with the new deadline; the new token it brings is used from
-     * then on.
+     * extend restarts the lease's clock: for one ack_wait, or for
+     * opts.duration ms (see ExtendOptions). It resolves with the new deadline;
+     * the new token it brings is used from then on. With duration 0 the
+     * message is given back, as a nak would: it resolves with the moment it
+     * went back, and any later settle but `nak()` rejects with LEASE_SETTLED.
      */
-    extend() {
+    extend(opts = {}) {
+        const d = opts.duration;
+        if (d !== undefined && !Number.isFinite(d)) {
+            return Promise.reject(new RangeError(`extend: duration ${d} is not a number of milliseconds`));
+        }
+        if (d !== undefined && Math.round(d) === 0) {
+            return this.#settle("nak", 0, () => this.#sender.send(this.metadata.stream, this.metadata.consumer, "extend", this.#token, this.#deadline.getTime(), 0))
+                .then(() => this.#deadline);
+        }
         if (this.#settled) {
             return Promise.reject(new SettleError("LEASE_SETTLED", Code.FailedPrecondition, "the message was settled"));
         }
         return this.#enqueue(async () => {
             const gen = this.#gen;
-            const e = await this.#sender.send(this.metadata.stream, this.metadata.consumer, "extend", this.#token, this.#deadline.getTime());
+            const arg = d === undefined ? "" : Math.round(d);
+            const e = await this.#sender.send(this.metadata.stream, this.metadata.consumer, "extend", this.#token, this.#deadline.getTime(), arg);
             if (e && gen === this.#gen) {
                 this.#token = e.token;
                 this.#deadline = e.deadline;
@@ -100,7 +111,9 @@ export class Message {
     settleBy(op, arg) {
         return this.#settle(op, arg);
     }
-    #settle(op, arg) {
+    // settle sends op, or what send sends in its place (an extend by 0 for a
+    // nak), once; the same settle again shares its outcome.
+    #settle(op, arg, send) {
         const s = this.#settled;
         if (s) {
             if (s.op === op && s.arg === arg) {
@@ -109,6 +122,13 @@ export class Message {
             return Promise.reject(new SettleError("LEASE_SETTLED", Code.FailedPrecondition, `already ${s.op}ed`));
         }
         const done = this.#enqueue(async () => {
+            if (send) {
+                const e = await send();
+                if (e) {
+                    this.#deadline = e.deadline; // when it went back
+                }
+                return;
+            }
             await this.#sender.send(this.metadata.stream, this.metadata.consumer, op, this.#token, this.#deadline.getTime(), arg);
         });
         this.#settled = { op, arg, done };

@@ -84,7 +84,7 @@ export class Sender {
                     failures = (await this.#api.term({ ...base, reason: String(g.arg) }, opts)).failures;
                     break;
                 case "extend": {
-                    const res = await this.#api.extend(base, opts);
+                    const res = await this.#api.extend({ ...base, duration: g.arg === "" ? undefined : durationFromMs(Number(g.arg)) }, opts);
                     failures = res.failures;
                     for (const l of res.leases) {
                         extended.set(l.token, { token: l.newToken, deadline: l.leaseDeadline ? timestampDate(l.leaseDeadline) : new Date(0) });

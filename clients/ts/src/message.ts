@@ -2,7 +2,7 @@ import { Code } from "@connectrpc/connect";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Message as WireMessage } from "./gen/jetgate/v1/consumer_pb.js";
 import { SettleError } from "./errors.js";
-import type { Op, Sender } from "./sender.js";
+import type { Extended, Op, Sender } from "./sender.js";
 
 /** Where a delivery stands in its stream and consumer (numbers below 2^53). */
 export interface Metadata {
@@ -19,6 +19,21 @@ export interface Metadata {
 export interface NakOptions {
   /** Redeliver no sooner than this many milliseconds from now (default 0). */
   delay?: number;
+}
+
+/** Options of Message.extend. */
+export interface ExtendOptions {
+  /**
+   * How long the lease is to last from now, in milliseconds. Unset: one
+   * ack_wait (the server's clock restarts). 0: the message is given back now
+   * (a Nak: redelivered at once). Up to the gateway's `limits.max_lease`
+   * (default 1 h): the jetgate replica that issued the lease keeps it alive
+   * that long, and the new token and deadline carry the deadline asked for;
+   * that keep-alive ends if the replica stops (the message is then
+   * redelivered one ack_wait after its last renewal). Longer, or negative:
+   * a SettleError with code InvalidArgument.
+   */
+  duration?: number;
 }
 
 // owner is told of every settle a message's caller asks for (the subscriber
@@ -98,17 +113,28 @@ export class Message {
   }
 
   /**
-   * extend restarts the lease's clock at the consumer's full ack_wait. It
-   * resolves with the new deadline; the new token it brings is used from
-   * then on.
+   * extend restarts the lease's clock: for one ack_wait, or for
+   * opts.duration ms (see ExtendOptions). It resolves with the new deadline;
+   * the new token it brings is used from then on. With duration 0 the
+   * message is given back, as a nak would: it resolves with the moment it
+   * went back, and any later settle but `nak()` rejects with LEASE_SETTLED.
    */
-  extend(): Promise<Date> {
+  extend(opts: ExtendOptions = {}): Promise<Date> {
+    const d = opts.duration;
+    if (d !== undefined && !Number.isFinite(d)) {
+      return Promise.reject(new RangeError(`extend: duration ${d} is not a number of milliseconds`));
+    }
+    if (d !== undefined && Math.round(d) === 0) {
+      return this.#settle("nak", 0, () => this.#sender.send(this.metadata.stream, this.metadata.consumer, "extend", this.#token, this.#deadline.getTime(), 0))
+        .then(() => this.#deadline);
+    }
     if (this.#settled) {
       return Promise.reject(new SettleError("LEASE_SETTLED", Code.FailedPrecondition, "the message was settled"));
     }
     return this.#enqueue(async () => {
       const gen = this.#gen;
-      const e = await this.#sender.send(this.metadata.stream, this.metadata.consumer, "extend", this.#token, this.#deadline.getTime());
+      const arg = d === undefined ? "" : Math.round(d);
+      const e = await this.#sender.send(this.metadata.stream, this.metadata.consumer, "extend", this.#token, this.#deadline.getTime(), arg);
       if (e && gen === this.#gen) {
         this.#token = e.token;
         this.#deadline = e.deadline;
@@ -138,7 +164,9 @@ export class Message {
     return this.#settle(op, arg);
   }
 
-  #settle(op: Exclude<Op, "extend">, arg: string | number): Promise<void> {
+  // settle sends op, or what send sends in its place (an extend by 0 for a
+  // nak), once; the same settle again shares its outcome.
+  #settle(op: Exclude<Op, "extend">, arg: string | number, send?: () => Promise<Extended | undefined>): Promise<void> {
     const s = this.#settled;
     if (s) {
       if (s.op === op && s.arg === arg) {
@@ -147,6 +175,13 @@ export class Message {
       return Promise.reject(new SettleError("LEASE_SETTLED", Code.FailedPrecondition, `already ${s.op}ed`));
     }
     const done = this.#enqueue(async () => {
+      if (send) {
+        const e = await send();
+        if (e) {
+          this.#deadline = e.deadline; // when it went back
+        }
+        return;
+      }
       await this.#sender.send(this.metadata.stream, this.metadata.consumer, op, this.#token, this.#deadline.getTime(), arg);
     });
     this.#settled = { op, arg, done };

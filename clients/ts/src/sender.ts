@@ -24,7 +24,7 @@ interface Group {
   stream: string;
   consumer: string;
   op: Op;
-  arg: string | number; // nak: delay in ms; term: reason
+  arg: string | number; // nak: delay in ms; term: reason; extend: duration in ms, "" for one ack_wait
   items: Item[];
 }
 
@@ -117,7 +117,7 @@ export class Sender {
           failures = (await this.#api.term({ ...base, reason: String(g.arg) }, opts)).failures;
           break;
         case "extend": {
-          const res = await this.#api.extend(base, opts);
+          const res = await this.#api.extend({ ...base, duration: g.arg === "" ? undefined : durationFromMs(Number(g.arg)) }, opts);
           failures = res.failures;
           for (const l of res.leases) {
             extended.set(l.token, { token: l.newToken, deadline: l.leaseDeadline ? timestampDate(l.leaseDeadline) : new Date(0) });

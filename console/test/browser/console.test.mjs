@@ -85,6 +85,9 @@ test("the console shows billing, its leases and dead letters, and pauses, resume
   const fetched = await jg.api(WORKER_KEY, "POST", `${consumerPath}:fetch`, { batch: 3, expires: "2s" });
   assert.equal(fetched.messages.length, 3);
   await jg.api(WORKER_KEY, "POST", `${consumerPath}:term`, { tokens: [fetched.messages[0].token], reason: "bad order" });
+  // One of the two still held is kept alive for ten minutes.
+  const kept = await jg.api(WORKER_KEY, "POST", `${consumerPath}:extend`, { tokens: [fetched.messages[1].token], duration: "600s" });
+  assert.equal(kept.leases.length, 1);
   await until("the dead letter", async () => (await jg.api(OPERATOR_KEY, "GET", consumerPath)).deadLetters === "1");
 
   const page = await openPage({ width: 1280, height: 800 });
@@ -104,6 +107,11 @@ test("the console shows billing, its leases and dead letters, and pauses, resume
   const lease = page.locator('#leases-body tr[data-principal="worker"]');
   await lease.waitFor();
   assert.match(await lease.textContent(), /worker\s*2/);
+  // Its latest deadline, the one asked for: a time, and how far off it is.
+  const latest = lease.locator('[data-field="latest-deadline"]');
+  assert.equal(await latest.locator("time").getAttribute("datetime"), kept.leases[0].leaseDeadline);
+  assert.match(await latest.textContent(), /in (9m \d+s|10m 0s)$/);
+  assert.equal(await lease.locator('[data-field="kept"]').textContent(), "1");
   await page.locator('#dead-body tr[data-seq]').first().waitFor();
   await shot(page, "consumer-1280x800");
 

@@ -38,8 +38,10 @@ class Message(_message.BaseMessage):
     async def term(self, reason: str = "") -> None:
         await self._settle(self, "term", reason)
 
-    async def extend(self) -> None:
-        await self._settle(self, "extend", None)
+    async def extend(self, duration: Optional[float] = None) -> None:
+        """As jetgate.Message.extend: duration in seconds; unset is one
+        ack_wait, 0 gives the message back, up to limits.max_lease keeps it."""
+        await self._settle(self, "extend", duration)
 
 
 class Client:

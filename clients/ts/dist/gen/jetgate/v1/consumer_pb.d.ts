@@ -478,6 +478,21 @@ export type ExtendRequest = Message$1<"jetgate.v1.ExtendRequest"> & {
      * @generated from field: repeated string tokens = 3;
      */
     tokens: string[];
+    /**
+     * How long each lease is to last from now, as Pub/Sub's ModifyAckDeadline
+     * and SQS's ChangeMessageVisibility take it. Unset: one ack_wait (a +WPI
+     * restarts the server's clock), as before. 0s: the message is given back
+     * now (a Nak), and redelivered at once. Up to limits.max_lease (default
+     * 1h): the replica that issued the lease keeps it alive, sending +WPI
+     * before each of the server's deadlines until then, and the new token and
+     * lease_deadline carry the deadline asked for. The keep-alive ends with
+     * that replica: if it stops or restarts, the server redelivers the message
+     * one ack_wait after the last +WPI. Longer than limits.max_lease, or
+     * negative: INVALID_ARGUMENT.
+     *
+     * @generated from field: google.protobuf.Duration duration = 4;
+     */
+    duration?: Duration | undefined;
 };
 /**
  * Describes the message jetgate.v1.ExtendRequest.
@@ -521,13 +536,14 @@ export type ExtendedLease = Message$1<"jetgate.v1.ExtendedLease"> & {
      */
     token: string;
     /**
-     * A new token carrying the new deadline. The old token stays good.
+     * A new token carrying the new deadline. The old token stays good. Empty
+     * when the lease was given back (duration 0s).
      *
      * @generated from field: string new_token = 2;
      */
     newToken: string;
     /**
-     * The lease's new deadline.
+     * The lease's new deadline; for a lease given back, when it went back.
      *
      * @generated from field: google.protobuf.Timestamp lease_deadline = 3;
      */
@@ -1515,6 +1531,20 @@ export type LeaseHolder = Message$1<"jetgate.v1.LeaseHolder"> & {
      * @generated from field: repeated string replicas = 5;
      */
     replicas: string[];
+    /**
+     * The latest deadline among them: for a lease kept alive (Extend with a
+     * duration), the deadline its caller asked for.
+     *
+     * @generated from field: google.protobuf.Timestamp latest_deadline = 6;
+     */
+    latestDeadline?: Timestamp | undefined;
+    /**
+     * How many of them their issuing replica keeps alive (Extend with a
+     * duration).
+     *
+     * @generated from field: int64 kept = 7;
+     */
+    kept: bigint;
 };
 /**
  * Describes the message jetgate.v1.LeaseHolder.
