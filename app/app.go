@@ -201,7 +201,7 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 	p.innerLis = bufconn.Listen(1 << 20)
 	p.onClose(func() { _ = p.innerLis.Close() })
 	p.inner = grpc.NewServer(opts...)
-	server.Register(p.inner, p.replica, p.log, p.stall)
+	server.RegisterREST(p.inner, p.replica, p.log, p.stall)
 	// A gRPC caller's connection runs at most 1024 RPCs at once, and one
 	// that stops reading (its answers queued unsent) is closed once it
 	// leaves a ping unanswered: what it held is freed within a minute.

@@ -16,6 +16,7 @@ import (
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	"github.com/jetgate/jetgate/app"
+	"github.com/jetgate/jetgate/internal/natstest"
 )
 
 // A REST Consume whose caller sends its request and then reads nothing ends
@@ -110,5 +111,60 @@ func leasesComeBack(t *testing.T, a app.Addrs) {
 	}
 	if got < n || returned == 0 {
 		t.Fatalf("%d of %d messages within 20s, %d of them the stalled Consume's (ack_wait is 30s)", got, n, returned)
+	}
+}
+
+// A REST Consume caller that reads nothing, its few small messages and
+// heartbeats all taken by the kernel's buffers (no write ever waits), is
+// told from a working one by its silence: it answered none of the messages
+// it holds for the stall, so its stream ends and they come back, long
+// before ack_wait, though auto_extend would have kept them an hour.
+func TestRESTConsumeOfASilentCallerEndsThoughEveryWriteFits(t *testing.T) {
+	a := startApp(t, func(o *app.Options) { o.ConsumeWriteStall = time.Second })
+	nc, err := nats.Connect(a.NATS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	for range 3 {
+		if _, err := js.Publish(t.Context(), "orders.small", []byte("s")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := net.Dial("tcp", a.HTTP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"maxMessages":10,"heartbeat":"0.2s","autoExtend":true}`
+	if _, err := fmt.Fprintf(conn, "POST %s:consume HTTP/1.1\r\nHost: jetgate\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		consumerPath, len(body), body); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.Consumer(t.Context(), "ORDERS", "billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 10*time.Second, "the stream holding the 3 messages", func() bool {
+		ci, err := cons.Info(t.Context())
+		return err == nil && ci.NumAckPending == 3
+	})
+	c := newREST(t, a)
+	returned := 0
+	for deadline := time.Now().Add(20 * time.Second); returned < 3 && time.Now().Before(deadline); {
+		f := c.post(consumerPath+":fetch", `{"batch":3,"expires":"2s"}`)
+		ms, _ := f.body["messages"].([]any)
+		for _, m := range ms {
+			msg := obj(t, m, "message")
+			if obj(t, msg["metadata"], "metadata")["numDelivered"] == "2" {
+				returned++
+			}
+			tok, _ := msg["token"].(string)
+			noFailures(t, c.post(consumerPath+":ack", map[string]any{"tokens": []string{tok}}), "ack")
+		}
+	}
+	if returned != 3 {
+		t.Fatalf("%d of the silent stream's 3 messages came back within 20s (ack_wait 30s, auto_extend on)", returned)
 	}
 }

@@ -51,7 +51,7 @@ func validateConsume(req *jetgatev1.ConsumeRequest, lim Limits) (consumer.Consum
 	if err != nil {
 		return consumer.ConsumeRequest{}, err
 	}
-	cr := consumer.ConsumeRequest{MaxMessages: int(req.GetMaxMessages()), Heartbeat: consumer.DefaultConsumeHeartbeat, AutoExtend: req.GetAutoExtend(), Priority: pri}
+	cr := consumer.ConsumeRequest{MaxMessages: int(req.GetMaxMessages()), Heartbeat: consumer.DefaultConsumeHeartbeat, AutoExtend: req.GetAutoExtend(), Priority: pri, Silence: lim.Silence}
 	switch {
 	case cr.MaxMessages < 0:
 		return cr, fmt.Errorf("%w: max_messages must not be negative", errs.ErrInvalidArgument)

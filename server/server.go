@@ -4,6 +4,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
@@ -41,6 +42,9 @@ type Limits struct {
 	MaxNakDelay time.Duration // 0: no bound
 	MaxLease    time.Duration // an Extend's longest duration; 0: no bound
 	SendStall   time.Duration // how long one Consume response waits to be read
+	// Silence ends a Consume stream whose caller answered none of its
+	// messages for that long (consumer.ConsumeRequest.Silence); 0: never.
+	Silence time.Duration
 }
 
 // Register adds jetgate's services, backed by the replica r, to s. Errors
@@ -51,6 +55,18 @@ func Register(s *grpc.Server, r *core.Replica, log *slog.Logger, stall time.Dura
 	if stall > 0 {
 		c.lim.SendStall = stall
 	}
+	jetgatev1.RegisterConsumerServiceServer(s, c)
+	jetgatev1.RegisterStreamServiceServer(s, st)
+}
+
+// RegisterREST is Register for the server the REST side calls: a REST
+// Consume caller's reads cannot be seen (the kernel's buffers take the
+// stream's writes), so its stream also ends once it answered none of its
+// messages for stall.
+func RegisterREST(s *grpc.Server, r *core.Replica, log *slog.Logger, stall time.Duration) {
+	c, st := services(r, log)
+	c.lim.SendStall = cmp.Or(stall, DefaultSendStall)
+	c.lim.Silence = c.lim.SendStall
 	jetgatev1.RegisterConsumerServiceServer(s, c)
 	jetgatev1.RegisterStreamServiceServer(s, st)
 }

@@ -45,6 +45,11 @@ type ConsumeRequest struct {
 	// Stop, when closed, ends the pulling: the stream still extends and
 	// gives back what it holds, until ctx ends.
 	Stop <-chan struct{}
+	// Silence, if set, ends a stream whose caller settled and extended
+	// none of the leases it holds for that long, and gives them back: over
+	// REST, where the kernel's buffers take the stream's writes, a caller
+	// that stops reading cannot be told apart otherwise.
+	Silence time.Duration
 }
 
 // Consume leases messages to send as they come, never holding more than
@@ -72,6 +77,10 @@ func (c *Consumer) Consume(ctx context.Context, req ConsumeRequest, send func([]
 		c.leases.Sweep(now) // leases past their deadline give their room back
 		if req.AutoExtend {
 			k.extend(ctx, req.Principal, cmp.Or(req.MaxLease, c.maxLease), now)
+		}
+		if s := c.leases.Silent(k.o, now); req.Silence > 0 && s >= req.Silence {
+			k.sendFailed = true // its leases go back at once
+			return fmt.Errorf("the caller settled and extended none of the messages it holds for %v: %w", s.Round(time.Second), context.DeadlineExceeded)
 		}
 		untilBeat := k.lastSend.Add(req.Heartbeat).Sub(now)
 		if untilBeat <= 0 {

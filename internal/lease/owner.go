@@ -12,6 +12,10 @@ type Owner struct {
 	sizes map[uint64]int64 // by stream sequence
 	bytes int64
 	left  chan struct{}
+	// heard is when the stream's caller last showed it works on what it
+	// holds (unix ns): a settle or an Extend of one of its leases, or the
+	// first lease claimed while it held none.
+	heard int64
 }
 
 // NewOwner returns an owner of no lease.
@@ -27,6 +31,9 @@ func (o *Owner) Left() <-chan struct{} { return o.left }
 func (t *Table) Claim(o *Owner, rs []Ref, sizes []int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if len(o.sizes) == 0 {
+		o.heard = time.Now().UnixNano()
+	}
 	for i, r := range rs {
 		e := t.lookup(r)
 		if e == nil || e.owner == o {
@@ -56,6 +63,17 @@ func (t *Table) Owned(o *Owner, f func(l *Lease, handed time.Time)) {
 			f(&e.Lease, time.UnixMilli(e.handed))
 		}
 	}
+}
+
+// Silent is how long o's caller has not been heard of while o holds
+// leases (0 while it holds none).
+func (t *Table) Silent(o *Owner, now time.Time) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(o.sizes) == 0 {
+		return 0
+	}
+	return now.Sub(time.Unix(0, o.heard))
 }
 
 // Disown lets go of every lease o holds and returns them, live still.

@@ -310,6 +310,9 @@ func (t *Table) Finish(r Ref, op Op, ok bool, now time.Time, ext Extension) (dea
 	if e == nil || e.state != stateSettling || e.op != op {
 		return ext.Deadline, ext.Until
 	}
+	if o := e.owner; o != nil && ok && !ext.KeepAlive {
+		o.heard = now.UnixNano() // the caller's own settle
+	}
 	switch {
 	case !ok || op == OpExtend:
 		e.state, e.op = stateLive, 0
