@@ -89,10 +89,9 @@ func (r *Replica) Consumers(ctx context.Context, stream string, visible Visible)
 		}
 	}
 	if len(want) == 0 {
-		if slices.ContainsFunc(r.served(), func(c *consumer.Consumer) bool { return c.Stream == stream }) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("%w: this gateway serves no consumer of stream %q", errs.ErrStreamNotFound, stream)
+		// The same answer whether the stream is served or not: a caller
+		// learns nothing of the consumers it may not see.
+		return nil, fmt.Errorf("%w: this gateway serves no consumer of stream %q that you may see", errs.ErrStreamNotFound, stream)
 	}
 	infos, err := r.consumerInfos(ctx, stream, len(want), func(name string) bool { return want[name] != nil })
 	if err != nil {

@@ -91,3 +91,22 @@ func TestOnDemandServesNeitherJetgatesOwnNorPushConsumers(t *testing.T) {
 		t.Fatalf("the push consumer's refusal logged %d times; want once:\n%s", n, logs.String())
 	}
 }
+
+// A caller who may see none of a stream's consumers gets the same answer
+// for a stream the gateway serves and one it does not: listing reveals
+// nothing of what it may not see.
+func TestListingTellsNothingOfWhatTheCallerMayNotSee(t *testing.T) {
+	ns := natstest.Start(t)
+	nc := natstest.Connect(t, ns)
+	natstest.Stream(t, nc, "ORDERS", "orders.>")
+	natstest.Stream(t, nc, "OTHER", "other.>")
+	r := replicaOf(t, ns, token.RandomKeyring(), core.Options{Consumers: []consumer.Config{{Stream: "ORDERS", Name: "billing"}}})
+	none := func(string, string) bool { return false }
+	ctx := context.Background()
+	_, served := r.Consumers(ctx, "ORDERS", none)
+	_, unserved := r.Consumers(ctx, "OTHER", none)
+	if !errors.Is(served, errs.ErrStreamNotFound) || !errors.Is(unserved, errs.ErrStreamNotFound) ||
+		strings.ReplaceAll(served.Error(), "ORDERS", "X") != strings.ReplaceAll(unserved.Error(), "OTHER", "X") {
+		t.Fatalf("a served stream: %v; one not served: %v; want the same NOT_FOUND", served, unserved)
+	}
+}
