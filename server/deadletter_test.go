@@ -10,7 +10,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	coreconsumer "github.com/jetgate/jetgate/internal/consumer"
@@ -281,4 +283,45 @@ func TestGetConsumerReportsTheOldestUnackedAge(t *testing.T) {
 		t.Fatalf("ack: %v %v", resp, err)
 	}
 	natstest.Eventually(t, 5*time.Second, "age back to 0", func() bool { return get().GetOldestUnackedAge().AsDuration() == 0 })
+}
+
+// With the catch-all on_demand pattern, callers who try to pause, fetch
+// from and read jetgate's own dead-letter consumer get NOT_FOUND, over
+// gRPC (REST goes through the same chain), and dead letters keep flowing
+// meanwhile: every tenant's terminated messages are copied.
+func TestTheCatchAllLeavesTheDeadLetterWorkerAlone(t *testing.T) {
+	e := newDLEnv(t)
+	g := gwtest.Start(e.t, core.Options{
+		Conn: natstest.Connect(e.t, e.ns),
+		Consumers: []coreconsumer.Config{
+			{Stream: stream, Name: consumer, DeadLetter: &coreconsumer.DeadLetter{Subject: dlqSubject, OnTerm: true}},
+		},
+		OnDemand: core.OnDemand{Match: []core.Match{{Stream: "*", Consumer: "*"}}},
+		Keys:     e.keys,
+	})
+	ctx := context.Background()
+	own := func(n int) {
+		t.Helper()
+		_, pe := g.Consumers.Pause(ctx, &jetgatev1.PauseRequest{Stream: deadletter.AdvisoryStream, Consumer: deadletter.WorkerDurable,
+			PauseUntil: timestamppb.New(time.Now().Add(time.Hour))})
+		_, fe := g.Consumers.Fetch(ctx, &jetgatev1.FetchRequest{Stream: deadletter.AdvisoryStream, Consumer: deadletter.WorkerDurable, Batch: 4})
+		_, ge := g.Consumers.GetConsumer(ctx, &jetgatev1.GetConsumerRequest{Stream: deadletter.AdvisoryStream, Consumer: deadletter.WorkerDurable})
+		for what, err := range map[string]error{"pause": pe, "fetch": fe, "get": ge} {
+			if status.Code(err) != codes.NotFound {
+				t.Fatalf("round %d: %s of jetgate's dead-letter consumer: %v; want NOT_FOUND", n, what, err)
+			}
+		}
+	}
+	for i := range 4 {
+		own(i)
+		e.publish("orders.eu", "bad "+strconv.Itoa(i), nil)
+		ms := fetchVia(t, g.Consumers, 1, 5*time.Second)
+		if len(ms) != 1 {
+			t.Fatalf("round %d: fetched %d", i, len(ms))
+		}
+		if r, err := g.Consumers.Term(ctx, &jetgatev1.TermRequest{Stream: stream, Consumer: consumer, Tokens: []string{ms[0].GetToken()}}); err != nil || len(r.GetFailures()) != 0 {
+			t.Fatalf("term: %v %v", r, err)
+		}
+	}
+	e.waitDeadLetters(4)
 }
