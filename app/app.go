@@ -131,6 +131,9 @@ func (p *process) listen() error {
 // build creates the streams and the replica, then the servers in front of it.
 func (p *process) build(ctx context.Context) error {
 	js, err := jetstream.New(p.nc)
+	if d := p.cfg.NATS.JetStreamDomain; d != "" {
+		js, err = jetstream.NewWithDomain(p.nc, d)
+	}
 	if err != nil {
 		return err
 	}
@@ -152,6 +155,7 @@ func (p *process) build(ctx context.Context) error {
 		MaxBatch: lim.MaxBatch, MaxExpires: time.Duration(lim.MaxExpires), MaxFetchBytes: lim.MaxFetchBytes,
 		MaxNakDelay: time.Duration(lim.MaxNakDelay), MaxLease: time.Duration(lim.MaxLease),
 		Metrics: reg, Logger: p.log, Tracing: p.trc, OnDemand: p.cfg.OnDemand.CoreOnDemand(),
+		Domain: p.cfg.NATS.JetStreamDomain,
 	})
 	if err != nil {
 		return explainRefusal(p.cfg, err)

@@ -83,6 +83,7 @@ var settings = []struct {
 	{"config", "JETGATE_CONFIG", "/etc/jetgate/jetgate.yaml", func(o app.Options) any { return o.ConfigFile }, "/etc/jetgate/jetgate.yaml"},
 	{"nats-url", "JETGATE_NATS_URL", "nats://a:4222,nats://b:4222", func(o app.Options) any { return o.NATSURL }, "nats://a:4222,nats://b:4222"},
 	{"nats-creds", "JETGATE_NATS_CREDS", "/etc/jetgate/nats.creds", func(o app.Options) any { return o.NATSCreds }, "/etc/jetgate/nats.creds"},
+	{"js-domain", "JETGATE_JS_DOMAIN", "hub", func(o app.Options) any { return o.JSDomain }, "hub"},
 	{"nats-tls-ca", "JETGATE_NATS_TLS_CA", "/etc/jetgate/ca.pem", func(o app.Options) any { return o.NATSTLSCA }, "/etc/jetgate/ca.pem"},
 	{"nats-tls-cert", "JETGATE_NATS_TLS_CERT", "/etc/jetgate/cert.pem", func(o app.Options) any { return o.NATSTLSCert }, "/etc/jetgate/cert.pem"},
 	{"nats-tls-key", "JETGATE_NATS_TLS_KEY", "/etc/jetgate/key.pem", func(o app.Options) any { return o.NATSTLSKey }, "/etc/jetgate/key.pem"},

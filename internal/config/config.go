@@ -45,6 +45,9 @@ type NATS struct {
 	URL   string  `yaml:"url"` // one or more, comma-separated
 	Creds string  `yaml:"creds"`
 	TLS   NATSTLS `yaml:"tls"`
+	// JetStreamDomain is the domain whose JetStream jetgate serves
+	// ($JS.<domain>.API): a hub's from a leaf node, a leaf's from the hub.
+	JetStreamDomain string `yaml:"jetstream_domain"`
 }
 
 // NATSTLS are the files jetgate verifies the NATS server by and, for

@@ -17,6 +17,7 @@ import (
 type Flags struct {
 	NATSURL        string
 	NATSCreds      string // credentials file (JWT and seed) for --nats-url
+	JSDomain       string // the JetStream domain to serve, with --nats-url
 	NATSTLSCA      string // CA certificate(s) to verify the NATS server by
 	NATSTLSCert    string // client certificate, for servers that ask for one
 	NATSTLSKey     string
@@ -82,6 +83,7 @@ var processFlags = []struct {
 }{
 	{"nats-url", "nats.url", func(c *Config, f Flags) { c.NATS.URL = f.NATSURL }},
 	{"nats-creds", "nats.creds", func(c *Config, f Flags) { c.NATS.Creds = f.NATSCreds }},
+	{"js-domain", "nats.jetstream_domain", func(c *Config, f Flags) { c.NATS.JetStreamDomain = f.JSDomain }},
 	{"nats-tls-ca", "nats.tls.ca", func(c *Config, f Flags) { c.NATS.TLS.CA = f.NATSTLSCA }},
 	{"nats-tls-cert", "nats.tls.cert", func(c *Config, f Flags) { c.NATS.TLS.Cert = f.NATSTLSCert }},
 	{"nats-tls-key", "nats.tls.key", func(c *Config, f Flags) { c.NATS.TLS.Key = f.NATSTLSKey }},

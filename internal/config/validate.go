@@ -47,6 +47,14 @@ func (c *Config) validateNATS() *Error {
 		}
 		return c.errorf(p, "goes together with %s", c.label(other))
 	}
+	if d := c.NATS.JetStreamDomain; d != "" {
+		switch {
+		case c.NATS.URL == "":
+			return c.errorf("nats.jetstream_domain", "needs nats.url: the embedded server's JetStream is jetgate's own, in no domain")
+		case strings.ContainsAny(d, ".*> \t"):
+			return c.errorf("nats.jetstream_domain", "%s: a domain is one subject token (no '.', '*', '>' or white space)", quote(d))
+		}
+	}
 	if c.NATS.URL != "" {
 		return nil // the embedded section is not used
 	}

@@ -73,6 +73,9 @@ type Deps struct {
 	OnReset func(id string, peers int)
 	// Traced keeps each delivery's creation context, for spans.
 	Traced bool
+	// API is the prefix of JetStream's API subjects (pull.API); "" is
+	// $JS.API., no domain.
+	API string
 }
 
 // Consumer leases and settles one durable consumer's messages. Its methods,
@@ -90,6 +93,7 @@ type Consumer struct {
 	jsStream jetstream.Stream // its stream on the server
 	server   serverWatch      // the consumer on the server: what it last said, and asking it
 	nc       *nats.Conn
+	next     string // where its pulls are sent
 	sender   *settle.Sender
 	ledger   *settle.Ledger
 	tokens   issuer
@@ -162,6 +166,7 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 		Name:          ci.Name,
 		jsStream:      s,
 		nc:            d.Conn,
+		next:          pull.NextSubject(cmp.Or(d.API, pull.API("")), ci.Stream, ci.Name),
 		sender:        d.Sender,
 		ledger:        d.Ledger,
 		log:           d.Log.With("stream", ci.Stream, "consumer", ci.Name),

@@ -141,7 +141,7 @@ func (c *Consumer) pullRequest(batch int, lim pullLimits) pull.Request {
 // back when the pull ends, or at once if it could not start.
 func (c *Consumer) startPull(req pull.Request) (*pull.Pull, error) {
 	mark := c.resets.mark() // before the server can deliver to it
-	p, err := pull.Start(c.nc, c.Stream, c.Name, req, c.waiting.release)
+	p, err := pull.Start(c.nc, c.next, req, c.waiting.release)
 	if err != nil {
 		c.waiting.release()
 		return nil, err

@@ -16,13 +16,14 @@ const (
 	deleteAdvisories = "$JS.EVENT.ADVISORY.CONSUMER.DELETED."
 )
 
-// The requests that create or update a consumer, as they pass: every
+// The requests that create or update a consumer, as they pass (under the
+// API prefix, the JetStream domain's where one is set): every
 // client's edit of a consumer (NATS CLI, Terraform, NACK, nats.go) goes
 // through one of them, so a replica follows a policy change without
 // polling, as it follows resets.
 const (
-	createRequests        = "$JS.API.CONSUMER.CREATE."         // <stream>.<consumer>[.<filter>], or <stream> (name in the body)
-	durableCreateRequests = "$JS.API.CONSUMER.DURABLE.CREATE." // <stream>.<durable>
+	createRequests        = "CONSUMER.CREATE."         // <stream>.<consumer>[.<filter>], or <stream> (name in the body)
+	durableCreateRequests = "CONSUMER.DURABLE.CREATE." // <stream>.<durable>
 )
 
 // consumerOf is the stream and consumer an advisory's subject names after
@@ -52,9 +53,9 @@ func (r *Replica) onPause(m *nats.Msg) {
 // onUpdate follows a create or update request for a consumer this replica
 // serves: the consumer asks its info until the change shows.
 func (r *Replica) onUpdate(m *nats.Msg) {
-	prefix := createRequests
-	if strings.HasPrefix(m.Subject, durableCreateRequests) {
-		prefix = durableCreateRequests
+	prefix := r.api + createRequests
+	if strings.HasPrefix(m.Subject, r.api+durableCreateRequests) {
+		prefix = r.api + durableCreateRequests
 	}
 	stream, name, _ := strings.Cut(strings.TrimPrefix(m.Subject, prefix), ".")
 	name, _, _ = strings.Cut(name, ".") // what follows is the filter subject

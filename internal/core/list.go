@@ -142,7 +142,7 @@ func (r *Replica) consumerInfos(ctx context.Context, stream string, n int, keep 
 	for offset := 0; len(out) < n; {
 		body, _ := json.Marshal(map[string]int{"offset": offset})
 		rctx, cancel := context.WithTimeout(ctx, r.timeout)
-		m, err := r.nc.RequestWithContext(rctx, "$JS.API.CONSUMER.LIST."+stream, body)
+		m, err := r.nc.RequestWithContext(rctx, r.api+"CONSUMER.LIST."+stream, body)
 		cancel()
 		if err != nil {
 			return nil, natsError(ctx, fmt.Sprintf("list the consumers of stream %q", stream), err)

@@ -20,6 +20,7 @@ import (
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/deadletter"
 	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/pull"
 	"github.com/jetgate/jetgate/internal/push"
 	"github.com/jetgate/jetgate/internal/roster"
 	"github.com/jetgate/jetgate/internal/settle"
@@ -62,6 +63,9 @@ type Options struct {
 	Tracing *tracing.Tracing
 	// OnDemand serves existing consumers the configuration does not name.
 	OnDemand OnDemand
+	// Domain is the JetStream domain to reach JetStream through ($JS.<domain>.API,
+	// from a leaf node to its hub, say); "" is the connection's own.
+	Domain string
 }
 
 // Defaults for Options left zero, and request bounds.
@@ -101,6 +105,8 @@ type Replica struct {
 	maxExp   time.Duration
 	maxNak   time.Duration
 	maxLease time.Duration
+	api      string // JetStream's API prefix, the domain's if one is set
+	domain   string
 	log      *slog.Logger
 	metrics  *metrics
 	spans    *tracing.Spans // nil: tracing off
@@ -138,12 +144,17 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		o.Logger = slog.Default()
 	}
 	js, err := jetstream.New(o.Conn)
+	if o.Domain != "" {
+		js, err = jetstream.NewWithDomain(o.Conn, o.Domain)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
 	r := &Replica{
 		nc:       o.Conn,
 		js:       js,
+		api:      pull.API(o.Domain),
+		domain:   o.Domain,
 		self:     token.NewIssuerID(),
 		keys:     o.Keys,
 		binds:    newBindings(),
@@ -195,13 +206,13 @@ func (r *Replica) open(ctx context.Context, o Options) error {
 	}
 	r.consumerDeps = consumer.Deps{
 		Conn: o.Conn, Sender: r.sender, Ledger: r.ledger, Keys: r.keys, Self: r.self,
-		Timeout: r.timeout, Log: r.log, MaxFetchBytes: o.MaxFetchBytes, MaxLease: r.maxLease,
+		Timeout: r.timeout, Log: r.log, MaxFetchBytes: o.MaxFetchBytes, MaxLease: r.maxLease, API: r.api,
 		Traced: o.Tracing.On(),
 	}
 	if err := r.subscribe(); err != nil {
 		return err
 	}
-	if r.roster, err = roster.Open(ctx, r.js, r.stateReplicas, r.self.String(), r.log); err != nil {
+	if r.roster, err = roster.Open(ctx, r.js, r.domain, r.stateReplicas, r.self.String(), r.log); err != nil {
 		return err
 	}
 	return r.bind(ctx, o.Consumers)

@@ -21,7 +21,7 @@ import (
 // own, and answers another's once it has voided its leases. The sender
 // holds the consumer's new deliveries back until the answers came.
 const (
-	resetRequests = "$JS.API.CONSUMER.RESET."
+	resetRequests = "CONSUMER.RESET." // under the API prefix
 	wordPrefix    = "_JETGATE.RESET."
 )
 
@@ -40,12 +40,12 @@ func (r *Replica) subscribe() error {
 		handler nats.MsgHandler
 	}{
 		{settle.Subject(r.self), r.onForward},
-		{resetRequests + ">", r.onResetRequest},
+		{r.api + resetRequests + ">", r.onResetRequest},
 		{wordPrefix + ">", r.onResetWord},
 		{pauseAdvisories + ">", r.onPause},
 		{deleteAdvisories + ">", r.onDelete},
-		{createRequests + ">", r.onUpdate},
-		{durableCreateRequests + ">", r.onUpdate},
+		{r.api + createRequests + ">", r.onUpdate},
+		{r.api + durableCreateRequests + ">", r.onUpdate},
 	}
 	for _, s := range subs {
 		sub, err := r.nc.Subscribe(s.subject, s.handler)
@@ -70,7 +70,7 @@ func (r *Replica) subscribe() error {
 // onResetRequest voids the leases of a consumer this replica serves whose
 // reset request passed; the request's reply subject names the reset.
 func (r *Replica) onResetRequest(m *nats.Msg) {
-	stream, name, ok := strings.Cut(strings.TrimPrefix(m.Subject, resetRequests), ".")
+	stream, name, ok := strings.Cut(strings.TrimPrefix(m.Subject, r.api+resetRequests), ".")
 	if !ok {
 		return
 	}

@@ -120,8 +120,24 @@ type SeqMark struct {
 }
 
 // Start sends req for the consumer. release is called once, when the pull
+
+// API is the prefix of JetStream's API subjects: $JS.API., or, for a
+// JetStream domain (leaf nodes), $JS.<domain>.API.
+func API(domain string) string {
+	if domain == "" {
+		return "$JS.API."
+	}
+	return "$JS." + domain + ".API."
+}
+
+// NextSubject is where the pulls of consumer of stream are sent, under the
+// API prefix api.
+func NextSubject(api, stream, consumer string) string {
+	return api + "CONSUMER.MSG.NEXT." + stream + "." + consumer
+}
+
 // ends (to free the caller's count of waiting pulls).
-func Start(nc *nats.Conn, stream, consumer string, req Request, release func()) (*Pull, error) {
+func Start(nc *nats.Conn, subject string, req Request, release func()) (*Pull, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
@@ -145,8 +161,7 @@ func Start(nc *nats.Conn, stream, consumer string, req Request, release func()) 
 	_ = p.sub.SetPendingLimits(-1, -1)
 	p.sentAt = time.Now()
 	p.seen = p.sentAt
-	subj := "$JS.API.CONSUMER.MSG.NEXT." + stream + "." + consumer
-	if err := nc.PublishMsg(&nats.Msg{Subject: subj, Reply: reply, Data: body}); err != nil {
+	if err := nc.PublishMsg(&nats.Msg{Subject: subject, Reply: reply, Data: body}); err != nil {
 		_ = p.sub.Unsubscribe()
 		return nil, fmt.Errorf("%w: send pull: %v", errs.ErrUnavailable, err)
 	}

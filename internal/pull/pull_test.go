@@ -95,7 +95,7 @@ func (c *counter) calls() int { return int(c.n.Load()) }
 
 func (e *env) start(nc *nats.Conn, req Request, c *counter) *Pull {
 	e.t.Helper()
-	p, err := Start(nc, testStream, testConsumer, req, c.release)
+	p, err := Start(nc, NextSubject(API(""), testStream, testConsumer), req, c.release)
 	if err != nil {
 		e.t.Fatalf("start pull: %v", err)
 	}
@@ -503,7 +503,7 @@ func TestStartWhenNotConnected(t *testing.T) {
 			t.Fatal(err)
 		}
 		var c counter
-		_, err = Start(nc, testStream, testConsumer, NewRequest(1, time.Second, 0, Priority{}), c.release)
+		_, err = Start(nc, NextSubject(API(""), testStream, testConsumer), NewRequest(1, time.Second, 0, Priority{}), c.release)
 		if !errors.Is(err, errs.ErrUnavailable) {
 			t.Fatalf("Start while reconnecting: %v, want ErrUnavailable", err)
 		}
@@ -519,7 +519,7 @@ func TestStartWhenNotConnected(t *testing.T) {
 		nc := natstest.Connect(t, ns)
 		nc.Close()
 		var c counter
-		if _, err := Start(nc, testStream, testConsumer, NewRequest(1, time.Second, 0, Priority{}), c.release); !errors.Is(err, errs.ErrUnavailable) {
+		if _, err := Start(nc, NextSubject(API(""), testStream, testConsumer), NewRequest(1, time.Second, 0, Priority{}), c.release); !errors.Is(err, errs.ErrUnavailable) {
 			t.Fatalf("Start on a closed connection: %v, want ErrUnavailable", err)
 		}
 		if c.calls() != 0 {
@@ -655,7 +655,7 @@ func TestBatchCompletedAheadOfItsMessagesWaitsForThem(t *testing.T) {
 	respondAsACluster(t, natstest.Connect(t, ns), "REORDERED", "short", 2)
 
 	var c counter
-	p, err := Start(nc, "REORDERED", "all", NewRequest(3, 5*time.Second, 0, Priority{}), c.release)
+	p, err := Start(nc, NextSubject(API(""), "REORDERED", "all"), NewRequest(3, 5*time.Second, 0, Priority{}), c.release)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -668,7 +668,7 @@ func TestBatchCompletedAheadOfItsMessagesWaitsForThem(t *testing.T) {
 	}
 
 	var c2 counter
-	p, err = Start(nc, "REORDERED", "short", NewRequest(3, 5*time.Second, 0, Priority{}), c2.release)
+	p, err = Start(nc, NextSubject(API(""), "REORDERED", "short"), NewRequest(3, 5*time.Second, 0, Priority{}), c2.release)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,14 +45,19 @@ const (
 
 // Roster is one replica's entry in the roster, and its view of the others.
 type Roster struct {
-	kv     jetstream.KeyValue
-	js     jetstream.JetStream
-	self   string
-	log    *slog.Logger
-	watch  jetstream.KeyWatcher
-	dirty  chan struct{} // what this replica serves changed: write it
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	kv jetstream.KeyValue
+	js jetstream.JetStream
+	// kvPrefix goes before a KV write's $KV subject: through a JetStream
+	// domain its API prefix, which the domain's servers map back to $KV (a
+	// $KV subject alone does not cross a leaf node), as nats.go's own KV
+	// writes do; "" without one.
+	kvPrefix string
+	self     string
+	log      *slog.Logger
+	watch    jetstream.KeyWatcher
+	dirty    chan struct{} // what this replica serves changed: write it
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
 
 	mu     sync.Mutex
 	live   map[string]time.Time       // other replicas, when last heard of
@@ -68,7 +73,8 @@ type joined struct {
 
 // Open creates or updates the roster's bucket (replicas: match the streams')
 // for the replica named self, puts its liveness key and reads the others'.
-func Open(ctx context.Context, js jetstream.JetStream, replicas int, self string, log *slog.Logger) (*Roster, error) {
+// domain is the JetStream domain js reaches; "" none.
+func Open(ctx context.Context, js jetstream.JetStream, domain string, replicas int, self string, log *slog.Logger) (*Roster, error) {
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      Bucket,
 		Description: "jetgate: the live replicas and the consumers each serves",
@@ -87,6 +93,9 @@ func Open(ctx context.Context, js jetstream.JetStream, replicas int, self string
 		live:   make(map[string]time.Time),
 		serves: make(map[string]map[string]bool),
 		mine:   make(map[string]*joined),
+	}
+	if domain != "" {
+		r.kvPrefix = "$JS." + domain + ".API."
 	}
 	if err := r.renew(ctx); err != nil {
 		return nil, err
@@ -204,7 +213,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 func (r *Roster) renew(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, RenewEvery)
 	defer cancel()
-	m := nats.NewMsg("$KV." + Bucket + "." + livePrefix + r.self)
+	m := nats.NewMsg(r.kvPrefix + "$KV." + Bucket + "." + livePrefix + r.self)
 	m.Header.Set(jetstream.MsgTTLHeader, TTL.String())
 	if _, err := r.js.PublishMsg(ctx, m); err != nil {
 		return fmt.Errorf("put this replica's liveness key in %s: %w", Bucket, err)

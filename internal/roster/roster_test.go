@@ -33,7 +33,7 @@ func open(t *testing.T, nc *nats.Conn, self string) *roster.Roster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := roster.Open(context.Background(), js, 1, self, slog.New(slog.DiscardHandler))
+	r, err := roster.Open(context.Background(), js, "", 1, self, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
