@@ -123,19 +123,25 @@ func (l *list) Set(v string) error {
 
 // fromEnv fills in from the environment what the command line left unset:
 // --nats-url from JETGATE_NATS_URL.
-func fromEnv(fs *flag.FlagSet, env func(string) (string, bool)) error {
+// It returns the variables that set flags, by flag name.
+func fromEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) (map[string]string, error) {
+	var env map[string]string
 	given := make(map[string]bool)
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
 		name := "JETGATE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := env(name); ok && !given[f.Name] && envErr == nil && f.Name != "version" {
+		if v, ok := lookup(name); ok && !given[f.Name] && envErr == nil && f.Name != "version" {
 			if err := fs.Set(f.Name, v); err != nil {
 				envErr = fmt.Errorf("%s=%q (--%s): %w", name, v, f.Name, err)
 			}
+			if env == nil {
+				env = make(map[string]string)
+			}
+			env[f.Name] = name
 		}
 	})
-	return envErr
+	return env, envErr
 }
 
 func parse(args []string, env func(string) (string, bool)) (app.Options, error) {
@@ -157,18 +163,18 @@ func parse(args []string, env func(string) (string, bool)) (app.Options, error) 
 	fs.StringVar(&o.Consumer, "consumer", o.Consumer, "durable consumer to create or update and serve")
 	fs.Var(&filters, "filter-subject", "filter subject of the consumer (repeatable)")
 	fs.Var(&onDemand, "on-demand", "serve existing consumers on their first call: STREAM/CONSUMER glob patterns such as 'ORDERS/team-*' (repeatable or comma-separated); without --consumer, no consumer of the flags' own")
-	fs.DurationVar(&o.AckWait, "ack-wait", o.AckWait, "consumer ack_wait")
-	fs.IntVar(&o.MaxAckPending, "max-ack-pending", o.MaxAckPending, "consumer max_ack_pending")
+	fs.Var(durationFlag{&o.AckWait}, "ack-wait", "consumer ack_wait")
+	fs.Var(intFlag[int]{&o.MaxAckPending}, "max-ack-pending", "consumer max_ack_pending")
 	fs.StringVar(&o.DeliverPolicy, "deliver-policy", o.DeliverPolicy, "all | last | new | by_start_sequence | by_start_time | last_per_subject")
-	fs.Uint64Var(&o.StartSeq, "start-seq", 0, "start sequence, with --deliver-policy by_start_sequence")
+	fs.Var(intFlag[uint64]{&o.StartSeq}, "start-seq", "start sequence, with --deliver-policy by_start_sequence")
 	fs.StringVar(&o.StartTime, "start-time", "", "start time (RFC 3339), with --deliver-policy by_start_time")
 	fs.StringVar(&o.GRPCAddr, "grpc-addr", o.GRPCAddr, "gRPC listen address")
 	fs.StringVar(&o.HTTPAddr, "http-addr", o.HTTPAddr, "REST listen address")
 	fs.StringVar(&o.TokenKeyFile, "token-key-file", "", "token keys, one secret (32+ bytes) per line, the first signs; empty: a random key per process")
-	fs.IntVar(&o.MaxBatch, "max-batch", o.MaxBatch, "largest Fetch batch")
-	fs.DurationVar(&o.MaxExpires, "max-expires", o.MaxExpires, "longest Fetch expires")
-	fs.Int64Var(&o.MaxBodyBytes, "max-body-bytes", o.MaxBodyBytes, "largest REST request body")
-	fs.Int64Var(&o.MaxFetchBytes, "max-fetch-bytes", o.MaxFetchBytes, "most bytes of messages one Fetch pulls and returns")
+	fs.Var(intFlag[int]{&o.MaxBatch}, "max-batch", "largest Fetch batch")
+	fs.Var(durationFlag{&o.MaxExpires}, "max-expires", "longest Fetch expires")
+	fs.Var(intFlag[int64]{&o.MaxBodyBytes}, "max-body-bytes", "largest REST request body")
+	fs.Var(intFlag[int64]{&o.MaxFetchBytes}, "max-fetch-bytes", "most bytes of messages one Fetch pulls and returns")
 	fs.BoolVar(&o.AllowUnauthenticated, "allow-unauthenticated", false, "serve listeners beyond loopback without authentication")
 	fs.BoolVar(&o.Metrics, "metrics", o.Metrics, "serve GET /metrics")
 	fs.BoolVar(&o.Reflection, "reflection", o.Reflection, "serve gRPC reflection")
@@ -182,8 +188,16 @@ func parse(args []string, env func(string) (string, bool)) (app.Options, error) 
 		fs.PrintDefaults()
 	}
 
+	// The flag package would print its own wording of an error, and the
+	// usage after it: the caller prints ours, and the usage is for --help.
+	out := fs.Output()
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
-		return o, err
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(out)
+			fs.Usage()
+		}
+		return o, flagError(err)
 	}
 	if *showVersion {
 		return o, errVersion
@@ -191,7 +205,8 @@ func parse(args []string, env func(string) (string, bool)) (app.Options, error) 
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q: every setting is a --flag", fs.Arg(0))
 	}
-	if err := fromEnv(fs, env); err != nil {
+	var err error
+	if o.Env, err = fromEnv(fs, env); err != nil {
 		return o, err
 	}
 	// What was given, on the command line or in the environment, overrides

@@ -49,6 +49,11 @@ type Flags struct {
 	// consumers served on their first call (on_demand.match).
 	OnDemand []string
 
+	// Env names the flags set from the environment, by flag name, with the
+	// variable that set them ("grpc-addr": "JETGATE_GRPC_ADDR"): an error
+	// about the value names the variable.
+	Env map[string]string
+
 	// Given names the flags set explicitly, on the command line or in the
 	// environment, by flag name ("ack-wait"). It matters with a file, and
 	// with --on-demand: that alone makes up no consumer, --consumer does.
@@ -153,7 +158,7 @@ func Resolve(file string, f Flags) (*Config, error) {
 	for _, pf := range processFlags {
 		if given(pf.flag) {
 			pf.set(c, f)
-			c.flags[pf.path] = "--" + pf.flag
+			c.flags[pf.path] = f.label(pf.flag)
 		}
 	}
 	if err := c.applyOnDemandFlag(f, given); err != nil {
@@ -195,7 +200,7 @@ func (c *Config) applyConsumerFlags(f Flags, given func(string) bool) *Error {
 	var flags []string
 	for _, cf := range consumerFlags {
 		if given(cf.flag) {
-			flags = append(flags, "--"+cf.flag)
+			flags = append(flags, f.label(cf.flag))
 		}
 	}
 	if given("stream-subjects") {
@@ -232,7 +237,7 @@ func (c *Config) overrideConsumer(i int, f Flags, given func(string) bool) {
 	set := func(flag, field string, apply func()) {
 		if given(flag) {
 			apply()
-			c.flags[join(p, field)] = "--" + flag
+			c.flags[join(p, field)] = f.label(flag)
 		}
 	}
 	set("filter-subject", "filter_subjects", func() { k.FilterSubjects = f.FilterSubjects })
@@ -267,7 +272,7 @@ func (c *Config) addConsumer(f Flags) {
 	})
 	c.flags[p] = "--stream and --consumer"
 	for _, cf := range consumerFlags {
-		c.flags[join(p, cf.field)] = "--" + cf.flag
+		c.flags[join(p, cf.field)] = f.label(cf.flag)
 	}
 	// An embedded server gets the stream as it always did:
 	// <stream in lower case>.> unless --stream-subjects says otherwise.
@@ -327,4 +332,13 @@ func (c *Config) fillDefaults() {
 	}
 	c.fillPushDefaults()
 	def("console.enabled", func() { c.Console.Enabled = true })
+}
+
+// label names where flag's value came from: the flag, or the environment
+// variable that set it.
+func (f Flags) label(flag string) string {
+	if v := f.Env[flag]; v != "" {
+		return v + " (--" + flag + ")"
+	}
+	return "--" + flag
 }

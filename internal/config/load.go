@@ -43,13 +43,13 @@ func Parse(name string, b []byte) (*Config, error) {
 		if errors.Is(err, io.EOF) {
 			return c, nil // an empty file: every default
 		}
-		return nil, c.syntaxError(err)
+		return nil, c.syntaxError(err, b)
 	}
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
 	case errors.Is(err, io.EOF):
 	case err != nil:
-		return nil, c.syntaxError(err)
+		return nil, c.syntaxError(err, b)
 	default:
 		return nil, &Error{File: name, Line: extra.Line, Msg: "a second YAML document: the file holds one"}
 	}
@@ -71,7 +71,7 @@ func Parse(name string, b []byte) (*Config, error) {
 	strict := yaml.NewDecoder(bytes.NewReader(b))
 	strict.KnownFields(true)
 	if err := strict.Decode(c); err != nil {
-		return nil, c.syntaxError(err) // the walk above should have caught it
+		return nil, c.syntaxError(err, nil) // the walk above should have caught it
 	}
 	return c, nil
 }
@@ -83,7 +83,7 @@ func newConfig() *Config {
 var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 
 // syntaxError turns the YAML library's error into an Error with its line.
-func (c *Config) syntaxError(err error) *Error {
+func (c *Config) syntaxError(err error, b []byte) *Error {
 	msg := err.Error()
 	var te *yaml.TypeError
 	if errors.As(err, &te) && len(te.Errors) > 0 {
@@ -94,7 +94,39 @@ func (c *Config) syntaxError(err error) *Error {
 		e.Line, _ = strconv.Atoi(m[1])
 		e.Msg = m[2]
 	}
+	if line := faultyLine(b); line > e.Line {
+		e.Line = line
+		e.Msg += " (check this line's indentation against the lines above it)"
+	}
 	return e
+}
+
+// incomplete reports whether a parser's error is that of a file cut short
+// inside a flow collection or a quoted string, which the whole file closes.
+func incomplete(msg string) bool {
+	for _, s := range []string{"end of stream", "flow", "expected ','", "expected node content"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// faultyLine is the first line of b that the file cannot be read up to: a
+// YAML parser reports a fault in a block where the block began (line 1 for a
+// key indented wrongly on line 4), while the file's first lines alone read
+// well up to the faulty one. A prefix that ends inside a flow collection or
+// a quoted string is not a fault. 0: none found.
+func faultyLine(b []byte) int {
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	for k := 1; k <= len(lines); k++ {
+		var n yaml.Node
+		err := yaml.Unmarshal(bytes.Join(lines[:k], nil), &n)
+		if err != nil && !incomplete(err.Error()) {
+			return k
+		}
+	}
+	return 0
 }
 
 func isNull(n *yaml.Node) bool {
