@@ -1,10 +1,11 @@
 // Every action is confirmed in a modal <dialog> first: focus moves into it,
 // Escape cancels, and the confirm button names what it will do.
+import { replace } from "./dom";
 
 export function confirmAction(title: string, text: string, ok: string): Promise<boolean> {
   const dlg = document.getElementById("confirm") as HTMLDialogElement;
-  (document.getElementById("confirm-title") as HTMLElement).textContent = title;
-  (document.getElementById("confirm-text") as HTMLElement).textContent = text;
+  replace(document.getElementById("confirm-title") as HTMLElement, title);
+  replace(document.getElementById("confirm-text") as HTMLElement, text);
   const okButton = document.getElementById("confirm-ok") as HTMLButtonElement;
   okButton.textContent = ok;
   return new Promise((resolve) => {

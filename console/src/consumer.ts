@@ -1,31 +1,43 @@
 // A consumer's page: its figures, who holds its leases, its priority
 // groups, push state, dead letters and configuration, and the actions
 // Pause, Resume, Unpin and Redrive, each confirmed first.
-import { call, type DeadLetters, type GetConsumer, type Leases } from "./api";
+import { APIError, call, type ConsumerSummary, type DeadLetters, type GetConsumer, type Leases } from "./api";
 import { confirmAction } from "./confirm";
 import { h, replace, spark } from "./dom";
 import {
-  configEntries, durationMs, formatAge, formatCount, localInput, METRIC_LABELS, METRICS, type Metric, paths, pauseUntil, preview,
-  principalName, redriveBody, relativeTime, sampleOf, sparkPoints,
+  configEntries, durationMs, failureText, formatAge, formatCount, localInput, METRIC_LABELS, METRICS, type Metric, paths, pauseUntil,
+  preview, principalName, redriveBody, relativeTime, sampleOf, sparkPoints,
 } from "./logic";
-import { history, say } from "./state";
+import { history, notify, say } from "./state";
 
 type Parts = Record<"figures" | "actions" | "leases" | "groups" | "push" | "dead" | "config", HTMLElement>;
 
 let page: { key: string; parts: Parts; shown: Map<string, string>; token: string; selected: Set<string> } | null = null;
 
-export async function renderConsumer(el: HTMLElement, stream: string, consumer: string, first: boolean, refresh: () => void): Promise<void> {
+/**
+ * Renders the consumer's page into el, or throws the first failed call's
+ * error (GetConsumer's before the others') and renders nothing: the caller
+ * then shows why in place of the page.
+ */
+export async function renderConsumer(
+  el: HTMLElement, stream: string, consumer: string, first: boolean, live: () => boolean, refresh: () => void,
+): Promise<void> {
   const key = `${stream}/${consumer}`;
-  const [info, leases] = await Promise.all([
+  const [got, held, listed] = await Promise.allSettled([
     call<GetConsumer>("GET", paths.consumer(stream, consumer)),
     call<Leases>("GET", paths.leases(stream, consumer)),
+    // GetConsumer does not say whether a dead-letter subject is configured; the listing does.
+    call<{ consumers?: ConsumerSummary[] }>("GET", paths.consumers(stream)),
   ]);
+  const info = settled(got);
+  const leases = settled(held);
+  const deadLetter = (settled(listed).consumers ?? []).some((c) => c.name === consumer && c.deadLetterConfigured === true);
+  if (!live()) return;
   const now = Date.now();
   history.add(key, sampleOf(now, { ...info.state, oldestUnackedAge: info.oldestUnackedAge }));
   if (first || page?.key !== key || !el.contains(page.parts.figures)) {
     page = { key, parts: skeleton(el, consumer, stream), shown: new Map(), token: "", selected: new Set() };
     renderActions(page.parts.actions, stream, consumer, refresh);
-    await loadDeadLetters(stream, consumer, info, refresh);
   }
   const p = page;
   replace(p.parts.figures, ...figures(info, key, now));
@@ -35,15 +47,29 @@ export async function renderConsumer(el: HTMLElement, stream: string, consumer: 
   patch("groups", JSON.stringify(info.state?.priorityGroups ?? []), () => replace(p.parts.groups, ...groupTable(info, stream, consumer, refresh)));
   patch("push", JSON.stringify(info.push ?? null), () => replace(p.parts.push, ...pushState(info)));
   patch("config", JSON.stringify(info.config ?? {}), () => replace(p.parts.config, configList(info)));
-  patch("deadcount", info.deadLetters ?? "0", () => void loadDeadLetters(stream, consumer, info, refresh));
+  // Dead letters are asked for only where there can be some: asking of a
+  // consumer without a dead-letter subject is a failed call (400).
+  await patch("dead", JSON.stringify([deadLetter, info.deadLetters ?? "0"]), () => deadLetter
+    ? loadDeadLetters(stream, consumer, info, refresh)
+    : replace(p.parts.dead, h("p", {}, "No dead-letter subject is configured for this consumer.")));
+}
+
+function settled<T>(r: PromiseSettledResult<T>): T {
+  if (r.status === "rejected") throw r.reason;
+  return r.value;
 }
 
 /** Re-renders a part only when what it shows changed, so that focus and input survive the polling. */
-function patch(part: string, json: string, render: () => void): void {
+function patch(part: string, json: string, render: () => void | Promise<void>): void | Promise<void> {
   if (page && page.shown.get(part) !== json) {
     page.shown.set(part, json);
-    render();
+    return render();
   }
+}
+
+/** What a failed call says: its status and the gateway's message. */
+function why(e: unknown): string {
+  return e instanceof APIError ? failureText(e.status, e.message) : e instanceof Error ? e.message : String(e);
 }
 
 function section(id: string, title: string, ...rest: HTMLElement[]): [HTMLElement, HTMLElement] {
@@ -79,33 +105,46 @@ function figures(info: GetConsumer, key: string, now: number): HTMLElement[] {
     spark(sparkPoints(samples, m, now, history.windowMs, 160, 32), `${METRIC_LABELS[m]} over the last minutes`, 160, 32)));
 }
 
-async function act(title: string, text: string, ok: string, run: () => Promise<string>, refresh: () => void): Promise<void> {
+/** Confirms and runs an action; its error stays on the page until dismissed (notify), whatever reloads. */
+async function act(what: string, title: string, text: string, ok: string, run: () => Promise<string>, refresh: () => void): Promise<void> {
   if (!(await confirmAction(title, text, ok))) return;
   try {
     say(await run());
   } catch (e) {
-    say(e instanceof Error ? e.message : String(e), true);
+    say("");
+    notify(`${what} failed: ${why(e)}`);
   }
   if (page) page.shown.clear();
   refresh();
 }
 
 function renderActions(el: HTMLElement, stream: string, consumer: string, refresh: () => void): void {
+  const name = `${stream} / ${consumer}`;
   const until = h("input", { id: "pause-until", type: "datetime-local", value: localInput(new Date(Date.now() + 3600_000)) });
+  const invalid = h("p", { id: "pause-until-error", class: "error", role: "alert" });
+  const valid = () => {
+    replace(invalid);
+    until.removeAttribute("aria-invalid");
+    until.removeAttribute("aria-describedby");
+  };
+  until.addEventListener("input", valid);
   const pause = h("button", { type: "button", onclick: () => {
     const at = pauseUntil(until.value, new Date());
     if (at instanceof Error) {
-      say(at.message, true);
+      replace(invalid, at.message);
+      until.setAttribute("aria-invalid", "true");
+      until.setAttribute("aria-describedby", invalid.id);
       until.focus();
       return;
     }
-    void act("Pause the consumer?", `${consumer} delivers nothing to anyone (jetgate's callers and others) until ${new Date(at).toLocaleString()}.`, "Pause",
+    valid();
+    void act(`Pause of ${name}`, "Pause the consumer?", `${consumer} delivers nothing to anyone (jetgate's callers and others) until ${new Date(at).toLocaleString()}.`, "Pause",
       async () => {
         await call("POST", paths.action(stream, consumer, "pause"), { pauseUntil: at });
         return `${consumer} paused until ${new Date(at).toLocaleString()}.`;
       }, refresh);
   } }, "Pause");
-  const resume = h("button", { type: "button", onclick: () => void act("Resume the consumer?", `${consumer} delivers again at once.`, "Resume",
+  const resume = h("button", { type: "button", onclick: () => void act(`Resume of ${name}`, "Resume the consumer?", `${consumer} delivers again at once.`, "Resume",
     async () => {
       await call("POST", paths.action(stream, consumer, "resume"), {});
       return `${consumer} resumed.`;
@@ -113,7 +152,8 @@ function renderActions(el: HTMLElement, stream: string, consumer: string, refres
   replace(el,
     h("p", { id: "paused-state", class: "state" }),
     h("div", { class: "row" },
-      h("label", { for: "pause-until" }, "Pause until"), until, pause, resume));
+      h("label", { for: "pause-until" }, "Pause until"), until, pause, resume),
+    invalid);
 }
 
 function renderPaused(el: HTMLElement, info: GetConsumer): void {
@@ -171,7 +211,7 @@ function groupTable(info: GetConsumer, stream: string, consumer: string, refresh
       h("th", { scope: "row", id: `group-${g.group}` }, g.group),
       h("td", {}, g.pinned ? `yes, since ${new Date(g.pinnedSince ?? "").toLocaleString()}` : "no"),
       h("td", {}, h("button", { type: "button", "aria-describedby": `group-${g.group}`, disabled: !g.pinned,
-        onclick: () => void act("Unpin the group?", `The pinned client of group ${g.group} loses its pin; the next pull of the group is pinned in its place.`, "Unpin",
+        onclick: () => void act(`Unpin of group ${g.group} of ${stream} / ${consumer}`, "Unpin the group?", `The pinned client of group ${g.group} loses its pin; the next pull of the group is pinned in its place.`, "Unpin",
           async () => {
             await call("POST", paths.action(stream, consumer, "unpin"), { group: g.group });
             return `Group ${g.group} unpinned.`;
@@ -202,21 +242,24 @@ async function loadDeadLetters(stream: string, consumer: string, info: GetConsum
   try {
     res = await call<DeadLetters>("GET", paths.deadLetters(stream, consumer, p.token));
   } catch (e) {
-    replace(el, h("p", {}, (e as Error).message.includes("NO_DEAD_LETTER") ? "No dead-letter subject is configured for this consumer." : (e as Error).message));
+    replace(el, (e as Error).message.includes("NO_DEAD_LETTER")
+      ? h("p", {}, "No dead-letter subject is configured for this consumer.")
+      : h("p", { class: "error" }, `Could not list the dead letters: ${why(e)}`));
     return;
   }
   const letters = res.deadLetters ?? [];
   const redrive = h("button", { type: "button", onclick: () => {
     const seqs = [...p.selected];
     const all = seqs.length === 0;
-    void act(all ? "Redrive every dead letter?" : `Redrive ${seqs.length} dead letter(s)?`,
+    void act(`Redrive of ${stream} / ${consumer}`, all ? "Redrive every dead letter?" : `Redrive ${seqs.length} dead letter(s)?`,
       `${all ? `All ${formatCount(info.deadLetters)} dead letters` : `Dead letters ${seqs.join(", ")}`} go back to their original subjects and leave the dead-letter stream.`, "Redrive",
       async () => {
         const r = await call<{ redriven?: string; failures?: { seq: string; message?: string }[] }>("POST", paths.action(stream, consumer, "redrive"), redriveBody(stream, consumer, seqs));
         p.selected.clear();
         p.token = "";
         const fails = r.failures ?? [];
-        return `${formatCount(r.redriven)} redriven${fails.length ? `; not redriven: ${fails.map((f) => `${f.seq} (${f.message})`).join("; ")}` : ""}.`;
+        if (fails.length) notify(`Redrive of ${stream} / ${consumer}: not redriven: ${fails.map((f) => `${f.seq} (${f.message})`).join("; ")}.`);
+        return `${formatCount(r.redriven)} redriven.`;
       }, refresh);
   } }, "Redrive");
   const selectedNote = h("span", { class: "meta", id: "redrive-what" }, p.selected.size ? `${p.selected.size} selected` : "none selected: all of them");

@@ -1,5 +1,8 @@
 // A few DOM helpers: elements are built with createElement and text nodes,
-// never from HTML strings, so nothing the server sends can become markup.
+// never from HTML strings, so nothing the server sends can become markup;
+// and every text shows its bidirectional controls escaped (logic.bidiRuns),
+// so no name can read as another.
+import { bidiRuns } from "./logic";
 
 type Attrs = Record<string, string | boolean | number | EventListener | undefined>;
 type Child = Node | string | number | null | undefined | false;
@@ -19,8 +22,21 @@ export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Attrs = 
 export function append(el: Node, children: Child[]): void {
   for (const c of children) {
     if (c === null || c === undefined || c === false) continue;
-    el.appendChild(typeof c === "object" ? c : document.createTextNode(String(c)));
+    el.appendChild(typeof c === "object" ? c : text(String(c)));
   }
+}
+
+/** Text as nodes: as it is, with each bidirectional control as a marked escape ("\u202E"). */
+export function text(s: string): Node {
+  const runs = bidiRuns(s);
+  if (runs.length <= 1 && !runs[0]?.escaped) return document.createTextNode(s);
+  const frag = document.createDocumentFragment();
+  for (const r of runs) {
+    frag.appendChild(r.escaped
+      ? h("span", { class: "bidi-escape", title: "A bidirectional control character, shown escaped" }, document.createTextNode(r.text))
+      : document.createTextNode(r.text));
+  }
+  return frag;
 }
 
 const SVG = "http://www.w3.org/2000/svg";

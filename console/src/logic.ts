@@ -194,3 +194,49 @@ export function configEntries(config: Record<string, unknown>): [string, string]
   }
   return out;
 }
+
+/**
+ * The bidirectional controls (embeddings, overrides, isolates and marks):
+ * in a name they can make it read as another ("evil\u202Etxt.exe" shows as
+ * "evilexe.txt"), so the console shows each as its escape instead.
+ */
+const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/** A piece of text as shown: as it is, or one bidirectional control escaped ("\u202E"). */
+export type TextRun = { text: string; escaped: boolean };
+
+/** A bidirectional control as the console writes it: \u202E. */
+function escapeOne(c: string): string {
+  return `\\u${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
+}
+
+/** Splits text into runs as it is and escaped bidirectional controls, in order; none for the empty text. */
+export function bidiRuns(s: string): TextRun[] {
+  const out: TextRun[] = [];
+  let from = 0;
+  for (const m of s.matchAll(BIDI)) {
+    const at = m.index ?? 0;
+    if (at > from) out.push({ text: s.slice(from, at), escaped: false });
+    out.push({ text: escapeOne(m[0]), escaped: true });
+    from = at + m[0].length;
+  }
+  if (from < s.length) out.push({ text: s.slice(from), escaped: false });
+  return out;
+}
+
+/** The text with every bidirectional control escaped, for places that take plain text (the window's title). */
+export function escapeBidi(s: string): string {
+  return s.replace(BIDI, escapeOne);
+}
+
+const STATUS_NAMES: Record<number, string> = {
+  400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 409: "Conflict",
+  412: "Precondition Failed", 429: "Too Many Requests", 499: "Client Closed Request", 500: "Internal Server Error",
+  501: "Not Implemented", 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout",
+};
+
+/** What a failed call says: its HTTP status and the gateway's message (errorText). */
+export function failureText(status: number, message: string): string {
+  const head = `HTTP ${status}${STATUS_NAMES[status] ? ` ${STATUS_NAMES[status]}` : ""}`;
+  return !message || message === `HTTP ${status}` ? head : `${head}: ${message}`;
+}

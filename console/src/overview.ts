@@ -5,9 +5,10 @@ import { h, replace, spark } from "./dom";
 import { durationMs, formatAge, formatCount, METRIC_LABELS, METRICS, type Metric, paths, sampleOf, sparkPoints } from "./logic";
 import { history } from "./state";
 
-export async function renderOverview(el: HTMLElement, _first: boolean): Promise<void> {
+export async function renderOverview(el: HTMLElement, live: () => boolean): Promise<void> {
   const { streams = [] } = await call<{ streams?: StreamSummary[] }>("GET", paths.streams());
   const lists = await Promise.all(streams.map((s) => call<{ consumers?: ConsumerSummary[] }>("GET", paths.consumers(s.name))));
+  if (!live()) return;
   const now = Date.now();
   const sections = streams.map((s, i) => {
     const consumers = lists[i].consumers ?? [];

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import {
-  History, configEntries, durationMs, errorText, formatAge, formatCount, localInput, paths, pauseUntil, preview, principalName,
-  redriveBody, relativeTime, sampleOf, sparkPoints,
+  History, bidiRuns, configEntries, durationMs, errorText, escapeBidi, failureText, formatAge, formatCount, localInput, paths, pauseUntil,
+  preview, principalName, redriveBody, relativeTime, sampleOf, sparkPoints,
 } from "../src/logic";
 
 describe("durations and ages", () => {
@@ -106,5 +106,43 @@ describe("dead letter previews", () => {
     expect(preview(b64([0, 255, 16]), 3)).toEqual({ text: "00 ff 10", binary: true });
     expect(preview(b64([104, 105, 1]), 3).binary).toBe(true); // a control character
     expect(preview(undefined, 0)).toEqual({ text: "", binary: false });
+  });
+});
+
+describe("bidirectional controls in names", () => {
+  const every = ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069", "\u200e", "\u200f", "\u061c"];
+  test("a right-to-left override shows as its escape, marked, between the text as it is", () => {
+    expect(bidiRuns("evil\u202etxt.exe")).toEqual([
+      { text: "evil", escaped: false }, { text: "\\u202E", escaped: true }, { text: "txt.exe", escaped: false },
+    ]);
+    expect(escapeBidi("evil\u202etxt.exe")).toBe("evil\\u202Etxt.exe");
+  });
+  test.each(every.map((c) => [c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0"), c]))("U+%s is escaped", (code, c) => {
+    expect(bidiRuns(c)).toEqual([{ text: `\\u${code}`, escaped: true }]);
+    expect(escapeBidi(`a${c}b`)).toBe(`a\\u${code}b`);
+  });
+  test("runs of them, at either end, each escaped on its own", () => {
+    expect(bidiRuns("\u2067\u202eab\u200f")).toEqual([
+      { text: "\\u2067", escaped: true }, { text: "\\u202E", escaped: true }, { text: "ab", escaped: false }, { text: "\\u200F", escaped: true },
+    ]);
+    expect(escapeBidi(every.join(""))).not.toMatch(/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/);
+  });
+  test("other text is left as it is: right-to-left letters, joiners, neighbours of the controls", () => {
+    for (const s of ["ORDERS", "orders.new", "שלום", "مرحبا", "a\u200db", "\u200b\u2029\u202f\u2065\u206a", "\\u202E"]) {
+      expect(bidiRuns(s)).toEqual([{ text: s, escaped: false }]);
+      expect(escapeBidi(s)).toBe(s);
+    }
+    expect(bidiRuns("")).toEqual([]);
+  });
+});
+
+describe("failed calls", () => {
+  test("say the status and the gateway's message", () => {
+    expect(failureText(403, "reader may not manage (PERMISSION_DENIED)")).toBe("HTTP 403 Forbidden: reader may not manage (PERMISSION_DENIED)");
+    expect(failureText(404, "consumer not found")).toBe("HTTP 404 Not Found: consumer not found");
+  });
+  test("without a message, the status alone", () => {
+    expect(failureText(502, "HTTP 502")).toBe("HTTP 502 Bad Gateway");
+    expect(failureText(599, "")).toBe("HTTP 599");
   });
 });

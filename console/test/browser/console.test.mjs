@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { chromium } from "playwright-core";
-import { OPERATOR_KEY, WORKER_KEY, startJetgate } from "./jetgate.mjs";
+import { BIDI_CONSUMER, EVE_KEY, OPERATOR_KEY, READER_KEY, WORKER_KEY, startJetgate } from "./jetgate.mjs";
 
 const artifacts = resolve(import.meta.dirname, "../../artifacts");
 const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
@@ -43,6 +43,28 @@ async function openPage(viewport) {
     if (m.type() === "error" && !/Failed to load resource/.test(m.text())) problems.push(`console: ${m.text()}`);
   });
   return page;
+}
+
+/** A page signed in from the start (the key in the tab's session before any script runs): no 401 to sign in. */
+async function signedIn(key, viewport) {
+  const page = await openPage(viewport);
+  await page.addInitScript((k) => sessionStorage.setItem("jetgate.credential", k), key);
+  return page;
+}
+
+/** Every request of the page that failed or was answered with a status of 400 or more, as it happens. */
+function failedRequests(page) {
+  const failed = [];
+  page.on("requestfailed", (r) => failed.push(`${r.method()} ${r.url()}: ${r.failure()?.errorText}`));
+  page.on("response", (r) => {
+    if (r.status() >= 400) failed.push(`${r.request().method()} ${r.url()}: ${r.status()}`);
+  });
+  return failed;
+}
+
+/** How many times the page was shown whole (main's data-loads): each refresh adds one. */
+async function loads(page) {
+  return Number(await page.locator("#main").getAttribute("data-loads") ?? 0);
 }
 
 async function shot(page, name) {
@@ -192,6 +214,128 @@ test("the keyboard reaches every action, and the consumer page reads on a phone"
   await page.getByRole("button", { name: "Sign out" }).click();
   await page.getByLabel("API key or token").waitFor();
   assert.equal(await page.evaluate(() => sessionStorage.getItem("jetgate.credential")), null);
+  await page.close();
+  assert.deepEqual(problems, []);
+});
+
+test("a consumer without a dead letter: the page asks for none, and no request fails", async () => {
+  const page = await signedIn(OPERATOR_KEY, { width: 1280, height: 800 });
+  const failed = failedRequests(page);
+  const asked = [];
+  page.on("request", (r) => asked.push(r.url()));
+  await page.goto(`${jg.base}/console/`);
+  await page.locator('tr[data-consumer="pinned"] a').click();
+  await page.getByText("No dead-letter subject is configured for this consumer.").waitFor();
+  const n = await loads(page);
+  await until("the next refresh", async () => (await loads(page)) > n);
+  assert.deepEqual(failed, []);
+  assert.deepEqual(asked.filter((u) => u.includes("/deadLetters")), []);
+  // billing has one configured: it is asked for there, and that succeeds.
+  await page.evaluate(() => { location.hash = "#/streams/ORDERS/consumers/billing"; });
+  await page.locator("#dead-body p.meta").waitFor();
+  assert.ok(asked.some((u) => u.includes("/consumers/billing/deadLetters")), "billing's dead letters were not asked for");
+  assert.deepEqual(failed, []);
+  await page.close();
+  assert.deepEqual(problems, []);
+});
+
+test("a read-only principal's Pause: the 403 stays on the page through refreshes until dismissed", async () => {
+  const page = await signedIn(READER_KEY, { width: 1280, height: 800 });
+  await page.goto(`${jg.base}/console/#/streams/ORDERS/consumers/billing`);
+  await page.locator("#main .figure").first().waitFor();
+  await page.getByRole("button", { name: "Pause", exact: true }).click();
+  await confirmIn(page, "Pause");
+  const notice = page.locator("#notices .notice");
+  await notice.waitFor();
+  const said = await notice.locator("p").textContent();
+  assert.match(said, /^Pause of ORDERS \/ billing failed: HTTP 403 Forbidden: \S/);
+  // The action's own refresh, then one of the page's own (every 5 s): the error stays.
+  const n = await loads(page);
+  await until("a periodic refresh", async () => (await loads(page)) >= n + 2);
+  assert.equal(await notice.count(), 1);
+  assert.equal(await notice.locator("p").textContent(), said);
+  assert.ok(!(await jg.api(OPERATOR_KEY, "GET", consumerPath)).state.paused, "a reader paused billing");
+  await shot(page, "consumer-action-error-1280x800");
+  await page.getByRole("button", { name: /^Dismiss/ }).click();
+  await notice.waitFor({ state: "detached" });
+  assert.equal(await page.locator("#notices .notice").count(), 0);
+  await page.close();
+  assert.deepEqual(problems, []);
+});
+
+test("a consumer that fails to load shows why, and nothing of the one shown before", async () => {
+  // The operator to a consumer that does not exist; the reader to one it may not read.
+  for (const [key, to, status] of [[OPERATOR_KEY, "nosuch", /HTTP 404 Not Found: \S/], [READER_KEY, "pinned", /HTTP 40[34] [A-Za-z ]+: \S/]]) {
+    const page = await signedIn(key, { width: 1280, height: 800 });
+    await page.goto(`${jg.base}/console/#/streams/ORDERS/consumers/billing`);
+    await page.locator("#main .figure").first().waitFor();
+    await page.getByRole("button", { name: "Pause", exact: true }).waitFor();
+    await page.evaluate((c) => { location.hash = `#/streams/ORDERS/consumers/${c}`; }, to);
+    const why = page.locator("#load-error");
+    await why.waitFor();
+    assert.match(await why.textContent(), status);
+    assert.match(await page.locator("#main h1").textContent(), new RegExp(`^${to} · ORDERS$`));
+    assert.equal(await page.locator("#main .figure, #main section, #main table").count(), 0);
+    assert.equal(await page.locator("#main button, #main input").count(), 0);
+    for (const name of ["Pause", "Resume", "Redrive", "Unpin"]) {
+      assert.equal(await page.getByRole("button", { name, exact: true }).count(), 0, `${name} is still shown`);
+    }
+    await shot(page, `consumer-failed-${to}-1280x800`);
+    // Back to billing: it is shown whole again.
+    await page.evaluate(() => { location.hash = "#/streams/ORDERS/consumers/billing"; });
+    await page.getByRole("button", { name: "Pause", exact: true }).waitFor();
+    assert.equal(await why.count(), 0);
+    await page.close();
+  }
+  assert.deepEqual(problems, []);
+});
+
+test("bidirectional controls in names from the server are shown escaped", async () => {
+  // A message on a subject and with a header value that carry an override
+  // (header names are ASCII: the gateway refuses others), leased by a
+  // principal whose name carries one, terminated with a reason that does.
+  const subject = "orders.\u202Etxt.exe";
+  await jg.api(WORKER_KEY, "POST", "/v1/streams/ORDERS:publish", {
+    subject, data: btoa("evil"), headers: { "X-Note": { values: ["v\u202Eal"] } },
+  });
+  await jg.api(WORKER_KEY, "POST", "/v1/streams/ORDERS:publish", { subject: "orders.new", data: btoa("kept") });
+  const got = await jg.api(EVE_KEY, "POST", `${consumerPath}:fetch`, { batch: 100, expires: "2s" });
+  const evil = got.messages.find((m) => m.subject === subject);
+  assert.ok(evil && got.messages.length > 1, `fetched ${JSON.stringify(got.messages.map((m) => m.subject))}`);
+  await jg.api(EVE_KEY, "POST", `${consumerPath}:term`, { tokens: [evil.token], reason: "bad \u202Eorder" });
+  await until("the dead letter", async () => Number((await jg.api(OPERATOR_KEY, "GET", consumerPath)).deadLetters ?? 0) >= 1);
+
+  const bidi = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+  const shown = () => page.evaluate(() => ({ title: document.title, text: document.body.textContent }));
+  const page = await signedIn(OPERATOR_KEY, { width: 1280, height: 800 });
+  await page.goto(`${jg.base}/console/`);
+  const row = page.locator(`tr[data-consumer="${BIDI_CONSUMER}"]`);
+  await row.waitFor();
+  assert.equal(await row.locator("a").textContent(), "\\u202Egnillib");
+  assert.equal(await row.locator("a .bidi-escape").textContent(), "\\u202E");
+  assert.doesNotMatch((await shown()).text, bidi);
+
+  await page.evaluate(() => { location.hash = "#/streams/ORDERS/consumers/billing"; });
+  const lease = page.locator("#leases-body tr[data-principal]").filter({ hasText: "eve" });
+  await lease.waitFor();
+  assert.equal(await lease.locator("th").textContent(), "eve\\u202Eresu");
+  const letter = page.locator("#dead-body tr[data-seq]").filter({ hasText: "txt.exe" });
+  await letter.waitFor();
+  const cells = await letter.locator("td").allTextContents();
+  assert.ok(cells.includes("orders.\\u202Etxt.exe"), `subject: ${cells}`);
+  const headers = await letter.locator("details pre").textContent();
+  assert.match(headers, /^Jetgate-Dead-Term-Reason: bad \\u202Eorder$/m);
+  assert.match(headers, /^X-Note: v\\u202Eal$/m);
+  assert.ok((await letter.locator(".bidi-escape").count()) >= 4);
+  assert.doesNotMatch((await shown()).text, bidi);
+  await shot(page, "consumer-bidi-names-1280x800");
+
+  await page.evaluate((c) => { location.hash = `#/streams/ORDERS/consumers/${encodeURIComponent(c)}`; }, BIDI_CONSUMER);
+  await page.getByText("No dead-letter subject is configured for this consumer.").waitFor();
+  assert.equal(await page.locator("#main h1").textContent(), "\\u202Egnillib of stream ORDERS");
+  const { title, text } = await shown();
+  assert.equal(title, "\\u202Egnillib · ORDERS — jetgate console");
+  assert.doesNotMatch(text, bidi);
   await page.close();
   assert.deepEqual(problems, []);
 });

@@ -1,7 +1,8 @@
 // A real jetgate for the browser tests: the binary built from this
 // checkout, its embedded NATS server in a data directory of its own, its
 // listeners on free ports (it reports the ones it bound in its log), auth
-// on with two API keys.
+// on with API keys for an operator, a worker, a read-only principal and one
+// whose name carries a right-to-left override.
 import { spawn, execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
@@ -10,6 +11,10 @@ import { join, resolve } from "node:path";
 
 export const OPERATOR_KEY = "operator-key-for-the-console-test";
 export const WORKER_KEY = "worker-key-for-the-console-test";
+export const READER_KEY = "reader-key-for-the-console-test"; // read on ORDERS/billing, nothing else
+export const EVE_KEY = "eve-key-for-the-console-test"; // fetch and settle, as "eve\u202Eresu"
+/** A consumer whose name reads "billing" where the override is obeyed. */
+export const BIDI_CONSUMER = "\u202Egnillib";
 
 const sha = (s) => createHash("sha256").update(s).digest("hex");
 
@@ -37,13 +42,18 @@ consumers:
     max_deliver: 5
     dead_letter: {subject: dlq.billing, on_term: true}
   - {stream: ORDERS, name: pinned, priority_groups: [jobs], priority_policy: pinned_client, priority_timeout: 2m}
+  - {stream: ORDERS, name: "\\u202Egnillib"}
 auth:
   api_keys:
     - {principal: operator, sha256: ${sha(OPERATOR_KEY)}}
     - {principal: worker, sha256: ${sha(WORKER_KEY)}}
+    - {principal: reader, sha256: ${sha(READER_KEY)}}
+    - {principal: "eve\\u202Eresu", sha256: ${sha(EVE_KEY)}}
   grants:
     - {principal: operator, stream: "*", consumers: ["*"], actions: [read, manage, redrive, publish]}
     - {principal: worker, stream: ORDERS, consumers: [billing, pinned], actions: [fetch, settle, publish]}
+    - {principal: reader, stream: ORDERS, consumers: [billing], actions: [read]}
+    - {principal: "eve\\u202Eresu", stream: ORDERS, consumers: [billing], actions: [fetch, settle, publish]}
 `);
   const child = spawn(bin, ["--config", cfg], { stdio: ["ignore", "pipe", "pipe"] });
   let log = "";
