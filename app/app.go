@@ -186,9 +186,9 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 	}
 	assert := auth.NewAssertion()
 	guard := server.NewGuard(authn, assert, p.log, reg)
-	chain := server.Chain(observe(p.log, reg), guard.Unary())
+	chain := []grpc.UnaryServerInterceptor{observe(p.log, reg), guard.Unary()}
 	opts := []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(chain),
+		grpc.ChainUnaryInterceptor(chain...),
 		grpc.ChainStreamInterceptor(guard.Stream()),
 		grpc.WaitForHandlers(true),
 		// A gRPC caller is bounded as a REST one is: no request larger than
@@ -232,9 +232,8 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 	if config.On(p.cfg.Listen.Metrics) {
 		metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	}
-	localConsumer, localStream := server.InProcess(p.replica, p.log, chain)
 	return p.buildREST(ctx, gateway.Options{
-		Consumer: localConsumer, Stream: localStream, Metrics: metrics,
+		Metrics: metrics,
 		Auth: authn, Assert: assert, Denied: guard.DeniedHTTP,
 		Console: p.cfg.Console.Enabled, WriteStall: p.stall,
 	})

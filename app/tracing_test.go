@@ -86,7 +86,8 @@ func linkedTo(s tracetest.SpanStub, sc trace.SpanContext) bool {
 // The trace of a message through jetgate: a gRPC Publish in the caller's
 // trace has otelgrpc's SERVER span and jetgate's PRODUCER span under it,
 // whose context the stored message carries; a REST Fetch in another trace
-// has otelhttp's server span and a receive span linked to that context; an
+// has otelhttp's server span and, in its trace (under the gRPC hop every REST
+// call takes), a receive span linked to that context; an
 // Ack's settle span is linked to it too.
 func TestSpansFromPublishToAck(t *testing.T) {
 	p, exp := traced(t)
@@ -128,7 +129,7 @@ func TestSpansFromPublishToAck(t *testing.T) {
 	switch {
 	case httpSpan.SpanKind != trace.SpanKindServer || httpSpan.Parent.TraceID().String() != "11111111111111111111111111111111":
 		t.Fatalf("http span %v, parent %v", httpSpan.SpanKind, httpSpan.Parent)
-	case receive.Parent.SpanID() != httpSpan.SpanContext.SpanID() || !linkedTo(receive, producer.SpanContext):
+	case receive.Parent.TraceID() != httpSpan.SpanContext.TraceID() || !linkedTo(receive, producer.SpanContext):
 		t.Fatalf("receive span: parent %v, links %v", receive.Parent, receive.Links)
 	case attr(receive, "messaging.consumer.group.name") != "billing" || attr(receive, "messaging.batch.message_count") != "1":
 		t.Fatalf("receive attributes %v", receive.Attributes)

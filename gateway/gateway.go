@@ -78,12 +78,6 @@ type Options struct {
 	// WriteStall bounds how long one write of a Consume stream waits for
 	// its caller to read; 0 is DefaultWriteStall.
 	WriteStall time.Duration
-	// Consumer and Stream, if set, serve the unary RPCs in process, through
-	// the same interceptor chain as gRPC (server.InProcess), without the
-	// encoding and transport of a gRPC hop. Consume, a stream, still takes
-	// the gRPC connection.
-	Consumer jetgatev1.ConsumerServiceServer
-	Stream   jetgatev1.StreamServiceServer
 }
 
 // REST is the REST handler and its connection to the gRPC server.
@@ -155,6 +149,9 @@ func apiHandler(ctx context.Context, o Options, conn *grpc.ClientConn) (http.Han
 			return metadata.Pairs(auth.AssertedPrincipal, p, auth.AssertionProof, o.Assert.Sign(p))
 		}),
 	}
+	// One road for every RPC, unary and streaming: grpc-gateway's client
+	// handlers over the one connection to the gRPC server, so a new RPC
+	// answers over REST with the gRPC server's interceptors by construction.
 	mux := runtime.NewServeMux(muxOpts...)
 	if err := jetgatev1.RegisterConsumerServiceHandler(ctx, mux, conn); err != nil {
 		return nil, err
@@ -162,23 +159,7 @@ func apiHandler(ctx context.Context, o Options, conn *grpc.ClientConn) (http.Han
 	if err := jetgatev1.RegisterStreamServiceHandler(ctx, mux, conn); err != nil {
 		return nil, err
 	}
-	if o.Consumer == nil || o.Stream == nil {
-		return mux, nil
-	}
-	local := runtime.NewServeMux(muxOpts...)
-	if err := jetgatev1.RegisterConsumerServiceHandlerServer(ctx, local, o.Consumer); err != nil {
-		return nil, err
-	}
-	if err := jetgatev1.RegisterStreamServiceHandlerServer(ctx, local, o.Stream); err != nil {
-		return nil, err
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, ":consume") {
-			mux.ServeHTTP(w, r)
-			return
-		}
-		local.ServeHTTP(w, r)
-	}), nil
+	return mux, nil
 }
 
 // probe answers 200 with yes while check passes (or is nil), else 503 with no.

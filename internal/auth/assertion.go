@@ -13,9 +13,11 @@ import (
 // carries a bad one is refused.
 type Assertion struct{ key []byte }
 
-// Metadata keys of an assertion.
+// Metadata keys of an assertion. The principal's is a binary one (-bin): a
+// principal (an API key's name, a JWT's subject) may be any text, and gRPC
+// metadata of other keys takes printable ASCII only.
 const (
-	AssertedPrincipal = "jetgate-internal-principal"
+	AssertedPrincipal = "jetgate-internal-principal-bin"
 	AssertionProof    = "jetgate-internal-proof"
 )
 
