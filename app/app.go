@@ -234,6 +234,9 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 	}
 	return p.buildREST(ctx, gateway.Options{
 		Metrics: metrics,
+		Local: func(conn grpc.ClientConnInterface) grpc.ClientConnInterface {
+			return server.NewLocal(p.replica, p.log, chain, conn)
+		},
 		Auth: authn, Assert: assert, Denied: guard.DeniedHTTP,
 		Console: p.cfg.Console.Enabled, WriteStall: p.stall,
 	})

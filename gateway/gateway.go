@@ -78,6 +78,10 @@ type Options struct {
 	// WriteStall bounds how long one write of a Consume stream waits for
 	// its caller to read; 0 is DefaultWriteStall.
 	WriteStall time.Duration
+	// Local, if set, is the road to the services over the dialed
+	// connection: the services in process for unary calls (server.Local),
+	// the connection for streams. Unset: the connection for everything.
+	Local func(conn grpc.ClientConnInterface) grpc.ClientConnInterface
 }
 
 // REST is the REST handler and its connection to the gRPC server.
@@ -150,13 +154,17 @@ func apiHandler(ctx context.Context, o Options, conn *grpc.ClientConn) (http.Han
 		}),
 	}
 	// One road for every RPC, unary and streaming: grpc-gateway's client
-	// handlers over the one connection to the gRPC server, so a new RPC
+	// handlers over one client connection to the services, so a new RPC
 	// answers over REST with the gRPC server's interceptors by construction.
+	var road grpc.ClientConnInterface = conn
+	if o.Local != nil {
+		road = o.Local(conn)
+	}
 	mux := runtime.NewServeMux(muxOpts...)
-	if err := jetgatev1.RegisterConsumerServiceHandler(ctx, mux, conn); err != nil {
+	if err := jetgatev1.RegisterConsumerServiceHandlerClient(ctx, mux, jetgatev1.NewConsumerServiceClient(road)); err != nil {
 		return nil, err
 	}
-	if err := jetgatev1.RegisterStreamServiceHandler(ctx, mux, conn); err != nil {
+	if err := jetgatev1.RegisterStreamServiceHandlerClient(ctx, mux, jetgatev1.NewStreamServiceClient(road)); err != nil {
 		return nil, err
 	}
 	return mux, nil
