@@ -10,8 +10,10 @@ root=$(cd "$here/../.." && pwd)
 py=/usr/bin/python3
 
 # libprotobuf-dev holds the well-known types (google/protobuf/*.proto) protoc
-# reads from /usr/include.
-need="python3-grpcio python3-protobuf python3-pytest protobuf-compiler protobuf-compiler-grpc libprotobuf-dev"
+# reads from /usr/include; python3-venv, python3-setuptools and python3-wheel
+# are what the install test (tests/test_install.py) needs to pip install the
+# package into a fresh virtual environment without a package index.
+need="python3-grpcio python3-protobuf python3-pytest python3-venv python3-setuptools python3-wheel protobuf-compiler protobuf-compiler-grpc libprotobuf-dev"
 missing=""
 for p in $need; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

@@ -2,7 +2,10 @@
 # CI of @jetgate/client: install exactly what package-lock.json pins, check
 # that the generated code (src/gen) and the compiled library (dist) are what
 # the sources give, then run the tests against a real jetgate built from this
-# repository. Needs node 20+, npm and go; exits non-zero on any failure.
+# repository; test/install.test.mjs installs the package as the README says
+# (a path with --install-links, npm pack's tarball) into empty folders and
+# runs the quickstart with each. Needs node 20+, npm (and its registry) and
+# go; exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")"
 

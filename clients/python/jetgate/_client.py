@@ -1,12 +1,13 @@
-"""The blocking client: publish, fetch, settle, get_consumer, subscribe."""
+"""The blocking client: every unary call of the API, the settles, and subscribe."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+import datetime
+from typing import Any, Callable, Iterable, Optional, Sequence, Union
 
 import grpc
 
-from jetgate import _message, _ops, _trace
+from jetgate import _api, _message, _ops, _trace
 from jetgate._errors import Error, SettleError, from_rpc
 from jetgate.v1 import consumer_pb2, consumer_pb2_grpc, stream_pb2, stream_pb2_grpc
 
@@ -15,22 +16,6 @@ DEFAULT_TIMEOUT = 10.0  # seconds a unary call may take, beyond a fetch's expire
 
 def call_metadata(api_key: Optional[str]) -> tuple[tuple[str, str], ...]:
     return (("authorization", f"Bearer {api_key}"),) if api_key else ()
-
-
-def publish_request(stream: str, subject: str, data: bytes, headers: Any, msg_id: Optional[str]) -> Any:
-    return stream_pb2.PublishRequest(
-        stream=stream,
-        subject=subject,
-        data=bytes(data),
-        headers=_message.headers_pb(headers),
-        msg_id=msg_id or "",
-    )
-
-
-def fetch_request(stream: str, consumer: str, batch: int, expires: float) -> Any:
-    return consumer_pb2.FetchRequest(
-        stream=stream, consumer=consumer, batch=batch, expires=_message.duration(expires)
-    )
 
 
 def one_result(op: str, msg: _message.BaseMessage, resp: Any) -> None:
@@ -113,19 +98,75 @@ class Client:
         except grpc.RpcError as e:
             raise from_rpc(e) from e
 
-    def publish(self, stream: str, subject: str, data: bytes, headers: Any = None, msg_id: Optional[str] = None) -> _message.PublishAck:
-        """Stores a message in stream; headers map a name to a value or a list of values."""
-        r = self._call(self._streams.Publish, publish_request(stream, subject, data, headers, msg_id))
-        return _message.PublishAck(r.stream, r.seq, r.duplicate)
+    def _do(self, c: _api.Call) -> Any:
+        stub = self._consumers if c.service == _api.CONSUMERS else self._streams
+        return c.result(self._call(getattr(stub, c.method), c.request, c.extra_time + self._timeout))
 
-    def fetch(self, stream: str, consumer: str, batch: int = 1, expires: float = 5.0) -> list[Message]:
-        """Leases up to batch messages, waiting up to expires seconds for the first."""
-        r = self._call(self._consumers.Fetch, fetch_request(stream, consumer, batch, expires), expires + self._timeout)
-        return [Message(m, stream, consumer, self._settle_one) for m in r.messages]
+    def publish(
+        self, stream: str, subject: str, data: bytes, headers: Any = None, msg_id: Optional[str] = None,
+        ttl: Optional[float] = None,
+    ) -> _message.PublishAck:
+        """Stores a message in stream; headers map a name to a value or a list
+        of values; ttl (seconds) is the message's own time to live."""
+        return self._do(_api.publish(stream, subject, data, headers, msg_id, ttl))
+
+    def publish_batch(self, stream: str, messages: Iterable[Union[_api.BatchMessage, Sequence[Any]]]) -> _api.BatchAck:
+        """Stores messages (BatchMessage, or (subject, data[, headers[, ttl]])
+        tuples) all or none, on a stream with allow_atomic."""
+        return self._do(_api.publish_batch(stream, messages))
+
+    def fetch(
+        self, stream: str, consumer: str, batch: int = 1, expires: float = 5.0, *, max_bytes: Optional[int] = None,
+        group: str = "", min_pending: int = 0, min_ack_pending: int = 0, priority: int = 0, pin_id: str = "",
+    ) -> _api.FetchResult:
+        """Leases up to batch messages, waiting up to expires seconds for the
+        first: a list, with empty_reason and pin_id. group, min_pending,
+        min_ack_pending, priority and pin_id are for priority groups."""
+        c = _api.fetch(stream, consumer, batch, expires, max_bytes, group, min_pending, min_ack_pending, priority, pin_id)
+        return _api.fetched(self._do(c), lambda m: Message(m, stream, consumer, self._settle_one))
 
     def get_consumer(self, stream: str, consumer: str) -> consumer_pb2.GetConsumerResponse:
         """The consumer's configuration and live state (the API's GetConsumerResponse)."""
-        return self._call(self._consumers.GetConsumer, consumer_pb2.GetConsumerRequest(stream=stream, consumer=consumer))
+        return self._do(_api.get_consumer(stream, consumer))
+
+    def pause(
+        self, stream: str, consumer: str, until: Optional[datetime.datetime] = None, *, duration: Optional[float] = None
+    ) -> _api.PauseState:
+        """Stops the server delivering the consumer's messages until until (a
+        datetime; naive is UTC) or for duration seconds, for every client."""
+        return self._do(_api.pause(stream, consumer, until, duration))
+
+    def resume(self, stream: str, consumer: str) -> _api.PauseState:
+        """Lets a paused consumer deliver again at once."""
+        return self._do(_api.resume(stream, consumer))
+
+    def unpin(self, stream: str, consumer: str, group: str = "") -> None:
+        """Releases the pinned client of a pinned_client priority group."""
+        return self._do(_api.unpin(stream, consumer, group))
+
+    def redrive(self, stream: str, consumer: str, seqs: Optional[Iterable[int]] = None) -> _api.RedriveResult:
+        """Puts dead letters (their sequences in the dead-letter stream; none:
+        all of the consumer's) back on their subjects."""
+        return self._do(_api.redrive(stream, consumer, seqs))
+
+    def list_streams(self) -> list[stream_pb2.StreamSummary]:
+        """The streams this gateway serves consumers of that the caller may read."""
+        return self._do(_api.list_streams())
+
+    def list_consumers(self, stream: str) -> list[consumer_pb2.ConsumerSummary]:
+        """The stream's consumers this gateway serves, with the backlog of each."""
+        return self._do(_api.list_consumers(stream))
+
+    def list_leases(self, stream: str, consumer: str) -> consumer_pb2.ListLeasesResponse:
+        """Who holds the consumer's live leases, across every replica."""
+        return self._do(_api.list_leases(stream, consumer))
+
+    def list_dead_letters(
+        self, stream: str, consumer: str, page_size: int = 0, page_token: str = ""
+    ) -> consumer_pb2.ListDeadLettersResponse:
+        """A page of the consumer's dead letters, oldest first; pass its
+        next_page_token for the next one."""
+        return self._do(_api.list_dead_letters(stream, consumer, page_size, page_token))
 
     def _settle_one(self, msg: _message.BaseMessage, op: str, arg: Any) -> None:
         name, req = _ops.request(op, msg._stream, msg._consumer, [msg.token], arg)

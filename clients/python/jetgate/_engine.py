@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import time
 from typing import Any, Awaitable, Callable, Optional
 
 from jetgate import _ops
 from jetgate._batch import Batcher
-from jetgate._errors import Final, HandlerError, LeaseDropped, LeaseLost, SettleError
+from jetgate._errors import Error, Final, HandlerError, LeaseDropped, LeaseLost, SettleError
 from jetgate._held import RUNNING, SUCCESSOR, WAITING, Conn, Held, Options, Stats, acquire, monotonic_now
 from jetgate._streams import Streams
+
+log = logging.getLogger("jetgate")
+
+FAIL_CLOSE_TIMEOUT = 30.0  # seconds a subscriber that failed gives its close
 
 
 class Engine:
@@ -56,6 +61,10 @@ class Engine:
         self._idle.set()
         self._keeper: Optional[asyncio.Task] = None
         self._keeper_stop = False
+        self._close_task: Optional[asyncio.Task] = None
+        self.cancel_on_nak = False  # asyncio: a nak close cancels the handlers still running
+        self.failure: Optional[Error] = None  # the error that stopped the subscriber, if one did
+        self.stopped = asyncio.Event()  # set once close has finished
 
     # --- lifetime -----------------------------------------------------------
 
@@ -66,11 +75,31 @@ class Engine:
     async def close(self, mode: str, timeout: float) -> None:
         """drain: running handlers finish (up to timeout), the rest is nak'ed;
         nak: everything held is nak'ed at once. Returns once the naks are
-        confirmed, so nothing held waits for ack_wait."""
+        confirmed, so nothing held waits for ack_wait. A second close waits
+        for the first."""
         if mode not in ("drain", "nak"):
             raise ValueError(f"close mode must be 'drain' or 'nak', not {mode!r}")
-        if self._closed:
+        if self._close_task is None:
+            self._close_task = asyncio.get_running_loop().create_task(self._close(mode, timeout))
+        await asyncio.shield(self._close_task)
+
+    def fail(self, err: Error) -> None:
+        """Stops the subscriber for an error no retry can mend: everything
+        held is nak'ed, and wait() raises err."""
+        if self._close_task is not None:
             return
+        self.failure = err
+        self._spawn(self.close("nak", FAIL_CLOSE_TIMEOUT))
+
+    async def _close(self, mode: str, timeout: float) -> None:
+        try:
+            await self._close_now(mode, timeout)
+        finally:
+            if mode == "nak" and self.cancel_on_nak:
+                self.cancel_handlers()
+            self.stopped.set()
+
+    async def _close_now(self, mode: str, timeout: float) -> None:
         loop = asyncio.get_running_loop()
         end = loop.time() + timeout
         self._stop_dispatch = True
@@ -411,12 +440,18 @@ class Engine:
             self._release(h)
 
     def _report(self, err: Exception, cause: Optional[BaseException] = None) -> None:
+        """Passes err to on_error, or without one logs it to the "jetgate"
+        logger: a handler's failure as an error with its traceback, the rest
+        (leases let go or lost, failed settles, stream breaks) as warnings."""
         if cause is not None:
             err.__cause__ = cause
         cb = self.opts.on_error
         if cb is None:
+            handler = isinstance(err, HandlerError)
+            level = logging.ERROR if handler or err is self.failure else logging.WARNING
+            log.log(level, "jetgate subscriber %s/%s: %s", self.stream, self.consumer, err, exc_info=cause if handler else None)
             return
         try:
             cb(err)
         except Exception:  # an error callback's own failure must not stop the subscriber
-            pass
+            log.exception("jetgate subscriber %s/%s: on_error raised on %s", self.stream, self.consumer, err)

@@ -40,6 +40,7 @@ class Conn:
         self.alive = True
         self.call: Any = None
         self.last_response = time.monotonic()
+        self.heard = False  # it answered at least once
 
     def reserved(self) -> tuple[int, int]:
         """The room it takes from the subscriber's limits: its window while it

@@ -18,6 +18,9 @@ from jetgate.v1 import consumer_pb2
 HEARTBEAT = 5.0  # seconds between the gateway's heartbeats on an idle stream
 SILENCE = 3 * HEARTBEAT  # a stream that says nothing this long is dead
 BACKOFF_MIN, BACKOFF_MAX = 0.1, 5.0
+# Codes of a stream that ends before its first answer that no retry can
+# mend: the subscriber stops on them (wait() raises the error).
+FATAL_ON_OPEN = {"NOT_FOUND", "PERMISSION_DENIED", "UNAUTHENTICATED", "INVALID_ARGUMENT", "UNIMPLEMENTED"}
 
 
 # auto_extend: the gateway keeps a stream's leases alive itself too (up to
@@ -112,6 +115,7 @@ class Streams:
         try:
             async for resp in c.call:
                 c.last_response = time.monotonic()
+                c.heard = True
                 self._backoff = BACKOFF_MIN
                 for m in resp.messages:
                     self._engine.receive(c, m)
@@ -122,16 +126,21 @@ class Streams:
         finally:
             c.alive = False
             if not self._stopping:
-                self._broke(err)
+                self._broke(c, err)
             self.changed()
 
-    def _broke(self, err: Optional[BaseException]) -> None:
+    def _broke(self, c: Conn, err: Optional[BaseException]) -> None:
         e = self._engine
-        e.stats.reconnects += 1
-        self._next_try = time.monotonic() + self._backoff * (0.5 + random.random() / 2)
-        self._backoff = min(self._backoff * 2, BACKOFF_MAX)
         if isinstance(err, grpc.RpcError):
             x = from_rpc(err, StreamError)
         else:
             x = StreamError("STREAM_ENDED", "the gateway ended the Consume stream")
+        if not c.heard and x.code in FATAL_ON_OPEN:
+            self._stopping = True  # no stream opens again
+            e.fail(x)
+            e._report(x)
+            return
+        e.stats.reconnects += 1
+        self._next_try = time.monotonic() + self._backoff * (0.5 + random.random() / 2)
+        self._backoff = min(self._backoff * 2, BACKOFF_MAX)
         e._report(x)

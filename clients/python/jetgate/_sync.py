@@ -56,6 +56,7 @@ class Subscriber:
         self._started = threading.Event()
         self._start_error: Optional[BaseException] = None
         self._closed = False
+        self._stopped = threading.Event()  # the loop's thread has finished
         self._thread = threading.Thread(
             target=self._loop_main, args=(address, api_key, tls), name=f"jetgate-sub-{consumer}", daemon=True
         )
@@ -74,10 +75,12 @@ class Subscriber:
             self._loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
         finally:
             self._loop.close()
+            for _ in self._workers:  # each stops after the handler it runs, if any
+                self._work.put(None)
+            self._stopped.set()
 
     async def _main(self, address: str, api_key: Optional[str], tls: Any) -> None:
         channel = grpc.aio.secure_channel(address, tls) if tls else grpc.aio.insecure_channel(address)
-        self._done = asyncio.Event()
         try:
             stub = consumer_pb2_grpc.ConsumerServiceStub(channel)
             self._engine = Engine(
@@ -91,7 +94,7 @@ class Subscriber:
             await channel.close()
             return
         self._started.set()
-        await self._done.wait()
+        await self._engine.stopped.wait()  # closed, or failed and closed itself
         await channel.close()
 
     def _make_msg(self, h: Held, pb: Any) -> Message:
@@ -178,18 +181,30 @@ class Subscriber:
         if self._closed:
             return
         self._closed = True
-
-        async def _close() -> None:
-            try:
-                await self._engine.close(mode, timeout)
-            finally:
-                self._done.set()
-
+        coro = self._engine.close(mode, timeout)
+        try:
+            fut = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        except RuntimeError:  # the loop is closed: the subscriber failed and stopped
+            coro.close()
+            return
         # close bounds each of its waits; the margin is for a stalled loop.
-        asyncio.run_coroutine_threadsafe(_close(), self._loop).result(timeout + 60)
+        try:
+            fut.result(timeout + 60)
+        except concurrent.futures.CancelledError:  # the loop stopped meanwhile
+            pass
         self._thread.join(30)
-        for _ in self._workers:  # each stops after the handler it runs, if any
-            self._work.put(None)
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """Blocks until the subscriber has stopped: closed (close from
+        another thread, a signal handler, a timer) or failed on an error no
+        retry can mend (the consumer does not exist, the caller may not read
+        it), which it raises then. True once stopped; False when timeout
+        (seconds) passed first."""
+        if not self._stopped.wait(timeout):
+            return False
+        if self._engine is not None and self._engine.failure is not None:
+            raise self._engine.failure
+        return True
 
     def __enter__(self) -> "Subscriber":
         return self

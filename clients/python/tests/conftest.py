@@ -33,6 +33,14 @@ CONSUMERS = {
     "basic": "30s", "aio": "30s", "explicit": "30s", "bench": "30s", "trace": "30s",
     "bytes": "30s", "merge": "2s", "restartx": "6s", "slowflow": "2s",
     "keep": "1s", "giveback": "30s", "keepsub": "2s", "givebacksub": "30s",
+    "admin": "30s", "batchpub": "30s", "leases": "30s", "dlq": "30s", "pinned": "30s", "logs": "30s",
+    "logdrop": "2s", "waits": "30s", "aioadmin": "30s",
+}
+
+# Fields beyond ack_wait, max_ack_pending and the filter, by consumer.
+EXTRA = {
+    "dlq": "dead_letter: {subject: dead.dlq, on_term: true}",
+    "pinned": "priority_groups: [main], priority_policy: pinned_client, priority_timeout: 2m",
 }
 
 
@@ -60,12 +68,14 @@ def config_yaml(data_dir: str, key_file: str, grpc_addr: str, http_addr: str) ->
         f'listen: {{grpc: "{grpc_addr}", http: "{http_addr}"}}',
         f'tokens: {{key_files: ["{key_file}"]}}',
         "streams:",
-        '  - {name: ORDERS, subjects: ["orders.>"]}',
+        '  - {name: ORDERS, subjects: ["orders.>"], allow_msg_ttl: true, allow_atomic: true}',
+        '  - {name: DEAD, subjects: ["dead.>"]}',
         "consumers:",
     ]
     for name, wait in CONSUMERS.items():
+        extra = f", {EXTRA[name]}" if name in EXTRA else ""
         lines.append(
-            f'  - {{stream: ORDERS, name: {name}, ack_wait: {wait}, max_ack_pending: 20000, filter_subjects: ["orders.{name}"]}}'
+            f'  - {{stream: ORDERS, name: {name}, ack_wait: {wait}, max_ack_pending: 20000, filter_subjects: ["orders.{name}"]{extra}}}'
         )
     return "\n".join(lines) + "\n"
 

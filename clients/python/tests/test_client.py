@@ -64,6 +64,11 @@ def test_extend_moves_the_message_to_its_new_token(client):
     client.publish(STREAM, "orders.extendtok", b"x")
     (m,) = client.fetch(STREAM, "extendtok", expires=2.0)
     old_token, old_deadline = m.token, m.lease_deadline
+    # A token carries its deadline to the millisecond, and an extend in the
+    # same millisecond as the fetch gives the same deadline, so the same
+    # token: extend a few milliseconds later.
+    fetched = datetime.datetime.now(datetime.timezone.utc)
+    wait_for(lambda: datetime.datetime.now(datetime.timezone.utc) - fetched > datetime.timedelta(milliseconds=5), 1, "5ms")
     m.extend()
     assert m.token != old_token and m.lease_deadline >= old_deadline
     m.ack()

@@ -40,3 +40,9 @@ export declare function reasonOf(err: unknown): {
 export declare function codeName(code: Code): string;
 /** retryable says whether a failed call may succeed when tried again. */
 export declare function retryable(err: unknown): boolean;
+/**
+ * fatalOnOpen says whether a stream that failed before its first answer
+ * would fail the same way however often it is opened again: the consumer
+ * does not exist, the caller may not read it, the request is wrong.
+ */
+export declare function fatalOnOpen(err: unknown): boolean;

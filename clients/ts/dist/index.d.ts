@@ -1,5 +1,7 @@
 export { Client } from "./client.js";
-export type { ClientOptions, TlsOptions, PublishOptions, PublishAck, FetchOptions } from "./client.js";
+export type { ClientOptions, TlsOptions, PublishOptions, PublishAck, BatchMessage, BatchAck, FetchOptions, FetchResult, PauseOptions, DeadLetterPageOptions, } from "./client.js";
+export { AckPolicy, DeliverPolicy, PriorityPolicy } from "./info.js";
+export type { ConsumerInfo, ConsumerConfig, ConsumerState, SequencePair, PushState, ConsumerSummary, StreamSummary, Leases, LeaseHolder, DeadLetter, DeadLetterPage, RedriveResult, PauseState, EmptyReasonName, } from "./info.js";
 export { Message } from "./message.js";
 export type { Metadata, NakOptions, ExtendOptions } from "./message.js";
 export { Subscription } from "./subscriber.js";

@@ -1,4 +1,5 @@
 export { Client } from "./client.js";
+export { AckPolicy, DeliverPolicy, PriorityPolicy } from "./info.js";
 export { Message } from "./message.js";
 export { Subscription } from "./subscriber.js";
 export { SettleError, FinalError, LeaseError } from "./errors.js";

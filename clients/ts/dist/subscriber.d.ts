@@ -14,6 +14,8 @@ export declare class Subscription implements MessageOwner {
     readonly closed: Promise<void>;
     /** @internal */
     constructor(api: RpcClient<typeof ConsumerService>, stream: string, consumer: string, handler: Handler, opts: SubscribeOptions);
+    /** The error that ended the subscription (an error no retry can mend, on opening), if one did. */
+    get error(): unknown;
     /** A copy of the counters. */
     get stats(): SubscriptionStats;
     /**

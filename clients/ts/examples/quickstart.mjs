@@ -1,5 +1,5 @@
 // Against `go run ./cmd/jetgate --ack-wait 2s` (ORDERS, consumer billing): one message handled,
-// a slow one extended past ack_wait, a failing one retried. Run: node examples/quickstart.mjs
+// a slow one extended past ack_wait, a failing one retried. Run: node examples/quickstart.mjs [ADDRESS]
 import { Client } from "@jetgate/client";
 
 const client = new Client({ address: process.argv[2] ?? "127.0.0.1:9090" });

@@ -99,3 +99,14 @@ export function retryable(err: unknown): boolean {
   return code === Code.Unavailable || code === Code.Unknown || code === Code.Internal ||
     code === Code.ResourceExhausted || code === Code.Aborted || code === Code.DeadlineExceeded;
 }
+
+/**
+ * fatalOnOpen says whether a stream that failed before its first answer
+ * would fail the same way however often it is opened again: the consumer
+ * does not exist, the caller may not read it, the request is wrong.
+ */
+export function fatalOnOpen(err: unknown): boolean {
+  const code = ConnectError.from(err).code;
+  return code === Code.NotFound || code === Code.PermissionDenied || code === Code.Unauthenticated ||
+    code === Code.InvalidArgument || code === Code.Unimplemented;
+}

@@ -15,7 +15,11 @@ export interface SubscribeOptions {
   maxLease?: number;
   /** Settles go out after a few ms, or at once when this many wait (default 100, at most 1000). */
   ackBatch?: number;
-  /** Called with every error: handler failures, failed settles, leases let go or lost, stream breaks. */
+  /**
+   * Called with every error: handler failures, failed settles, leases let go
+   * or lost, stream breaks. Unset: each is written with console.error (a
+   * handler's error with its stack); set, nothing is written.
+   */
   onError?: (err: unknown, m?: Message) => void;
   /** Delay of the Nak after a handler fails: min × 2^(deliveries−1), at most max (default 1s and 10m). */
   retry?: { min?: number; max?: number };

@@ -1,7 +1,7 @@
 import { ConnectError, type Client as RpcClient } from "@connectrpc/connect";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { ConsumerService, type Message as WireMessage } from "./gen/jetgate/v1/consumer_pb.js";
-import { LeaseError, SettleError, isFinal, retryable } from "./errors.js";
+import { LeaseError, SettleError, fatalOnOpen, isFinal } from "./errors.js";
 import { Message, type MessageOwner } from "./message.js";
 import { Sender, type Op } from "./sender.js";
 import { runInTraceContext } from "./trace.js";
@@ -55,6 +55,7 @@ export class Subscription implements MessageOwner {
   #extendAt = Infinity;
   #waiters = new Set<() => void>();
   #loop: Promise<void>;
+  #error: unknown;
   #stats: SubscriptionStats = {
     received: 0, acked: 0, naked: 0, termed: 0, handlerErrors: 0, settleFailures: 0, extended: 0,
     leasesDropped: 0, leasesLost: 0, returned: 0, adopted: 0, reconnects: 0, held: 0, heldBytes: 0, running: 0,
@@ -78,17 +79,27 @@ export class Subscription implements MessageOwner {
       retryMax: opts.retry?.max ?? 600_000,
     };
     const onError = opts.onError;
+    const where = `jetgate: subscription ${stream}/${consumer}`;
     this.#onError = (err, m) => {
+      if (!onError) {
+        logError(where, err, m);
+        return;
+      }
       try {
-        onError?.(err, m);
-      } catch {
-        // The callback's own failure must not stop the subscriber.
+        onError(err, m);
+      } catch (e) {
+        console.error(`${where}: onError threw:`, e); // reported, and the subscriber goes on
       }
     };
     this.#sender = new Sender(api, this.#o.ackBatch, settleDelayMs);
     let stopped!: () => void;
     this.closed = new Promise((resolve) => (stopped = resolve));
     this.#loop = this.#run().finally(stopped);
+  }
+
+  /** The error that ended the subscription (an error no retry can mend, on opening), if one did. */
+  get error(): unknown {
+    return this.#error;
   }
 
   /** A copy of the counters. */
@@ -197,7 +208,8 @@ export class Subscription implements MessageOwner {
       if (heard) {
         attempt = 0;
       }
-      if (!heard && !retryable(err) && !ac.signal.aborted) {
+      if (!heard && fatalOnOpen(err) && !ac.signal.aborted) {
+        this.#error = err;
         this.#onError(err);
         void this.close({ mode: "nak" });
         break;
@@ -453,6 +465,14 @@ export class Subscription implements MessageOwner {
     }
     return true;
   }
+}
+
+// logError is what a subscription without onError does with an error: the
+// handler's own errors with their stacks, the library's as one line.
+function logError(where: string, err: unknown, m?: Message): void {
+  const about = m ? `message #${m.metadata.streamSeq} (delivery ${m.metadata.numDelivered})` : "stream";
+  const own = err instanceof SettleError || err instanceof LeaseError || err instanceof ConnectError;
+  console.error(`${where}, ${about}:`, own ? String(err) : err);
 }
 
 // sizeOf counts a message as the gateway counts it against max_bytes.

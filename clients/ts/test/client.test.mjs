@@ -47,7 +47,7 @@ test("unary calls", async (t) => {
     await m.ack(); // the same settle again succeeds
     await assert.rejects(m.nak(), (e) => e instanceof SettleError && e.reason === "LEASE_SETTLED");
     const st = await state(client, "basic");
-    assert.equal(st.numAckPending, 0n);
+    assert.equal(st.numAckPending, 0);
   });
 
   await t.test("an empty fetch is an empty list", async () => {
@@ -65,7 +65,7 @@ test("unary calls", async (t) => {
     assert.equal(again.metadata.numDelivered, 2);
     await again.term("bad input");
     const st = await state(client, "basic");
-    assert.equal(st.numAckPending, 0n);
+    assert.equal(st.numAckPending, 0);
   });
 
   await t.test("a settle of an expired lease rejects with LEASE_EXPIRED", async () => {
@@ -113,7 +113,7 @@ test("unary calls", async (t) => {
     const ack = rec.calls.filter((c) => c.name === "Ack").at(-1);
     assert.deepEqual(ack.tokens, [m.token]);
     const st = await state(client, "extend");
-    assert.equal(st.numAckPending, 0n);
-    assert.equal(st.numRedelivered, 0n);
+    assert.equal(st.numAckPending, 0);
+    assert.equal(st.numRedelivered, 0);
   });
 });

@@ -31,17 +31,17 @@ test("extend by a duration", async (t) => {
     assert.notEqual(m.token, first);
     assert.equal(m.leaseDeadline.getTime(), d.getTime());
     assert.ok(d.getTime() >= asked + 4_000 - 50 && d.getTime() <= Date.now() + 4_000, `deadline ${d.toISOString()}`);
-    const { holders } = await client.consumers.listLeases({ stream: "TEST", consumer: "keep" });
+    const { holders } = await client.listLeases("TEST", "keep");
     assert.equal(holders.length, 1);
-    assert.equal(holders[0].kept, 1n);
-    assert.equal(Number(holders[0].latestDeadline.seconds) * 1000 + Math.round(holders[0].latestDeadline.nanos / 1e6), d.getTime());
+    assert.equal(holders[0].kept, 1);
+    assert.equal(holders[0].latestDeadline.getTime(), d.getTime());
     // Three ack_waits: the server redelivers nothing meanwhile.
     assert.deepEqual(await client.fetch("TEST", "keep", { expires: 3_000 }), []);
     assert.ok(Date.now() > firstDeadline + 2_000);
     await m.ack();
     const st = await state(client, "keep");
-    assert.equal(st.numAckPending, 0n);
-    assert.equal(st.numRedelivered, 0n);
+    assert.equal(st.numAckPending, 0);
+    assert.equal(st.numRedelivered, 0);
   });
 
   await t.test("0 gives the message back at once", async () => {
@@ -60,7 +60,7 @@ test("extend by a duration", async (t) => {
     await m.extend({ duration: 0 }); // the same give-back again is answered as the first
     await m.nak();
     await again.ack();
-    await waitFor(async () => (await state(client, "giveback")).numAckPending === 0n, 5_000, "ack pending 0");
+    await waitFor(async () => (await state(client, "giveback")).numAckPending === 0, 5_000, "ack pending 0");
   });
 
   await t.test("past limits.max_lease, or negative: InvalidArgument, and the lease is as it was", async () => {
@@ -96,8 +96,8 @@ test("extend by a duration", async (t) => {
     assert.equal(sub.stats.settleFailures, 0);
     assert.equal(sub.stats.leasesLost, 0);
     const st = await state(client, "keepsub");
-    assert.equal(st.numAckPending, 0n);
-    assert.equal(st.numRedelivered, 0n);
+    assert.equal(st.numAckPending, 0);
+    assert.equal(st.numRedelivered, 0);
   });
 
   await t.test("a handler's extend by 0 gives the message back: it runs again, once its first handler is done", async () => {
@@ -118,6 +118,6 @@ test("extend by a duration", async (t) => {
     assert.equal(sub.stats.handlerErrors, 0);
     assert.equal(sub.stats.settleFailures, 0);
     assert.deepEqual(errors, []);
-    assert.equal((await state(client, "givebacksub")).numAckPending, 0n);
+    assert.equal((await state(client, "givebacksub")).numAckPending, 0);
   });
 });

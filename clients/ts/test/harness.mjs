@@ -55,11 +55,15 @@ export async function waitFor(cond, ms, what = "condition") {
   }
 }
 
-// consumerYaml is one consumer of the TEST stream, on subject test.<name>.
+// consumerYaml is one consumer of the TEST stream, on subject test.<name>;
+// extra is more of its fields, as YAML.
 function consumerYaml(c) {
   let y = `  - {stream: TEST, name: ${c.name}, ack_wait: ${c.ackWait ?? "2s"}, max_ack_pending: ${c.maxAckPending ?? 10000}, filter_subjects: ["test.${c.name}"]`;
   if (c.maxDeliver) {
     y += `, max_deliver: ${c.maxDeliver}`;
+  }
+  if (c.extra) {
+    y += `, ${c.extra}`; // more fields, as YAML
   }
   return `${y}}\n`;
 }
@@ -76,7 +80,9 @@ export async function startJetgate(consumers, t) {
   const keyFile = path.join(dir, "token.key");
   writeFileSync(keyFile, `${randomBytes(32).toString("hex")}\n`, { mode: 0o600 });
   const config = path.join(dir, "jetgate.yaml");
-  writeFileSync(config, "streams:\n  - {name: TEST, subjects: [\"test.>\"]}\nconsumers:\n" + consumers.map(consumerYaml).join(""));
+  const streams = "streams:\n  - {name: TEST, subjects: [\"test.>\"], allow_msg_ttl: true, allow_atomic: true}\n" +
+    "  - {name: DEAD, subjects: [\"dead.>\"]}\n"; // for dead letters
+  writeFileSync(config, `${streams}consumers:\n${consumers.map(consumerYaml).join("")}`);
   const g = {
     grpc: `127.0.0.1:${await freePort()}`,
     http: `127.0.0.1:${await freePort()}`,

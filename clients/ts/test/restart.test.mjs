@@ -37,7 +37,7 @@ test("a jetgate restart mid-stream loses nothing and runs no message twice at on
   await waitFor(() => handled.size === n, 60_000, `all ${n} messages handled (${handled.size} so far)`);
   await waitFor(async () => {
     const st = await state(client, "restart");
-    return st.numPending === 0n && st.numAckPending === 0n;
+    return st.numPending === 0 && st.numAckPending === 0;
   }, 30_000, "the consumer drained");
   await sub.close();
   t.diagnostic(`handled ${atKill} before the kill; stats ${JSON.stringify(sub.stats)}; errors: ${[...new Set(errors.map((e) => e.reason ?? e.message))].join(", ")}`);

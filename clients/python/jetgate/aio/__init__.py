@@ -4,19 +4,24 @@ a subscriber whose handler is a coroutine function."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Awaitable, Callable, Optional
+import datetime
+from typing import Any, Awaitable, Callable, Iterable, Optional, Sequence, Union
 
 import grpc
 
-from jetgate import _message, _ops, _trace
-from jetgate._client import DEFAULT_TIMEOUT, call_metadata, fetch_request, one_result, publish_request
+from jetgate import _api, _message, _ops, _trace
+from jetgate._api import BatchAck, BatchMessage, FetchResult, PauseState, RedriveResult
+from jetgate._client import DEFAULT_TIMEOUT, call_metadata, one_result
 from jetgate._engine import Engine, Options
 from jetgate._errors import Error, Final, SettleError, from_rpc
 from jetgate._held import Held, Stats
 from jetgate._message import Metadata, PublishAck
-from jetgate.v1 import consumer_pb2, consumer_pb2_grpc, stream_pb2_grpc
+from jetgate.v1 import consumer_pb2, consumer_pb2_grpc, stream_pb2, stream_pb2_grpc
 
-__all__ = ["Client", "Message", "Subscriber", "Metadata", "PublishAck", "Error", "SettleError", "Final", "Stats"]
+__all__ = [
+    "Client", "Message", "Subscriber", "Metadata", "PublishAck", "BatchMessage", "BatchAck", "FetchResult",
+    "PauseState", "RedriveResult", "Error", "SettleError", "Final", "Stats",
+]
 
 
 class Message(_message.BaseMessage):
@@ -78,16 +83,56 @@ class Client:
         except grpc.RpcError as e:
             raise from_rpc(e) from e
 
-    async def publish(self, stream: str, subject: str, data: bytes, headers: Any = None, msg_id: Optional[str] = None) -> PublishAck:
-        r = await self._call(self._streams.Publish, publish_request(stream, subject, data, headers, msg_id))
-        return PublishAck(r.stream, r.seq, r.duplicate)
+    async def _do(self, c: _api.Call) -> Any:
+        stub = self._consumers if c.service == _api.CONSUMERS else self._streams
+        return c.result(await self._call(getattr(stub, c.method), c.request, c.extra_time + self._timeout))
 
-    async def fetch(self, stream: str, consumer: str, batch: int = 1, expires: float = 5.0) -> list[Message]:
-        r = await self._call(self._consumers.Fetch, fetch_request(stream, consumer, batch, expires), expires + self._timeout)
-        return [Message(m, stream, consumer, self._settle_one) for m in r.messages]
+    async def publish(
+        self, stream: str, subject: str, data: bytes, headers: Any = None, msg_id: Optional[str] = None,
+        ttl: Optional[float] = None,
+    ) -> PublishAck:
+        return await self._do(_api.publish(stream, subject, data, headers, msg_id, ttl))
+
+    async def publish_batch(self, stream: str, messages: Iterable[Union[BatchMessage, Sequence[Any]]]) -> BatchAck:
+        return await self._do(_api.publish_batch(stream, messages))
+
+    async def fetch(
+        self, stream: str, consumer: str, batch: int = 1, expires: float = 5.0, *, max_bytes: Optional[int] = None,
+        group: str = "", min_pending: int = 0, min_ack_pending: int = 0, priority: int = 0, pin_id: str = "",
+    ) -> FetchResult:
+        c = _api.fetch(stream, consumer, batch, expires, max_bytes, group, min_pending, min_ack_pending, priority, pin_id)
+        return _api.fetched(await self._do(c), lambda m: Message(m, stream, consumer, self._settle_one))
 
     async def get_consumer(self, stream: str, consumer: str) -> consumer_pb2.GetConsumerResponse:
-        return await self._call(self._consumers.GetConsumer, consumer_pb2.GetConsumerRequest(stream=stream, consumer=consumer))
+        return await self._do(_api.get_consumer(stream, consumer))
+
+    async def pause(
+        self, stream: str, consumer: str, until: Optional[datetime.datetime] = None, *, duration: Optional[float] = None
+    ) -> PauseState:
+        return await self._do(_api.pause(stream, consumer, until, duration))
+
+    async def resume(self, stream: str, consumer: str) -> PauseState:
+        return await self._do(_api.resume(stream, consumer))
+
+    async def unpin(self, stream: str, consumer: str, group: str = "") -> None:
+        return await self._do(_api.unpin(stream, consumer, group))
+
+    async def redrive(self, stream: str, consumer: str, seqs: Optional[Iterable[int]] = None) -> RedriveResult:
+        return await self._do(_api.redrive(stream, consumer, seqs))
+
+    async def list_streams(self) -> list[stream_pb2.StreamSummary]:
+        return await self._do(_api.list_streams())
+
+    async def list_consumers(self, stream: str) -> list[consumer_pb2.ConsumerSummary]:
+        return await self._do(_api.list_consumers(stream))
+
+    async def list_leases(self, stream: str, consumer: str) -> consumer_pb2.ListLeasesResponse:
+        return await self._do(_api.list_leases(stream, consumer))
+
+    async def list_dead_letters(
+        self, stream: str, consumer: str, page_size: int = 0, page_token: str = ""
+    ) -> consumer_pb2.ListDeadLettersResponse:
+        return await self._do(_api.list_dead_letters(stream, consumer, page_size, page_token))
 
     async def _settle_one(self, msg: _message.BaseMessage, op: str, arg: Any) -> None:
         name, req = _ops.request(op, msg._stream, msg._consumer, [msg.token], arg)
@@ -130,6 +175,7 @@ class Subscriber:
         self._engine = Engine(
             client._consumers, stream, consumer, client._md, opts, concurrency, self._make_msg, self._invoke
         )
+        self._engine.cancel_on_nak = True
         self._engine.start()
 
     def _make_msg(self, h: Held, pb: Any) -> Message:
@@ -155,7 +201,17 @@ class Subscriber:
         """As jetgate.Subscriber.close; handlers still running after it
         returns are cancelled in nak mode and cannot settle any more."""
         await self._engine.close(mode, timeout)
-        if mode == "nak":
-            self._engine.cancel_handlers()
 
+    async def wait(self) -> None:
+        """Returns once the subscriber has stopped: closed, or failed on an
+        error no retry can mend, which it raises then (as
+        jetgate.Subscriber.wait; bound it with asyncio.wait_for)."""
+        await self._engine.stopped.wait()
+        if self._engine.failure is not None:
+            raise self._engine.failure
 
+    async def __aenter__(self) -> "Subscriber":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()

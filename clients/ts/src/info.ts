@@ -1,0 +1,317 @@
+// The library's own shapes of what the API answers about consumers, streams,
+// leases and dead letters: numbers for counts and sequences, milliseconds
+// for durations, Dates for times. The generated types (v1, streamv1) keep
+// protobuf's bigint for every 64-bit field.
+
+import type { Code } from "@connectrpc/connect";
+import { durationMs, timestampDate, type Duration, type Timestamp } from "@bufbuild/protobuf/wkt";
+import type * as pb from "./gen/jetgate/v1/consumer_pb.js";
+import type * as spb from "./gen/jetgate/v1/stream_pb.js";
+import { AckPolicy, DeliverPolicy, EmptyReason, PriorityPolicy } from "./gen/jetgate/v1/consumer_pb.js";
+
+export { AckPolicy, DeliverPolicy, PriorityPolicy };
+
+/** Why a fetch returned no messages ("" when it returned some). */
+export type EmptyReasonName = "" | Exclude<keyof typeof EmptyReason, "UNSPECIFIED">;
+
+/** A consumer's configuration, as the server has it. Durations in ms. */
+export interface ConsumerConfig {
+  durableName: string;
+  deliverPolicy: DeliverPolicy;
+  optStartSeq: number;
+  optStartTime?: Date;
+  ackPolicy: AckPolicy;
+  ackWait: number;
+  /** -1: unlimited. */
+  maxDeliver: number;
+  backoff: number[];
+  filterSubjects: string[];
+  maxWaiting: number;
+  maxAckPending: number;
+  maxRequestBatch: number;
+  maxRequestExpires: number;
+  numReplicas: number;
+  description: string;
+  priorityGroups: string[];
+  priorityPolicy: PriorityPolicy;
+  priorityTimeout: number;
+  pauseUntil?: Date;
+}
+
+/** A position in a consumer and in its stream. */
+export interface SequencePair {
+  consumerSeq: number;
+  streamSeq: number;
+  lastActive?: Date;
+}
+
+/** A consumer's live state, as the server reports it. */
+export interface ConsumerState {
+  numPending: number;
+  numAckPending: number;
+  numRedelivered: number;
+  numWaiting: number;
+  delivered: SequencePair;
+  ackFloor: SequencePair;
+  created?: Date;
+  paused: boolean;
+  /** ms. */
+  pauseRemaining: number;
+  priorityGroups: { group: string; pinned: boolean; pinnedSince?: Date }[];
+}
+
+/** How one gateway pushes a consumer's messages to its endpoint. */
+export interface PushState {
+  url: string;
+  inFlight: number;
+  endpointUp: boolean;
+  lastError: string;
+  lastErrorTime?: Date;
+}
+
+/** What Client.getConsumer answers. */
+export interface ConsumerInfo {
+  config: ConsumerConfig;
+  state: ConsumerState;
+  /** Live leases this gateway holds on the consumer. */
+  gatewayLeases: number;
+  /** Dead letters waiting (0 without a dead-letter subject). */
+  deadLetters: number;
+  /** ms since the oldest unacknowledged message was stored (0: none). */
+  oldestUnackedAge: number;
+  /** Set when this gateway pushes the consumer. */
+  push?: PushState;
+}
+
+/** One consumer of ListConsumers, with its backlog. */
+export interface ConsumerSummary {
+  name: string;
+  numPending: number;
+  numAckPending: number;
+  numRedelivered: number;
+  numWaiting: number;
+  /** ms. */
+  oldestUnackedAge: number;
+  paused: boolean;
+  pauseUntil?: Date;
+  deadLetters: number;
+  pushed: boolean;
+  gatewayLeases: number;
+  priorityGroups: string[];
+  deadLetterConfigured: boolean;
+}
+
+/** One stream of ListStreams, with its size. */
+export interface StreamSummary {
+  name: string;
+  subjects: string[];
+  messages: number;
+  bytes: number;
+  firstSeq: number;
+  lastSeq: number;
+  /** Its consumers this gateway serves that the caller may read. */
+  consumers: number;
+}
+
+/** One principal's live leases on a consumer, across the replicas that answered. */
+export interface LeaseHolder {
+  principal: string;
+  leases: number;
+  oldestSince?: Date;
+  /** ms. */
+  oldestAge: number;
+  replicas: string[];
+  latestDeadline?: Date;
+  /** How many of them their replica keeps alive (Extend with a duration). */
+  kept: number;
+}
+
+/** What Client.listLeases answers. */
+export interface Leases {
+  holders: LeaseHolder[];
+  replicas: string[];
+  /** Replicas that serve the consumer but did not answer in time: their leases are not counted. */
+  missingReplicas: string[];
+}
+
+/** One dead letter, as its copy in the dead-letter stream holds it. */
+export interface DeadLetter {
+  /** Its sequence in the dead-letter stream: what redrive takes. */
+  seq: number;
+  subject: string;
+  headers: Record<string, string[]>;
+  /** The first bytes of its data (at most 1024). */
+  dataPreview: Uint8Array;
+  dataSize: number;
+  time?: Date;
+  /** MAX_DELIVERIES or TERM. */
+  reason: string;
+  /** The original message's sequence in the consumer's stream. */
+  streamSeq: number;
+  deliveries: number;
+}
+
+/** A page of dead letters, oldest first. */
+export interface DeadLetterPage {
+  deadLetters: DeadLetter[];
+  /** Pass it as pageToken for the next page; "" on the last one. */
+  nextPageToken: string;
+  total: number;
+}
+
+/** What Client.redrive answers: how many were republished, and which were not. */
+export interface RedriveResult {
+  redriven: number;
+  failures: { seq: number; code: Code; reason: string; message: string }[];
+}
+
+/** A consumer's pause as the server took it. */
+export interface PauseState {
+  paused: boolean;
+  pauseUntil?: Date;
+}
+
+const ms = (d: Duration | undefined): number => (d ? durationMs(d) : 0);
+const date = (t: Timestamp | undefined): Date | undefined => (t ? timestampDate(t) : undefined);
+const num = Number;
+
+function seqPair(p: pb.SequencePair | undefined): SequencePair {
+  return { consumerSeq: num(p?.consumerSeq ?? 0n), streamSeq: num(p?.streamSeq ?? 0n), lastActive: date(p?.lastActive) };
+}
+
+/** @internal */
+export function headersOf(h: Record<string, pb.HeaderValues>): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const [k, v] of Object.entries(h)) {
+    out[k] = [...v.values];
+  }
+  return out;
+}
+
+/** @internal */
+export function consumerInfo(r: pb.GetConsumerResponse): ConsumerInfo {
+  const c = r.config;
+  const s = r.state;
+  return {
+    config: {
+      durableName: c?.durableName ?? "",
+      deliverPolicy: c?.deliverPolicy ?? DeliverPolicy.UNSPECIFIED,
+      optStartSeq: num(c?.optStartSeq ?? 0n),
+      optStartTime: date(c?.optStartTime),
+      ackPolicy: c?.ackPolicy ?? AckPolicy.UNSPECIFIED,
+      ackWait: ms(c?.ackWait),
+      maxDeliver: num(c?.maxDeliver ?? 0n),
+      backoff: (c?.backoff ?? []).map(ms),
+      filterSubjects: [...(c?.filterSubjects ?? [])],
+      maxWaiting: num(c?.maxWaiting ?? 0n),
+      maxAckPending: num(c?.maxAckPending ?? 0n),
+      maxRequestBatch: num(c?.maxRequestBatch ?? 0n),
+      maxRequestExpires: ms(c?.maxRequestExpires),
+      numReplicas: c?.numReplicas ?? 0,
+      description: c?.description ?? "",
+      priorityGroups: [...(c?.priorityGroups ?? [])],
+      priorityPolicy: c?.priorityPolicy ?? PriorityPolicy.UNSPECIFIED,
+      priorityTimeout: ms(c?.priorityTimeout),
+      pauseUntil: date(c?.pauseUntil),
+    },
+    state: {
+      numPending: num(s?.numPending ?? 0n),
+      numAckPending: num(s?.numAckPending ?? 0n),
+      numRedelivered: num(s?.numRedelivered ?? 0n),
+      numWaiting: num(s?.numWaiting ?? 0n),
+      delivered: seqPair(s?.delivered),
+      ackFloor: seqPair(s?.ackFloor),
+      created: date(s?.created),
+      paused: s?.paused ?? false,
+      pauseRemaining: ms(s?.pauseRemaining),
+      priorityGroups: (s?.priorityGroups ?? []).map((g) => ({ group: g.group, pinned: g.pinned, pinnedSince: date(g.pinnedSince) })),
+    },
+    gatewayLeases: num(r.gatewayLeases),
+    deadLetters: num(r.deadLetters),
+    oldestUnackedAge: ms(r.oldestUnackedAge),
+    push: r.push
+      ? { url: r.push.url, inFlight: r.push.inFlight, endpointUp: r.push.endpointUp, lastError: r.push.lastError, lastErrorTime: date(r.push.lastErrorTime) }
+      : undefined,
+  };
+}
+
+/** @internal */
+export function consumerSummary(c: pb.ConsumerSummary): ConsumerSummary {
+  return {
+    name: c.name,
+    numPending: num(c.numPending),
+    numAckPending: num(c.numAckPending),
+    numRedelivered: num(c.numRedelivered),
+    numWaiting: num(c.numWaiting),
+    oldestUnackedAge: ms(c.oldestUnackedAge),
+    paused: c.paused,
+    pauseUntil: date(c.pauseUntil),
+    deadLetters: num(c.deadLetters),
+    pushed: c.pushed,
+    gatewayLeases: num(c.gatewayLeases),
+    priorityGroups: [...c.priorityGroups],
+    deadLetterConfigured: c.deadLetterConfigured,
+  };
+}
+
+/** @internal */
+export function streamSummary(s: spb.StreamSummary): StreamSummary {
+  return {
+    name: s.name,
+    subjects: [...s.subjects],
+    messages: num(s.messages),
+    bytes: num(s.bytes),
+    firstSeq: num(s.firstSeq),
+    lastSeq: num(s.lastSeq),
+    consumers: s.consumers,
+  };
+}
+
+/** @internal */
+export function leases(r: pb.ListLeasesResponse): Leases {
+  return {
+    holders: r.holders.map((h) => ({
+      principal: h.principal,
+      leases: num(h.leases),
+      oldestSince: date(h.oldestSince),
+      oldestAge: ms(h.oldestAge),
+      replicas: [...h.replicas],
+      latestDeadline: date(h.latestDeadline),
+      kept: num(h.kept),
+    })),
+    replicas: [...r.replicas],
+    missingReplicas: [...r.missingReplicas],
+  };
+}
+
+/** @internal */
+export function deadLetterPage(r: pb.ListDeadLettersResponse): DeadLetterPage {
+  return {
+    deadLetters: r.deadLetters.map((d) => ({
+      seq: num(d.seq),
+      subject: d.subject,
+      headers: headersOf(d.headers),
+      dataPreview: d.dataPreview,
+      dataSize: num(d.dataSize),
+      time: date(d.time),
+      reason: d.reason,
+      streamSeq: num(d.streamSeq),
+      deliveries: num(d.deliveries),
+    })),
+    nextPageToken: r.nextPageToken,
+    total: num(r.total),
+  };
+}
+
+/** @internal */
+export function redriveResult(r: pb.RedriveResponse): RedriveResult {
+  return {
+    redriven: num(r.redriven),
+    failures: r.failures.map((f) => ({ seq: num(f.seq), code: f.code as Code, reason: f.reason, message: f.message })),
+  };
+}
+
+/** @internal */
+export function emptyReasonName(r: EmptyReason): EmptyReasonName {
+  return r === EmptyReason.UNSPECIFIED ? "" : (EmptyReason[r] as EmptyReasonName) ?? "";
+}
