@@ -76,7 +76,7 @@ func TestChartDefaults(t *testing.T) {
 	if p := o.pdb.Spec; p.MaxUnavailable == nil || p.MaxUnavailable.IntValue() != 1 || !reflect.DeepEqual(p.Selector.MatchLabels, selector()) {
 		t.Errorf("pod disruption budget %+v", p)
 	}
-	checkNATSURL(t, o, c, fullname+"-nats", "nats://nats:4222")
+	checkNATSURL(t, o, c, fullname+"-nats-url", "nats://nats:4222")
 }
 
 func checkSecurity(t *testing.T, pod corev1.PodSpec, c corev1.Container) {

@@ -1,6 +1,10 @@
 package deploy
 
 import (
+	"encoding/json"
+	"maps"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -85,7 +89,7 @@ func TestExistingTokenKeySecret(t *testing.T) {
 func TestNATSFromSecrets(t *testing.T) {
 	o := mustRender(t, with(baseValues(), "nats.urlSecret", "nats-url", "nats.credsSecret", "nats-user",
 		"nats.tls.secret", "nats-client-tls", "nats.tls.clientCert", true))
-	if _, ok := o.secrets[fullname+"-nats"]; ok {
+	if _, ok := o.secrets[fullname+"-nats-url"]; ok {
 		t.Error("the chart made a URL Secret beside the user's")
 	}
 	pod := o.deployment.Spec.Template.Spec
@@ -218,7 +222,8 @@ func TestChartRefusesWhatJetgateWould(t *testing.T) {
 
 // helm lint passes over the chart with values that configure auth.
 func TestHelmLint(t *testing.T) {
-	for _, vals := range []map[string]any{baseValues(), with(baseValues(), "autoscaling.enabled", true, "serviceMonitor.enabled", true)} {
+	for _, vals := range []map[string]any{baseValues(), with(baseValues(), "autoscaling.enabled", true, "serviceMonitor.enabled", true,
+		"prometheusRule.enabled", true, "grafanaDashboard.enabled", true)} {
 		res := action.NewLint().Run([]string{chartDir}, vals)
 		for _, m := range res.Messages {
 			t.Logf("lint: %s", m)
@@ -227,4 +232,68 @@ func TestHelmLint(t *testing.T) {
 			t.Errorf("helm lint: %v", res.Errors)
 		}
 	}
+}
+
+// Each Secret has one purpose: the chart makes the NATS URL's and the token
+// key's, the user every other, and the chart refuses a Secret of the user's
+// by the name of one it makes (the README's credentials Secret and the
+// chart's URL Secret once shared a name, and the creds mount read the URL).
+func TestSecretsOnePerPurpose(t *testing.T) {
+	o := mustRender(t, with(baseValues(), "nats.credsSecret", "shop-nats"))
+	if got, want := slices.Sorted(maps.Keys(o.secrets)), []string{fullname + "-nats-url", fullname + "-token-key"}; !slices.Equal(got, want) {
+		t.Errorf("the chart makes Secrets %v; want %v", got, want)
+	}
+	if v := volume(o.deployment.Spec.Template.Spec, "nats-creds"); v == nil || v.Secret.SecretName != "shop-nats" {
+		t.Errorf("creds volume %+v; want the user's Secret", v)
+	}
+	for _, tc := range []struct{ value, name string }{
+		{"nats.credsSecret", fullname + "-nats-url"},
+		{"nats.credsSecret", fullname + "-token-key"},
+		{"nats.tls.secret", fullname + "-nats-url"},
+		{"nats.urlSecret", fullname + "-token-key"},
+		{"tokenKey.existingSecret", fullname + "-nats-url"},
+	} {
+		_, err := render(with(baseValues(), tc.value, tc.name))
+		if err == nil || !strings.Contains(err.Error(), tc.value) || !strings.Contains(err.Error(), tc.name) {
+			t.Errorf("%s %s: render error %v; want one naming both", tc.value, tc.name, err)
+		}
+	}
+	// A name the chart does not make is the user's to take.
+	mustRender(t, with(baseValues(), "nats.urlSecret", fullname+"-nats-url", "tokenKey.existingSecret", fullname+"-token-key"))
+}
+
+// The schema takes exactly the top-level keys of jetgate's configuration
+// file (internal/config Config), and a configuration of consumers on
+// demand alone renders.
+func TestSchemaKnowsEveryConfigKey(t *testing.T) {
+	src, err := os.ReadFile("../internal/config/config.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := regexp.MustCompile(`(?s)\ntype Config struct \{(.*?)\n\}`).FindSubmatch(src)
+	if body == nil {
+		t.Fatal("internal/config/config.go: no type Config")
+	}
+	var want []string
+	for _, m := range regexp.MustCompile(`yaml:"(\w+)"`).FindAllSubmatch(body[1], -1) {
+		want = append(want, string(m[1]))
+	}
+	b, err := os.ReadFile(chartDir + "/values.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Properties struct {
+			Config struct {
+				Properties map[string]any `json:"properties"`
+			} `json:"config"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(b, &schema); err != nil {
+		t.Fatal(err)
+	}
+	if got := slices.Sorted(maps.Keys(schema.Properties.Config.Properties)); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+		t.Errorf("the schema's config keys %v; jetgate's %v", got, slices.Sorted(slices.Values(want)))
+	}
+	mustRender(t, with(baseValues(), "config.consumers", nil, "config.on_demand", map[string]any{"match": []any{map[string]any{"stream": "*", "consumer": "*"}}}))
 }

@@ -97,12 +97,14 @@ func render(vals map[string]any, existing ...runtime.Object) (map[string]string,
 type objects struct {
 	deployment  *appsv1.Deployment
 	service     *corev1.Service
-	configMap   *corev1.ConfigMap
+	configMap   *corev1.ConfigMap // the configuration file's
+	dashboard   *corev1.ConfigMap // the Grafana dashboard's
 	secrets     map[string]*corev1.Secret
 	account     *corev1.ServiceAccount
 	pdb         *policyv1.PodDisruptionBudget
 	hpa         *autoscalingv2.HorizontalPodAutoscaler
 	monitor     *serviceMonitor
+	rule        *prometheusRule
 	notes       string
 	kinds       []string
 	labelsOfAll []map[string]string
@@ -122,16 +124,24 @@ func mustRender(t *testing.T, vals map[string]any, existing ...runtime.Object) o
 			o.notes = out[file]
 			continue
 		}
-		for doc := range strings.SplitSeq(out[file], "\n---") {
-			if strings.TrimSpace(doc) == "" {
-				continue
-			}
-			if err := o.add([]byte(doc)); err != nil {
-				t.Fatalf("%s: %v\n%s", file, err, doc)
-			}
+		if err := o.addAll(out[file]); err != nil {
+			t.Fatalf("%s: %v", file, err)
 		}
 	}
 	return o
+}
+
+// addAll adds the objects of a manifest of one or more documents.
+func (o *objects) addAll(manifest string) error {
+	for doc := range strings.SplitSeq(manifest, "\n---") {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		if err := o.add([]byte(doc)); err != nil {
+			return fmt.Errorf("%v\n%s", err, doc)
+		}
+	}
+	return nil
 }
 
 func (o *objects) add(doc []byte) error {
@@ -155,8 +165,15 @@ func (o *objects) add(doc []byte) error {
 		o.service = &corev1.Service{}
 		into = o.service
 	case "v1 ConfigMap":
-		o.configMap = &corev1.ConfigMap{}
-		into = o.configMap
+		cm := &corev1.ConfigMap{}
+		defer func() {
+			if _, ok := cm.Data["jetgate.json"]; ok {
+				o.dashboard = cm
+			} else {
+				o.configMap = cm
+			}
+		}()
+		into = cm
 	case "v1 Secret":
 		s := &corev1.Secret{}
 		defer func() { o.secrets[s.Name] = s }()
@@ -173,6 +190,9 @@ func (o *objects) add(doc []byte) error {
 	case "monitoring.coreos.com/v1 ServiceMonitor":
 		o.monitor = &serviceMonitor{}
 		into = o.monitor
+	case "monitoring.coreos.com/v1 PrometheusRule":
+		o.rule = &prometheusRule{}
+		into = o.rule
 	default:
 		return fmt.Errorf("unexpected object %s %s", tm.APIVersion, tm.Kind)
 	}
@@ -210,4 +230,28 @@ type serviceMonitor struct {
 			} `json:"authorization,omitempty"`
 		} `json:"endpoints"`
 	} `json:"spec"`
+}
+
+// prometheusRule is the Prometheus operator's PrometheusRule as the chart
+// writes it; its spec is a rules file's content.
+type prometheusRule struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              ruleFile `json:"spec"`
+}
+
+// ruleFile is a Prometheus rules file: groups of alerting rules.
+type ruleFile struct {
+	Groups []struct {
+		Name  string      `json:"name" yaml:"name"`
+		Rules []alertRule `json:"rules" yaml:"rules"`
+	} `json:"groups" yaml:"groups"`
+}
+
+type alertRule struct {
+	Alert       string            `json:"alert" yaml:"alert"`
+	Expr        string            `json:"expr" yaml:"expr"`
+	For         string            `json:"for,omitempty" yaml:"for,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty" yaml:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty" yaml:"annotations,omitempty"`
 }

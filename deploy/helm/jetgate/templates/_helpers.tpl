@@ -24,9 +24,16 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- .Values.tokenKey.existingSecret | default (printf "%s-token-key" (include "jetgate.fullname" .)) -}}
 {{- end -}}
 
-{{/* The Secret holding the NATS URL, under key url. */}}
+{{/* The Secret holding the NATS URL, under key url: the user's, or the one
+the chart makes, whose name no Secret of the user's may take. */}}
 {{- define "jetgate.natsURLSecret" -}}
-{{- .Values.nats.urlSecret | default (printf "%s-nats" (include "jetgate.fullname" .)) -}}
+{{- .Values.nats.urlSecret | default (printf "%s-nats-url" (include "jetgate.fullname" .)) -}}
+{{- end -}}
+
+{{/* The Secrets the chart itself renders, one name a line. */}}
+{{- define "jetgate.ownSecrets" -}}
+{{- if not .Values.nats.urlSecret }}{{ include "jetgate.natsURLSecret" . }}{{ "\n" }}{{ end -}}
+{{- if not .Values.tokenKey.existingSecret }}{{ include "jetgate.tokenKeySecret" . }}{{ "\n" }}{{ end -}}
 {{- end -}}
 
 {{/* Whether the listeners serve TLS (config.listen.tls.cert). */}}
@@ -42,8 +49,15 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- if not (or $auth.api_keys $auth.jwt $auth.mtls $auth.allow_unauthenticated) -}}
 {{- fail "config.auth: jetgate listens beyond loopback in a pod, so it needs authentication: set config.auth.api_keys, jwt or mtls (README \"Running in production\"), or config.auth.allow_unauthenticated: true to serve anyone who can reach the Service" -}}
 {{- end -}}
-{{- if not .Values.config.consumers -}}
-{{- fail "config.consumers: no consumer is configured (README \"Configuration\")" -}}
+{{- if not (or .Values.config.consumers .Values.config.on_demand) -}}
+{{- fail "config.consumers: no consumer is configured: list some, or serve existing ones with config.on_demand (README \"Configuration\")" -}}
+{{- end -}}
+{{- $own := splitList "\n" (include "jetgate.ownSecrets" .) -}}
+{{- $theirs := dict "nats.credsSecret" .Values.nats.credsSecret "nats.tls.secret" .Values.nats.tls.secret "nats.urlSecret" .Values.nats.urlSecret "tokenKey.existingSecret" .Values.tokenKey.existingSecret -}}
+{{- range $path, $name := $theirs -}}
+{{- if and $name (has $name $own) -}}
+{{- fail (printf "%s: %q is the name of a Secret this chart makes itself (%s): give your Secret another name" $path $name (without $own "" | join ", ")) -}}
+{{- end -}}
 {{- end -}}
 {{- if and (not .Values.nats.urlSecret) (not .Values.nats.url) -}}
 {{- fail "nats.url: give the NATS server URL(s), or nats.urlSecret: jetgate's embedded server is for one process, not a Deployment" -}}
