@@ -148,7 +148,16 @@ func (p *process) build(ctx context.Context) error {
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo(), p.refused)
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo(), p.refused,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "jetgate_nats_connected",
+			Help: "1 while the replica's connection to NATS is up, 0 while it is away (reconnecting); /readyz answers 503 then.",
+		}, func() float64 {
+			if p.nc.IsConnected() {
+				return 1
+			}
+			return 0
+		}))
 	lim := p.cfg.Limits
 	p.replica, err = core.New(ctx, core.Options{
 		Conn: p.nc, Consumers: p.cfg.ConsumerConfigs(), Pushes: p.cfg.PushConfigs(), Keys: keys,

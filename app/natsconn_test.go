@@ -236,3 +236,19 @@ func TestJunkTokensAnswerWithinADefaultClientsLimit(t *testing.T) {
 		}
 	}
 }
+
+// jetgate_nats_connected is 1 while the replica's NATS connection is up and
+// 0 while it is away: what an alert on a lost NATS reads.
+func TestNATSConnectedGauge(t *testing.T) {
+	ns := natstest.Start(t)
+	o := testOptions(t)
+	o.NATSURL, o.NATSListen, o.StreamSubjects = ns.ClientURL(), "", []string{"orders.>"}
+	p := start(t, o)
+	if body := scrape(t, "http://"+p.HTTP+"/metrics"); !strings.Contains(body, "jetgate_nats_connected 1") {
+		t.Fatal("/metrics lacks jetgate_nats_connected 1 while connected")
+	}
+	ns.Shutdown()
+	natstest.Eventually(t, 10*time.Second, "the gauge at 0", func() bool {
+		return strings.Contains(scrape(t, "http://"+p.HTTP+"/metrics"), "jetgate_nats_connected 0")
+	})
+}
