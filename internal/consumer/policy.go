@@ -44,7 +44,10 @@ func (c *Consumer) timing() lease.Policy { return c.server.load().timing }
 // for heartbeats without a word.
 func placesOf(maxWaiting int) int { return max(maxWaiting, 2) - 1 }
 
-// policyChanged follows a change of the consumer's policy on the server.
+// policyChanged follows a change of the consumer's policy on the server,
+// under the watch's lock (views are followed in the order they are stored):
+// it takes the lease table's and the waiting line's locks, and nothing that
+// holds those asks the server.
 func (c *Consumer) policyChanged(old, now *serverView) {
 	c.counts.PolicyChanges.Add(1)
 	moved := c.leases.SetTiming(now.timing)

@@ -108,7 +108,7 @@ type serverWatch struct {
 	// the answer: the reset watch reads the delivered count.
 	observe func() func(*jetstream.ConsumerInfo)
 	// changed is told of each new view whose policy differs from the one
-	// before (changedFrom), outside the watch's lock.
+	// before (changedFrom), under the watch's lock, in the order stored.
 	changed func(old, now *serverView)
 }
 
@@ -120,13 +120,12 @@ func (w *serverWatch) set(ci *jetstream.ConsumerInfo, ticket uint64) {
 	v := viewOf(ci)
 	v.ticket = ticket
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	old := w.view.Load()
 	if old != nil && old.ticket > ticket {
-		w.mu.Unlock()
 		return
 	}
 	w.view.Store(v)
-	w.mu.Unlock()
 	if old != nil && v.changedFrom(old) && w.changed != nil {
 		w.changed(old, v)
 	}
