@@ -85,12 +85,27 @@ func (ep *endpoint) caFile(t *testing.T) string {
 	return ca
 }
 
-// publishN publishes n messages and waits until the consumer has drained.
-func (e *env) publishN(n int) {
+// received is how many requests the endpoint has had.
+func (ep *endpoint) received() int {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	n := 0
+	for _, v := range ep.protos {
+		n += v
+	}
+	return n
+}
+
+// publishN publishes n messages and waits until ep has had a request for
+// each and the consumer has drained. The server counts a stored message as
+// pending only once its consumers are signalled, after the publish is
+// acknowledged: a consumer that looks drained may not have its messages yet.
+func (e *env) publishN(ep *endpoint, n int) {
 	e.t.Helper()
 	for i := range n {
 		e.publish("orders.new", strconv.Itoa(i), nil)
 	}
+	natstest.Eventually(e.t, 20*time.Second, strconv.Itoa(n)+" requests at the endpoint", func() bool { return ep.received() >= n })
 	e.drained(20 * time.Second)
 }
 
@@ -118,7 +133,7 @@ func TestTheHTTPVersionSpokenToTheEndpoint(t *testing.T) {
 				pc.TLSCA = ep.caFile(t)
 			}
 			e.replica(consumerCfg(), pc)
-			e.publishN(20)
+			e.publishN(ep, 20)
 			if got := ep.spokenIn(); got[tc.want] < 20 || len(got) != 1 {
 				t.Fatalf("requests by version %v; want 20 or more, all %s", got, tc.want)
 			}
@@ -152,7 +167,7 @@ func TestConnectionsAreReusedUpToTheConcurrency(t *testing.T) {
 	ep := newEndpoint(t, false, false)
 	const concurrency = 4
 	e.replica(consumerCfg(), push.Config{URL: ep.URL, Concurrency: concurrency})
-	e.publishN(300)
+	e.publishN(ep, 300)
 	if n := ep.conns.Load(); n > concurrency {
 		t.Fatalf("%d connections for 300 pushes at concurrency %d", n, concurrency)
 	}
