@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -147,6 +148,13 @@ func consumerNames(c *config.Config) string {
 func redactedURL(url string) string { return config.MaskURLs(url) }
 
 // connect starts the embedded server (when no URL is configured) and
+// pingEvery and pingsOut bound how long a stalled NATS connection is kept:
+// at most 30s.
+const (
+	pingEvery = 10 * time.Second
+	pingsOut  = 2
+)
+
 // connects to NATS, watched for the probes.
 func (p *process) connect() error {
 	p.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
@@ -154,6 +162,11 @@ func (p *process) connect() error {
 	opts := append([]nats.Option{
 		nats.Name("jetgate"),
 		nats.MaxReconnects(-1),
+		// A connection that stalls without closing (a proxy or a network
+		// that stops forwarding) is given up within pingEvery × (pingsOut+1)
+		// and replaced, rather than after nats.go's default of minutes.
+		nats.PingInterval(pingEvery),
+		nats.MaxPingsOutstanding(pingsOut),
 		// Nothing waits in a reconnect buffer: a settle sent late would land
 		// on the next delivery of its message, a late publish be a duplicate.
 		nats.ReconnectBufSize(-1),

@@ -252,3 +252,37 @@ func TestNATSConnectedGauge(t *testing.T) {
 		return strings.Contains(scrape(t, "http://"+p.HTTP+"/metrics"), "jetgate_nats_connected 0")
 	})
 }
+
+// A NATS connection that stalls without closing (a proxy that stops
+// forwarding, no FIN, no RST) is given up within 30s (a PING every 10s, two
+// unanswered): readiness fails, and once a path to NATS is back the
+// connection is replaced and nothing published before the stall is lost.
+func TestAStalledNATSConnectionIsReplaced(t *testing.T) {
+	ns := natstest.Start(t)
+	proxy := natstest.StartProxy(t, ns.Addr().String())
+	o := testOptions(t)
+	o.NATSURL, o.NATSListen, o.StreamSubjects = "nats://"+proxy.Addr, "", []string{"orders.>"}
+	p := start(t, o)
+	cc, sc := grpcClients(t, p.GRPC)
+	seq := publish(t, sc, "orders.stall", "before")
+	ready := func() bool {
+		resp, err := http.Get("http://" + p.HTTP + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}
+	proxy.Blackhole()
+	stalled := time.Now()
+	natstest.Eventually(t, 45*time.Second, "the stalled connection given up", func() bool { return !ready() })
+	if took := time.Since(stalled); took > 35*time.Second {
+		t.Fatalf("the stalled connection was given up after %v; want within 30s", took)
+	}
+	proxy.Thaw()
+	natstest.Eventually(t, 30*time.Second, "a new connection, ready", ready)
+	msgs := fetch(t, cc, "billing", 1, 5*time.Second)
+	if len(msgs) != 1 || msgs[0].GetMetadata().GetStreamSeq() != seq {
+		t.Fatalf("after the stall: %v; want the message published before it", msgs)
+	}
+}

@@ -177,6 +177,10 @@ func StartProxy(t testing.TB, target string) *Proxy {
 // Blackhole stops all traffic through the proxy.
 func (p *Proxy) Blackhole() { p.frozen.Store(true) }
 
+// Thaw lets traffic through again, for connections made from then on (the
+// ones open while it was black-holed have lost bytes).
+func (p *Proxy) Thaw() { p.frozen.Store(false) }
+
 func (p *Proxy) pipe(dst, src net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
