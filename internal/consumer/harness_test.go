@@ -63,6 +63,13 @@ func startWith(t *testing.T, cfg consumer.Config, settles func(*natsserver.Serve
 // connection of its own to ns.
 func bindOn(t *testing.T, ns *natsserver.Server, own *nats.Conn, cfg consumer.Config, settles func(*natsserver.Server) *nats.Conn, timeout time.Duration) *env {
 	t.Helper()
+	return bindTelling(t, ns, own, cfg, settles, timeout, nil)
+}
+
+// bindTelling is bindOn with the Consumer's OnReset (nil: none).
+func bindTelling(t *testing.T, ns *natsserver.Server, own *nats.Conn, cfg consumer.Config, settles func(*natsserver.Server) *nats.Conn,
+	timeout time.Duration, onReset func(id string, peers int)) *env {
+	t.Helper()
 	js, err := jetstream.New(own)
 	if err != nil {
 		t.Fatal(err)
@@ -98,6 +105,7 @@ func bindOn(t *testing.T, ns *natsserver.Server, own *nats.Conn, cfg consumer.Co
 		Self:    e.self,
 		Timeout: 2 * time.Second,
 		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		OnReset: onReset,
 	})
 	if err != nil {
 		_ = sender.Close()

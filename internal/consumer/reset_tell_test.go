@@ -2,17 +2,11 @@ package consumer_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/natstest"
-	"github.com/jetgate/jetgate/internal/settle"
-	"github.com/jetgate/jetgate/internal/token"
 )
 
 // word is one call of a Consumer's OnReset: the reset's id and how many
@@ -30,52 +24,8 @@ func tellingEnv(t *testing.T, cfg consumer.Config) (*env, <-chan word) {
 	ns := natstest.Start(t)
 	own := natstest.Connect(t, ns)
 	natstest.Stream(t, own, stream, "orders.>")
-	js, err := jetstream.New(own)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, ns: ns, js: js, nc: natstest.Connect(t, ns), keys: token.RandomKeyring(), self: token.NewIssuerID()}
-	sender, err := settle.NewSender(e.nc, 2*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	gjs, err := jetstream.New(e.nc)
-	if err != nil {
-		t.Fatal(err)
-	}
 	words := make(chan word, 16)
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	cfg.Stream, cfg.Name = stream, name
-	e.c, err = consumer.Bind(ctx, gjs, cfg, consumer.Deps{
-		Conn: e.nc, Sender: sender, Keys: e.keys, Self: e.self, Timeout: 2 * time.Second,
-		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-		OnReset: func(id string, peers int) { words <- word{id, peers} },
-	})
-	if err != nil {
-		_ = sender.Close()
-		t.Fatalf("bind: %v", err)
-	}
-	runCtx, stop := context.WithCancel(context.Background())
-	ran := make(chan struct{})
-	go func() {
-		defer close(ran)
-		e.c.Run(runCtx)
-	}()
-	t.Cleanup(func() {
-		stop()
-		<-ran
-		ctx, cancel := context.WithTimeout(context.Background(), within)
-		defer cancel()
-		e.c.Close(ctx)
-		_ = sender.Close()
-	})
-	if e.plain, err = js.Consumer(ctx, stream, name); err != nil {
-		t.Fatal(err)
-	}
+	e := bindTelling(t, ns, own, cfg, nil, 2*time.Second, func(id string, peers int) { words <- word{id, peers} })
 	return e, words
 }
 
