@@ -167,6 +167,9 @@ func (p *process) connect() error {
 		// and replaced, rather than after nats.go's default of minutes.
 		nats.PingInterval(pingEvery),
 		nats.MaxPingsOutstanding(pingsOut),
+		// Back within a second of NATS taking connections again (nats.go's
+		// default waits 2s between tries).
+		nats.ReconnectWait(500*time.Millisecond),
 		// Nothing waits in a reconnect buffer: a settle sent late would land
 		// on the next delivery of its message, a late publish be a duplicate.
 		nats.ReconnectBufSize(-1),

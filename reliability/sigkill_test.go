@@ -107,8 +107,8 @@ func (f *settleAfter) since() time.Duration {
 // (file store, two replicas, random answers) and starts it again on the
 // same store: nothing is lost, no settle lands on a later delivery, and the
 // time from NATS accepting connections again to the first settle confirmed
-// is measured (target 2s: bounded by nats.go's reconnect wait, 50ms here,
-// 2s by default, and the replica's resubscribing).
+// is measured (target 2s: bounded by the reconnect wait, 50ms here and
+// 500ms in jetgate, and the replica's resubscribing).
 func TestFaultNATSKilledHard(t *testing.T) {
 	ns := startNATSProcess(t)
 	var gs []*gwtest.Replica
