@@ -169,7 +169,7 @@ func (p *process) connect() error {
 		nats.MaxPingsOutstanding(pingsOut),
 		// Back within a second of NATS taking connections again (nats.go's
 		// default waits 2s between tries).
-		nats.ReconnectWait(500*time.Millisecond),
+		nats.ReconnectWait(500 * time.Millisecond),
 		// Nothing waits in a reconnect buffer: a settle sent late would land
 		// on the next delivery of its message, a late publish be a duplicate.
 		nats.ReconnectBufSize(-1),
