@@ -39,10 +39,12 @@ func ClusterOptions(t testing.TB, n int) []*server.Options {
 }
 
 // StartCluster runs an n-node cluster of ClusterOptions, waits until every
-// node is healthy, and shuts them down at the end of the test.
+// node is healthy, and shuts them down at the end of the test. A port free
+// a moment ago may be taken by another process before a node binds it: the
+// cluster is then started again on other ports, up to three times.
 func StartCluster(t testing.TB, n int) []*server.Server {
 	t.Helper()
-	nodes := make([]*server.Server, 0, n)
+	var nodes []*server.Server
 	t.Cleanup(func() {
 		// A node stopped while it still recovers its streams can leave a
 		// stream's store running (nats-server): the cluster settles first.
@@ -54,20 +56,42 @@ func StartCluster(t testing.TB, n int) []*server.Server {
 			ns.WaitForShutdown()
 		}
 	})
-	for _, o := range ClusterOptions(t, n) {
+	var err error
+	for range 3 {
+		if nodes, err = startNodes(ClusterOptions(t, n)); err == nil {
+			return nodes
+		}
+		for _, ns := range nodes {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+		}
+		nodes = nil
+		if !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+	}
+	t.Fatal(err)
+	return nil
+}
+
+// startNodes starts a node of each of opts and waits until all are
+// healthy; it returns the nodes it started, with the first error.
+func startNodes(opts []*server.Options) ([]*server.Server, error) {
+	var nodes []*server.Server
+	for _, o := range opts {
 		ns, err := server.NewServer(o)
 		if err != nil {
-			t.Fatalf("nats server %s: %v", o.ServerName, err)
+			return nodes, fmt.Errorf("nats server %s: %w", o.ServerName, err)
 		}
 		ns.Start()
 		nodes = append(nodes, ns)
 	}
 	for _, ns := range nodes {
 		if err := Healthy(ns, time.Minute); err != nil {
-			t.Fatal(err)
+			return nodes, err
 		}
 	}
-	return nodes
+	return nodes, nil
 }
 
 // ClusterURL names every node, for a client that moves between them.
@@ -87,7 +111,7 @@ func Healthy(ns *server.Server, within time.Duration) error {
 		if h.Status == "ok" {
 			return nil
 		}
-		if time.Now().After(deadline) {
+		if time.Now().After(deadline) || strings.Contains(h.Error, "address already in use") {
 			return fmt.Errorf("node %s not healthy within %v: %s %v", ns.Name(), within, h.Error, h.Errors)
 		}
 		time.Sleep(50 * time.Millisecond) // the server offers no wait on its health
