@@ -16,6 +16,7 @@ import (
 	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/gwtest"
 	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/settle"
 	"github.com/jetgate/jetgate/internal/token"
 )
 
@@ -185,7 +186,7 @@ func waitingCallers(t *testing.T, replicas, callers int) {
 	}
 
 	for i, ts := range tokens {
-		for batch := range slices.Chunk(ts, core.MaxTokens) {
+		for batch := range slices.Chunk(ts, settle.MaxTokens) {
 			res, err := gs[i].Consumers.Ack(ctx, &jetgatev1.AckRequest{Stream: stream, Consumer: consumer, Tokens: batch})
 			if err != nil {
 				t.Fatal(err)

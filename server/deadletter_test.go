@@ -296,7 +296,7 @@ func TestTheCatchAllLeavesTheDeadLetterWorkerAlone(t *testing.T) {
 		Consumers: []coreconsumer.Config{
 			{Stream: stream, Name: consumer, DeadLetter: &coreconsumer.DeadLetter{Subject: dlqSubject, OnTerm: true}},
 		},
-		OnDemand: core.OnDemand{Match: []core.Match{{Stream: "*", Consumer: "*"}}},
+		OnDemand: coreconsumer.OnDemand{Match: []coreconsumer.Match{{Stream: "*", Consumer: "*"}}},
 		Keys:     e.keys,
 	})
 	ctx := context.Background()

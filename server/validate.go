@@ -8,7 +8,6 @@ import (
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	"github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/natsname"
@@ -34,7 +33,7 @@ func validateFetch(req *jetgatev1.FetchRequest, lim Limits) (consumer.FetchReque
 	if err != nil {
 		return consumer.FetchRequest{}, err
 	}
-	fr := consumer.FetchRequest{Batch: int(req.GetBatch()), Expires: core.DefaultExpires, Priority: pri}
+	fr := consumer.FetchRequest{Batch: int(req.GetBatch()), Expires: consumer.DefaultExpires, Priority: pri}
 	switch {
 	case fr.Batch < 0:
 		return consumer.FetchRequest{}, fmt.Errorf("%w: batch must not be negative", errs.ErrInvalidArgument)

@@ -18,7 +18,6 @@ import (
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	"github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/natsname"
@@ -42,11 +41,11 @@ func TestValidateFetch(t *testing.T) {
 		wantErr bool
 	}{
 		{"defaults", base(func(r *jetgatev1.FetchRequest) {}), testLimits,
-			consumer.FetchRequest{Batch: 1, Expires: core.DefaultExpires}, false},
+			consumer.FetchRequest{Batch: 1, Expires: consumer.DefaultExpires}, false},
 		{"batch 1", base(func(r *jetgatev1.FetchRequest) { r.Batch = 1 }), testLimits,
-			consumer.FetchRequest{Batch: 1, Expires: core.DefaultExpires}, false},
+			consumer.FetchRequest{Batch: 1, Expires: consumer.DefaultExpires}, false},
 		{"batch at max", base(func(r *jetgatev1.FetchRequest) { r.Batch = 100 }), testLimits,
-			consumer.FetchRequest{Batch: 100, Expires: core.DefaultExpires}, false},
+			consumer.FetchRequest{Batch: 100, Expires: consumer.DefaultExpires}, false},
 		{"batch above max", base(func(r *jetgatev1.FetchRequest) { r.Batch = 101 }), testLimits, consumer.FetchRequest{}, true},
 		{"batch negative", base(func(r *jetgatev1.FetchRequest) { r.Batch = -1 }), testLimits, consumer.FetchRequest{}, true},
 		{"batch min int32", base(func(r *jetgatev1.FetchRequest) { r.Batch = -1 << 31 }), testLimits, consumer.FetchRequest{}, true},
@@ -68,7 +67,7 @@ func TestValidateFetch(t *testing.T) {
 		{"expires nanos out of range", base(func(r *jetgatev1.FetchRequest) { r.Expires = dur(0, 1_000_000_000) }), testLimits, consumer.FetchRequest{}, true},
 		{"expires beyond 10000 years", base(func(r *jetgatev1.FetchRequest) { r.Expires = dur(315_576_000_001, 0) }), testLimits, consumer.FetchRequest{}, true},
 		{"max_bytes set", base(func(r *jetgatev1.FetchRequest) { r.MaxBytes = proto.Int64(1 << 20) }), testLimits,
-			consumer.FetchRequest{Batch: 1, Expires: core.DefaultExpires, MaxBytes: 1 << 20}, false},
+			consumer.FetchRequest{Batch: 1, Expires: consumer.DefaultExpires, MaxBytes: 1 << 20}, false},
 		{"max_bytes 0", base(func(r *jetgatev1.FetchRequest) { r.MaxBytes = proto.Int64(0) }), testLimits, consumer.FetchRequest{}, true},
 		{"max_bytes negative", base(func(r *jetgatev1.FetchRequest) { r.MaxBytes = proto.Int64(-1) }), testLimits, consumer.FetchRequest{}, true},
 		{"no stream", base(func(r *jetgatev1.FetchRequest) { r.Stream = "" }), testLimits, consumer.FetchRequest{}, true},
@@ -80,7 +79,7 @@ func TestValidateFetch(t *testing.T) {
 		{"consumer with a space", base(func(r *jetgatev1.FetchRequest) { r.Consumer = "bill ing" }), testLimits, consumer.FetchRequest{}, true},
 		{"stream not UTF-8", base(func(r *jetgatev1.FetchRequest) { r.Stream = "\xff" }), testLimits, consumer.FetchRequest{}, true},
 		{"stream of 255 bytes", base(func(r *jetgatev1.FetchRequest) { r.Stream = strings.Repeat("s", 255) }), testLimits,
-			consumer.FetchRequest{Batch: 1, Expires: core.DefaultExpires}, false},
+			consumer.FetchRequest{Batch: 1, Expires: consumer.DefaultExpires}, false},
 		{"stream of 256 bytes", base(func(r *jetgatev1.FetchRequest) { r.Stream = strings.Repeat("s", 256) }), testLimits, consumer.FetchRequest{}, true},
 	}
 	for _, tt := range tests {
@@ -177,9 +176,9 @@ func TestValidateSettle(t *testing.T) {
 		wantErr bool
 	}{
 		{"one token", &jetgatev1.AckRequest{Stream: "ORDERS", Consumer: "billing", Tokens: tokens(1)}, false},
-		{"max tokens", &jetgatev1.NakRequest{Stream: "ORDERS", Consumer: "billing", Tokens: tokens(core.MaxTokens)}, false},
+		{"max tokens", &jetgatev1.NakRequest{Stream: "ORDERS", Consumer: "billing", Tokens: tokens(settle.MaxTokens)}, false},
 		{"no tokens", &jetgatev1.AckRequest{Stream: "ORDERS", Consumer: "billing"}, true},
-		{"too many tokens", &jetgatev1.TermRequest{Stream: "ORDERS", Consumer: "billing", Tokens: tokens(core.MaxTokens + 1)}, true},
+		{"too many tokens", &jetgatev1.TermRequest{Stream: "ORDERS", Consumer: "billing", Tokens: tokens(settle.MaxTokens + 1)}, true},
 		{"no stream", &jetgatev1.ExtendRequest{Consumer: "billing", Tokens: tokens(1)}, true},
 		{"no consumer", &jetgatev1.AckRequest{Stream: "ORDERS", Tokens: tokens(1)}, true},
 		{"stream with a dot", &jetgatev1.AckRequest{Stream: "OR.DERS", Consumer: "billing", Tokens: tokens(1)}, true},

@@ -17,7 +17,6 @@ import (
 
 	"github.com/jetgate/jetgate/internal/auth"
 	"github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/core"
 )
 
 // Config is the whole configuration of one process. The yaml tags are the
@@ -142,10 +141,10 @@ type OnDemandMatch struct {
 }
 
 // CoreOnDemand is the block as the core takes it.
-func (o OnDemand) CoreOnDemand() core.OnDemand {
-	out := core.OnDemand{IdleUnbind: time.Duration(o.IdleUnbind)}
+func (o OnDemand) CoreOnDemand() consumer.OnDemand {
+	out := consumer.OnDemand{IdleUnbind: time.Duration(o.IdleUnbind)}
 	for _, m := range o.Match {
-		out.Match = append(out.Match, core.Match{Stream: m.Stream, Consumer: m.Consumer})
+		out.Match = append(out.Match, consumer.Match{Stream: m.Stream, Consumer: m.Consumer})
 	}
 	return out
 }
@@ -305,11 +304,11 @@ func (c *Config) StreamBinding(subject string) *Stream {
 // defaultLimits are the limits' defaults, the same with a file and without.
 func defaultLimits() Limits {
 	return Limits{
-		MaxBatch:       core.DefaultMaxBatch,
-		MaxExpires:     Duration(core.DefaultMaxExpires),
-		MaxBodyBytes:   core.DefaultMaxBodyBytes,
+		MaxBatch:       consumer.DefaultMaxBatch,
+		MaxExpires:     Duration(consumer.DefaultMaxExpires),
+		MaxBodyBytes:   consumer.DefaultMaxBodyBytes,
 		MaxFetchBytes:  consumer.DefaultMaxFetchBytes,
-		MaxNakDelay:    Duration(core.DefaultMaxNakDelay),
+		MaxNakDelay:    Duration(consumer.DefaultMaxNakDelay),
 		MaxLease:       Duration(consumer.DefaultMaxLease),
 		IdleTimeout:    Duration(DefaultIdleTimeout),
 		MaxConnections: DefaultMaxConnections,

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/core"
 )
 
 // Flags are the command line's settings (each also an environment
@@ -72,9 +71,9 @@ func DefaultFlags() Flags {
 		DeliverPolicy: "all",
 		GRPCAddr:      DefaultGRPCAddr,
 		HTTPAddr:      DefaultHTTPAddr,
-		MaxBatch:      core.DefaultMaxBatch,
-		MaxExpires:    core.DefaultMaxExpires,
-		MaxBodyBytes:  core.DefaultMaxBodyBytes,
+		MaxBatch:      consumer.DefaultMaxBatch,
+		MaxExpires:    consumer.DefaultMaxExpires,
+		MaxBodyBytes:  consumer.DefaultMaxBodyBytes,
 		MaxFetchBytes: consumer.DefaultMaxFetchBytes,
 		Metrics:       true,
 		Reflection:    true,
@@ -328,7 +327,7 @@ func (c *Config) fillDefaults() {
 	def("limits.idle_timeout", func() { c.Limits.IdleTimeout = d.IdleTimeout })
 	def("limits.max_connections", func() { c.Limits.MaxConnections = d.MaxConnections })
 	if len(c.OnDemand.Match) > 0 {
-		def("on_demand.idle_unbind", func() { c.OnDemand.IdleUnbind = Duration(core.DefaultIdleUnbind) })
+		def("on_demand.idle_unbind", func() { c.OnDemand.IdleUnbind = Duration(consumer.DefaultIdleUnbind) })
 	}
 	c.fillPushDefaults()
 	def("console.enabled", func() { c.Console.Enabled = true })

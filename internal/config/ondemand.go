@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jetgate/jetgate/internal/core"
+	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/natsname"
 )
 
@@ -29,7 +29,7 @@ func (c *Config) validateOnDemand() *Error {
 	case idle < 0:
 		return c.errorf("on_demand.idle_unbind", "%v: must not be negative", o.IdleUnbind)
 	case idle > 0 && idle < time.Second:
-		return c.errorf("on_demand.idle_unbind", "%v: must be at least 1s (unset: %v)", o.IdleUnbind, core.DefaultIdleUnbind)
+		return c.errorf("on_demand.idle_unbind", "%v: must be at least 1s (unset: %v)", o.IdleUnbind, consumer.DefaultIdleUnbind)
 	case idle > 0 && len(o.Match) == 0:
 		return c.errorf("on_demand.idle_unbind", "is set, but on_demand.match names no consumer: add a match, or remove the block")
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jetgate/jetgate/internal/core"
+	"github.com/jetgate/jetgate/internal/consumer"
 )
 
 const onDemandAlone = `streams: [{name: ORDERS, subjects: ["orders.>"]}]
@@ -29,7 +29,7 @@ func TestOnDemandAloneFile(t *testing.T) {
 	if len(c.Consumers) != 0 || len(c.ConsumerConfigs()) != 0 {
 		t.Errorf("consumers %+v; want none", c.Consumers)
 	}
-	want := core.OnDemand{Match: []core.Match{{Stream: "ORDERS", Consumer: "team-*"}}, IdleUnbind: core.DefaultIdleUnbind}
+	want := consumer.OnDemand{Match: []consumer.Match{{Stream: "ORDERS", Consumer: "team-*"}}, IdleUnbind: consumer.DefaultIdleUnbind}
 	if got := c.OnDemand.CoreOnDemand(); !reflect.DeepEqual(got, want) {
 		t.Errorf("on demand %+v; want %+v", got, want)
 	}
@@ -101,7 +101,7 @@ func TestOnDemandFlag(t *testing.T) {
 			if !reflect.DeepEqual(names, tt.consumers) || len(c.Streams) != tt.streams || !reflect.DeepEqual(c.OnDemand.Match, tt.match) {
 				t.Errorf("consumers %v, streams %+v, match %+v; want %v, %d streams, %+v", names, c.Streams, c.OnDemand.Match, tt.consumers, tt.streams, tt.match)
 			}
-			if want := Duration(core.DefaultIdleUnbind); tt.match != nil && c.OnDemand.IdleUnbind != want {
+			if want := Duration(consumer.DefaultIdleUnbind); tt.match != nil && c.OnDemand.IdleUnbind != want {
 				t.Errorf("idle_unbind %v; want %v", c.OnDemand.IdleUnbind, want)
 			}
 		})

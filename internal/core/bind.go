@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,32 +14,6 @@ import (
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/natsname"
 )
-
-// OnDemand serves durable consumers that exist on the server but not in the
-// configuration: bound on their first call, never created, updated or
-// deleted by jetgate, and unbound after IdleUnbind without a call.
-type OnDemand struct {
-	Match      []Match // none: no consumer on demand
-	IdleUnbind time.Duration
-}
-
-// Match names consumers by glob patterns (path.Match) of stream and name.
-type Match struct{ Stream, Consumer string }
-
-// DefaultIdleUnbind is how long an on-demand consumer nobody calls stays
-// bound.
-const DefaultIdleUnbind = 10 * time.Minute
-
-func (o OnDemand) matches(stream, name string) bool {
-	for _, m := range o.Match {
-		okS, _ := path.Match(m.Stream, stream)
-		okC, _ := path.Match(m.Consumer, name)
-		if okS && okC {
-			return true
-		}
-	}
-	return false
-}
 
 // binding is a consumer the replica serves.
 type binding struct {
@@ -151,7 +124,7 @@ func notServed(key consumerKey) error {
 // bindOnDemand binds the consumer key names if it matches the on-demand
 // patterns; concurrent first calls share one bind.
 func (r *Replica) bindOnDemand(ctx context.Context, key consumerKey) error {
-	if !r.onDemand.matches(key.stream, key.name) || natsname.Internal(key.stream) {
+	if !r.onDemand.Matches(key.stream, key.name) || natsname.Internal(key.stream) {
 		return notServed(key)
 	}
 	r.binds.mu.Lock()

@@ -33,7 +33,7 @@ func (r *Replica) DeadLetters(ctx context.Context, stream, name string, from uin
 }
 
 func (r *Replica) deadLetterRoute(stream, name string) (deadletter.Route, error) {
-	if r.bound(stream, name) == nil && !r.onDemand.matches(stream, name) {
+	if r.bound(stream, name) == nil && !r.onDemand.Matches(stream, name) {
 		return deadletter.Route{}, notServed(consumerKey{stream, name})
 	}
 	route, ok := r.routes[consumerKey{stream, name}]

@@ -34,7 +34,7 @@ func TestConsumersOnDemand(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	od := core.OnDemand{Match: []core.Match{{Stream: "ORDERS", Consumer: "team-*"}}, IdleUnbind: time.Second}
+	od := consumer.OnDemand{Match: []consumer.Match{{Stream: "ORDERS", Consumer: "team-*"}}, IdleUnbind: time.Second}
 	keys, regA := token.RandomKeyring(), prometheus.NewRegistry()
 	a := replicaOf(t, ns, keys, core.Options{OnDemand: od, Metrics: regA})
 	b := replicaOf(t, ns, keys, core.Options{OnDemand: od})
@@ -121,7 +121,7 @@ func TestConcurrentFirstCallsShareOneBind(t *testing.T) {
 	if _, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "team-c", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
 		t.Fatal(err)
 	}
-	a := replicaOf(t, ns, token.RandomKeyring(), core.Options{OnDemand: core.OnDemand{Match: []core.Match{{Stream: "*", Consumer: "*"}}}})
+	a := replicaOf(t, ns, token.RandomKeyring(), core.Options{OnDemand: consumer.OnDemand{Match: []consumer.Match{{Stream: "*", Consumer: "*"}}}})
 	rq := countRequests(t, ns)
 	errc := make(chan error, 20)
 	for range 20 {

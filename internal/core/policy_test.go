@@ -45,7 +45,7 @@ func TestAnOperatorsAckWaitCutIsFollowedWithoutPolling(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	keys := token.RandomKeyring()
-	r := replicaOf(t, ns, keys, core.Options{Metrics: reg, OnDemand: core.OnDemand{Match: []core.Match{{Stream: "ORDERS", Consumer: "team-*"}}}})
+	r := replicaOf(t, ns, keys, core.Options{Metrics: reg, OnDemand: consumer.OnDemand{Match: []consumer.Match{{Stream: "ORDERS", Consumer: "team-*"}}}})
 	if _, err := js.Publish(ctx, "orders.1", []byte("m")); err != nil {
 		t.Fatal(err)
 	}

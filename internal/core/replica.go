@@ -47,7 +47,7 @@ type Options struct {
 	MaxBatch int
 	// MaxExpires caps a Fetch's expires.
 	MaxExpires time.Duration
-	// MaxNakDelay bounds a Nak's delay; 0 is DefaultMaxNakDelay.
+	// MaxNakDelay bounds a Nak's delay; 0 is consumer.DefaultMaxNakDelay.
 	MaxNakDelay time.Duration
 	// MaxLease bounds how long one lease is kept alive: by an Extend's
 	// duration, or a Consume's auto_extend; 0 is consumer.DefaultMaxLease.
@@ -62,27 +62,11 @@ type Options struct {
 	// Tracing records spans; nil is off.
 	Tracing *tracing.Tracing
 	// OnDemand serves existing consumers the configuration does not name.
-	OnDemand OnDemand
+	OnDemand consumer.OnDemand
 	// Domain is the JetStream domain to reach JetStream through ($JS.<domain>.API,
 	// from a leaf node to its hub, say); "" is the connection's own.
 	Domain string
 }
-
-// Defaults for Options left zero, and request bounds.
-const (
-	DefaultRequestTimeout = 5 * time.Second
-	DefaultMaxBatch       = 1000
-	DefaultMaxExpires     = 30 * time.Second
-	// DefaultMaxNakDelay bounds a Nak's delay: a message nak'ed for longer
-	// holds one of max_ack_pending's places all that time.
-	DefaultMaxNakDelay = 24 * time.Hour
-	DefaultExpires     = 5 * time.Second
-	// DefaultMaxBodyBytes bounds a REST body and a gRPC request: 1000
-	// tokens of 256 characters fit with room to spare, and so does a modest
-	// Publish.
-	DefaultMaxBodyBytes = 4 << 20
-	MaxTokens           = settle.MaxTokens
-)
 
 type consumerKey struct{ stream, name string }
 
@@ -96,7 +80,7 @@ type Replica struct {
 	sender   *settle.Sender
 	ledger   *settle.Ledger
 	binds    *bindings
-	onDemand OnDemand
+	onDemand consumer.OnDemand
 	routes   map[consumerKey]deadletter.Route // consumers with a dead letter
 	dead     *deadletter.Worker               // nil when none has
 	subjects *streamSubjects
@@ -160,10 +144,10 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		binds:    newBindings(),
 		onDemand: o.OnDemand,
 		routes:   make(map[consumerKey]deadletter.Route),
-		timeout:  orDefault(o.RequestTimeout, DefaultRequestTimeout),
-		maxBatch: orDefault(o.MaxBatch, DefaultMaxBatch),
-		maxExp:   orDefault(o.MaxExpires, DefaultMaxExpires),
-		maxNak:   orDefault(o.MaxNakDelay, DefaultMaxNakDelay),
+		timeout:  orDefault(o.RequestTimeout, consumer.DefaultRequestTimeout),
+		maxBatch: orDefault(o.MaxBatch, consumer.DefaultMaxBatch),
+		maxExp:   orDefault(o.MaxExpires, consumer.DefaultMaxExpires),
+		maxNak:   orDefault(o.MaxNakDelay, consumer.DefaultMaxNakDelay),
 		maxLease: orDefault(o.MaxLease, consumer.DefaultMaxLease),
 		log:      o.Logger,
 		spans:    o.Tracing.Spans(),
@@ -171,7 +155,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		forwardSlots: make(chan struct{}, maxForwardsInFlight),
 	}
 	if r.onDemand.IdleUnbind <= 0 {
-		r.onDemand.IdleUnbind = DefaultIdleUnbind
+		r.onDemand.IdleUnbind = consumer.DefaultIdleUnbind
 	}
 	r.runCtx, r.cancel = context.WithCancel(context.Background())
 	reg := o.Metrics

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/natstest"
@@ -33,7 +34,7 @@ func TestOnDemandBindsOnlyWhatMatchesBothPatterns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a := replicaOf(t, ns, token.RandomKeyring(), core.Options{OnDemand: core.OnDemand{Match: []core.Match{{Stream: "ORDERS", Consumer: "team-*"}}}})
+	a := replicaOf(t, ns, token.RandomKeyring(), core.Options{OnDemand: consumer.OnDemand{Match: []consumer.Match{{Stream: "ORDERS", Consumer: "team-*"}}}})
 	for _, tc := range []struct {
 		stream, name string
 		served       bool
@@ -67,11 +68,11 @@ func TestAnUnbindLeavesTheRoster(t *testing.T) {
 	if _, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "team-a", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
 		t.Fatal(err)
 	}
-	match := []core.Match{{Stream: "ORDERS", Consumer: "team-*"}}
+	match := []consumer.Match{{Stream: "ORDERS", Consumer: "team-*"}}
 	keys := token.RandomKeyring()
-	a := replicaOf(t, ns, keys, core.Options{OnDemand: core.OnDemand{Match: match, IdleUnbind: time.Hour}})
+	a := replicaOf(t, ns, keys, core.Options{OnDemand: consumer.OnDemand{Match: match, IdleUnbind: time.Hour}})
 	// b keeps it bound long enough for a to see b among its replicas.
-	b := replicaOf(t, ns, keys, core.Options{OnDemand: core.OnDemand{Match: match, IdleUnbind: 2 * time.Second}})
+	b := replicaOf(t, ns, keys, core.Options{OnDemand: consumer.OnDemand{Match: match, IdleUnbind: 2 * time.Second}})
 	for _, r := range []*core.Replica{a, b} {
 		if _, err := r.Consumer(ctx, "ORDERS", "team-a"); err != nil {
 			t.Fatal(err)

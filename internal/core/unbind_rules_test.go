@@ -19,7 +19,7 @@ import (
 // A consumer is served on demand when both its stream and its name match
 // one pattern pair.
 func TestOnDemandMatchesBothPatternsOfOnePair(t *testing.T) {
-	o := OnDemand{Match: []Match{{Stream: "ORDERS", Consumer: "team-*"}, {Stream: "AUDIT-*", Consumer: "audit"}}}
+	o := consumer.OnDemand{Match: []consumer.Match{{Stream: "ORDERS", Consumer: "team-*"}, {Stream: "AUDIT-*", Consumer: "audit"}}}
 	for _, tc := range []struct {
 		stream, name string
 		want         bool
@@ -31,7 +31,7 @@ func TestOnDemandMatchesBothPatternsOfOnePair(t *testing.T) {
 		{"AUDIT-1", "team-a", false}, // the stream of one pair, the name of the other
 		{"ORDERS", "audit", false},
 	} {
-		if got := o.matches(tc.stream, tc.name); got != tc.want {
+		if got := o.Matches(tc.stream, tc.name); got != tc.want {
 			t.Errorf("matches(%q, %q) = %v, want %v", tc.stream, tc.name, got, tc.want)
 		}
 	}
@@ -51,7 +51,7 @@ func onDemandEnv(t *testing.T, idle time.Duration) (*Replica, jetstream.Stream, 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	r, err := New(ctx, Options{Conn: natstest.Connect(t, ns), Keys: token.RandomKeyring(), RequestTimeout: 5 * time.Second,
-		OnDemand: OnDemand{Match: []Match{{Stream: "ORDERS", Consumer: "team-*"}}, IdleUnbind: idle},
+		OnDemand: consumer.OnDemand{Match: []consumer.Match{{Stream: "ORDERS", Consumer: "team-*"}}, IdleUnbind: idle},
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

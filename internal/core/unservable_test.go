@@ -50,7 +50,7 @@ func TestOnDemandServesNeitherJetgatesOwnNorPushConsumers(t *testing.T) {
 	natstest.Stream(t, nc, "JETGATE_ADVISORIES", "advisories.test")
 	var logs syncBuffer
 	r := replicaOf(t, ns, token.RandomKeyring(), core.Options{
-		OnDemand: core.OnDemand{Match: []core.Match{{Stream: "*", Consumer: "*"}}},
+		OnDemand: consumer.OnDemand{Match: []consumer.Match{{Stream: "*", Consumer: "*"}}},
 		Logger:   slog.New(slog.NewTextHandler(&logs, nil)),
 	})
 	js, err := jetstream.New(nc)
