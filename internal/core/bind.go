@@ -9,11 +9,55 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/natsname"
 )
+
+// binder binds the consumers a replica serves: the configured ones at
+// start, on-demand ones at their first call, and unbinds those.
+type binder struct {
+	*env
+	binds    *bindings
+	onDemand consumer.OnDemand
+	shared   consumer.Deps // what every consumer shares with the replica
+	// tellReset tells a consumer's peers of a reset it noticed (relay).
+	tellReset func(stream, name string) func(id string, peers int)
+}
+
+// bindConcurrency bounds the configured consumers bound at once at start.
+const bindConcurrency = 16
+
+func newBinder(e *env, od consumer.OnDemand) *binder {
+	if od.IdleUnbind <= 0 {
+		od.IdleUnbind = consumer.DefaultIdleUnbind
+	}
+	return &binder{env: e, binds: newBindings(), onDemand: od}
+}
+
+// bindConfigured binds the configured consumers, a few at once.
+func (bd *binder) bindConfigured(ctx context.Context, cs []consumer.Config) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(bindConcurrency)
+	for _, cfg := range cs {
+		key := consumerKey{cfg.Stream, cfg.Name}
+		g.Go(func() error {
+			s, err := bd.stream(gctx, cfg.Stream)
+			if err != nil {
+				return fmt.Errorf("stream %q of consumer %q: %w", cfg.Stream, cfg.Name, err)
+			}
+			c, err := consumer.BindIn(gctx, s, cfg, bd.deps(key))
+			if err != nil {
+				return err
+			}
+			bd.serve(c, false)
+			return nil
+		})
+	}
+	return g.Wait()
+}
 
 // binding is a consumer the replica serves.
 type binding struct {
@@ -55,21 +99,21 @@ func newBindings() *bindings {
 
 // bound is the consumer stream/name if the replica serves it now (nil if
 // not), binding nothing.
-func (r *Replica) bound(stream, name string) *consumer.Consumer {
-	r.binds.mu.RLock()
-	defer r.binds.mu.RUnlock()
-	if b := r.binds.m[consumerKey{stream, name}]; b != nil {
+func (bd *binder) bound(stream, name string) *consumer.Consumer {
+	bd.binds.mu.RLock()
+	defer bd.binds.mu.RUnlock()
+	if b := bd.binds.m[consumerKey{stream, name}]; b != nil {
 		return b.c
 	}
 	return nil
 }
 
 // all is every consumer the replica serves now.
-func (r *Replica) all() []*binding {
-	r.binds.mu.RLock()
-	defer r.binds.mu.RUnlock()
-	out := make([]*binding, 0, len(r.binds.m))
-	for _, b := range r.binds.m {
+func (bd *binder) all() []*binding {
+	bd.binds.mu.RLock()
+	defer bd.binds.mu.RUnlock()
+	out := make([]*binding, 0, len(bd.binds.m))
+	for _, b := range bd.binds.m {
 		out = append(out, b)
 	}
 	return out
@@ -95,15 +139,15 @@ func (b *bindings) refusedNew(key consumerKey, why string) bool {
 
 // consumer is the consumer a call names, bound on demand if it matches; the
 // call must call done when it ends.
-func (r *Replica) consumer(ctx context.Context, stream, name string) (c *consumer.Consumer, done func(), err error) {
+func (bd *binder) consumer(ctx context.Context, stream, name string) (c *consumer.Consumer, done func(), err error) {
 	key := consumerKey{stream, name}
 	for {
-		r.binds.mu.RLock()
-		b := r.binds.m[key]
+		bd.binds.mu.RLock()
+		b := bd.binds.m[key]
 		if b != nil {
 			b.calls.Add(1) // under the lock: unbind sees it
 		}
-		r.binds.mu.RUnlock()
+		bd.binds.mu.RUnlock()
 		if b != nil {
 			b.used.Store(time.Now().UnixNano())
 			return b.c, func() {
@@ -111,7 +155,7 @@ func (r *Replica) consumer(ctx context.Context, stream, name string) (c *consume
 				b.calls.Add(-1)
 			}, nil
 		}
-		if err := r.bindOnDemand(ctx, key); err != nil {
+		if err := bd.bindOnDemand(ctx, key); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -123,30 +167,30 @@ func notServed(key consumerKey) error {
 
 // bindOnDemand binds the consumer key names if it matches the on-demand
 // patterns; concurrent first calls share one bind.
-func (r *Replica) bindOnDemand(ctx context.Context, key consumerKey) error {
-	if !r.onDemand.Matches(key.stream, key.name) || natsname.Internal(key.stream) {
+func (bd *binder) bindOnDemand(ctx context.Context, key consumerKey) error {
+	if !bd.onDemand.Matches(key.stream, key.name) || natsname.Internal(key.stream) {
 		return notServed(key)
 	}
-	r.binds.mu.Lock()
-	if b := r.binds.m[key]; b != nil {
-		r.binds.mu.Unlock()
+	bd.binds.mu.Lock()
+	if b := bd.binds.m[key]; b != nil {
+		bd.binds.mu.Unlock()
 		return nil
 	}
-	fc, shared := r.binds.binding[key]
+	fc, shared := bd.binds.binding[key]
 	if !shared {
 		fc = &firstCall{done: make(chan struct{})}
-		r.binds.binding[key] = fc
+		bd.binds.binding[key] = fc
 	}
-	r.binds.mu.Unlock()
+	bd.binds.mu.Unlock()
 	if !shared {
 		// Not the caller's ctx: a first caller that leaves must not fail
 		// the others sharing its bind.
-		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout)
-		fc.err = r.attach(bctx, key)
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bd.timeout)
+		fc.err = bd.attach(bctx, key)
 		cancel()
-		r.binds.mu.Lock()
-		delete(r.binds.binding, key)
-		r.binds.mu.Unlock()
+		bd.binds.mu.Lock()
+		delete(bd.binds.binding, key)
+		bd.binds.mu.Unlock()
 		close(fc.done)
 	}
 	select {
@@ -158,128 +202,116 @@ func (r *Replica) bindOnDemand(ctx context.Context, key consumerKey) error {
 }
 
 // attach looks the consumer up and starts serving it.
-func (r *Replica) attach(ctx context.Context, key consumerKey) error {
-	s, err := r.stream(ctx, key.stream)
+func (bd *binder) attach(ctx context.Context, key consumerKey) error {
+	s, err := bd.stream(ctx, key.stream)
 	if err != nil {
 		return err
 	}
-	c, err := consumer.Attach(ctx, s, key.name, r.deps(key))
-	if errors.Is(err, consumer.ErrUnservable) && r.binds.refusedNew(key, err.Error()) {
-		r.log.Warn("an on-demand consumer matched, but jetgate cannot serve it", "stream", key.stream, "consumer", key.name, "reason", err.Error())
+	c, err := consumer.Attach(ctx, s, key.name, bd.deps(key))
+	if errors.Is(err, consumer.ErrUnservable) && bd.binds.refusedNew(key, err.Error()) {
+		bd.log.Warn("an on-demand consumer matched, but jetgate cannot serve it", "stream", key.stream, "consumer", key.name, "reason", err.Error())
 	}
 	if err != nil {
 		return err
 	}
-	if r.serve(c, true) == nil {
+	if bd.serve(c, true) == nil {
 		return fmt.Errorf("%w: the gateway is shutting down", errs.ErrUnavailable)
 	}
-	r.log.Info("bound a consumer on demand", "stream", key.stream, "consumer", key.name)
+	bd.log.Info("bound a consumer on demand", "stream", key.stream, "consumer", key.name)
 	select {
-	case r.binds.changed <- struct{}{}:
+	case bd.binds.changed <- struct{}{}:
 	default:
 	}
 	return nil
 }
 
 // stream is stream name's handle, looked up once.
-func (r *Replica) stream(ctx context.Context, name string) (jetstream.Stream, error) {
-	r.binds.mu.RLock()
-	s := r.binds.streams[name]
-	r.binds.mu.RUnlock()
+func (bd *binder) stream(ctx context.Context, name string) (jetstream.Stream, error) {
+	bd.binds.mu.RLock()
+	s := bd.binds.streams[name]
+	bd.binds.mu.RUnlock()
 	if s != nil {
 		return s, nil
 	}
-	s, err := r.js.Stream(ctx, name)
+	s, err := bd.js.Stream(ctx, name)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		return nil, fmt.Errorf("%w: stream %q does not exist", errs.ErrConsumerNotFound, name)
 	case err != nil:
 		return nil, fmt.Errorf("%w: look up stream %q: %v", errs.ErrUnavailable, name, err)
 	}
-	r.binds.mu.Lock()
-	r.binds.streams[name] = s
-	r.binds.mu.Unlock()
+	bd.binds.mu.Lock()
+	bd.binds.streams[name] = s
+	bd.binds.mu.Unlock()
 	return s, nil
 }
 
 // deps are what the consumer key shares with the replica.
-func (r *Replica) deps(key consumerKey) consumer.Deps {
-	d := r.consumerDeps
-	d.OnReset = r.tellReset(key.stream, key.name)
+func (bd *binder) deps(key consumerKey) consumer.Deps {
+	d := bd.shared
+	d.OnReset = bd.tellReset(key.stream, key.name)
 	return d
 }
 
 // serve adds c to the consumers the replica serves and starts its Run; nil
 // once the replica is closing.
-func (r *Replica) serve(c *consumer.Consumer, onDemand bool) *binding {
-	rctx, stop := context.WithCancel(r.runCtx)
+func (bd *binder) serve(c *consumer.Consumer, onDemand bool) *binding {
+	rctx, stop := context.WithCancel(bd.run.ctx)
 	b := &binding{c: c, onDemand: onDemand, stop: stop, done: make(chan struct{})}
 	b.used.Store(time.Now().UnixNano())
-	r.binds.mu.Lock()
-	r.binds.m[consumerKey{c.Stream, c.Name}] = b
-	r.binds.mu.Unlock()
-	if r.roster != nil {
-		r.roster.Join(c.Stream, c.Name, c.SetReplicas)
+	bd.binds.mu.Lock()
+	bd.binds.m[consumerKey{c.Stream, c.Name}] = b
+	bd.binds.mu.Unlock()
+	if bd.roster != nil {
+		bd.roster.Join(c.Stream, c.Name, c.SetReplicas)
 	}
-	if !r.goUnlessClosed(func() {
+	if !bd.run.goUnlessClosed(func() {
 		defer close(b.done)
 		c.Run(rctx)
 	}) {
 		stop()
 		close(b.done)
-		r.binds.mu.Lock()
-		delete(r.binds.m, consumerKey{c.Stream, c.Name})
-		r.binds.mu.Unlock()
+		bd.binds.mu.Lock()
+		delete(bd.binds.m, consumerKey{c.Stream, c.Name})
+		bd.binds.mu.Unlock()
 		return nil
 	}
 	return b
 }
 
-// goUnlessClosed runs f on a goroutine Close waits for, unless the replica
-// is closing (then Close may be waiting already).
-func (r *Replica) goUnlessClosed(f func()) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return false
-	}
-	r.wg.Go(f)
-	return true
-}
-
 // unbind stops serving an on-demand consumer, if when says so of its
 // binding (under the lock that a call takes to use it).
-func (r *Replica) unbind(ctx context.Context, key consumerKey, why string, when func(*binding) bool) {
-	r.binds.mu.Lock()
-	b := r.binds.m[key]
+func (bd *binder) unbind(ctx context.Context, key consumerKey, why string, when func(*binding) bool) {
+	bd.binds.mu.Lock()
+	b := bd.binds.m[key]
 	if b == nil || !b.onDemand || !when(b) {
-		r.binds.mu.Unlock()
+		bd.binds.mu.Unlock()
 		return
 	}
-	delete(r.binds.m, key)
-	r.binds.mu.Unlock()
-	if r.roster != nil {
-		r.roster.Leave(key.stream, key.name)
+	delete(bd.binds.m, key)
+	bd.binds.mu.Unlock()
+	if bd.roster != nil {
+		bd.roster.Leave(key.stream, key.name)
 	}
 	b.stop()
 	<-b.done
 	b.c.Close(ctx)
-	r.metrics.unwatch(b.c)
-	r.log.Info("unbound a consumer served on demand ("+why+")", "stream", key.stream, "consumer", key.name)
+	bd.metrics.unwatch(b.c)
+	bd.log.Info("unbound a consumer served on demand ("+why+")", "stream", key.stream, "consumer", key.name)
 }
 
 // unbindIdle unbinds the on-demand consumers nobody called for IdleUnbind
 // that hold nothing, until ctx ends. Its timer runs only while some are
 // bound.
-func (r *Replica) unbindIdle(ctx context.Context) {
-	idle := r.onDemand.IdleUnbind
+func (bd *binder) unbindIdle(ctx context.Context) {
+	idle := bd.onDemand.IdleUnbind
 	every := max(min(idle/4, time.Minute), 10*time.Millisecond)
 	for {
-		if !r.anyOnDemand() {
+		if !bd.anyOnDemand() {
 			select {
 			case <-ctx.Done():
 				return
-			case <-r.binds.changed:
+			case <-bd.binds.changed:
 				continue
 			}
 		}
@@ -292,19 +324,19 @@ func (r *Replica) unbindIdle(ctx context.Context) {
 			unused := func(b *binding) bool {
 				return b.calls.Load() == 0 && now.Sub(time.Unix(0, b.used.Load())) >= idle && b.c.Idle()
 			}
-			for _, b := range r.all() {
+			for _, b := range bd.all() {
 				if b.onDemand {
-					r.unbind(ctx, consumerKey{b.c.Stream, b.c.Name}, "idle", unused)
+					bd.unbind(ctx, consumerKey{b.c.Stream, b.c.Name}, "idle", unused)
 				}
 			}
 		}
 	}
 }
 
-func (r *Replica) anyOnDemand() bool {
-	r.binds.mu.RLock()
-	defer r.binds.mu.RUnlock()
-	for _, b := range r.binds.m {
+func (bd *binder) anyOnDemand() bool {
+	bd.binds.mu.RLock()
+	defer bd.binds.mu.RUnlock()
+	for _, b := range bd.binds.m {
 		if b.onDemand {
 			return true
 		}
@@ -314,10 +346,10 @@ func (r *Replica) anyOnDemand() bool {
 
 // boundCounts are how many consumers the replica serves, from its
 // configuration and on demand.
-func (r *Replica) boundCounts() (config, onDemand int) {
-	r.binds.mu.RLock()
-	defer r.binds.mu.RUnlock()
-	for _, b := range r.binds.m {
+func (bd *binder) boundCounts() (config, onDemand int) {
+	bd.binds.mu.RLock()
+	defer bd.binds.mu.RUnlock()
+	for _, b := range bd.binds.m {
 		if b.onDemand {
 			onDemand++
 		} else {

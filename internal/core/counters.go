@@ -13,7 +13,7 @@ import (
 // from the consumer's Counts when scraped. Every known label value is there
 // from the start, at zero, so that a dashboard's rate() has a first sample;
 // a consumer no longer served has none.
-type consumerCounters struct{ r *Replica }
+type consumerCounters struct{ r *binder }
 
 var (
 	counterFetched = prometheus.NewDesc("jetgate_fetched_messages_total",

@@ -9,6 +9,23 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
+// relay routes what the server and other replicas say of consumers (reset
+// requests and words, pause and delete advisories, create and update
+// requests) to the consumer it concerns, if this replica serves it: one
+// subscription each per replica, not per consumer.
+type relay struct {
+	*env
+	binder *binder
+	subs   []*nats.Subscription
+}
+
+// stop takes the relay off its subjects.
+func (rl *relay) stop() {
+	for _, sub := range rl.subs {
+		_ = sub.Unsubscribe()
+	}
+}
+
 // The server's advisories that change what a replica knows of a consumer,
 // heard once per replica rather than asked per consumer.
 const (
@@ -34,7 +51,7 @@ func consumerOf(subject, prefix string) (consumerKey, bool) {
 }
 
 // onPause records a consumer paused or resumed, by anyone.
-func (r *Replica) onPause(m *nats.Msg) {
+func (rl *relay) onPause(m *nats.Msg) {
 	key, ok := consumerOf(m.Subject, pauseAdvisories)
 	if !ok {
 		return
@@ -45,17 +62,17 @@ func (r *Replica) onPause(m *nats.Msg) {
 	if json.Unmarshal(m.Data, &a) != nil {
 		return
 	}
-	if c := r.bound(key.stream, key.name); c != nil {
+	if c := rl.binder.bound(key.stream, key.name); c != nil {
 		c.SetPaused(a.Paused)
 	}
 }
 
 // onUpdate follows a create or update request for a consumer this replica
 // serves: the consumer asks its info until the change shows.
-func (r *Replica) onUpdate(m *nats.Msg) {
-	prefix := r.api + createRequests
-	if strings.HasPrefix(m.Subject, r.api+durableCreateRequests) {
-		prefix = r.api + durableCreateRequests
+func (rl *relay) onUpdate(m *nats.Msg) {
+	prefix := rl.api + createRequests
+	if strings.HasPrefix(m.Subject, rl.api+durableCreateRequests) {
+		prefix = rl.api + durableCreateRequests
 	}
 	stream, name, _ := strings.Cut(strings.TrimPrefix(m.Subject, prefix), ".")
 	name, _, _ = strings.Cut(name, ".") // what follows is the filter subject
@@ -71,24 +88,24 @@ func (r *Replica) onUpdate(m *nats.Msg) {
 		}
 		name = cmp.Or(req.Config.Name, req.Config.Durable)
 	}
-	c := r.bound(stream, name)
+	c := rl.binder.bound(stream, name)
 	if c == nil {
 		return
 	}
 	data := m.Data
-	r.goUnlessClosed(func() { c.FollowUpdate(r.runCtx, data) })
+	rl.run.goUnlessClosed(func() { c.FollowUpdate(rl.run.ctx, data) })
 }
 
 // onDelete unbinds an on-demand consumer deleted on the server; a
 // configured one stays bound, answering NOT_FOUND until it is made again.
-func (r *Replica) onDelete(m *nats.Msg) {
+func (rl *relay) onDelete(m *nats.Msg) {
 	key, ok := consumerOf(m.Subject, deleteAdvisories)
 	if !ok {
 		return
 	}
-	r.goUnlessClosed(func() {
-		ctx, cancel := context.WithTimeout(r.runCtx, r.timeout)
+	rl.run.goUnlessClosed(func() {
+		ctx, cancel := context.WithTimeout(rl.run.ctx, rl.timeout)
 		defer cancel()
-		r.unbind(ctx, key, "deleted on the server", func(*binding) bool { return true })
+		rl.binder.unbind(ctx, key, "deleted on the server", func(*binding) bool { return true })
 	})
 }

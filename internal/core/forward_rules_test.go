@@ -100,7 +100,7 @@ func (e *forwardEnv) take(f settle.Forward, sig func(subject string, body []byte
 	e.r.onForward(m)
 	// A forward served takes a slot before onForward returns and gives it
 	// back once its settle is confirmed and its answer sent.
-	natstest.Eventually(e.t, 10*time.Second, "the forward served", func() bool { return len(e.r.forwardSlots) == 0 })
+	natstest.Eventually(e.t, 10*time.Second, "the forward served", func() bool { return len(e.r.forwarder.slots) == 0 })
 	for _, nc := range []*nats.Conn{e.r.nc, e.nc} {
 		if err := nc.Flush(); err != nil {
 			e.t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 // consumerGauges reads the gauges of every consumer the replica serves from
 // the consumer itself when scraped: nothing to register or unregister as
 // consumers are bound and unbound.
-type consumerGauges struct{ r *Replica }
+type consumerGauges struct{ r *binder }
 
 var (
 	consumerLabels = []string{"stream", "consumer"}
@@ -68,8 +68,9 @@ func (g *consumerGauges) Collect(ch chan<- prometheus.Metric) {
 // and a message read only for a consumer whose ack floor moved. Nobody
 // scraping costs the server nothing.
 type serverGauges struct {
-	r *Replica
-	m *metrics
+	r    *binder
+	dead *deadLetters
+	m    *metrics
 
 	mu     sync.Mutex
 	at     time.Time
@@ -90,7 +91,7 @@ func (g *serverGauges) Describe(ch chan<- *prometheus.Desc) {
 func (g *serverGauges) Collect(ch chan<- prometheus.Metric) {
 	g.mu.Lock()
 	if time.Since(g.at) >= statsEvery {
-		ctx, cancel := context.WithTimeout(g.r.runCtx, g.r.timeout)
+		ctx, cancel := context.WithTimeout(g.r.run.ctx, g.r.timeout)
 		g.refresh(ctx)
 		cancel()
 		g.at = time.Now()
@@ -125,7 +126,7 @@ func (g *serverGauges) refresh(ctx context.Context) {
 			}
 		}
 	}
-	for key, route := range g.r.routes {
+	for key, route := range g.dead.routes {
 		if n, err := deadletter.Count(ctx, g.r.js, route); err == nil {
 			g.m.deadLetterDepth.WithLabelValues(key.stream, key.name).Set(float64(n))
 		}

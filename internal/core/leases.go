@@ -41,7 +41,7 @@ type liveReplicas interface {
 }
 
 // live is where the replica learns which replicas serve a consumer.
-func (r *Replica) live() liveReplicas { return r.roster }
+func (l *lister) live() liveReplicas { return l.roster }
 
 // LeaseReport is who holds a consumer's leases, across replicas.
 type LeaseReport struct {
@@ -79,21 +79,21 @@ type wireHolder struct {
 
 // Leases reports who holds the leases of a consumer the replica serves,
 // on every replica of it.
-func (r *Replica) Leases(ctx context.Context, stream, name string) (LeaseReport, error) {
-	c, done, err := r.consumer(ctx, stream, name)
+func (l *lister) Leases(ctx context.Context, stream, name string) (LeaseReport, error) {
+	c, done, err := l.binder.consumer(ctx, stream, name)
 	if err != nil {
 		return LeaseReport{}, err
 	}
 	defer done()
-	self := r.self.String()
+	self := l.self.String()
 	answers := map[string][]lease.Holder{self: c.Holders()}
-	peers, err := r.live().Serving(ctx, stream, name)
+	peers, err := l.live().Serving(ctx, stream, name)
 	if err != nil {
 		return LeaseReport{}, natsError(ctx, "the replicas of the consumer", err)
 	}
 	peers = slices.DeleteFunc(peers, func(id string) bool { return id == self })
 	if len(peers) > 0 {
-		if err := r.askLeases(ctx, stream, name, peers, answers); err != nil {
+		if err := l.askLeases(ctx, stream, name, peers, answers); err != nil {
 			return LeaseReport{}, err
 		}
 	}
@@ -103,21 +103,21 @@ func (r *Replica) Leases(ctx context.Context, stream, name string) (LeaseReport,
 // askLeases asks the replicas for their leases of the consumer and adds
 // each verified answer to answers, until every one of peers has answered
 // or leasesWait has passed.
-func (r *Replica) askLeases(ctx context.Context, stream, name string, peers []string, answers map[string][]lease.Holder) error {
+func (l *lister) askLeases(ctx context.Context, stream, name string, peers []string, answers map[string][]lease.Holder) error {
 	var nonce [12]byte
 	_, _ = rand.Read(nonce[:])
-	q := leasesQuestion{Stream: stream, Consumer: name, From: r.self.String(), Sent: time.Now().UnixMilli(),
+	q := leasesQuestion{Stream: stream, Consumer: name, From: l.self.String(), Sent: time.Now().UnixMilli(),
 		Nonce: base64.RawURLEncoding.EncodeToString(nonce[:])}
 	body, _ := json.Marshal(q)
-	inbox := r.nc.NewInbox()
-	sub, err := r.nc.SubscribeSync(inbox)
+	inbox := l.nc.NewInbox()
+	sub, err := l.nc.SubscribeSync(inbox)
 	if err != nil {
 		return natsError(ctx, "ask the other replicas", err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	m := &nats.Msg{Subject: leasesSubject, Reply: inbox, Data: body, Header: nats.Header{}}
-	m.Header.Set(leasesSig, r.keys.Sign([]byte(leasesSubject), body))
-	if err := r.nc.PublishMsg(m); err != nil {
+	m.Header.Set(leasesSig, l.keys.Sign([]byte(leasesSubject), body))
+	if err := l.nc.PublishMsg(m); err != nil {
 		return natsError(ctx, "ask the other replicas", err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, leasesWait)
@@ -131,7 +131,7 @@ func (r *Replica) askLeases(ctx context.Context, stream, name string, peers []st
 			return nil // the rest are missing
 		}
 		var ans leasesAnswer
-		if !r.keys.Verify(a.Header.Get(leasesSig), []byte("leases"), []byte(q.Nonce), a.Data) || json.Unmarshal(a.Data, &ans) != nil {
+		if !l.keys.Verify(a.Header.Get(leasesSig), []byte("leases"), []byte(q.Nonce), a.Data) || json.Unmarshal(a.Data, &ans) != nil {
 			continue
 		}
 		if _, dup := answers[ans.Replica]; dup {
@@ -152,36 +152,36 @@ func (r *Replica) askLeases(ctx context.Context, stream, name string, peers []st
 // onLeases answers another replica's question about a consumer this
 // replica serves; a question it cannot verify, or about a consumer it does
 // not serve, gets no answer.
-func (r *Replica) onLeases(m *nats.Msg) {
-	if m.Reply == "" || !r.keys.Verify(m.Header.Get(leasesSig), []byte(m.Subject), m.Data) {
+func (l *lister) onLeases(m *nats.Msg) {
+	if m.Reply == "" || !l.keys.Verify(m.Header.Get(leasesSig), []byte(m.Subject), m.Data) {
 		return
 	}
 	var q leasesQuestion
-	if json.Unmarshal(m.Data, &q) != nil || q.From == r.self.String() {
+	if json.Unmarshal(m.Data, &q) != nil || q.From == l.self.String() {
 		return
 	}
 	now := time.Now()
 	if sent := time.UnixMilli(q.Sent); sent.Before(now.Add(-leasesWindow)) || sent.After(now.Add(leasesWindow)) {
 		return
 	}
-	c := r.bound(q.Stream, q.Consumer) // a question binds nothing: an unbound consumer holds no lease here
+	c := l.binder.bound(q.Stream, q.Consumer) // a question binds nothing: an unbound consumer holds no lease here
 	if c == nil {
 		return
 	}
-	ans := leasesAnswer{Replica: r.self.String(), Holders: []wireHolder{}}
+	ans := leasesAnswer{Replica: l.self.String(), Holders: []wireHolder{}}
 	for _, h := range c.Holders() {
 		ans.Holders = append(ans.Holders, wireHolder{Principal: h.Principal, Leases: h.Leases, Oldest: h.Oldest.UnixMilli(), Latest: h.Latest.UnixMilli(), Kept: h.Kept})
 	}
 	body, _ := json.Marshal(ans)
 	out := &nats.Msg{Subject: m.Reply, Data: body, Header: nats.Header{}}
-	out.Header.Set(leasesSig, r.keys.Sign([]byte("leases"), []byte(q.Nonce), body))
-	_ = r.nc.PublishMsg(out)
+	out.Header.Set(leasesSig, l.keys.Sign([]byte("leases"), []byte(q.Nonce), body))
+	_ = l.nc.PublishMsg(out)
 }
 
 // subscribeLeases takes other replicas' questions about leases.
-func (r *Replica) subscribeLeases() error {
+func (l *lister) subscribe() error {
 	var err error
-	if r.leasesSub, err = r.nc.Subscribe(leasesSubject, r.onLeases); err != nil {
+	if l.sub, err = l.nc.Subscribe(leasesSubject, l.onLeases); err != nil {
 		return fmt.Errorf("subscribe leases subject: %w", err)
 	}
 	return nil

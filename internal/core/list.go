@@ -16,6 +16,25 @@ import (
 	"github.com/jetgate/jetgate/internal/errs"
 )
 
+
+// lister answers what callers may read of the streams and consumers a
+// replica serves: lists, a consumer's status (status.go), its leases on
+// every replica (leases.go) and its dead letters' count.
+type lister struct {
+	*env
+	binder      *binder
+	pushers     *pushers
+	deadLetters *deadLetters
+	sub         *nats.Subscription // questions about leases (leases.go)
+}
+
+// stop takes the lister off the questions about leases.
+func (l *lister) stop() {
+	if l.sub != nil {
+		_ = l.sub.Unsubscribe()
+	}
+}
+
 // Listing, for operators and the console (DESIGN section 16). What the
 // lists cost the NATS server: one stream info per stream served, one
 // $JS.API.CONSUMER.LIST page per stream (up to 256 consumers), and per
@@ -43,8 +62,8 @@ type ConsumerSummary struct {
 
 // served are the consumers the replica serves, by stream and name. It is
 // the one place the lists read the replica's consumers.
-func (r *Replica) served() []*consumer.Consumer {
-	bs := r.all()
+func (l *lister) served() []*consumer.Consumer {
+	bs := l.binder.all()
 	out := make([]*consumer.Consumer, 0, len(bs))
 	for _, b := range bs {
 		out = append(out, b.c)
@@ -57,9 +76,9 @@ func (r *Replica) served() []*consumer.Consumer {
 
 // Streams lists the streams with a consumer the replica serves that
 // visible lets the caller see.
-func (r *Replica) Streams(ctx context.Context, visible Visible) ([]StreamSummary, error) {
+func (l *lister) Streams(ctx context.Context, visible Visible) ([]StreamSummary, error) {
 	var out []StreamSummary
-	for _, c := range r.served() {
+	for _, c := range l.served() {
 		if !visible(c.Stream, c.Name) {
 			continue
 		}
@@ -67,7 +86,7 @@ func (r *Replica) Streams(ctx context.Context, visible Visible) ([]StreamSummary
 			out[n-1].Consumers++
 			continue
 		}
-		s, err := r.js.Stream(ctx, c.Stream)
+		s, err := l.js.Stream(ctx, c.Stream)
 		if err != nil {
 			return nil, natsError(ctx, fmt.Sprintf("stream %q", c.Stream), err)
 		}
@@ -79,10 +98,10 @@ func (r *Replica) Streams(ctx context.Context, visible Visible) ([]StreamSummary
 // Consumers lists the consumers of stream the replica serves that visible
 // lets the caller see, from one CONSUMER.LIST page (more only past 256
 // consumers on the stream).
-func (r *Replica) Consumers(ctx context.Context, stream string, visible Visible) ([]ConsumerSummary, error) {
+func (l *lister) Consumers(ctx context.Context, stream string, visible Visible) ([]ConsumerSummary, error) {
 	want := map[string]*consumer.Consumer{}
 	var order []string
-	for _, c := range r.served() {
+	for _, c := range l.served() {
 		if c.Stream == stream && visible(c.Stream, c.Name) {
 			want[c.Name] = c
 			order = append(order, c.Name)
@@ -93,7 +112,7 @@ func (r *Replica) Consumers(ctx context.Context, stream string, visible Visible)
 		// learns nothing of the consumers it may not see.
 		return nil, fmt.Errorf("%w: this gateway serves no consumer of stream %q that you may see", errs.ErrStreamNotFound, stream)
 	}
-	infos, err := r.consumerInfos(ctx, stream, len(want), func(name string) bool { return want[name] != nil })
+	infos, err := l.consumerInfos(ctx, stream, len(want), func(name string) bool { return want[name] != nil })
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +122,7 @@ func (r *Replica) Consumers(ctx context.Context, stream string, visible Visible)
 		if !ok {
 			continue // deleted on the server; GetConsumer says NOT_FOUND
 		}
-		s, err := r.summary(ctx, want[name], ci)
+		s, err := l.summary(ctx, want[name], ci)
 		if err != nil {
 			return nil, err
 		}
@@ -112,14 +131,14 @@ func (r *Replica) Consumers(ctx context.Context, stream string, visible Visible)
 	return out, nil
 }
 
-func (r *Replica) summary(ctx context.Context, c *consumer.Consumer, ci *jetstream.ConsumerInfo) (ConsumerSummary, error) {
-	s := ConsumerSummary{Info: ci, GatewayLeases: c.Leases(), Pushed: r.pushState(c) != nil}
+func (l *lister) summary(ctx context.Context, c *consumer.Consumer, ci *jetstream.ConsumerInfo) (ConsumerSummary, error) {
+	s := ConsumerSummary{Info: ci, GatewayLeases: c.Leases(), Pushed: l.pushers.pushState(c) != nil}
 	var err error
 	if s.OldestUnackedAge, err = c.OldestUnackedAge(ctx, ci); err != nil {
 		return s, err
 	}
-	if _, s.DeadLetter = r.routes[consumerKey{c.Stream, c.Name}]; s.DeadLetter {
-		if s.DeadLetters, err = r.deadLetterCount(ctx, c.Stream, c.Name); err != nil {
+	if _, s.DeadLetter = l.deadLetters.routes[consumerKey{c.Stream, c.Name}]; s.DeadLetter {
+		if s.DeadLetters, err = l.deadLetters.count(ctx, c.Stream, c.Name); err != nil {
 			return s, err
 		}
 	}
@@ -137,12 +156,12 @@ type consumerList struct {
 
 // consumerInfos reads CONSUMER.LIST pages of stream until it has the
 // infos of n consumers that keep selects, or the list ends.
-func (r *Replica) consumerInfos(ctx context.Context, stream string, n int, keep func(string) bool) (map[string]*jetstream.ConsumerInfo, error) {
+func (l *lister) consumerInfos(ctx context.Context, stream string, n int, keep func(string) bool) (map[string]*jetstream.ConsumerInfo, error) {
 	out := make(map[string]*jetstream.ConsumerInfo, n)
 	for offset := 0; len(out) < n; {
 		body, _ := json.Marshal(map[string]int{"offset": offset})
-		rctx, cancel := context.WithTimeout(ctx, r.timeout)
-		m, err := r.nc.RequestWithContext(rctx, r.api+"CONSUMER.LIST."+stream, body)
+		rctx, cancel := context.WithTimeout(ctx, l.timeout)
+		m, err := l.nc.RequestWithContext(rctx, l.api+"CONSUMER.LIST."+stream, body)
 		cancel()
 		if err != nil {
 			return nil, natsError(ctx, fmt.Sprintf("list the consumers of stream %q", stream), err)

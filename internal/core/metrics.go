@@ -17,7 +17,7 @@ type metrics struct {
 	oldestUnacked   *prometheus.GaugeVec
 }
 
-func newMetrics(reg prometheus.Registerer, r *Replica) *metrics {
+func newMetrics(reg prometheus.Registerer, r *binder, dead *deadLetters) *metrics {
 	f := func(c *prometheus.CounterVec) *prometheus.CounterVec {
 		reg.MustRegister(c)
 		return c
@@ -43,7 +43,7 @@ func newMetrics(reg prometheus.Registerer, r *Replica) *metrics {
 	for _, result := range [...]string{"ok", "issuer_gone", "error", "forged"} {
 		m.forwards.WithLabelValues(result)
 	}
-	reg.MustRegister(&consumerGauges{r: r}, &consumerCounters{r: r}, &serverGauges{r: r, m: m})
+	reg.MustRegister(&consumerGauges{r: r}, &consumerCounters{r: r}, &serverGauges{r: r, dead: dead, m: m})
 	return m
 }
 

@@ -18,6 +18,12 @@ import (
 	"github.com/jetgate/jetgate/internal/tracing"
 )
 
+// publisher publishes to the streams a replica serves.
+type publisher struct {
+	*env
+	subjects *streamSubjects // each stream's subjects, to check a Publish's
+}
+
 // PublishRequest is a validated Publish.
 type PublishRequest struct {
 	Stream  string
@@ -37,18 +43,18 @@ type PubAck struct {
 
 // Publish stores a message in one of the streams the gateway serves. The
 // subject must be one of the stream's own and must not start with $.
-func (r *Replica) Publish(ctx context.Context, req PublishRequest) (_ PubAck, err error) {
-	ctx, span := r.spans.Publish(ctx, req.Stream, req.Subject, 1)
+func (pb *publisher) Publish(ctx context.Context, req PublishRequest) (_ PubAck, err error) {
+	ctx, span := pb.spans.Publish(ctx, req.Stream, req.Subject, 1)
 	defer func() { span.End(err) }()
-	m, err := r.message(ctx, req, span != nil)
+	m, err := pb.message(ctx, req, span != nil)
 	if err != nil {
 		return PubAck{}, err
 	}
-	pctx, cancel := context.WithTimeout(ctx, r.timeout)
+	pctx, cancel := context.WithTimeout(ctx, pb.timeout)
 	defer cancel()
-	ack, err := r.js.PublishMsg(pctx, m)
+	ack, err := pb.js.PublishMsg(pctx, m)
 	if err != nil {
-		return PubAck{}, r.publishError(ctx, req.Stream, m, err)
+		return PubAck{}, pb.publishError(ctx, req.Stream, m, err)
 	}
 	return PubAck{Stream: ack.Stream, Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
 }
@@ -56,8 +62,8 @@ func (r *Replica) Publish(ctx context.Context, req PublishRequest) (_ PubAck, er
 // message checks what the server would refuse of req (or take as a
 // protocol violation) and builds its message; traced, with ctx's trace
 // context in its headers unless the caller gave one.
-func (r *Replica) message(ctx context.Context, req PublishRequest, traced bool) (*nats.Msg, error) {
-	if err := r.publishTarget(ctx, req.Stream, req.Subject); err != nil {
+func (pb *publisher) message(ctx context.Context, req PublishRequest, traced bool) (*nats.Msg, error) {
+	if err := pb.publishTarget(ctx, req.Stream, req.Subject); err != nil {
 		return nil, err
 	}
 	// No Nats-Expected-Stream header: the subject was checked against the
@@ -76,21 +82,21 @@ func (r *Replica) message(ctx context.Context, req PublishRequest, traced bool) 
 	if req.TTL > 0 {
 		m.Header.Set(jetstream.MsgTTLHeader, req.TTL.String())
 	}
-	return m, r.fitsPayload(m)
+	return m, pb.fitsPayload(m)
 }
 
 // publishTarget checks that subject is one a caller may publish to in
 // stream: literal, not $-reserved, bound to the stream. Publish and Redrive
 // share it.
-func (r *Replica) publishTarget(ctx context.Context, stream, subject string) error {
+func (pb *publisher) publishTarget(ctx context.Context, stream, subject string) error {
 	if err := validSubject(subject); err != nil {
 		return err
 	}
-	return r.subjects.allows(ctx, stream, subject)
+	return pb.subjects.allows(ctx, stream, subject)
 }
 
 // publishError maps what a publish of m to stream failed with.
-func (r *Replica) publishError(ctx context.Context, stream string, m *nats.Msg, err error) error {
+func (pb *publisher) publishError(ctx context.Context, stream string, m *nats.Msg, err error) error {
 	var apiErr *jetstream.APIError
 	switch {
 	case ctx.Err() != nil:
@@ -103,7 +109,7 @@ func (r *Replica) publishError(ctx context.Context, stream string, m *nats.Msg, 
 		return fmt.Errorf("%w: stream %q refused the message: %s", errs.ErrPublishRefused, stream, apiErr.Description)
 	case errors.Is(err, nats.ErrMaxPayload):
 		// The connection moved to a server with a smaller max_payload.
-		return r.fitsPayload(m)
+		return pb.fitsPayload(m)
 	}
 	return fmt.Errorf("%w: publish: %v", errs.ErrUnavailable, err)
 }
@@ -115,12 +121,12 @@ const jsErrMessageTTLDisabled = 10166
 // PublishBatch stores msgs all or none, as one atomic batch (ADR-50), and
 // returns each one's sequence: the server stores a batch's messages one
 // after another.
-func (r *Replica) PublishBatch(ctx context.Context, stream string, reqs []PublishRequest) (_ []uint64, err error) {
-	ctx, span := r.spans.Publish(ctx, stream, stream, len(reqs)) // a batch may span subjects: named by its stream
+func (pb *publisher) PublishBatch(ctx context.Context, stream string, reqs []PublishRequest) (_ []uint64, err error) {
+	ctx, span := pb.spans.Publish(ctx, stream, stream, len(reqs)) // a batch may span subjects: named by its stream
 	defer func() { span.End(err) }()
 	msgs := make([]*nats.Msg, len(reqs))
 	for i, req := range reqs {
-		m, err := r.message(ctx, req, span != nil)
+		m, err := pb.message(ctx, req, span != nil)
 		if err != nil {
 			return nil, fmt.Errorf("messages[%d]: %w", i, err)
 		}
@@ -129,11 +135,11 @@ func (r *Replica) PublishBatch(ctx context.Context, stream string, reqs []Publis
 		}
 		msgs[i] = m
 	}
-	pctx, cancel := context.WithTimeout(ctx, r.timeout)
+	pctx, cancel := context.WithTimeout(ctx, pb.timeout)
 	defer cancel()
-	ack, err := jetstreamext.PublishMsgBatch(pctx, r.js, msgs)
+	ack, err := jetstreamext.PublishMsgBatch(pctx, pb.js, msgs)
 	if err != nil {
-		return nil, r.publishError(ctx, stream, msgs[len(msgs)-1], err)
+		return nil, pb.publishError(ctx, stream, msgs[len(msgs)-1], err)
 	}
 	seqs := make([]uint64, len(msgs))
 	for i := range seqs {
@@ -160,8 +166,8 @@ const (
 // fitsPayload checks a message against the server's max_payload, which
 // counts its data and its encoded headers (nats.go refuses a larger one
 // before sending it).
-func (r *Replica) fitsPayload(m *nats.Msg) error {
-	size, limit := int64(m.Size()-len(m.Subject)-len(m.Reply)), r.nc.MaxPayload()
+func (pb *publisher) fitsPayload(m *nats.Msg) error {
+	size, limit := int64(m.Size()-len(m.Subject)-len(m.Reply)), pb.nc.MaxPayload()
 	if size > limit {
 		return fmt.Errorf("%w: the message is %d bytes with its headers; the NATS server takes at most %d (its max_payload)",
 			errs.ErrPayloadTooLarge, size, limit)

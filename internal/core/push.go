@@ -14,32 +14,34 @@ import (
 
 // pushers are the replica's pushers, by consumer.
 type pushers struct {
+	*env
+	binder *binder
 	by   map[consumerKey]*push.Pusher // written only by New
 	stop sync.Once
 }
 
 // startPushers starts a pusher for each consumer with a push block; they
 // run until StopPush or the replica's close.
-func (r *Replica) startPushers(runCtx context.Context, cfgs []push.Config, reg prometheus.Registerer, trc *tracing.Tracing) error {
+func (ps *pushers) start(runCtx context.Context, cfgs []push.Config, reg prometheus.Registerer, trc *tracing.Tracing) error {
 	if len(cfgs) == 0 {
 		return nil
 	}
 	m := push.NewMetrics(reg)
-	r.push.by = make(map[consumerKey]*push.Pusher, len(cfgs))
+	ps.by = make(map[consumerKey]*push.Pusher, len(cfgs))
 	for _, cfg := range cfgs {
 		key := consumerKey{cfg.Stream, cfg.Consumer}
-		c := r.bound(key.stream, key.name)
+		c := ps.binder.bound(key.stream, key.name)
 		if c == nil {
 			return fmt.Errorf("push of %s/%s: the consumer is not configured", cfg.Stream, cfg.Consumer)
 		}
-		p, err := push.New(cfg.WithDefaults(), c, m, r.log, trc)
+		p, err := push.New(cfg.WithDefaults(), c, m, ps.log, trc)
 		if err != nil {
 			return err
 		}
-		r.push.by[key] = p
+		ps.by[key] = p
 	}
-	for _, p := range r.push.by {
-		r.wg.Go(func() { p.Run(runCtx) })
+	for _, p := range ps.by {
+		ps.run.wg.Go(func() { p.Run(runCtx) })
 	}
 	return nil
 }
@@ -47,10 +49,10 @@ func (r *Replica) startPushers(runCtx context.Context, cfgs []push.Config, reg p
 // StopPush stops every pusher: no more pulls or pushes, those in flight
 // finish until ctx ends, and what is left is nak'ed back for another
 // replica to push at once. The replica serves on otherwise.
-func (r *Replica) StopPush(ctx context.Context) {
-	r.push.stop.Do(func() {
+func (ps *pushers) StopPush(ctx context.Context) {
+	ps.stop.Do(func() {
 		var wg sync.WaitGroup
-		for _, p := range r.push.by {
+		for _, p := range ps.by {
 			wg.Go(func() { p.Stop(ctx) })
 		}
 		wg.Wait()
@@ -58,8 +60,8 @@ func (r *Replica) StopPush(ctx context.Context) {
 }
 
 // pushState is c's pusher's state, nil when c is not pushed.
-func (r *Replica) pushState(c *consumer.Consumer) *push.State {
-	p, ok := r.push.by[consumerKey{c.Stream, c.Name}]
+func (ps *pushers) pushState(c *consumer.Consumer) *push.State {
+	p, ok := ps.by[consumerKey{c.Stream, c.Name}]
 	if !ok {
 		return nil
 	}

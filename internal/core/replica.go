@@ -15,7 +15,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/deadletter"
@@ -71,49 +70,89 @@ type Options struct {
 type consumerKey struct{ stream, name string }
 
 // Replica fronts durable consumers: it leases their messages, settles them,
-// and settles the leases other replicas hold by forwarding to them.
+// and settles the leases other replicas hold by forwarding to them. It only
+// composes its parts, each a type with its own state and file: the binder
+// (bind.go: which consumers it serves, configured or on demand), the
+// forwarder (settle.go: settles, and forwarding them to their issuers), the
+// publisher (publish.go), the lister (list.go, status.go, leases.go: what
+// callers may read of streams, consumers and leases), the dead letters
+// (deadletters.go), the relay (events.go: what the server says of consumers,
+// routed to the consumer it concerns) and the pushers (push.go). What they
+// share is the env, set once by New.
 type Replica struct {
-	nc       *nats.Conn
-	js       jetstream.JetStream
-	self     token.IssuerID
-	keys     *token.Keyring
-	sender   *settle.Sender
-	ledger   *settle.Ledger
-	binds    *bindings
-	onDemand consumer.OnDemand
-	routes   map[consumerKey]deadletter.Route // consumers with a dead letter
-	dead     *deadletter.Worker               // nil when none has
-	subjects *streamSubjects
-	timeout  time.Duration
+	*env
+	*binder
+	*forwarder
+	*publisher
+	*lister
+	*deadLetters
+	*relay
+	*pushers
+
 	maxBatch int
 	maxExp   time.Duration
 	maxNak   time.Duration
 	maxLease time.Duration
-	api      string // JetStream's API prefix, the domain's if one is set
-	domain   string
-	log      *slog.Logger
-	metrics  *metrics
-	spans    *tracing.Spans // nil: tracing off
+}
 
-	consumerDeps consumer.Deps // what every consumer shares with the replica
-	roster       *roster.Roster
+// env is what the parts of a replica share, set once by New: its
+// connection, its identity and bounds, its logs, metrics and spans, and its
+// run.
+type env struct {
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	self    token.IssuerID
+	keys    *token.Keyring
+	timeout time.Duration
+	api     string // JetStream's API prefix, the domain's if one is set
+	domain  string
+	log     *slog.Logger
+	metrics *metrics
+	spans   *tracing.Spans // nil: tracing off
+	roster  *roster.Roster
 	// stateReplicas is the replica count of jetgate's own streams and KV
 	// buckets.
 	stateReplicas int
-	fwdSub        *nats.Subscription
-	leasesSub     *nats.Subscription   // questions about leases (leases.go)
-	resetSubs     []*nats.Subscription // reset requests and words, advisories
-	forwardSlots  chan struct{}        // one per forwarded settle being served
-	push          pushers
-	runCtx        context.Context // ends when the replica closes
-	cancel        context.CancelFunc
-	wg            sync.WaitGroup // the consumers' Run loops and forwarded settles
-	mu            sync.Mutex
-	closed        bool
+	run           *run
 }
 
-// bindConcurrency bounds the configured consumers bound at once at start.
-const bindConcurrency = 16
+// run is a replica's life: the goroutines its parts start, which Close
+// waits for, and the context that ends when it closes.
+type run struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the consumers' Run loops and forwarded settles
+	mu     sync.Mutex
+	closed bool
+}
+
+// goUnlessClosed runs f on a goroutine Close waits for, unless the replica
+// is closing (then Close may be waiting already).
+func (rn *run) goUnlessClosed(f func()) bool {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if rn.closed {
+		return false
+	}
+	rn.wg.Go(f)
+	return true
+}
+
+// closing reports whether the replica is closing.
+func (rn *run) closing() bool {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	return rn.closed
+}
+
+// close marks the replica closing; false if it was already.
+func (rn *run) close() bool {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	was := rn.closed
+	rn.closed = true
+	return !was
+}
 
 // New binds the configured consumers (creating or updating them) and starts
 // serving settles forwarded by other replicas.
@@ -134,46 +173,49 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
+	e := &env{
+		nc:      o.Conn,
+		js:      js,
+		api:     pull.API(o.Domain),
+		domain:  o.Domain,
+		self:    token.NewIssuerID(),
+		keys:    o.Keys,
+		timeout: orDefault(o.RequestTimeout, consumer.DefaultRequestTimeout),
+		log:     o.Logger,
+		spans:   o.Tracing.Spans(),
+		run:     &run{},
+	}
+	e.run.ctx, e.run.cancel = context.WithCancel(context.Background())
 	r := &Replica{
-		nc:       o.Conn,
-		js:       js,
-		api:      pull.API(o.Domain),
-		domain:   o.Domain,
-		self:     token.NewIssuerID(),
-		keys:     o.Keys,
-		binds:    newBindings(),
-		onDemand: o.OnDemand,
-		routes:   make(map[consumerKey]deadletter.Route),
-		timeout:  orDefault(o.RequestTimeout, consumer.DefaultRequestTimeout),
+		env:      e,
 		maxBatch: orDefault(o.MaxBatch, consumer.DefaultMaxBatch),
 		maxExp:   orDefault(o.MaxExpires, consumer.DefaultMaxExpires),
 		maxNak:   orDefault(o.MaxNakDelay, consumer.DefaultMaxNakDelay),
 		maxLease: orDefault(o.MaxLease, consumer.DefaultMaxLease),
-		log:      o.Logger,
-		spans:    o.Tracing.Spans(),
-
-		forwardSlots: make(chan struct{}, maxForwardsInFlight),
 	}
-	if r.onDemand.IdleUnbind <= 0 {
-		r.onDemand.IdleUnbind = consumer.DefaultIdleUnbind
-	}
-	r.runCtx, r.cancel = context.WithCancel(context.Background())
+	r.binder = newBinder(e, o.OnDemand)
+	r.forwarder = &forwarder{env: e, binder: r.binder, slots: make(chan struct{}, maxForwardsInFlight)}
+	r.publisher = &publisher{env: e, subjects: newStreamSubjects(js)}
+	r.deadLetters = &deadLetters{env: e, binder: r.binder, publisher: r.publisher, routes: make(map[consumerKey]deadletter.Route)}
+	r.pushers = &pushers{env: e, binder: r.binder}
+	r.lister = &lister{env: e, binder: r.binder, pushers: r.pushers, deadLetters: r.deadLetters}
+	r.relay = &relay{env: e, binder: r.binder}
+	r.binder.tellReset = r.relay.tellReset
 	reg := o.Metrics
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	r.metrics = newMetrics(reg, r)
-	r.subjects = newStreamSubjects(js)
-	r.stateReplicas = stateReplicas(ctx, js, o.Consumers)
+	e.metrics = newMetrics(reg, r.binder, r.deadLetters)
+	e.stateReplicas = stateReplicas(ctx, js, o.Consumers)
 	if err := r.open(ctx, o); err != nil {
 		r.Close()
 		return nil, err
 	}
-	if err := r.startPushers(r.runCtx, o.Pushes, reg, o.Tracing); err != nil {
+	if err := r.pushers.start(e.run.ctx, o.Pushes, reg, o.Tracing); err != nil {
 		r.Close()
 		return nil, err
 	}
-	r.wg.Go(func() { r.unbindIdle(r.runCtx) })
+	e.run.wg.Go(func() { r.binder.unbindIdle(e.run.ctx) })
 	r.log.Info("gateway bound", "gateway_id", r.self.String(), "consumers", len(o.Consumers))
 	return r, nil
 }
@@ -181,15 +223,15 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 // open opens what the replica shares with others (the ledger, the sender,
 // its subscriptions, the roster) and binds the configured consumers.
 func (r *Replica) open(ctx context.Context, o Options) error {
-	var err error
-	if r.ledger, err = settle.OpenLedger(ctx, r.js, r.stateReplicas); err != nil {
+	ledger, err := settle.OpenLedger(ctx, r.js, r.stateReplicas)
+	if err != nil {
 		return err
 	}
-	if r.sender, err = settle.NewSender(o.Conn, r.timeout); err != nil {
+	if r.forwarder.sender, err = settle.NewSender(o.Conn, r.timeout); err != nil {
 		return err
 	}
-	r.consumerDeps = consumer.Deps{
-		Conn: o.Conn, Sender: r.sender, Ledger: r.ledger, Keys: r.keys, Self: r.self,
+	r.binder.shared = consumer.Deps{
+		Conn: o.Conn, Sender: r.forwarder.sender, Ledger: ledger, Keys: r.keys, Self: r.self,
 		Timeout: r.timeout, Log: r.log, MaxFetchBytes: o.MaxFetchBytes, MaxLease: r.maxLease, API: r.api,
 		Traced: o.Tracing.On(),
 	}
@@ -199,38 +241,30 @@ func (r *Replica) open(ctx context.Context, o Options) error {
 	if r.roster, err = roster.Open(ctx, r.js, r.domain, r.stateReplicas, r.self.String(), r.log); err != nil {
 		return err
 	}
-	return r.bind(ctx, o.Consumers)
-}
-
-// bind binds the configured consumers, a few at once, and starts their
-// dead-letter worker.
-func (r *Replica) bind(ctx context.Context, cs []consumer.Config) error {
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(bindConcurrency)
-	for _, cfg := range cs {
-		key := consumerKey{cfg.Stream, cfg.Name}
-		g.Go(func() error {
-			s, err := r.stream(gctx, cfg.Stream)
-			if err != nil {
-				return fmt.Errorf("stream %q of consumer %q: %w", cfg.Stream, cfg.Name, err)
-			}
-			c, err := consumer.BindIn(gctx, s, cfg, r.deps(key))
-			if err != nil {
-				return err
-			}
-			r.serve(c, false)
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	if err := r.binder.bindConfigured(ctx, o.Consumers); err != nil {
 		return err
 	}
-	for stream := range r.binds.streams {
-		if err := r.subjects.load(ctx, stream); err != nil {
+	for stream := range r.binder.binds.streams {
+		if err := r.publisher.subjects.load(ctx, stream); err != nil {
 			return err
 		}
 	}
-	return r.startDeadLetters(ctx, cs)
+	return r.deadLetters.start(ctx, o.Consumers)
+}
+
+// subscribe makes each part's subscriptions (forwarded settles, questions
+// about leases, what the server says of consumers) and makes sure the
+// server has them before anyone is told the replica's id.
+func (r *Replica) subscribe() error {
+	for _, sub := range []func() error{r.forwarder.subscribe, r.lister.subscribe, r.relay.subscribe} {
+		if err := sub(); err != nil {
+			return err
+		}
+	}
+	if err := r.nc.FlushTimeout(r.timeout); err != nil {
+		return fmt.Errorf("flush subscriptions: %w", err)
+	}
+	return nil
 }
 
 func orDefault[T int | time.Duration](v, def T) T {
@@ -267,56 +301,25 @@ func (r *Replica) Ready() error {
 // naks back the messages that canceled Fetches left (those whose pull has
 // ended), so that they are redelivered at once rather than after ack_wait.
 func (r *Replica) Close() {
-	r.mu.Lock()
-	if r.closed {
-		r.mu.Unlock()
+	if !r.run.close() {
 		return
 	}
-	r.closed = true
-	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
 	if r.roster != nil {
 		r.roster.Close(ctx)
 	}
 	r.StopPush(ctx)
-	if r.fwdSub != nil {
-		r.stopForwards(ctx)
-	}
-	if r.leasesSub != nil {
-		_ = r.leasesSub.Unsubscribe()
-	}
-	for _, sub := range r.resetSubs {
-		_ = sub.Unsubscribe()
-	}
-	if r.dead != nil {
-		r.dead.Stop()
-	}
-	r.cancel()
-	r.wg.Wait()
-	for _, b := range r.all() {
+	r.forwarder.stop(ctx)
+	r.lister.stop()
+	r.relay.stop()
+	r.deadLetters.stop()
+	r.run.cancel()
+	r.run.wg.Wait()
+	for _, b := range r.binder.all() {
 		b.c.Close(ctx)
 	}
-	if r.sender != nil {
-		_ = r.sender.Close()
-	}
-}
-
-// stopForwards takes the replica off its forward subject. The subscription
-// is drained, not just dropped: a forward the server routes here until it
-// has taken the interest away is still answered (ISSUER_GONE, the replica
-// being closed), rather than left to time out while the caller waits; once
-// the interest is gone, a forward gets no responders at once.
-func (r *Replica) stopForwards(ctx context.Context) {
-	closed := r.fwdSub.StatusChanged(nats.SubscriptionClosed)
-	if err := r.fwdSub.Drain(); err != nil {
-		_ = r.fwdSub.Unsubscribe()
-		return
-	}
-	select {
-	case <-closed:
-	case <-ctx.Done():
-	}
+	r.forwarder.close()
 }
 
 // Fetch leases up to req.Batch messages of a consumer.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/jetgate/jetgate/internal/settle"
 )
 
 // Resets (ADR-60) are noticed as the server notices them: every replica
@@ -30,51 +29,38 @@ const (
 // replica that stopped without a word stays on the roster a few seconds.
 const resetWordWait = 2 * time.Second
 
-// subscribe listens on the replica's forward subject, the reset requests,
-// the words of resets and the advisories of consumers paused and deleted
-// (events.go), and makes sure the server has the subscriptions
-// before anyone is told the replica's id.
-func (r *Replica) subscribe() error {
+// subscribe listens on the reset requests, the words of resets, and the
+// advisories and requests of events.go.
+func (rl *relay) subscribe() error {
 	subs := []struct {
 		subject string
 		handler nats.MsgHandler
 	}{
-		{settle.Subject(r.self), r.onForward},
-		{r.api + resetRequests + ">", r.onResetRequest},
-		{wordPrefix + ">", r.onResetWord},
-		{pauseAdvisories + ">", r.onPause},
-		{deleteAdvisories + ">", r.onDelete},
-		{r.api + createRequests + ">", r.onUpdate},
-		{r.api + durableCreateRequests + ">", r.onUpdate},
+		{rl.api + resetRequests + ">", rl.onResetRequest},
+		{wordPrefix + ">", rl.onResetWord},
+		{pauseAdvisories + ">", rl.onPause},
+		{deleteAdvisories + ">", rl.onDelete},
+		{rl.api + createRequests + ">", rl.onUpdate},
+		{rl.api + durableCreateRequests + ">", rl.onUpdate},
 	}
 	for _, s := range subs {
-		sub, err := r.nc.Subscribe(s.subject, s.handler)
+		sub, err := rl.nc.Subscribe(s.subject, s.handler)
 		if err != nil {
 			return fmt.Errorf("subscribe to %s: %w", s.subject, err)
 		}
-		if s.subject == settle.Subject(r.self) {
-			r.fwdSub = sub
-		} else {
-			r.resetSubs = append(r.resetSubs, sub)
-		}
-	}
-	if err := r.subscribeLeases(); err != nil {
-		return err
-	}
-	if err := r.nc.FlushTimeout(r.timeout); err != nil {
-		return fmt.Errorf("flush subscriptions: %w", err)
+		rl.subs = append(rl.subs, sub)
 	}
 	return nil
 }
 
 // onResetRequest voids the leases of a consumer this replica serves whose
 // reset request passed; the request's reply subject names the reset.
-func (r *Replica) onResetRequest(m *nats.Msg) {
-	stream, name, ok := strings.Cut(strings.TrimPrefix(m.Subject, r.api+resetRequests), ".")
+func (rl *relay) onResetRequest(m *nats.Msg) {
+	stream, name, ok := strings.Cut(strings.TrimPrefix(m.Subject, rl.api+resetRequests), ".")
 	if !ok {
 		return
 	}
-	if c := r.bound(stream, name); c != nil {
+	if c := rl.binder.bound(stream, name); c != nil {
 		id := m.Reply
 		if id == "" {
 			id = nats.NewInbox() // a request nobody waits on: no other replica can name it either
@@ -84,16 +70,16 @@ func (r *Replica) onResetRequest(m *nats.Msg) {
 }
 
 // onResetWord takes another replica's word of a reset: "<sender> <reset id>".
-func (r *Replica) onResetWord(m *nats.Msg) {
+func (rl *relay) onResetWord(m *nats.Msg) {
 	sender, id, _ := strings.Cut(string(m.Data), " ")
-	if sender == r.self.String() {
+	if sender == rl.self.String() {
 		return
 	}
 	stream, name, ok := strings.Cut(strings.TrimPrefix(m.Subject, wordPrefix), ".")
 	if !ok {
 		return
 	}
-	if c := r.bound(stream, name); c != nil {
+	if c := rl.binder.bound(stream, name); c != nil {
 		c.ResetTold(id)
 	}
 	if m.Reply != "" {
@@ -105,26 +91,26 @@ func (r *Replica) onResetWord(m *nats.Msg) {
 // for them to answer. A word lost (NATS away), or a peer that does not
 // answer in resetWordWait, leaves the peer to notice the reset itself; the
 // sender logs it.
-func (r *Replica) tellReset(stream, name string) func(id string, peers int) {
+func (rl *relay) tellReset(stream, name string) func(id string, peers int) {
 	subject := wordPrefix + stream + "." + name
 	return func(id string, peers int) {
-		if err := r.tell(subject, []byte(r.self.String()+" "+id), peers); err != nil {
-			r.log.Warn("could not tell the other replicas of a consumer reset", "stream", stream, "consumer", name, "err", err)
+		if err := rl.tell(subject, []byte(rl.self.String()+" "+id), peers); err != nil {
+			rl.log.Warn("could not tell the other replicas of a consumer reset", "stream", stream, "consumer", name, "err", err)
 		}
 	}
 }
 
-func (r *Replica) tell(subject string, word []byte, peers int) error {
+func (rl *relay) tell(subject string, word []byte, peers int) error {
 	if peers <= 0 { // none to wait for; one that just joined may still hear it
-		return r.nc.Publish(subject, word)
+		return rl.nc.Publish(subject, word)
 	}
-	inbox := r.nc.NewInbox()
-	sub, err := r.nc.SubscribeSync(inbox)
+	inbox := rl.nc.NewInbox()
+	sub, err := rl.nc.SubscribeSync(inbox)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	if err := r.nc.PublishRequest(subject, inbox, word); err != nil {
+	if err := rl.nc.PublishRequest(subject, inbox, word); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(resetWordWait)

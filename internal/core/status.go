@@ -25,26 +25,26 @@ type ConsumerStatus struct {
 }
 
 // Consumer returns the consumer's configuration and state.
-func (r *Replica) Consumer(ctx context.Context, stream, name string) (ConsumerStatus, error) {
-	c, done, err := r.consumer(ctx, stream, name)
+func (l *lister) Consumer(ctx context.Context, stream, name string) (ConsumerStatus, error) {
+	c, done, err := l.binder.consumer(ctx, stream, name)
 	if err != nil {
 		return ConsumerStatus{}, err
 	}
 	defer done()
-	return r.status(ctx, c)
+	return l.status(ctx, c)
 }
 
-func (r *Replica) status(ctx context.Context, c *consumer.Consumer) (ConsumerStatus, error) {
+func (l *lister) status(ctx context.Context, c *consumer.Consumer) (ConsumerStatus, error) {
 	ci, err := c.Info(ctx)
 	if err != nil {
 		return ConsumerStatus{}, err
 	}
-	st := ConsumerStatus{Info: ci, GatewayLeases: c.Leases(), Push: r.pushState(c)}
+	st := ConsumerStatus{Info: ci, GatewayLeases: c.Leases(), Push: l.pushers.pushState(c)}
 	if st.OldestUnackedAge, err = c.OldestUnackedAge(ctx, ci); err != nil {
 		return ConsumerStatus{}, err
 	}
-	if route, ok := r.routes[consumerKey{c.Stream, c.Name}]; ok {
-		if st.DeadLetters, err = deadletter.Count(ctx, r.js, route); err != nil {
+	if route, ok := l.deadLetters.routes[consumerKey{c.Stream, c.Name}]; ok {
+		if st.DeadLetters, err = deadletter.Count(ctx, l.js, route); err != nil {
 			return ConsumerStatus{}, fmt.Errorf("%w: count dead letters: %v", errs.ErrUnavailable, err)
 		}
 	}
