@@ -16,7 +16,6 @@ import (
 	"github.com/jetgate/jetgate/internal/errs"
 )
 
-
 // lister answers what callers may read of the streams and consumers a
 // replica serves: lists, a consumer's status (status.go), its leases on
 // every replica (leases.go) and its dead letters' count.

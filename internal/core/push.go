@@ -16,8 +16,8 @@ import (
 type pushers struct {
 	*env
 	binder *binder
-	by   map[consumerKey]*push.Pusher // written only by New
-	stop sync.Once
+	by     map[consumerKey]*push.Pusher // written only by New
+	stop   sync.Once
 }
 
 // startPushers starts a pusher for each consumer with a push block; they

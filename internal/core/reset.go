@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-
 )
 
 // Resets (ADR-60) are noticed as the server notices them: every replica
