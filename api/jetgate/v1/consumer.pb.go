@@ -10,6 +10,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
+	fieldmaskpb "google.golang.org/protobuf/types/known/fieldmaskpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -2461,9 +2462,15 @@ type ConsumerConfig struct {
 	// before the pin moves on.
 	PriorityTimeout *durationpb.Duration `protobuf:"bytes,18,opt,name=priority_timeout,json=priorityTimeout,proto3" json:"priority_timeout,omitempty"`
 	// When a paused consumer delivers again, as configured.
-	PauseUntil    *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=pause_until,json=pauseUntil,proto3" json:"pause_until,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	PauseUntil *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=pause_until,json=pauseUntil,proto3" json:"pause_until,omitempty"`
+	// The consumer's metadata. A consumer created through the API carries
+	// jetgate.created_by, the principal that created it.
+	Metadata map[string]string `protobuf:"bytes,20,rep,name=metadata,proto3" json:"metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// How long the server keeps the consumer without a pull before deleting
+	// it; 0s is never.
+	InactiveThreshold *durationpb.Duration `protobuf:"bytes,21,opt,name=inactive_threshold,json=inactiveThreshold,proto3" json:"inactive_threshold,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ConsumerConfig) Reset() {
@@ -2625,6 +2632,20 @@ func (x *ConsumerConfig) GetPriorityTimeout() *durationpb.Duration {
 func (x *ConsumerConfig) GetPauseUntil() *timestamppb.Timestamp {
 	if x != nil {
 		return x.PauseUntil
+	}
+	return nil
+}
+
+func (x *ConsumerConfig) GetMetadata() map[string]string {
+	if x != nil {
+		return x.Metadata
+	}
+	return nil
+}
+
+func (x *ConsumerConfig) GetInactiveThreshold() *durationpb.Duration {
+	if x != nil {
+		return x.InactiveThreshold
 	}
 	return nil
 }
@@ -3009,8 +3030,11 @@ type ConsumerSummary struct {
 	PriorityGroups []string `protobuf:"bytes,12,rep,name=priority_groups,json=priorityGroups,proto3" json:"priority_groups,omitempty"`
 	// Whether the gateway has a dead-letter subject configured for it.
 	DeadLetterConfigured bool `protobuf:"varint,13,opt,name=dead_letter_configured,json=deadLetterConfigured,proto3" json:"dead_letter_configured,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// The principal that created the consumer through the API; empty for a
+	// consumer made otherwise.
+	CreatedBy     string `protobuf:"bytes,14,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ConsumerSummary) Reset() {
@@ -3132,6 +3156,13 @@ func (x *ConsumerSummary) GetDeadLetterConfigured() bool {
 		return x.DeadLetterConfigured
 	}
 	return false
+}
+
+func (x *ConsumerSummary) GetCreatedBy() string {
+	if x != nil {
+		return x.CreatedBy
+	}
+	return ""
 }
 
 // ListLeasesRequest names a consumer.
@@ -3615,12 +3646,527 @@ func (x *DeadLetter) GetDeliveries() int64 {
 	return 0
 }
 
+// SeekRequest names where a consumer delivers from next.
+type SeekRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stream the consumer belongs to.
+	Stream string `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	// The durable consumer's name.
+	Consumer string `protobuf:"bytes,2,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	// Where to; exactly one.
+	//
+	// Types that are valid to be assigned to Target:
+	//
+	//	*SeekRequest_Sequence
+	//	*SeekRequest_Time
+	//	*SeekRequest_AckFloor
+	Target        isSeekRequest_Target `protobuf_oneof:"target"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SeekRequest) Reset() {
+	*x = SeekRequest{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeekRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeekRequest) ProtoMessage() {}
+
+func (x *SeekRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeekRequest.ProtoReflect.Descriptor instead.
+func (*SeekRequest) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *SeekRequest) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *SeekRequest) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+func (x *SeekRequest) GetTarget() isSeekRequest_Target {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+func (x *SeekRequest) GetSequence() uint64 {
+	if x != nil {
+		if x, ok := x.Target.(*SeekRequest_Sequence); ok {
+			return x.Sequence
+		}
+	}
+	return 0
+}
+
+func (x *SeekRequest) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		if x, ok := x.Target.(*SeekRequest_Time); ok {
+			return x.Time
+		}
+	}
+	return nil
+}
+
+func (x *SeekRequest) GetAckFloor() bool {
+	if x != nil {
+		if x, ok := x.Target.(*SeekRequest_AckFloor); ok {
+			return x.AckFloor
+		}
+	}
+	return false
+}
+
+type isSeekRequest_Target interface {
+	isSeekRequest_Target()
+}
+
+type SeekRequest_Sequence struct {
+	// The first stream sequence delivered next (at least 1; at least the
+	// consumer's opt_start_seq).
+	Sequence uint64 `protobuf:"varint,3,opt,name=sequence,proto3,oneof"`
+}
+
+type SeekRequest_Time struct {
+	// The first message stored at or after this time is delivered next;
+	// a time after the last message's: only messages stored from now on.
+	// Not in the future.
+	Time *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=time,proto3,oneof"`
+}
+
+type SeekRequest_AckFloor struct {
+	// Deliver everything not acknowledged again, now (true).
+	AckFloor bool `protobuf:"varint,5,opt,name=ack_floor,json=ackFloor,proto3,oneof"`
+}
+
+func (*SeekRequest_Sequence) isSeekRequest_Target() {}
+
+func (*SeekRequest_Time) isSeekRequest_Target() {}
+
+func (*SeekRequest_AckFloor) isSeekRequest_Target() {}
+
+// SeekResponse is where the consumer delivers from now.
+type SeekResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stream sequence delivered next.
+	ResetSequence uint64 `protobuf:"varint,1,opt,name=reset_sequence,json=resetSequence,proto3" json:"reset_sequence,omitempty"`
+	// The consumer's state after the seek, as GetConsumer shows it.
+	State         *ConsumerState `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SeekResponse) Reset() {
+	*x = SeekResponse{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeekResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeekResponse) ProtoMessage() {}
+
+func (x *SeekResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeekResponse.ProtoReflect.Descriptor instead.
+func (*SeekResponse) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *SeekResponse) GetResetSequence() uint64 {
+	if x != nil {
+		return x.ResetSequence
+	}
+	return 0
+}
+
+func (x *SeekResponse) GetState() *ConsumerState {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+// CreateConsumerRequest describes a consumer to create.
+type CreateConsumerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stream to create it on.
+	Stream string `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	// Its configuration: durable_name is its name. Unset fields take the
+	// server's defaults; ack_policy, if set, must be ACK_POLICY_EXPLICIT.
+	Config        *ConsumerConfig `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateConsumerRequest) Reset() {
+	*x = CreateConsumerRequest{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateConsumerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateConsumerRequest) ProtoMessage() {}
+
+func (x *CreateConsumerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateConsumerRequest.ProtoReflect.Descriptor instead.
+func (*CreateConsumerRequest) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *CreateConsumerRequest) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *CreateConsumerRequest) GetConfig() *ConsumerConfig {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+// CreateConsumerResponse is the consumer as the server made it.
+type CreateConsumerResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its configuration, as the server has it.
+	Config *ConsumerConfig `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	// Its state.
+	State         *ConsumerState `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateConsumerResponse) Reset() {
+	*x = CreateConsumerResponse{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateConsumerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateConsumerResponse) ProtoMessage() {}
+
+func (x *CreateConsumerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateConsumerResponse.ProtoReflect.Descriptor instead.
+func (*CreateConsumerResponse) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *CreateConsumerResponse) GetConfig() *ConsumerConfig {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+func (x *CreateConsumerResponse) GetState() *ConsumerState {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+// UpdateConsumerRequest changes some fields of a consumer.
+type UpdateConsumerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stream the consumer belongs to.
+	Stream string `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	// The durable consumer's name.
+	Consumer string `protobuf:"bytes,2,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	// The new values of the fields update_mask names; others are ignored.
+	Config *ConsumerConfig `protobuf:"bytes,3,opt,name=config,proto3" json:"config,omitempty"`
+	// The fields to change (AIP-134): ack_wait, max_deliver, backoff,
+	// filter_subjects, max_ack_pending, max_waiting, max_request_batch,
+	// max_request_expires, description, metadata, priority_groups,
+	// priority_policy, priority_timeout, inactive_threshold. In JSON,
+	// camelCase and comma-separated: "ackWait,maxDeliver".
+	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,4,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateConsumerRequest) Reset() {
+	*x = UpdateConsumerRequest{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateConsumerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateConsumerRequest) ProtoMessage() {}
+
+func (x *UpdateConsumerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateConsumerRequest.ProtoReflect.Descriptor instead.
+func (*UpdateConsumerRequest) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *UpdateConsumerRequest) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *UpdateConsumerRequest) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+func (x *UpdateConsumerRequest) GetConfig() *ConsumerConfig {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+func (x *UpdateConsumerRequest) GetUpdateMask() *fieldmaskpb.FieldMask {
+	if x != nil {
+		return x.UpdateMask
+	}
+	return nil
+}
+
+// UpdateConsumerResponse is the consumer as the server has it now.
+type UpdateConsumerResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its configuration.
+	Config *ConsumerConfig `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	// Its state.
+	State         *ConsumerState `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpdateConsumerResponse) Reset() {
+	*x = UpdateConsumerResponse{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateConsumerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateConsumerResponse) ProtoMessage() {}
+
+func (x *UpdateConsumerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateConsumerResponse.ProtoReflect.Descriptor instead.
+func (*UpdateConsumerResponse) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *UpdateConsumerResponse) GetConfig() *ConsumerConfig {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+func (x *UpdateConsumerResponse) GetState() *ConsumerState {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+// DeleteConsumerRequest names a consumer to delete.
+type DeleteConsumerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The stream the consumer belongs to.
+	Stream string `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	// The durable consumer's name.
+	Consumer      string `protobuf:"bytes,2,opt,name=consumer,proto3" json:"consumer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteConsumerRequest) Reset() {
+	*x = DeleteConsumerRequest{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteConsumerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteConsumerRequest) ProtoMessage() {}
+
+func (x *DeleteConsumerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteConsumerRequest.ProtoReflect.Descriptor instead.
+func (*DeleteConsumerRequest) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *DeleteConsumerRequest) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *DeleteConsumerRequest) GetConsumer() string {
+	if x != nil {
+		return x.Consumer
+	}
+	return ""
+}
+
+// DeleteConsumerResponse says the consumer was deleted.
+type DeleteConsumerResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteConsumerResponse) Reset() {
+	*x = DeleteConsumerResponse{}
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteConsumerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteConsumerResponse) ProtoMessage() {}
+
+func (x *DeleteConsumerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_jetgate_v1_consumer_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteConsumerResponse.ProtoReflect.Descriptor instead.
+func (*DeleteConsumerResponse) Descriptor() ([]byte, []int) {
+	return file_jetgate_v1_consumer_proto_rawDescGZIP(), []int{51}
+}
+
 var File_jetgate_v1_consumer_proto protoreflect.FileDescriptor
 
 const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\n" +
 	"\x19jetgate/v1/consumer.proto\x12\n" +
-	"jetgate.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcf\x02\n" +
+	"jetgate.v1\x1a\x1egoogle/protobuf/duration.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xcf\x02\n" +
 	"\fFetchRequest\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x1a\n" +
 	"\bconsumer\x18\x02 \x01(\tR\bconsumer\x12\x14\n" +
@@ -3779,7 +4325,7 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\x05R\x04code\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
-	"\amessage\x18\x04 \x01(\tR\amessage\"\xbc\a\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"\x89\t\n" +
 	"\x0eConsumerConfig\x12!\n" +
 	"\fdurable_name\x18\x01 \x01(\tR\vdurableName\x12@\n" +
 	"\x0edeliver_policy\x18\x02 \x01(\x0e2\x19.jetgate.v1.DeliverPolicyR\rdeliverPolicy\x12\"\n" +
@@ -3804,7 +4350,12 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\x0fpriority_policy\x18\x11 \x01(\x0e2\x1a.jetgate.v1.PriorityPolicyR\x0epriorityPolicy\x12D\n" +
 	"\x10priority_timeout\x18\x12 \x01(\v2\x19.google.protobuf.DurationR\x0fpriorityTimeout\x12;\n" +
 	"\vpause_until\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"pauseUntil\"\xec\x03\n" +
+	"pauseUntil\x12D\n" +
+	"\bmetadata\x18\x14 \x03(\v2(.jetgate.v1.ConsumerConfig.MetadataEntryR\bmetadata\x12H\n" +
+	"\x12inactive_threshold\x18\x15 \x01(\v2\x19.google.protobuf.DurationR\x11inactiveThreshold\x1a;\n" +
+	"\rMetadataEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xec\x03\n" +
 	"\rConsumerState\x12\x1f\n" +
 	"\vnum_pending\x18\x01 \x01(\x04R\n" +
 	"numPending\x12&\n" +
@@ -3832,7 +4383,7 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\x14ListConsumersRequest\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\"R\n" +
 	"\x15ListConsumersResponse\x129\n" +
-	"\tconsumers\x18\x01 \x03(\v2\x1b.jetgate.v1.ConsumerSummaryR\tconsumers\"\x97\x04\n" +
+	"\tconsumers\x18\x01 \x03(\v2\x1b.jetgate.v1.ConsumerSummaryR\tconsumers\"\xb6\x04\n" +
 	"\x0fConsumerSummary\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vnum_pending\x18\x02 \x01(\x04R\n" +
@@ -3850,7 +4401,9 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	" \x01(\bR\x06pushed\x12%\n" +
 	"\x0egateway_leases\x18\v \x01(\x03R\rgatewayLeases\x12'\n" +
 	"\x0fpriority_groups\x18\f \x03(\tR\x0epriorityGroups\x124\n" +
-	"\x16dead_letter_configured\x18\r \x01(\bR\x14deadLetterConfigured\"G\n" +
+	"\x16dead_letter_configured\x18\r \x01(\bR\x14deadLetterConfigured\x12\x1d\n" +
+	"\n" +
+	"created_by\x18\x0e \x01(\tR\tcreatedBy\"G\n" +
 	"\x11ListLeasesRequest\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x1a\n" +
 	"\bconsumer\x18\x02 \x01(\tR\bconsumer\"\x8e\x01\n" +
@@ -3893,7 +4446,36 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"deliveries\x1aT\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
-	"\x05value\x18\x02 \x01(\v2\x18.jetgate.v1.HeaderValuesR\x05value:\x028\x01*\xfb\x01\n" +
+	"\x05value\x18\x02 \x01(\v2\x18.jetgate.v1.HeaderValuesR\x05value:\x028\x01\"\xba\x01\n" +
+	"\vSeekRequest\x12\x16\n" +
+	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x1a\n" +
+	"\bconsumer\x18\x02 \x01(\tR\bconsumer\x12\x1c\n" +
+	"\bsequence\x18\x03 \x01(\x04H\x00R\bsequence\x120\n" +
+	"\x04time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampH\x00R\x04time\x12\x1d\n" +
+	"\tack_floor\x18\x05 \x01(\bH\x00R\backFloorB\b\n" +
+	"\x06target\"f\n" +
+	"\fSeekResponse\x12%\n" +
+	"\x0ereset_sequence\x18\x01 \x01(\x04R\rresetSequence\x12/\n" +
+	"\x05state\x18\x02 \x01(\v2\x19.jetgate.v1.ConsumerStateR\x05state\"c\n" +
+	"\x15CreateConsumerRequest\x12\x16\n" +
+	"\x06stream\x18\x01 \x01(\tR\x06stream\x122\n" +
+	"\x06config\x18\x02 \x01(\v2\x1a.jetgate.v1.ConsumerConfigR\x06config\"}\n" +
+	"\x16CreateConsumerResponse\x122\n" +
+	"\x06config\x18\x01 \x01(\v2\x1a.jetgate.v1.ConsumerConfigR\x06config\x12/\n" +
+	"\x05state\x18\x02 \x01(\v2\x19.jetgate.v1.ConsumerStateR\x05state\"\xbc\x01\n" +
+	"\x15UpdateConsumerRequest\x12\x16\n" +
+	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x1a\n" +
+	"\bconsumer\x18\x02 \x01(\tR\bconsumer\x122\n" +
+	"\x06config\x18\x03 \x01(\v2\x1a.jetgate.v1.ConsumerConfigR\x06config\x12;\n" +
+	"\vupdate_mask\x18\x04 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
+	"updateMask\"}\n" +
+	"\x16UpdateConsumerResponse\x122\n" +
+	"\x06config\x18\x01 \x01(\v2\x1a.jetgate.v1.ConsumerConfigR\x06config\x12/\n" +
+	"\x05state\x18\x02 \x01(\v2\x19.jetgate.v1.ConsumerStateR\x05state\"K\n" +
+	"\x15DeleteConsumerRequest\x12\x16\n" +
+	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x1a\n" +
+	"\bconsumer\x18\x02 \x01(\tR\bconsumer\"\x18\n" +
+	"\x16DeleteConsumerResponse*\xfb\x01\n" +
 	"\vEmptyReason\x12\x1c\n" +
 	"\x18EMPTY_REASON_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18EMPTY_REASON_NO_MESSAGES\x10\x01\x12 \n" +
@@ -3920,7 +4502,8 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\x1bPRIORITY_POLICY_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18PRIORITY_POLICY_OVERFLOW\x10\x01\x12!\n" +
 	"\x1dPRIORITY_POLICY_PINNED_CLIENT\x10\x02\x12\x1f\n" +
-	"\x1bPRIORITY_POLICY_PRIORITIZED\x10\x032\xd1\a\n" +
+	"\x1bPRIORITY_POLICY_PRIORITIZED\x10\x032\x97\n" +
+	"\n" +
 	"\x0fConsumerService\x12<\n" +
 	"\x05Fetch\x12\x18.jetgate.v1.FetchRequest\x1a\x19.jetgate.v1.FetchResponse\x126\n" +
 	"\x03Ack\x12\x16.jetgate.v1.AckRequest\x1a\x17.jetgate.v1.AckResponse\x126\n" +
@@ -3936,7 +4519,11 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\rListConsumers\x12 .jetgate.v1.ListConsumersRequest\x1a!.jetgate.v1.ListConsumersResponse\x12K\n" +
 	"\n" +
 	"ListLeases\x12\x1d.jetgate.v1.ListLeasesRequest\x1a\x1e.jetgate.v1.ListLeasesResponse\x12Z\n" +
-	"\x0fListDeadLetters\x12\".jetgate.v1.ListDeadLettersRequest\x1a#.jetgate.v1.ListDeadLettersResponseB5Z3github.com/jetgate/jetgate/api/jetgate/v1;jetgatev1b\x06proto3"
+	"\x0fListDeadLetters\x12\".jetgate.v1.ListDeadLettersRequest\x1a#.jetgate.v1.ListDeadLettersResponse\x129\n" +
+	"\x04Seek\x12\x17.jetgate.v1.SeekRequest\x1a\x18.jetgate.v1.SeekResponse\x12W\n" +
+	"\x0eCreateConsumer\x12!.jetgate.v1.CreateConsumerRequest\x1a\".jetgate.v1.CreateConsumerResponse\x12W\n" +
+	"\x0eUpdateConsumer\x12!.jetgate.v1.UpdateConsumerRequest\x1a\".jetgate.v1.UpdateConsumerResponse\x12W\n" +
+	"\x0eDeleteConsumer\x12!.jetgate.v1.DeleteConsumerRequest\x1a\".jetgate.v1.DeleteConsumerResponseB5Z3github.com/jetgate/jetgate/api/jetgate/v1;jetgatev1b\x06proto3"
 
 var (
 	file_jetgate_v1_consumer_proto_rawDescOnce sync.Once
@@ -3951,7 +4538,7 @@ func file_jetgate_v1_consumer_proto_rawDescGZIP() []byte {
 }
 
 var file_jetgate_v1_consumer_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_jetgate_v1_consumer_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_jetgate_v1_consumer_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
 var file_jetgate_v1_consumer_proto_goTypes = []any{
 	(EmptyReason)(0),                // 0: jetgate.v1.EmptyReason
 	(DeliverPolicy)(0),              // 1: jetgate.v1.DeliverPolicy
@@ -4001,100 +4588,129 @@ var file_jetgate_v1_consumer_proto_goTypes = []any{
 	(*ListDeadLettersRequest)(nil),  // 45: jetgate.v1.ListDeadLettersRequest
 	(*ListDeadLettersResponse)(nil), // 46: jetgate.v1.ListDeadLettersResponse
 	(*DeadLetter)(nil),              // 47: jetgate.v1.DeadLetter
-	nil,                             // 48: jetgate.v1.Message.HeadersEntry
-	nil,                             // 49: jetgate.v1.DeadLetter.HeadersEntry
-	(*durationpb.Duration)(nil),     // 50: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),   // 51: google.protobuf.Timestamp
+	(*SeekRequest)(nil),             // 48: jetgate.v1.SeekRequest
+	(*SeekResponse)(nil),            // 49: jetgate.v1.SeekResponse
+	(*CreateConsumerRequest)(nil),   // 50: jetgate.v1.CreateConsumerRequest
+	(*CreateConsumerResponse)(nil),  // 51: jetgate.v1.CreateConsumerResponse
+	(*UpdateConsumerRequest)(nil),   // 52: jetgate.v1.UpdateConsumerRequest
+	(*UpdateConsumerResponse)(nil),  // 53: jetgate.v1.UpdateConsumerResponse
+	(*DeleteConsumerRequest)(nil),   // 54: jetgate.v1.DeleteConsumerRequest
+	(*DeleteConsumerResponse)(nil),  // 55: jetgate.v1.DeleteConsumerResponse
+	nil,                             // 56: jetgate.v1.Message.HeadersEntry
+	nil,                             // 57: jetgate.v1.ConsumerConfig.MetadataEntry
+	nil,                             // 58: jetgate.v1.DeadLetter.HeadersEntry
+	(*durationpb.Duration)(nil),     // 59: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),   // 60: google.protobuf.Timestamp
+	(*fieldmaskpb.FieldMask)(nil),   // 61: google.protobuf.FieldMask
 }
 var file_jetgate_v1_consumer_proto_depIdxs = []int32{
-	50, // 0: jetgate.v1.FetchRequest.expires:type_name -> google.protobuf.Duration
+	59, // 0: jetgate.v1.FetchRequest.expires:type_name -> google.protobuf.Duration
 	6,  // 1: jetgate.v1.FetchResponse.messages:type_name -> jetgate.v1.Message
 	0,  // 2: jetgate.v1.FetchResponse.empty_reason:type_name -> jetgate.v1.EmptyReason
-	48, // 3: jetgate.v1.Message.headers:type_name -> jetgate.v1.Message.HeadersEntry
-	51, // 4: jetgate.v1.Message.lease_deadline:type_name -> google.protobuf.Timestamp
+	56, // 3: jetgate.v1.Message.headers:type_name -> jetgate.v1.Message.HeadersEntry
+	60, // 4: jetgate.v1.Message.lease_deadline:type_name -> google.protobuf.Timestamp
 	10, // 5: jetgate.v1.Message.metadata:type_name -> jetgate.v1.MessageMetadata
 	7,  // 6: jetgate.v1.Message.raw:type_name -> jetgate.v1.RawMessage
 	8,  // 7: jetgate.v1.RawMessage.headers:type_name -> jetgate.v1.RawHeader
-	51, // 8: jetgate.v1.MessageMetadata.timestamp:type_name -> google.protobuf.Timestamp
+	60, // 8: jetgate.v1.MessageMetadata.timestamp:type_name -> google.protobuf.Timestamp
 	20, // 9: jetgate.v1.AckResponse.failures:type_name -> jetgate.v1.TokenFailure
-	50, // 10: jetgate.v1.NakRequest.delay:type_name -> google.protobuf.Duration
+	59, // 10: jetgate.v1.NakRequest.delay:type_name -> google.protobuf.Duration
 	20, // 11: jetgate.v1.NakResponse.failures:type_name -> jetgate.v1.TokenFailure
 	20, // 12: jetgate.v1.TermResponse.failures:type_name -> jetgate.v1.TokenFailure
-	50, // 13: jetgate.v1.ExtendRequest.duration:type_name -> google.protobuf.Duration
+	59, // 13: jetgate.v1.ExtendRequest.duration:type_name -> google.protobuf.Duration
 	19, // 14: jetgate.v1.ExtendResponse.leases:type_name -> jetgate.v1.ExtendedLease
 	20, // 15: jetgate.v1.ExtendResponse.failures:type_name -> jetgate.v1.TokenFailure
-	51, // 16: jetgate.v1.ExtendedLease.lease_deadline:type_name -> google.protobuf.Timestamp
+	60, // 16: jetgate.v1.ExtendedLease.lease_deadline:type_name -> google.protobuf.Timestamp
 	35, // 17: jetgate.v1.GetConsumerResponse.config:type_name -> jetgate.v1.ConsumerConfig
 	36, // 18: jetgate.v1.GetConsumerResponse.state:type_name -> jetgate.v1.ConsumerState
-	50, // 19: jetgate.v1.GetConsumerResponse.oldest_unacked_age:type_name -> google.protobuf.Duration
+	59, // 19: jetgate.v1.GetConsumerResponse.oldest_unacked_age:type_name -> google.protobuf.Duration
 	23, // 20: jetgate.v1.GetConsumerResponse.push:type_name -> jetgate.v1.PushState
-	51, // 21: jetgate.v1.PushState.last_error_time:type_name -> google.protobuf.Timestamp
-	50, // 22: jetgate.v1.ConsumeRequest.heartbeat:type_name -> google.protobuf.Duration
+	60, // 21: jetgate.v1.PushState.last_error_time:type_name -> google.protobuf.Timestamp
+	59, // 22: jetgate.v1.ConsumeRequest.heartbeat:type_name -> google.protobuf.Duration
 	6,  // 23: jetgate.v1.ConsumeResponse.messages:type_name -> jetgate.v1.Message
-	51, // 24: jetgate.v1.PauseRequest.pause_until:type_name -> google.protobuf.Timestamp
-	51, // 25: jetgate.v1.PauseResponse.pause_until:type_name -> google.protobuf.Timestamp
+	60, // 24: jetgate.v1.PauseRequest.pause_until:type_name -> google.protobuf.Timestamp
+	60, // 25: jetgate.v1.PauseResponse.pause_until:type_name -> google.protobuf.Timestamp
 	34, // 26: jetgate.v1.RedriveResponse.failures:type_name -> jetgate.v1.RedriveFailure
 	1,  // 27: jetgate.v1.ConsumerConfig.deliver_policy:type_name -> jetgate.v1.DeliverPolicy
-	51, // 28: jetgate.v1.ConsumerConfig.opt_start_time:type_name -> google.protobuf.Timestamp
+	60, // 28: jetgate.v1.ConsumerConfig.opt_start_time:type_name -> google.protobuf.Timestamp
 	2,  // 29: jetgate.v1.ConsumerConfig.ack_policy:type_name -> jetgate.v1.AckPolicy
-	50, // 30: jetgate.v1.ConsumerConfig.ack_wait:type_name -> google.protobuf.Duration
-	50, // 31: jetgate.v1.ConsumerConfig.backoff:type_name -> google.protobuf.Duration
-	50, // 32: jetgate.v1.ConsumerConfig.max_request_expires:type_name -> google.protobuf.Duration
+	59, // 30: jetgate.v1.ConsumerConfig.ack_wait:type_name -> google.protobuf.Duration
+	59, // 31: jetgate.v1.ConsumerConfig.backoff:type_name -> google.protobuf.Duration
+	59, // 32: jetgate.v1.ConsumerConfig.max_request_expires:type_name -> google.protobuf.Duration
 	3,  // 33: jetgate.v1.ConsumerConfig.priority_policy:type_name -> jetgate.v1.PriorityPolicy
-	50, // 34: jetgate.v1.ConsumerConfig.priority_timeout:type_name -> google.protobuf.Duration
-	51, // 35: jetgate.v1.ConsumerConfig.pause_until:type_name -> google.protobuf.Timestamp
-	38, // 36: jetgate.v1.ConsumerState.delivered:type_name -> jetgate.v1.SequencePair
-	38, // 37: jetgate.v1.ConsumerState.ack_floor:type_name -> jetgate.v1.SequencePair
-	51, // 38: jetgate.v1.ConsumerState.created:type_name -> google.protobuf.Timestamp
-	50, // 39: jetgate.v1.ConsumerState.pause_remaining:type_name -> google.protobuf.Duration
-	37, // 40: jetgate.v1.ConsumerState.priority_groups:type_name -> jetgate.v1.PriorityGroupState
-	51, // 41: jetgate.v1.PriorityGroupState.pinned_since:type_name -> google.protobuf.Timestamp
-	51, // 42: jetgate.v1.SequencePair.last_active:type_name -> google.protobuf.Timestamp
-	41, // 43: jetgate.v1.ListConsumersResponse.consumers:type_name -> jetgate.v1.ConsumerSummary
-	50, // 44: jetgate.v1.ConsumerSummary.oldest_unacked_age:type_name -> google.protobuf.Duration
-	51, // 45: jetgate.v1.ConsumerSummary.pause_until:type_name -> google.protobuf.Timestamp
-	44, // 46: jetgate.v1.ListLeasesResponse.holders:type_name -> jetgate.v1.LeaseHolder
-	51, // 47: jetgate.v1.LeaseHolder.oldest_since:type_name -> google.protobuf.Timestamp
-	50, // 48: jetgate.v1.LeaseHolder.oldest_age:type_name -> google.protobuf.Duration
-	51, // 49: jetgate.v1.LeaseHolder.latest_deadline:type_name -> google.protobuf.Timestamp
-	47, // 50: jetgate.v1.ListDeadLettersResponse.dead_letters:type_name -> jetgate.v1.DeadLetter
-	49, // 51: jetgate.v1.DeadLetter.headers:type_name -> jetgate.v1.DeadLetter.HeadersEntry
-	51, // 52: jetgate.v1.DeadLetter.time:type_name -> google.protobuf.Timestamp
-	9,  // 53: jetgate.v1.Message.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
-	9,  // 54: jetgate.v1.DeadLetter.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
-	4,  // 55: jetgate.v1.ConsumerService.Fetch:input_type -> jetgate.v1.FetchRequest
-	11, // 56: jetgate.v1.ConsumerService.Ack:input_type -> jetgate.v1.AckRequest
-	13, // 57: jetgate.v1.ConsumerService.Nak:input_type -> jetgate.v1.NakRequest
-	15, // 58: jetgate.v1.ConsumerService.Term:input_type -> jetgate.v1.TermRequest
-	17, // 59: jetgate.v1.ConsumerService.Extend:input_type -> jetgate.v1.ExtendRequest
-	21, // 60: jetgate.v1.ConsumerService.GetConsumer:input_type -> jetgate.v1.GetConsumerRequest
-	32, // 61: jetgate.v1.ConsumerService.Redrive:input_type -> jetgate.v1.RedriveRequest
-	24, // 62: jetgate.v1.ConsumerService.Consume:input_type -> jetgate.v1.ConsumeRequest
-	26, // 63: jetgate.v1.ConsumerService.Pause:input_type -> jetgate.v1.PauseRequest
-	28, // 64: jetgate.v1.ConsumerService.Resume:input_type -> jetgate.v1.ResumeRequest
-	30, // 65: jetgate.v1.ConsumerService.Unpin:input_type -> jetgate.v1.UnpinRequest
-	39, // 66: jetgate.v1.ConsumerService.ListConsumers:input_type -> jetgate.v1.ListConsumersRequest
-	42, // 67: jetgate.v1.ConsumerService.ListLeases:input_type -> jetgate.v1.ListLeasesRequest
-	45, // 68: jetgate.v1.ConsumerService.ListDeadLetters:input_type -> jetgate.v1.ListDeadLettersRequest
-	5,  // 69: jetgate.v1.ConsumerService.Fetch:output_type -> jetgate.v1.FetchResponse
-	12, // 70: jetgate.v1.ConsumerService.Ack:output_type -> jetgate.v1.AckResponse
-	14, // 71: jetgate.v1.ConsumerService.Nak:output_type -> jetgate.v1.NakResponse
-	16, // 72: jetgate.v1.ConsumerService.Term:output_type -> jetgate.v1.TermResponse
-	18, // 73: jetgate.v1.ConsumerService.Extend:output_type -> jetgate.v1.ExtendResponse
-	22, // 74: jetgate.v1.ConsumerService.GetConsumer:output_type -> jetgate.v1.GetConsumerResponse
-	33, // 75: jetgate.v1.ConsumerService.Redrive:output_type -> jetgate.v1.RedriveResponse
-	25, // 76: jetgate.v1.ConsumerService.Consume:output_type -> jetgate.v1.ConsumeResponse
-	27, // 77: jetgate.v1.ConsumerService.Pause:output_type -> jetgate.v1.PauseResponse
-	29, // 78: jetgate.v1.ConsumerService.Resume:output_type -> jetgate.v1.ResumeResponse
-	31, // 79: jetgate.v1.ConsumerService.Unpin:output_type -> jetgate.v1.UnpinResponse
-	40, // 80: jetgate.v1.ConsumerService.ListConsumers:output_type -> jetgate.v1.ListConsumersResponse
-	43, // 81: jetgate.v1.ConsumerService.ListLeases:output_type -> jetgate.v1.ListLeasesResponse
-	46, // 82: jetgate.v1.ConsumerService.ListDeadLetters:output_type -> jetgate.v1.ListDeadLettersResponse
-	69, // [69:83] is the sub-list for method output_type
-	55, // [55:69] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	59, // 34: jetgate.v1.ConsumerConfig.priority_timeout:type_name -> google.protobuf.Duration
+	60, // 35: jetgate.v1.ConsumerConfig.pause_until:type_name -> google.protobuf.Timestamp
+	57, // 36: jetgate.v1.ConsumerConfig.metadata:type_name -> jetgate.v1.ConsumerConfig.MetadataEntry
+	59, // 37: jetgate.v1.ConsumerConfig.inactive_threshold:type_name -> google.protobuf.Duration
+	38, // 38: jetgate.v1.ConsumerState.delivered:type_name -> jetgate.v1.SequencePair
+	38, // 39: jetgate.v1.ConsumerState.ack_floor:type_name -> jetgate.v1.SequencePair
+	60, // 40: jetgate.v1.ConsumerState.created:type_name -> google.protobuf.Timestamp
+	59, // 41: jetgate.v1.ConsumerState.pause_remaining:type_name -> google.protobuf.Duration
+	37, // 42: jetgate.v1.ConsumerState.priority_groups:type_name -> jetgate.v1.PriorityGroupState
+	60, // 43: jetgate.v1.PriorityGroupState.pinned_since:type_name -> google.protobuf.Timestamp
+	60, // 44: jetgate.v1.SequencePair.last_active:type_name -> google.protobuf.Timestamp
+	41, // 45: jetgate.v1.ListConsumersResponse.consumers:type_name -> jetgate.v1.ConsumerSummary
+	59, // 46: jetgate.v1.ConsumerSummary.oldest_unacked_age:type_name -> google.protobuf.Duration
+	60, // 47: jetgate.v1.ConsumerSummary.pause_until:type_name -> google.protobuf.Timestamp
+	44, // 48: jetgate.v1.ListLeasesResponse.holders:type_name -> jetgate.v1.LeaseHolder
+	60, // 49: jetgate.v1.LeaseHolder.oldest_since:type_name -> google.protobuf.Timestamp
+	59, // 50: jetgate.v1.LeaseHolder.oldest_age:type_name -> google.protobuf.Duration
+	60, // 51: jetgate.v1.LeaseHolder.latest_deadline:type_name -> google.protobuf.Timestamp
+	47, // 52: jetgate.v1.ListDeadLettersResponse.dead_letters:type_name -> jetgate.v1.DeadLetter
+	58, // 53: jetgate.v1.DeadLetter.headers:type_name -> jetgate.v1.DeadLetter.HeadersEntry
+	60, // 54: jetgate.v1.DeadLetter.time:type_name -> google.protobuf.Timestamp
+	60, // 55: jetgate.v1.SeekRequest.time:type_name -> google.protobuf.Timestamp
+	36, // 56: jetgate.v1.SeekResponse.state:type_name -> jetgate.v1.ConsumerState
+	35, // 57: jetgate.v1.CreateConsumerRequest.config:type_name -> jetgate.v1.ConsumerConfig
+	35, // 58: jetgate.v1.CreateConsumerResponse.config:type_name -> jetgate.v1.ConsumerConfig
+	36, // 59: jetgate.v1.CreateConsumerResponse.state:type_name -> jetgate.v1.ConsumerState
+	35, // 60: jetgate.v1.UpdateConsumerRequest.config:type_name -> jetgate.v1.ConsumerConfig
+	61, // 61: jetgate.v1.UpdateConsumerRequest.update_mask:type_name -> google.protobuf.FieldMask
+	35, // 62: jetgate.v1.UpdateConsumerResponse.config:type_name -> jetgate.v1.ConsumerConfig
+	36, // 63: jetgate.v1.UpdateConsumerResponse.state:type_name -> jetgate.v1.ConsumerState
+	9,  // 64: jetgate.v1.Message.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
+	9,  // 65: jetgate.v1.DeadLetter.HeadersEntry.value:type_name -> jetgate.v1.HeaderValues
+	4,  // 66: jetgate.v1.ConsumerService.Fetch:input_type -> jetgate.v1.FetchRequest
+	11, // 67: jetgate.v1.ConsumerService.Ack:input_type -> jetgate.v1.AckRequest
+	13, // 68: jetgate.v1.ConsumerService.Nak:input_type -> jetgate.v1.NakRequest
+	15, // 69: jetgate.v1.ConsumerService.Term:input_type -> jetgate.v1.TermRequest
+	17, // 70: jetgate.v1.ConsumerService.Extend:input_type -> jetgate.v1.ExtendRequest
+	21, // 71: jetgate.v1.ConsumerService.GetConsumer:input_type -> jetgate.v1.GetConsumerRequest
+	32, // 72: jetgate.v1.ConsumerService.Redrive:input_type -> jetgate.v1.RedriveRequest
+	24, // 73: jetgate.v1.ConsumerService.Consume:input_type -> jetgate.v1.ConsumeRequest
+	26, // 74: jetgate.v1.ConsumerService.Pause:input_type -> jetgate.v1.PauseRequest
+	28, // 75: jetgate.v1.ConsumerService.Resume:input_type -> jetgate.v1.ResumeRequest
+	30, // 76: jetgate.v1.ConsumerService.Unpin:input_type -> jetgate.v1.UnpinRequest
+	39, // 77: jetgate.v1.ConsumerService.ListConsumers:input_type -> jetgate.v1.ListConsumersRequest
+	42, // 78: jetgate.v1.ConsumerService.ListLeases:input_type -> jetgate.v1.ListLeasesRequest
+	45, // 79: jetgate.v1.ConsumerService.ListDeadLetters:input_type -> jetgate.v1.ListDeadLettersRequest
+	48, // 80: jetgate.v1.ConsumerService.Seek:input_type -> jetgate.v1.SeekRequest
+	50, // 81: jetgate.v1.ConsumerService.CreateConsumer:input_type -> jetgate.v1.CreateConsumerRequest
+	52, // 82: jetgate.v1.ConsumerService.UpdateConsumer:input_type -> jetgate.v1.UpdateConsumerRequest
+	54, // 83: jetgate.v1.ConsumerService.DeleteConsumer:input_type -> jetgate.v1.DeleteConsumerRequest
+	5,  // 84: jetgate.v1.ConsumerService.Fetch:output_type -> jetgate.v1.FetchResponse
+	12, // 85: jetgate.v1.ConsumerService.Ack:output_type -> jetgate.v1.AckResponse
+	14, // 86: jetgate.v1.ConsumerService.Nak:output_type -> jetgate.v1.NakResponse
+	16, // 87: jetgate.v1.ConsumerService.Term:output_type -> jetgate.v1.TermResponse
+	18, // 88: jetgate.v1.ConsumerService.Extend:output_type -> jetgate.v1.ExtendResponse
+	22, // 89: jetgate.v1.ConsumerService.GetConsumer:output_type -> jetgate.v1.GetConsumerResponse
+	33, // 90: jetgate.v1.ConsumerService.Redrive:output_type -> jetgate.v1.RedriveResponse
+	25, // 91: jetgate.v1.ConsumerService.Consume:output_type -> jetgate.v1.ConsumeResponse
+	27, // 92: jetgate.v1.ConsumerService.Pause:output_type -> jetgate.v1.PauseResponse
+	29, // 93: jetgate.v1.ConsumerService.Resume:output_type -> jetgate.v1.ResumeResponse
+	31, // 94: jetgate.v1.ConsumerService.Unpin:output_type -> jetgate.v1.UnpinResponse
+	40, // 95: jetgate.v1.ConsumerService.ListConsumers:output_type -> jetgate.v1.ListConsumersResponse
+	43, // 96: jetgate.v1.ConsumerService.ListLeases:output_type -> jetgate.v1.ListLeasesResponse
+	46, // 97: jetgate.v1.ConsumerService.ListDeadLetters:output_type -> jetgate.v1.ListDeadLettersResponse
+	49, // 98: jetgate.v1.ConsumerService.Seek:output_type -> jetgate.v1.SeekResponse
+	51, // 99: jetgate.v1.ConsumerService.CreateConsumer:output_type -> jetgate.v1.CreateConsumerResponse
+	53, // 100: jetgate.v1.ConsumerService.UpdateConsumer:output_type -> jetgate.v1.UpdateConsumerResponse
+	55, // 101: jetgate.v1.ConsumerService.DeleteConsumer:output_type -> jetgate.v1.DeleteConsumerResponse
+	84, // [84:102] is the sub-list for method output_type
+	66, // [66:84] is the sub-list for method input_type
+	66, // [66:66] is the sub-list for extension type_name
+	66, // [66:66] is the sub-list for extension extendee
+	0,  // [0:66] is the sub-list for field type_name
 }
 
 func init() { file_jetgate_v1_consumer_proto_init() }
@@ -4105,13 +4721,18 @@ func file_jetgate_v1_consumer_proto_init() {
 	file_jetgate_v1_consumer_proto_msgTypes[0].OneofWrappers = []any{}
 	file_jetgate_v1_consumer_proto_msgTypes[2].OneofWrappers = []any{}
 	file_jetgate_v1_consumer_proto_msgTypes[20].OneofWrappers = []any{}
+	file_jetgate_v1_consumer_proto_msgTypes[44].OneofWrappers = []any{
+		(*SeekRequest_Sequence)(nil),
+		(*SeekRequest_Time)(nil),
+		(*SeekRequest_AckFloor)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_jetgate_v1_consumer_proto_rawDesc), len(file_jetgate_v1_consumer_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   46,
+			NumMessages:   55,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

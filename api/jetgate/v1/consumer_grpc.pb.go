@@ -33,6 +33,10 @@ const (
 	ConsumerService_ListConsumers_FullMethodName   = "/jetgate.v1.ConsumerService/ListConsumers"
 	ConsumerService_ListLeases_FullMethodName      = "/jetgate.v1.ConsumerService/ListLeases"
 	ConsumerService_ListDeadLetters_FullMethodName = "/jetgate.v1.ConsumerService/ListDeadLetters"
+	ConsumerService_Seek_FullMethodName            = "/jetgate.v1.ConsumerService/Seek"
+	ConsumerService_CreateConsumer_FullMethodName  = "/jetgate.v1.ConsumerService/CreateConsumer"
+	ConsumerService_UpdateConsumer_FullMethodName  = "/jetgate.v1.ConsumerService/UpdateConsumer"
+	ConsumerService_DeleteConsumer_FullMethodName  = "/jetgate.v1.ConsumerService/DeleteConsumer"
 )
 
 // ConsumerServiceClient is the client API for ConsumerService service.
@@ -96,6 +100,23 @@ type ConsumerServiceClient interface {
 	// ListDeadLetters lists a page of the consumer's dead letters, oldest
 	// first: the headers of each and a preview of its data.
 	ListDeadLetters(ctx context.Context, in *ListDeadLettersRequest, opts ...grpc.CallOption) (*ListDeadLettersResponse, error)
+	// Seek moves where the consumer delivers from: to a stream sequence, to
+	// the first message stored at or after a time, or to its ack floor
+	// (everything not acknowledged is delivered again, now). It is the
+	// server's consumer reset (nats-server 2.14 or later): every replica voids
+	// the consumer's leases before a new delivery is handed out, and a token
+	// from before is refused.
+	Seek(ctx context.Context, in *SeekRequest, opts ...grpc.CallOption) (*SeekResponse, error)
+	// CreateConsumer creates a durable pull consumer with explicit acks,
+	// within the bounds of the gateway's admin block; every replica serves it
+	// at once. Its metadata names the principal that created it.
+	CreateConsumer(ctx context.Context, in *CreateConsumerRequest, opts ...grpc.CallOption) (*CreateConsumerResponse, error)
+	// UpdateConsumer changes the fields update_mask names of a consumer
+	// created through the API.
+	UpdateConsumer(ctx context.Context, in *UpdateConsumerRequest, opts ...grpc.CallOption) (*UpdateConsumerResponse, error)
+	// DeleteConsumer deletes a consumer created through the API: its leases
+	// are void, and callers waiting on it are answered.
+	DeleteConsumer(ctx context.Context, in *DeleteConsumerRequest, opts ...grpc.CallOption) (*DeleteConsumerResponse, error)
 }
 
 type consumerServiceClient struct {
@@ -255,6 +276,46 @@ func (c *consumerServiceClient) ListDeadLetters(ctx context.Context, in *ListDea
 	return out, nil
 }
 
+func (c *consumerServiceClient) Seek(ctx context.Context, in *SeekRequest, opts ...grpc.CallOption) (*SeekResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SeekResponse)
+	err := c.cc.Invoke(ctx, ConsumerService_Seek_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *consumerServiceClient) CreateConsumer(ctx context.Context, in *CreateConsumerRequest, opts ...grpc.CallOption) (*CreateConsumerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CreateConsumerResponse)
+	err := c.cc.Invoke(ctx, ConsumerService_CreateConsumer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *consumerServiceClient) UpdateConsumer(ctx context.Context, in *UpdateConsumerRequest, opts ...grpc.CallOption) (*UpdateConsumerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UpdateConsumerResponse)
+	err := c.cc.Invoke(ctx, ConsumerService_UpdateConsumer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *consumerServiceClient) DeleteConsumer(ctx context.Context, in *DeleteConsumerRequest, opts ...grpc.CallOption) (*DeleteConsumerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteConsumerResponse)
+	err := c.cc.Invoke(ctx, ConsumerService_DeleteConsumer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConsumerServiceServer is the server API for ConsumerService service.
 // All implementations must embed UnimplementedConsumerServiceServer
 // for forward compatibility.
@@ -316,6 +377,23 @@ type ConsumerServiceServer interface {
 	// ListDeadLetters lists a page of the consumer's dead letters, oldest
 	// first: the headers of each and a preview of its data.
 	ListDeadLetters(context.Context, *ListDeadLettersRequest) (*ListDeadLettersResponse, error)
+	// Seek moves where the consumer delivers from: to a stream sequence, to
+	// the first message stored at or after a time, or to its ack floor
+	// (everything not acknowledged is delivered again, now). It is the
+	// server's consumer reset (nats-server 2.14 or later): every replica voids
+	// the consumer's leases before a new delivery is handed out, and a token
+	// from before is refused.
+	Seek(context.Context, *SeekRequest) (*SeekResponse, error)
+	// CreateConsumer creates a durable pull consumer with explicit acks,
+	// within the bounds of the gateway's admin block; every replica serves it
+	// at once. Its metadata names the principal that created it.
+	CreateConsumer(context.Context, *CreateConsumerRequest) (*CreateConsumerResponse, error)
+	// UpdateConsumer changes the fields update_mask names of a consumer
+	// created through the API.
+	UpdateConsumer(context.Context, *UpdateConsumerRequest) (*UpdateConsumerResponse, error)
+	// DeleteConsumer deletes a consumer created through the API: its leases
+	// are void, and callers waiting on it are answered.
+	DeleteConsumer(context.Context, *DeleteConsumerRequest) (*DeleteConsumerResponse, error)
 	mustEmbedUnimplementedConsumerServiceServer()
 }
 
@@ -367,6 +445,18 @@ func (UnimplementedConsumerServiceServer) ListLeases(context.Context, *ListLease
 }
 func (UnimplementedConsumerServiceServer) ListDeadLetters(context.Context, *ListDeadLettersRequest) (*ListDeadLettersResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListDeadLetters not implemented")
+}
+func (UnimplementedConsumerServiceServer) Seek(context.Context, *SeekRequest) (*SeekResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Seek not implemented")
+}
+func (UnimplementedConsumerServiceServer) CreateConsumer(context.Context, *CreateConsumerRequest) (*CreateConsumerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CreateConsumer not implemented")
+}
+func (UnimplementedConsumerServiceServer) UpdateConsumer(context.Context, *UpdateConsumerRequest) (*UpdateConsumerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateConsumer not implemented")
+}
+func (UnimplementedConsumerServiceServer) DeleteConsumer(context.Context, *DeleteConsumerRequest) (*DeleteConsumerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteConsumer not implemented")
 }
 func (UnimplementedConsumerServiceServer) mustEmbedUnimplementedConsumerServiceServer() {}
 func (UnimplementedConsumerServiceServer) testEmbeddedByValue()                         {}
@@ -634,6 +724,78 @@ func _ConsumerService_ListDeadLetters_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConsumerService_Seek_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SeekRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConsumerServiceServer).Seek(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConsumerService_Seek_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConsumerServiceServer).Seek(ctx, req.(*SeekRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConsumerService_CreateConsumer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateConsumerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConsumerServiceServer).CreateConsumer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConsumerService_CreateConsumer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConsumerServiceServer).CreateConsumer(ctx, req.(*CreateConsumerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConsumerService_UpdateConsumer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateConsumerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConsumerServiceServer).UpdateConsumer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConsumerService_UpdateConsumer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConsumerServiceServer).UpdateConsumer(ctx, req.(*UpdateConsumerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConsumerService_DeleteConsumer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteConsumerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConsumerServiceServer).DeleteConsumer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConsumerService_DeleteConsumer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConsumerServiceServer).DeleteConsumer(ctx, req.(*DeleteConsumerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ConsumerService_ServiceDesc is the grpc.ServiceDesc for ConsumerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -692,6 +854,22 @@ var ConsumerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListDeadLetters",
 			Handler:    _ConsumerService_ListDeadLetters_Handler,
+		},
+		{
+			MethodName: "Seek",
+			Handler:    _ConsumerService_Seek_Handler,
+		},
+		{
+			MethodName: "CreateConsumer",
+			Handler:    _ConsumerService_CreateConsumer_Handler,
+		},
+		{
+			MethodName: "UpdateConsumer",
+			Handler:    _ConsumerService_UpdateConsumer_Handler,
+		},
+		{
+			MethodName: "DeleteConsumer",
+			Handler:    _ConsumerService_DeleteConsumer_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
