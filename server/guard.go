@@ -23,19 +23,23 @@ import (
 // actions maps each jetgate RPC to the action a grant must allow. Any other
 // method but health checks needs an authenticated caller only.
 var actions = map[string]auth.Action{
-	jetgatev1.ConsumerService_Fetch_FullMethodName:       auth.ActionFetch,
-	jetgatev1.ConsumerService_Consume_FullMethodName:     auth.ActionFetch,
-	jetgatev1.ConsumerService_Ack_FullMethodName:         auth.ActionSettle,
-	jetgatev1.ConsumerService_Nak_FullMethodName:         auth.ActionSettle,
-	jetgatev1.ConsumerService_Term_FullMethodName:        auth.ActionSettle,
-	jetgatev1.ConsumerService_Extend_FullMethodName:      auth.ActionSettle,
-	jetgatev1.ConsumerService_GetConsumer_FullMethodName: auth.ActionRead,
-	jetgatev1.ConsumerService_Redrive_FullMethodName:     auth.ActionRedrive,
-	jetgatev1.ConsumerService_Pause_FullMethodName:       auth.ActionManage,
-	jetgatev1.ConsumerService_Resume_FullMethodName:      auth.ActionManage,
-	jetgatev1.ConsumerService_Unpin_FullMethodName:       auth.ActionManage,
-	jetgatev1.StreamService_Publish_FullMethodName:       auth.ActionPublish,
-	jetgatev1.StreamService_PublishBatch_FullMethodName:  auth.ActionPublish,
+	jetgatev1.ConsumerService_Fetch_FullMethodName:          auth.ActionFetch,
+	jetgatev1.ConsumerService_Consume_FullMethodName:        auth.ActionFetch,
+	jetgatev1.ConsumerService_Ack_FullMethodName:            auth.ActionSettle,
+	jetgatev1.ConsumerService_Nak_FullMethodName:            auth.ActionSettle,
+	jetgatev1.ConsumerService_Term_FullMethodName:           auth.ActionSettle,
+	jetgatev1.ConsumerService_Extend_FullMethodName:         auth.ActionSettle,
+	jetgatev1.ConsumerService_GetConsumer_FullMethodName:    auth.ActionRead,
+	jetgatev1.ConsumerService_Redrive_FullMethodName:        auth.ActionRedrive,
+	jetgatev1.ConsumerService_Pause_FullMethodName:          auth.ActionManage,
+	jetgatev1.ConsumerService_Resume_FullMethodName:         auth.ActionManage,
+	jetgatev1.ConsumerService_Unpin_FullMethodName:          auth.ActionManage,
+	jetgatev1.ConsumerService_Seek_FullMethodName:           auth.ActionSeek,
+	jetgatev1.ConsumerService_CreateConsumer_FullMethodName: auth.ActionAdmin,
+	jetgatev1.ConsumerService_UpdateConsumer_FullMethodName: auth.ActionAdmin,
+	jetgatev1.ConsumerService_DeleteConsumer_FullMethodName: auth.ActionAdmin,
+	jetgatev1.StreamService_Publish_FullMethodName:          auth.ActionPublish,
+	jetgatev1.StreamService_PublishBatch_FullMethodName:     auth.ActionPublish,
 	// Listing (guard_list.go).
 	jetgatev1.StreamService_ListStreams_FullMethodName:       auth.ActionRead,
 	jetgatev1.ConsumerService_ListConsumers_FullMethodName:   auth.ActionRead,
@@ -78,8 +82,11 @@ func NewGuard(authn *auth.Authenticator, assert *auth.Assertion, log *slog.Logge
 type named interface{ GetStream() string }
 
 func consumerOf(req any) string {
-	if c, ok := req.(interface{ GetConsumer() string }); ok {
-		return c.GetConsumer()
+	switch r := req.(type) {
+	case interface{ GetConsumer() string }:
+		return r.GetConsumer()
+	case *jetgatev1.CreateConsumerRequest: // the name is the config's
+		return r.GetConfig().GetDurableName()
 	}
 	return ""
 }

@@ -27,6 +27,7 @@ type leaser interface {
 	Pause(ctx context.Context, stream, name string, until time.Time) (bool, time.Time, error)
 	Resume(ctx context.Context, stream, name string) (bool, error)
 	Unpin(ctx context.Context, stream, name, group string) error
+	Seek(ctx context.Context, stream, name string, to core.SeekTarget) (core.SeekResult, error)
 }
 
 // publisher is what the stream service needs of the core.

@@ -35,13 +35,15 @@ const (
 	ActionPublish Action = "publish" // Publish
 	ActionRedrive Action = "redrive" // Redrive
 	ActionManage  Action = "manage"  // Pause, Resume, Unpin
+	ActionSeek    Action = "seek"    // Seek
+	ActionAdmin   Action = "admin"   // CreateConsumer, UpdateConsumer, DeleteConsumer
 	// ActionMetrics reads GET /metrics, which names every tenant's
 	// consumers; its grant's stream and consumers are not read.
 	ActionMetrics Action = "metrics"
 )
 
 // Actions lists every action, for validating configurations.
-var Actions = []Action{ActionFetch, ActionSettle, ActionRead, ActionPublish, ActionRedrive, ActionManage, ActionMetrics}
+var Actions = []Action{ActionFetch, ActionSettle, ActionRead, ActionPublish, ActionRedrive, ActionManage, ActionSeek, ActionAdmin, ActionMetrics}
 
 type principalKey struct{}
 

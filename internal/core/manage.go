@@ -5,9 +5,17 @@ import (
 	"time"
 )
 
+// manager changes consumers on the server for callers: pauses, pins and
+// seeks (seek.go) of the consumers it serves, and consumers created,
+// updated and deleted through the API (consumers.go).
+type manager struct {
+	*env
+	binder *binder
+}
+
 // Pause pauses a consumer until until (see consumer.Consumer.Pause).
-func (r *Replica) Pause(ctx context.Context, stream, name string, until time.Time) (paused bool, pauseUntil time.Time, err error) {
-	c, done, err := r.consumer(ctx, stream, name)
+func (m *manager) Pause(ctx context.Context, stream, name string, until time.Time) (paused bool, pauseUntil time.Time, err error) {
+	c, done, err := m.binder.consumer(ctx, stream, name)
 	if err != nil {
 		return false, time.Time{}, err
 	}
@@ -16,8 +24,8 @@ func (r *Replica) Pause(ctx context.Context, stream, name string, until time.Tim
 }
 
 // Resume resumes a paused consumer.
-func (r *Replica) Resume(ctx context.Context, stream, name string) (paused bool, err error) {
-	c, done, err := r.consumer(ctx, stream, name)
+func (m *manager) Resume(ctx context.Context, stream, name string) (paused bool, err error) {
+	c, done, err := m.binder.consumer(ctx, stream, name)
 	if err != nil {
 		return false, err
 	}
@@ -26,8 +34,8 @@ func (r *Replica) Resume(ctx context.Context, stream, name string) (paused bool,
 }
 
 // Unpin releases a priority group's pinned client.
-func (r *Replica) Unpin(ctx context.Context, stream, name, group string) error {
-	c, done, err := r.consumer(ctx, stream, name)
+func (m *manager) Unpin(ctx context.Context, stream, name, group string) error {
+	c, done, err := m.binder.consumer(ctx, stream, name)
 	if err != nil {
 		return err
 	}

@@ -77,7 +77,8 @@ type consumerKey struct{ stream, name string }
 // publisher (publish.go), the lister (list.go, status.go, leases.go: what
 // callers may read of streams, consumers and leases), the dead letters
 // (deadletters.go), the relay (events.go: what the server says of consumers,
-// routed to the consumer it concerns) and the pushers (push.go). What they
+// routed to the consumer it concerns), the pushers (push.go) and the
+// manager (manage.go: pauses, pins, seeks and consumers through the API). What they
 // share is the env, set once by New.
 type Replica struct {
 	*env
@@ -88,6 +89,7 @@ type Replica struct {
 	*deadLetters
 	*relay
 	*pushers
+	*manager
 
 	maxBatch int
 	maxExp   time.Duration
@@ -200,6 +202,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	r.pushers = &pushers{env: e, binder: r.binder}
 	r.lister = &lister{env: e, binder: r.binder, pushers: r.pushers, deadLetters: r.deadLetters}
 	r.relay = &relay{env: e, binder: r.binder}
+	r.manager = &manager{env: e, binder: r.binder}
 	r.binder.tellReset = r.relay.tellReset
 	reg := o.Metrics
 	if reg == nil {

@@ -122,6 +122,43 @@ var (
 	// ErrPinIDMismatch is a pull of a pinned_client group that is pinned to
 	// another client (the server's 423): nothing was leased.
 	ErrPinIDMismatch = errors.New("pin id mismatch")
+
+	// ErrSeekUnsupported is a Seek on a NATS server without the consumer
+	// reset API (before 2.14).
+	ErrSeekUnsupported = errors.New("seek unsupported by the NATS server")
+
+	// ErrSeekTimeInFuture is a Seek to a time that has not come yet.
+	ErrSeekTimeInFuture = errors.New("seek time in the future")
+
+	// ErrSeekBelowStart is a Seek below where the consumer's deliver policy
+	// starts (opt_start_seq, opt_start_time).
+	ErrSeekBelowStart = errors.New("seek below the consumer's start")
+
+	// ErrSeekNotAllowed is a Seek to a sequence or time of a consumer whose
+	// deliver policy (last, new, last_per_subject) has no such start.
+	ErrSeekNotAllowed = errors.New("seek not allowed by the deliver policy")
+
+	// ErrAdminDisabled is a Create, Update or Delete of a consumer on a
+	// gateway whose configuration has no admin block.
+	ErrAdminDisabled = errors.New("consumers through the API are off")
+
+	// ErrAdminBound is a consumer configuration outside the admin block's
+	// bounds, or with what jetgate cannot serve.
+	ErrAdminBound = errors.New("outside the admin bounds")
+
+	// ErrConsumerConfigured is an Update or Delete of a consumer of the
+	// gateway's own configuration.
+	ErrConsumerConfigured = errors.New("consumer of the gateway's configuration")
+
+	// ErrConsumerNotCreatedByAPI is an Update or Delete of a consumer that
+	// was not created through the API.
+	ErrConsumerNotCreatedByAPI = errors.New("consumer not created through the API")
+
+	// ErrConsumerExists is a Create of a consumer that exists.
+	ErrConsumerExists = errors.New("consumer exists")
+
+	// ErrConsumerQuota is a Create past the consumers one principal may own.
+	ErrConsumerQuota = errors.New("consumer quota exceeded")
 )
 
 // reasons names each domain error as callers and replicas see it. Order
@@ -160,6 +197,16 @@ var reasons = []struct {
 	{ErrManageRefused, "MANAGE_REFUSED"},
 	{ErrPriorityGroupRequired, "PRIORITY_GROUP_REQUIRED"},
 	{ErrPinIDMismatch, "PIN_ID_MISMATCH"},
+	{ErrSeekUnsupported, "SEEK_UNSUPPORTED"},
+	{ErrSeekTimeInFuture, "SEEK_TIME_IN_FUTURE"},
+	{ErrSeekBelowStart, "SEEK_BELOW_START"},
+	{ErrSeekNotAllowed, "SEEK_NOT_ALLOWED"},
+	{ErrAdminDisabled, "ADMIN_DISABLED"},
+	{ErrAdminBound, "ADMIN_BOUND"},
+	{ErrConsumerConfigured, "CONSUMER_CONFIGURED"},
+	{ErrConsumerNotCreatedByAPI, "CONSUMER_NOT_CREATED_BY_API"},
+	{ErrConsumerExists, "CONSUMER_EXISTS"},
+	{ErrConsumerQuota, "CONSUMER_QUOTA_EXCEEDED"},
 	{context.DeadlineExceeded, "DEADLINE_EXCEEDED"},
 	{context.Canceled, "CANCELED"},
 }

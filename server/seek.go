@@ -1,0 +1,47 @@
+package server
+
+import (
+	"context"
+	"fmt"
+
+	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/internal/core"
+	"github.com/jetgate/jetgate/internal/errs"
+)
+
+func (s *consumerService) Seek(ctx context.Context, req *jetgatev1.SeekRequest) (*jetgatev1.SeekResponse, error) {
+	to, err := validateSeek(req)
+	if err != nil {
+		return nil, s.status(err)
+	}
+	res, err := s.replica.Seek(ctx, req.GetStream(), req.GetConsumer(), to)
+	if err != nil {
+		return nil, s.status(err)
+	}
+	return &jetgatev1.SeekResponse{ResetSequence: res.ResetSeq, State: consumerStateOf(res.Info)}, nil
+}
+
+// validateSeek checks a Seek names its consumer and exactly one target.
+func validateSeek(req *jetgatev1.SeekRequest) (core.SeekTarget, error) {
+	if err := validateNames(req.GetStream(), req.GetConsumer()); err != nil {
+		return core.SeekTarget{}, err
+	}
+	switch t := req.GetTarget().(type) {
+	case *jetgatev1.SeekRequest_Sequence:
+		if t.Sequence == 0 {
+			return core.SeekTarget{}, fmt.Errorf("%w: sequence must be 1 or more", errs.ErrInvalidArgument)
+		}
+		return core.SeekTarget{Seq: t.Sequence}, nil
+	case *jetgatev1.SeekRequest_Time:
+		if t.Time == nil || t.Time.CheckValid() != nil || t.Time.AsTime().IsZero() {
+			return core.SeekTarget{}, fmt.Errorf("%w: time must be a valid timestamp (RFC 3339 over REST)", errs.ErrInvalidArgument)
+		}
+		return core.SeekTarget{Time: t.Time.AsTime()}, nil
+	case *jetgatev1.SeekRequest_AckFloor:
+		if !t.AckFloor {
+			return core.SeekTarget{}, fmt.Errorf("%w: ack_floor must be true when set", errs.ErrInvalidArgument)
+		}
+		return core.SeekTarget{AckFloor: true}, nil
+	}
+	return core.SeekTarget{}, fmt.Errorf("%w: name where to seek: one of sequence, time or ack_floor (sequence, time, ackFloor over REST)", errs.ErrInvalidArgument)
+}
