@@ -76,13 +76,13 @@ func TestRESTMethodAndRouteErrors(t *testing.T) {
 	}{
 		{"GET", consumerPath + ":fetch", 405, "METHOD_NOT_ALLOWED", "POST"},
 		{"PUT", consumerPath + ":ack", 405, "METHOD_NOT_ALLOWED", "POST"},
-		{"DELETE", consumerPath, 405, "METHOD_NOT_ALLOWED", "GET, HEAD"},
-		{"POST", consumerPath, 405, "METHOD_NOT_ALLOWED", "GET, HEAD"},
+		{"PUT", consumerPath, 405, "METHOD_NOT_ALLOWED", "DELETE, GET, PATCH, HEAD"},
+		{"POST", consumerPath, 405, "METHOD_NOT_ALLOWED", "DELETE, GET, PATCH, HEAD"},
 		{"GET", publishPath, 405, "METHOD_NOT_ALLOWED", "POST"},
 		{"POST", consumerPath + ":foo", 404, "ROUTE_NOT_FOUND", ""},
 		{"POST", "/v1/streams/ORDERS:foo", 404, "ROUTE_NOT_FOUND", ""},
 		{"POST", "/v1/nothing", 404, "ROUTE_NOT_FOUND", ""},
-		{"POST", "/v1/streams/ORDERS/consumers", 405, "METHOD_NOT_ALLOWED", "GET, HEAD"},
+		{"PUT", "/v1/streams/ORDERS/consumers", 405, "METHOD_NOT_ALLOWED", "GET, POST, HEAD"},
 		{"GET", "/v1/streams/ORDERS/consumers/billing/nothing", 404, "ROUTE_NOT_FOUND", ""},
 		{"GET", "/v2/streams/ORDERS/consumers/billing", 404, "ROUTE_NOT_FOUND", ""},
 		// A name with a colon that is no verb is still a consumer's name.

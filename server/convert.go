@@ -71,6 +71,10 @@ func consumerConfigOf(ci *jetstream.ConsumerInfo) *jetgatev1.ConsumerConfig {
 	if c.PauseUntil != nil && !c.PauseUntil.IsZero() {
 		out.PauseUntil = timestamppb.New(*c.PauseUntil)
 	}
+	out.Metadata = c.Metadata
+	if c.InactiveThreshold > 0 {
+		out.InactiveThreshold = durationpb.New(c.InactiveThreshold)
+	}
 	return out
 }
 

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	coreconsumer "github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/deadletter"
 	"github.com/jetgate/jetgate/internal/errs"
@@ -64,6 +65,7 @@ func (s *consumerService) ListConsumers(ctx context.Context, req *jetgatev1.List
 			OldestUnackedAge: durationpb.New(c.OldestUnackedAge), Paused: ci.Paused,
 			DeadLetters: c.DeadLetters, DeadLetterConfigured: c.DeadLetter, Pushed: c.Pushed,
 			GatewayLeases: int64(c.GatewayLeases), PriorityGroups: ci.Config.PriorityGroups,
+			CreatedBy: ci.Config.Metadata[coreconsumer.CreatedBy],
 		}
 		if ci.Paused {
 			sum.PauseUntil = timestamppb.New(time.Now().Add(ci.PauseRemaining))

@@ -75,13 +75,14 @@ func RegisterREST(s *grpc.Server, r *core.Replica, log *slog.Logger, stall time.
 func services(r *core.Replica, log *slog.Logger) (*consumerService, *streamService) {
 	lim := Limits{MaxBatch: r.MaxBatch(), MaxExpires: r.MaxExpires(), MaxNakDelay: r.MaxNakDelay(), MaxLease: r.MaxLease(), SendStall: DefaultSendStall}
 	e := edge{log: log}
-	return &consumerService{edge: e, replica: r, list: r, lim: lim}, &streamService{edge: e, replica: r, list: r}
+	return &consumerService{edge: e, replica: r, admin: r, list: r, lim: lim}, &streamService{edge: e, replica: r, list: r}
 }
 
 type consumerService struct {
 	jetgatev1.UnimplementedConsumerServiceServer
 	edge
 	replica leaser
+	admin   admin
 	list    lister
 	lim     Limits
 }

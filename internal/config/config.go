@@ -32,6 +32,7 @@ type Config struct {
 	Auth      Auth       `yaml:"auth"`
 	Limits    Limits     `yaml:"limits"`
 	Console   Console    `yaml:"console"`
+	Admin     *Admin     `yaml:"admin,omitempty"`
 
 	file  string            // the file it was read from, "" for flags alone
 	lines map[string]int    // path → line, for every field the file names

@@ -117,6 +117,10 @@ func TestBadFiles(t *testing.T) {
 		{"nak delay cap duration", good + "limits: {max_nak_delay: forever}\n", "limits.max_nak_delay", 14, `"forever" is not a duration`},
 		{"second document", good + "---\nnats: {}\n", "", 14, "a second YAML document"},
 		{"no consumers", "streams: []\n", "consumers", 0, "no consumer is configured"},
+		{"admin without streams", good + "admin: {consumers: [\"team-*\"]}\n", "admin.streams", 14, "name at least one pattern"},
+		{"admin bad pattern", good + "admin: {streams: [\"[\"], consumers: [\"*\"]}\n", "admin.streams", 14, "is not a pattern"},
+		{"admin on jetgate's own", good + "admin: {streams: [JETGATE_ADVISORIES], consumers: [\"*\"]}\n", "admin.streams", 14, "jetgate's own streams"},
+		{"admin negative bound", good + "admin: {streams: [ORDERS], consumers: [\"*\"], max_deliver: -2}\n", "admin.max_deliver", 14, "must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,7 +182,7 @@ func TestErrorText(t *testing.T) {
 		t.Errorf("error\n %v\nwant\n %s", err, want)
 	}
 	_, err = parseAndValidate("jetgate.yaml", "nats: {url: x}\nbogus: 1\n")
-	if want := `jetgate.yaml:2: bogus: unknown field "bogus" (the file takes nats, embedded, listen, tokens, streams, consumers, on_demand, auth, limits, console)`; err == nil || err.Error() != want {
+	if want := `jetgate.yaml:2: bogus: unknown field "bogus" (the file takes nats, embedded, listen, tokens, streams, consumers, on_demand, auth, limits, console, admin)`; err == nil || err.Error() != want {
 		t.Errorf("error\n %v\nwant\n %s", err, want)
 	}
 	_, err = Load(filepath.Join(t.TempDir(), "missing.yaml"))

@@ -62,7 +62,7 @@ func TestNothingToServe(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Resolve(writeFile(t, text), Flags{})
-			want := "consumers: no consumer is configured: add one to consumers, give --stream and --consumer, or serve existing consumers with on_demand (--on-demand STREAM/CONSUMER)"
+			want := "consumers: no consumer is configured: add one to consumers, give --stream and --consumer, serve existing consumers with on_demand (--on-demand STREAM/CONSUMER), or let callers make them (admin)"
 			if err == nil || !strings.HasSuffix(err.Error(), want) {
 				t.Errorf("error %v; want one ending %q", err, want)
 			}

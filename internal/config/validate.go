@@ -31,7 +31,7 @@ const (
 // which stream binds a dead-letter subject that no configured stream does)
 // is checked at start-up.
 func (c *Config) Validate() error {
-	for _, check := range []func() *Error{c.validateNATS, c.validateListen, c.validateTokens, c.validateStreams, c.validateConsumers, c.validateOnDemand, c.validateAuth, c.validateLimits} {
+	for _, check := range []func() *Error{c.validateNATS, c.validateListen, c.validateTokens, c.validateStreams, c.validateConsumers, c.validateOnDemand, c.validateAuth, c.validateLimits, func() *Error { return validateAdmin(c) }} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -191,9 +191,9 @@ func (c *Config) validateStreams() *Error {
 }
 
 func (c *Config) validateConsumers() *Error {
-	if len(c.Consumers) == 0 && len(c.OnDemand.Match) == 0 {
+	if len(c.Consumers) == 0 && len(c.OnDemand.Match) == 0 && c.Admin == nil {
 		return c.errorf("consumers", "no consumer is configured: add one to consumers, give --stream and --consumer, "+
-			"or serve existing consumers with on_demand (--on-demand STREAM/CONSUMER)")
+			"serve existing consumers with on_demand (--on-demand STREAM/CONSUMER), or let callers make them (admin)")
 	}
 	seen := make(map[[2]string]string)
 	deadLetters := make(map[string]string)

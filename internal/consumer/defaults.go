@@ -48,3 +48,45 @@ func (o OnDemand) Matches(stream, name string) bool {
 	}
 	return false
 }
+
+// Admin bounds the consumers callers create, update and delete through the
+// API (DESIGN section 18): on which streams and under which names, and the
+// most they may ask of the server. A zero maximum is no bound.
+type Admin struct {
+	Streams, Consumers []string // glob patterns (path.Match); a consumer matches one of each
+	MaxAckWait         time.Duration
+	MaxDeliver         int
+	MaxAckPending      int
+	MaxWaiting         int
+	// MaxPerPrincipal is how many consumers one principal may have created
+	// (and not deleted) across the streams.
+	MaxPerPrincipal int
+	// InactiveThreshold is set on the consumers created through the API
+	// (a shorter one a caller asks for is kept): the server deletes one
+	// nobody pulls from for that long.
+	InactiveThreshold time.Duration
+}
+
+// Matches reports whether stream/name is a consumer the API may create or
+// change.
+func (a *Admin) Matches(stream, name string) bool {
+	return a != nil && matchAny(a.Streams, stream) && matchAny(a.Consumers, name)
+}
+
+// StreamAllowed reports whether the API may create consumers on stream.
+func (a *Admin) StreamAllowed(stream string) bool {
+	return a != nil && matchAny(a.Streams, stream)
+}
+
+func matchAny(patterns []string, s string) bool {
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, s); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// CreatedBy is the metadata key that names the principal that created a
+// consumer through the API; a consumer without it was made otherwise.
+const CreatedBy = "jetgate.created_by"

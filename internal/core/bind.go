@@ -22,7 +22,8 @@ type binder struct {
 	*env
 	binds    *bindings
 	onDemand consumer.OnDemand
-	shared   consumer.Deps // what every consumer shares with the replica
+	admin    *consumer.Admin // consumers created through the API; nil: none
+	shared   consumer.Deps   // what every consumer shares with the replica
 	// tellReset tells a consumer's peers of a reset it noticed (relay).
 	tellReset func(stream, name string) func(id string, peers int)
 }
@@ -30,11 +31,11 @@ type binder struct {
 // bindConcurrency bounds the configured consumers bound at once at start.
 const bindConcurrency = 16
 
-func newBinder(e *env, od consumer.OnDemand) *binder {
+func newBinder(e *env, od consumer.OnDemand, admin *consumer.Admin) *binder {
 	if od.IdleUnbind <= 0 {
 		od.IdleUnbind = consumer.DefaultIdleUnbind
 	}
-	return &binder{env: e, binds: newBindings(), onDemand: od}
+	return &binder{env: e, binds: newBindings(), onDemand: od, admin: admin}
 }
 
 // bindConfigured binds the configured consumers, a few at once.
@@ -168,7 +169,7 @@ func notServed(key consumerKey) error {
 // bindOnDemand binds the consumer key names if it matches the on-demand
 // patterns; concurrent first calls share one bind.
 func (bd *binder) bindOnDemand(ctx context.Context, key consumerKey) error {
-	if !bd.onDemand.Matches(key.stream, key.name) || natsname.Internal(key.stream) {
+	if !bd.onDemand.Matches(key.stream, key.name) && !bd.admin.Matches(key.stream, key.name) || natsname.Internal(key.stream) {
 		return notServed(key)
 	}
 	bd.binds.mu.Lock()
@@ -207,6 +208,11 @@ func (bd *binder) attach(ctx context.Context, key consumerKey) error {
 	if err != nil {
 		return err
 	}
+	if !bd.onDemand.Matches(key.stream, key.name) {
+		if err := bd.createdByAPI(ctx, s, key); err != nil {
+			return err
+		}
+	}
 	c, err := consumer.Attach(ctx, s, key.name, bd.deps(key))
 	if errors.Is(err, consumer.ErrUnservable) && bd.binds.refusedNew(key, err.Error()) {
 		bd.log.Warn("an on-demand consumer matched, but jetgate cannot serve it", "stream", key.stream, "consumer", key.name, "reason", err.Error())
@@ -223,6 +229,30 @@ func (bd *binder) attach(ctx context.Context, key consumerKey) error {
 	default:
 	}
 	return nil
+}
+
+// createdByAPI checks that a consumer the on-demand patterns do not name,
+// only the admin block's, was created through the API: the admin block
+// serves those, not every consumer operators make under its patterns.
+func (bd *binder) createdByAPI(ctx context.Context, s jetstream.Stream, key consumerKey) error {
+	cons, err := s.Consumer(ctx, key.name)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		return fmt.Errorf("%w: stream %q has no consumer %q", errs.ErrConsumerNotFound, key.stream, key.name)
+	case err != nil:
+		return fmt.Errorf("%w: look up consumer %q of stream %q: %v", errs.ErrUnavailable, key.name, key.stream, err)
+	case cons.CachedInfo().Config.Metadata[consumer.CreatedBy] == "":
+		return notServed(key)
+	}
+	return nil
+}
+
+// configured reports whether stream/name is one of the gateway's file.
+func (bd *binder) configured(stream, name string) bool {
+	bd.binds.mu.RLock()
+	defer bd.binds.mu.RUnlock()
+	b := bd.binds.m[consumerKey{stream, name}]
+	return b != nil && !b.onDemand
 }
 
 // stream is stream name's handle, looked up once.

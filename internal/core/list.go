@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
 	"time"
 
@@ -106,14 +108,36 @@ func (l *lister) Consumers(ctx context.Context, stream string, visible Visible) 
 			order = append(order, c.Name)
 		}
 	}
-	if len(want) == 0 {
+	// Consumers created through the API are served by every replica,
+	// bound or not here yet: the whole list is read to find them.
+	created := func(string) bool { return false }
+	n := len(want)
+	if admin := l.binder.admin; admin.StreamAllowed(stream) {
+		created = func(name string) bool { return admin.Matches(stream, name) && visible(stream, name) }
+		n = math.MaxInt
+	}
+	if n == 0 {
 		// The same answer whether the stream is served or not: a caller
 		// learns nothing of the consumers it may not see.
-		return nil, fmt.Errorf("%w: this gateway serves no consumer of stream %q that you may see", errs.ErrStreamNotFound, stream)
+		return nil, noneVisible(stream)
 	}
-	infos, err := l.consumerInfos(ctx, stream, len(want), func(name string) bool { return want[name] != nil })
+	infos, err := l.consumerInfos(ctx, stream, n, func(name string) bool { return want[name] != nil || created(name) })
 	if err != nil {
 		return nil, err
+	}
+	for _, name := range slices.Sorted(maps.Keys(infos)) {
+		if want[name] == nil && infos[name].Config.Metadata[consumer.CreatedBy] != "" {
+			c, done, err := l.binder.consumer(ctx, stream, name)
+			if err != nil {
+				continue // deleted meanwhile, or not servable
+			}
+			done()
+			want[name] = c
+			order = append(order, name)
+		}
+	}
+	if len(order) == 0 {
+		return nil, noneVisible(stream)
 	}
 	out := make([]ConsumerSummary, 0, len(order))
 	for _, name := range order {
@@ -128,6 +152,10 @@ func (l *lister) Consumers(ctx context.Context, stream string, visible Visible) 
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+func noneVisible(stream string) error {
+	return fmt.Errorf("%w: this gateway serves no consumer of stream %q that you may see", errs.ErrStreamNotFound, stream)
 }
 
 func (l *lister) summary(ctx context.Context, c *consumer.Consumer, ci *jetstream.ConsumerInfo) (ConsumerSummary, error) {

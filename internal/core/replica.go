@@ -62,6 +62,9 @@ type Options struct {
 	Tracing *tracing.Tracing
 	// OnDemand serves existing consumers the configuration does not name.
 	OnDemand consumer.OnDemand
+	// Admin lets callers create, update and delete consumers through the
+	// API within its bounds; nil: off.
+	Admin *consumer.Admin
 	// Domain is the JetStream domain to reach JetStream through ($JS.<domain>.API,
 	// from a leaf node to its hub, say); "" is the connection's own.
 	Domain string
@@ -195,7 +198,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		maxNak:   orDefault(o.MaxNakDelay, consumer.DefaultMaxNakDelay),
 		maxLease: orDefault(o.MaxLease, consumer.DefaultMaxLease),
 	}
-	r.binder = newBinder(e, o.OnDemand)
+	r.binder = newBinder(e, o.OnDemand, o.Admin)
 	r.forwarder = &forwarder{env: e, binder: r.binder, slots: make(chan struct{}, maxForwardsInFlight)}
 	r.publisher = &publisher{env: e, subjects: newStreamSubjects(js)}
 	r.deadLetters = &deadLetters{env: e, binder: r.binder, publisher: r.publisher, routes: make(map[consumerKey]deadletter.Route)}

@@ -1,0 +1,271 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/internal/auth"
+	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/natsname"
+)
+
+// admin is what the consumer service needs of the core for consumers
+// through the API (core/consumers.go).
+type admin interface {
+	CreateConsumer(ctx context.Context, principal, stream string, cfg jetstream.ConsumerConfig) (*jetstream.ConsumerInfo, error)
+	UpdateConsumer(ctx context.Context, principal, stream, name string, change func(*jetstream.ConsumerConfig) error) (*jetstream.ConsumerInfo, error)
+	DeleteConsumer(ctx context.Context, principal, stream, name string) error
+}
+
+func (s *consumerService) CreateConsumer(ctx context.Context, req *jetgatev1.CreateConsumerRequest) (*jetgatev1.CreateConsumerResponse, error) {
+	if err := natsname.Check("stream", req.GetStream()); err != nil {
+		return nil, s.status(fmt.Errorf("%w: %v", errs.ErrInvalidArgument, err))
+	}
+	if req.GetConfig() == nil {
+		return nil, s.status(fmt.Errorf("%w: config: describe the consumer (durable_name at least)", errs.ErrInvalidArgument))
+	}
+	var cfg jetstream.ConsumerConfig
+	for _, f := range createFields {
+		if err := f.set(&cfg, req.GetConfig()); err != nil {
+			return nil, s.status(err)
+		}
+	}
+	ci, err := s.admin.CreateConsumer(ctx, auth.Principal(ctx), req.GetStream(), cfg)
+	if err != nil {
+		return nil, s.status(err)
+	}
+	return &jetgatev1.CreateConsumerResponse{Config: consumerConfigOf(ci), State: consumerStateOf(ci)}, nil
+}
+
+func (s *consumerService) UpdateConsumer(ctx context.Context, req *jetgatev1.UpdateConsumerRequest) (*jetgatev1.UpdateConsumerResponse, error) {
+	if err := validateNames(req.GetStream(), req.GetConsumer()); err != nil {
+		return nil, s.status(err)
+	}
+	fields, err := maskFields(req.GetUpdateMask().GetPaths())
+	if err != nil {
+		return nil, s.status(err)
+	}
+	in := req.GetConfig()
+	if in == nil {
+		in = &jetgatev1.ConsumerConfig{}
+	}
+	ci, err := s.admin.UpdateConsumer(ctx, auth.Principal(ctx), req.GetStream(), req.GetConsumer(), func(cfg *jetstream.ConsumerConfig) error {
+		for _, f := range fields {
+			if err := f.set(cfg, in); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.status(err)
+	}
+	return &jetgatev1.UpdateConsumerResponse{Config: consumerConfigOf(ci), State: consumerStateOf(ci)}, nil
+}
+
+func (s *consumerService) DeleteConsumer(ctx context.Context, req *jetgatev1.DeleteConsumerRequest) (*jetgatev1.DeleteConsumerResponse, error) {
+	if err := validateNames(req.GetStream(), req.GetConsumer()); err != nil {
+		return nil, s.status(err)
+	}
+	if err := s.admin.DeleteConsumer(ctx, auth.Principal(ctx), req.GetStream(), req.GetConsumer()); err != nil {
+		return nil, s.status(err)
+	}
+	return &jetgatev1.DeleteConsumerResponse{}, nil
+}
+
+// field is one field of ConsumerConfig a caller may set: its proto name and
+// how its value goes into the server's configuration.
+type field struct {
+	name    string
+	set     func(*jetstream.ConsumerConfig, *jetgatev1.ConsumerConfig) error
+	created bool // only on create (the server does not change it later)
+}
+
+// fields are the ConsumerConfig fields of a pull consumer with explicit
+// acks; nothing that would make one jetgate cannot serve (push fields have
+// no place in the message).
+var fields = []field{
+	{name: "durable_name", created: true, set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+		c.Durable = in.GetDurableName()
+		return nil
+	}},
+	{name: "deliver_policy", created: true, set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+		if in.GetDeliverPolicy() == jetgatev1.DeliverPolicy_DELIVER_POLICY_UNSPECIFIED {
+			return nil
+		}
+		p, ok := keyOf(deliverPolicies, in.GetDeliverPolicy())
+		if !ok {
+			return fmt.Errorf("%w: config.deliver_policy %v is not one the server knows", errs.ErrInvalidArgument, in.GetDeliverPolicy())
+		}
+		c.DeliverPolicy = p
+		return nil
+	}},
+	{name: "opt_start_seq", created: true, set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+		c.OptStartSeq = in.GetOptStartSeq()
+		return nil
+	}},
+	{name: "opt_start_time", created: true, set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+		if t := in.GetOptStartTime(); t != nil {
+			if t.CheckValid() != nil {
+				return fmt.Errorf("%w: config.opt_start_time is not a valid time", errs.ErrInvalidArgument)
+			}
+			at := t.AsTime()
+			c.OptStartTime = &at
+		}
+		return nil
+	}},
+	{name: "ack_policy", created: true, set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+		switch in.GetAckPolicy() {
+		case jetgatev1.AckPolicy_ACK_POLICY_UNSPECIFIED, jetgatev1.AckPolicy_ACK_POLICY_EXPLICIT:
+			c.AckPolicy = jetstream.AckExplicitPolicy
+			return nil
+		}
+		return fmt.Errorf("%w: config.ack_policy %v: jetgate serves consumers with explicit acks only", errs.ErrInvalidArgument, in.GetAckPolicy())
+	}},
+	{name: "ack_wait", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+		return duration("ack_wait", in.GetAckWait(), &c.AckWait)
+	}},
+	{name: "max_deliver", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+		return intOf("max_deliver", in.GetMaxDeliver(), -1, &c.MaxDeliver)
+	}},
+	{name: "backoff", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+		c.BackOff = nil
+		for i, b := range in.GetBackoff() {
+			var d time.Duration
+			if err := duration(fmt.Sprintf("backoff[%d]", i), b, &d); err != nil {
+				return err
+			}
+			c.BackOff = append(c.BackOff, d)
+		}
+		return nil
+	}},
+	{name: "filter_subjects", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+		c.FilterSubject, c.FilterSubjects = "", in.GetFilterSubjects()
+		if len(c.FilterSubjects) == 1 {
+			c.FilterSubject, c.FilterSubjects = c.FilterSubjects[0], nil
+		}
+		return nil
+	}},
+	{name: "max_waiting", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+		return intOf("max_waiting", in.GetMaxWaiting(), 0, &c.MaxWaiting)
+	}},
+	{name: "max_ack_pending", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+		return intOf("max_ack_pending", in.GetMaxAckPending(), 0, &c.MaxAckPending)
+	}},
+	{name: "max_request_batch", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+		return intOf("max_request_batch", in.GetMaxRequestBatch(), 0, &c.MaxRequestBatch)
+	}},
+	{name: "max_request_expires", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+		return duration("max_request_expires", in.GetMaxRequestExpires(), &c.MaxRequestExpires)
+	}},
+	{name: "num_replicas", created: true, set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+		if n := in.GetNumReplicas(); n < 0 || n > 5 {
+			return fmt.Errorf("%w: config.num_replicas %d: 0 (the stream's) to 5", errs.ErrInvalidArgument, n)
+		}
+		c.Replicas = int(in.GetNumReplicas())
+		return nil
+	}},
+	{name: "description", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+		c.Description = in.GetDescription()
+		return nil
+	}},
+	{name: "priority_groups", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+		c.PriorityGroups = in.GetPriorityGroups()
+		return nil
+	}},
+	{name: "priority_policy", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+		c.PriorityPolicy = jetstream.PriorityPolicyNone
+		if in.GetPriorityPolicy() == jetgatev1.PriorityPolicy_PRIORITY_POLICY_UNSPECIFIED {
+			return nil
+		}
+		p, ok := keyOf(priorityPolicies, in.GetPriorityPolicy())
+		if !ok {
+			return fmt.Errorf("%w: config.priority_policy %v is not one the server knows", errs.ErrInvalidArgument, in.GetPriorityPolicy())
+		}
+		c.PriorityPolicy = p
+		return nil
+	}},
+	{name: "priority_timeout", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+		return duration("priority_timeout", in.GetPriorityTimeout(), &c.PinnedTTL)
+	}},
+	{name: "metadata", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+		for k := range in.GetMetadata() {
+			if strings.HasPrefix(k, "_nats") || strings.HasPrefix(k, "jetgate.") {
+				return fmt.Errorf("%w: config.metadata key %q: keys starting _nats or jetgate. are the server's and jetgate's", errs.ErrInvalidArgument, k)
+			}
+		}
+		c.Metadata = in.GetMetadata()
+		return nil
+	}},
+	{name: "inactive_threshold", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+		return duration("inactive_threshold", in.GetInactiveThreshold(), &c.InactiveThreshold)
+	}},
+}
+
+// createFields are every field: a create sets them all.
+var createFields = fields
+
+// maskFields are the fields an update_mask names, which an update may
+// change.
+func maskFields(paths []string) ([]field, error) {
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("%w: update_mask: name the fields to change (updateMask over REST, e.g. \"ackWait,maxDeliver\")", errs.ErrInvalidArgument)
+	}
+	var out []field
+	for _, p := range paths {
+		i := slices.IndexFunc(fields, func(f field) bool { return f.name == p })
+		if i < 0 || fields[i].created {
+			return nil, fmt.Errorf("%w: update_mask: %q cannot be changed; these can: %s", errs.ErrInvalidArgument, p, strings.Join(updatable(), ", "))
+		}
+		out = append(out, fields[i])
+	}
+	return out, nil
+}
+
+func updatable() []string {
+	var out []string
+	for _, f := range fields {
+		if !f.created {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
+func duration(name string, d *durationpb.Duration, out *time.Duration) error {
+	if d == nil {
+		*out = 0
+		return nil
+	}
+	if d.CheckValid() != nil || d.AsDuration() < 0 {
+		return fmt.Errorf("%w: config.%s must be a positive duration", errs.ErrInvalidArgument, name)
+	}
+	*out = d.AsDuration()
+	return nil
+}
+
+func intOf(name string, v, least int64, out *int) error {
+	if v < least || v > 1<<31-1 {
+		return fmt.Errorf("%w: config.%s %d is out of range", errs.ErrInvalidArgument, name, v)
+	}
+	*out = int(v)
+	return nil
+}
+
+// keyOf is the key of m whose value is v.
+func keyOf[K comparable, V comparable](m map[K]V, v V) (K, bool) {
+	for k, mv := range m {
+		if mv == v {
+			return k, true
+		}
+	}
+	var zero K
+	return zero, false
+}

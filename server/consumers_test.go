@@ -1,0 +1,236 @@
+package server_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
+
+	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	coreconsumer "github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/core"
+	"github.com/jetgate/jetgate/internal/gwtest"
+	"github.com/jetgate/jetgate/internal/natstest"
+)
+
+// adminGateways starts n replicas that let callers make consumers named
+// team-* on the harness's stream, besides its configured ones.
+func (h *harness) adminGateways(n int, a coreconsumer.Admin) []jetgatev1.ConsumerServiceClient {
+	h.t.Helper()
+	a.Streams, a.Consumers = []string{stream}, []string{"team-*"}
+	var out []jetgatev1.ConsumerServiceClient
+	for range n {
+		g := gwtest.Start(h.t, core.Options{
+			Conn: natstest.Connect(h.t, h.ns),
+			Keys: h.cfg.keys,
+			Consumers: []coreconsumer.Config{
+				{Stream: stream, Name: consumer, AckWait: h.cfg.ackWait, MaxAckPending: h.cfg.maxAckPending},
+			},
+			Admin: &a,
+		})
+		out = append(out, g.Consumers)
+	}
+	return out
+}
+
+func create(h *harness, c jetgatev1.ConsumerServiceClient, cfg *jetgatev1.ConsumerConfig) (*jetgatev1.CreateConsumerResponse, error) {
+	return c.CreateConsumer(h.ctx(), &jetgatev1.CreateConsumerRequest{Stream: stream, Config: cfg})
+}
+
+// A consumer created through the API is served by every replica at once,
+// carries its creator, follows an update of its ack_wait, and, deleted,
+// is served no more.
+func TestConsumerCreatedThroughTheAPIServedUpdatedAndDeleted(t *testing.T) {
+	h := newHarness(t)
+	gws := h.adminGateways(2, coreconsumer.Admin{MaxAckWait: time.Minute, MaxAckPending: 100})
+	a, b := gws[0], gws[1]
+	resp, err := create(h, a, &jetgatev1.ConsumerConfig{DurableName: "team-a", AckWait: durationpb.New(20 * time.Second), Description: "replays"})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	cfg := resp.GetConfig()
+	if cfg.GetAckPolicy() != jetgatev1.AckPolicy_ACK_POLICY_EXPLICIT || cfg.GetAckWait().AsDuration() != 20*time.Second ||
+		cfg.GetMaxAckPending() != 100 || cfg.GetMetadata()[coreconsumer.CreatedBy] != "anonymous" || cfg.GetInactiveThreshold() != nil {
+		t.Errorf("created config: %v", cfg)
+	}
+	// Listed by every replica, with its creator, before anyone called it.
+	for i, c := range gws {
+		l, err := c.ListConsumers(h.ctx(), &jetgatev1.ListConsumersRequest{Stream: stream})
+		if err != nil {
+			t.Fatalf("list on replica %d: %v", i, err)
+		}
+		found := false
+		for _, s := range l.GetConsumers() {
+			if s.GetName() == "team-a" {
+				found = s.GetCreatedBy() == "anonymous"
+			}
+		}
+		if !found {
+			t.Errorf("replica %d lists %v; want team-a, created by anonymous", i, l.GetConsumers())
+		}
+	}
+	h.publish(1)
+	// The other replica serves it on its first call.
+	got := h.fetch(b, "team-a", 1, 2*time.Second)
+	if len(got.GetMessages()) != 1 {
+		t.Fatalf("fetch from the new consumer through the other replica: %d messages (empty reason %v)", len(got.GetMessages()), got.GetEmptyReason())
+	}
+	before := got.GetMessages()[0].GetLeaseDeadline().AsTime()
+	if d := time.Until(before); d > 20*time.Second || d < 15*time.Second {
+		t.Errorf("lease deadline %v away; want about ack_wait 20s", d)
+	}
+	wantNoFailures(t, ackOn(t, h, b, "team-a", got.GetMessages()[0].GetToken()))
+
+	up, err := b.UpdateConsumer(h.ctx(), &jetgatev1.UpdateConsumerRequest{Stream: stream, Consumer: "team-a",
+		Config: &jetgatev1.ConsumerConfig{AckWait: durationpb.New(5 * time.Second), Description: "ignored: not in the mask"}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"ack_wait"}}})
+	if err != nil {
+		t.Fatalf("update: %v", err)
+	}
+	if up.GetConfig().GetAckWait().AsDuration() != 5*time.Second || up.GetConfig().GetDescription() != "replays" || up.GetConfig().GetMetadata()[coreconsumer.CreatedBy] != "anonymous" {
+		t.Errorf("updated config: %v", up.GetConfig())
+	}
+	h.publish(1)
+	// New leases follow the new ack_wait, on both replicas.
+	for _, c := range gws {
+		var m *jetgatev1.Message
+		deadline := time.Now().Add(5 * time.Second)
+		for m == nil || time.Until(m.GetLeaseDeadline().AsTime()) > 5*time.Second {
+			if time.Now().After(deadline) {
+				t.Fatalf("leases still dated by the old ack_wait: %v away", time.Until(m.GetLeaseDeadline().AsTime()))
+			}
+			if m != nil {
+				wantNoFailures(t, nakNow(t, h, c, m.GetToken()))
+			}
+			r := h.fetch(c, "team-a", 1, 2*time.Second)
+			if len(r.GetMessages()) != 1 {
+				t.Fatalf("fetch after the update: %d messages", len(r.GetMessages()))
+			}
+			m = r.GetMessages()[0]
+		}
+		wantNoFailures(t, nakNow(t, h, c, m.GetToken()))
+	}
+
+	if _, err := a.DeleteConsumer(h.ctx(), &jetgatev1.DeleteConsumerRequest{Stream: stream, Consumer: "team-a"}); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if _, err := h.js.Consumer(h.ctx(), stream, "team-a"); err == nil {
+		t.Error("the consumer is still on the server after Delete")
+	}
+	for _, c := range gws {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			_, err := c.Fetch(h.ctx(), &jetgatev1.FetchRequest{Stream: stream, Consumer: "team-a", Batch: 1, Expires: durationpb.New(100 * time.Millisecond)})
+			if codeOf(err) == codes.NotFound {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("fetch after delete: %v; want NOT_FOUND", err)
+			}
+		}
+	}
+}
+
+func ackOn(t *testing.T, h *harness, c jetgatev1.ConsumerServiceClient, name, tok string) []*jetgatev1.TokenFailure {
+	t.Helper()
+	r, err := c.Ack(h.ctx(), &jetgatev1.AckRequest{Stream: stream, Consumer: name, Tokens: []string{tok}})
+	if err != nil {
+		t.Fatalf("ack: %v", err)
+	}
+	return r.GetFailures()
+}
+
+func nakNow(t *testing.T, h *harness, c jetgatev1.ConsumerServiceClient, tok string) []*jetgatev1.TokenFailure {
+	t.Helper()
+	r, err := c.Nak(h.ctx(), &jetgatev1.NakRequest{Stream: stream, Consumer: "team-a", Tokens: []string{tok}})
+	if err != nil {
+		t.Fatalf("nak: %v", err)
+	}
+	return r.GetFailures()
+}
+
+// Each rule of the admin block and of what jetgate serves refuses with its
+// own reason, and creates or changes nothing.
+func TestConsumersThroughTheAPIRefusals(t *testing.T) {
+	h := newHarness(t)
+	a := h.adminGateways(1, coreconsumer.Admin{MaxAckWait: time.Minute, MaxDeliver: 5, MaxAckPending: 100, MaxPerPrincipal: 2})[0]
+	cases := []struct {
+		name   string
+		cfg    *jetgatev1.ConsumerConfig
+		code   codes.Code
+		reason string
+	}{
+		{"no name", &jetgatev1.ConsumerConfig{}, codes.InvalidArgument, "INVALID_ARGUMENT"},
+		{"outside the name patterns", &jetgatev1.ConsumerConfig{DurableName: "ops-x"}, codes.InvalidArgument, "ADMIN_BOUND"},
+		{"ack policy none", &jetgatev1.ConsumerConfig{DurableName: "team-x", AckPolicy: jetgatev1.AckPolicy_ACK_POLICY_NONE}, codes.InvalidArgument, "INVALID_ARGUMENT"},
+		{"ack policy all", &jetgatev1.ConsumerConfig{DurableName: "team-x", AckPolicy: jetgatev1.AckPolicy_ACK_POLICY_ALL}, codes.InvalidArgument, "INVALID_ARGUMENT"},
+		{"ack_wait above the bound", &jetgatev1.ConsumerConfig{DurableName: "team-x", AckWait: durationpb.New(2 * time.Minute)}, codes.InvalidArgument, "ADMIN_BOUND"},
+		{"max_deliver above the bound", &jetgatev1.ConsumerConfig{DurableName: "team-x", MaxDeliver: 6}, codes.InvalidArgument, "ADMIN_BOUND"},
+		{"max_ack_pending above the bound", &jetgatev1.ConsumerConfig{DurableName: "team-x", MaxAckPending: 101}, codes.InvalidArgument, "ADMIN_BOUND"},
+		{"a jetgate metadata key", &jetgatev1.ConsumerConfig{DurableName: "team-x", Metadata: map[string]string{"jetgate.created_by": "someone"}}, codes.InvalidArgument, "INVALID_ARGUMENT"},
+		{"the file's consumer", &jetgatev1.ConsumerConfig{DurableName: consumer}, codes.InvalidArgument, "ADMIN_BOUND"},
+	}
+	for _, tc := range cases {
+		_, err := create(h, a, tc.cfg)
+		if c, r := codeAndReason(err); c != tc.code || r != tc.reason {
+			t.Errorf("%s: %v; want %v %s", tc.name, err, tc.code, tc.reason)
+		}
+	}
+	if _, err := h.js.Consumer(h.ctx(), stream, "team-x"); err == nil {
+		t.Error("a refused create made the consumer")
+	}
+	// The quota: two, then RESOURCE_EXHAUSTED; the same name twice: ALREADY_EXISTS.
+	for _, name := range []string{"team-1", "team-2"} {
+		r, err := create(h, a, &jetgatev1.ConsumerConfig{DurableName: name})
+		if err != nil {
+			t.Fatalf("create %s: %v", name, err)
+		}
+		if got := r.GetConfig().GetMaxDeliver(); got != 5 {
+			t.Errorf("max_deliver unset: %d; want the bound, 5", got)
+		}
+	}
+	_, err := create(h, a, &jetgatev1.ConsumerConfig{DurableName: "team-1"})
+	wantCode(t, err, codes.ResourceExhausted, "CONSUMER_QUOTA_EXCEEDED")
+	// Update and delete: never the file's consumer, nor one made by others'
+	// tools, and only fields an update may change.
+	if _, err := h.js.CreateOrUpdateConsumer(h.ctx(), stream, jetstreamPull("team-cli")); err != nil {
+		t.Fatal(err)
+	}
+	mask := func(p ...string) *fieldmaskpb.FieldMask { return &fieldmaskpb.FieldMask{Paths: p} }
+	upd := func(name string, m *fieldmaskpb.FieldMask) error {
+		_, err := a.UpdateConsumer(h.ctx(), &jetgatev1.UpdateConsumerRequest{Stream: stream, Consumer: name, Config: &jetgatev1.ConsumerConfig{AckWait: durationpb.New(2 * time.Minute)}, UpdateMask: m})
+		return err
+	}
+	wantCode(t, upd("team-1", nil), codes.InvalidArgument, "INVALID_ARGUMENT")
+	wantCode(t, upd("team-1", mask("durable_name")), codes.InvalidArgument, "INVALID_ARGUMENT")
+	wantCode(t, upd("team-1", mask("ack_wait")), codes.InvalidArgument, "ADMIN_BOUND")
+	wantCode(t, upd("team-cli", mask("description")), codes.FailedPrecondition, "CONSUMER_NOT_CREATED_BY_API")
+	_, err = a.DeleteConsumer(h.ctx(), &jetgatev1.DeleteConsumerRequest{Stream: stream, Consumer: "team-cli"})
+	wantCode(t, err, codes.FailedPrecondition, "CONSUMER_NOT_CREATED_BY_API")
+	_, err = a.DeleteConsumer(h.ctx(), &jetgatev1.DeleteConsumerRequest{Stream: stream, Consumer: "team-nobody"})
+	wantCode(t, err, codes.NotFound, "CONSUMER_NOT_FOUND")
+	// A consumer operators made under the admin patterns is not served on
+	// demand: only those created through the API are.
+	_, err = a.Fetch(h.ctx(), &jetgatev1.FetchRequest{Stream: stream, Consumer: "team-cli", Batch: 1, Expires: durationpb.New(100 * time.Millisecond)})
+	wantCode(t, err, codes.NotFound, "CONSUMER_NOT_FOUND")
+	if ci := h.info("team-cli"); ci.Config.AckWait != 30*time.Second {
+		t.Errorf("refused update changed team-cli: ack_wait %v", ci.Config.AckWait)
+	}
+}
+
+// Without an admin block, the RPCs are off.
+func TestConsumersThroughTheAPIOffWithoutAnAdminBlock(t *testing.T) {
+	h := newHarness(t)
+	_, err := create(h, h.cons, &jetgatev1.ConsumerConfig{DurableName: "team-a"})
+	wantCode(t, err, codes.FailedPrecondition, "ADMIN_DISABLED")
+	_, err = h.cons.DeleteConsumer(h.ctx(), &jetgatev1.DeleteConsumerRequest{Stream: stream, Consumer: consumer})
+	wantCode(t, err, codes.FailedPrecondition, "ADMIN_DISABLED")
+}
+
+// jetstreamPull is a pull consumer with explicit acks, as an operator
+// makes one with the NATS CLI.
+func jetstreamPull(name string) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy}
+}
