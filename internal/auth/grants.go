@@ -2,6 +2,7 @@ package auth
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 )
@@ -25,6 +26,15 @@ func checkGrants(gs []Grant) ([]Grant, error) {
 			return nil, fmt.Errorf("auth.grants[%d].stream is required (\"*\" for any)", i)
 		case len(g.Actions) == 0:
 			return nil, fmt.Errorf("auth.grants[%d].actions: give at least one of %s", i, actionNames())
+		}
+		for j, p := range append([]string{g.Stream}, g.Consumers...) {
+			if _, err := path.Match(p, ""); err != nil {
+				field := "stream"
+				if j > 0 {
+					field = fmt.Sprintf("consumers[%d]", j-1)
+				}
+				return nil, fmt.Errorf("auth.grants[%d].%s: %q is not a pattern (path.Match: * ? [a-z])", i, field, p)
+			}
 		}
 		for _, a := range g.Actions {
 			if !slices.Contains(Actions, a) {
@@ -53,7 +63,12 @@ func (a *Authenticator) Authorize(principal string, action Action, stream, consu
 	return fmt.Errorf("%w: %s may not %s on %s", ErrPermissionDenied, principal, action, what)
 }
 
-func matches(pattern, name string) bool { return pattern == "*" || pattern == name }
+// matches reports whether name matches a grant's glob pattern (path.Match:
+// "*", "team-a-*", "billing"); checkGrants refused malformed ones.
+func matches(pattern, name string) bool {
+	ok, _ := path.Match(pattern, name)
+	return ok
+}
 
 // actionNames lists the actions for an error message.
 func actionNames() string {
