@@ -62,6 +62,9 @@ type Options struct {
 	// PushHTTP2 has push and push-floor speak h2c (HTTP/2 with prior
 	// knowledge) to the endpoint rather than HTTP/1.1.
 	PushHTTP2 bool
+	// PushBatch, if set, has push and push-floor send up to that many
+	// messages a request (push.batch.max_messages, max_wait 20ms).
+	PushBatch int
 	// InProcess runs jetgate and its NATS server in the bench's process;
 	// by default (no GRPCAddr) each runs as a process of its own, as
 	// deployed: NATS a child of the bench, jetgate the built binary.
@@ -85,6 +88,11 @@ type Options struct {
 	// CPUProfile, if set, names the CPU profiles: one per mode, covering its
 	// timed part, with the mode before the extension (cpu.out: cpu.grpc.out).
 	CPUProfile string
+	// BlockProfile and MutexProfile, if set, name a block and a mutex
+	// profile of the push modes' pusher processes, each over its whole run
+	// (block.out: block.pusher.out, block.pusher-floor.out).
+	BlockProfile string
+	MutexProfile string
 
 	// Soak, when set, runs a soak of that length instead of the modes:
 	// Rate messages a second, the gateway's /metrics sampled Every.

@@ -121,3 +121,24 @@ func TestRunDeployed(t *testing.T) {
 		t.Fatalf("shape %q, results %+v", rep.Workload.Shape, rep.Results)
 	}
 }
+
+// TestRunPushBatched runs push and push-floor with batches, and writes the
+// pushers' block and mutex profiles. It asserts no speed.
+func TestRunPushBatched(t *testing.T) {
+	o := smallOptions(t)
+	o.Modes, o.PushBatch, o.PushConcurrency = []string{ModePush, ModePushFloor}, 20, 4
+	dir := t.TempDir()
+	o.BlockProfile, o.MutexProfile = filepath.Join(dir, "block.out"), filepath.Join(dir, "mutex.out")
+	rep, err := Run(t.Context(), o)
+	if err != nil {
+		t.Fatalf("Run: %v\n%s", err, o.Out)
+	}
+	if rep.Workload.PushBatch != 20 || len(rep.Results) != 2 || rep.Results[0].MsgsPerSec <= 0 || rep.Results[1].MsgsPerSec <= 0 {
+		t.Fatalf("push batch %d, results %+v", rep.Workload.PushBatch, rep.Results)
+	}
+	for _, f := range []string{"block.pusher.out", "mutex.pusher.out", "block.pusher-floor.out", "mutex.pusher-floor.out"} {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}

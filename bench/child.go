@@ -40,8 +40,12 @@ type replicaConfig struct {
 	PushURL         string `json:"push_url,omitempty"`
 	PushConcurrency int    `json:"push_concurrency,omitempty"`
 	PushHTTP2       bool   `json:"push_http2,omitempty"`
-	// CPUProfile, if set, is a CPU profile of the replica's whole run.
-	CPUProfile string `json:"cpu_profile,omitempty"`
+	PushBatch       int    `json:"push_batch,omitempty"` // push.batch.max_messages; 0: none
+	// CPUProfile, if set, is a CPU profile of the replica's whole run;
+	// BlockProfile and MutexProfile its block and mutex profiles.
+	CPUProfile   string `json:"cpu_profile,omitempty"`
+	BlockProfile string `json:"block_profile,omitempty"`
+	MutexProfile string `json:"mutex_profile,omitempty"`
 }
 
 // The child's stdin speaks lines: gcCommand asks for a garbage collection,
@@ -85,6 +89,10 @@ func serveReplica(ctx context.Context, cfg string, in io.Reader, out io.Writer) 
 			return err
 		}
 		defer stop()
+	}
+	if c.BlockProfile != "" || c.MutexProfile != "" {
+		stop := startContention(c.BlockProfile, c.MutexProfile)
+		defer func() { _ = stop() }()
 	}
 	p, err := app.Start(ctx, opts)
 	if err != nil {
@@ -312,6 +320,10 @@ func pushConfigFile(c replicaConfig) (string, error) {
 		return "", err
 	}
 	defer f.Close()
+	batch := ""
+	if c.PushBatch > 0 {
+		batch = fmt.Sprintf(", batch: {max_messages: %d}", c.PushBatch)
+	}
 	_, err = fmt.Fprintf(f, `nats: {url: %q}
 listen: {grpc: "127.0.0.1:0", http: "127.0.0.1:0"}
 consumers:
@@ -320,7 +332,7 @@ consumers:
     ack_wait: %s
     max_ack_pending: %d
     filter_subjects: [%q]
-    push: {url: %q, concurrency: %d, http2: %t}
-`, c.NATSURL, c.Stream, c.Consumer, c.AckWait, c.MaxAckPending, c.Subject, c.PushURL, c.PushConcurrency, c.PushHTTP2)
+    push: {url: %q, concurrency: %d, http2: %t%s}
+`, c.NATSURL, c.Stream, c.Consumer, c.AckWait, c.MaxAckPending, c.Subject, c.PushURL, c.PushConcurrency, c.PushHTTP2, batch)
 	return f.Name(), err
 }

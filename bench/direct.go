@@ -22,6 +22,9 @@ type natsMode struct {
 	name   string // the durable's
 	double bool   // DoubleAck rather than a fire-and-forget Ack
 	batch  int
+	// maxAckPending, if set, is the durable's; else it is jetgate's
+	// consumer's.
+	maxAckPending int
 }
 
 func newNATSMode(ctx context.Context, mode, subject string, o Options) (*natsMode, error) {
@@ -54,6 +57,9 @@ func (m *natsMode) bind(ctx context.Context, subject string, o Options) error {
 	cfg.Durable, cfg.Name, cfg.Description, cfg.Metadata = m.name, "", "jetgate-bench "+subject, nil
 	cfg.FilterSubject, cfg.FilterSubjects = subject, nil
 	cfg.DeliverPolicy, cfg.OptStartSeq, cfg.OptStartTime = jetstream.DeliverNewPolicy, 0, nil
+	if m.maxAckPending > 0 {
+		cfg.MaxAckPending = m.maxAckPending
+	}
 	if err := js.DeleteConsumer(ctx, o.Stream, m.name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return fmt.Errorf("delete old durable %q: %w", m.name, err)
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -204,6 +205,41 @@ func profileFile(file, mode string) string {
 	}
 	ext := filepath.Ext(file)
 	return strings.TrimSuffix(file, ext) + "." + mode + ext
+}
+
+// Sampling of the block and mutex profiles: a blocking event every
+// microsecond blocked on average, and every contention on a lock.
+const (
+	blockProfileRate     = 1000
+	mutexProfileFraction = 1
+)
+
+// startContention records blocking and lock contention, and on stop writes
+// the block profile to block and the mutex profile to mutex (either may be
+// empty: not that one).
+func startContention(block, mutex string) (stop func() error) {
+	if block != "" {
+		runtime.SetBlockProfileRate(blockProfileRate)
+	}
+	if mutex != "" {
+		runtime.SetMutexProfileFraction(mutexProfileFraction)
+	}
+	return func() error {
+		var errs []error
+		for _, p := range []struct{ name, file string }{{"block", block}, {"mutex", mutex}} {
+			if p.file == "" {
+				continue
+			}
+			f, err := os.Create(p.file)
+			if err == nil {
+				err = errors.Join(pprof.Lookup(p.name).WriteTo(f, 0), f.Close())
+			}
+			errs = append(errs, err)
+		}
+		runtime.SetBlockProfileRate(0)
+		runtime.SetMutexProfileFraction(0)
+		return errors.Join(errs...)
+	}
 }
 
 // startProfile starts a CPU profile of the mode in file (with the mode's

@@ -18,9 +18,10 @@ import (
 )
 
 // EndpointEnv makes a child process of the bench the push mode's endpoint:
-// it answers every push 204 at once, counts them, and answers GET
-// /wait?count=N once N have come, with the count. It speaks HTTP/1.1 and
-// h2c.
+// it answers every push 204 at once, counts the messages (a batch, which
+// has a Jetgate-Batch-Size header, is read as the JSON array it is), and
+// answers GET /wait?count=N once N have come, with the count. It speaks
+// HTTP/1.1 and h2c.
 const EndpointEnv = "JETGATE_BENCH_ENDPOINT"
 
 // DefaultPushConcurrency is the push mode's requests in flight, per replica.
@@ -55,17 +56,26 @@ func newPushMode(ctx context.Context, mode string, js jetstream.JetStream, subje
 	m := &pushMode{js: js, o: o, endpoint: ep, name: o.Consumer + "-" + mode,
 		hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.Workers + 2}}}
 	url, concurrency := "http://"+ep.addr+"/push", cmp.Or(o.PushConcurrency, DefaultPushConcurrency)
+	// Batching, each worker may hold a batch: the pusher and the floor
+	// alike may lease that many.
+	maxAckPending := max(1024, concurrency*o.PushBatch)
 	if m.floor = mode == ModePushFloor; m.floor {
-		m.pusher, err = startPushFloor(pushFloorConfig{
+		cfg := pushFloorConfig{
 			NATSURL: o.NATSURL, Stream: o.Stream, Consumer: o.Consumer, Durable: m.name, Subject: subject,
 			URL: url, Concurrency: concurrency, HTTP2: o.PushHTTP2, CPUProfile: profileFile(o.CPUProfile, "pusher-floor"),
-		}, o.ReplicaCommand)
+			BlockProfile: profileFile(o.BlockProfile, "pusher-floor"), MutexProfile: profileFile(o.MutexProfile, "pusher-floor"),
+		}
+		if o.PushBatch > 0 {
+			cfg.Batch, cfg.MaxAckPending = o.PushBatch, maxAckPending
+		}
+		m.pusher, err = startPushFloor(cfg, o.ReplicaCommand)
 	} else {
 		m.pusher, err = startReplica(o.ReplicaCommand, replicaConfig{
 			NATSURL: o.NATSURL, Stream: o.Stream, Consumer: m.name, Subject: subject,
-			MaxAckPending: 1024, AckWait: 30 * time.Second,
-			PushURL: url, PushConcurrency: concurrency, PushHTTP2: o.PushHTTP2,
-			CPUProfile: profileFile(o.CPUProfile, "pusher"),
+			MaxAckPending: maxAckPending, AckWait: 30 * time.Second,
+			PushURL: url, PushConcurrency: concurrency, PushHTTP2: o.PushHTTP2, PushBatch: o.PushBatch,
+			CPUProfile:   profileFile(o.CPUProfile, "pusher"),
+			BlockProfile: profileFile(o.BlockProfile, "pusher"), MutexProfile: profileFile(o.MutexProfile, "pusher"),
 		})
 	}
 	if err != nil {
@@ -209,10 +219,19 @@ func serveEndpoint(in io.Reader, out io.Writer) error {
 	)
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /push", func(w http.ResponseWriter, r *http.Request) {
+		n := int64(1)
+		if r.Header.Get("Jetgate-Batch-Size") != "" {
+			var batch []json.RawMessage
+			if err := json.NewDecoder(r.Body).Decode(&batch); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			n = int64(len(batch))
+		}
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.WriteHeader(http.StatusNoContent)
 		mu.Lock()
-		count++
+		count += n
 		close(more)
 		more = make(chan struct{})
 		mu.Unlock()

@@ -136,6 +136,8 @@ type Workload struct {
 	Workers  int    `json:"workers"`
 	Samples  int    `json:"fetch1_samples"`
 	Rounds   int    `json:"rounds"`
+	// PushBatch is the push modes' messages per request; 0: one.
+	PushBatch int `json:"push_batch,omitempty"`
 }
 
 // The issue's targets.
@@ -155,7 +157,7 @@ const fetch1AddedTarget = 250 * time.Microsecond
 
 func newReport(o Options) Report {
 	return Report{Machine: thisMachine(), Workload: Workload{Shape: shape(o), Messages: o.Messages, Size: o.Size, Batch: o.Batch,
-		Workers: o.Workers, Samples: o.Samples, Rounds: max(o.Rounds, 1)}}
+		Workers: o.Workers, Samples: o.Samples, Rounds: max(o.Rounds, 1), PushBatch: o.PushBatch}}
 }
 
 // The shapes a run measures.
@@ -232,6 +234,9 @@ func (rep *Report) header() string {
 	rounds := ""
 	if w.Rounds > 1 {
 		rounds = fmt.Sprintf("; %d rounds, medians shown", w.Rounds)
+	}
+	if w.PushBatch > 0 {
+		rounds += fmt.Sprintf("; push batches of up to %d", w.PushBatch)
 	}
 	return fmt.Sprintf("jetgate-bench: %d messages of %d B per mode, batch %d, %d workers, Fetch(1) over %d samples%s\n"+
 		"%s\n%s %s/%s, %d CPUs (GOMAXPROCS %d), %s, %s memory, CPUs %.0f%% idle before the run",

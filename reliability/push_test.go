@@ -2,6 +2,7 @@ package reliability
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -40,6 +41,10 @@ func newPushReceiver() *pushReceiver {
 }
 
 func (rc *pushReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Jetgate-Batch-Size") != "" {
+		rc.serveBatch(w, r)
+		return
+	}
 	id := r.Header.Get("Webhook-Id")
 	rc.mu.Lock()
 	rc.requests++
@@ -59,9 +64,17 @@ func (rc *pushReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rc.refused[id] = true
 	}
 	rc.mu.Unlock()
-	switch {
-	case p < 60:
+	if p < 60 {
 		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	rc.fail(w, r, p)
+}
+
+// fail answers as p, 60 to 99, says: 5xx, slowly, by hanging up, or a final
+// 4xx.
+func (rc *pushReceiver) fail(w http.ResponseWriter, r *http.Request, p int) {
+	switch {
 	case p < 75:
 		w.WriteHeader(http.StatusServiceUnavailable)
 	case p < 85: // slow, within the push timeout; answered 5xx so that it counts once
@@ -83,6 +96,54 @@ func (rc *pushReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// serveBatch answers a batch as ServeHTTP answers a message, the batch as a
+// whole: a 2xx, a 5xx, slowly, by hanging up, or a final 4xx. A 2xx takes
+// each message or names it as failed at random (and a refused one always),
+// and a batch with a message taken is answered 2xx, so that no message is
+// both taken and refused.
+func (rc *pushReceiver) serveBatch(w http.ResponseWriter, r *http.Request) {
+	var els []struct {
+		ID string `json:"id"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&els); err != nil {
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	rc.mu.Lock()
+	rc.requests++
+	taken, refused := false, false
+	for _, el := range els {
+		taken, refused = taken || rc.took[el.ID], refused || rc.refused[el.ID]
+	}
+	p := rc.rng.IntN(100)
+	var failed []map[string]string
+	switch {
+	case p < 60 || taken:
+		p = 0
+		for _, el := range els {
+			switch {
+			case rc.took[el.ID]:
+				rc.dups++
+			case rc.refused[el.ID] || rc.rng.IntN(100) < 30:
+				failed = append(failed, map[string]string{"id": el.ID, "retry_after": "50ms"})
+			default:
+				rc.took[el.ID] = true
+			}
+		}
+	case p >= 95 || refused:
+		p = 95
+		for _, el := range els {
+			rc.refused[el.ID] = true
+		}
+	}
+	rc.mu.Unlock()
+	if p == 0 {
+		_ = json.NewEncoder(w).Encode(map[string]any{"failures": failed})
+		return
+	}
+	rc.fail(w, r, p)
+}
+
 func (rc *pushReceiver) verdicts() (took, refused map[string]bool, requests, dups int) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -102,7 +163,16 @@ func (rc *pushReceiver) verdicts() (took, refused map[string]bool, requests, dup
 // message ends acked after some 2xx, or dead-lettered after a final 4xx or
 // max_deliver; never both, never neither. Duplicates (a message pushed
 // again after its 2xx) are counted and reported.
-func TestFaultPushThroughRestartsAndAKill(t *testing.T) {
+func TestFaultPushThroughRestartsAndAKill(t *testing.T) { pushFault(t, "") }
+
+// TestFaultPushBatchedThroughRestartsAndAKill is the same with batches of
+// up to 20, the receiver failing messages of a 2xx at random too.
+func TestFaultPushBatchedThroughRestartsAndAKill(t *testing.T) {
+	pushFault(t, ", batch: {max_messages: 20, max_wait: 20ms}")
+}
+
+// pushFault is the push fault scenario, batch added to the push block.
+func pushFault(t *testing.T, batch string) {
 	bin := buildJetgate(t)
 	dir := t.TempDir()
 	ns := natstest.StartIn(t, dir, -1)
@@ -113,7 +183,7 @@ func TestFaultPushThroughRestartsAndAKill(t *testing.T) {
 	rc := newPushReceiver()
 	srv := httptest.NewServer(rc)
 	t.Cleanup(srv.Close)
-	cfg := pushConfig(t, port, srv.URL)
+	cfg := pushConfig(t, port, srv.URL, batch)
 	p1 := startProcess(t, bin, "--config", cfg)
 	startProcess(t, bin, "--config", cfg)
 
@@ -179,8 +249,9 @@ func TestFaultPushThroughRestartsAndAKill(t *testing.T) {
 	}
 }
 
-// pushConfig writes the configuration of the scenario's jetgate processes.
-func pushConfig(t *testing.T, natsPort int, endpoint string) string {
+// pushConfig writes the configuration of the scenario's jetgate processes;
+// batch ends the push block.
+func pushConfig(t *testing.T, natsPort int, endpoint, batch string) string {
 	t.Helper()
 	cfg := filepath.Join(t.TempDir(), "push.yaml")
 	keyFile := filepath.Join(t.TempDir(), "keys")
@@ -196,8 +267,8 @@ consumers:
     ack_wait: 2s
     max_deliver: 4
     dead_letter: {subject: dead.push, on_term: true}
-    push: {url: "%s/hook", concurrency: 16, timeout: 1s, retry: {min: 100ms, max: 500ms}}
-`, natsPort, keyFile, stream, consumer, endpoint), 0o600); err != nil {
+    push: {url: "%s/hook", concurrency: 16, timeout: 1s, retry: {min: 100ms, max: 500ms}%s}
+`, natsPort, keyFile, stream, consumer, endpoint, batch), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return cfg

@@ -42,9 +42,12 @@ func main() {
 	flag.IntVar(&o.Rounds, "rounds", 1, "run every mode this many times, in turn, and report medians")
 	flag.IntVar(&o.PushConcurrency, "push-concurrency", bench.DefaultPushConcurrency, "push and push-floor: requests in flight")
 	flag.BoolVar(&o.PushHTTP2, "push-http2", false, "push and push-floor: speak h2c (HTTP/2 with prior knowledge) to the endpoint rather than HTTP/1.1")
+	flag.IntVar(&o.PushBatch, "push-batch", 0, "push and push-floor: up to this many messages a request (push.batch, max_wait 20ms); 0 sends one a request")
 	flag.StringVar(&modes, "modes", strings.Join(bench.AllModes, ","), "comma-separated modes: "+strings.Join(bench.AllModes, ", "))
 	flag.StringVar(&o.JSON, "json", "", "also write the report to this file as JSON")
 	flag.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of each mode's timed part (cpu.out: cpu.grpc.out, ...), and of the deployed jetgate process (cpu.jetgate.out)")
+	flag.StringVar(&o.BlockProfile, "blockprofile", "", "write a block profile of the push modes' pusher processes, over their whole run (block.out: block.pusher.out, block.pusher-floor.out)")
+	flag.StringVar(&o.MutexProfile, "mutexprofile", "", "write a mutex profile of the push modes' pusher processes, over their whole run (mutex.out: mutex.pusher.out, mutex.pusher-floor.out)")
 	flag.DurationVar(&o.Soak, "soak", 0, "run a soak of this length instead (publish at --rate, sample /metrics every --every)")
 	flag.IntVar(&o.Rate, "rate", 1000, "soak: messages published per second")
 	flag.DurationVar(&o.Every, "every", 5*time.Second, "soak: sampling interval")
@@ -56,6 +59,10 @@ func main() {
 	flag.IntVar(&o.ScaleBusy, "scale-busy", 4, "with --scale-consumers: consumers in Fetch+Ack loops in the busy window")
 	flag.StringVar(&scaleSource, "scale-source", "config", "with --scale-consumers: config (the consumers in the file) or on-demand (created with nats.go, served by on_demand)")
 	flag.Parse()
+	if o.PushBatch < 0 || o.PushBatch > 1000 {
+		fmt.Fprintf(os.Stderr, "jetgate-bench: --push-batch %d: want 0 (one message a request) to 1000\n", o.PushBatch)
+		os.Exit(2)
+	}
 	switch scaleSource {
 	case "config":
 	case "on-demand":

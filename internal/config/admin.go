@@ -63,7 +63,7 @@ func (a *Admin) CoreAdmin() *consumer.Admin {
 
 // validateAdmin checks the admin block: patterns that path.Match takes,
 // none that reaches jetgate's own streams, no negative bound.
-func validateAdmin(c *Config) *Error {
+func (c *validator) validateAdmin() *Error {
 	a := c.Admin
 	if a == nil {
 		return nil

@@ -9,14 +9,15 @@
 package config
 
 import (
-	"strings"
+	"fmt"
+	"path"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/jetgate/jetgate/internal/auth"
 	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/natsname"
 )
 
 // Config is the whole configuration of one process. The yaml tags are the
@@ -34,9 +35,7 @@ type Config struct {
 	Console   Console    `yaml:"console"`
 	Admin     *Admin     `yaml:"admin,omitempty"`
 
-	file  string            // the file it was read from, "" for flags alone
-	lines map[string]int    // path → line, for every field the file names
-	flags map[string]string // path → the flag (or its env variable) that set it
+	*origins `yaml:"-"` // where each value came from, for errors that name it
 }
 
 // NATS is the connection to a NATS server; an empty URL runs the embedded
@@ -316,48 +315,6 @@ func defaultLimits() Limits {
 	}
 }
 
-// Duration is a time.Duration written as a string: "30s", "1m", "1h30m".
-type Duration time.Duration
-
-// UnmarshalYAML reads a duration string.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	v, err := parseDuration(n.Value)
-	if err != nil {
-		return &yaml.TypeError{Errors: []string{err.Error()}}
-	}
-	*d = v
-	return nil
-}
-
-// MarshalYAML writes the shortest form: "1m", not "1m0s".
-func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
-
-func (d Duration) String() string {
-	s := time.Duration(d).String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
-
-// durationError says what a duration looks like.
-type durationError struct{ value string }
-
-func (e durationError) Error() string {
-	return strings.TrimSpace(quote(e.value) + " is not a duration (write it with a unit: 500ms, 30s, 1m, 1h30m)")
-}
-
-func parseDuration(s string) (Duration, error) {
-	d, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil {
-		return 0, durationError{s}
-	}
-	return Duration(d), nil
-}
-
 // AuthConfig is the auth section as internal/auth takes it.
 func (c *Config) AuthConfig() auth.Config {
 	a := auth.Config{MTLS: c.Auth.MTLS}
@@ -376,3 +333,34 @@ func (c *Config) AuthConfig() auth.Config {
 	}
 	return a
 }
+
+// Warnings are what is allowed but likely not what was meant: an on_demand
+// pattern that would match jetgate's own streams, which are never served.
+func (c *Config) Warnings() []string {
+	var out []string
+	for i, m := range c.OnDemand.Match {
+		for _, s := range natsname.InternalStreams() {
+			if ok, _ := path.Match(m.Stream, s); ok {
+				e := c.errorf(fmt.Sprintf("on_demand.match[%d].stream", i), "%s matches %s, a stream jetgate makes for itself: its consumers are never served, whatever the pattern",
+					quote(m.Stream), s)
+				out = append(out, e.Error())
+			}
+		}
+	}
+	return out
+}
+
+// PastPause is the first consumer whose pause_until has passed, as an error
+// naming it: the server would not pause the consumer. check-config refuses
+// it; a start only warns, since every pause passes in time.
+func (c *Config) PastPause(now time.Time) error {
+	for i, k := range c.Consumers {
+		t, err := time.Parse(time.RFC3339Nano, k.PauseUntil)
+		if err == nil && !t.After(now) {
+			return c.errorf(index("consumers", i)+".pause_until", "%s is in the past: the consumer would not be paused; give a later time, or leave pause_until out", k.PauseUntil)
+		}
+	}
+	return nil
+}
+
+// is checked at start-up.

@@ -40,12 +40,21 @@ func (e *Error) Error() string {
 
 // Errorf makes the Error for the field at path: its line in the file, or
 // the flag that set it. Start-up uses it for what only a running process
+// origins are where a configuration's values came from: the file and the
+// line of each field it names, and the flag (or environment variable) that
+// set a field. Errors name them (errorf), and so does check-config.
+type origins struct {
+	file  string            // the file it was read from, "" for flags alone
+	lines map[string]int    // path → line, for every field the file names
+	flags map[string]string // path → the flag (or its env variable) that set it
+}
+
 // can find wrong (an address taken, a stream missing on the server).
-func (c *Config) Errorf(path, format string, args ...any) error {
+func (c *origins) Errorf(path, format string, args ...any) error {
 	return c.errorf(path, format, args...)
 }
 
-func (c *Config) errorf(path, format string, args ...any) *Error {
+func (c *origins) errorf(path, format string, args ...any) *Error {
 	e := &Error{Path: path, Msg: fmt.Sprintf(format, args...)}
 	line, flag := c.origin(path)
 	switch {
@@ -59,7 +68,7 @@ func (c *Config) errorf(path, format string, args ...any) *Error {
 
 // origin is where the value at path came from: the line of the nearest
 // field the file names, or the flag that set it.
-func (c *Config) origin(path string) (line int, flag string) {
+func (c *origins) origin(path string) (line int, flag string) {
 	for p := path; p != ""; p = parent(p) {
 		if f, ok := c.flags[p]; ok {
 			return 0, f
@@ -73,7 +82,7 @@ func (c *Config) origin(path string) (line int, flag string) {
 
 // label is how a message mentions another field: its flag when a flag set
 // it, else its name.
-func (c *Config) label(path string) string {
+func (c *origins) label(path string) string {
 	if _, flag := c.origin(path); flag != "" {
 		return flag
 	}
@@ -84,7 +93,7 @@ func (c *Config) label(path string) string {
 }
 
 // named reports whether the file or a flag names the field at path.
-func (c *Config) named(path string) bool {
+func (c *origins) named(path string) bool {
 	_, inFile := c.lines[path]
 	_, byFlag := c.flags[path]
 	return inFile || byFlag

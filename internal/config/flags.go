@@ -160,7 +160,8 @@ func Resolve(file string, f Flags) (*Config, error) {
 			c.flags[pf.path] = f.label(pf.flag)
 		}
 	}
-	if err := c.applyOnDemandFlag(f, given); err != nil {
+	o := overlay{c}
+	if err := o.applyOnDemandFlag(f, given); err != nil {
 		return nil, err
 	}
 	consumerGiven := given
@@ -168,7 +169,7 @@ func Resolve(file string, f Flags) (*Config, error) {
 		// Serving on demand alone: the defaults make up no consumer.
 		consumerGiven = func(flag string) bool { return f.Given[flag] }
 	}
-	if err := c.applyConsumerFlags(f, consumerGiven); err != nil {
+	if err := o.applyConsumerFlags(f, consumerGiven); err != nil {
 		return nil, err
 	}
 	c.fillDefaults()
@@ -177,6 +178,11 @@ func Resolve(file string, f Flags) (*Config, error) {
 	}
 	return c, nil
 }
+
+// overlay lays the flags over a configuration read from a file: the
+// consumer flags on the consumer they pick (or a new one), --on-demand on
+// on_demand.match (ondemand.go), each field recording the flag that set it.
+type overlay struct{ *Config }
 
 func knownFlag(name string) bool {
 	if name == "stream-subjects" || name == "on-demand" {
@@ -195,7 +201,7 @@ func knownFlag(name string) bool {
 	return false
 }
 
-func (c *Config) applyConsumerFlags(f Flags, given func(string) bool) *Error {
+func (c overlay) applyConsumerFlags(f Flags, given func(string) bool) *Error {
 	var flags []string
 	for _, cf := range consumerFlags {
 		if given(cf.flag) {
@@ -230,7 +236,7 @@ func (c *Config) applyConsumerFlags(f Flags, given func(string) bool) *Error {
 }
 
 // overrideConsumer sets the given consumer flags on the file's consumer i.
-func (c *Config) overrideConsumer(i int, f Flags, given func(string) bool) {
+func (c overlay) overrideConsumer(i int, f Flags, given func(string) bool) {
 	k := &c.Consumers[i]
 	p := index("consumers", i)
 	set := func(flag, field string, apply func()) {
@@ -257,7 +263,7 @@ func (c *Config) overrideConsumer(i int, f Flags, given func(string) bool) {
 }
 
 // addConsumer adds the consumer the flags describe, every field named.
-func (c *Config) addConsumer(f Flags) {
+func (c overlay) addConsumer(f Flags) {
 	p := index("consumers", len(c.Consumers))
 	c.Consumers = append(c.Consumers, Consumer{
 		Stream:         f.Stream,
@@ -281,7 +287,7 @@ func (c *Config) addConsumer(f Flags) {
 // setStreamSubjects configures stream name with subjects, when there are
 // any; with none and orDefault, the stream gets <name in lower case>.> if
 // it is not configured yet.
-func (c *Config) setStreamSubjects(name string, subjects []string, orDefault bool) {
+func (c overlay) setStreamSubjects(name string, subjects []string, orDefault bool) {
 	s := c.StreamNamed(name)
 	demo := false
 	if len(subjects) == 0 {

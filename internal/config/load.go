@@ -26,7 +26,7 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.resolvePaths(filepath.Dir(path))
+	resolvePaths(c, filepath.Dir(path))
 	return c, nil
 }
 
@@ -77,13 +77,13 @@ func Parse(name string, b []byte) (*Config, error) {
 }
 
 func newConfig() *Config {
-	return &Config{lines: make(map[string]int), flags: make(map[string]string)}
+	return &Config{origins: &origins{lines: make(map[string]int), flags: make(map[string]string)}}
 }
 
 var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 
 // syntaxError turns the YAML library's error into an Error with its line.
-func (c *Config) syntaxError(err error, b []byte) *Error {
+func (c *origins) syntaxError(err error, b []byte) *Error {
 	msg := err.Error()
 	var te *yaml.TypeError
 	if errors.As(err, &te) && len(te.Errors) > 0 {
@@ -138,7 +138,7 @@ var durationType = reflect.TypeFor[Duration]()
 // check walks node n, the value at path, against the Go type t: every
 // mapping key must be a field of t, every value of the kind t needs. It
 // records the line of every field the file names.
-func (c *Config) check(n *yaml.Node, path string, t reflect.Type) error {
+func (c *origins) check(n *yaml.Node, path string, t reflect.Type) error {
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
@@ -188,7 +188,7 @@ func (c *Config) check(n *yaml.Node, path string, t reflect.Type) error {
 	return nil
 }
 
-func (c *Config) checkMapping(n *yaml.Node, path string, t reflect.Type) error {
+func (c *origins) checkMapping(n *yaml.Node, path string, t reflect.Type) error {
 	fields := make(map[string]reflect.Type)
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -229,7 +229,7 @@ func (c *Config) checkMapping(n *yaml.Node, path string, t reflect.Type) error {
 	return nil
 }
 
-func (c *Config) checkMerge(v *yaml.Node, path string, t reflect.Type) error {
+func (c *origins) checkMerge(v *yaml.Node, path string, t reflect.Type) error {
 	if v.Kind == yaml.AliasNode {
 		v = v.Alias
 	}
@@ -247,7 +247,7 @@ func (c *Config) checkMerge(v *yaml.Node, path string, t reflect.Type) error {
 	return c.checkMapping(v, path, t)
 }
 
-func (c *Config) kindError(n *yaml.Node, path, want string) *Error {
+func (c *origins) kindError(n *yaml.Node, path, want string) *Error {
 	got := map[yaml.Kind]string{yaml.MappingNode: "a mapping", yaml.SequenceNode: "a list", yaml.ScalarNode: quote(n.Value)}[n.Kind]
 	return &Error{File: c.file, Line: n.Line, Path: path, Msg: fmt.Sprintf("want %s, not %s", want, got)}
 }

@@ -7,10 +7,9 @@ import (
 	"time"
 
 	"github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/natsname"
 )
 
-func (c *Config) validateOnDemand() *Error {
+func (c *validator) validateOnDemand() *Error {
 	o := c.OnDemand
 	for i, m := range o.Match {
 		p := fmt.Sprintf("on_demand.match[%d]", i)
@@ -36,28 +35,12 @@ func (c *Config) validateOnDemand() *Error {
 	return nil
 }
 
-// Warnings are what is allowed but likely not what was meant: an on_demand
-// pattern that would match jetgate's own streams, which are never served.
-func (c *Config) Warnings() []string {
-	var out []string
-	for i, m := range c.OnDemand.Match {
-		for _, s := range natsname.InternalStreams() {
-			if ok, _ := path.Match(m.Stream, s); ok {
-				e := c.errorf(fmt.Sprintf("on_demand.match[%d].stream", i), "%s matches %s, a stream jetgate makes for itself: its consumers are never served, whatever the pattern",
-					quote(m.Stream), s)
-				out = append(out, e.Error())
-			}
-		}
-	}
-	return out
-}
-
 // onDemandForm is the form of one --on-demand value.
 const onDemandForm = "STREAM/CONSUMER, glob patterns (path.Match) of both, such as ORDERS/team-* or */*"
 
 // applyOnDemandFlag sets on_demand.match from --on-demand, replacing the
 // file's list.
-func (c *Config) applyOnDemandFlag(f Flags, given func(string) bool) *Error {
+func (c overlay) applyOnDemandFlag(f Flags, given func(string) bool) *Error {
 	if !given("on-demand") || (c.file == "" && len(f.OnDemand) == 0) {
 		return nil
 	}

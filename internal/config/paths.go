@@ -6,8 +6,8 @@ import "path/filepath"
 // relative to the file's own directory, not the working directory, so that
 // `jetgate check-config --config jetgate/examples/push.yaml` reads the same
 // files from anywhere. Flags, applied after, keep the working directory's.
-func (c *Config) resolvePaths(dir string) {
-	for _, p := range c.paths() {
+func resolvePaths(c *Config, dir string) {
+	for _, p := range paths(c) {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)
 		}
@@ -15,7 +15,7 @@ func (c *Config) resolvePaths(dir string) {
 }
 
 // paths are the fields of c that name a file or directory.
-func (c *Config) paths() []*string {
+func paths(c *Config) []*string {
 	ps := []*string{&c.NATS.Creds, &c.NATS.TLS.CA, &c.NATS.TLS.Cert, &c.NATS.TLS.Key, &c.Embedded.DataDir,
 		&c.Listen.TLS.Cert, &c.Listen.TLS.Key, &c.Listen.TLS.ClientCA}
 	for i := range c.Tokens.KeyFiles {

@@ -45,7 +45,7 @@ func Write(w io.Writer, c *Config) error {
 	if c.file != "" {
 		doc.HeadComment = "effective jetgate configuration of " + c.file + ", flags applied, secrets masked"
 	}
-	if notes := c.serverChecks(); len(notes) > 0 {
+	if notes := serverChecks(c); len(notes) > 0 {
 		doc.HeadComment += "\nchecked at start-up, on the NATS server:\n  " + strings.Join(notes, "\n  ")
 	}
 	if cs := value(&doc, "consumers"); cs != nil {
@@ -83,7 +83,7 @@ func (k Consumer) seeds() string {
 }
 
 // serverChecks are the rules Validate leaves to start-up, as notes.
-func (c *Config) serverChecks() []string {
+func serverChecks(c *Config) []string {
 	var notes []string
 	seen := make(map[string]bool)
 	for _, k := range c.Consumers {

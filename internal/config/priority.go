@@ -33,7 +33,7 @@ func (k Consumer) priority(cc *consumer.Config) {
 }
 
 // validatePriority checks the priority and pause fields of consumer k at p.
-func (c *Config) validatePriority(p string, k Consumer) *Error {
+func (c *validator) validatePriority(p string, k Consumer) *Error {
 	policy, named := k.PriorityPolicy, c.named(p+".priority_policy")
 	if _, ok := priorityPolicies[policy]; named && !ok {
 		return c.errorf(p+".priority_policy", "%s is not a priority policy: use one of %s", quote(policy), priorityPolicyNames)
@@ -58,19 +58,6 @@ func (c *Config) validatePriority(p string, k Consumer) *Error {
 	if k.PauseUntil != "" {
 		if _, err := time.Parse(time.RFC3339Nano, k.PauseUntil); err != nil {
 			return c.errorf(p+".pause_until", "%s: give an RFC 3339 time, such as 2026-01-02T15:04:05Z", quote(k.PauseUntil))
-		}
-	}
-	return nil
-}
-
-// PastPause is the first consumer whose pause_until has passed, as an error
-// naming it: the server would not pause the consumer. check-config refuses
-// it; a start only warns, since every pause passes in time.
-func (c *Config) PastPause(now time.Time) error {
-	for i, k := range c.Consumers {
-		t, err := time.Parse(time.RFC3339Nano, k.PauseUntil)
-		if err == nil && !t.After(now) {
-			return c.errorf(index("consumers", i)+".pause_until", "%s is in the past: the consumer would not be paused; give a later time, or leave pause_until out", k.PauseUntil)
 		}
 	}
 	return nil

@@ -11,15 +11,25 @@ import (
 // Push is a consumer's push block (DESIGN.md section 11): where each of its
 // messages is POSTed and how.
 type Push struct {
-	URL               string   `yaml:"url"`
-	Concurrency       int      `yaml:"concurrency,omitempty"`
-	Timeout           Duration `yaml:"timeout,omitempty"`
-	Format            string   `yaml:"format,omitempty"` // raw | json | cloudevents
-	Retry             *Retry   `yaml:"retry,omitempty"`
-	SigningSecretFile string   `yaml:"signing_secret_file,omitempty"`
-	BearerTokenFile   string   `yaml:"bearer_token_file,omitempty"`
-	TLS               *PushTLS `yaml:"tls,omitempty"`
-	HTTP2             bool     `yaml:"http2,omitempty"` // HTTP/2 alone: h2c to http, h2 to https
+	URL               string     `yaml:"url"`
+	Concurrency       int        `yaml:"concurrency,omitempty"`
+	Timeout           Duration   `yaml:"timeout,omitempty"`
+	Format            string     `yaml:"format,omitempty"` // raw | json | cloudevents
+	Retry             *Retry     `yaml:"retry,omitempty"`
+	SigningSecretFile string     `yaml:"signing_secret_file,omitempty"`
+	BearerTokenFile   string     `yaml:"bearer_token_file,omitempty"`
+	TLS               *PushTLS   `yaml:"tls,omitempty"`
+	HTTP2             bool       `yaml:"http2,omitempty"` // HTTP/2 alone: h2c to http, h2 to https
+	Batch             *PushBatch `yaml:"batch,omitempty"` // many messages a request; absent: one
+}
+
+// PushBatch sends up to MaxMessages messages, MaxBytes of body, in one
+// request, waiting at most MaxWait for a batch to fill. Bytes are written
+// as every byte setting is: a number of bytes.
+type PushBatch struct {
+	MaxMessages int      `yaml:"max_messages,omitempty"`
+	MaxBytes    int64    `yaml:"max_bytes,omitempty"`
+	MaxWait     Duration `yaml:"max_wait,omitempty"`
 }
 
 // Retry bounds the delay of the Nak after a failed push.
@@ -60,6 +70,9 @@ func (k Consumer) pushConfig() push.Config {
 	if p.TLS != nil {
 		cfg.TLSCA, cfg.TLSCert, cfg.TLSKey = p.TLS.CA, p.TLS.Cert, p.TLS.Key
 	}
+	if b := p.Batch; b != nil {
+		cfg.Batch = &push.Batch{MaxMessages: b.MaxMessages, MaxBytes: b.MaxBytes, MaxWait: time.Duration(b.MaxWait)}
+	}
 	return cfg.WithDefaults()
 }
 
@@ -74,6 +87,9 @@ func (c *Config) fillPushDefaults() {
 		p := *k.Push
 		p.Concurrency, p.Timeout, p.Format = d.Concurrency, Duration(d.Timeout), string(d.Format)
 		p.Retry = &Retry{Min: Duration(d.RetryMin), Max: Duration(d.RetryMax)}
+		if b := d.Batch; b != nil {
+			p.Batch = &PushBatch{MaxMessages: b.MaxMessages, MaxBytes: b.MaxBytes, MaxWait: Duration(b.MaxWait)}
+		}
 		c.Consumers[i].Push = &p
 	}
 }

@@ -41,6 +41,15 @@ func TestBadPushBlocks(t *testing.T) {
 		{"cert without key", "      url: https://h\n      tls: {cert: " + secret + "}", "consumers[1].push.tls.cert", "go together"},
 		{"unknown field", "      url: http://h\n      concurency: 2", "consumers[1].push.concurency", `unknown field "concurency"`},
 		{"bad timeout", "      url: http://h\n      timeout: soon", "consumers[1].push.timeout", `"soon" is not a duration`},
+		{"batch of 1001", "      url: http://h\n      batch: {max_messages: 1001}", "consumers[1].push.batch.max_messages", "must be between 1 and 1000, got 1001"},
+		{"batch of -1", "      url: http://h\n      batch:\n        max_messages: -1", "consumers[1].push.batch.max_messages", "must be between 1 and 1000, got -1"},
+		{"batch bytes negative", "      url: http://h\n      batch: {max_bytes: -5}", "consumers[1].push.batch.max_bytes", "must be between 1 and 67108864 (64 MiB), got -5"},
+		{"batch bytes over 64 MiB", "      url: http://h\n      batch: {max_bytes: 67108865}", "consumers[1].push.batch.max_bytes", "must be between 1 and 67108864"},
+		{"batch bytes with a unit", "      url: http://h\n      batch: {max_bytes: 1MiB}", "consumers[1].push.batch.max_bytes", "1MiB"},
+		{"batch wait negative", "      url: http://h\n      batch: {max_wait: -1s}", "consumers[1].push.batch.max_wait", "must be positive"},
+		{"batch wait too long", "      url: http://h\n      batch: {max_wait: 10m}", "consumers[1].push.batch.max_wait", "must be at most 5m0s, got 10m0s"},
+		{"batch wait not a duration", "      url: http://h\n      batch: {max_wait: 20}", "consumers[1].push.batch.max_wait", `"20" is not a duration`},
+		{"batch unknown field", "      url: http://h\n      batch: {max_msgs: 10}", "consumers[1].push.batch.max_msgs", `unknown field "max_msgs"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,5 +126,42 @@ func TestWriteShowsPushDefaultsAndMasksTheQuery(t *testing.T) {
 	}
 	if strings.Contains(out, "s3cret") {
 		t.Errorf("the query's secret is printed:\n%s", out)
+	}
+}
+
+// A batch block is read into the pusher's configuration, its unset fields
+// the defaults; without one, a request carries one message. check-config
+// shows the defaults it runs with.
+func TestPushBatch(t *testing.T) {
+	for _, tc := range []struct {
+		block string
+		want  *push.Batch
+	}{
+		{"      url: http://h/x", nil},
+		{"      url: http://h/x\n      batch: {}", &push.Batch{MaxMessages: 100, MaxBytes: 1 << 20, MaxWait: 20 * time.Millisecond}},
+		{"      url: http://h/x\n      batch: {max_messages: 10, max_bytes: 65536, max_wait: 50ms}", &push.Batch{MaxMessages: 10, MaxBytes: 65536, MaxWait: 50 * time.Millisecond}},
+		{"      url: http://h/x\n      format: cloudevents\n      batch:\n        max_messages: 1000", &push.Batch{MaxMessages: 1000, MaxBytes: 1 << 20, MaxWait: 20 * time.Millisecond}},
+	} {
+		c, err := parseAndValidate("p.yaml", pushFile(tc.block))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.block, err)
+		}
+		got := c.PushConfigs()
+		if len(got) != 1 || !reflect.DeepEqual(got[0].Batch, tc.want) {
+			t.Errorf("%q: batch %+v; want %+v", tc.block, got[0].Batch, tc.want)
+		}
+	}
+	c, err := parseAndValidate("p.yaml", pushFile("      url: http://h/x\n      batch: {max_messages: 10}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := Write(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"batch:", "max_messages: 10", "max_bytes: 1048576", "max_wait: 20ms"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("check-config output lacks %q:\n%s", want, b.String())
+		}
 	}
 }

@@ -29,9 +29,12 @@ const (
 // in the file's order, and returns the first broken one as an *Error. What
 // only the server can tell (whether a stream that is not configured exists,
 // which stream binds a dead-letter subject that no configured stream does)
-// is checked at start-up.
+
+// Validate checks the rules between fields, each error naming the field
+// and where it came from.
 func (c *Config) Validate() error {
-	for _, check := range []func() *Error{c.validateNATS, c.validateListen, c.validateTokens, c.validateStreams, c.validateConsumers, c.validateOnDemand, c.validateAuth, c.validateLimits, func() *Error { return validateAdmin(c) }} {
+	v := validator{c}
+	for _, check := range []func() *Error{v.validateNATS, v.validateListen, v.validateTokens, v.validateStreams, v.validateConsumers, v.validateOnDemand, v.validateAuth, v.validateLimits, v.validateAdmin} {
 		if err := check(); err != nil {
 			return err
 		}
@@ -39,7 +42,13 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-func (c *Config) validateNATS() *Error {
+// validator holds the rules between a configuration's fields, each
+// reported with the path and origin (line or flag) of the field it names.
+// Its rules, by file: this one; priority.go (priority groups and pause);
+// ondemand.go; admin.go; and the push block's in push.go (on Config).
+type validator struct{ *Config }
+
+func (c *validator) validateNATS() *Error {
 	if (c.NATS.TLS.Cert == "") != (c.NATS.TLS.Key == "") {
 		p, other := "nats.tls.cert", "nats.tls.key"
 		if c.NATS.TLS.Cert == "" {
@@ -73,7 +82,7 @@ func (c *Config) validateNATS() *Error {
 	return nil
 }
 
-func (c *Config) validateListen() *Error {
+func (c *validator) validateListen() *Error {
 	for _, a := range []struct{ path, addr string }{{"listen.grpc", c.Listen.GRPC}, {"listen.http", c.Listen.HTTP}} {
 		if _, _, err := net.SplitHostPort(a.addr); err != nil {
 			return c.errorf(a.path, "%s: give host:port (or :port for every interface)", quote(a.addr))
@@ -98,7 +107,7 @@ func (c *Config) validateListen() *Error {
 // validateAuth checks the auth section, and the safe default: without
 // authentication, the listeners take only loopback addresses unless
 // allow_unauthenticated says otherwise.
-func (c *Config) validateAuth() *Error {
+func (c *validator) validateAuth() *Error {
 	a := c.Auth
 	for i, k := range a.APIKeys {
 		p := index("auth.api_keys", i)
@@ -158,7 +167,7 @@ func loopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func (c *Config) validateTokens() *Error {
+func (c *validator) validateTokens() *Error {
 	for i, f := range c.Tokens.KeyFiles {
 		if strings.TrimSpace(f) == "" {
 			return c.errorf(index("tokens.key_files", i), "empty file name")
@@ -167,7 +176,7 @@ func (c *Config) validateTokens() *Error {
 	return nil
 }
 
-func (c *Config) validateStreams() *Error {
+func (c *validator) validateStreams() *Error {
 	seen := make(map[string]string)
 	for i, s := range c.Streams {
 		p := index("streams", i)
@@ -190,7 +199,7 @@ func (c *Config) validateStreams() *Error {
 	return nil
 }
 
-func (c *Config) validateConsumers() *Error {
+func (c *validator) validateConsumers() *Error {
 	if len(c.Consumers) == 0 && len(c.OnDemand.Match) == 0 && c.Admin == nil {
 		return c.errorf("consumers", "no consumer is configured: add one to consumers, give --stream and --consumer, "+
 			"serve existing consumers with on_demand (--on-demand STREAM/CONSUMER), or let callers make them (admin)")
@@ -223,7 +232,7 @@ func (c *Config) validateConsumers() *Error {
 	return nil
 }
 
-func (c *Config) validateConsumer(p string, k Consumer) *Error {
+func (c *validator) validateConsumer(p string, k Consumer) *Error {
 	if natsname.Internal(k.Stream) {
 		return c.errorf(p+".stream", "%s is a stream jetgate makes for itself: its consumers are never served", quote(k.Stream))
 	}
@@ -278,7 +287,7 @@ func (c *Config) validateConsumer(p string, k Consumer) *Error {
 
 // startTimePath is where a missing or bad start time is reported: at the
 // start time if the configuration gives one, else at the policy.
-func (c *Config) startTimePath(p string, k Consumer) string {
+func (c *validator) startTimePath(p string, k Consumer) string {
 	if k.OptStartTime == "" && !c.named(p+".opt_start_time") {
 		return p + ".deliver_policy"
 	}
@@ -290,7 +299,7 @@ func (c *Config) startTimePath(p string, k Consumer) string {
 // configured stream binds it, not the consumer's own stream (its dead
 // letters would come back to it). That some stream binds it is checked here
 // when a configured stream does, and otherwise at start-up, on the server.
-func (c *Config) validateDeadLetter(p string, k Consumer, taken map[string]string) *Error {
+func (c *validator) validateDeadLetter(p string, k Consumer, taken map[string]string) *Error {
 	dp := p + ".dead_letter.subject"
 	subj := k.DeadLetter.Subject
 	if subj == "" {
@@ -311,7 +320,7 @@ func (c *Config) validateDeadLetter(p string, k Consumer, taken map[string]strin
 	return nil
 }
 
-func (c *Config) validateLimits() *Error {
+func (c *validator) validateLimits() *Error {
 	l := c.Limits
 	switch {
 	case l.MaxBatch < 1:
@@ -380,7 +389,7 @@ func subjectMatches(pattern, subject string) bool {
 }
 
 // checkName holds a stream or consumer name to natsname's rule.
-func (c *Config) checkName(path, name string) *Error {
+func (c *validator) checkName(path, name string) *Error {
 	if name == "" {
 		return c.errorf(path, "required")
 	}

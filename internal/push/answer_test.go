@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,6 +83,35 @@ func TestNakDelay(t *testing.T) {
 		j := &job{d: &consumer.Delivery{Meta: pull.Metadata{Delivered: tt.delivered}}, retryAfter: tt.retryAfter}
 		if got := p.nakDelay(j); got != tt.want {
 			t.Errorf("delivered %d, Retry-After %v: delay %v, want %v", tt.delivered, tt.retryAfter, got, tt.want)
+		}
+	}
+}
+
+// failures reads a 2xx's failures by id: none from a body that is empty,
+// not an object or without them; an error for a list that cannot be read.
+func TestFailuresOfABatch(t *testing.T) {
+	tests := []struct {
+		body string
+		want map[string]failure
+		err  bool
+	}{
+		{"", nil, false},
+		{"OK", nil, false},
+		{`["x"]`, nil, false},
+		{`{"ok":true}`, nil, false},
+		{`{"failures":[]}`, nil, false},
+		{`{"failures":[{"id":"S.1","retry_after":"5s"},{"id":"S.2"},{"id":"S.3","retry_after":2.5},{"id":"S.4","retry_after":"soon"},{"id":"S.5","retry_after":"-1s"}]}`,
+			map[string]failure{"S.1": {5 * time.Second, true}, "S.2": {}, "S.3": {2500 * time.Millisecond, true}, "S.4": {}, "S.5": {}}, false},
+		{`{"failures":[{"retry_after":"5s"}]}`, nil, true},
+		{`{"failures":[{"id":""}]}`, nil, true},
+		{`{"failures":"S.1"}`, nil, true},
+		{`{"failures":[{"id":"S.1"}`, nil, true},
+		{`{"failures":[{"id":"S.1"}],"pad":"` + strings.Repeat("x", maxAnswer) + `"}`, nil, true},
+	}
+	for _, tt := range tests {
+		got, err := failures([]byte(tt.body))
+		if (err != nil) != tt.err || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%.60s: %v, %v; want %v (error %v)", tt.body, got, err, tt.want, tt.err)
 		}
 	}
 }

@@ -1,5 +1,6 @@
 // Package push POSTs each message of a consumer to an HTTP endpoint the
-// operator configured and settles it by the answer (DESIGN.md section 11).
+// operator configured, or with a batch many in one request, and settles
+// each by the answer (DESIGN.md section 11).
 // A Pusher is a Consume stream of the replica's own: its leases, extended
 // while a request runs, bound how many requests are in flight. An endpoint
 // that fails every message alike is held back (flow.go): one request at a
@@ -8,6 +9,7 @@
 package push
 
 import (
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -29,12 +31,32 @@ const (
 	FormatCloudEvents Format = "cloudevents" // binary content mode: ce-* headers
 )
 
+// Batch has a pusher send up to MaxMessages messages, MaxBytes of body at
+// most, in one request, waiting at most MaxWait for a batch to fill
+// (batch.go).
+type Batch struct {
+	MaxMessages int
+	MaxBytes    int64
+	MaxWait     time.Duration
+}
+
 // Defaults of a push block.
 const (
 	DefaultConcurrency = 8
 	DefaultTimeout     = 30 * time.Second
 	DefaultRetryMin    = time.Second
 	DefaultRetryMax    = 10 * time.Minute
+
+	DefaultBatchMaxMessages = 100
+	DefaultBatchMaxBytes    = 1 << 20
+	DefaultBatchMaxWait     = 20 * time.Millisecond
+)
+
+// Bounds of a batch.
+const (
+	MaxBatchMessages = 1000
+	MaxBatchBytes    = 64 << 20
+	MaxBatchWait     = 5 * time.Minute
 )
 
 // Config is one consumer's push block.
@@ -57,6 +79,8 @@ type Config struct {
 	TLSCA             string
 	TLSCert           string
 	TLSKey            string
+	// Batch, if set, sends many messages a request; nil: one.
+	Batch *Batch
 }
 
 // WithDefaults fills what the block leaves unset.
@@ -76,7 +100,23 @@ func (c Config) WithDefaults() Config {
 	if c.RetryMax == 0 {
 		c.RetryMax = max(DefaultRetryMax, c.RetryMin)
 	}
+	if c.Batch != nil {
+		b := *c.Batch
+		b.MaxMessages = cmp.Or(b.MaxMessages, DefaultBatchMaxMessages)
+		b.MaxBytes = cmp.Or(b.MaxBytes, DefaultBatchMaxBytes)
+		b.MaxWait = cmp.Or(b.MaxWait, DefaultBatchMaxWait)
+		c.Batch = &b
+	}
 	return c
+}
+
+// leases is how many leases a pusher holds at most: a request's worth for
+// each of its workers.
+func (c Config) leases() int {
+	if c.Batch == nil {
+		return c.Concurrency
+	}
+	return c.Concurrency * c.Batch.MaxMessages
 }
 
 // FieldError names the field of a push block that is wrong.
@@ -117,6 +157,23 @@ func (c Config) check() error {
 	case FormatRaw, FormatJSON, FormatCloudEvents:
 	default:
 		return &FieldError{"format", fmt.Errorf("%q is not one of raw, json, cloudevents", c.Format)}
+	}
+	return c.Batch.check()
+}
+
+// check checks a batch, defaults filled; nil is none.
+func (b *Batch) check() error {
+	switch {
+	case b == nil:
+		return nil
+	case b.MaxMessages < 1 || b.MaxMessages > MaxBatchMessages:
+		return &FieldError{"batch.max_messages", fmt.Errorf("must be between 1 and %d, got %d", MaxBatchMessages, b.MaxMessages)}
+	case b.MaxBytes < 1 || b.MaxBytes > MaxBatchBytes:
+		return &FieldError{"batch.max_bytes", fmt.Errorf("must be between 1 and %d (64 MiB), got %d", MaxBatchBytes, b.MaxBytes)}
+	case b.MaxWait <= 0:
+		return &FieldError{"batch.max_wait", errors.New("must be positive")}
+	case b.MaxWait > MaxBatchWait:
+		return &FieldError{"batch.max_wait", fmt.Errorf("must be at most %v, got %v", MaxBatchWait, b.MaxWait)}
 	}
 	return nil
 }

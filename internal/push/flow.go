@@ -7,8 +7,8 @@ import (
 	"github.com/jetgate/jetgate/internal/consumer"
 )
 
-// holdAfter is how many retryable failures in a row, with no success
-// between, hold the endpoint back.
+// holdAfter is how many pushes (requests: a batch is one) failing
+// retryably in a row, with no success between, hold the endpoint back.
 const holdAfter = 3
 
 // job is one message to push, from its lease until it is settled.
@@ -17,6 +17,9 @@ type job struct {
 	failedAt   time.Time     // its last retryable failure; zero: none
 	retryAfter time.Duration // the endpoint's Retry-After at that failure; 0: none
 	retry      bool          // the retrier took it: its failure grows the delay
+	added      time.Time     // queued: a batch waits max_wait from its first job's
+	size       int64         // of its element in a batch body: estimated, exact once rendered
+	elem       []byte        // its element in a batch body, once rendered
 }
 
 // flow decides who pushes what. Up, every worker takes the next job. A
@@ -39,6 +42,8 @@ type flow struct {
 	stopped  bool
 	// probeQueued: held back, the next try is a queued job's.
 	probeQueued bool
+	collecting  bool          // a worker waits for a batch to fill, its timer set
+	batching    bool          // workers take batches (nextBatch), not jobs (next)
 	lastFail    time.Time     // the last retryable failure
 	delay       time.Duration // before the next try, while held back or idle with failures
 	retryMin    time.Duration
@@ -60,12 +65,21 @@ func (f *flow) poke() {
 	}
 }
 
-func (f *flow) add(j *job) {
+// add queues the jobs of one pull.
+func (f *flow) add(js ...*job) {
 	f.mu.Lock()
-	f.queue = append(f.queue, j)
+	f.queue = append(f.queue, js...)
 	wake := len(f.failed) > 0 // else the retrier has nothing to look at
+	batching := f.batching
 	f.mu.Unlock()
-	f.cond.Signal() // one job, one worker: waking them all would have them fight for it
+	// One job, one worker: waking them all would have them fight for it.
+	// Batching, one worker takes them, and wakes another for what is left.
+	for range js {
+		f.cond.Signal()
+		if batching {
+			break
+		}
+	}
 	if wake {
 		f.poke()
 	}
@@ -86,6 +100,100 @@ func (f *flow) next() *job {
 	f.inFlight++
 	j.retry = false
 	return j
+}
+
+// nextBatch waits for the jobs of a batch a worker may push now: up to
+// maxN, about maxBytes (at least one job), once that many are queued or the
+// first has waited maxWait. One worker at a time waits for a batch to fill,
+// its timer set; nil once stopped.
+func (f *flow) nextBatch(maxN int, maxBytes int64, maxWait time.Duration) []*job {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	collector := false // this worker
+	for {
+		if f.stopped {
+			if collector {
+				f.collecting = false
+			}
+			return nil
+		}
+		if f.held || len(f.queue) == 0 {
+			if collector { // nothing to collect: another may, when jobs come
+				collector, f.collecting = false, false
+			}
+			f.cond.Wait()
+			continue
+		}
+		n, full := f.fits(maxN, maxBytes)
+		wait := time.Until(f.queue[0].added.Add(maxWait))
+		if full || wait <= 0 {
+			if collector {
+				f.collecting = false
+			}
+			b := make([]*job, n)
+			copy(b, f.queue)
+			f.queue = f.queue[n:]
+			f.inFlight += n
+			for _, j := range b {
+				j.retry = false
+			}
+			if len(f.queue) > 0 {
+				f.cond.Signal() // the rest, for another worker
+			}
+			return b
+		}
+		if !f.collecting || collector {
+			collector, f.collecting = true, true
+			if timer == nil {
+				// Under the lock, so that its Broadcast cannot come
+				// between this check and the Wait.
+				timer = time.AfterFunc(wait, func() {
+					f.mu.Lock()
+					f.cond.Broadcast()
+					f.mu.Unlock()
+				})
+			} else {
+				timer.Reset(wait)
+			}
+		}
+		f.cond.Wait()
+	}
+}
+
+// fits is how many of the queued jobs a batch takes, and whether they fill
+// it: maxN, or as many as maxBytes holds (at least one).
+func (f *flow) fits(maxN int, maxBytes int64) (n int, full bool) {
+	var size int64
+	for n < len(f.queue) && n < maxN {
+		size += f.queue[n].size + 1 // and a comma
+		if size > maxBytes && n > 0 {
+			return n, true
+		}
+		n++
+	}
+	return n, n == maxN || size >= maxBytes
+}
+
+// putBack returns the jobs of a batch that its body had no room for to the
+// head of the queue: they go out next, in the next batch.
+func (f *flow) putBack(js []*job) {
+	if len(js) == 0 {
+		return
+	}
+	for _, j := range js {
+		j.added = time.Time{} // due: they were ready for the batch they leave
+	}
+	f.mu.Lock()
+	f.inFlight -= len(js)
+	f.queue = append(js[:len(js):len(js)], f.queue...)
+	f.mu.Unlock()
+	f.cond.Signal()
 }
 
 // retryDue returns the job to try next, and when: a failed one, while held
@@ -112,31 +220,66 @@ func (f *flow) retryDue() (j *job, wait time.Duration, ok bool) {
 func (f *flow) take(j *job) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, list := range []*[]*job{&f.failed, &f.queue} {
+	found, _ := f.takeLocked(j)
+	return found
+}
+
+// takeBatch is take for a batch: j, and if it failed, the jobs that failed
+// in its request with it (up to maxN in all), so that a batch that failed
+// alike is tried again alike. Nil if j is neither failed nor queued now.
+func (f *flow) takeBatch(j *job, maxN int) []*job {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	found, failed := f.takeLocked(j)
+	if !found {
+		return nil
+	}
+	js := []*job{j}
+	if !failed {
+		return js
+	}
+	keep := f.failed[:0]
+	for _, x := range f.failed {
+		if len(js) < maxN && x.failedAt.Equal(j.failedAt) {
+			x.retry = true
+			js = append(js, x)
+			f.inFlight++
+		} else {
+			keep = append(keep, x)
+		}
+	}
+	clear(f.failed[len(keep):])
+	f.failed = keep
+	return js
+}
+
+// takeLocked claims j, from the failed jobs or the queue.
+func (f *flow) takeLocked(j *job) (found, failed bool) {
+	for k, list := range []*[]*job{&f.failed, &f.queue} {
 		for i, x := range *list {
 			if x == j {
 				*list = append((*list)[:i], (*list)[i+1:]...)
 				f.inFlight++
 				f.probeQueued = !f.probeQueued
 				j.retry = true
-				return true
+				return true, k == 0
 			}
 		}
 	}
-	return false
+	return false, false
 }
 
-// succeeded records a push started at started that the endpoint took. It
-// returns the failed jobs that were the messages' own (to nak): those that
-// failed before it started, unless the endpoint was held back (then they
-// go out again).
-func (f *flow) succeeded(started time.Time) (own []*job) {
+// succeeded records a push of n jobs started at started that the endpoint
+// took. It returns the failed jobs that were the messages' own (to nak):
+// those that failed before it started, unless the endpoint was held back
+// (then they go out again).
+func (f *flow) succeeded(started time.Time, n int) (own []*job) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.held || len(f.failed) > 0 { // else the retrier has nothing to look at
 		defer f.poke()
 	}
-	f.inFlight--
+	f.inFlight -= n
 	f.streak = 0
 	f.delay = f.retryMin
 	if f.held {
@@ -156,16 +299,21 @@ func (f *flow) succeeded(started time.Time) (own []*job) {
 	return own
 }
 
-// failedRetryable keeps j for a verdict and reports whether the endpoint is
-// now held back.
-func (f *flow) failedRetryable(j *job, at time.Time) (held bool) {
+// failedRetryable keeps the jobs of one push (one request) for a verdict
+// and reports whether the endpoint is now held back.
+func (f *flow) failedRetryable(at time.Time, js ...*job) (held bool) {
 	defer f.poke()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.inFlight--
-	j.failedAt, f.lastFail = at, at
-	f.failed = append(f.failed, j)
-	if j.retry {
+	f.inFlight -= len(js)
+	f.lastFail = at
+	var asked time.Duration // the endpoint's Retry-After
+	for _, j := range js {
+		j.failedAt = at
+		asked = max(asked, j.retryAfter)
+	}
+	f.failed = append(f.failed, js...)
+	if js[0].retry {
 		// A retry's failure does not count: one message failing again and
 		// again is no sign that the endpoint is down.
 		f.delay = min(f.delay*2, f.retryMax)
@@ -177,16 +325,16 @@ func (f *flow) failedRetryable(j *job, at time.Time) (held bool) {
 	}
 	// The endpoint asked for a wait: the next try waits that long at least
 	// (at least retry.min, at most retry.max).
-	f.delay = max(f.delay, min(j.retryAfter, f.retryMax))
+	f.delay = max(f.delay, min(asked, f.retryMax))
 	return f.held
 }
 
-// answered records a push the endpoint answered with a verdict other than
-// success (its message terminated): the endpoint is reachable, so it is
-// held back no more.
-func (f *flow) answered() {
+// answered records a push of n jobs the endpoint answered with a verdict
+// other than success (its messages terminated): the endpoint is reachable,
+// so it is held back no more.
+func (f *flow) answered(n int) {
 	f.mu.Lock()
-	f.inFlight--
+	f.inFlight -= n
 	f.streak = 0
 	f.unholdLocked()
 	f.mu.Unlock()
@@ -194,11 +342,12 @@ func (f *flow) answered() {
 	f.poke()
 }
 
-// dropped records a push that ended with no answer to count: its message
-// terminated for a fault of its own, or the push was abandoned.
-func (f *flow) dropped() {
+// dropped records a push of n jobs that ended with no answer to count:
+// its messages terminated for a fault of their own, or the push was
+// abandoned.
+func (f *flow) dropped(n int) {
 	f.mu.Lock()
-	f.inFlight--
+	f.inFlight -= n
 	f.mu.Unlock()
 	f.cond.Broadcast()
 	f.poke()

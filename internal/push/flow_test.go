@@ -22,7 +22,7 @@ func heldBack() (f *flow, js []*job) {
 		f.add(j)
 	}
 	for range 3 {
-		f.failedRetryable(f.next(), time.Now())
+		f.failedRetryable(time.Now(), f.next())
 	}
 	return f, js
 }
@@ -39,7 +39,7 @@ func TestAnAnswerEndsTheHold(t *testing.T) {
 	if !ok || !f.take(j) {
 		t.Fatal("nothing to try while held")
 	}
-	f.answered() // 422: terminated
+	f.answered(1) // 422: terminated
 	if _, held := f.state(); held {
 		t.Fatal("still held after the endpoint answered")
 	}
@@ -54,13 +54,13 @@ func TestOneMessageFailingAgainDoesNotHold(t *testing.T) {
 	f := newFlow(time.Millisecond, time.Second)
 	f.add(jobs(1)[0])
 	j := f.next()
-	f.failedRetryable(j, time.Now())
+	f.failedRetryable(time.Now(), j)
 	for range 5 {
 		r, _, ok := f.retryDue()
 		if !ok || !f.take(r) {
 			t.Fatal("the failed job is not tried again")
 		}
-		f.failedRetryable(r, time.Now())
+		f.failedRetryable(time.Now(), r)
 	}
 	if _, held := f.state(); held {
 		t.Fatal("held back by one message's failures")
@@ -78,9 +78,98 @@ func TestHeldBackTriesAQueuedJobToo(t *testing.T) {
 			t.Fatal("nothing to try while held")
 		}
 		seen[r] = true
-		f.failedRetryable(r, time.Now())
+		f.failedRetryable(time.Now(), r)
 	}
 	if !seen[js[3]] {
 		t.Fatal("the queued job was never tried while held")
+	}
+}
+
+// queued adds n jobs that have waited long enough (their batch is due) of
+// the given element size.
+func queued(f *flow, n int, size int64, added time.Time) []*job {
+	js := jobs(n)
+	for _, j := range js {
+		j.size, j.added = size, added
+	}
+	f.add(js...)
+	return js
+}
+
+// A batch takes up to max_messages jobs, and no more than max_bytes holds
+// (at least one); what is left goes in the next.
+func TestNextBatchTakesWhatFits(t *testing.T) {
+	f := newFlow(time.Millisecond, time.Second)
+	f.batching = true
+	queued(f, 5, 100, time.Now())
+	if b := f.nextBatch(3, 1<<20, time.Hour); len(b) != 3 {
+		t.Fatalf("a batch of %d, want max_messages 3", len(b))
+	}
+	if b := f.nextBatch(3, 1<<20, 0); len(b) != 2 {
+		t.Fatalf("a batch of %d, want the 2 left once due", len(b))
+	}
+	queued(f, 5, 100, time.Now())
+	if b := f.nextBatch(100, 250, time.Hour); len(b) != 2 {
+		t.Fatalf("a batch of %d, want the 2 that 250 bytes hold", len(b))
+	}
+	big := queued(f, 1, 1000, time.Now().Add(-time.Hour))
+	f.queue = append(big, f.queue[:len(f.queue)-1]...) // the big one first
+	if b := f.nextBatch(100, 250, time.Hour); len(b) != 1 || b[0] != big[0] {
+		t.Fatalf("a batch of %d, want the one larger than max_bytes alone", len(b))
+	}
+	if inFlight, _ := f.state(); inFlight != 8 {
+		t.Fatalf("%d in flight, want 8", inFlight)
+	}
+}
+
+// A partial batch waits for max_wait from its first job, then goes; jobs
+// a body had no room for go back first, due at once.
+func TestNextBatchWaitsForMaxWait(t *testing.T) {
+	f := newFlow(time.Millisecond, time.Second)
+	f.batching = true
+	start := time.Now()
+	queued(f, 2, 10, start)
+	b := f.nextBatch(10, 1<<20, 50*time.Millisecond)
+	if len(b) != 2 || time.Since(start) < 50*time.Millisecond {
+		t.Fatalf("a batch of %d after %v; want 2 after max_wait", len(b), time.Since(start))
+	}
+	f.putBack(b[1:])
+	if again := f.nextBatch(10, 1<<20, time.Hour); len(again) != 1 || again[0] != b[1] {
+		t.Fatalf("put back: %v, want the job put back, at once", again)
+	}
+}
+
+// Stopped, a worker waiting for a batch to fill leaves.
+func TestNextBatchLeavesWhenStopped(t *testing.T) {
+	f := newFlow(time.Millisecond, time.Second)
+	f.batching = true
+	queued(f, 1, 10, time.Now())
+	got := make(chan []*job)
+	go func() { got <- f.nextBatch(10, 1<<20, time.Hour) }()
+	f.stop()
+	if b := <-got; b != nil {
+		t.Fatalf("stopped, a batch of %d", len(b))
+	}
+}
+
+// A failed batch is tried again whole: takeBatch takes the jobs that failed
+// in one request with the one due.
+func TestTakeBatchTakesTheJobsThatFailedTogether(t *testing.T) {
+	f := newFlow(time.Millisecond, time.Second)
+	f.batching = true
+	queued(f, 5, 10, time.Now().Add(-time.Hour))
+	first, second := f.nextBatch(3, 1<<20, 0), f.nextBatch(3, 1<<20, 0)
+	at := time.Now()
+	f.failedRetryable(at, first...)
+	f.failedRetryable(at.Add(time.Millisecond), second...)
+	j, _, ok := f.retryDue()
+	if !ok {
+		t.Fatal("nothing due")
+	}
+	if b := f.takeBatch(j, 10); len(b) != 3 || b[0] != first[0] || b[2] != first[2] {
+		t.Fatalf("took %d jobs, want the first batch's 3", len(b))
+	}
+	if len(f.failed) != 2 {
+		t.Fatalf("%d left failed, want the second batch's 2", len(f.failed))
 	}
 }

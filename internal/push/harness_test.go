@@ -133,14 +133,18 @@ func consumerCfg(change ...func(*consumer.Config)) consumer.Config {
 }
 
 // replica starts a replica that pushes to url; stop stops it as a shutdown
-// does (graceful within a second).
-func (e *env) replica(cc consumer.Config, pc push.Config) (r *core.Replica, stop func()) {
+// does (graceful within a second). change, if any, changes its options.
+func (e *env) replica(cc consumer.Config, pc push.Config, change ...func(*core.Options)) (r *core.Replica, stop func()) {
 	e.t.Helper()
 	pc.Stream, pc.Consumer = cc.Stream, cc.Name
-	r, err := core.New(context.Background(), core.Options{
+	o := core.Options{
 		Conn: natstest.Connect(e.t, e.ns), Consumers: []consumer.Config{cc}, Pushes: []push.Config{pc},
 		Keys: keyring, RequestTimeout: 2 * time.Second,
-	})
+	}
+	for _, f := range change {
+		f(&o)
+	}
+	r, err := core.New(context.Background(), o)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -91,7 +91,7 @@ func TestPushMetrics(t *testing.T) {
 # HELP jetgate_push_endpoint_up 1 while the endpoint takes pushes, 0 while it is held back (one request at a time).
 # TYPE jetgate_push_endpoint_up gauge
 jetgate_push_endpoint_up{consumer="shipping",stream="ORDERS"} 1
-# HELP jetgate_push_requests_total Push requests by outcome: acked (2xx), retried (to be pushed again), terminated (a final 4xx).
+# HELP jetgate_push_requests_total Pushed messages by outcome: acked (2xx), retried (to be pushed again), terminated (a final 4xx); a batch counts each of its messages.
 # TYPE jetgate_push_requests_total counter
 jetgate_push_requests_total{consumer="shipping",outcome="acked",stream="ORDERS"} 1
 jetgate_push_requests_total{consumer="shipping",outcome="retried",stream="ORDERS"} 0

@@ -15,7 +15,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "jetgate_push_requests_total",
-			Help: "Push requests by outcome: acked (2xx), retried (to be pushed again), terminated (a final 4xx).",
+			Help: "Pushed messages by outcome: acked (2xx), retried (to be pushed again), terminated (a final 4xx); a batch counts each of its messages.",
 		}, []string{"stream", "consumer", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "jetgate_push_duration_seconds",

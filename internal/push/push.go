@@ -42,6 +42,7 @@ type Pusher struct {
 	m         boundMetrics
 	log       *slog.Logger
 	up        *endpointLog
+	tracer    trace.Tracer // the batch spans'; nil while tracing is off
 
 	stop     chan struct{} // closed by Stop: pull no more, start no push
 	stopOnce sync.Once
@@ -76,7 +77,11 @@ func New(cfg Config, c *consumer.Consumer, m *Metrics, log *slog.Logger, trc *tr
 		flow: newFlow(cfg.RetryMin, cfg.RetryMax), m: m.bind(cfg.Stream, cfg.Consumer),
 		log:  log.With("stream", cfg.Stream, "consumer", cfg.Consumer, "push", redact(cfg.URL)),
 		stop: make(chan struct{}), done: make(chan struct{}),
-		toAck: make(chan *consumer.Delivery, cfg.Concurrency), acked: make(chan struct{}),
+		toAck: make(chan *consumer.Delivery, cfg.leases()), acked: make(chan struct{}),
+	}
+	if cfg.Batch != nil {
+		p.flow.batching = true
+		p.tracer = trc.Tracer()
 	}
 	p.transport, p.rt = newTransport(cfg, s.tls, trc)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
@@ -148,6 +153,16 @@ func (p *Pusher) Run(ctx context.Context) {
 		p.workers.Add(1)
 		go func() {
 			defer p.workers.Done()
+			// A context of the worker's own: its requests' deadlines hang
+			// on it, not all on Run's, whose lock they would share.
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			if b := p.cfg.Batch; b != nil {
+				for js := p.flow.nextBatch(b.MaxMessages, b.MaxBytes, b.MaxWait); js != nil; js = p.flow.nextBatch(b.MaxMessages, b.MaxBytes, b.MaxWait) {
+					p.pushBatch(ctx, js)
+				}
+				return
+			}
 			for j := p.flow.next(); j != nil; j = p.flow.next() {
 				p.push(ctx, j)
 			}
@@ -173,16 +188,25 @@ func (p *Pusher) Run(ctx context.Context) {
 // went away, until ctx ends.
 func (p *Pusher) consume(ctx context.Context) {
 	req := consumer.ConsumeRequest{
-		MaxMessages: p.cfg.Concurrency, Heartbeat: time.Hour, AutoExtend: true, MaxLease: forever,
+		MaxMessages: p.cfg.leases(), Heartbeat: time.Hour, AutoExtend: true, MaxLease: forever,
 		Principal: "push", Stop: p.stop,
 	}
 	const firstWait = 100 * time.Millisecond
 	for wait := firstWait; ; wait = min(wait*2, 5*time.Second) {
 		started := time.Now()
 		err := p.c.Consume(ctx, req, func(ds []*consumer.Delivery) error {
-			for _, d := range ds {
-				p.flow.add(&job{d: d})
+			if len(ds) == 0 {
+				return nil
 			}
+			now := time.Now()
+			js := make([]*job, len(ds))
+			for i, d := range ds {
+				js[i] = &job{d: d, added: now}
+				if p.cfg.Batch != nil {
+					js[i].size = estimate(d)
+				}
+			}
+			p.flow.add(js...)
 			return nil
 		})
 		if ctx.Err() != nil {
@@ -231,7 +255,11 @@ func (p *Pusher) retrier(ctx context.Context) {
 			timer = time.After(wait)
 		}
 		if ok && wait <= 0 {
-			if p.flow.take(j) {
+			if b := p.cfg.Batch; b != nil {
+				if js := p.flow.takeBatch(j, b.MaxMessages); js != nil {
+					p.pushBatch(ctx, js)
+				}
+			} else if p.flow.take(j) {
 				p.push(ctx, j)
 			}
 			continue
@@ -257,7 +285,7 @@ func (p *Pusher) push(ctx context.Context, j *job) {
 	switch a.verdict {
 	case ack:
 		p.m.requests.acked.Inc()
-		own := p.flow.succeeded(started)
+		own := p.flow.succeeded(started, 1)
 		p.up.answered()
 		p.toAck <- j.d
 		for _, o := range own { // their failures were their own: the normal path
@@ -266,10 +294,10 @@ func (p *Pusher) push(ctx context.Context, j *job) {
 	case terminate:
 		p.m.requests.terminated.Inc()
 		if a.status != 0 {
-			p.flow.answered()
+			p.flow.answered(1)
 			p.up.answered()
 		} else {
-			p.flow.dropped()
+			p.flow.dropped(1)
 		}
 		p.failed(a.err)
 		p.settle(ctx, lease.OpTerm, []*consumer.Delivery{j.d}, settle.Args{Reason: fmt.Sprintf("HTTP %d", a.status)})
@@ -277,11 +305,11 @@ func (p *Pusher) push(ctx context.Context, j *job) {
 		p.m.requests.retried.Inc()
 		p.failed(a.err)
 		j.retryAfter = a.delay
-		if p.flow.failedRetryable(j, time.Now()) {
+		if p.flow.failedRetryable(time.Now(), j) {
 			p.up.wentDown(a.err)
 		}
 	case abandoned:
-		p.flow.dropped()
+		p.flow.dropped(1)
 	}
 }
 

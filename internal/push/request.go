@@ -116,6 +116,11 @@ func (p *Pusher) request(ctx context.Context, d *consumer.Delivery, now time.Tim
 		h["Authorization"] = t.auth
 	}
 	h["User-Agent"] = userAgent
+	return t.post(ctx, h, body), nil
+}
+
+// post is the POST of body with header h to the endpoint.
+func (t *template) post(ctx context.Context, h http.Header, body []byte) *http.Request {
 	u := *t.url
 	req := (&http.Request{
 		Method: http.MethodPost, URL: &u, Host: t.host, Header: h,
@@ -126,7 +131,7 @@ func (p *Pusher) request(ctx context.Context, d *consumer.Delivery, now time.Tim
 	if len(body) == 0 {
 		req.Body, req.GetBody = http.NoBody, func() (io.ReadCloser, error) { return http.NoBody, nil }
 	}
-	return req, nil
+	return req
 }
 
 // headerWriter sets one value a name, the values sharing one array.
@@ -227,6 +232,15 @@ var restJSON = protojson.MarshalOptions{EmitUnpopulated: true}
 // jsonBody is the Message as a Fetch over REST returns it, less its token
 // and lease.
 func jsonBody(d *consumer.Delivery) ([]byte, error) {
+	fields, err := jsonFields(d)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(fields)
+}
+
+// jsonFields are the fields of jsonBody.
+func jsonFields(d *consumer.Delivery) (map[string]json.RawMessage, error) {
 	b, err := restJSON.Marshal(wire.Messages([]*consumer.Delivery{d})[0])
 	if err != nil {
 		return nil, err
@@ -237,5 +251,5 @@ func jsonBody(d *consumer.Delivery) ([]byte, error) {
 	}
 	delete(fields, "token")
 	delete(fields, "leaseDeadline")
-	return json.Marshal(fields)
+	return fields, nil
 }

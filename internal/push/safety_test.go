@@ -59,14 +59,14 @@ func TestASuccessResetsTheDelay(t *testing.T) {
 	for range 3 { // the probe failing again: its delay grows
 		j, _, _ := f.retryDue()
 		f.take(j)
-		f.failedRetryable(j, time.Now())
+		f.failedRetryable(time.Now(), j)
 	}
 	if f.delay != 8*time.Millisecond {
 		t.Fatalf("held back, the delay after three failed probes is %v, want 8ms", f.delay)
 	}
 	j, _, _ := f.retryDue()
 	f.take(j)
-	f.succeeded(time.Now())
+	f.succeeded(time.Now(), 1)
 	if f.delay != time.Millisecond {
 		t.Fatalf("after a success the delay is %v, want retry.min", f.delay)
 	}
@@ -81,10 +81,10 @@ func TestOnlyFailuresBeforeASuccessAreOwn(t *testing.T) {
 		f.add(j)
 	}
 	a, b, c := f.next(), f.next(), f.next()
-	f.failedRetryable(a, time.Now())
+	f.failedRetryable(time.Now(), a)
 	started := time.Now()
-	f.failedRetryable(b, started.Add(time.Millisecond))
-	own := f.succeeded(started)
+	f.failedRetryable(started.Add(time.Millisecond), b)
+	own := f.succeeded(started, 1)
 	if len(own) != 1 || own[0] != a {
 		t.Fatalf("own failures %v, want the one before the success", own)
 	}

@@ -1,0 +1,230 @@
+package push
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/lease"
+	"github.com/jetgate/jetgate/internal/settle"
+)
+
+// pushBatch sends the jobs in one request, as many as its body has room
+// for (the rest go back to the queue), and acts on the answer: a failure
+// fails each message as it would fail alone; a 2xx acks each but those its
+// body names as failed, which are nak'ed.
+func (p *Pusher) pushBatch(ctx context.Context, js []*job) {
+	if js = p.render(ctx, js); len(js) == 0 {
+		return
+	}
+	n := len(js)
+	started := time.Now()
+	p.m.inFlight.Inc()
+	a, failed := p.sendBatch(ctx, js, started)
+	p.m.inFlight.Dec()
+	p.m.duration.Observe(time.Since(started).Seconds())
+	switch a.verdict {
+	case ack:
+		own := p.flow.succeeded(started, n)
+		p.up.answered()
+		naks := map[time.Duration][]*consumer.Delivery{}
+		ids := make(map[string]bool, len(failed))
+		for _, j := range js {
+			id := WebhookID(j.d)
+			f, isFailed := failed[id]
+			if !isFailed {
+				p.toAck <- j.d
+				continue
+			}
+			ids[id] = true
+			delay := retryDelay(p.cfg.RetryMin, p.cfg.RetryMax, j.d.Meta.Delivered)
+			if f.given {
+				delay = min(f.retryAfter, p.cfg.RetryMax)
+			}
+			naks[delay] = append(naks[delay], j.d)
+		}
+		p.m.requests.acked.Add(float64(n - len(ids)))
+		p.m.requests.retried.Add(float64(len(ids)))
+		if len(ids) > 0 {
+			p.failed(fmt.Sprintf("%d of the %d messages of a batch failed (the answer's failures)", len(ids), n))
+		}
+		p.strangers(failed, ids)
+		for delay, ds := range naks {
+			p.settle(ctx, lease.OpNak, ds, settle.Args{Delay: delay})
+		}
+		for _, o := range own { // their failures were their own: the normal path
+			p.settle(ctx, lease.OpNak, []*consumer.Delivery{o.d}, settle.Args{Delay: p.nakDelay(o)})
+		}
+	case terminate:
+		p.m.requests.terminated.Add(float64(n))
+		if a.status != 0 {
+			p.flow.answered(n)
+			p.up.answered()
+		} else {
+			p.flow.dropped(n)
+		}
+		p.failed(a.err)
+		ds := make([]*consumer.Delivery, n)
+		for i, j := range js {
+			ds[i] = j.d
+		}
+		p.settle(ctx, lease.OpTerm, ds, settle.Args{Reason: fmt.Sprintf("HTTP %d", a.status)})
+	case retry:
+		p.m.requests.retried.Add(float64(n))
+		p.failed(a.err)
+		for _, j := range js {
+			j.retryAfter = a.delay
+		}
+		if p.flow.failedRetryable(time.Now(), js...) {
+			p.up.wentDown(a.err)
+		}
+	case abandoned:
+		p.flow.dropped(n)
+	}
+}
+
+// strangers logs, once, the ids an answer's failures name that are not its
+// batch's (found: those that are).
+func (p *Pusher) strangers(failed map[string]failure, found map[string]bool) {
+	if len(failed) == len(found) {
+		return
+	}
+	var ids []string
+	for id := range failed {
+		if !found[id] && len(ids) < 10 {
+			ids = append(ids, id)
+		}
+	}
+	p.log.Warn("a batch's answer names messages not in the batch; ignored", "count", len(failed)-len(found), "ids", ids)
+}
+
+// render renders the jobs' elements, terminates a message that cannot be
+// rendered, and returns the jobs the body has room for: up to max_bytes,
+// at least one. The rest go back to the queue.
+func (p *Pusher) render(ctx context.Context, js []*job) []*job {
+	out := js[:0]
+	var size int64 = 1 // [ and ]
+	for i, j := range js {
+		if j.elem == nil {
+			b, err := element(p.cfg.Format, j.d)
+			if err != nil {
+				p.m.requests.terminated.Inc()
+				p.flow.dropped(1)
+				p.failed("the request could not be made: " + err.Error())
+				p.settle(ctx, lease.OpTerm, []*consumer.Delivery{j.d}, settle.Args{Reason: "the request could not be made"})
+				continue
+			}
+			j.elem, j.size = b, int64(len(b))
+		}
+		if size+j.size+1 > p.cfg.Batch.MaxBytes && len(out) > 0 {
+			p.flow.putBack(js[i:])
+			return out
+		}
+		size += j.size + 1
+		out = append(out, j)
+	}
+	return out
+}
+
+// sendBatch makes the request of the jobs and reads its answer, and of a
+// 2xx the failures it names. A span per batch, while tracing, links to
+// each message's creation context.
+func (p *Pusher) sendBatch(ctx context.Context, js []*job, now time.Time) (answer, map[string]failure) {
+	if p.tracer != nil {
+		var span trace.Span
+		ctx, span = p.batchSpan(ctx, js)
+		var a answer
+		defer func() {
+			if a.verdict != ack {
+				span.SetStatus(codes.Error, a.err)
+			}
+			span.End()
+		}()
+		a, failed := p.sendBatchIn(ctx, js, now)
+		span.SetAttributes(attribute.Int("jetgate.push.failures", len(failed)))
+		return a, failed
+	}
+	return p.sendBatchIn(ctx, js, now)
+}
+
+func (p *Pusher) sendBatchIn(ctx context.Context, js []*job, now time.Time) (answer, map[string]failure) {
+	rctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
+	defer cancel()
+	resp, err := p.rt.RoundTrip(p.batchRequest(rctx, js, now))
+	var body []byte
+	var readErr error
+	if err == nil {
+		if resp.StatusCode/100 == 2 {
+			body, readErr = io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+		} else {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxBody))
+		}
+		_ = resp.Body.Close()
+	}
+	a := judge(ctx, resp, err, time.Now())
+	if a.verdict != ack {
+		return a, nil
+	}
+	if readErr != nil {
+		if ctx.Err() != nil {
+			return answer{verdict: abandoned, err: "the pusher stopped"}, nil
+		}
+		return answer{verdict: retry, status: a.status, err: resp.Status + ", its body not read: " + transportError(readErr)}, nil
+	}
+	failed, err := failures(body)
+	if err != nil {
+		return answer{verdict: retry, status: a.status, err: resp.Status + " to a batch: " + err.Error()}, nil
+	}
+	return a, failed
+}
+
+// batchRequest is the request of a batch: its body, jetgate's stream and
+// consumer, the batch's size, and the Standard Webhooks headers.
+func (p *Pusher) batchRequest(ctx context.Context, js []*job, now time.Time) *http.Request {
+	t := p.tmpl
+	body := batchBody(js)
+	h := make(http.Header, headerValues)
+	w := headerWriter{h: h, vals: make([]string, 0, headerValues)}
+	h["Content-Type"] = batchJSON
+	if p.cfg.Format == FormatCloudEvents {
+		h["Content-Type"] = batchCloudEvents
+	}
+	w.set("Jetgate-Stream", p.cfg.Stream)
+	w.set("Jetgate-Consumer", p.cfg.Consumer)
+	w.set("Jetgate-Batch-Size", strconv.Itoa(len(js)))
+	id, ts := batchID(js), strconv.FormatInt(now.Unix(), 10)
+	w.set("Webhook-Id", id)
+	w.set("Webhook-Timestamp", ts)
+	if t.sigKey != nil {
+		w.set("Webhook-Signature", t.sign(id, ts, body))
+	}
+	if t.auth != nil {
+		h["Authorization"] = t.auth
+	}
+	h["User-Agent"] = userAgent
+	return t.post(ctx, h, body)
+}
+
+// batchSpan starts the span of a batch's push, linked to each message's
+// creation context; the request's CLIENT span is its child.
+func (p *Pusher) batchSpan(ctx context.Context, js []*job) (context.Context, trace.Span) {
+	links := make([]trace.Link, 0, len(js))
+	for _, j := range js {
+		if j.d.Origin.IsValid() {
+			links = append(links, trace.Link{SpanContext: j.d.Origin})
+		}
+	}
+	return p.tracer.Start(ctx, "push batch "+p.cfg.Stream, trace.WithSpanKind(trace.SpanKindInternal), trace.WithLinks(links...),
+		trace.WithAttributes(semconv.MessagingSystemKey.String("nats"), semconv.MessagingDestinationName(p.cfg.Stream),
+			semconv.MessagingConsumerGroupName(p.cfg.Consumer), semconv.MessagingOperationName("push"),
+			semconv.MessagingBatchMessageCount(len(js))))
+}

@@ -1,0 +1,421 @@
+package push_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/core"
+	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/push"
+)
+
+// element is one message of a json batch body, as a receiver reads it.
+type element struct {
+	ID       string `json:"id"`
+	Subject  string `json:"subject"`
+	Data     []byte `json:"data"`
+	Metadata struct {
+		StreamSeq    string `json:"streamSeq"`
+		NumDelivered string `json:"numDelivered"`
+	} `json:"metadata"`
+}
+
+func elements(t *testing.T, p pushed) []element {
+	t.Helper()
+	var els []element
+	if err := json.Unmarshal(p.body, &els); err != nil {
+		t.Fatalf("the body is not a JSON array of messages: %v: %q", err, p.body)
+	}
+	return els
+}
+
+// batched is a push block with a batch.
+func batched(url string, b push.Batch) push.Config {
+	return push.Config{URL: url, Batch: &b, RetryMin: 100 * time.Millisecond, RetryMax: time.Second}
+}
+
+// syncBuffer is a log a test reads while the replica writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var batchID = regexp.MustCompile(`^ORDERS\.1-10\.[0-9a-f]{16}$`)
+
+// Ten messages go in one request: a JSON array of each in the json form
+// with its Webhook-Id as "id", signed once over the whole body.
+func TestABatchIsOneSignedRequestOfTheJSONForm(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t)
+	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	pc := batched(rc.URL, push.Batch{MaxMessages: 10, MaxWait: 10 * time.Second})
+	pc.SigningSecretFile = writeFile(t, secret)
+	e.replica(consumerCfg(), pc)
+	for i := range 10 {
+		e.publish("orders.new", fmt.Sprint(i), nats.Header{"X-Tag": {"a"}})
+	}
+	p := rc.next(t, 10*time.Second)
+	for k, want := range map[string]string{"Content-Type": "application/json", "Jetgate-Batch-Size": "10", "Jetgate-Stream": stream, "Jetgate-Consumer": name} {
+		if got := p.header.Get(k); got != want {
+			t.Errorf("%s %q, want %q", k, got, want)
+		}
+	}
+	if id := p.header.Get("Webhook-Id"); !batchID.MatchString(id) {
+		t.Errorf("Webhook-Id %q; want ORDERS.<first>-<last>.<hash>", id)
+	}
+	els := elements(t, p)
+	if len(els) != 10 {
+		t.Fatalf("%d messages in the batch, want 10", len(els))
+	}
+	for i, el := range els {
+		if want := fmt.Sprintf("ORDERS.%d", i+1); el.ID != want || string(el.Data) != fmt.Sprint(i) || el.Subject != "orders.new" ||
+			el.Metadata.StreamSeq != fmt.Sprint(i+1) || el.Metadata.NumDelivered != "1" {
+			t.Errorf("element %d: %+v", i, el)
+		}
+	}
+	var fields []map[string]json.RawMessage
+	_ = json.Unmarshal(p.body, &fields)
+	for _, k := range []string{"token", "leaseDeadline"} {
+		if _, ok := fields[0][k]; ok {
+			t.Errorf("an element has %s", k)
+		}
+	}
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wh.Verify(p.body, p.header); err != nil {
+		t.Fatalf("the batch's signature does not verify: %v", err)
+	}
+	v, err := push.NewVerifier(writeFile(t, secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Verify(p.header, p.body, time.Now()); err != nil {
+		t.Fatalf("push.Verifier: %v", err)
+	}
+	if err := v.Verify(p.header, bytes.Replace(p.body, []byte(`"ORDERS.2"`), []byte(`"ORDERS.3"`), 1), time.Now()); err == nil {
+		t.Fatal("push.Verifier takes a changed batch")
+	}
+	e.drained(5 * time.Second)
+	rc.none(t, 300*time.Millisecond)
+}
+
+// A 2xx acks every message but those its body names as failed: those are
+// nak'ed and pushed again as their next delivery. A failure naming a
+// message not in the batch is ignored, with one log line.
+func TestABatchsFailuresAreNakedAndPushedAgain(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t)
+	var failed sync.Map // Webhook-Id of a message the receiver failed
+	rc.answerWith(func(n int, p pushed, w http.ResponseWriter) {
+		var els []element
+		if n != 1 || json.Unmarshal(p.body, &els) != nil || len(els) < 4 {
+			return
+		}
+		failed.Store(els[1].ID, true)
+		failed.Store(els[3].ID, true)
+		fmt.Fprintf(w, `{"failures":[{"id":%q},{"id":%q,"retry_after":"0s"},{"id":"ORDERS.999"}]}`, els[1].ID, els[3].ID)
+	})
+	var logs syncBuffer
+	e.replica(consumerCfg(func(c *consumer.Config) { c.AckWait = 10 * time.Second }),
+		batched(rc.URL, push.Batch{MaxMessages: 5, MaxWait: 200 * time.Millisecond}),
+		func(o *core.Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	for i := range 5 {
+		e.publish("orders.new", fmt.Sprint(i), nil)
+	}
+	first := elements(t, rc.next(t, 10*time.Second))
+	if len(first) != 5 {
+		t.Fatalf("first batch %d messages, want 5", len(first))
+	}
+	again := map[string]string{} // Webhook-Id: delivery
+	for len(again) < 2 {
+		for _, el := range elements(t, rc.next(t, 10*time.Second)) {
+			if _, ok := failed.Load(el.ID); !ok {
+				t.Fatalf("%s pushed again, though acked", el.ID)
+			}
+			again[el.ID] = el.Metadata.NumDelivered
+		}
+	}
+	for id, delivered := range again {
+		if delivered != "2" {
+			t.Errorf("%s pushed again as delivery %s, want 2 (nak'ed)", id, delivered)
+		}
+	}
+	e.drained(5 * time.Second)
+	rc.none(t, 300*time.Millisecond)
+	var lines []string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "not in the batch") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "ORDERS.999") || !strings.Contains(lines[0], "count=1") {
+		t.Fatalf("log lines about the unknown id: %q", lines)
+	}
+}
+
+// A 5xx fails every message of the batch: with nothing else pushed, the
+// same batch is pushed again in place (the same Webhook-Id, no delivery
+// spent), and acked.
+func TestA5xxFailsEveryMessageOfTheBatch(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t)
+	rc.answerWith(func(n int, _ pushed, w http.ResponseWriter) {
+		if n == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})
+	e.replica(consumerCfg(), batched(rc.URL, push.Batch{MaxMessages: 4, MaxWait: 10 * time.Second}))
+	for i := range 4 {
+		e.publish("orders.new", fmt.Sprint(i), nil)
+	}
+	first, second := rc.next(t, 10*time.Second), rc.next(t, 10*time.Second)
+	a, b := elements(t, first), elements(t, second)
+	if len(a) != 4 || len(b) != 4 {
+		t.Fatalf("batches of %d and %d, want 4 and 4", len(a), len(b))
+	}
+	for i := range a {
+		if a[i].ID != b[i].ID || b[i].Metadata.NumDelivered != "1" {
+			t.Fatalf("pushed again: %+v; first: %+v", b[i], a[i])
+		}
+	}
+	if first.header.Get("Webhook-Id") != second.header.Get("Webhook-Id") {
+		t.Errorf("the same batch again has another Webhook-Id: %q, %q", first.header.Get("Webhook-Id"), second.header.Get("Webhook-Id"))
+	}
+	e.drained(5 * time.Second)
+	if dl := e.deadLetters(); len(dl) != 0 {
+		t.Fatalf("%d dead letters", len(dl))
+	}
+	rc.none(t, 300*time.Millisecond)
+}
+
+// A batch that does not fill goes once its first message has waited
+// max_wait.
+func TestMaxWaitFlushesAPartialBatch(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t)
+	const wait = 300 * time.Millisecond
+	e.replica(consumerCfg(), batched(rc.URL, push.Batch{MaxMessages: 100, MaxWait: wait}))
+	start := time.Now()
+	for i := range 3 {
+		e.publish("orders.new", fmt.Sprint(i), nil)
+	}
+	p := rc.next(t, 5*time.Second)
+	if gap := p.at.Sub(start); gap < wait {
+		t.Errorf("pushed %v after the first publish, before max_wait", gap)
+	}
+	n := len(elements(t, p))
+	for n < 3 {
+		n += len(elements(t, rc.next(t, 5*time.Second)))
+	}
+	if n != 3 {
+		t.Fatalf("%d messages pushed, want 3", n)
+	}
+	e.drained(5 * time.Second)
+}
+
+// max_bytes splits a backlog into bodies of at most that size; a message
+// larger than it goes alone.
+func TestMaxBytesSplitsABatch(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t)
+	const maxBytes = 4000
+	e.replica(consumerCfg(), batched(rc.URL, push.Batch{MaxMessages: 100, MaxBytes: maxBytes, MaxWait: 200 * time.Millisecond}))
+	data := strings.Repeat("x", 1000) // about 1,700 bytes an element
+	for range 6 {
+		e.publish("orders.new", data, nil)
+	}
+	seen, requests := map[string]bool{}, 0
+	for len(seen) < 6 {
+		p := rc.next(t, 5*time.Second)
+		requests++
+		if len(p.body) > maxBytes {
+			t.Fatalf("a body of %d bytes, over max_bytes", len(p.body))
+		}
+		for _, el := range elements(t, p) {
+			if seen[el.ID] {
+				t.Fatalf("%s pushed twice", el.ID)
+			}
+			seen[el.ID] = true
+		}
+	}
+	if requests < 3 {
+		t.Fatalf("6 messages of ~1,700 bytes in %d requests of at most %d bytes", requests, maxBytes)
+	}
+	e.publish("orders.new", strings.Repeat("y", 5000), nil)
+	p := rc.next(t, 5*time.Second)
+	if els := elements(t, p); len(els) != 1 || len(p.body) <= maxBytes {
+		t.Fatalf("the large message: %d messages, %d bytes", len(els), len(p.body))
+	}
+	e.drained(5 * time.Second)
+}
+
+// With format cloudevents a batch is a CloudEvents batch: an array of
+// structured-mode events, JSON data as JSON and other data in base64.
+func TestACloudEventsBatch(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t)
+	pc := batched(rc.URL, push.Batch{MaxMessages: 2, MaxWait: 10 * time.Second})
+	pc.Format = push.FormatCloudEvents
+	e.replica(consumerCfg(), pc)
+	e.publish("orders.new", `{"order":1}`, nats.Header{"Content-Type": {"application/json"}, "Ce-Type": {"com.example.order"}, "Ce-Id": {"mine"}})
+	e.publish("orders.raw", "\x00\x01", nil)
+	p := rc.next(t, 10*time.Second)
+	if ct := p.header.Get("Content-Type"); ct != "application/cloudevents-batch+json" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	var evs []map[string]any
+	if err := json.Unmarshal(p.body, &evs); err != nil || len(evs) != 2 {
+		t.Fatalf("not an array of two events: %v %q", err, p.body)
+	}
+	want := []map[string]any{{
+		"specversion": "1.0", "id": "ORDERS.1", "source": "/jetgate/streams/ORDERS", "type": "com.example.order",
+		"subject": "orders.new", "datacontenttype": "application/json", "data": map[string]any{"order": 1.0},
+		"jetgatestream": stream, "jetgateconsumer": name, "jetgatestreamseq": "1", "jetgatedelivered": "1",
+	}, {
+		"specversion": "1.0", "id": "ORDERS.2", "source": "/jetgate/streams/ORDERS", "type": "io.jetgate.message",
+		"subject": "orders.raw", "data_base64": "AAE=",
+		"jetgatestream": stream, "jetgateconsumer": name, "jetgatestreamseq": "2", "jetgatedelivered": "1",
+	}}
+	for i, ev := range evs {
+		if _, err := time.Parse(time.RFC3339Nano, fmt.Sprint(ev["time"])); err != nil {
+			t.Errorf("event %d: time %v", i, ev["time"])
+		}
+		delete(ev, "time")
+		if got, _ := json.Marshal(ev); !jsonEqual(got, want[i]) {
+			t.Errorf("event %d:\n got %s\nwant %v", i, got, want[i])
+		}
+	}
+	e.drained(5 * time.Second)
+}
+
+func jsonEqual(a []byte, b map[string]any) bool {
+	bb, _ := json.Marshal(b)
+	return string(a) == string(bb) // map keys marshal sorted
+}
+
+// A message that fails in every batch is dead-lettered after max_deliver,
+// like one pushed alone; the messages batched with it are acked.
+func TestAMessageFailingInEveryBatchIsDeadLettered(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t)
+	rc.answerWith(func(_ int, p pushed, w http.ResponseWriter) {
+		var els []element
+		_ = json.Unmarshal(p.body, &els)
+		for _, el := range els {
+			if string(el.Data) == "poison" {
+				fmt.Fprintf(w, `{"failures":[{"id":%q,"retry_after":"10ms"}]}`, el.ID)
+			}
+		}
+	})
+	pc := batched(rc.URL, push.Batch{MaxMessages: 10, MaxWait: 100 * time.Millisecond})
+	e.replica(consumerCfg(), pc)
+	e.publish("orders.new", "a", nil)
+	seq := e.publish("orders.new", "poison", nil)
+	e.publish("orders.new", "b", nil)
+	dl := e.waitDeadLetters(1)
+	if got := dl[0].Header.Get("Jetgate-Dead-Reason") + " " + dl[0].Header.Get("Jetgate-Dead-Seq"); got != fmt.Sprintf("MAX_DELIVERIES %d", seq) {
+		t.Fatalf("dead letter %q; want the poison's, out of deliveries", got)
+	}
+	e.drained(5 * time.Second)
+	if dl := e.deadLetters(); len(dl) != 1 {
+		t.Fatalf("%d dead letters, want 1", len(dl))
+	}
+}
+
+// The leases of a batch whose request runs longer than ack_wait are
+// extended: nothing is delivered again meanwhile.
+func TestABatchSlowerThanAckWaitKeepsItsLeases(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t)
+	rc.answerWith(func(n int, p pushed, w http.ResponseWriter) {
+		if n == 1 {
+			select { // the slow handler itself
+			case <-time.After(2500 * time.Millisecond):
+			case <-p.ctx.Done():
+			}
+		}
+	})
+	pc := batched(rc.URL, push.Batch{MaxMessages: 3, MaxWait: 10 * time.Second})
+	pc.Timeout = 10 * time.Second
+	e.replica(consumerCfg(), pc) // ack_wait 1s
+	for i := range 3 {
+		e.publish("orders.new", fmt.Sprint(i), nil)
+	}
+	if els := elements(t, rc.next(t, 10*time.Second)); len(els) != 3 {
+		t.Fatalf("%d messages, want 3", len(els))
+	}
+	e.drained(10 * time.Second)
+	if ci := e.info(); ci.NumRedelivered != 0 {
+		t.Fatalf("%d redelivered while the batch ran", ci.NumRedelivered)
+	}
+	rc.none(t, 300*time.Millisecond)
+}
+
+// Batched, an endpoint that refuses connections still costs no delivery:
+// held back, the messages keep their leases, and once it listens again
+// every message arrives as its first delivery.
+func TestAnOutageBurnsNoDeliveriesInBatches(t *testing.T) {
+	e := newEnv(t)
+	addr := freeAddr(t)
+	pc := batched("http://"+addr+"/hook", push.Batch{MaxMessages: 10, MaxWait: 50 * time.Millisecond})
+	pc.Concurrency, pc.RetryMin, pc.RetryMax = 4, 50*time.Millisecond, 200*time.Millisecond
+	r, _ := e.replica(consumerCfg(), pc) // ack_wait 1s
+	const n = 200
+	for i := range n {
+		e.publish("orders.new", fmt.Sprint(i), nil)
+	}
+	natstest.Eventually(t, 5*time.Second, "held back", func() bool { return !pushState(t, r).EndpointUp })
+	outage := time.NewTimer(2500 * time.Millisecond) // past two ack_waits
+	<-outage.C
+	if dl := e.deadLetters(); len(dl) != 0 {
+		t.Fatalf("%d dead letters during the outage", len(dl))
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("the endpoint's port was taken meanwhile: %v", err)
+	}
+	rc := newReceiver(t)
+	srv := &http.Server{Handler: rc.Config.Handler, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	seen := map[string]bool{}
+	for len(seen) < n {
+		for _, el := range elements(t, rc.next(t, 10*time.Second)) {
+			seen[el.ID] = true
+			if el.Metadata.NumDelivered != "1" {
+				t.Fatalf("%s arrived as delivery %s: the outage cost deliveries", el.ID, el.Metadata.NumDelivered)
+			}
+		}
+	}
+	e.drained(10 * time.Second)
+	if ci := e.info(); ci.NumRedelivered != 0 {
+		t.Fatalf("%d redelivered", ci.NumRedelivered)
+	}
+}
