@@ -61,24 +61,24 @@ type ConsumeRequest struct {
 // time. When ctx ends or send fails, every lease it still holds is nak'ed
 // back at once, once the pull it left open (if any) has ended, so that they
 // are redelivered in milliseconds rather than after ack_wait.
-func (c *Consumer) Consume(ctx context.Context, req ConsumeRequest, send func([]*Delivery) error) error {
-	pri, err := c.priorityOf(req.Priority)
+func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*Delivery) error) error {
+	pri, err := pl.server.view().priority(pl.server.name, req.Priority)
 	if err != nil {
 		return err
 	}
-	k := &consumeStream{c: c, o: lease.NewOwner(), send: send, lastSend: time.Now(), pin: pri.PinID}
+	k := &consumeStream{pl: pl, o: lease.NewOwner(), send: send, lastSend: time.Now(), pin: pri.PinID}
 	var last *pull.Pull // the pull the stream left open, to the orphan pool
 	defer func() { k.end(k.sendFailed || ctx.Err() != nil, last) }()
 	for {
-		if err := cmp.Or(ctx.Err(), c.servable()); err != nil {
+		if err := cmp.Or(ctx.Err(), pl.server.servable()); err != nil {
 			return err
 		}
 		now := time.Now()
-		c.leases.Sweep(now) // leases past their deadline give their room back
+		pl.leases.Sweep(now) // leases past their deadline give their room back
 		if req.AutoExtend {
-			k.extend(ctx, req.Principal, cmp.Or(req.MaxLease, c.maxLease), now)
+			k.extend(ctx, req.Principal, cmp.Or(req.MaxLease, pl.maxLease), now)
 		}
-		if s := c.leases.Silent(k.o, now); req.Silence > 0 && s >= req.Silence {
+		if s := pl.leases.Silent(k.o, now); req.Silence > 0 && s >= req.Silence {
 			k.sendFailed = true // its leases go back at once
 			return fmt.Errorf("the caller settled and extended none of the messages it holds for %v: %w", s.Round(time.Second), context.DeadlineExceeded)
 		}
@@ -92,14 +92,14 @@ func (c *Consumer) Consume(ctx context.Context, req ConsumeRequest, send func([]
 		// A pull lasts at most consumeMaxWait: when the stream ends, its
 		// leases wait for its last pull to end before they are nak'ed.
 		wait := min(untilBeat, k.untilNextDue(req.AutoExtend, now), consumeMaxWait)
-		n, bytes := c.leases.Load(k.o)
-		lim := c.limits(ctx, req.MaxMessages-n, 0, wait, req.Principal)
+		n, bytes := pl.leases.Load(k.o)
+		lim := pl.limits(ctx, req.MaxMessages-n, 0, wait, req.Principal)
 		lim.priority, lim.priority.PinID = pri, k.pin // the stream keeps the pin it was given
 		if req.MaxBytes > 0 {
 			lim.maxBytes = min(lim.maxBytes, req.MaxBytes-bytes)
 		}
 		if (n == 0 || lim.batch*2 >= req.MaxMessages) && lim.maxBytes > 0 && !closed(req.Stop) {
-			empty, left, err := c.pullLoop(ctx, lim, k)
+			empty, left, err := pl.pullLoop(ctx, lim, k)
 			last = cmp.Or(left, last)
 			switch {
 			case err != nil:
@@ -120,7 +120,7 @@ func (c *Consumer) Consume(ctx context.Context, req ConsumeRequest, send func([]
 // consumeStream is one Consume: the sink of its pulls, which passes its
 // leases on as they come, and what it holds.
 type consumeStream struct {
-	c          *Consumer
+	pl         *puller
 	o          *lease.Owner // the leases the stream holds, in the lease table
 	send       func([]*Delivery) error
 	lastSend   time.Time
@@ -135,9 +135,9 @@ func (k *consumeStream) pause() (gap, linger time.Duration) { return consumeGap,
 func (k *consumeStream) take(_ context.Context, ds []*Delivery, _ bool) (bool, error) {
 	rs, sizes := make([]lease.Ref, len(ds)), make([]int64, len(ds))
 	for i, d := range ds {
-		rs[i], sizes[i] = ref(k.c.ClaimsOf(d)), d.size()
+		rs[i], sizes[i] = ref(k.pl.tokens.claims(d)), d.size()
 	}
-	k.c.leases.Claim(k.o, rs, sizes)
+	k.pl.leases.Claim(k.o, rs, sizes)
 	if pin := PinOf(ds); pin != "" {
 		k.pin = pin
 	}
@@ -180,39 +180,41 @@ func (k *consumeStream) waitForRoom(ctx context.Context, d time.Duration) {
 // returns.
 func (k *consumeStream) untilNextDue(autoExtend bool, now time.Time) time.Duration {
 	next := time.Hour
-	k.c.leases.Owned(k.o, func(l *lease.Lease, _ time.Time) {
+	k.pl.leases.Owned(k.o, func(l *lease.Lease, _ time.Time) {
 		if !l.Deadline.After(now) {
 			return // past its deadline, settling: it leaves with its settle or a sweep
 		}
 		at := l.Deadline
 		if autoExtend {
-			at = at.Add(-k.c.extendLead(l.Delivered))
+			at = at.Add(-extendLead(k.pl.server.timing(), l.Delivered))
 		}
 		next = min(next, at.Sub(now))
 	})
 	return max(next, 10*time.Millisecond)
 }
 
-// extendLead is how long before a lease's deadline auto_extend renews it:
-// a third of its wait, so that a slow +WPI still lands in time.
-func (c *Consumer) extendLead(delivered uint64) time.Duration {
-	return c.timing().AckWaitFor(delivered) / 3
+// extendLead is how long before a lease's deadline, by the consumer's
+// timing, auto_extend (and the issuer's keep-alive) renews it: a third of
+// its wait, so that a slow +WPI still lands in time.
+func extendLead(timing lease.Policy, delivered uint64) time.Duration {
+	return timing.AckWaitFor(delivered) / 3
 }
 
 // extend renews the leases the stream holds whose deadline is near,
 // unless they have been held for maxLease.
 func (k *consumeStream) extend(ctx context.Context, principal string, maxLease time.Duration, now time.Time) {
-	c := k.c
+	pl := k.pl
+	timing := pl.server.timing()
 	var due []token.Claims
-	c.leases.Owned(k.o, func(l *lease.Lease, handed time.Time) {
-		if l.Deadline.Sub(now) <= c.extendLead(l.Delivered) && now.Sub(handed) < maxLease {
-			due = append(due, c.tokens.claimsOfLease(l))
+	pl.leases.Owned(k.o, func(l *lease.Lease, handed time.Time) {
+		if l.Deadline.Sub(now) <= extendLead(timing, l.Delivered) && now.Sub(handed) < maxLease {
+			due = append(due, pl.tokens.claimsOfLease(l))
 		}
 	})
 	if len(due) > 0 {
 		// The table moves the deadlines of those it extends; one settled
 		// meanwhile, or NATS away, keeps its own.
-		c.settle(ctx, lease.OpExtend, due, settle.Args{Principal: principal, KeepAlive: true}, settle.Issued)
+		pl.settles.settle(ctx, lease.OpExtend, due, settle.Args{Principal: principal, KeepAlive: true}, settle.Issued)
 	}
 }
 
@@ -223,8 +225,8 @@ func (k *consumeStream) extend(ctx context.Context, principal string, maxLease t
 // ended for another reason (NATS went away), the caller may still be
 // working on them: they stay its own until their deadlines.
 func (k *consumeStream) end(callerLeft bool, last *pull.Pull) {
-	c := k.c
-	ls := c.leases.Disown(k.o)
+	pl := k.pl
+	ls := pl.leases.Disown(k.o)
 	if len(ls) == 0 || !callerLeft {
 		return
 	}
@@ -235,7 +237,7 @@ func (k *consumeStream) end(callerLeft bool, last *pull.Pull) {
 			Deadline: l.Deadline,
 		}
 	}
-	c.counts.Orphans[OrphanReturned].Add(uint64(len(ds)))
-	c.orphans.giveBack(ds, last, time.Now())
-	c.wake()
+	pl.counts.Orphans[OrphanReturned].Add(uint64(len(ds)))
+	pl.orphans.giveBack(ds, last, time.Now())
+	pl.wake()
 }

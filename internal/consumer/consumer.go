@@ -1,12 +1,16 @@
 // Package consumer is jetgate's hold on one durable pull consumer: it
 // leases the consumer's messages and settles the leases it holds. It
 // combines the lease table, the token keyring, the pull protocol and the
-// settle sender; each of those owns its own rules.
+// settle sender; each of those owns its own rules. What jetgate knows of
+// the consumer on the server, its resets included, has one owner here
+// (onServer, server.go), and the reset rules one file (reset.go).
 //
 // Lock order, where two locks meet: a Consumer's orphan pool, then a pull's
 // lock (taking its messages), then the reset watch's (reset.go), then the
 // lease table's or the waiting line's (a pull gives its place back as it
-// ends, under its own lock).
+// ends, under its own lock). The owner's view is written under its own
+// lock, which a change of policy holds while it takes the lease table's
+// and the waiting line's.
 package consumer
 
 import (
@@ -15,8 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -65,11 +67,12 @@ type Deps struct {
 	// 0 is DefaultMaxLease.
 	MaxLease time.Duration
 	Log      *slog.Logger
-	// OnReset, if set, tells the other replicas (ResetTold) that this one
-	// noticed reset id, as many as the roster counts besides this one
-	// (peers), and returns once they have voided their leases or it gave up
-	// waiting. It runs on a goroutine of its own, while the consumer's new
-	// deliveries are held back.
+	// OnReset, if set, tells the other replicas of reset id in place of the
+	// consumer's own word (word.go), as many as the roster counts besides
+	// this one (peers), and returns once they have voided their leases or
+	// it gave up waiting. It runs on a goroutine of its own, while the
+	// consumer's new deliveries are held back. Unset, the consumer says the
+	// word itself on Conn, and its peers hear it through HearResetWord.
 	OnReset func(id string, peers int)
 	// Traced keeps each delivery's creation context, for spans.
 	Traced bool
@@ -78,44 +81,38 @@ type Deps struct {
 	API string
 }
 
-// Consumer leases and settles one durable consumer's messages. Its methods,
-// by file: this one, its life (Bind, Run, Close) and what it holds; loop.go,
-// the one pull loop that Fetch (fetch.go, which also issues the tokens) and
-// Consume (consume.go, with consumeStream) drive; settle.go, settles and
-// adoption; server.go, what the server says of the consumer and asks of it
-// (info, pause, pins); reset.go, resets; waiting.go, its share of
-// max_waiting. Concepts with state of their own are small types: the lease
-// table (with each Consume stream's lease.Owner), waitingPulls, orphanPool,
-// resetWatch, holdBack, serverWatch, issuer and Counts.
+// Consumer leases and settles one durable consumer's messages. It composes
+// a type for each thing it does, and its methods are theirs, by file:
+//   - onServer, what the server says of the consumer and every reset: its
+//     view and what is asked of the server (server.go: Info, Pause,
+//     Resume, Unpin, SetPaused, OldestUnackedAge), the reset rules
+//     (reset.go: ResetRequested, ResetTold), following a change of policy
+//     (policy.go: FollowUpdate) and the word of a reset to the peers
+//     (word.go: HearResetWord);
+//   - puller, the one pull loop (loop.go) that Fetch (fetch.go) and Consume
+//     (consume.go, with consumeStream) drive, and its share of max_waiting
+//     (waiting.go: SetReplicas, Pulls, Replicas);
+//   - settler, settles and adoption (settle.go: Settle, Adopt, Superseded,
+//     Origins);
+//   - the Consumer itself (this file): its life (Bind, Run, Close) and what
+//     it holds.
+//
+// Concepts with state of their own that they share are small types too: the
+// lease table (with each Consume stream's lease.Owner), orphanPool, issuer
+// and Counts; waitingPulls is the puller's, resetWatch and holdBack the
+// owner's.
 type Consumer struct {
 	Stream, Name string
 
-	jsStream jetstream.Stream // its stream on the server
-	server   serverWatch      // the consumer on the server: what it last said, and asking it
-	nc       *nats.Conn
-	next     string // where its pulls are sent
-	sender   *settle.Sender
-	ledger   *settle.Ledger
-	tokens   issuer
-	log      *slog.Logger
+	*onServer // the consumer on the server: what it last said, asking it, its resets
+	*puller   // its pulls: Fetch, Consume and the places among the waiting pulls
+	*settler  // settling its leases
 
-	maxFetchBytes int64 // the gateway's bound on one Fetch
-
-	leases   *lease.Table
-	waiting  *waitingPulls // this replica's places among the consumer's waiting pulls
-	replicas atomic.Int64  // replicas serving the consumer, as last told; 0 until then
-	grown    atomic.Int64  // unix ns of the last growWaiting that asked the server
-	orphans  *orphanPool
-	counts   Counts
-
-	maxLease time.Duration // how long auto_extend keeps one lease
-
-	resets  *resetWatch    // consumer resets, told from the consumer sequences
-	held    *holdBack      // new deliveries, while peers are told of a reset
-	words   sync.WaitGroup // the goroutines telling peers of a reset
-	onReset func(id string, peers int)
-	traced  bool
-	asking  atomic.Bool // redeliveredEarly's question is out
+	leases  *lease.Table
+	tokens  issuer
+	orphans *orphanPool
+	counts  Counts
+	log     *slog.Logger
 
 	woken chan struct{} // Run: the consumer has something to attend to
 }
@@ -160,40 +157,42 @@ func Attach(ctx context.Context, s jetstream.Stream, name string, d Deps) (*Cons
 
 func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer {
 	ci := cons.CachedInfo()
-	cfg := ci.Config
 	c := &Consumer{
-		Stream:        ci.Stream,
-		Name:          ci.Name,
-		jsStream:      s,
+		Stream: ci.Stream,
+		Name:   ci.Name,
+		log:    d.Log.With("stream", ci.Stream, "consumer", ci.Name),
+		leases: lease.NewTable(ci.Config.AckWait),
+		woken:  make(chan struct{}, 1),
+	}
+	c.counts.Since = time.Now()
+	c.tokens = issuer{self: d.Self, keys: d.Keys, stream: c.Stream, name: c.Name, leases: c.leases}
+	c.onServer = newOnServer(s, cons, d, c.log, c.leases.Void, &c.counts.Resets)
+	c.settler = &settler{
+		stream: c.Stream, name: c.Name, sender: d.Sender, ledger: d.Ledger, log: c.log,
+		server: c.onServer, leases: c.leases, tokens: &c.tokens, counts: &c.counts, wake: c.wake,
+	}
+	c.puller = &puller{
 		nc:            d.Conn,
 		next:          pull.NextSubject(cmp.Or(d.API, pull.API("")), ci.Stream, ci.Name),
-		sender:        d.Sender,
-		ledger:        d.Ledger,
-		log:           d.Log.With("stream", ci.Stream, "consumer", ci.Name),
 		maxFetchBytes: cmp.Or(d.MaxFetchBytes, DefaultMaxFetchBytes),
-		leases:        lease.NewTable(cfg.AckWait),
-		waiting:       newWaitingPulls(placesOf(cfg.MaxWaiting)),
-		held:          newHoldBack(),
-		woken:         make(chan struct{}, 1),
+		maxLease:      cmp.Or(d.MaxLease, DefaultMaxLease),
+		traced:        d.Traced,
+		log:           c.log,
+		waiting:       newWaitingPulls(placesOf(ci.Config.MaxWaiting)),
+		server:        c.onServer,
+		settles:       c.settler,
+		leases:        c.leases,
+		tokens:        &c.tokens,
+		counts:        &c.counts,
+		wake:          c.wake,
 	}
-	c.tokens = issuer{self: d.Self, keys: d.Keys, stream: c.Stream, name: c.Name, leases: c.leases}
-	c.server = serverWatch{js: cons, stream: c.Stream, name: c.Name, timeout: d.Timeout, observe: c.observeInfo, changed: c.policyChanged}
-	c.waiting.woke = c.wake
-	c.orphans = newOrphanPool(c.receive, func(d *Delivery, now time.Time) bool {
+	c.orphans = newOrphanPool(c.puller.receive, func(d *Delivery, now time.Time) bool {
 		return c.leases.Holds(ref(c.ClaimsOf(d)), now)
 	})
-	// What the server had delivered when it was bound: every delivery to a
-	// pull sent later is numbered above it, unless the consumer is reset.
-	bySeq := ci.Config.DeliverPolicy != jetstream.DeliverLastPerSubjectPolicy
-	c.resets = newResetWatch(ci.Delivered.Consumer, ci.Delivered.Stream, bySeq, c.leases.Void)
-	c.resets.count = &c.counts.Resets
-	c.onReset, c.traced = d.OnReset, d.Traced
-	c.counts.Since = time.Now()
-	c.maxLease = cmp.Or(d.MaxLease, DefaultMaxLease)
-	v := viewOf(ci)
-	v.at = time.Time{} // its policy and groups stand; whether full or paused is asked anew
-	c.server.view.Store(v)
-	c.leases.SetTiming(v.timing)
+	c.puller.orphans = c.orphans
+	c.waiting.woke = c.wake
+	c.onServer.changed, c.onServer.replicas = c.policyChanged, c.puller.Replicas
+	c.leases.SetTiming(c.onServer.timing())
 	return c
 }
 
@@ -224,13 +223,13 @@ func (c *Consumer) attend(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-grow.C:
-			c.growWaiting(ctx)
+			c.puller.growWaiting(ctx)
 		case now := <-t.C:
 			c.leases.Sweep(now)
-			c.keepAlive(ctx, now)
-			c.nak(ctx, c.orphans.due(now))
-			if open, _, _ := c.waiting.counts(); open > 0 && now.Sub(c.server.load().at) >= viewEvery {
-				_, _ = c.server.ask(ctx, time.Second)
+			c.settler.keepAlive(ctx, now)
+			c.settler.nak(ctx, c.orphans.due(now))
+			if open, _, _ := c.waiting.counts(); open > 0 && now.Sub(c.onServer.view().at) >= viewEvery {
+				_, _ = c.onServer.ask(ctx, time.Second)
 			}
 		case <-c.woken:
 		}
@@ -271,8 +270,8 @@ func (c *Consumer) Close(ctx context.Context) {
 		case <-t.C:
 		}
 	}
-	c.nak(ctx, c.orphans.ended(time.Now()))
-	c.words.Wait()
+	c.settler.nak(ctx, c.orphans.ended(time.Now()))
+	c.onServer.words.Wait()
 }
 
 // Idle reports whether the consumer holds nothing a caller could still
@@ -302,3 +301,24 @@ func (c *Consumer) Holders() []lease.Holder { return c.leases.Holders(time.Now()
 // AbandonedPulls counts the pulls that callers who went away left open on
 // the server: the orphan pool's, until the server ends them.
 func (c *Consumer) AbandonedPulls() int { return c.orphans.pulls(time.Now()) }
+
+// policyChanged follows a change of the consumer's policy on the server,
+// told by the owner under its lock (views are followed in the order they
+// are stored): the leases re-dated where the server will now redeliver
+// sooner, the waiting places resized, and the leases voided when the
+// consumer can no longer be served.
+func (c *Consumer) policyChanged(old, now *serverView) {
+	c.counts.PolicyChanges.Add(1)
+	moved := c.leases.SetTiming(now.timing)
+	if now.limits.maxWaiting != old.limits.maxWaiting {
+		c.waiting.resize(placesOf(now.limits.maxWaiting), c.Replicas())
+	}
+	c.log.Info("the consumer's policy changed on the server",
+		"ack_wait", now.timing.AckWait, "backoff", now.timing.BackOff, "was_ack_wait", old.timing.AckWait,
+		"max_ack_pending", now.limits.maxAckPending, "max_waiting", now.limits.maxWaiting, "leases_redated", moved)
+	if now.refusal != "" && old.refusal == "" {
+		c.leases.Void()
+		c.log.Warn("the consumer can no longer be served: its leases are void", "reason", now.refusal)
+	}
+	c.wake()
+}

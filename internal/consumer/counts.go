@@ -21,7 +21,7 @@ type Counts struct {
 	Settled [lease.OpExtend + 1]atomic.Uint64 // tokens settled, by lease.Op
 	Resets  atomic.Uint64                     // consumer resets noticed (each voids the leases held)
 	// PolicyChanges counts the changes of the consumer's redelivery timing
-	// or limits seen on the server (policy.go).
+	// or limits seen on the server (Consumer.policyChanged).
 	PolicyChanges atomic.Uint64
 	mu            sync.Mutex               // guards failed
 	failed        map[SettleFailure]uint64 // tokens not settled, by op and reason

@@ -3,9 +3,11 @@ package consumer
 import (
 	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/jetgate/jetgate/internal/lease"
@@ -80,37 +82,37 @@ const (
 // expires for a first message, and ends as soon as the server has sent what
 // it had. When it returns, no pull of its own is left to a caller: one the
 // caller left is the orphan pool's.
-func (c *Consumer) Fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
-	if err := cmp.Or(ctx.Err(), c.servable()); err != nil {
+func (pl *puller) Fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
+	if err := cmp.Or(ctx.Err(), pl.server.servable()); err != nil {
 		return FetchResult{}, err
 	}
-	pri, err := c.priorityOf(req.Priority)
+	pri, err := pl.server.view().priority(pl.server.name, req.Priority)
 	if err != nil {
 		return FetchResult{}, err
 	}
-	lim := c.limits(ctx, req.Batch, req.MaxBytes, req.Expires, req.Principal)
+	lim := pl.limits(ctx, req.Batch, req.MaxBytes, req.Expires, req.Principal)
 	lim.waitBatch, lim.priority = 1, pri
-	s := &fetchSink{c: c}
-	empty, left, err := c.pullLoop(ctx, lim, s)
+	s := &fetchSink{pl: pl}
+	empty, left, err := pl.pullLoop(ctx, lim, s)
 	switch {
 	case len(s.got) > 0 && ctx.Err() != nil:
 		// The caller left with messages in hand: its answer would be lost.
-		c.orphans.keep(s.got, left, time.Now())
-		c.wake()
+		pl.orphans.keep(s.got, left, time.Now())
+		pl.wake()
 		return FetchResult{}, ctx.Err()
 	case len(s.got) > 0:
 		return FetchResult{Messages: s.got, PinID: PinOf(s.got)}, nil
 	case err != nil:
 		return FetchResult{}, err
 	case empty == EmptyNone:
-		empty = c.emptyReason(ctx, pri)
+		empty = pl.emptyReason(ctx, pri)
 	}
 	return FetchResult{Empty: empty}, nil
 }
 
 // fetchSink collects a Fetch's answer.
 type fetchSink struct {
-	c   *Consumer
+	pl  *puller
 	got []*Delivery
 }
 
@@ -125,19 +127,20 @@ func (f *fetchSink) pause() (gap, linger time.Duration) { return fetchGap, fetch
 // orphan pool, and to a Nak if no Fetch follows.
 func (f *fetchSink) take(ctx context.Context, ds []*Delivery, open bool) (bool, error) {
 	f.got = append(f.got, ds...)
-	return !open || f.c.atMaxAckPending(ctx), nil
+	return !open || f.pl.atMaxAckPending(ctx), nil
 }
 
-// receive turns a message pulled by p into a delivery and records its
-// lease, clocked from when it arrived. A delivery that shows the consumer
-// was reset (reset.go) voids every lease held before it.
-func (c *Consumer) receive(p *pull.Pull, m pull.Msg) (*Delivery, bool) {
+// receive turns a message pulled by the pull marked mark into a delivery
+// and records its lease, clocked from when it arrived, unless the reset
+// rules (reset.go) say it may be from before a reset. A delivery that shows
+// the consumer was reset voids every lease held before it.
+func (pl *puller) receive(mark *seqMark, m pull.Msg) (*Delivery, bool) {
 	md, err := pull.ParseAckSubject(m.Reply)
 	if err != nil {
-		c.log.Warn("pulled message without a JetStream ack subject", "subject", m.Subject)
+		pl.log.Warn("pulled message without a JetStream ack subject", "subject", m.Subject)
 		return nil, false
 	}
-	timing := c.timing()
+	timing := pl.server.timing()
 	d := &Delivery{
 		Subject:  m.Subject,
 		Data:     m.Data,
@@ -153,37 +156,61 @@ func (c *Consumer) receive(p *pull.Pull, m pull.Msg) (*Delivery, bool) {
 		Wait:        timing.AckWaitFor(md.Delivered),
 		AckSubject:  m.Reply,
 	}
-	if c.traced {
+	if pl.traced {
 		if d.Origin = tracing.Origin(m.Header); d.Origin.IsValid() {
 			o := d.Origin // not a pointer into d, which holds the message
 			l.Origin = &o
 		}
 	}
 	seqs := delivery{cseq: md.ConsumerSeq, sseq: md.StreamSeq, delivered: md.Delivered}
-	early := false
-	add := func() bool {
-		added := c.leases.Add(l)
-		early = added == lease.AddedEarly
-		return added == lease.AddedReset
-	}
-	switch reset, stale := c.resets.admit(&p.Mark, seqs, add); {
-	case early:
-		c.redeliveredEarly()
-	case reset:
-		c.tellReset("a delivery showed it", "stream_seq", md.StreamSeq, "consumer_seq", md.ConsumerSeq, "delivered", md.Delivered)
-	case stale:
-		c.log.Debug("not leased: a delivery that may be from before a consumer reset", "stream_seq", md.StreamSeq, "consumer_seq", md.ConsumerSeq)
+	if !pl.server.admit(mark, seqs, func() lease.Added { return pl.leases.Add(l) }) {
 		return nil, false
 	}
 	return d, true
 }
 
-func (c *Consumer) receiveAll(p *pull.Pull, msgs []pull.Msg) []*Delivery {
+func (pl *puller) receiveAll(mark *seqMark, msgs []pull.Msg) []*Delivery {
 	ds := make([]*Delivery, 0, len(msgs))
 	for _, m := range msgs {
-		if d, ok := c.receive(p, m); ok {
+		if d, ok := pl.receive(mark, m); ok {
 			ds = append(ds, d)
 		}
 	}
 	return ds
+}
+
+// emptyReason says why nothing came: the consumer is paused (by anyone), or
+// at max_ack_pending, or another client holds the pin, or the caller's
+// overflow thresholds are not reached, as the server last said, or there
+// was nothing.
+func (pl *puller) emptyReason(ctx context.Context, pri pull.Priority) EmptyReason {
+	v := pl.server.recent(ctx)
+	switch {
+	case v.paused:
+		return EmptyPaused
+	case pl.atMaxAckPending(ctx):
+		return EmptyMaxAckPending
+	case v.policy == jetstream.PriorityPolicyPinned && pri.PinID == "" && v.pinned[pri.Group]:
+		return EmptyPinned
+	case v.policy == jetstream.PriorityPolicyOverflow && v.pending > 0 && belowThresholds(pri, v):
+		return EmptyBelowMinPending
+	}
+	return EmptyNoMessages
+}
+
+// atMaxAckPending reports whether the consumer is at max_ack_pending: by the
+// replica's own count of leases, or else by the server's (asked at most
+// once a second).
+func (pl *puller) atMaxAckPending(ctx context.Context) bool {
+	return pl.leases.Live() >= pl.server.view().limits.maxAckPending || pl.server.recent(ctx).full
+}
+
+// PinOf is the pin the last of ds carries, if any.
+func PinOf(ds []*Delivery) string {
+	for _, d := range slices.Backward(ds) {
+		if pin := d.Header.Get(pull.PinHeader); pin != "" {
+			return pin
+		}
+	}
+	return ""
 }

@@ -4,14 +4,51 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/pull"
 )
+
+// puller is the replica's pulls on one consumer: its places among the
+// consumer's waiting pulls (waiting.go) and the one pull loop that Fetch
+// (fetch.go) and Consume (consume.go) drive. It asks the consumer's
+// server-side owner whether each delivery may be leased, and settles
+// through the settler only a Consume stream's keep-alive extends.
+type puller struct {
+	nc            *nats.Conn
+	next          string        // where its pulls are sent
+	maxFetchBytes int64         // the gateway's bound on one Fetch
+	maxLease      time.Duration // how long auto_extend keeps one lease
+	traced        bool          // keep each delivery's creation context
+	log           *slog.Logger
+
+	waiting  *waitingPulls // this replica's places among the consumer's waiting pulls
+	replicas atomic.Int64  // replicas serving the consumer, as last told; 0 until then
+	grown    atomic.Int64  // unix ns of the last growWaiting that asked the server
+
+	server  *onServer
+	settles *settler
+	leases  *lease.Table
+	tokens  *issuer
+	orphans *orphanPool
+	counts  *Counts
+	wake    func() // the consumer's Run: a place was taken, orphans were left
+}
+
+// markedPull is a pull the loop started, with the marks the reset rules
+// keep for it (reset.go): held by value, by the loop and then the orphan
+// pool, so that a pull costs no allocation of its own.
+type markedPull struct {
+	*pull.Pull
+	mark seqMark
+}
 
 // deadlineSlack is kept from the caller's own deadline so that the answer
 // can reach it in time.
@@ -34,16 +71,16 @@ type pullLimits struct {
 // limits are the loop's limits for a caller's batch, bytes and expiry:
 // maxBytes within the gateway's bound, and the wait within the server's
 // max_request_expires and, less deadlineSlack, the caller's own deadline.
-func (c *Consumer) limits(ctx context.Context, batch int, maxBytes int64, expires time.Duration, principal string) pullLimits {
+func (pl *puller) limits(ctx context.Context, batch int, maxBytes int64, expires time.Duration, principal string) pullLimits {
 	now := time.Now()
 	if dl, ok := ctx.Deadline(); ok {
 		expires = max(min(expires, dl.Sub(now)-deadlineSlack), 0)
 	}
-	server := c.server.load().limits
+	server := pl.server.view().limits
 	if server.maxExpires > 0 {
 		expires = min(expires, server.maxExpires)
 	}
-	lim := pullLimits{batch: batch, maxBytes: c.maxFetchBytes, until: now.Add(expires), principal: principal, waitBatch: batch}
+	lim := pullLimits{batch: batch, maxBytes: pl.maxFetchBytes, until: now.Add(expires), principal: principal, waitBatch: batch}
 	if maxBytes > 0 {
 		lim.maxBytes = min(lim.maxBytes, maxBytes)
 	}
@@ -70,27 +107,27 @@ type sink interface {
 // as they come, and its end classified; again while the end says to and
 // time is left. It returns why nothing came (EmptyNone when something did
 // or the end does not say), and the pull it left open to the orphan pool.
-func (c *Consumer) pullLoop(ctx context.Context, lim pullLimits, s sink) (EmptyReason, *pull.Pull, error) {
-	arrivals := c.orphans.arrivals() // before looking: what comes after wakes the wait
-	if took, err := c.takeOrphans(ctx, lim, s); took || err != nil {
+func (pl *puller) pullLoop(ctx context.Context, lim pullLimits, s sink) (EmptyReason, *pull.Pull, error) {
+	arrivals := pl.orphans.arrivals() // before looking: what comes after wakes the wait
+	if took, err := pl.takeOrphans(ctx, lim, s); took || err != nil {
 		return EmptyNone, nil, err
 	}
-	if !c.nc.IsConnected() {
+	if !pl.nc.IsConnected() {
 		return EmptyNone, nil, fmt.Errorf("%w: not connected", errs.ErrUnavailable)
 	}
-	send := c.pullNow
+	send := pl.pullNow
 	for {
-		c.growWaiting(ctx)
-		ok, waited := c.waiting.acquire(ctx, lim.until)
+		pl.growWaiting(ctx)
+		ok, waited := pl.waiting.acquire(ctx, lim.until)
 		if !ok {
 			// Past its expiry in line: a message would have ended the pull
 			// of a caller ahead of it.
 			return EmptyNone, nil, ctx.Err()
 		}
 		if waited {
-			arrivals = c.orphans.arrivals()
-			if took, err := c.takeOrphans(ctx, lim, s); took || err != nil {
-				c.waiting.release()
+			arrivals = pl.orphans.arrivals()
+			if took, err := pl.takeOrphans(ctx, lim, s); took || err != nil {
+				pl.waiting.release()
 				return EmptyNone, nil, err
 			}
 		}
@@ -98,7 +135,7 @@ func (c *Consumer) pullLoop(ctx context.Context, lim pullLimits, s sink) (EmptyR
 		if err != nil {
 			return EmptyNone, nil, err
 		}
-		end := c.read(ctx, p, lim, s, arrivals)
+		end := pl.read(ctx, &p, lim, s, arrivals)
 		if !end.retry || time.Until(lim.until) < pull.ImmediateExpiry {
 			return end.empty, end.left, end.err
 		}
@@ -106,7 +143,7 @@ func (c *Consumer) pullLoop(ctx context.Context, lim pullLimits, s sink) (EmptyR
 		// max_ack_pending), so a no_wait pull is refused at once: wait in
 		// line with a plain pull instead.
 		if end.queued {
-			send = c.pullInLine
+			send = pl.pullInLine
 		}
 	}
 }
@@ -114,24 +151,24 @@ func (c *Consumer) pullLoop(ctx context.Context, lim pullLimits, s sink) (EmptyR
 // pullNow sends a no_wait pull: what is available now, no more than
 // max_ack_pending leaves room for (one cut short there is held open by the
 // server until its next heartbeat).
-func (c *Consumer) pullNow(lim pullLimits) (*pull.Pull, error) {
+func (pl *puller) pullNow(lim pullLimits) (markedPull, error) {
 	batch := lim.batch
-	if room := c.server.load().limits.maxAckPending - c.leases.Live(); room > 0 && room < batch {
+	if room := pl.server.view().limits.maxAckPending - pl.leases.Live(); room > 0 && room < batch {
 		batch = room
 	}
-	req := c.pullRequest(batch, lim)
+	req := pl.pullRequest(batch, lim)
 	req.NoWait = true
-	return c.startPull(req)
+	return pl.startPull(req)
 }
 
 // pullInLine sends a pull that waits in the server's queue for
 // lim.waitBatch.
-func (c *Consumer) pullInLine(lim pullLimits) (*pull.Pull, error) {
-	return c.startPull(c.pullRequest(lim.waitBatch, lim))
+func (pl *puller) pullInLine(lim pullLimits) (markedPull, error) {
+	return pl.startPull(pl.pullRequest(lim.waitBatch, lim))
 }
 
-func (c *Consumer) pullRequest(batch int, lim pullLimits) pull.Request {
-	if most := c.server.load().limits.maxBatch; most > 0 {
+func (pl *puller) pullRequest(batch int, lim pullLimits) pull.Request {
+	if most := pl.server.view().limits.maxBatch; most > 0 {
 		batch = min(batch, most)
 	}
 	return pull.NewRequest(batch, time.Until(lim.until), lim.maxBytes, lim.priority)
@@ -139,15 +176,14 @@ func (c *Consumer) pullRequest(batch int, lim pullLimits) pull.Request {
 
 // startPull sends req; every pull request starts here. Its place is given
 // back when the pull ends, or at once if it could not start.
-func (c *Consumer) startPull(req pull.Request) (*pull.Pull, error) {
-	mark := c.resets.mark() // before the server can deliver to it
-	p, err := pull.Start(c.nc, c.next, req, c.waiting.release)
+func (pl *puller) startPull(req pull.Request) (markedPull, error) {
+	mark := pl.server.mark() // before the server can deliver to it
+	p, err := pull.Start(pl.nc, pl.next, req, pl.waiting.release)
 	if err != nil {
-		c.waiting.release()
-		return nil, err
+		pl.waiting.release()
+		return markedPull{}, err
 	}
-	p.Mark = mark
-	return p, nil
+	return markedPull{Pull: p, mark: mark}, nil
 }
 
 // pullEnd is how one pull went for the loop.
@@ -162,8 +198,8 @@ type pullEnd struct {
 // read passes the pull's messages to s as they come, and the orphans that
 // come while s has none of them yet, until the pull ends, s is done, or the
 // caller leaves; an open pull it stops reading goes to the orphan pool.
-func (c *Consumer) read(ctx context.Context, p *pull.Pull, lim pullLimits, s sink, arrivals <-chan struct{}) pullEnd {
-	reconnects := c.nc.Stats().Reconnects
+func (pl *puller) read(ctx context.Context, p *markedPull, lim pullLimits, s sink, arrivals <-chan struct{}) pullEnd {
+	reconnects := pl.nc.Stats().Reconnects
 	gap, linger := s.pause()
 	got := false
 	for {
@@ -174,36 +210,36 @@ func (c *Consumer) read(ctx context.Context, p *pull.Pull, lim pullLimits, s sin
 		msgs, ended, err := p.Next(ctx, gap, linger, other)
 		switch {
 		case !ended && err != nil:
-			c.orphans.abandon(p, time.Now())
-			empty, err := c.lost(ctx, err, reconnects)
-			return pullEnd{empty: empty, left: p, err: err}
+			pl.orphans.abandon(*p, time.Now())
+			empty, err := pl.lost(ctx, err, reconnects)
+			return pullEnd{empty: empty, left: p.Pull, err: err}
 		case !ended && len(msgs) == 0:
 			// Orphans came while this pull waited (a canceled Fetch's pull
 			// took a message): take them, and leave this pull to the pool.
-			arrivals = c.orphans.arrivals()
-			if took, err := c.takeOrphans(ctx, lim, s); took || err != nil {
-				c.orphans.abandon(p, time.Now())
-				return pullEnd{left: p, err: err}
+			arrivals = pl.orphans.arrivals()
+			if took, err := pl.takeOrphans(ctx, lim, s); took || err != nil {
+				pl.orphans.abandon(*p, time.Now())
+				return pullEnd{left: p.Pull, err: err}
 			}
 			continue
 		}
-		if ds := c.receiveAll(p, msgs); len(ds) > 0 {
+		if ds := pl.receiveAll(&p.mark, msgs); len(ds) > 0 {
 			got = true
-			if err := c.held.wait(ctx); err != nil {
+			if err := pl.server.held.wait(ctx); err != nil {
 				// The caller left while a reset's word held them back.
-				left := p
+				left := p.Pull
 				if ended {
 					left = nil
 				} else {
-					c.orphans.abandon(p, time.Now())
+					pl.orphans.abandon(*p, time.Now())
 				}
-				c.orphans.keep(ds, left, time.Now())
+				pl.orphans.keep(ds, left, time.Now())
 				return pullEnd{left: left, err: err}
 			}
-			done, err := s.take(ctx, c.tokens.issue(ds, lim.principal), !ended)
+			done, err := s.take(ctx, pl.tokens.issue(ds, lim.principal), !ended)
 			if (done || err != nil) && !ended {
-				c.orphans.abandon(p, time.Now())
-				return pullEnd{left: p, err: err}
+				pl.orphans.abandon(*p, time.Now())
+				return pullEnd{left: p.Pull, err: err}
 			}
 			if done || err != nil {
 				return pullEnd{err: err}
@@ -215,31 +251,31 @@ func (c *Consumer) read(ctx context.Context, p *pull.Pull, lim pullLimits, s sin
 		case got:
 			return pullEnd{}
 		}
-		return c.ending(ctx, err, lim.maxBytes)
+		return pl.ending(ctx, err, lim.maxBytes)
 	}
 }
 
 // takeOrphans leases up to lim's batch and bytes of orphans to s, if any are
 // held; took reports that it did.
-func (c *Consumer) takeOrphans(ctx context.Context, lim pullLimits, s sink) (took bool, err error) {
-	held := c.orphans.take(lim.batch, lim.maxBytes, time.Now())
+func (pl *puller) takeOrphans(ctx context.Context, lim pullLimits, s sink) (took bool, err error) {
+	held := pl.orphans.take(lim.batch, lim.maxBytes, time.Now())
 	if len(held) == 0 {
 		return false, nil
 	}
 	if err := ctx.Err(); err != nil {
-		c.orphans.putBack(held)
+		pl.orphans.putBack(held)
 		return false, err
 	}
 	ds := make([]*Delivery, len(held))
 	for i, o := range held {
 		ds[i] = o.d
 	}
-	if err := c.held.wait(ctx); err != nil {
-		c.orphans.putBack(held)
+	if err := pl.server.held.wait(ctx); err != nil {
+		pl.orphans.putBack(held)
 		return false, err
 	}
-	c.counts.Orphans[OrphanHanded].Add(uint64(len(ds)))
-	_, err = s.take(ctx, c.tokens.issue(ds, lim.principal), false)
+	pl.counts.Orphans[OrphanHanded].Add(uint64(len(ds)))
+	_, err = s.take(ctx, pl.tokens.issue(ds, lim.principal), false)
 	return true, err
 }
 
@@ -248,11 +284,16 @@ func (c *Consumer) takeOrphans(ctx context.Context, lim pullLimits, s sink) (too
 // back meanwhile or the server does not answer now (UNAVAILABLE); else the
 // server dropped it past max_waiting, which it does without a word to a
 // pull that asks for heartbeats (clients outside jetgate hold the places).
-func (c *Consumer) lost(ctx context.Context, err error, reconnects uint64) (EmptyReason, error) {
+func (pl *puller) lost(ctx context.Context, err error, reconnects uint64) (EmptyReason, error) {
 	if !errors.Is(err, jetstream.ErrNoHeartbeat) {
 		return EmptyNone, err
 	}
-	if c.nc.Stats().Reconnects != reconnects || !c.nc.IsConnected() || !c.server.answers(ctx) {
+	gone := pl.nc.Stats().Reconnects != reconnects || !pl.nc.IsConnected()
+	if !gone {
+		_, err := pl.server.ask(context.WithoutCancel(ctx), time.Second)
+		gone = err != nil // the server does not answer now
+	}
+	if gone {
 		return EmptyNone, fmt.Errorf("%w: the pull was lost with the NATS server", errs.ErrUnavailable)
 	}
 	return EmptyMaxWaiting, nil
@@ -261,7 +302,7 @@ func (c *Consumer) lost(ctx context.Context, err error, reconnects uint64) (Empt
 // ending says what the status that ended a pull with nothing for its caller
 // means: why it is empty (EmptyNone when emptyReason must tell), whether to
 // pull again, or an error.
-func (c *Consumer) ending(ctx context.Context, err error, maxBytes int64) pullEnd {
+func (pl *puller) ending(ctx context.Context, err error, maxBytes int64) pullEnd {
 	switch {
 	case err == nil, errors.Is(err, jetstream.ErrNoMessages), errors.Is(err, jetstream.ErrBatchCompleted):
 		return pullEnd{}
@@ -270,12 +311,12 @@ func (c *Consumer) ending(ctx context.Context, err error, maxBytes int64) pullEn
 	case errors.Is(err, jetstream.ErrConsumerLeadershipChanged):
 		return pullEnd{retry: true}
 	case errors.Is(err, jetstream.ErrConsumerDeleted):
-		return pullEnd{err: c.server.deleted()}
-	case errors.Is(err, jetstream.ErrMaxBytesExceeded) && maxBytes < c.maxFetchBytes:
+		return pullEnd{err: pl.server.deleted()}
+	case errors.Is(err, jetstream.ErrMaxBytesExceeded) && maxBytes < pl.maxFetchBytes:
 		return pullEnd{empty: EmptyMaxBytes} // the caller's own max_bytes
 	case errors.Is(err, jetstream.ErrMaxBytesExceeded):
 		return pullEnd{err: fmt.Errorf("%w: the next message is larger than the %d bytes one Fetch may return (the gateway's max fetch bytes); raise that limit to receive it",
-			errs.ErrMessageTooLarge, c.maxFetchBytes)}
+			errs.ErrMessageTooLarge, pl.maxFetchBytes)}
 	case errors.Is(err, pull.ErrExceededMaxWaiting):
 		return pullEnd{empty: EmptyMaxWaiting}
 	case errors.Is(err, jetstream.ErrPinIDMismatch):
@@ -284,10 +325,10 @@ func (c *Consumer) ending(ctx context.Context, err error, maxBytes int64) pullEn
 	case errors.Is(err, jetstream.ErrServerShutdown):
 		return pullEnd{err: fmt.Errorf("%w: the server is shutting down", errs.ErrUnavailable)}
 	case errors.Is(err, nats.ErrNoResponders):
-		return pullEnd{err: c.server.noResponders(ctx)}
+		return pullEnd{err: pl.server.noResponders(ctx)}
 	}
 	// A limit of the consumer's (max_batch, max_expires, max_bytes) or a
 	// status unknown.
-	c.log.Error("the server refused a pull request", "err", err)
+	pl.log.Error("the server refused a pull request", "err", err)
 	return pullEnd{err: fmt.Errorf("%w: %v", errs.ErrPullRefused, err)}
 }

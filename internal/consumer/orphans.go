@@ -27,13 +27,13 @@ type orphan struct {
 // while the pull is open, or the Nak would send it straight back into the
 // same dead pull and burn a delivery each round.
 type orphanPool struct {
-	receive func(*pull.Pull, pull.Msg) (*Delivery, bool) // leases a message of a pull
+	receive func(*seqMark, pull.Msg) (*Delivery, bool) // leases a message of the pull marked so
 	// live reports whether a delivery is still leased: a reset voids the
 	// leases of orphans too, and their tokens would settle nothing.
 	live func(*Delivery, time.Time) bool
 
 	mu   sync.Mutex
-	open []*pull.Pull // abandoned pulls the server has not ended yet
+	open []markedPull // abandoned pulls the server has not ended yet
 	held []*orphan    // for the next Fetch, else a Nak
 	// returned are leases of ended Consume streams: their caller holds
 	// tokens of these very deliveries, so they only wait for their Nak.
@@ -41,7 +41,7 @@ type orphanPool struct {
 	more     chan struct{} // closed when orphans may have come, then replaced
 }
 
-func newOrphanPool(receive func(*pull.Pull, pull.Msg) (*Delivery, bool), live func(*Delivery, time.Time) bool) *orphanPool {
+func newOrphanPool(receive func(*seqMark, pull.Msg) (*Delivery, bool), live func(*Delivery, time.Time) bool) *orphanPool {
 	return &orphanPool{receive: receive, live: live, more: make(chan struct{})}
 }
 
@@ -69,7 +69,7 @@ func (o *orphanPool) wake() {
 
 // abandon takes over a pull whose Fetch has gone: what it received and what
 // it still receives becomes orphans.
-func (o *orphanPool) abandon(p *pull.Pull, now time.Time) {
+func (o *orphanPool) abandon(p markedPull, now time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	p.OnMessage(o.arrived)
@@ -102,7 +102,7 @@ func (o *orphanPool) giveBack(ds []*Delivery, last *pull.Pull, now time.Time) {
 // appendFrom appends ds as orphans of from, to be nak'ed once it has ended:
 // if it has (it is not among the open pulls), from readyAt; o.mu is held.
 func (o *orphanPool) appendFrom(list []*orphan, ds []*Delivery, from *pull.Pull, readyAt time.Time) []*orphan {
-	if from != nil && !slices.Contains(o.open, from) {
+	if from != nil && !slices.ContainsFunc(o.open, func(p markedPull) bool { return p.Pull == from }) {
 		from = nil
 	}
 	for _, d := range ds {
@@ -118,28 +118,32 @@ func (o *orphanPool) appendFrom(list []*orphan, ds []*Delivery, from *pull.Pull,
 // drain collects the messages of the open pulls and starts the hold of
 // those whose pull has ended; o.mu is held.
 func (o *orphanPool) drain(now time.Time) {
-	o.open = slices.DeleteFunc(o.open, func(p *pull.Pull) bool {
-		msgs, ended, endedAt := p.Take(now)
+	open := o.open[:0]
+	for i := range o.open {
+		mp := &o.open[i] // in place: receive moves its marks
+		msgs, ended, endedAt := mp.Take(now)
 		for _, m := range msgs {
-			if d, ok := o.receive(p, m); ok {
-				o.held = append(o.held, &orphan{d: d, from: p})
+			if d, ok := o.receive(&mp.mark, m); ok {
+				o.held = append(o.held, &orphan{d: d, from: mp.Pull})
 			}
 		}
 		if !ended {
-			return false
+			open = append(open, *mp)
+			continue
 		}
 		for _, h := range o.held {
-			if h.from == p {
+			if h.from == mp.Pull {
 				h.from, h.readyAt = nil, endedAt.Add(orphanHold)
 			}
 		}
 		for _, h := range o.returned {
-			if h.from == p {
+			if h.from == mp.Pull {
 				h.from, h.readyAt = nil, endedAt
 			}
 		}
-		return true
-	})
+	}
+	clear(o.open[len(open):])
+	o.open = open
 }
 
 // take hands up to n orphans of at most maxBytes in all, whose leases are

@@ -1,7 +1,6 @@
 package consumer
 
 import (
-	"context"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -9,37 +8,66 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetgate/jetgate/internal/pull"
+	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/token"
 )
 
+// The reset rules, all of them in this file.
+//
 // A consumer reset (ADR-60) drops the server's pending list and delivers
-// messages again with the consumer sequence restarted at 1, and the server
-// acks by stream sequence alone: a lease from before a reset would settle
-// the delivery made after it. There is no advisory, so the reset is told
-// from the consumer sequences of deliveries. The server numbers them as it
-// delivers, so those of one pull only grow, and every delivery to a pull is
-// numbered above every one its puller had received before sending it: a
-// delivery at or below either mark comes after a reset.
+// messages again with the consumer sequence and the delivered count
+// restarted, and the server acks by stream sequence alone: a lease from
+// before a reset would settle the delivery made after it. There is no
+// advisory and no epoch in the info. A reset is noticed four ways, each
+// decided here:
 //
-// Stream sequences tell it too, and from what matters: the server first
-// delivers messages in stream order, so a first delivery (delivered once)
-// of a message at or below a stream sequence delivered before it, in the
-// same epoch, is the server delivering again what it forgot. Those are the
-// very messages a lease from before the reset may name. (Not for a consumer
-// of last_per_subject, whose first deliveries start out of order.)
+//  1. Its request passes (ResetRequested, resetWatch.noticeRequest): every
+//     replica subscribes to the reset requests, as the server does. A
+//     request may pass after the deliveries it caused showed the reset: a
+//     reset a delivery showed leaves one request to come (unclaimed), taken
+//     to be its own within requestLag, and the next is a reset again.
+//  2. A consumer sequence goes back (resetWatch.regressed): the server
+//     numbers deliveries as it makes them, so those of one pull only grow,
+//     and every delivery to a pull is numbered above every one its puller
+//     had received before sending it: a delivery at or below either mark
+//     comes after a reset.
+//  3. The stream-sequence rule (resetWatch.regressed, bySeq): the server
+//     first delivers messages in stream order, so a first delivery
+//     (delivered once) of a message at or below a stream sequence received
+//     before it, in the same epoch, is the server delivering again what it
+//     forgot. Not for a consumer of last_per_subject, whose first
+//     deliveries start out of order.
+//  4. The lease table's Add (resetWatch.admit): a message the table holds
+//     comes again, live, with its count restarted.
 //
-// Each pull's marks are kept in its pull.SeqMark. A pull sent before a
-// reset this replica has noticed may still bring deliveries from before it,
-// which must not be leased: until one of its deliveries shows the reset, it
-// neither raises the high mark nor has its deliveries leased (the server
-// redelivers them after ack_wait). The delivery that shows it counts as a
-// reset again: a second reset soon after the first looks the same, and
-// voiding twice costs redeliveries, never a wrong settle.
+// Besides, a peer's word (HearResetWord in word.go, then ResetTold) and an
+// info counting fewer deliveries than were received before it was asked
+// (observeInfo) carry a reset noticed elsewhere or shown otherwise. Each
+// reset has an id (the request's reply subject, else one made up), so that
+// it voids each replica's leases once however many ways it is noticed.
+//
+// Each pull's marks are kept in its seqMark, on the consumer's side of the
+// pull (markedPull). A pull sent before a reset this replica has noticed
+// may still bring deliveries from before it, which must not be leased:
+// until one of its deliveries shows the reset, it neither raises the high
+// mark nor has its deliveries leased (the server redelivers them after
+// ack_wait). The delivery that shows it counts as a reset again: a second
+// reset soon after the first looks the same, and voiding twice costs
+// redeliveries, never a wrong settle.
 
-// resetWatch is the consumer's side of that rule: the highest consumer
-// sequence received since the last reset, how many resets were seen, and
-// the ids of the last ones.
+// seqMark is what the consumer keeps, per pull, to tell a reset from the
+// sequences of the pull's deliveries.
+type seqMark struct {
+	Floor uint64 // the highest consumer sequence seen before the pull was sent
+	Last  uint64 // the pull's last delivery's
+	Epoch uint64 // the resets noticed when it was sent
+	// StreamFloor and StreamLast are the same for stream sequences: the
+	// highest seen before the pull was sent, and the highest of its own.
+	StreamFloor, StreamLast uint64
+}
+
+// resetWatch is the consumer's epoch: the highest sequences received since
+// the last reset, how many resets were seen, and the ids of the last ones.
 //
 // A reset voids the leases (void) under the watch's lock, as it starts a new
 // epoch: no delivery of a pull from before it is leased in between, and no
@@ -65,6 +93,16 @@ type resetWatch struct {
 // one reset reaches a replica before the next.
 const recentResets = 16
 
+// requestLag bounds how late a reset request may reach a replica's
+// subscription after the deliveries the reset caused reached its pulls
+// (the client library hands each subscription its messages on a goroutine
+// of its own, so the two can swap).
+const requestLag = time.Second
+
+func newResetWatch(high, stream uint64, bySeq bool, void func()) *resetWatch {
+	return &resetWatch{high: high, stream: stream, bySeq: bySeq, void: void}
+}
+
 // noticeID notices reset id, voiding every lease, unless it was noticed
 // already (an empty id is always new); it reports whether it was new.
 func (w *resetWatch) noticeID(id string) bool {
@@ -78,12 +116,6 @@ func (w *resetWatch) noticeID(id string) bool {
 	w.unclaimed = 0
 	return true
 }
-
-// requestLag bounds how late a reset request may reach a replica's
-// subscription after the deliveries the reset caused reached its pulls
-// (the client library hands each subscription its messages on a goroutine
-// of its own, so the two can swap).
-const requestLag = time.Second
 
 // noticeRequest notices the reset whose request passed, unless a delivery
 // showed a reset less than requestLag ago whose request has not passed yet:
@@ -119,36 +151,33 @@ func (w *resetWatch) rememberLocked(id string) {
 	w.next = (w.next + 1) % recentResets
 }
 
-func newResetWatch(high, stream uint64, bySeq bool, void func()) *resetWatch {
-	return &resetWatch{high: high, stream: stream, bySeq: bySeq, void: void}
-}
-
 // mark is what a pull about to be sent records.
-func (w *resetWatch) mark() pull.SeqMark {
+func (w *resetWatch) mark() seqMark {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return pull.SeqMark{Floor: w.high, StreamFloor: w.stream, Epoch: w.epoch}
+	return seqMark{Floor: w.high, StreamFloor: w.stream, Epoch: w.epoch}
 }
 
 // delivery is what the watch reads of a delivery: its consumer and stream
 // sequences and how often it was delivered.
 type delivery struct{ cseq, sseq, delivered uint64 }
 
-// regressed reports whether d, to the pull marked m, comes after a reset.
-func (w *resetWatch) regressed(m *pull.SeqMark, d delivery) bool {
+// regressed reports whether d, to the pull marked m, comes after a reset:
+// rules 2 and 3.
+func (w *resetWatch) regressed(m *seqMark, d delivery) bool {
 	if d.cseq <= m.Floor || d.cseq <= m.Last {
 		return true
 	}
 	return w.bySeq && d.delivered == 1 && (d.sseq <= m.StreamFloor || d.sseq <= m.StreamLast)
 }
 
-// admit leases delivery cseq to the pull marked m with add (the lease
-// table's Add, which reports a reset of its own: a message it holds came
+// admit leases delivery d to the pull marked m with add (the lease table's
+// Add, which reports a reset of its own, rule 4: a message it holds came
 // again with its count restarted, and it voided the rest). It reports
 // whether the delivery showed a reset nobody on this replica had noticed
 // yet, and whether it may be from before one noticed since the pull was
 // sent (stale: not leased).
-func (w *resetWatch) admit(m *pull.SeqMark, d delivery, add func() (reset bool)) (reset, stale bool) {
+func (w *resetWatch) admit(m *seqMark, d delivery, add func() (reset bool)) (reset, stale bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.regressed(m, d) {
@@ -183,7 +212,7 @@ func (w *resetWatch) admit(m *pull.SeqMark, d delivery, add func() (reset bool))
 // above that, and a server that counts less than was received before it
 // was asked was reset. It reports such a reset, unless one was noticed
 // meanwhile (the info may be from either side of it).
-func (w *resetWatch) informed(before pull.SeqMark, delivered jetstream.SequenceInfo) (reset bool) {
+func (w *resetWatch) informed(before seqMark, delivered jetstream.SequenceInfo) (reset bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
@@ -216,13 +245,8 @@ func (w *resetWatch) since() time.Time {
 	return w.at
 }
 
-// A reset is noticed three ways: this replica sees the reset request pass
-// (ResetRequested: every replica subscribes to them, as the server does),
-// another replica's word of one (ResetTold), or, as the fallback for a
-// request no replica could see, a delivery or an info that shows it (admit,
-// informed). Each reset has an id (the request's reply subject, else one
-// made up), so that it voids each replica's leases once however many ways
-// it is noticed. A replica that noticed one tells its peers and holds the
+// What the consumer's server-side owner (onServer) makes of the rules. A
+// replica that noticed a reset tells its peers (word.go) and holds the
 // consumer's new deliveries back until they have voided theirs: a delivery
 // after the reset may have gone to any replica, while a stale token's
 // settle goes to its issuer. Nothing else waits, and nothing waits on the
@@ -230,10 +254,10 @@ func (w *resetWatch) since() time.Time {
 
 // ResetRequested is a reset request for the consumer that passed on NATS
 // (id: its reply subject): every lease held is void at once.
-func (c *Consumer) ResetRequested(id string) {
-	if c.resets.noticeRequest(id) {
-		c.log.Warn("the consumer was reset (its reset request passed): the leases this replica held are void")
-		c.tell(id)
+func (s *onServer) ResetRequested(id string) {
+	if s.resets.noticeRequest(id) {
+		s.log.Warn("the consumer was reset (its reset request passed): the leases this replica held are void")
+		s.tell(id)
 	}
 }
 
@@ -241,89 +265,59 @@ func (c *Consumer) ResetRequested(id string) {
 // lease this replica holds is void (those of deliveries made after the
 // reset come again after ack_wait; none settles a delivery it was not
 // issued for), unless this replica noticed that reset itself already.
-func (c *Consumer) ResetTold(id string) {
-	if c.resets.noticeID(id) {
-		c.log.Warn("another replica saw the consumer reset: the leases this replica held are void")
+func (s *onServer) ResetTold(id string) {
+	if s.resets.noticeID(id) {
+		s.log.Warn("another replica saw the consumer reset: the leases this replica held are void")
 	}
 }
 
-// observeInfo is what the consumer makes of an info it asks: one that
-// counts fewer deliveries than this replica received before asking shows a
-// reset, which it tells too (its next deliveries are numbered above all it
-// has seen in the new count and would not show it, while another replica
-// may hold a lease from before it).
-func (c *Consumer) observeInfo() func(*jetstream.ConsumerInfo) {
-	before := c.resets.mark()
-	return func(ci *jetstream.ConsumerInfo) {
-		if c.resets.informed(before, ci.Delivered) {
-			c.tellReset("its info counts fewer deliveries than this replica received", "delivered", ci.Delivered.Consumer)
-		}
+// mark is the mark of a pull about to be sent: before the server can
+// deliver to it.
+func (s *onServer) mark() seqMark { return s.resets.mark() }
+
+// resetAt is when the last reset was noticed: leases received before it
+// may have been voided by it.
+func (s *onServer) resetAt() time.Time { return s.resets.since() }
+
+// admit decides whether delivery d, to the pull marked m, may be leased,
+// and leases it with add (the lease table's Add) unless it may be from
+// before a reset. A reset it shows is told to the peers; a redelivery that
+// came while the lease it replaces still had time left asks the server's
+// timing (policy.go).
+func (s *onServer) admit(m *seqMark, d delivery, add func() lease.Added) bool {
+	var added lease.Added
+	reset, stale := s.resets.admit(m, d, func() bool {
+		added = add()
+		return added == lease.AddedReset
+	})
+	switch {
+	case added == lease.AddedEarly:
+		s.redeliveredEarly()
+	case reset:
+		s.tellReset("a delivery showed it", "stream_seq", d.sseq, "consumer_seq", d.cseq, "delivered", d.delivered)
+	case stale:
+		s.log.Debug("not leased: a delivery that may be from before a consumer reset", "stream_seq", d.sseq, "consumer_seq", d.cseq)
+		return false
+	}
+	return true
+}
+
+// observeInfo is what the owner makes of an info it asked when the watch
+// was marked before: one that counts fewer deliveries than this replica
+// received before asking shows a reset, which it tells too (its next
+// deliveries are numbered above all it has seen in the new count and would
+// not show it, while another replica may hold a lease from before it).
+func (s *onServer) observeInfo(before seqMark, ci *jetstream.ConsumerInfo) {
+	if s.resets.informed(before, ci.Delivered) {
+		s.tellReset("its info counts fewer deliveries than this replica received", "delivered", ci.Delivered.Consumer)
 	}
 }
 
 // tellReset tells the other replicas of a reset a delivery or an info
 // showed (this replica's leases are void already). why is for the log.
-func (c *Consumer) tellReset(why string, attrs ...any) {
-	c.log.Warn("the consumer was reset ("+why+"): the leases this replica held are void", attrs...)
+func (s *onServer) tellReset(why string, attrs ...any) {
+	s.log.Warn("the consumer was reset ("+why+"): the leases this replica held are void", attrs...)
 	id := token.NewIssuerID().String() // unique, as a request's reply subject is
-	c.resets.remember(id)
-	c.tell(id)
-}
-
-// tell holds the consumer's new deliveries back while its peers (as many as
-// the roster counts besides this one) are told of reset id, until they
-// answered or the word gave up.
-func (c *Consumer) tell(id string) {
-	if c.onReset == nil {
-		return
-	}
-	release := c.held.hold()
-	peers := c.Replicas() - 1
-	c.words.Go(func() {
-		defer release()
-		c.onReset(id, peers)
-	})
-}
-
-// holdBack holds a consumer's new deliveries back while its peers are told
-// of a reset.
-type holdBack struct {
-	mu   sync.Mutex
-	open chan struct{} // closed while nothing holds deliveries back
-}
-
-func newHoldBack() *holdBack {
-	ch := make(chan struct{})
-	close(ch)
-	return &holdBack{open: ch}
-}
-
-// hold holds deliveries back until release is called (and every later
-// hold is released).
-func (h *holdBack) hold() (release func()) {
-	ch := make(chan struct{})
-	h.mu.Lock()
-	h.open = ch
-	h.mu.Unlock()
-	return func() { close(ch) }
-}
-
-// wait returns once nothing holds deliveries back, or ctx ends.
-func (h *holdBack) wait(ctx context.Context) error {
-	for {
-		h.mu.Lock()
-		ch := h.open
-		h.mu.Unlock()
-		select {
-		case <-ch:
-			h.mu.Lock()
-			current := h.open == ch
-			h.mu.Unlock()
-			if current {
-				return nil
-			}
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	s.resets.remember(id)
+	s.tell(id)
 }

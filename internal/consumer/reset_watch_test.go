@@ -4,8 +4,6 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/jetgate/jetgate/internal/pull"
 )
 
 // again is a redelivery with consumer sequence cseq: the stream rule,
@@ -18,7 +16,7 @@ func TestInterleavedPullsAreNoReset(t *testing.T) {
 	w := newResetWatch(10, 0, true, func() {})
 	a, b := w.mark(), w.mark()
 	for _, d := range []struct {
-		m    *pull.SeqMark
+		m    *seqMark
 		cseq uint64
 	}{{&b, 12}, {&a, 11}, {&a, 13}, {&b, 14}, {&a, 15}} {
 		if reset, stale := w.admit(d.m, again(d.cseq), noReset); reset || stale {

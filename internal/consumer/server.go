@@ -4,100 +4,184 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
+	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/pull"
+	"github.com/jetgate/jetgate/internal/token"
 )
 
-// priorityOf checks a caller's priority fields against the consumer's
-// groups and policy, and names the group when the consumer has just one.
-func (c *Consumer) priorityOf(p pull.Priority) (pull.Priority, error) {
-	v := c.server.load()
-	groups := v.groups
-	switch {
-	case len(groups) == 0 && p != (pull.Priority{}):
-		return p, fmt.Errorf("%w: consumer %q has no priority groups: leave group, min_pending, min_ack_pending, priority and pin_id unset",
-			errs.ErrInvalidArgument, c.Name)
-	case len(groups) == 0:
-		return p, nil
-	case p.Group == "" && len(groups) == 1:
-		p.Group = groups[0]
-	case p.Group == "":
-		return p, fmt.Errorf("%w: consumer %q has the priority groups %s: name one in group",
-			errs.ErrPriorityGroupRequired, c.Name, strings.Join(groups, ", "))
-	case !slices.Contains(groups, p.Group):
-		return p, fmt.Errorf("%w: group %q is not one of consumer %q's priority groups (%s)",
-			errs.ErrInvalidArgument, p.Group, c.Name, strings.Join(groups, ", "))
-	}
-	switch {
-	case (p.MinPending != 0 || p.MinAckPending != 0) && v.policy != jetstream.PriorityPolicyOverflow:
-		return p, fmt.Errorf("%w: min_pending and min_ack_pending are for a consumer of the overflow policy", errs.ErrInvalidArgument)
-	case p.PinID != "" && v.policy != jetstream.PriorityPolicyPinned:
-		return p, fmt.Errorf("%w: pin_id is for a consumer of the pinned_client policy", errs.ErrInvalidArgument)
-	case p.Priority != 0 && v.policy != jetstream.PriorityPolicyPrioritized:
-		return p, fmt.Errorf("%w: priority is for a consumer of the prioritized policy", errs.ErrInvalidArgument)
-	}
-	return p, nil
+// onServer is what jetgate knows of one consumer as the server has it: its
+// policy (redelivery timing and limits), pause, priority groups and pins
+// (the view, view.go), and its reset epoch (reset.go). It is the only reader
+// of the consumer's infos, of the answer to jetgate's own create or update,
+// of its pause advisories (SetPaused), of the requests that pass for it
+// (FollowUpdate, ResetRequested) and of the peers' words (HearResetWord,
+// word.go), and the only judge of whether a delivery is from before a
+// reset (admit). The rest of the consumer asks it: the timing of a
+// delivery, whether it may be leased, when the last reset was, the limits.
+// It tells the consumer two events: a reset (the lease table voids, under
+// the reset watch's lock) and a change of policy (changed: leases re-dated,
+// waiting places resized).
+//
+// Its methods, by file: this one, the view and asking the server (info,
+// pause, pins); reset.go, the reset rules; policy.go, following a change of
+// policy; word.go, the word of a reset to the peers.
+type onServer struct {
+	stream, name string
+	js           jetstream.Consumer
+	jsStream     jetstream.Stream
+	nc           *nats.Conn
+	self         token.IssuerID // this replica, the sender of its words
+	timeout      time.Duration  // bounds each request
+	log          *slog.Logger
+
+	last    atomic.Pointer[serverView] // what the server last said
+	mu      sync.Mutex                 // orders the writers of last
+	tickets atomic.Uint64              // numbers the infos asked
+
+	resets  *resetWatch
+	held    *holdBack      // new deliveries, while peers are told of a reset
+	words   sync.WaitGroup // the goroutines telling peers, or asking after an early redelivery
+	onReset func(id string, peers int)
+	asking  atomic.Bool // redeliveredEarly's question is out
+
+	// changed is told of each new view whose policy differs from the one
+	// before (changedFrom), under mu, in the order stored: it takes the
+	// lease table's and the waiting line's locks, and nothing that holds
+	// those asks the server.
+	changed func(old, now *serverView)
+	// replicas is how many replicas serve the consumer, itself included.
+	replicas func() int
 }
 
-// PinOf is the pin the last of ds carries, if any.
-func PinOf(ds []*Delivery) string {
-	for _, d := range slices.Backward(ds) {
-		if pin := d.Header.Get(pull.PinHeader); pin != "" {
-			return pin
-		}
+// newOnServer takes what the server said of cons when it was bound: its
+// policy and groups stand; whether full or paused is asked anew. void
+// voids every lease, counted in resets.
+func newOnServer(s jetstream.Stream, cons jetstream.Consumer, d Deps, log *slog.Logger, void func(), resets *atomic.Uint64) *onServer {
+	ci := cons.CachedInfo()
+	o := &onServer{
+		stream: ci.Stream, name: ci.Name,
+		js: cons, jsStream: s, nc: d.Conn, self: d.Self, timeout: d.Timeout, log: log,
+		held: newHoldBack(), onReset: d.OnReset,
+		changed:  func(_, _ *serverView) {},
+		replicas: func() int { return 1 },
 	}
-	return ""
+	// What the server had delivered when it was bound: every delivery to a
+	// pull sent later is numbered above it, unless the consumer is reset.
+	bySeq := ci.Config.DeliverPolicy != jetstream.DeliverLastPerSubjectPolicy
+	o.resets = newResetWatch(ci.Delivered.Consumer, ci.Delivered.Stream, bySeq, void)
+	o.resets.count = resets
+	v := viewOf(ci)
+	v.at = time.Time{}
+	o.last.Store(v)
+	return o
 }
 
-// Pause stops the server delivering the consumer's messages until until,
-// for every client of the consumer; it returns the pause the server took.
-func (c *Consumer) Pause(ctx context.Context, until time.Time) (paused bool, pauseUntil time.Time, err error) {
-	r, err := c.jsStream.PauseConsumer(ctx, c.Name, until)
-	if err != nil {
-		return false, time.Time{}, c.server.manageError("pause", err)
-	}
-	c.server.forget()
-	return r.Paused, r.PauseUntil, nil
-}
+// view is what the server last said of the consumer.
+func (s *onServer) view() *serverView { return s.last.Load() }
 
-// Resume lets a paused consumer deliver again at once.
-func (c *Consumer) Resume(ctx context.Context) (paused bool, err error) {
-	r, err := c.jsStream.ResumeConsumer(ctx, c.Name)
-	if err != nil {
-		return false, c.server.manageError("resume", err)
-	}
-	c.server.forget()
-	return r.Paused, nil
-}
+// timing is the consumer's redelivery timing, as the server last said.
+func (s *onServer) timing() lease.Policy { return s.last.Load().timing }
 
-// Unpin releases the pinned client of group ("" for the consumer's only
-// group): the group's next pull is pinned in its place.
-func (c *Consumer) Unpin(ctx context.Context, group string) error {
-	p, err := c.priorityOf(pull.Priority{Group: group})
-	if err != nil {
-		return err
-	}
-	if v := c.server.load(); v.policy != jetstream.PriorityPolicyPinned {
-		return fmt.Errorf("%w: consumer %q is not of the pinned_client policy: it has no pin to release", errs.ErrInvalidArgument, c.Name)
-	}
-	if err := c.jsStream.UnpinConsumer(ctx, c.Name, p.Group); err != nil {
-		return c.server.manageError("unpin", err)
+// servable is nil when jetgate can serve the consumer as the server last
+// described it, and otherwise CONSUMER_NOT_FOUND saying why.
+func (s *onServer) servable() error {
+	if r := s.last.Load().refusal; r != "" {
+		return unservable(s.stream, s.name, r)
 	}
 	return nil
 }
 
+// set stores what the answer to the info asked with ticket said, unless a
+// later one has been stored already.
+func (s *onServer) set(ci *jetstream.ConsumerInfo, ticket uint64) {
+	v := viewOf(ci)
+	v.ticket = ticket
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.last.Load()
+	if old != nil && old.ticket > ticket {
+		return
+	}
+	s.last.Store(v)
+	if old != nil && v.changedFrom(old) {
+		s.changed(old, v)
+	}
+}
+
+// update changes the view in place of the writers that set it.
+func (s *onServer) update(f func(v *serverView)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := *s.last.Load()
+	f(&v)
+	s.last.Store(&v)
+}
+
+// ask asks the server for the consumer's info, bounded by limit (and the
+// request timeout) even when ctx has no deadline. Every info goes through
+// here: the view takes it, and the reset rules read its delivered count.
+func (s *onServer) ask(ctx context.Context, limit time.Duration) (*jetstream.ConsumerInfo, error) {
+	ictx, cancel := context.WithTimeout(ctx, min(s.timeout, limit))
+	defer cancel()
+	before := s.resets.mark()
+	ticket := s.tickets.Add(1)
+	ci, err := s.js.Info(ictx)
+	if err == nil {
+		s.set(ci, ticket)
+		s.observeInfo(before, ci)
+	}
+	return ci, err
+}
+
+// recent is the server's word on whether the consumer is at
+// max_ack_pending and whether it is paused, asked at most once a second:
+// clients polling with expires 0s must not turn into a stream of info
+// requests.
+func (s *onServer) recent(ctx context.Context) *serverView {
+	if v := s.last.Load(); time.Since(v.at) < time.Second {
+		return v
+	}
+	if _, err := s.ask(context.WithoutCancel(ctx), time.Second); err != nil {
+		// Unknown: neither full nor paused, and not asked again for a second.
+		s.update(func(v *serverView) { v.full, v.paused, v.at = false, false, time.Now() })
+	}
+	return s.last.Load()
+}
+
+// SetPaused records what the server's pause advisory said of the consumer.
+func (s *onServer) SetPaused(paused bool) {
+	s.update(func(v *serverView) { v.paused = paused })
+}
+
+func (s *onServer) deleted() error {
+	return fmt.Errorf("%w: consumer %q of stream %q was deleted", errs.ErrConsumerNotFound, s.name, s.stream)
+}
+
+// noResponders explains why nothing answered for the consumer: it was
+// deleted (NOT_FOUND), or its leader is being elected or the server is
+// unreachable (UNAVAILABLE, worth a retry).
+func (s *onServer) noResponders(ctx context.Context) error {
+	if _, err := s.ask(context.WithoutCancel(ctx), time.Second); errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return s.deleted()
+	}
+	return fmt.Errorf("%w: no JetStream responder for the consumer (a leader election, or the server is unreachable)", errs.ErrUnavailable)
+}
+
 // Info is the consumer's configuration and state, from the server.
-func (c *Consumer) Info(ctx context.Context) (*jetstream.ConsumerInfo, error) {
-	ci, err := c.server.ask(ctx, c.server.timeout)
+func (s *onServer) Info(ctx context.Context) (*jetstream.ConsumerInfo, error) {
+	ci, err := s.ask(ctx, s.timeout)
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
-		return nil, c.server.deleted()
+		return nil, s.deleted()
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	case err != nil:
@@ -106,39 +190,62 @@ func (c *Consumer) Info(ctx context.Context) (*jetstream.ConsumerInfo, error) {
 	return ci, nil
 }
 
-// SetPaused records what the server's pause advisory said of the consumer.
-func (c *Consumer) SetPaused(paused bool) { c.server.setPaused(paused) }
-
-// emptyReason says why nothing came: the consumer is paused (by anyone), or
-// at max_ack_pending, or another client holds the pin, or the caller's
-// overflow thresholds are not reached, as the server last said, or there
-// was nothing.
-func (c *Consumer) emptyReason(ctx context.Context, pri pull.Priority) EmptyReason {
-	v := c.server.recent(ctx)
-	switch {
-	case v.paused:
-		return EmptyPaused
-	case c.atMaxAckPending(ctx):
-		return EmptyMaxAckPending
-	case v.policy == jetstream.PriorityPolicyPinned && pri.PinID == "" && v.pinned[pri.Group]:
-		return EmptyPinned
-	case v.policy == jetstream.PriorityPolicyOverflow && v.pending > 0 && belowThresholds(pri, v):
-		return EmptyBelowMinPending
+// Pause stops the server delivering the consumer's messages until until,
+// for every client of the consumer; it returns the pause the server took.
+func (s *onServer) Pause(ctx context.Context, until time.Time) (paused bool, pauseUntil time.Time, err error) {
+	r, err := s.jsStream.PauseConsumer(ctx, s.name, until)
+	if err != nil {
+		return false, time.Time{}, s.manageError("pause", err)
 	}
-	return EmptyNoMessages
+	s.update(func(v *serverView) { v.at = time.Time{} }) // the next reader that needs it asks
+	return r.Paused, r.PauseUntil, nil
 }
 
-// atMaxAckPending reports whether the consumer is at max_ack_pending: by the
-// replica's own count of leases, or else by the server's (asked at most
-// once a second).
-func (c *Consumer) atMaxAckPending(ctx context.Context) bool {
-	return c.leases.Live() >= c.server.load().limits.maxAckPending || c.server.recent(ctx).full
+// Resume lets a paused consumer deliver again at once.
+func (s *onServer) Resume(ctx context.Context) (paused bool, err error) {
+	r, err := s.jsStream.ResumeConsumer(ctx, s.name)
+	if err != nil {
+		return false, s.manageError("resume", err)
+	}
+	s.update(func(v *serverView) { v.at = time.Time{} })
+	return r.Paused, nil
+}
+
+// Unpin releases the pinned client of group ("" for the consumer's only
+// group): the group's next pull is pinned in its place.
+func (s *onServer) Unpin(ctx context.Context, group string) error {
+	v := s.last.Load()
+	p, err := v.priority(s.name, pull.Priority{Group: group})
+	if err != nil {
+		return err
+	}
+	if v.policy != jetstream.PriorityPolicyPinned {
+		return fmt.Errorf("%w: consumer %q is not of the pinned_client policy: it has no pin to release", errs.ErrInvalidArgument, s.name)
+	}
+	if err := s.jsStream.UnpinConsumer(ctx, s.name, p.Group); err != nil {
+		return s.manageError("unpin", err)
+	}
+	return nil
+}
+
+// manageError maps what the server answered a Pause, Resume or Unpin.
+func (s *onServer) manageError(what string, err error) error {
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		return s.deleted()
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.As(err, &apiErr):
+		return fmt.Errorf("%w: the server refused to %s consumer %q: %s", errs.ErrManageRefused, what, s.name, apiErr.Description)
+	}
+	return fmt.Errorf("%w: %s: %v", errs.ErrUnavailable, what, err)
 }
 
 // OldestUnackedAge is how long the oldest message the consumer has not
 // acknowledged (delivered or not) has been in the stream, given the
 // consumer's info: the first message of its filter past the ack floor.
-func (c *Consumer) OldestUnackedAge(ctx context.Context, ci *jetstream.ConsumerInfo) (time.Duration, error) {
+func (s *onServer) OldestUnackedAge(ctx context.Context, ci *jetstream.ConsumerInfo) (time.Duration, error) {
 	if ci.NumPending == 0 && ci.NumAckPending == 0 {
 		return 0, nil
 	}
@@ -151,7 +258,7 @@ func (c *Consumer) OldestUnackedAge(ctx context.Context, ci *jetstream.ConsumerI
 	}
 	var oldest time.Time
 	for _, f := range filters {
-		m, err := c.jsStream.GetMsg(ctx, ci.AckFloor.Stream+1, jetstream.WithGetMsgSubject(f))
+		m, err := s.jsStream.GetMsg(ctx, ci.AckFloor.Stream+1, jetstream.WithGetMsgSubject(f))
 		switch {
 		case errors.Is(err, jetstream.ErrMsgNotFound):
 			continue

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -15,6 +16,22 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
+// settler settles the leases of one consumer: those this replica issued
+// (Settle), those whose issuer is gone (Adopt), the orphans it gives back
+// (nak) and the leases it keeps alive (keepAlive). Each batch runs through
+// the lease table, the ledger's verdicts and the sender.
+type settler struct {
+	stream, name string
+	sender       *settle.Sender
+	ledger       *settle.Ledger
+	log          *slog.Logger
+	server       *onServer // the timing, how the server settles, the last reset
+	leases       *lease.Table
+	tokens       *issuer
+	counts       *Counts
+	wake         func() // the consumer's Run: the table holds adopted leases
+}
+
 // ref is the delivery a token names: the consumer sequence and deadline
 // tell it from a delivery of the same message after a consumer reset.
 func ref(c token.Claims) lease.Ref {
@@ -24,37 +41,37 @@ func ref(c token.Claims) lease.Ref {
 // Settle settles leases this replica issued. Every settle to send is
 // published before any reply is awaited, and each is reported only once the
 // server has confirmed it.
-func (c *Consumer) Settle(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args) []settle.Outcome {
-	return c.settle(ctx, op, cs, args, settle.Issued)
+func (s *settler) Settle(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args) []settle.Outcome {
+	return s.settle(ctx, op, cs, args, settle.Issued)
 }
 
 // Adopt settles leases whose issuer is gone, from their tokens alone: each
 // is recorded in this replica's table (unless it knows a newer delivery, or
 // the same one settled) and, once the ledger shows that no other settle of
 // that delivery came first, settled on its rebuilt ack subject.
-func (c *Consumer) Adopt(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args) []settle.Outcome {
+func (s *settler) Adopt(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args) []settle.Outcome {
 	for _, cl := range cs {
-		c.leases.Adopt(lease.Lease{
+		s.leases.Adopt(lease.Lease{
 			StreamSeq:   cl.StreamSeq,
 			ConsumerSeq: cl.ConsumerSeq,
 			Delivered:   cl.Delivered,
 			// A lease its issuer kept alive lasts, without the issuer, only
 			// until the server's redelivery as of its last known +WPI.
 			Deadline:   cmp.Or(cl.Unkept, cl.Deadline),
-			AckSubject: pull.AckSubject(c.Stream, c.Name, cl.Delivered, cl.StreamSeq, cl.ConsumerSeq),
+			AckSubject: pull.AckSubject(s.stream, s.name, cl.Delivered, cl.StreamSeq, cl.ConsumerSeq),
 		})
 	}
-	c.wake() // the table holds them now
-	return c.settle(ctx, op, cs, args, settle.Adopted)
+	s.wake() // the table holds them now
+	return s.settle(ctx, op, cs, args, settle.Adopted)
 }
 
 // settle settles a batch of leases. The table gives a Consume stream's room
 // back as one of its leases is settled, and keeps an Extend's deadline. An
 // Extend of 0s gives the leases back: a Nak, reported as an Extend whose
 // deadline is the moment they went back.
-func (c *Consumer) settle(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args, w settle.Whose) []settle.Outcome {
+func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args, w settle.Whose) []settle.Outcome {
 	if op == lease.OpExtend && args.Duration != nil && *args.Duration == 0 {
-		out := c.settle(ctx, lease.OpNak, cs, settle.Args{Principal: args.Principal}, w)
+		out := s.settle(ctx, lease.OpNak, cs, settle.Args{Principal: args.Principal}, w)
 		for i := range out {
 			if out[i].Err == nil {
 				out[i].Deadline = time.Now().Truncate(time.Millisecond)
@@ -63,11 +80,11 @@ func (c *Consumer) settle(ctx context.Context, op lease.Op, cs []token.Claims, a
 		return out
 	}
 	out := make([]settle.Outcome, len(cs))
-	now, timing := time.Now(), c.timing()
+	now, timing := time.Now(), s.server.timing()
 	var subjects []string
 	var idx []int
 	for i, cl := range cs {
-		subj, err := c.leases.Begin(ref(cl), op, now)
+		subj, err := s.leases.Begin(ref(cl), op, now)
 		switch {
 		case err != nil:
 			out[i].Err = err
@@ -76,14 +93,14 @@ func (c *Consumer) settle(ctx context.Context, op lease.Op, cs []token.Claims, a
 			idx = append(idx, i)
 		}
 	}
-	c.retriedNaks(ctx, op, cs, out)
-	subjects, idx = c.consultLedger(ctx, op, cs, w, out, subjects, idx)
+	s.retriedNaks(ctx, op, cs, out)
+	subjects, idx = s.consultLedger(ctx, op, cs, w, out, subjects, idx)
 	if len(subjects) == 0 {
 		return out
 	}
-	errs := c.send(ctx, op, args, cs, subjects, idx)
+	errs := s.send(ctx, op, args, cs, subjects, idx)
 	if slices.Contains(errs, settle.ErrNoResponders) {
-		gone := c.server.noResponders(ctx)
+		gone := s.server.noResponders(ctx)
 		for j, err := range errs {
 			if err == settle.ErrNoResponders {
 				errs[j] = gone
@@ -95,11 +112,11 @@ func (c *Consumer) settle(ctx context.Context, op lease.Op, cs []token.Claims, a
 		cl := cs[i]
 		switch {
 		case errors.Is(errs[j], settle.ErrUnconfirmed):
-			c.leases.Unsure(ref(cl), op)
+			s.leases.Unsure(ref(cl), op)
 		case errs[j] == nil && op == lease.OpExtend:
-			out[i].NewToken, out[i].Deadline = c.extended(cl, timing, args, now, done)
+			out[i].NewToken, out[i].Deadline = s.extended(cl, timing, args, now, done)
 		default:
-			c.leases.Finish(ref(cl), op, errs[j] == nil, done, lease.Extension{})
+			s.leases.Finish(ref(cl), op, errs[j] == nil, done, lease.Extension{})
 		}
 		out[i].Err = errs[j]
 	}
@@ -110,12 +127,12 @@ func (c *Consumer) settle(ctx context.Context, op lease.Op, cs []token.Claims, a
 // restarted the server's clock at the full wait; with a duration, the lease
 // is kept alive until then. It returns the new token (none for the
 // issuer's own keep-alive) and the deadline the caller may count on.
-func (c *Consumer) extended(cl token.Claims, timing lease.Policy, args settle.Args, sent, done time.Time) (string, time.Time) {
+func (s *settler) extended(cl token.Claims, timing lease.Policy, args settle.Args, sent, done time.Time) (string, time.Time) {
 	ext := lease.Extension{Deadline: timing.Deadline(sent, cl.Delivered), Wait: timing.AckWaitFor(cl.Delivered), KeepAlive: args.KeepAlive}
 	if d := args.Duration; d != nil {
 		ext.Until = sent.Add(*d).Truncate(time.Millisecond)
 	}
-	server, asked := c.leases.Finish(ref(cl), lease.OpExtend, true, done, ext)
+	server, asked := s.leases.Finish(ref(cl), lease.OpExtend, true, done, ext)
 	// The token names the delivery by a deadline no earlier than its first
 	// (lease.Ref): one kept alive by the one asked, with the server's for a
 	// replica acting alone; one cut short by the server's.
@@ -127,7 +144,7 @@ func (c *Consumer) extended(cl token.Claims, timing lease.Policy, args settle.Ar
 	if args.KeepAlive {
 		return "", shown
 	}
-	return c.tokens.reissue(cl, args.Principal), shown
+	return s.tokens.reissue(cl, args.Principal), shown
 }
 
 // send sends the settles begun, each confirmed by a reply of its own, or,
@@ -135,10 +152,10 @@ func (c *Consumer) extended(cl token.Claims, timing lease.Policy, args settle.Ar
 // batch confirmed by the reply to its last. That one is the lowest stream
 // sequence: the server does not answer an ack above the consumer's next
 // delivery, and after a reset the lowest is the least likely to be.
-func (c *Consumer) send(ctx context.Context, op lease.Op, args settle.Args, cs []token.Claims, subjects []string, idx []int) []error {
+func (s *settler) send(ctx context.Context, op lease.Op, args settle.Args, cs []token.Claims, subjects []string, idx []int) []error {
 	payload := settle.Payload(op, args)
-	if !c.server.load().inOrder {
-		return c.sender.Send(ctx, subjects, payload)
+	if !s.server.view().inOrder {
+		return s.sender.Send(ctx, subjects, payload)
 	}
 	last, low := len(idx)-1, 0
 	for j, i := range idx {
@@ -148,31 +165,31 @@ func (c *Consumer) send(ctx context.Context, op lease.Op, args settle.Args, cs [
 	}
 	subjects[low], subjects[last] = subjects[last], subjects[low]
 	idx[low], idx[last] = idx[last], idx[low]
-	return c.sender.SendInOrder(ctx, subjects, payload)
+	return s.sender.SendInOrder(ctx, subjects, payload)
 }
 
 // entry is the ledger's record of the delivery cl names.
-func (c *Consumer) entry(cl token.Claims) settle.Entry {
+func (s *settler) entry(cl token.Claims) settle.Entry {
 	return settle.Entry{
-		Stream: c.Stream, Consumer: c.Name,
+		Stream: s.stream, Consumer: s.name,
 		StreamSeq: cl.StreamSeq, Delivered: cl.Delivered,
-		TTL: c.timing().AckWaitFor(cl.Delivered),
+		TTL: s.server.timing().AckWaitFor(cl.Delivered),
 	}
 }
 
 // consultLedger asks the ledger's verdict on the settles begun at idx and
 // keeps only those to send; each one it drops is finished in the table, with
 // its outcome in out.
-func (c *Consumer) consultLedger(ctx context.Context, op lease.Op, cs []token.Claims, w settle.Whose, out []settle.Outcome,
+func (s *settler) consultLedger(ctx context.Context, op lease.Op, cs []token.Claims, w settle.Whose, out []settle.Outcome,
 	subjects []string, idx []int) ([]string, []int) {
-	if len(idx) == 0 || !c.ledger.Consulted(op, w) {
+	if len(idx) == 0 || !s.ledger.Consulted(op, w) {
 		return subjects, idx
 	}
 	es := make([]settle.Entry, len(idx))
 	for j, i := range idx {
-		es[j] = c.entry(cs[i])
+		es[j] = s.entry(cs[i])
 	}
-	verdicts, fails := c.ledger.Verdicts(ctx, op, w, es)
+	verdicts, fails := s.ledger.Verdicts(ctx, op, w, es)
 	keepSubj, keepIdx := subjects[:0], idx[:0]
 	now := time.Now()
 	for j, i := range idx {
@@ -185,7 +202,7 @@ func (c *Consumer) consultLedger(ctx context.Context, op lease.Op, cs []token.Cl
 		case verdicts[j] == settle.Refuse:
 			out[i].Err = errs.ErrLeaseSettled
 		}
-		c.leases.Finish(ref(cs[i]), op, out[i].Err == nil, now, lease.Extension{})
+		s.leases.Finish(ref(cs[i]), op, out[i].Err == nil, now, lease.Extension{})
 	}
 	return keepSubj, keepIdx
 }
@@ -196,11 +213,11 @@ func (c *Consumer) consultLedger(ctx context.Context, op lease.Op, cs []token.Cl
 // before the last reset this replica noticed: the reset may be what voided
 // it, and the ledger's Nak that of the delivery the server made after it,
 // whose key is the same (a reset restarts the delivery count).
-func (c *Consumer) retriedNaks(ctx context.Context, op lease.Op, cs []token.Claims, out []settle.Outcome) {
+func (s *settler) retriedNaks(ctx context.Context, op lease.Op, cs []token.Claims, out []settle.Outcome) {
 	if op != lease.OpNak {
 		return
 	}
-	reset := c.resets.since()
+	reset := s.server.resetAt()
 	var es []settle.Entry
 	var idx []int
 	for i, o := range out {
@@ -209,12 +226,12 @@ func (c *Consumer) retriedNaks(ctx context.Context, op lease.Op, cs []token.Clai
 		}
 		// The token's deadline less a whole ack_wait is no later than when
 		// its delivery was received.
-		if received := cs[i].Deadline.Add(-c.timing().AckWaitFor(cs[i].Delivered)); !reset.After(received) {
-			es = append(es, c.entry(cs[i]))
+		if received := cs[i].Deadline.Add(-s.server.timing().AckWaitFor(cs[i].Delivered)); !reset.After(received) {
+			es = append(es, s.entry(cs[i]))
 			idx = append(idx, i)
 		}
 	}
-	for j, naked := range c.ledger.NakedAlready(ctx, es) {
+	for j, naked := range s.ledger.NakedAlready(ctx, es) {
 		if naked {
 			out[idx[j]].Err = nil
 		}
@@ -225,32 +242,32 @@ func (c *Consumer) retriedNaks(ctx context.Context, op lease.Op, cs []token.Clai
 // replica holds a later delivery of its message: after a consumer reset,
 // that lease is from before it, and its settle would land on this
 // replica's delivery.
-func (c *Consumer) Superseded(cs []token.Claims) []bool {
+func (s *settler) Superseded(cs []token.Claims) []bool {
 	now := time.Now()
 	out := make([]bool, len(cs))
 	for i, cl := range cs {
-		out[i] = c.leases.HoldsLater(ref(cl), now)
+		out[i] = s.leases.HoldsLater(ref(cl), now)
 	}
 	return out
 }
 
 // nak sends orphans back so that they are redelivered at once rather than
 // after ack_wait.
-func (c *Consumer) nak(ctx context.Context, ds []*Delivery) {
+func (s *settler) nak(ctx context.Context, ds []*Delivery) {
 	if len(ds) == 0 {
 		return
 	}
-	c.counts.Orphans[OrphanNaked].Add(uint64(len(ds)))
+	s.counts.Orphans[OrphanNaked].Add(uint64(len(ds)))
 	cs := make([]token.Claims, len(ds))
 	for i, d := range ds {
-		cs[i] = c.ClaimsOf(d)
+		cs[i] = s.tokens.claims(d)
 	}
 	// Recorded in the ledger like any Nak of an issued lease: the pool also
 	// gives back the leases of ended Consume streams, whose caller holds
 	// tokens.
-	for i, out := range c.settle(ctx, lease.OpNak, cs, settle.Args{}, settle.Issued) {
+	for i, out := range s.settle(ctx, lease.OpNak, cs, settle.Args{}, settle.Issued) {
 		if out.Err != nil {
-			c.log.Warn("could not nak a message left by a canceled fetch; it returns after ack_wait",
+			s.log.Warn("could not nak a message left by a canceled fetch; it returns after ack_wait",
 				"stream_seq", cs[i].StreamSeq, "err", out.Err)
 		}
 	}
@@ -258,10 +275,31 @@ func (c *Consumer) nak(ctx context.Context, ds []*Delivery) {
 
 // Origins are the creation contexts of the leases cs this replica holds,
 // where it kept them (while tracing).
-func (c *Consumer) Origins(cs []token.Claims) []trace.SpanContext {
+func (s *settler) Origins(cs []token.Claims) []trace.SpanContext {
 	rs := make([]lease.Ref, len(cs))
 	for i, cl := range cs {
 		rs[i] = ref(cl)
 	}
-	return c.leases.Origins(rs)
+	return s.leases.Origins(rs)
+}
+
+// keepAlive extends the leases kept alive (an Extend with a duration) whose
+// deadline is near: the issuer's side of the keep-alive, which ends with
+// the issuer (the server then redelivers after one wait).
+func (s *settler) keepAlive(ctx context.Context, now time.Time) {
+	due := s.leases.KeptDue(now, func(delivered uint64) time.Duration { return extendLead(s.server.timing(), delivered) })
+	if len(due) == 0 {
+		return
+	}
+	cs := make([]token.Claims, len(due))
+	for i := range due {
+		cs[i] = s.tokens.claimsOfLease(&due[i])
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.server.timeout)
+	defer cancel()
+	for i, o := range s.settle(ctx, lease.OpExtend, cs, settle.Args{KeepAlive: true}, settle.Issued) {
+		if o.Err != nil {
+			s.log.Warn("could not keep a lease alive: it ends at its deadline", "stream_seq", cs[i].StreamSeq, "err", o.Err)
+		}
+	}
 }

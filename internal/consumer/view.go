@@ -1,11 +1,10 @@
 package consumer
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -73,6 +72,14 @@ func viewOf(ci *jetstream.ConsumerInfo) *serverView {
 	}
 }
 
+// ErrUnservable marks a consumer that exists but that jetgate cannot serve
+// as it is (refusalOf); the error is also errs.ErrConsumerNotFound.
+var ErrUnservable = errors.New("cannot be served")
+
+func unservable(stream, name, why string) error {
+	return fmt.Errorf("%w: consumer %q of stream %q %w: %s", errs.ErrConsumerNotFound, name, stream, ErrUnservable, why)
+}
+
 // refusalOf says why jetgate cannot serve a consumer configured so: only a
 // pull consumer with explicit acks and an ack wait can be leased.
 func refusalOf(cfg jetstream.ConsumerConfig) string {
@@ -91,127 +98,6 @@ func refusalOf(cfg jetstream.ConsumerConfig) string {
 // served otherwise than old.
 func (v *serverView) changedFrom(old *serverView) bool {
 	return !v.timing.Equal(old.timing) || v.limits != old.limits || v.refusal != old.refusal
-}
-
-// serverWatch asks the server for the consumer's info and keeps what the
-// last answer said (serverView), shared by every reader. Every change of
-// the view goes through set, in the order the infos were asked, and a
-// change of the consumer's policy is told to changed.
-type serverWatch struct {
-	js           jetstream.Consumer
-	stream, name string
-	timeout      time.Duration // bounds each request
-	view         atomic.Pointer[serverView]
-	mu           sync.Mutex    // orders the writers of view
-	tickets      atomic.Uint64 // numbers the infos asked
-	// observe is called before each info is asked, and what it returns with
-	// the answer: the reset watch reads the delivered count.
-	observe func() func(*jetstream.ConsumerInfo)
-	// changed is told of each new view whose policy differs from the one
-	// before (changedFrom), under the watch's lock, in the order stored.
-	changed func(old, now *serverView)
-}
-
-func (w *serverWatch) load() *serverView { return w.view.Load() }
-
-// set stores what the answer to the info asked with ticket said, unless a
-// later one has been stored already.
-func (w *serverWatch) set(ci *jetstream.ConsumerInfo, ticket uint64) {
-	v := viewOf(ci)
-	v.ticket = ticket
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	old := w.view.Load()
-	if old != nil && old.ticket > ticket {
-		return
-	}
-	w.view.Store(v)
-	if old != nil && v.changedFrom(old) && w.changed != nil {
-		w.changed(old, v)
-	}
-}
-
-// update changes the view in place of the writers that set it.
-func (w *serverWatch) update(f func(v *serverView)) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	v := *w.view.Load()
-	f(&v)
-	w.view.Store(&v)
-}
-
-// ask asks the server for the consumer's info, bounded by limit (and the
-// request timeout) even when ctx has no deadline.
-func (w *serverWatch) ask(ctx context.Context, limit time.Duration) (*jetstream.ConsumerInfo, error) {
-	ictx, cancel := context.WithTimeout(ctx, min(w.timeout, limit))
-	defer cancel()
-	answered := w.observe()
-	ticket := w.tickets.Add(1)
-	ci, err := w.js.Info(ictx)
-	if err == nil {
-		w.set(ci, ticket)
-		answered(ci)
-	}
-	return ci, err
-}
-
-// recent is the server's word on whether the consumer is at
-// max_ack_pending and whether it is paused, asked at most once a second:
-// clients polling with expires 0s must not turn into a stream of info
-// requests.
-func (w *serverWatch) recent(ctx context.Context) *serverView {
-	if v := w.view.Load(); time.Since(v.at) < time.Second {
-		return v
-	}
-	if _, err := w.ask(context.WithoutCancel(ctx), time.Second); err != nil {
-		// Unknown: neither full nor paused, and not asked again for a second.
-		w.update(func(v *serverView) { v.full, v.paused, v.at = false, false, time.Now() })
-	}
-	return w.view.Load()
-}
-
-// answers reports whether the server answers for the consumer now.
-func (w *serverWatch) answers(ctx context.Context) bool {
-	_, err := w.ask(context.WithoutCancel(ctx), time.Second)
-	return err == nil
-}
-
-// forget has the next reader that needs it ask the server again.
-func (w *serverWatch) forget() {
-	w.update(func(v *serverView) { v.at = time.Time{} })
-}
-
-// setPaused records what the server's pause advisory said.
-func (w *serverWatch) setPaused(paused bool) {
-	w.update(func(v *serverView) { v.paused = paused })
-}
-
-func (w *serverWatch) deleted() error {
-	return fmt.Errorf("%w: consumer %q of stream %q was deleted", errs.ErrConsumerNotFound, w.name, w.stream)
-}
-
-// noResponders explains why nothing answered for the consumer: it was
-// deleted (NOT_FOUND), or its leader is being elected or the server is
-// unreachable (UNAVAILABLE, worth a retry).
-func (w *serverWatch) noResponders(ctx context.Context) error {
-	if _, err := w.ask(context.WithoutCancel(ctx), time.Second); errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return w.deleted()
-	}
-	return fmt.Errorf("%w: no JetStream responder for the consumer (a leader election, or the server is unreachable)", errs.ErrUnavailable)
-}
-
-// manageError maps what the server answered a Pause, Resume or Unpin.
-func (w *serverWatch) manageError(what string, err error) error {
-	var apiErr *jetstream.APIError
-	switch {
-	case errors.Is(err, jetstream.ErrConsumerNotFound):
-		return w.deleted()
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return err
-	case errors.As(err, &apiErr):
-		return fmt.Errorf("%w: the server refused to %s consumer %q: %s", errs.ErrManageRefused, what, w.name, apiErr.Description)
-	}
-	return fmt.Errorf("%w: %s: %v", errs.ErrUnavailable, what, err)
 }
 
 // pinnedGroups are the groups whose pin a client holds, by the server's info.
@@ -236,4 +122,35 @@ func belowThresholds(p pull.Priority, v *serverView) bool {
 	}
 	return !(p.MinPending > 0 && v.pending >= uint64(p.MinPending)) &&
 		!(p.MinAckPending > 0 && int64(v.acks) >= p.MinAckPending)
+}
+
+// priority checks a caller's priority fields against the consumer's groups
+// and policy, as v has them, and names the group when the consumer (named
+// name) has just one.
+func (v *serverView) priority(name string, p pull.Priority) (pull.Priority, error) {
+	groups := v.groups
+	switch {
+	case len(groups) == 0 && p != (pull.Priority{}):
+		return p, fmt.Errorf("%w: consumer %q has no priority groups: leave group, min_pending, min_ack_pending, priority and pin_id unset",
+			errs.ErrInvalidArgument, name)
+	case len(groups) == 0:
+		return p, nil
+	case p.Group == "" && len(groups) == 1:
+		p.Group = groups[0]
+	case p.Group == "":
+		return p, fmt.Errorf("%w: consumer %q has the priority groups %s: name one in group",
+			errs.ErrPriorityGroupRequired, name, strings.Join(groups, ", "))
+	case !slices.Contains(groups, p.Group):
+		return p, fmt.Errorf("%w: group %q is not one of consumer %q's priority groups (%s)",
+			errs.ErrInvalidArgument, p.Group, name, strings.Join(groups, ", "))
+	}
+	switch {
+	case (p.MinPending != 0 || p.MinAckPending != 0) && v.policy != jetstream.PriorityPolicyOverflow:
+		return p, fmt.Errorf("%w: min_pending and min_ack_pending are for a consumer of the overflow policy", errs.ErrInvalidArgument)
+	case p.PinID != "" && v.policy != jetstream.PriorityPolicyPinned:
+		return p, fmt.Errorf("%w: pin_id is for a consumer of the pinned_client policy", errs.ErrInvalidArgument)
+	case p.Priority != 0 && v.policy != jetstream.PriorityPolicyPrioritized:
+		return p, fmt.Errorf("%w: priority is for a consumer of the prioritized policy", errs.ErrInvalidArgument)
+	}
+	return p, nil
 }

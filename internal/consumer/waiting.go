@@ -25,6 +25,11 @@ type waitingPulls struct {
 	line  []*placeWaiter // callers waiting for a place, first come first
 }
 
+// placesOf is how many waiting pulls a consumer of max_waiting may have
+// open: one fewer, since past max_waiting the server drops a pull that asks
+// for heartbeats without a word.
+func placesOf(maxWaiting int) int { return max(maxWaiting, 2) - 1 }
+
 type placeWaiter struct {
 	granted chan struct{} // closed when the place is the caller's
 }
@@ -157,40 +162,40 @@ func (w *waitingPulls) counts() (open, limit, queued int) {
 // keeps its pulls and gives back what is above its new share. It asks
 // nothing of the server: a share grows (growWaiting) only once a caller
 // waits in line for a place. It must not block.
-func (c *Consumer) SetReplicas(n int) {
-	share := max(1, c.waiting.places()/max(n, 1))
-	if first := c.replicas.Swap(int64(n)) == 0; first && n > 1 {
-		c.waiting.join(share)
+func (pl *puller) SetReplicas(n int) {
+	share := max(1, pl.waiting.places()/max(n, 1))
+	if first := pl.replicas.Swap(int64(n)) == 0; first && n > 1 {
+		pl.waiting.join(share)
 	} else {
-		c.waiting.setShare(share)
+		pl.waiting.setShare(share)
 	}
-	c.wake()
+	pl.wake()
 }
 
 // growWaiting raises the replica's places towards its share by what the
 // server has free, when a caller has to wait for one: at most once every
 // growEvery, the cost of one info.
-func (c *Consumer) growWaiting(ctx context.Context) {
-	open, limit, queued := c.waiting.counts()
-	if (queued == 0 && open < limit) || !c.waiting.belowShare() || !c.nc.IsConnected() {
+func (pl *puller) growWaiting(ctx context.Context) {
+	open, limit, queued := pl.waiting.counts()
+	if (queued == 0 && open < limit) || !pl.waiting.belowShare() || !pl.nc.IsConnected() {
 		return
 	}
 	now := time.Now().UnixNano()
-	if last := c.grown.Load(); now-last < int64(growEvery) || !c.grown.CompareAndSwap(last, now) {
+	if last := pl.grown.Load(); now-last < int64(growEvery) || !pl.grown.CompareAndSwap(last, now) {
 		return
 	}
-	ci, err := c.server.ask(ctx, time.Second)
+	ci, err := pl.server.ask(ctx, time.Second)
 	if err != nil {
 		return
 	}
-	c.waiting.grow(c.waiting.places() - ci.NumWaiting)
+	pl.waiting.grow(pl.waiting.places() - ci.NumWaiting)
 }
 
 // Pulls is how the replica uses its places among the consumer's waiting
 // pulls: the pulls it has open, how many it may have, and the Fetches (and
 // Consume pulls) waiting in line for a place.
-func (c *Consumer) Pulls() (open, limit, queued int) { return c.waiting.counts() }
+func (pl *puller) Pulls() (open, limit, queued int) { return pl.waiting.counts() }
 
 // Replicas is how many replicas serve the consumer, as last told by
 // SetReplicas (1 until then).
-func (c *Consumer) Replicas() int { return int(max(c.replicas.Load(), 1)) }
+func (pl *puller) Replicas() int { return int(max(pl.replicas.Load(), 1)) }

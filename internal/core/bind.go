@@ -24,8 +24,6 @@ type binder struct {
 	onDemand consumer.OnDemand
 	admin    *consumer.Admin // consumers created through the API; nil: none
 	shared   consumer.Deps   // what every consumer shares with the replica
-	// tellReset tells a consumer's peers of a reset it noticed (relay).
-	tellReset func(stream, name string) func(id string, peers int)
 }
 
 // bindConcurrency bounds the configured consumers bound at once at start.
@@ -43,13 +41,12 @@ func (bd *binder) bindConfigured(ctx context.Context, cs []consumer.Config) erro
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(bindConcurrency)
 	for _, cfg := range cs {
-		key := consumerKey{cfg.Stream, cfg.Name}
 		g.Go(func() error {
 			s, err := bd.stream(gctx, cfg.Stream)
 			if err != nil {
 				return fmt.Errorf("stream %q of consumer %q: %w", cfg.Stream, cfg.Name, err)
 			}
-			c, err := consumer.BindIn(gctx, s, cfg, bd.deps(key))
+			c, err := consumer.BindIn(gctx, s, cfg, bd.shared)
 			if err != nil {
 				return err
 			}
@@ -213,7 +210,7 @@ func (bd *binder) attach(ctx context.Context, key consumerKey) error {
 			return err
 		}
 	}
-	c, err := consumer.Attach(ctx, s, key.name, bd.deps(key))
+	c, err := consumer.Attach(ctx, s, key.name, bd.shared)
 	if errors.Is(err, consumer.ErrUnservable) && bd.binds.refusedNew(key, err.Error()) {
 		bd.log.Warn("an on-demand consumer matched, but jetgate cannot serve it", "stream", key.stream, "consumer", key.name, "reason", err.Error())
 	}
@@ -274,13 +271,6 @@ func (bd *binder) stream(ctx context.Context, name string) (jetstream.Stream, er
 	bd.binds.streams[name] = s
 	bd.binds.mu.Unlock()
 	return s, nil
-}
-
-// deps are what the consumer key shares with the replica.
-func (bd *binder) deps(key consumerKey) consumer.Deps {
-	d := bd.shared
-	d.OnReset = bd.tellReset(key.stream, key.name)
-	return d
 }
 
 // serve adds c to the consumers the replica serves and starts its Run; nil

@@ -4,9 +4,12 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/jetgate/jetgate/internal/consumer"
 )
 
 // relay routes what the server and other replicas say of consumers (reset
@@ -25,6 +28,14 @@ func (rl *relay) stop() {
 		_ = sub.Unsubscribe()
 	}
 }
+
+// Resets (ADR-60) are noticed as the server notices them: every replica
+// subscribes once to the reset requests (resetRequests), which every
+// client's reset passes through, and the consumer voids its leases as one
+// passes; a word of a reset from another replica goes to the consumer too.
+// What a reset is, and the other ways one is noticed, are the consumer's
+// (internal/consumer/reset.go).
+const resetRequests = "CONSUMER.RESET." // under the API prefix
 
 // The server's advisories that change what a replica knows of a consumer,
 // heard once per replica rather than asked per consumer.
@@ -108,4 +119,59 @@ func (rl *relay) onDelete(m *nats.Msg) {
 		defer cancel()
 		rl.binder.unbind(ctx, key, "deleted on the server", func(*binding) bool { return true })
 	})
+}
+
+// subscribe listens on the reset requests, the words of resets, and the
+// advisories and requests of events.go.
+func (rl *relay) subscribe() error {
+	subs := []struct {
+		subject string
+		handler nats.MsgHandler
+	}{
+		{rl.api + resetRequests + ">", rl.onResetRequest},
+		{consumer.ResetWordPrefix + ">", rl.onResetWord},
+		{pauseAdvisories + ">", rl.onPause},
+		{deleteAdvisories + ">", rl.onDelete},
+		{rl.api + createRequests + ">", rl.onUpdate},
+		{rl.api + durableCreateRequests + ">", rl.onUpdate},
+	}
+	for _, s := range subs {
+		sub, err := rl.nc.Subscribe(s.subject, s.handler)
+		if err != nil {
+			return fmt.Errorf("subscribe to %s: %w", s.subject, err)
+		}
+		rl.subs = append(rl.subs, sub)
+	}
+	return nil
+}
+
+// onResetRequest voids the leases of a consumer this replica serves whose
+// reset request passed; the request's reply subject names the reset.
+func (rl *relay) onResetRequest(m *nats.Msg) {
+	stream, name, ok := strings.Cut(strings.TrimPrefix(m.Subject, rl.api+resetRequests), ".")
+	if !ok {
+		return
+	}
+	if c := rl.binder.bound(stream, name); c != nil {
+		id := m.Reply
+		if id == "" {
+			id = nats.NewInbox() // a request nobody waits on: no other replica can name it either
+		}
+		c.ResetRequested(id)
+	}
+}
+
+// onResetWord routes another replica's word of a reset to the consumer it
+// names (consumer.HearResetWord: voided, then answered). A replica that
+// does not serve the consumer holds none of its leases: it answers at once,
+// so that the sender does not wait for it.
+func (rl *relay) onResetWord(m *nats.Msg) {
+	stream, name, ok := strings.Cut(strings.TrimPrefix(m.Subject, consumer.ResetWordPrefix), ".")
+	if c := rl.binder.bound(stream, name); ok && c != nil {
+		c.HearResetWord(m)
+		return
+	}
+	if sender, _, _ := strings.Cut(string(m.Data), " "); m.Reply != "" && sender != rl.self.String() {
+		_ = m.Respond(nil)
+	}
 }

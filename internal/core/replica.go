@@ -206,7 +206,6 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	r.lister = &lister{env: e, binder: r.binder, pushers: r.pushers, deadLetters: r.deadLetters}
 	r.relay = &relay{env: e, binder: r.binder}
 	r.manager = &manager{env: e, binder: r.binder}
-	r.binder.tellReset = r.relay.tellReset
 	reg := o.Metrics
 	if reg == nil {
 		reg = prometheus.NewRegistry()

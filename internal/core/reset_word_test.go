@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,12 +14,12 @@ import (
 	"github.com/jetgate/jetgate/internal/token"
 )
 
-// A replica that tells its peers of a reset returns only once each of them
-// has answered (they answer after voiding their leases), so the delivery
-// that showed the reset is handed out after no stale lease is left; a peer
-// that does not answer holds it back resetWordWait at most, and the error
-// says how many answered.
-func TestTheWordOfAResetWaitsForEachPeersAnswer(t *testing.T) {
+// The relay routes a word of a reset to the consumer it names (the
+// consumer's own rules: internal/consumer/word_test.go); a replica that
+// does not serve the consumer holds none of its leases and answers at once,
+// so that the sender does not wait resetWordWait for it; its own words it
+// never answers.
+func TestAWordForAConsumerNotServedIsAnsweredAtOnce(t *testing.T) {
 	ns := natstest.Start(t)
 	nc := natstest.Connect(t, ns)
 	natstest.Stream(t, nc, "ORDERS", "orders.>")
@@ -32,50 +31,19 @@ func TestTheWordOfAResetWaitsForEachPeersAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Close)
-	const subject = wordPrefix + "ORDERS.billing"
-	// Two peers; the test releases their answers one by one.
-	release := make(chan struct{})
-	heard := make(chan struct{}, 2)
-	for range 2 {
-		peer := natstest.Connect(t, ns)
-		if _, err := peer.Subscribe(subject, func(m *nats.Msg) {
-			heard <- struct{}{}
-			<-release
-			_ = m.Respond(nil)
-		}); err != nil {
-			t.Fatal(err)
+	ask := func(subject, sender string) error {
+		_, err := nc.Request(subject, []byte(sender+" r1"), 500*time.Millisecond)
+		return err
+	}
+	if err := ask(consumer.ResetWordPrefix+"ORDERS.audit", "peer"); err != nil {
+		t.Errorf("a peer's word for a consumer the replica does not serve: %v; want an answer", err)
+	}
+	if err := ask(consumer.ResetWordPrefix+"ORDERS.billing", "peer"); err != nil {
+		t.Errorf("a peer's word for a consumer the replica serves: %v; want an answer once void", err)
+	}
+	for _, subject := range []string{"ORDERS.audit", "ORDERS.billing"} {
+		if err := ask(consumer.ResetWordPrefix+subject, r.ID().String()); err != nats.ErrTimeout {
+			t.Errorf("the replica's own word on %s: %v; want no answer", subject, err)
 		}
-		if err := peer.Flush(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	done := make(chan error, 1)
-	go func() { done <- r.tell(subject, []byte(r.ID().String()+" r1"), 2) }()
-	<-heard
-	<-heard
-	release <- struct{}{}
-	select {
-	case err := <-done:
-		t.Fatalf("the word returned (%v) with one of two peers answered", err)
-	default:
-	}
-	release <- struct{}{}
-	if err := <-done; err != nil {
-		t.Fatalf("both peers answered: %v", err)
-	}
-
-	// A peer counted that never answers: the word gives up and says so.
-	start := time.Now()
-	go func() { done <- r.tell(subject, []byte(r.ID().String()+" r2"), 3) }()
-	for range 2 {
-		<-heard
-		release <- struct{}{}
-	}
-	err = <-done
-	if err == nil || !strings.Contains(err.Error(), "2 of 3 other replicas answered") {
-		t.Fatalf("a peer that never answers: %v; want 2 of 3 answered", err)
-	}
-	if waited := time.Since(start); waited < resetWordWait {
-		t.Fatalf("gave up after %v; want resetWordWait (%v)", waited, resetWordWait)
 	}
 }

@@ -101,25 +101,7 @@ type Pull struct {
 	endedAt    time.Time
 	seen       time.Time // last message or heartbeat
 	arrived    func()    // OnMessage
-
-	// Mark is the puller's record of the consumer sequences this pull
-	// received: within one pull they only grow, unless the consumer was
-	// reset. This package neither reads nor writes it.
-	Mark SeqMark
 }
-
-// SeqMark is what a puller keeps, per pull, to tell a consumer reset from
-// the consumer sequences of its deliveries (see Pull.Mark).
-type SeqMark struct {
-	Floor uint64 // the highest consumer sequence seen before the pull was sent
-	Last  uint64 // the pull's last delivery's
-	Epoch uint64 // the resets the puller had seen when it was sent
-	// StreamFloor and StreamLast are the same for stream sequences: the
-	// highest seen before the pull was sent, and the highest of its own.
-	StreamFloor, StreamLast uint64
-}
-
-// Start sends req for the consumer. release is called once, when the pull
 
 // API is the prefix of JetStream's API subjects: $JS.API., or, for a
 // JetStream domain (leaf nodes), $JS.<domain>.API.
@@ -136,6 +118,7 @@ func NextSubject(api, stream, consumer string) string {
 	return api + "CONSUMER.MSG.NEXT." + stream + "." + consumer
 }
 
+// Start sends req for the consumer. release is called once, when the pull
 // ends (to free the caller's count of waiting pulls).
 func Start(nc *nats.Conn, subject string, req Request, release func()) (*Pull, error) {
 	body, err := json.Marshal(req)
