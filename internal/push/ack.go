@@ -69,3 +69,9 @@ func (p *Pusher) settle(ctx context.Context, op lease.Op, ds []*consumer.Deliver
 		}
 	}
 }
+
+// nakDelay is the delay of the Nak after j's own failure: the retry delay,
+// or the endpoint's Retry-After if longer, at most retry.max.
+func (p *Pusher) nakDelay(j *job) time.Duration {
+	return min(max(retryDelay(p.cfg.RetryMin, p.cfg.RetryMax, j.d.Meta.Delivered), j.retryAfter), p.cfg.RetryMax)
+}

@@ -88,12 +88,6 @@ func retryAfter(v string, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
-// nakDelay is the delay of the Nak after j's own failure: the retry delay,
-// or the endpoint's Retry-After if longer, at most retry.max.
-func (p *Pusher) nakDelay(j *job) time.Duration {
-	return min(max(retryDelay(p.cfg.RetryMin, p.cfg.RetryMax, j.d.Meta.Delivered), j.retryAfter), p.cfg.RetryMax)
-}
-
 // retryDelay is the delay of the Nak after a failure of a message delivered
 // delivered times: min × 2^(delivered−1), at most max.
 func retryDelay(minDelay, maxDelay time.Duration, delivered uint64) time.Duration {
