@@ -234,3 +234,61 @@ func TestConsumersThroughTheAPIOffWithoutAnAdminBlock(t *testing.T) {
 func jetstreamPull(name string) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy}
 }
+
+// Delete answers the callers waiting on the consumer, on the replica that
+// deleted it and on another: their Fetch ends NOT_FOUND, not empty at its
+// expiry; and a token of the deleted consumer settles nothing.
+func TestDeleteAnswersTheCallersWaiting(t *testing.T) {
+	h := newHarness(t)
+	gws := h.adminGateways(2, coreconsumer.Admin{})
+	if _, err := create(h, gws[0], &jetgatev1.ConsumerConfig{DurableName: "team-a"}); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	h.publish(1)
+	held := h.fetch(gws[1], "team-a", 1, 2*time.Second).GetMessages()
+	if len(held) != 1 {
+		t.Fatalf("fetch: %d messages", len(held))
+	}
+	errs := make(chan error, len(gws))
+	for _, c := range gws {
+		go func() {
+			_, err := c.Fetch(h.ctx(), &jetgatev1.FetchRequest{Stream: stream, Consumer: "team-a", Batch: 1, Expires: durationpb.New(15 * time.Second)})
+			errs <- err
+		}()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for h.info("team-a").NumWaiting < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the two Fetches are not waiting on the server: %d", h.info("team-a").NumWaiting)
+		}
+	}
+	if _, err := gws[0].DeleteConsumer(h.ctx(), &jetgatev1.DeleteConsumerRequest{Stream: stream, Consumer: "team-a"}); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	for range gws {
+		wantCode(t, <-errs, codes.NotFound, "CONSUMER_NOT_FOUND")
+	}
+	_, err := gws[1].Ack(h.ctx(), &jetgatev1.AckRequest{Stream: stream, Consumer: "team-a", Tokens: []string{held[0].GetToken()}})
+	wantCode(t, err, codes.NotFound, "CONSUMER_NOT_FOUND")
+}
+
+// A stream of the admin block is served for Publish too, whether or not the
+// file names a consumer of it; another stream is not.
+func TestAnAdminStreamIsPublishedTo(t *testing.T) {
+	h := newHarness(t)
+	natsSelfService := "SELF"
+	natstest.Stream(t, h.nc, natsSelfService, "self.>")
+	natstest.Stream(t, h.nc, "OTHER", "other.>")
+	g := gwtest.Start(t, core.Options{
+		Conn:  natstest.Connect(t, h.ns),
+		Keys:  h.cfg.keys,
+		Admin: &coreconsumer.Admin{Streams: []string{natsSelfService}, Consumers: []string{"*"}},
+	})
+	if _, err := g.Streams.Publish(h.ctx(), &jetgatev1.PublishRequest{Stream: natsSelfService, Subject: "self.a", Data: []byte("x")}); err != nil {
+		t.Errorf("publish to the admin block's stream: %v", err)
+	}
+	_, err := g.Streams.Publish(h.ctx(), &jetgatev1.PublishRequest{Stream: natsSelfService, Subject: "other.a", Data: []byte("x")})
+	wantCode(t, err, codes.InvalidArgument, "SUBJECT_NOT_ALLOWED")
+	_, err = g.Streams.Publish(h.ctx(), &jetgatev1.PublishRequest{Stream: "OTHER", Subject: "other.a", Data: []byte("x")})
+	wantCode(t, err, codes.NotFound, "STREAM_NOT_FOUND")
+}

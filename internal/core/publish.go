@@ -14,7 +14,9 @@ import (
 
 	"github.com/synadia-io/orbit.go/jetstreamext"
 
+	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/natsname"
 	"github.com/jetgate/jetgate/internal/tracing"
 )
 
@@ -22,6 +24,7 @@ import (
 type publisher struct {
 	*env
 	subjects *streamSubjects // each stream's subjects, to check a Publish's
+	admin    *consumer.Admin // its streams are served too; nil: none
 }
 
 // PublishRequest is a validated Publish.
@@ -92,7 +95,15 @@ func (pb *publisher) publishTarget(ctx context.Context, stream, subject string) 
 	if err := validSubject(subject); err != nil {
 		return err
 	}
-	return pb.subjects.allows(ctx, stream, subject)
+	err := pb.subjects.allows(ctx, stream, subject)
+	if errors.Is(err, errs.ErrStreamNotFound) && pb.admin.StreamAllowed(stream) && !natsname.Internal(stream) {
+		// A stream of self-service consumers is served, whether or not the
+		// file names a consumer of it: its subjects are looked up once.
+		if pb.subjects.load(ctx, stream) == nil {
+			return pb.subjects.allows(ctx, stream, subject)
+		}
+	}
+	return err
 }
 
 // publishError maps what a publish of m to stream failed with.
