@@ -1,6 +1,6 @@
 // Calls to jetgate's REST API, same origin, with the user's credential.
 // The credential lives in sessionStorage only: it goes when the tab does.
-import { errorText } from "./logic";
+import { errorText, failureText } from "./logic";
 
 const KEY = "jetgate.credential";
 
@@ -43,6 +43,11 @@ export async function call<T>(method: "GET" | "POST", path: string, body?: unkno
   return json as T;
 }
 
+/** What a failed call says: its status and the gateway's message. */
+export function why(e: unknown): string {
+  return e instanceof APIError ? failureText(e.status, e.message) : e instanceof Error ? e.message : String(e);
+}
+
 // The answers, as protobuf's JSON mapping writes them (int64 as strings,
 // fields left out when zero).
 export type StreamSummary = {
@@ -51,12 +56,14 @@ export type StreamSummary = {
 export type ConsumerSummary = {
   name: string; numPending?: string; numAckPending?: string; numRedelivered?: string; numWaiting?: string;
   oldestUnackedAge?: string; paused?: boolean; pauseUntil?: string; deadLetters?: string; pushed?: boolean;
-  gatewayLeases?: string; priorityGroups?: string[]; deadLetterConfigured?: boolean;
+  gatewayLeases?: string; priorityGroups?: string[]; deadLetterConfigured?: boolean; createdBy?: string;
 };
+export type SequencePair = { consumerSeq?: string; streamSeq?: string; lastActive?: string };
 export type GetConsumer = {
-  config?: Record<string, unknown> & { priorityGroups?: string[] };
+  config?: Record<string, unknown> & { priorityGroups?: string[]; filterSubjects?: string[]; metadata?: Record<string, string> };
   state?: {
     numPending?: string; numAckPending?: string; numRedelivered?: string; numWaiting?: string; paused?: boolean;
+    delivered?: SequencePair; ackFloor?: SequencePair;
     pauseRemaining?: string; priorityGroups?: { group: string; pinned?: boolean; pinnedSince?: string }[];
   };
   gatewayLeases?: string; deadLetters?: string; oldestUnackedAge?: string;

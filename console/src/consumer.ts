@@ -1,16 +1,18 @@
-// A consumer's page: its figures, who holds its leases, its priority
-// groups, push state, dead letters and configuration, and the actions
-// Pause, Resume, Unpin and Redrive, each confirmed first.
-import { APIError, call, type ConsumerSummary, type DeadLetters, type GetConsumer, type Leases } from "./api";
+// A consumer's page: who created it, its figures, who holds its leases, its
+// priority groups, push state, dead letters and configuration, and the
+// actions Pause, Resume, Replay from…, Unpin and Redrive, each confirmed
+// first.
+import { call, why, type ConsumerSummary, type DeadLetters, type GetConsumer, type Leases } from "./api";
 import { confirmAction } from "./confirm";
 import { h, replace, spark } from "./dom";
 import {
-  configEntries, durationMs, failureText, formatAge, formatCount, localInput, METRIC_LABELS, METRICS, type Metric, paths, pauseUntil,
+  configEntries, createdByText, durationMs, formatAge, formatCount, localInput, METRIC_LABELS, METRICS, type Metric, paths, pauseUntil,
   preview, principalName, redriveBody, relativeTime, sampleOf, sparkPoints,
 } from "./logic";
+import { replayForm } from "./replayform";
 import { history, notify, say } from "./state";
 
-type Parts = Record<"figures" | "actions" | "leases" | "groups" | "push" | "dead" | "config", HTMLElement>;
+type Parts = Record<"created" | "figures" | "actions" | "leases" | "groups" | "push" | "dead" | "config", HTMLElement>;
 
 let page: { key: string; parts: Parts; shown: Map<string, string>; token: string; selected: Set<string> } | null = null;
 
@@ -41,6 +43,7 @@ export async function renderConsumer(
   }
   const p = page;
   replace(p.parts.figures, ...figures(info, key, now));
+  patch("created", JSON.stringify(info.config?.metadata ?? {}), () => replace(p.parts.created, createdByText(info.config?.metadata)));
   patch("state", JSON.stringify(info.state?.paused) + JSON.stringify(info.state?.pauseRemaining ? "p" : ""), () =>
     renderPaused(p.parts.actions, info));
   patch("leases", JSON.stringify(leases), () => replace(p.parts.leases, ...leaseTable(leases, now)));
@@ -67,17 +70,13 @@ function patch(part: string, json: string, render: () => void | Promise<void>): 
   }
 }
 
-/** What a failed call says: its status and the gateway's message. */
-function why(e: unknown): string {
-  return e instanceof APIError ? failureText(e.status, e.message) : e instanceof Error ? e.message : String(e);
-}
-
 function section(id: string, title: string, ...rest: HTMLElement[]): [HTMLElement, HTMLElement] {
   const body = h("div", { id: `${id}-body` });
   return [h("section", { class: "card", "aria-labelledby": id }, h("h2", { id }, title), ...rest, body), body];
 }
 
 function skeleton(el: HTMLElement, consumer: string, stream: string): Parts {
+  const created = h("p", { id: "created-by", class: "meta" });
   const figures = h("div", { class: "figures" });
   const [actionsCard, actions] = section("actions", "Actions");
   const [leasesCard, leases] = section("leases", "Leases by principal");
@@ -87,8 +86,8 @@ function skeleton(el: HTMLElement, consumer: string, stream: string): Parts {
   const [configCard, config] = section("config", "Configuration");
   replace(el,
     h("h1", {}, consumer, h("span", { class: "sub" }, ` of stream ${stream}`)),
-    figures, actionsCard, leasesCard, deadCard, groupsCard, pushCard, configCard);
-  return { figures, actions, leases, groups, push, dead, config };
+    created, figures, actionsCard, leasesCard, deadCard, groupsCard, pushCard, configCard);
+  return { created, figures, actions, leases, groups, push, dead, config };
 }
 
 function figures(info: GetConsumer, key: string, now: number): HTMLElement[] {
@@ -153,7 +152,8 @@ function renderActions(el: HTMLElement, stream: string, consumer: string, refres
     h("p", { id: "paused-state", class: "state" }),
     h("div", { class: "row" },
       h("label", { for: "pause-until" }, "Pause until"), until, pause, resume),
-    invalid);
+    invalid,
+    replayForm(stream, consumer, (what, title, text, ok, run) => act(what, title, text, ok, run, refresh)));
 }
 
 function renderPaused(el: HTMLElement, info: GetConsumer): void {

@@ -124,7 +124,7 @@ export const paths = {
     if (pageToken) q.set("pageToken", pageToken);
     return `${paths.consumer(stream, consumer)}/deadLetters?${q}`;
   },
-  action: (stream: string, consumer: string, verb: "pause" | "resume" | "unpin" | "redrive") =>
+  action: (stream: string, consumer: string, verb: "pause" | "resume" | "unpin" | "redrive" | "seek") =>
     `${paths.consumer(stream, consumer)}:${verb}`,
 };
 
@@ -183,6 +183,17 @@ export function errorText(status: number, body: unknown): string {
 /** The name shown for a principal: none when auth is off. */
 export function principalName(p: string | undefined): string {
   return p ? p : "(anonymous: authentication is off)";
+}
+
+/** The metadata key that names the principal that created a consumer through the API. */
+export const CREATED_BY = "jetgate.created_by";
+
+/** Who created a consumer, as its page says it, from its configuration's metadata. */
+export function createdByText(metadata: Record<string, string> | undefined): string {
+  const by = metadata?.[CREATED_BY];
+  return by === undefined
+    ? "Not created through jetgate's API: configured in jetgate's file, or made by another NATS client."
+    : `Created through jetgate's API by ${principalName(by)}.`;
 }
 
 /** The configuration fields worth showing: those set (protobuf's JSON mapping writes every field). */

@@ -36,7 +36,8 @@ function streamSection(s: StreamSummary, consumers: ConsumerSummary[], now: numb
           h("th", { scope: "col" }, "Consumer"),
           ...METRICS.map((m) => h("th", { scope: "col", class: "num" }, METRIC_LABELS[m])),
           h("th", { scope: "col", class: "num" }, "Dead letters"),
-          h("th", { scope: "col" }, "State"))),
+          h("th", { scope: "col" }, "State"),
+          h("th", { scope: "col" }, "Created by"))),
         h("tbody", {}, ...consumers.map((c) => consumerRow(s.name, c, now))))));
 }
 
@@ -58,5 +59,7 @@ function consumerRow(stream: string, c: ConsumerSummary, now: number): HTMLEleme
       h("span", { class: "value" }, value(m)),
       spark(sparkPoints(samples, m, now, history.windowMs, 80, 20), `${METRIC_LABELS[m]} over the last minutes`, 80, 20))),
     h("td", { class: "num" }, c.deadLetterConfigured ? formatCount(c.deadLetters) : "—"),
-    h("td", {}, h("span", { class: c.paused ? "badge warn" : "badge" }, state)));
+    h("td", {}, h("span", { class: c.paused ? "badge warn" : "badge" }, state)),
+    // Empty for a consumer not created through the API (the file's, or another client's).
+    h("td", { "data-field": "created-by" }, c.createdBy ? c.createdBy : "—"));
 }

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Optional, Sequence, Unio
 
 from google.protobuf import timestamp_pb2
 
-from jetgate import _message
+from jetgate import _config, _message
 from jetgate._errors import code_name
 from jetgate.v1 import consumer_pb2, stream_pb2
 
@@ -162,6 +162,47 @@ def unpin(stream: str, consumer: str, group: str) -> Call:
     return Call(
         CONSUMERS, "Unpin", consumer_pb2.UnpinRequest(stream=stream, consumer=consumer, group=group), lambda r: None
     )
+
+
+def seek(
+    stream: str, consumer: str, sequence: Optional[int], time: Optional[datetime.datetime], ack_floor: bool
+) -> Call:
+    given = [n for n, set_ in (("sequence", sequence is not None), ("time", time is not None), ("ack_floor", ack_floor)) if set_]
+    if len(given) != 1:
+        raise ValueError(
+            "seek takes exactly one of sequence (a stream sequence), time (a datetime) or ack_floor=True"
+            + (f"; it was given {' and '.join(given)}" if given else "")
+        )
+    req = consumer_pb2.SeekRequest(stream=stream, consumer=consumer)
+    if sequence is not None:
+        if isinstance(sequence, bool) or not isinstance(sequence, int) or sequence < 1:
+            raise ValueError(f"seek: sequence is a stream sequence, 1 or more, not {sequence!r}")
+        req.sequence = sequence
+    elif time is not None:
+        req.time.CopyFrom(_timestamp(time))
+    else:
+        req.ack_floor = True
+    return Call(CONSUMERS, "Seek", req)
+
+
+def create_consumer(stream: str, config: _config.ConfigLike) -> Call:
+    req = consumer_pb2.CreateConsumerRequest(stream=stream, config=_config.consumer_config(config))
+    return Call(CONSUMERS, "CreateConsumer", req)
+
+
+def update_consumer(
+    stream: str, consumer: str, config: _config.ConfigLike, update_mask: Union[str, Iterable[str]]
+) -> Call:
+    req = consumer_pb2.UpdateConsumerRequest(
+        stream=stream, consumer=consumer, config=_config.consumer_config(config),
+        update_mask=_config.update_mask(update_mask),
+    )
+    return Call(CONSUMERS, "UpdateConsumer", req)
+
+
+def delete_consumer(stream: str, consumer: str) -> Call:
+    req = consumer_pb2.DeleteConsumerRequest(stream=stream, consumer=consumer)
+    return Call(CONSUMERS, "DeleteConsumer", req, lambda r: None)
 
 
 def redrive(stream: str, consumer: str, seqs: Optional[Iterable[int]]) -> Call:

@@ -7,7 +7,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence, Union
 
 import grpc
 
-from jetgate import _api, _message, _ops, _trace
+from jetgate import _api, _config, _message, _ops, _trace
 from jetgate._errors import Error, SettleError, from_rpc
 from jetgate.v1 import consumer_pb2, consumer_pb2_grpc, stream_pb2, stream_pb2_grpc
 
@@ -143,6 +143,41 @@ class Client:
     def unpin(self, stream: str, consumer: str, group: str = "") -> None:
         """Releases the pinned client of a pinned_client priority group."""
         return self._do(_api.unpin(stream, consumer, group))
+
+    def seek(
+        self, stream: str, consumer: str, *, sequence: Optional[int] = None, time: Optional[datetime.datetime] = None,
+        ack_floor: bool = False,
+    ) -> consumer_pb2.SeekResponse:
+        """Moves where the consumer delivers from, for every client: to a
+        stream sequence, to the first message stored at or after time (a
+        datetime; naive is UTC), or to its ack floor (ack_floor=True:
+        everything not acknowledged comes again, now); exactly one. Leases
+        held on it are void. The API's SeekResponse: reset_sequence (the
+        sequence delivered next) and state. Needs nats-server 2.14 or later
+        (else Error FAILED_PRECONDITION, SEEK_UNSUPPORTED)."""
+        return self._do(_api.seek(stream, consumer, sequence, time, ack_floor))
+
+    def create_consumer(self, stream: str, config: _config.ConfigLike) -> consumer_pb2.CreateConsumerResponse:
+        """Creates a durable pull consumer with explicit acks, within the
+        gateway's admin bounds: config is the API's ConsumerConfig or a dict
+        of its snake_case fields (durable_name is the name; durations in
+        seconds, times as datetimes, enums by name: deliver_policy="all").
+        The API's CreateConsumerResponse: config and state."""
+        return self._do(_api.create_consumer(stream, config))
+
+    def update_consumer(
+        self, stream: str, consumer: str, config: _config.ConfigLike, update_mask: Union[str, Iterable[str]]
+    ) -> consumer_pb2.UpdateConsumerResponse:
+        """Changes the fields update_mask names (["ack_wait", "max_deliver"],
+        or "ackWait,maxDeliver") of a consumer created through the API to
+        their values in config (as create_consumer takes it). The API's
+        UpdateConsumerResponse: config and state."""
+        return self._do(_api.update_consumer(stream, consumer, config, update_mask))
+
+    def delete_consumer(self, stream: str, consumer: str) -> None:
+        """Deletes a consumer created through the API: its leases are void,
+        and callers waiting on it are answered."""
+        return self._do(_api.delete_consumer(stream, consumer))
 
     def redrive(self, stream: str, consumer: str, seqs: Optional[Iterable[int]] = None) -> _api.RedriveResult:
         """Puts dead letters (their sequences in the dead-letter stream; none:

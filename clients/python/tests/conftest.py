@@ -35,6 +35,7 @@ CONSUMERS = {
     "keep": "1s", "giveback": "30s", "keepsub": "2s", "givebacksub": "30s",
     "admin": "30s", "batchpub": "30s", "leases": "30s", "dlq": "30s", "pinned": "30s", "logs": "30s",
     "logdrop": "2s", "waits": "30s", "aioadmin": "30s",
+    "seek": "30s", "seektime": "30s", "seekfloor": "30s",
 }
 
 # Fields beyond ack_wait, max_ack_pending and the filter, by consumer.
@@ -62,7 +63,9 @@ def wait_for(cond, timeout: float, what: str, every: float = 0.02):
         time.sleep(every)
 
 
-def config_yaml(data_dir: str, key_file: str, grpc_addr: str, http_addr: str) -> str:
+def config_yaml(data_dir: str, key_file: str, grpc_addr: str, http_addr: str, more: str = "") -> str:
+    """The gateway's file: ORDERS and DEAD, the consumers above, and more
+    (top-level YAML) at the end."""
     lines = [
         f'embedded: {{data_dir: "{data_dir}"}}',
         f'listen: {{grpc: "{grpc_addr}", http: "{http_addr}"}}',
@@ -77,14 +80,14 @@ def config_yaml(data_dir: str, key_file: str, grpc_addr: str, http_addr: str) ->
         lines.append(
             f'  - {{stream: ORDERS, name: {name}, ack_wait: {wait}, max_ack_pending: 20000, filter_subjects: ["orders.{name}"]{extra}}}'
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + more
 
 
 class Gateway:
     """One jetgate process; restart() starts it again on the same ports, data
     dir and token key."""
 
-    def __init__(self, binary: str, workdir: str) -> None:
+    def __init__(self, binary: str, workdir: str, more: str = "") -> None:
         self.binary = binary
         self.dir = workdir
         self.grpc = f"127.0.0.1:{free_port()}"
@@ -94,7 +97,7 @@ class Gateway:
             f.write(secrets.token_hex(32) + "\n")
         self.config = os.path.join(workdir, "jetgate.yaml")
         with open(self.config, "w") as f:
-            f.write(config_yaml(os.path.join(workdir, "data"), key, self.grpc, self.http))
+            f.write(config_yaml(os.path.join(workdir, "data"), key, self.grpc, self.http, more))
         self.proc: subprocess.Popen | None = None
         self.log = open(os.path.join(workdir, "jetgate.log"), "ab")
 
@@ -145,9 +148,9 @@ def binary(tmp_path_factory):
     return str(out)
 
 
-def _gateway(binary):
+def _gateway(binary, more: str = ""):
     d = tempfile.mkdtemp(prefix="jetgate-py-")
-    gw = Gateway(binary, d)
+    gw = Gateway(binary, d, more)
     gw.start()
     return gw, d
 
@@ -165,6 +168,21 @@ def gateway(binary):
 def own_gateway(binary):
     """A jetgate of the test's own, which it may kill and restart."""
     gw, d = _gateway(binary)
+    yield gw
+    gw.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+# Consumers through the API (test_seek.py): every stream and name, within
+# bounds the tests stay inside.
+ADMIN = 'admin: {streams: ["*"], consumers: ["*"]}\n'
+
+
+@pytest.fixture(scope="module")
+def admin_gateway(binary):
+    """A jetgate of the module's own whose admin block lets callers create,
+    update and delete consumers: the shared one keeps exactly CONSUMERS."""
+    gw, d = _gateway(binary, ADMIN)
     yield gw
     gw.stop()
     shutil.rmtree(d, ignore_errors=True)

@@ -1,7 +1,8 @@
 import { type Client as RpcClient, type Interceptor } from "@connectrpc/connect";
 import { ConsumerService } from "./gen/jetgate/v1/consumer_pb.js";
 import { StreamService } from "./gen/jetgate/v1/stream_pb.js";
-import { type ConsumerInfo, type ConsumerSummary, type DeadLetterPage, type EmptyReasonName, type Leases, type PauseState, type RedriveResult, type StreamSummary } from "./info.js";
+import { type ConsumerConfigInput, type SeekTarget } from "./admin.js";
+import { type ConsumerInfo, type ConsumerResult, type ConsumerSummary, type DeadLetterPage, type EmptyReasonName, type Leases, type PauseState, type RedriveResult, type SeekResult, type StreamSummary } from "./info.js";
 import { Message } from "./message.js";
 import { Subscription, type Handler, type SubscribeOptions } from "./subscriber.js";
 /** TLS settings of the connection to jetgate (PEM strings or buffers). */
@@ -111,6 +112,28 @@ export declare class Client {
     unpin(stream: string, consumer: string, opts?: {
         group?: string;
     }): Promise<void>;
+    /**
+     * seek moves where the consumer delivers from, for every client: to a
+     * stream sequence ({ sequence }), to the first message stored at or after
+     * a time ({ time }), or to its ack floor ({ ackFloor: true }: everything
+     * not acknowledged comes again, now). Leases held on it are void. Needs
+     * nats-server 2.14 or later (else FAILED_PRECONDITION, SEEK_UNSUPPORTED).
+     */
+    seek(stream: string, consumer: string, to: SeekTarget): Promise<SeekResult>;
+    /**
+     * createConsumer creates a durable pull consumer with explicit acks (its
+     * name is config.durableName), within the gateway's admin bounds; every
+     * replica serves it at once.
+     */
+    createConsumer(stream: string, config: ConsumerConfigInput): Promise<ConsumerResult>;
+    /**
+     * updateConsumer sets the fields updateMask names (["ackWait"], or
+     * "ackWait,maxDeliver") of a consumer created through the API to their
+     * values in config.
+     */
+    updateConsumer(stream: string, consumer: string, config: ConsumerConfigInput, updateMask: string | string[]): Promise<ConsumerResult>;
+    /** deleteConsumer deletes a consumer created through the API: its leases are void, its waiting callers answered. */
+    deleteConsumer(stream: string, consumer: string): Promise<void>;
     /**
      * redrive puts dead letters back on their subjects: opts.seqs (their
      * sequences in the dead-letter stream), or all of the consumer's.

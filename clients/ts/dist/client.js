@@ -3,7 +3,8 @@ import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-no
 import { durationFromMs, timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { ConsumerService } from "./gen/jetgate/v1/consumer_pb.js";
 import { StreamService } from "./gen/jetgate/v1/stream_pb.js";
-import { consumerInfo, consumerSummary, deadLetterPage, emptyReasonName, leases, redriveResult, streamSummary, } from "./info.js";
+import { configPb, maskPaths, seekTargetPb } from "./admin.js";
+import { consumerConfig, consumerInfo, consumerState, consumerSummary, deadLetterPage, emptyReasonName, leases, redriveResult, streamSummary, } from "./info.js";
 import { Message } from "./message.js";
 import { Sender } from "./sender.js";
 import { Subscription } from "./subscriber.js";
@@ -110,6 +111,41 @@ export class Client {
     /** unpin releases the pinned client of a pinned_client priority group (unset: the consumer's only group). */
     async unpin(stream, consumer, opts = {}) {
         await this.consumers.unpin({ stream, consumer, group: opts.group ?? "" }, { timeoutMs: unaryTimeoutMs });
+    }
+    /**
+     * seek moves where the consumer delivers from, for every client: to a
+     * stream sequence ({ sequence }), to the first message stored at or after
+     * a time ({ time }), or to its ack floor ({ ackFloor: true }: everything
+     * not acknowledged comes again, now). Leases held on it are void. Needs
+     * nats-server 2.14 or later (else FAILED_PRECONDITION, SEEK_UNSUPPORTED).
+     */
+    async seek(stream, consumer, to) {
+        const target = seekTargetPb(to);
+        const res = await this.consumers.seek({ stream, consumer, target }, { timeoutMs: unaryTimeoutMs });
+        return { resetSequence: Number(res.resetSequence), state: consumerState(res.state) };
+    }
+    /**
+     * createConsumer creates a durable pull consumer with explicit acks (its
+     * name is config.durableName), within the gateway's admin bounds; every
+     * replica serves it at once.
+     */
+    async createConsumer(stream, config) {
+        const res = await this.consumers.createConsumer({ stream, config: configPb(config) }, { timeoutMs: unaryTimeoutMs });
+        return { config: consumerConfig(res.config), state: consumerState(res.state) };
+    }
+    /**
+     * updateConsumer sets the fields updateMask names (["ackWait"], or
+     * "ackWait,maxDeliver") of a consumer created through the API to their
+     * values in config.
+     */
+    async updateConsumer(stream, consumer, config, updateMask) {
+        const req = { stream, consumer, config: configPb(config), updateMask: { paths: maskPaths(updateMask) } };
+        const res = await this.consumers.updateConsumer(req, { timeoutMs: unaryTimeoutMs });
+        return { config: consumerConfig(res.config), state: consumerState(res.state) };
+    }
+    /** deleteConsumer deletes a consumer created through the API: its leases are void, its waiting callers answered. */
+    async deleteConsumer(stream, consumer) {
+        await this.consumers.deleteConsumer({ stream, consumer }, { timeoutMs: unaryTimeoutMs });
     }
     /**
      * redrive puts dead letters back on their subjects: opts.seqs (their

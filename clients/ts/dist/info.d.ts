@@ -27,6 +27,10 @@ export interface ConsumerConfig {
     priorityPolicy: PriorityPolicy;
     priorityTimeout: number;
     pauseUntil?: Date;
+    /** A consumer created through the API carries `jetgate.created_by`, its creator. */
+    metadata: Record<string, string>;
+    /** How long the server keeps the consumer without a pull (ms; 0: never deletes it). */
+    inactiveThreshold: number;
 }
 /** A position in a consumer and in its stream. */
 export interface SequencePair {
@@ -89,6 +93,8 @@ export interface ConsumerSummary {
     gatewayLeases: number;
     priorityGroups: string[];
     deadLetterConfigured: boolean;
+    /** The principal that created it through the API; "" for one made otherwise. */
+    createdBy: string;
 }
 /** One stream of ListStreams, with its size. */
 export interface StreamSummary {
@@ -153,6 +159,18 @@ export interface RedriveResult {
         message: string;
     }[];
 }
+/** What Client.seek answers: where the consumer delivers from now. */
+export interface SeekResult {
+    /** The stream sequence delivered next. */
+    resetSequence: number;
+    /** The consumer's state after the seek. */
+    state: ConsumerState;
+}
+/** What Client.createConsumer and updateConsumer answer: the consumer as the server has it. */
+export interface ConsumerResult {
+    config: ConsumerConfig;
+    state: ConsumerState;
+}
 /** A consumer's pause as the server took it. */
 export interface PauseState {
     paused: boolean;
@@ -160,6 +178,10 @@ export interface PauseState {
 }
 /** @internal */
 export declare function headersOf(h: Record<string, pb.HeaderValues>): Record<string, string[]>;
+/** @internal */
+export declare function consumerConfig(c: pb.ConsumerConfig | undefined): ConsumerConfig;
+/** @internal */
+export declare function consumerState(s: pb.ConsumerState | undefined): ConsumerState;
 /** @internal */
 export declare function consumerInfo(r: pb.GetConsumerResponse): ConsumerInfo;
 /** @internal */

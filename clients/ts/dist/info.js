@@ -20,43 +20,51 @@ export function headersOf(h) {
     return out;
 }
 /** @internal */
-export function consumerInfo(r) {
-    const c = r.config;
-    const s = r.state;
+export function consumerConfig(c) {
     return {
-        config: {
-            durableName: c?.durableName ?? "",
-            deliverPolicy: c?.deliverPolicy ?? DeliverPolicy.UNSPECIFIED,
-            optStartSeq: num(c?.optStartSeq ?? 0n),
-            optStartTime: date(c?.optStartTime),
-            ackPolicy: c?.ackPolicy ?? AckPolicy.UNSPECIFIED,
-            ackWait: ms(c?.ackWait),
-            maxDeliver: num(c?.maxDeliver ?? 0n),
-            backoff: (c?.backoff ?? []).map(ms),
-            filterSubjects: [...(c?.filterSubjects ?? [])],
-            maxWaiting: num(c?.maxWaiting ?? 0n),
-            maxAckPending: num(c?.maxAckPending ?? 0n),
-            maxRequestBatch: num(c?.maxRequestBatch ?? 0n),
-            maxRequestExpires: ms(c?.maxRequestExpires),
-            numReplicas: c?.numReplicas ?? 0,
-            description: c?.description ?? "",
-            priorityGroups: [...(c?.priorityGroups ?? [])],
-            priorityPolicy: c?.priorityPolicy ?? PriorityPolicy.UNSPECIFIED,
-            priorityTimeout: ms(c?.priorityTimeout),
-            pauseUntil: date(c?.pauseUntil),
-        },
-        state: {
-            numPending: num(s?.numPending ?? 0n),
-            numAckPending: num(s?.numAckPending ?? 0n),
-            numRedelivered: num(s?.numRedelivered ?? 0n),
-            numWaiting: num(s?.numWaiting ?? 0n),
-            delivered: seqPair(s?.delivered),
-            ackFloor: seqPair(s?.ackFloor),
-            created: date(s?.created),
-            paused: s?.paused ?? false,
-            pauseRemaining: ms(s?.pauseRemaining),
-            priorityGroups: (s?.priorityGroups ?? []).map((g) => ({ group: g.group, pinned: g.pinned, pinnedSince: date(g.pinnedSince) })),
-        },
+        durableName: c?.durableName ?? "",
+        deliverPolicy: c?.deliverPolicy ?? DeliverPolicy.UNSPECIFIED,
+        optStartSeq: num(c?.optStartSeq ?? 0n),
+        optStartTime: date(c?.optStartTime),
+        ackPolicy: c?.ackPolicy ?? AckPolicy.UNSPECIFIED,
+        ackWait: ms(c?.ackWait),
+        maxDeliver: num(c?.maxDeliver ?? 0n),
+        backoff: (c?.backoff ?? []).map(ms),
+        filterSubjects: [...(c?.filterSubjects ?? [])],
+        maxWaiting: num(c?.maxWaiting ?? 0n),
+        maxAckPending: num(c?.maxAckPending ?? 0n),
+        maxRequestBatch: num(c?.maxRequestBatch ?? 0n),
+        maxRequestExpires: ms(c?.maxRequestExpires),
+        numReplicas: c?.numReplicas ?? 0,
+        description: c?.description ?? "",
+        priorityGroups: [...(c?.priorityGroups ?? [])],
+        priorityPolicy: c?.priorityPolicy ?? PriorityPolicy.UNSPECIFIED,
+        priorityTimeout: ms(c?.priorityTimeout),
+        pauseUntil: date(c?.pauseUntil),
+        metadata: { ...(c?.metadata ?? {}) },
+        inactiveThreshold: ms(c?.inactiveThreshold),
+    };
+}
+/** @internal */
+export function consumerState(s) {
+    return {
+        numPending: num(s?.numPending ?? 0n),
+        numAckPending: num(s?.numAckPending ?? 0n),
+        numRedelivered: num(s?.numRedelivered ?? 0n),
+        numWaiting: num(s?.numWaiting ?? 0n),
+        delivered: seqPair(s?.delivered),
+        ackFloor: seqPair(s?.ackFloor),
+        created: date(s?.created),
+        paused: s?.paused ?? false,
+        pauseRemaining: ms(s?.pauseRemaining),
+        priorityGroups: (s?.priorityGroups ?? []).map((g) => ({ group: g.group, pinned: g.pinned, pinnedSince: date(g.pinnedSince) })),
+    };
+}
+/** @internal */
+export function consumerInfo(r) {
+    return {
+        config: consumerConfig(r.config),
+        state: consumerState(r.state),
         gatewayLeases: num(r.gatewayLeases),
         deadLetters: num(r.deadLetters),
         oldestUnackedAge: ms(r.oldestUnackedAge),
@@ -81,6 +89,7 @@ export function consumerSummary(c) {
         gatewayLeases: num(c.gatewayLeases),
         priorityGroups: [...c.priorityGroups],
         deadLetterConfigured: c.deadLetterConfigured,
+        createdBy: c.createdBy,
     };
 }
 /** @internal */

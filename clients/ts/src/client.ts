@@ -4,10 +4,11 @@ import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-no
 import { durationFromMs, timestampDate, timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { ConsumerService } from "./gen/jetgate/v1/consumer_pb.js";
 import { StreamService } from "./gen/jetgate/v1/stream_pb.js";
+import { configPb, maskPaths, seekTargetPb, type ConsumerConfigInput, type SeekTarget } from "./admin.js";
 import {
-  consumerInfo, consumerSummary, deadLetterPage, emptyReasonName, leases, redriveResult, streamSummary,
-  type ConsumerInfo, type ConsumerSummary, type DeadLetterPage, type EmptyReasonName, type Leases,
-  type PauseState, type RedriveResult, type StreamSummary,
+  consumerConfig, consumerInfo, consumerState, consumerSummary, deadLetterPage, emptyReasonName, leases, redriveResult,
+  streamSummary, type ConsumerInfo, type ConsumerResult, type ConsumerSummary, type DeadLetterPage, type EmptyReasonName,
+  type Leases, type PauseState, type RedriveResult, type SeekResult, type StreamSummary,
 } from "./info.js";
 import { Message } from "./message.js";
 import { Sender } from "./sender.js";
@@ -221,6 +222,45 @@ export class Client {
   /** unpin releases the pinned client of a pinned_client priority group (unset: the consumer's only group). */
   async unpin(stream: string, consumer: string, opts: { group?: string } = {}): Promise<void> {
     await this.consumers.unpin({ stream, consumer, group: opts.group ?? "" }, { timeoutMs: unaryTimeoutMs });
+  }
+
+  /**
+   * seek moves where the consumer delivers from, for every client: to a
+   * stream sequence ({ sequence }), to the first message stored at or after
+   * a time ({ time }), or to its ack floor ({ ackFloor: true }: everything
+   * not acknowledged comes again, now). Leases held on it are void. Needs
+   * nats-server 2.14 or later (else FAILED_PRECONDITION, SEEK_UNSUPPORTED).
+   */
+  async seek(stream: string, consumer: string, to: SeekTarget): Promise<SeekResult> {
+    const target = seekTargetPb(to);
+    const res = await this.consumers.seek({ stream, consumer, target }, { timeoutMs: unaryTimeoutMs });
+    return { resetSequence: Number(res.resetSequence), state: consumerState(res.state) };
+  }
+
+  /**
+   * createConsumer creates a durable pull consumer with explicit acks (its
+   * name is config.durableName), within the gateway's admin bounds; every
+   * replica serves it at once.
+   */
+  async createConsumer(stream: string, config: ConsumerConfigInput): Promise<ConsumerResult> {
+    const res = await this.consumers.createConsumer({ stream, config: configPb(config) }, { timeoutMs: unaryTimeoutMs });
+    return { config: consumerConfig(res.config), state: consumerState(res.state) };
+  }
+
+  /**
+   * updateConsumer sets the fields updateMask names (["ackWait"], or
+   * "ackWait,maxDeliver") of a consumer created through the API to their
+   * values in config.
+   */
+  async updateConsumer(stream: string, consumer: string, config: ConsumerConfigInput, updateMask: string | string[]): Promise<ConsumerResult> {
+    const req = { stream, consumer, config: configPb(config), updateMask: { paths: maskPaths(updateMask) } };
+    const res = await this.consumers.updateConsumer(req, { timeoutMs: unaryTimeoutMs });
+    return { config: consumerConfig(res.config), state: consumerState(res.state) };
+  }
+
+  /** deleteConsumer deletes a consumer created through the API: its leases are void, its waiting callers answered. */
+  async deleteConsumer(stream: string, consumer: string): Promise<void> {
+    await this.consumers.deleteConsumer({ stream, consumer }, { timeoutMs: unaryTimeoutMs });
   }
 
   /**

@@ -36,6 +36,10 @@ export interface ConsumerConfig {
   priorityPolicy: PriorityPolicy;
   priorityTimeout: number;
   pauseUntil?: Date;
+  /** A consumer created through the API carries `jetgate.created_by`, its creator. */
+  metadata: Record<string, string>;
+  /** How long the server keeps the consumer without a pull (ms; 0: never deletes it). */
+  inactiveThreshold: number;
 }
 
 /** A position in a consumer and in its stream. */
@@ -99,6 +103,8 @@ export interface ConsumerSummary {
   gatewayLeases: number;
   priorityGroups: string[];
   deadLetterConfigured: boolean;
+  /** The principal that created it through the API; "" for one made otherwise. */
+  createdBy: string;
 }
 
 /** One stream of ListStreams, with its size. */
@@ -165,6 +171,20 @@ export interface RedriveResult {
   failures: { seq: number; code: Code; reason: string; message: string }[];
 }
 
+/** What Client.seek answers: where the consumer delivers from now. */
+export interface SeekResult {
+  /** The stream sequence delivered next. */
+  resetSequence: number;
+  /** The consumer's state after the seek. */
+  state: ConsumerState;
+}
+
+/** What Client.createConsumer and updateConsumer answer: the consumer as the server has it. */
+export interface ConsumerResult {
+  config: ConsumerConfig;
+  state: ConsumerState;
+}
+
 /** A consumer's pause as the server took it. */
 export interface PauseState {
   paused: boolean;
@@ -189,43 +209,53 @@ export function headersOf(h: Record<string, pb.HeaderValues>): Record<string, st
 }
 
 /** @internal */
-export function consumerInfo(r: pb.GetConsumerResponse): ConsumerInfo {
-  const c = r.config;
-  const s = r.state;
+export function consumerConfig(c: pb.ConsumerConfig | undefined): ConsumerConfig {
   return {
-    config: {
-      durableName: c?.durableName ?? "",
-      deliverPolicy: c?.deliverPolicy ?? DeliverPolicy.UNSPECIFIED,
-      optStartSeq: num(c?.optStartSeq ?? 0n),
-      optStartTime: date(c?.optStartTime),
-      ackPolicy: c?.ackPolicy ?? AckPolicy.UNSPECIFIED,
-      ackWait: ms(c?.ackWait),
-      maxDeliver: num(c?.maxDeliver ?? 0n),
-      backoff: (c?.backoff ?? []).map(ms),
-      filterSubjects: [...(c?.filterSubjects ?? [])],
-      maxWaiting: num(c?.maxWaiting ?? 0n),
-      maxAckPending: num(c?.maxAckPending ?? 0n),
-      maxRequestBatch: num(c?.maxRequestBatch ?? 0n),
-      maxRequestExpires: ms(c?.maxRequestExpires),
-      numReplicas: c?.numReplicas ?? 0,
-      description: c?.description ?? "",
-      priorityGroups: [...(c?.priorityGroups ?? [])],
-      priorityPolicy: c?.priorityPolicy ?? PriorityPolicy.UNSPECIFIED,
-      priorityTimeout: ms(c?.priorityTimeout),
-      pauseUntil: date(c?.pauseUntil),
-    },
-    state: {
-      numPending: num(s?.numPending ?? 0n),
-      numAckPending: num(s?.numAckPending ?? 0n),
-      numRedelivered: num(s?.numRedelivered ?? 0n),
-      numWaiting: num(s?.numWaiting ?? 0n),
-      delivered: seqPair(s?.delivered),
-      ackFloor: seqPair(s?.ackFloor),
-      created: date(s?.created),
-      paused: s?.paused ?? false,
-      pauseRemaining: ms(s?.pauseRemaining),
-      priorityGroups: (s?.priorityGroups ?? []).map((g) => ({ group: g.group, pinned: g.pinned, pinnedSince: date(g.pinnedSince) })),
-    },
+    durableName: c?.durableName ?? "",
+    deliverPolicy: c?.deliverPolicy ?? DeliverPolicy.UNSPECIFIED,
+    optStartSeq: num(c?.optStartSeq ?? 0n),
+    optStartTime: date(c?.optStartTime),
+    ackPolicy: c?.ackPolicy ?? AckPolicy.UNSPECIFIED,
+    ackWait: ms(c?.ackWait),
+    maxDeliver: num(c?.maxDeliver ?? 0n),
+    backoff: (c?.backoff ?? []).map(ms),
+    filterSubjects: [...(c?.filterSubjects ?? [])],
+    maxWaiting: num(c?.maxWaiting ?? 0n),
+    maxAckPending: num(c?.maxAckPending ?? 0n),
+    maxRequestBatch: num(c?.maxRequestBatch ?? 0n),
+    maxRequestExpires: ms(c?.maxRequestExpires),
+    numReplicas: c?.numReplicas ?? 0,
+    description: c?.description ?? "",
+    priorityGroups: [...(c?.priorityGroups ?? [])],
+    priorityPolicy: c?.priorityPolicy ?? PriorityPolicy.UNSPECIFIED,
+    priorityTimeout: ms(c?.priorityTimeout),
+    pauseUntil: date(c?.pauseUntil),
+    metadata: { ...(c?.metadata ?? {}) },
+    inactiveThreshold: ms(c?.inactiveThreshold),
+  };
+}
+
+/** @internal */
+export function consumerState(s: pb.ConsumerState | undefined): ConsumerState {
+  return {
+    numPending: num(s?.numPending ?? 0n),
+    numAckPending: num(s?.numAckPending ?? 0n),
+    numRedelivered: num(s?.numRedelivered ?? 0n),
+    numWaiting: num(s?.numWaiting ?? 0n),
+    delivered: seqPair(s?.delivered),
+    ackFloor: seqPair(s?.ackFloor),
+    created: date(s?.created),
+    paused: s?.paused ?? false,
+    pauseRemaining: ms(s?.pauseRemaining),
+    priorityGroups: (s?.priorityGroups ?? []).map((g) => ({ group: g.group, pinned: g.pinned, pinnedSince: date(g.pinnedSince) })),
+  };
+}
+
+/** @internal */
+export function consumerInfo(r: pb.GetConsumerResponse): ConsumerInfo {
+  return {
+    config: consumerConfig(r.config),
+    state: consumerState(r.state),
     gatewayLeases: num(r.gatewayLeases),
     deadLetters: num(r.deadLetters),
     oldestUnackedAge: ms(r.oldestUnackedAge),
@@ -251,6 +281,7 @@ export function consumerSummary(c: pb.ConsumerSummary): ConsumerSummary {
     gatewayLeases: num(c.gatewayLeases),
     priorityGroups: [...c.priorityGroups],
     deadLetterConfigured: c.deadLetterConfigured,
+    createdBy: c.createdBy,
   };
 }
 

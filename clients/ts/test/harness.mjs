@@ -70,11 +70,12 @@ function consumerYaml(c) {
 
 /**
  * startJetgate runs jetgate with the consumers given ({name, ackWait}), each
- * reading subject test.<name> of stream TEST. It resolves once /readyz says
- * 200. The result's kill() and start() stop and start the same process again
- * (same ports, data directory and token key).
+ * reading subject test.<name> of stream TEST, and opts.more (top-level YAML,
+ * e.g. an admin block) in its file. It resolves once /readyz says 200. The
+ * result's kill() and start() stop and start the same process again (same
+ * ports, data directory and token key).
  */
-export async function startJetgate(consumers, t) {
+export async function startJetgate(consumers, t, opts = {}) {
   const bin = await jetgateBinary();
   const dir = mkdtempSync(path.join(tmpdir(), "jetgate-ts-"));
   const keyFile = path.join(dir, "token.key");
@@ -82,7 +83,7 @@ export async function startJetgate(consumers, t) {
   const config = path.join(dir, "jetgate.yaml");
   const streams = "streams:\n  - {name: TEST, subjects: [\"test.>\"], allow_msg_ttl: true, allow_atomic: true}\n" +
     "  - {name: DEAD, subjects: [\"dead.>\"]}\n"; // for dead letters
-  writeFileSync(config, `${streams}consumers:\n${consumers.map(consumerYaml).join("")}`);
+  writeFileSync(config, `${streams}consumers:\n${consumers.map(consumerYaml).join("")}${opts.more ?? ""}`);
   const g = {
     grpc: `127.0.0.1:${await freePort()}`,
     http: `127.0.0.1:${await freePort()}`,

@@ -339,3 +339,92 @@ test("bidirectional controls in names from the server are shown escaped", async 
   await page.close();
   assert.deepEqual(problems, []);
 });
+
+test("Replay from… a sequence and a time, each confirmed with its count; who created a consumer", async () => {
+  const path = "/v1/streams/REPLAY/consumers/replayed";
+  const made = await jg.api(OPERATOR_KEY, "POST", "/v1/streams/REPLAY/consumers", { config: { durableName: "replayed", ackWait: "30s" } });
+  assert.equal(made.config.metadata["jetgate.created_by"], "operator");
+  const publish = async (...bodies) => {
+    const seqs = [];
+    for (const b of bodies) seqs.push(Number((await jg.api(WORKER_KEY, "POST", "/v1/streams/REPLAY:publish", { subject: "replay.x", data: btoa(b) })).seq));
+    return seqs;
+  };
+  // Leases n messages as the worker and acks them: their bodies and delivery counts.
+  const take = async (n) => {
+    const got = [];
+    while (got.length < n) {
+      const r = await jg.api(WORKER_KEY, "POST", `${path}:fetch`, { batch: n - got.length, expires: "2s" });
+      assert.ok(r.messages?.length, `fetched ${got.length} of ${n}`);
+      got.push(...r.messages);
+    }
+    await jg.api(WORKER_KEY, "POST", `${path}:ack`, { tokens: got.map((m) => m.token) });
+    return got.map((m) => [atob(m.data), Number(m.metadata.numDelivered)]);
+  };
+  const seqs = await publish("a", "b", "c", "d", "e");
+  await take(5);
+
+  const page = await signedIn(OPERATOR_KEY, { width: 1280, height: 800 });
+  await page.goto(`${jg.base}/console/`);
+  const row = page.locator('tr[data-consumer="replayed"]');
+  await row.waitFor();
+  assert.equal(await row.locator('[data-field="created-by"]').textContent(), "operator");
+  assert.equal(await page.locator('tr[data-consumer="billing"] [data-field="created-by"]').textContent(), "—");
+  await row.getByRole("link", { name: "replayed" }).click();
+  await page.getByText("Created through jetgate's API by operator.").waitFor();
+
+  // From a sequence: the count is exact (no gaps, no filter), then the answer.
+  await page.locator("#replay-sequence").fill(String(seqs[2]));
+  assert.equal(await page.locator("#replay-kind-sequence").isChecked(), true);
+  await page.getByRole("button", { name: "Replay", exact: true }).click();
+  const dialog = page.locator("dialog[open]");
+  await dialog.waitFor();
+  assert.match(await dialog.locator("#confirm-text").textContent(),
+    new RegExp(`^replayed delivers again from stream sequence ${seqs[2]}: 3 messages \\(stream sequences ${seqs[2]} to ${seqs[4]}\\)\\. Its leases`));
+  await shot(page, "consumer-replay-confirm-1280x800");
+  await confirmIn(page, "Replay");
+  await page.locator("#replay-result").getByText(`replayed replays from stream sequence ${seqs[2]}: 3 message(s) to deliver.`).waitFor();
+  assert.equal((await jg.api(OPERATOR_KEY, "GET", path)).state.numPending, "3");
+  assert.deepEqual(await take(3), [["c", 1], ["d", 1], ["e", 1]]);
+
+  // From a time: one message before a whole second, two after it.
+  await publish("f");
+  const at = Math.ceil((Date.now() + 1) / 1000) * 1000;
+  await until("the next second", async () => Date.now() > at + 10, 3_000);
+  const [g] = await publish("g", "h");
+  await take(3);
+  // Not in the future: said beside the form, nothing asked.
+  const local = (t) => page.evaluate((ms) => {
+    const d = new Date(ms);
+    const p = (n) => String(n).padStart(2, "0");
+    return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+  }, t);
+  await page.locator("#replay-time").fill(await local(Date.now() + 3_600_000));
+  assert.equal(await page.locator("#replay-kind-time").isChecked(), true);
+  await page.getByRole("button", { name: "Replay", exact: true }).click();
+  assert.match(await page.locator("#replay-error").textContent(), /must not be in the future/);
+  assert.equal(await page.locator("dialog[open]").count(), 0);
+  await page.locator("#replay-time").fill(await local(at));
+  await page.getByRole("button", { name: "Replay", exact: true }).click();
+  await dialog.waitFor();
+  // The console cannot tell when each message was stored: a bound, said so.
+  assert.match(await dialog.locator("#confirm-text").textContent(), /^replayed delivers again from the first message stored at or after .+: at most 8 messages\. /);
+  await confirmIn(page, "Replay");
+  await page.locator("#replay-result").getByText(`replayed replays from stream sequence ${g}: 2 message(s) to deliver.`).waitFor();
+  assert.deepEqual(await take(2), [["g", 1], ["h", 1]]);
+  await shot(page, "consumer-replay-1280x800");
+  await page.close();
+
+  // Without the seek grant: the 403 stays on the page.
+  const reader = await signedIn(READER_KEY, { width: 1280, height: 800 });
+  await reader.goto(`${jg.base}/console/#/streams/ORDERS/consumers/billing`);
+  await reader.getByText(/^Not created through jetgate's API/).waitFor();
+  await reader.locator("#replay-kind-sequence").check();
+  await reader.locator("#replay-sequence").fill("1");
+  await reader.getByRole("button", { name: "Replay", exact: true }).click();
+  await confirmIn(reader, "Replay");
+  const notice = reader.locator("#notices .notice p");
+  await notice.waitFor();
+  assert.match(await notice.textContent(), /^Replay of ORDERS \/ billing failed: HTTP 403 Forbidden: \S/);
+  await reader.close();
+  assert.deepEqual(problems, []);
+});

@@ -2,7 +2,8 @@
 // checkout, its embedded NATS server in a data directory of its own, its
 // listeners on free ports (it reports the ones it bound in its log), auth
 // on with API keys for an operator, a worker, a read-only principal and one
-// whose name carries a right-to-left override.
+// whose name carries a right-to-left override; an admin block lets the
+// operator create consumers on REPLAY.
 import { spawn, execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdtempSync, writeFileSync, rmSync } from "node:fs";
@@ -35,6 +36,7 @@ listen: {grpc: "127.0.0.1:0", http: "127.0.0.1:0"}
 streams:
   - {name: ORDERS, subjects: ["orders.>"]}
   - {name: DLQ, subjects: ["dlq.>"]}
+  - {name: REPLAY, subjects: ["replay.>"]}
 consumers:
   - stream: ORDERS
     name: billing
@@ -43,6 +45,7 @@ consumers:
     dead_letter: {subject: dlq.billing, on_term: true}
   - {stream: ORDERS, name: pinned, priority_groups: [jobs], priority_policy: pinned_client, priority_timeout: 2m}
   - {stream: ORDERS, name: "\\u202Egnillib"}
+  - {stream: REPLAY, name: audit, filter_subjects: [replay.audit]}  # a stream the gateway serves: callers publish to it
 auth:
   api_keys:
     - {principal: operator, sha256: ${sha(OPERATOR_KEY)}}
@@ -50,10 +53,12 @@ auth:
     - {principal: reader, sha256: ${sha(READER_KEY)}}
     - {principal: "eve\\u202Eresu", sha256: ${sha(EVE_KEY)}}
   grants:
-    - {principal: operator, stream: "*", consumers: ["*"], actions: [read, manage, redrive, publish]}
+    - {principal: operator, stream: "*", consumers: ["*"], actions: [read, manage, redrive, publish, seek, admin]}
     - {principal: worker, stream: ORDERS, consumers: [billing, pinned], actions: [fetch, settle, publish]}
+    - {principal: worker, stream: REPLAY, consumers: ["*"], actions: [fetch, settle, publish]}
     - {principal: reader, stream: ORDERS, consumers: [billing], actions: [read]}
     - {principal: "eve\\u202Eresu", stream: ORDERS, consumers: [billing], actions: [fetch, settle, publish]}
+admin: {streams: [REPLAY], consumers: ["*"]}
 `);
   const child = spawn(bin, ["--config", cfg], { stdio: ["ignore", "pipe", "pipe"] });
   let log = "";

@@ -9,7 +9,7 @@ from typing import Any, Awaitable, Callable, Iterable, Optional, Sequence, Union
 
 import grpc
 
-from jetgate import _api, _message, _ops, _trace
+from jetgate import _api, _config, _message, _ops, _trace
 from jetgate._api import BatchAck, BatchMessage, FetchResult, PauseState, RedriveResult
 from jetgate._client import DEFAULT_TIMEOUT, call_metadata, one_result
 from jetgate._engine import Engine, Options
@@ -116,6 +116,27 @@ class Client:
 
     async def unpin(self, stream: str, consumer: str, group: str = "") -> None:
         return await self._do(_api.unpin(stream, consumer, group))
+
+    async def seek(
+        self, stream: str, consumer: str, *, sequence: Optional[int] = None, time: Optional[datetime.datetime] = None,
+        ack_floor: bool = False,
+    ) -> consumer_pb2.SeekResponse:
+        """As jetgate.Client.seek: exactly one of sequence, time, ack_floor=True."""
+        return await self._do(_api.seek(stream, consumer, sequence, time, ack_floor))
+
+    async def create_consumer(self, stream: str, config: _config.ConfigLike) -> consumer_pb2.CreateConsumerResponse:
+        """As jetgate.Client.create_consumer: config a dict or the API's ConsumerConfig."""
+        return await self._do(_api.create_consumer(stream, config))
+
+    async def update_consumer(
+        self, stream: str, consumer: str, config: _config.ConfigLike, update_mask: Union[str, Iterable[str]]
+    ) -> consumer_pb2.UpdateConsumerResponse:
+        """As jetgate.Client.update_consumer: the fields update_mask names."""
+        return await self._do(_api.update_consumer(stream, consumer, config, update_mask))
+
+    async def delete_consumer(self, stream: str, consumer: str) -> None:
+        """As jetgate.Client.delete_consumer."""
+        return await self._do(_api.delete_consumer(stream, consumer))
 
     async def redrive(self, stream: str, consumer: str, seqs: Optional[Iterable[int]] = None) -> RedriveResult:
         return await self._do(_api.redrive(stream, consumer, seqs))

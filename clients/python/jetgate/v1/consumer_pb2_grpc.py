@@ -88,6 +88,26 @@ class ConsumerServiceStub(object):
                 request_serializer=jetgate_dot_v1_dot_consumer__pb2.ListDeadLettersRequest.SerializeToString,
                 response_deserializer=jetgate_dot_v1_dot_consumer__pb2.ListDeadLettersResponse.FromString,
                 )
+        self.Seek = channel.unary_unary(
+                '/jetgate.v1.ConsumerService/Seek',
+                request_serializer=jetgate_dot_v1_dot_consumer__pb2.SeekRequest.SerializeToString,
+                response_deserializer=jetgate_dot_v1_dot_consumer__pb2.SeekResponse.FromString,
+                )
+        self.CreateConsumer = channel.unary_unary(
+                '/jetgate.v1.ConsumerService/CreateConsumer',
+                request_serializer=jetgate_dot_v1_dot_consumer__pb2.CreateConsumerRequest.SerializeToString,
+                response_deserializer=jetgate_dot_v1_dot_consumer__pb2.CreateConsumerResponse.FromString,
+                )
+        self.UpdateConsumer = channel.unary_unary(
+                '/jetgate.v1.ConsumerService/UpdateConsumer',
+                request_serializer=jetgate_dot_v1_dot_consumer__pb2.UpdateConsumerRequest.SerializeToString,
+                response_deserializer=jetgate_dot_v1_dot_consumer__pb2.UpdateConsumerResponse.FromString,
+                )
+        self.DeleteConsumer = channel.unary_unary(
+                '/jetgate.v1.ConsumerService/DeleteConsumer',
+                request_serializer=jetgate_dot_v1_dot_consumer__pb2.DeleteConsumerRequest.SerializeToString,
+                response_deserializer=jetgate_dot_v1_dot_consumer__pb2.DeleteConsumerResponse.FromString,
+                )
 
 
 class ConsumerServiceServicer(object):
@@ -221,6 +241,45 @@ class ConsumerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Seek(self, request, context):
+        """Replay and self-service consumers (DESIGN section 18).
+
+        Seek moves where the consumer delivers from: to a stream sequence, to
+        the first message stored at or after a time, or to its ack floor
+        (everything not acknowledged is delivered again, now). It is the
+        server's consumer reset (nats-server 2.14 or later): every replica voids
+        the consumer's leases before a new delivery is handed out, and a token
+        from before is refused.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateConsumer(self, request, context):
+        """CreateConsumer creates a durable pull consumer with explicit acks,
+        within the bounds of the gateway's admin block; every replica serves it
+        at once. Its metadata names the principal that created it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateConsumer(self, request, context):
+        """UpdateConsumer changes the fields update_mask names of a consumer
+        created through the API.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteConsumer(self, request, context):
+        """DeleteConsumer deletes a consumer created through the API: its leases
+        are void, and callers waiting on it are answered.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConsumerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -293,6 +352,26 @@ def add_ConsumerServiceServicer_to_server(servicer, server):
                     servicer.ListDeadLetters,
                     request_deserializer=jetgate_dot_v1_dot_consumer__pb2.ListDeadLettersRequest.FromString,
                     response_serializer=jetgate_dot_v1_dot_consumer__pb2.ListDeadLettersResponse.SerializeToString,
+            ),
+            'Seek': grpc.unary_unary_rpc_method_handler(
+                    servicer.Seek,
+                    request_deserializer=jetgate_dot_v1_dot_consumer__pb2.SeekRequest.FromString,
+                    response_serializer=jetgate_dot_v1_dot_consumer__pb2.SeekResponse.SerializeToString,
+            ),
+            'CreateConsumer': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateConsumer,
+                    request_deserializer=jetgate_dot_v1_dot_consumer__pb2.CreateConsumerRequest.FromString,
+                    response_serializer=jetgate_dot_v1_dot_consumer__pb2.CreateConsumerResponse.SerializeToString,
+            ),
+            'UpdateConsumer': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateConsumer,
+                    request_deserializer=jetgate_dot_v1_dot_consumer__pb2.UpdateConsumerRequest.FromString,
+                    response_serializer=jetgate_dot_v1_dot_consumer__pb2.UpdateConsumerResponse.SerializeToString,
+            ),
+            'DeleteConsumer': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteConsumer,
+                    request_deserializer=jetgate_dot_v1_dot_consumer__pb2.DeleteConsumerRequest.FromString,
+                    response_serializer=jetgate_dot_v1_dot_consumer__pb2.DeleteConsumerResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -543,5 +622,73 @@ class ConsumerService(object):
         return grpc.experimental.unary_unary(request, target, '/jetgate.v1.ConsumerService/ListDeadLetters',
             jetgate_dot_v1_dot_consumer__pb2.ListDeadLettersRequest.SerializeToString,
             jetgate_dot_v1_dot_consumer__pb2.ListDeadLettersResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Seek(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/jetgate.v1.ConsumerService/Seek',
+            jetgate_dot_v1_dot_consumer__pb2.SeekRequest.SerializeToString,
+            jetgate_dot_v1_dot_consumer__pb2.SeekResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def CreateConsumer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/jetgate.v1.ConsumerService/CreateConsumer',
+            jetgate_dot_v1_dot_consumer__pb2.CreateConsumerRequest.SerializeToString,
+            jetgate_dot_v1_dot_consumer__pb2.CreateConsumerResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def UpdateConsumer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/jetgate.v1.ConsumerService/UpdateConsumer',
+            jetgate_dot_v1_dot_consumer__pb2.UpdateConsumerRequest.SerializeToString,
+            jetgate_dot_v1_dot_consumer__pb2.UpdateConsumerResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def DeleteConsumer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/jetgate.v1.ConsumerService/DeleteConsumer',
+            jetgate_dot_v1_dot_consumer__pb2.DeleteConsumerRequest.SerializeToString,
+            jetgate_dot_v1_dot_consumer__pb2.DeleteConsumerResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

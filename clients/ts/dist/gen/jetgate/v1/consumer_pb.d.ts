@@ -1,5 +1,5 @@
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
+import type { Duration, FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message as Message$1 } from "@bufbuild/protobuf";
 /**
  * Describes the file jetgate/v1/consumer.proto.
@@ -1171,6 +1171,22 @@ export type ConsumerConfig = Message$1<"jetgate.v1.ConsumerConfig"> & {
      * @generated from field: google.protobuf.Timestamp pause_until = 19;
      */
     pauseUntil?: Timestamp | undefined;
+    /**
+     * The consumer's metadata. A consumer created through the API carries
+     * jetgate.created_by, the principal that created it.
+     *
+     * @generated from field: map<string, string> metadata = 20;
+     */
+    metadata: {
+        [key: string]: string;
+    };
+    /**
+     * How long the server keeps the consumer without a pull before deleting
+     * it; 0s is never.
+     *
+     * @generated from field: google.protobuf.Duration inactive_threshold = 21;
+     */
+    inactiveThreshold?: Duration | undefined;
 };
 /**
  * Describes the message jetgate.v1.ConsumerConfig.
@@ -1433,6 +1449,13 @@ export type ConsumerSummary = Message$1<"jetgate.v1.ConsumerSummary"> & {
      * @generated from field: bool dead_letter_configured = 13;
      */
     deadLetterConfigured: boolean;
+    /**
+     * The principal that created the consumer through the API; empty for a
+     * consumer made otherwise.
+     *
+     * @generated from field: string created_by = 14;
+     */
+    createdBy: string;
 };
 /**
  * Describes the message jetgate.v1.ConsumerSummary.
@@ -1688,6 +1711,238 @@ export type DeadLetter = Message$1<"jetgate.v1.DeadLetter"> & {
  * Use `create(DeadLetterSchema)` to create a new message.
  */
 export declare const DeadLetterSchema: GenMessage<DeadLetter>;
+/**
+ * SeekRequest names where a consumer delivers from next.
+ *
+ * @generated from message jetgate.v1.SeekRequest
+ */
+export type SeekRequest = Message$1<"jetgate.v1.SeekRequest"> & {
+    /**
+     * The stream the consumer belongs to.
+     *
+     * @generated from field: string stream = 1;
+     */
+    stream: string;
+    /**
+     * The durable consumer's name.
+     *
+     * @generated from field: string consumer = 2;
+     */
+    consumer: string;
+    /**
+     * Where to; exactly one.
+     *
+     * @generated from oneof jetgate.v1.SeekRequest.target
+     */
+    target: {
+        /**
+         * The first stream sequence delivered next (at least 1; at least the
+         * consumer's opt_start_seq).
+         *
+         * @generated from field: uint64 sequence = 3;
+         */
+        value: bigint;
+        case: "sequence";
+    } | {
+        /**
+         * The first message stored at or after this time is delivered next;
+         * a time after the last message's: only messages stored from now on.
+         * Not in the future.
+         *
+         * @generated from field: google.protobuf.Timestamp time = 4;
+         */
+        value: Timestamp;
+        case: "time";
+    } | {
+        /**
+         * Deliver everything not acknowledged again, now (true).
+         *
+         * @generated from field: bool ack_floor = 5;
+         */
+        value: boolean;
+        case: "ackFloor";
+    } | {
+        case: undefined;
+        value?: undefined;
+    };
+};
+/**
+ * Describes the message jetgate.v1.SeekRequest.
+ * Use `create(SeekRequestSchema)` to create a new message.
+ */
+export declare const SeekRequestSchema: GenMessage<SeekRequest>;
+/**
+ * SeekResponse is where the consumer delivers from now.
+ *
+ * @generated from message jetgate.v1.SeekResponse
+ */
+export type SeekResponse = Message$1<"jetgate.v1.SeekResponse"> & {
+    /**
+     * The stream sequence delivered next.
+     *
+     * @generated from field: uint64 reset_sequence = 1;
+     */
+    resetSequence: bigint;
+    /**
+     * The consumer's state after the seek, as GetConsumer shows it.
+     *
+     * @generated from field: jetgate.v1.ConsumerState state = 2;
+     */
+    state?: ConsumerState | undefined;
+};
+/**
+ * Describes the message jetgate.v1.SeekResponse.
+ * Use `create(SeekResponseSchema)` to create a new message.
+ */
+export declare const SeekResponseSchema: GenMessage<SeekResponse>;
+/**
+ * CreateConsumerRequest describes a consumer to create.
+ *
+ * @generated from message jetgate.v1.CreateConsumerRequest
+ */
+export type CreateConsumerRequest = Message$1<"jetgate.v1.CreateConsumerRequest"> & {
+    /**
+     * The stream to create it on.
+     *
+     * @generated from field: string stream = 1;
+     */
+    stream: string;
+    /**
+     * Its configuration: durable_name is its name. Unset fields take the
+     * server's defaults; ack_policy, if set, must be ACK_POLICY_EXPLICIT.
+     *
+     * @generated from field: jetgate.v1.ConsumerConfig config = 2;
+     */
+    config?: ConsumerConfig | undefined;
+};
+/**
+ * Describes the message jetgate.v1.CreateConsumerRequest.
+ * Use `create(CreateConsumerRequestSchema)` to create a new message.
+ */
+export declare const CreateConsumerRequestSchema: GenMessage<CreateConsumerRequest>;
+/**
+ * CreateConsumerResponse is the consumer as the server made it.
+ *
+ * @generated from message jetgate.v1.CreateConsumerResponse
+ */
+export type CreateConsumerResponse = Message$1<"jetgate.v1.CreateConsumerResponse"> & {
+    /**
+     * Its configuration, as the server has it.
+     *
+     * @generated from field: jetgate.v1.ConsumerConfig config = 1;
+     */
+    config?: ConsumerConfig | undefined;
+    /**
+     * Its state.
+     *
+     * @generated from field: jetgate.v1.ConsumerState state = 2;
+     */
+    state?: ConsumerState | undefined;
+};
+/**
+ * Describes the message jetgate.v1.CreateConsumerResponse.
+ * Use `create(CreateConsumerResponseSchema)` to create a new message.
+ */
+export declare const CreateConsumerResponseSchema: GenMessage<CreateConsumerResponse>;
+/**
+ * UpdateConsumerRequest changes some fields of a consumer.
+ *
+ * @generated from message jetgate.v1.UpdateConsumerRequest
+ */
+export type UpdateConsumerRequest = Message$1<"jetgate.v1.UpdateConsumerRequest"> & {
+    /**
+     * The stream the consumer belongs to.
+     *
+     * @generated from field: string stream = 1;
+     */
+    stream: string;
+    /**
+     * The durable consumer's name.
+     *
+     * @generated from field: string consumer = 2;
+     */
+    consumer: string;
+    /**
+     * The new values of the fields update_mask names; others are ignored.
+     *
+     * @generated from field: jetgate.v1.ConsumerConfig config = 3;
+     */
+    config?: ConsumerConfig | undefined;
+    /**
+     * The fields to change (AIP-134): ack_wait, max_deliver, backoff,
+     * filter_subjects, max_ack_pending, max_waiting, max_request_batch,
+     * max_request_expires, description, metadata, priority_groups,
+     * priority_policy, priority_timeout, inactive_threshold. In JSON,
+     * camelCase and comma-separated: "ackWait,maxDeliver".
+     *
+     * @generated from field: google.protobuf.FieldMask update_mask = 4;
+     */
+    updateMask?: FieldMask | undefined;
+};
+/**
+ * Describes the message jetgate.v1.UpdateConsumerRequest.
+ * Use `create(UpdateConsumerRequestSchema)` to create a new message.
+ */
+export declare const UpdateConsumerRequestSchema: GenMessage<UpdateConsumerRequest>;
+/**
+ * UpdateConsumerResponse is the consumer as the server has it now.
+ *
+ * @generated from message jetgate.v1.UpdateConsumerResponse
+ */
+export type UpdateConsumerResponse = Message$1<"jetgate.v1.UpdateConsumerResponse"> & {
+    /**
+     * Its configuration.
+     *
+     * @generated from field: jetgate.v1.ConsumerConfig config = 1;
+     */
+    config?: ConsumerConfig | undefined;
+    /**
+     * Its state.
+     *
+     * @generated from field: jetgate.v1.ConsumerState state = 2;
+     */
+    state?: ConsumerState | undefined;
+};
+/**
+ * Describes the message jetgate.v1.UpdateConsumerResponse.
+ * Use `create(UpdateConsumerResponseSchema)` to create a new message.
+ */
+export declare const UpdateConsumerResponseSchema: GenMessage<UpdateConsumerResponse>;
+/**
+ * DeleteConsumerRequest names a consumer to delete.
+ *
+ * @generated from message jetgate.v1.DeleteConsumerRequest
+ */
+export type DeleteConsumerRequest = Message$1<"jetgate.v1.DeleteConsumerRequest"> & {
+    /**
+     * The stream the consumer belongs to.
+     *
+     * @generated from field: string stream = 1;
+     */
+    stream: string;
+    /**
+     * The durable consumer's name.
+     *
+     * @generated from field: string consumer = 2;
+     */
+    consumer: string;
+};
+/**
+ * Describes the message jetgate.v1.DeleteConsumerRequest.
+ * Use `create(DeleteConsumerRequestSchema)` to create a new message.
+ */
+export declare const DeleteConsumerRequestSchema: GenMessage<DeleteConsumerRequest>;
+/**
+ * DeleteConsumerResponse says the consumer was deleted.
+ *
+ * @generated from message jetgate.v1.DeleteConsumerResponse
+ */
+export type DeleteConsumerResponse = Message$1<"jetgate.v1.DeleteConsumerResponse"> & {};
+/**
+ * Describes the message jetgate.v1.DeleteConsumerResponse.
+ * Use `create(DeleteConsumerResponseSchema)` to create a new message.
+ */
+export declare const DeleteConsumerResponseSchema: GenMessage<DeleteConsumerResponse>;
 /**
  * EmptyReason says why a Fetch returned no messages.
  *
@@ -2046,5 +2301,54 @@ export declare const ConsumerService: GenService<{
         methodKind: "unary";
         input: typeof ListDeadLettersRequestSchema;
         output: typeof ListDeadLettersResponseSchema;
+    };
+    /**
+     * Seek moves where the consumer delivers from: to a stream sequence, to
+     * the first message stored at or after a time, or to its ack floor
+     * (everything not acknowledged is delivered again, now). It is the
+     * server's consumer reset (nats-server 2.14 or later): every replica voids
+     * the consumer's leases before a new delivery is handed out, and a token
+     * from before is refused.
+     *
+     * @generated from rpc jetgate.v1.ConsumerService.Seek
+     */
+    seek: {
+        methodKind: "unary";
+        input: typeof SeekRequestSchema;
+        output: typeof SeekResponseSchema;
+    };
+    /**
+     * CreateConsumer creates a durable pull consumer with explicit acks,
+     * within the bounds of the gateway's admin block; every replica serves it
+     * at once. Its metadata names the principal that created it.
+     *
+     * @generated from rpc jetgate.v1.ConsumerService.CreateConsumer
+     */
+    createConsumer: {
+        methodKind: "unary";
+        input: typeof CreateConsumerRequestSchema;
+        output: typeof CreateConsumerResponseSchema;
+    };
+    /**
+     * UpdateConsumer changes the fields update_mask names of a consumer
+     * created through the API.
+     *
+     * @generated from rpc jetgate.v1.ConsumerService.UpdateConsumer
+     */
+    updateConsumer: {
+        methodKind: "unary";
+        input: typeof UpdateConsumerRequestSchema;
+        output: typeof UpdateConsumerResponseSchema;
+    };
+    /**
+     * DeleteConsumer deletes a consumer created through the API: its leases
+     * are void, and callers waiting on it are answered.
+     *
+     * @generated from rpc jetgate.v1.ConsumerService.DeleteConsumer
+     */
+    deleteConsumer: {
+        methodKind: "unary";
+        input: typeof DeleteConsumerRequestSchema;
+        output: typeof DeleteConsumerResponseSchema;
     };
 }>;

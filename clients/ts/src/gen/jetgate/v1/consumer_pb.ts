@@ -4,15 +4,15 @@
 
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_duration, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { Duration, FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_duration, file_google_protobuf_field_mask, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message as Message$1 } from "@bufbuild/protobuf";
 
 /**
  * Describes the file jetgate/v1/consumer.proto.
  */
 export const file_jetgate_v1_consumer: GenFile = /*@__PURE__*/
-  fileDesc("ChlqZXRnYXRlL3YxL2NvbnN1bWVyLnByb3RvEgpqZXRnYXRlLnYxIvABCgxGZXRjaFJlcXVlc3QSDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJEg0KBWJhdGNoGAMgASgFEioKB2V4cGlyZXMYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SFgoJbWF4X2J5dGVzGAUgASgDSACIAQESDQoFZ3JvdXAYBiABKAkSEwoLbWluX3BlbmRpbmcYByABKAMSFwoPbWluX2Fja19wZW5kaW5nGAggASgDEhAKCHByaW9yaXR5GAkgASgFEg4KBnBpbl9pZBgKIAEoCUIMCgpfbWF4X2J5dGVzInUKDUZldGNoUmVzcG9uc2USJQoIbWVzc2FnZXMYASADKAsyEy5qZXRnYXRlLnYxLk1lc3NhZ2USLQoMZW1wdHlfcmVhc29uGAIgASgOMhcuamV0Z2F0ZS52MS5FbXB0eVJlYXNvbhIOCgZwaW5faWQYAyABKAkiyQIKB01lc3NhZ2USDQoFdG9rZW4YASABKAkSDwoHc3ViamVjdBgCIAEoCRIMCgRkYXRhGAMgASgMEjEKB2hlYWRlcnMYBCADKAsyIC5qZXRnYXRlLnYxLk1lc3NhZ2UuSGVhZGVyc0VudHJ5EjIKDmxlYXNlX2RlYWRsaW5lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCghtZXRhZGF0YRgGIAEoCzIbLmpldGdhdGUudjEuTWVzc2FnZU1ldGFkYXRhEigKA3JhdxgHIAEoCzIWLmpldGdhdGUudjEuUmF3TWVzc2FnZUgAiAEBGkgKDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSJwoFdmFsdWUYAiABKAsyGC5qZXRnYXRlLnYxLkhlYWRlclZhbHVlczoCOAFCBgoEX3JhdyJFCgpSYXdNZXNzYWdlEg8KB3N1YmplY3QYASABKAwSJgoHaGVhZGVycxgCIAMoCzIVLmpldGdhdGUudjEuUmF3SGVhZGVyIikKCVJhd0hlYWRlchIMCgRuYW1lGAEgASgMEg4KBnZhbHVlcxgCIAMoDCIeCgxIZWFkZXJWYWx1ZXMSDgoGdmFsdWVzGAEgAygJIrgBCg9NZXNzYWdlTWV0YWRhdGESDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJEhIKCnN0cmVhbV9zZXEYAyABKAQSFAoMY29uc3VtZXJfc2VxGAQgASgEEhUKDW51bV9kZWxpdmVyZWQYBSABKAQSEwoLbnVtX3BlbmRpbmcYBiABKAQSLQoJdGltZXN0YW1wGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI+CgpBY2tSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRIQCghjb25zdW1lchgCIAEoCRIOCgZ0b2tlbnMYAyADKAkiOQoLQWNrUmVzcG9uc2USKgoIZmFpbHVyZXMYASADKAsyGC5qZXRnYXRlLnYxLlRva2VuRmFpbHVyZSJoCgpOYWtSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRIQCghjb25zdW1lchgCIAEoCRIOCgZ0b2tlbnMYAyADKAkSKAoFZGVsYXkYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iOQoLTmFrUmVzcG9uc2USKgoIZmFpbHVyZXMYASADKAsyGC5qZXRnYXRlLnYxLlRva2VuRmFpbHVyZSJPCgtUZXJtUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkSDgoGdG9rZW5zGAMgAygJEg4KBnJlYXNvbhgEIAEoCSI6CgxUZXJtUmVzcG9uc2USKgoIZmFpbHVyZXMYASADKAsyGC5qZXRnYXRlLnYxLlRva2VuRmFpbHVyZSJuCg1FeHRlbmRSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRIQCghjb25zdW1lchgCIAEoCRIOCgZ0b2tlbnMYAyADKAkSKwoIZHVyYXRpb24YBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iZwoORXh0ZW5kUmVzcG9uc2USKQoGbGVhc2VzGAEgAygLMhkuamV0Z2F0ZS52MS5FeHRlbmRlZExlYXNlEioKCGZhaWx1cmVzGAIgAygLMhguamV0Z2F0ZS52MS5Ub2tlbkZhaWx1cmUiZQoNRXh0ZW5kZWRMZWFzZRINCgV0b2tlbhgBIAEoCRIRCgluZXdfdG9rZW4YAiABKAkSMgoObGVhc2VfZGVhZGxpbmUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlsKDFRva2VuRmFpbHVyZRINCgV0b2tlbhgBIAEoCRINCgVpbmRleBgCIAEoBRIMCgRjb2RlGAMgASgFEg4KBnJlYXNvbhgEIAEoCRIPCgdtZXNzYWdlGAUgASgJIjYKEkdldENvbnN1bWVyUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAki9QEKE0dldENvbnN1bWVyUmVzcG9uc2USKgoGY29uZmlnGAEgASgLMhouamV0Z2F0ZS52MS5Db25zdW1lckNvbmZpZxIoCgVzdGF0ZRgCIAEoCzIZLmpldGdhdGUudjEuQ29uc3VtZXJTdGF0ZRIWCg5nYXRld2F5X2xlYXNlcxgDIAEoAxIUCgxkZWFkX2xldHRlcnMYBCABKAMSNQoSb2xkZXN0X3VuYWNrZWRfYWdlGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiMKBHB1c2gYBiABKAsyFS5qZXRnYXRlLnYxLlB1c2hTdGF0ZSKJAQoJUHVzaFN0YXRlEgsKA3VybBgBIAEoCRIRCglpbl9mbGlnaHQYAiABKAUSEwoLZW5kcG9pbnRfdXAYAyABKAgSEgoKbGFzdF9lcnJvchgEIAEoCRIzCg9sYXN0X2Vycm9yX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpACCg5Db25zdW1lUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkSFAoMbWF4X21lc3NhZ2VzGAMgASgFEhYKCW1heF9ieXRlcxgEIAEoA0gAiAEBEiwKCWhlYXJ0YmVhdBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhITCgthdXRvX2V4dGVuZBgGIAEoCBINCgVncm91cBgHIAEoCRITCgttaW5fcGVuZGluZxgIIAEoAxIXCg9taW5fYWNrX3BlbmRpbmcYCSABKAMSEAoIcHJpb3JpdHkYCiABKAUSDgoGcGluX2lkGAsgASgJQgwKCl9tYXhfYnl0ZXMiSAoPQ29uc3VtZVJlc3BvbnNlEiUKCG1lc3NhZ2VzGAEgAygLMhMuamV0Z2F0ZS52MS5NZXNzYWdlEg4KBnBpbl9pZBgCIAEoCSJhCgxQYXVzZVJlcXVlc3QSDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJEi8KC3BhdXNlX3VudGlsGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJQCg1QYXVzZVJlc3BvbnNlEg4KBnBhdXNlZBgBIAEoCBIvCgtwYXVzZV91bnRpbBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiMQoNUmVzdW1lUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkiIAoOUmVzdW1lUmVzcG9uc2USDgoGcGF1c2VkGAEgASgIIj8KDFVucGluUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkSDQoFZ3JvdXAYAyABKAkiDwoNVW5waW5SZXNwb25zZSJACg5SZWRyaXZlUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkSDAoEc2VxcxgDIAMoBCJRCg9SZWRyaXZlUmVzcG9uc2USEAoIcmVkcml2ZW4YASABKAMSLAoIZmFpbHVyZXMYAiADKAsyGi5qZXRnYXRlLnYxLlJlZHJpdmVGYWlsdXJlIkwKDlJlZHJpdmVGYWlsdXJlEgsKA3NlcRgBIAEoBBIMCgRjb2RlGAIgASgFEg4KBnJlYXNvbhgDIAEoCRIPCgdtZXNzYWdlGAQgASgJIrYFCg5Db25zdW1lckNvbmZpZxIUCgxkdXJhYmxlX25hbWUYASABKAkSMQoOZGVsaXZlcl9wb2xpY3kYAiABKA4yGS5qZXRnYXRlLnYxLkRlbGl2ZXJQb2xpY3kSFQoNb3B0X3N0YXJ0X3NlcRgDIAEoBBIyCg5vcHRfc3RhcnRfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoKYWNrX3BvbGljeRgFIAEoDjIVLmpldGdhdGUudjEuQWNrUG9saWN5EisKCGFja193YWl0GAYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhMKC21heF9kZWxpdmVyGAcgASgDEioKB2JhY2tvZmYYCCADKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SFwoPZmlsdGVyX3N1YmplY3RzGAkgAygJEhMKC21heF93YWl0aW5nGAogASgDEhcKD21heF9hY2tfcGVuZGluZxgLIAEoAxIZChFtYXhfcmVxdWVzdF9iYXRjaBgMIAEoAxI2ChNtYXhfcmVxdWVzdF9leHBpcmVzGA0gASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhQKDG51bV9yZXBsaWNhcxgOIAEoBRITCgtkZXNjcmlwdGlvbhgPIAEoCRIXCg9wcmlvcml0eV9ncm91cHMYECADKAkSMwoPcHJpb3JpdHlfcG9saWN5GBEgASgOMhouamV0Z2F0ZS52MS5Qcmlvcml0eVBvbGljeRIzChBwcmlvcml0eV90aW1lb3V0GBIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KC3BhdXNlX3VudGlsGBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLvAgoNQ29uc3VtZXJTdGF0ZRITCgtudW1fcGVuZGluZxgBIAEoBBIXCg9udW1fYWNrX3BlbmRpbmcYAiABKAMSFwoPbnVtX3JlZGVsaXZlcmVkGAMgASgDEhMKC251bV93YWl0aW5nGAQgASgDEisKCWRlbGl2ZXJlZBgFIAEoCzIYLmpldGdhdGUudjEuU2VxdWVuY2VQYWlyEisKCWFja19mbG9vchgGIAEoCzIYLmpldGdhdGUudjEuU2VxdWVuY2VQYWlyEisKB2NyZWF0ZWQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg4KBnBhdXNlZBgIIAEoCBIyCg9wYXVzZV9yZW1haW5pbmcYCSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SNwoPcHJpb3JpdHlfZ3JvdXBzGAogAygLMh4uamV0Z2F0ZS52MS5Qcmlvcml0eUdyb3VwU3RhdGUiZQoSUHJpb3JpdHlHcm91cFN0YXRlEg0KBWdyb3VwGAEgASgJEg4KBnBpbm5lZBgCIAEoCBIwCgxwaW5uZWRfc2luY2UYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImkKDFNlcXVlbmNlUGFpchIUCgxjb25zdW1lcl9zZXEYASABKAQSEgoKc3RyZWFtX3NlcRgCIAEoBBIvCgtsYXN0X2FjdGl2ZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiJgoUTGlzdENvbnN1bWVyc1JlcXVlc3QSDgoGc3RyZWFtGAEgASgJIkcKFUxpc3RDb25zdW1lcnNSZXNwb25zZRIuCgljb25zdW1lcnMYASADKAsyGy5qZXRnYXRlLnYxLkNvbnN1bWVyU3VtbWFyeSLqAgoPQ29uc3VtZXJTdW1tYXJ5EgwKBG5hbWUYASABKAkSEwoLbnVtX3BlbmRpbmcYAiABKAQSFwoPbnVtX2Fja19wZW5kaW5nGAMgASgDEhcKD251bV9yZWRlbGl2ZXJlZBgEIAEoAxITCgtudW1fd2FpdGluZxgFIAEoAxI1ChJvbGRlc3RfdW5hY2tlZF9hZ2UYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDgoGcGF1c2VkGAcgASgIEi8KC3BhdXNlX3VudGlsGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxkZWFkX2xldHRlcnMYCSABKAMSDgoGcHVzaGVkGAogASgIEhYKDmdhdGV3YXlfbGVhc2VzGAsgASgDEhcKD3ByaW9yaXR5X2dyb3VwcxgMIAMoCRIeChZkZWFkX2xldHRlcl9jb25maWd1cmVkGA0gASgIIjUKEUxpc3RMZWFzZXNSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRIQCghjb25zdW1lchgCIAEoCSJqChJMaXN0TGVhc2VzUmVzcG9uc2USKAoHaG9sZGVycxgBIAMoCzIXLmpldGdhdGUudjEuTGVhc2VIb2xkZXISEAoIcmVwbGljYXMYAiADKAkSGAoQbWlzc2luZ19yZXBsaWNhcxgDIAMoCSLmAQoLTGVhc2VIb2xkZXISEQoJcHJpbmNpcGFsGAEgASgJEg4KBmxlYXNlcxgCIAEoAxIwCgxvbGRlc3Rfc2luY2UYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi0KCm9sZGVzdF9hZ2UYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SEAoIcmVwbGljYXMYBSADKAkSMwoPbGF0ZXN0X2RlYWRsaW5lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgRrZXB0GAcgASgDImEKFkxpc3REZWFkTGV0dGVyc1JlcXVlc3QSDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJIm8KF0xpc3REZWFkTGV0dGVyc1Jlc3BvbnNlEiwKDGRlYWRfbGV0dGVycxgBIAMoCzIWLmpldGdhdGUudjEuRGVhZExldHRlchIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSDQoFdG90YWwYAyABKAMitQIKCkRlYWRMZXR0ZXISCwoDc2VxGAEgASgEEg8KB3N1YmplY3QYAiABKAkSNAoHaGVhZGVycxgDIAMoCzIjLmpldGdhdGUudjEuRGVhZExldHRlci5IZWFkZXJzRW50cnkSFAoMZGF0YV9wcmV2aWV3GAQgASgMEhEKCWRhdGFfc2l6ZRgFIAEoAxIoCgR0aW1lGAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZyZWFzb24YByABKAkSEgoKc3RyZWFtX3NlcRgIIAEoBBISCgpkZWxpdmVyaWVzGAkgASgDGkgKDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSJwoFdmFsdWUYAiABKAsyGC5qZXRnYXRlLnYxLkhlYWRlclZhbHVlczoCOAEq+wEKC0VtcHR5UmVhc29uEhwKGEVNUFRZX1JFQVNPTl9VTlNQRUNJRklFRBAAEhwKGEVNUFRZX1JFQVNPTl9OT19NRVNTQUdFUxABEiAKHEVNUFRZX1JFQVNPTl9NQVhfQUNLX1BFTkRJTkcQAhIaChZFTVBUWV9SRUFTT05fTUFYX0JZVEVTEAMSHAoYRU1QVFlfUkVBU09OX01BWF9XQUlUSU5HEAQSFwoTRU1QVFlfUkVBU09OX1BBVVNFRBAFEhcKE0VNUFRZX1JFQVNPTl9QSU5ORUQQBhIiCh5FTVBUWV9SRUFTT05fQkVMT1dfTUlOX1BFTkRJTkcQByrlAQoNRGVsaXZlclBvbGljeRIeChpERUxJVkVSX1BPTElDWV9VTlNQRUNJRklFRBAAEhYKEkRFTElWRVJfUE9MSUNZX0FMTBABEhcKE0RFTElWRVJfUE9MSUNZX0xBU1QQAhIWChJERUxJVkVSX1BPTElDWV9ORVcQAxIkCiBERUxJVkVSX1BPTElDWV9CWV9TVEFSVF9TRVFVRU5DRRAEEiAKHERFTElWRVJfUE9MSUNZX0JZX1NUQVJUX1RJTUUQBRIjCh9ERUxJVkVSX1BPTElDWV9MQVNUX1BFUl9TVUJKRUNUEAYqaQoJQWNrUG9saWN5EhoKFkFDS19QT0xJQ1lfVU5TUEVDSUZJRUQQABIXChNBQ0tfUE9MSUNZX0VYUExJQ0lUEAESEgoOQUNLX1BPTElDWV9BTEwQAhITCg9BQ0tfUE9MSUNZX05PTkUQAyqTAQoOUHJpb3JpdHlQb2xpY3kSHwobUFJJT1JJVFlfUE9MSUNZX1VOU1BFQ0lGSUVEEAASHAoYUFJJT1JJVFlfUE9MSUNZX09WRVJGTE9XEAESIQodUFJJT1JJVFlfUE9MSUNZX1BJTk5FRF9DTElFTlQQAhIfChtQUklPUklUWV9QT0xJQ1lfUFJJT1JJVElaRUQQAzLRBwoPQ29uc3VtZXJTZXJ2aWNlEjwKBUZldGNoEhguamV0Z2F0ZS52MS5GZXRjaFJlcXVlc3QaGS5qZXRnYXRlLnYxLkZldGNoUmVzcG9uc2USNgoDQWNrEhYuamV0Z2F0ZS52MS5BY2tSZXF1ZXN0GhcuamV0Z2F0ZS52MS5BY2tSZXNwb25zZRI2CgNOYWsSFi5qZXRnYXRlLnYxLk5ha1JlcXVlc3QaFy5qZXRnYXRlLnYxLk5ha1Jlc3BvbnNlEjkKBFRlcm0SFy5qZXRnYXRlLnYxLlRlcm1SZXF1ZXN0GhguamV0Z2F0ZS52MS5UZXJtUmVzcG9uc2USPwoGRXh0ZW5kEhkuamV0Z2F0ZS52MS5FeHRlbmRSZXF1ZXN0GhouamV0Z2F0ZS52MS5FeHRlbmRSZXNwb25zZRJOCgtHZXRDb25zdW1lchIeLmpldGdhdGUudjEuR2V0Q29uc3VtZXJSZXF1ZXN0Gh8uamV0Z2F0ZS52MS5HZXRDb25zdW1lclJlc3BvbnNlEkIKB1JlZHJpdmUSGi5qZXRnYXRlLnYxLlJlZHJpdmVSZXF1ZXN0GhsuamV0Z2F0ZS52MS5SZWRyaXZlUmVzcG9uc2USRAoHQ29uc3VtZRIaLmpldGdhdGUudjEuQ29uc3VtZVJlcXVlc3QaGy5qZXRnYXRlLnYxLkNvbnN1bWVSZXNwb25zZTABEjwKBVBhdXNlEhguamV0Z2F0ZS52MS5QYXVzZVJlcXVlc3QaGS5qZXRnYXRlLnYxLlBhdXNlUmVzcG9uc2USPwoGUmVzdW1lEhkuamV0Z2F0ZS52MS5SZXN1bWVSZXF1ZXN0GhouamV0Z2F0ZS52MS5SZXN1bWVSZXNwb25zZRI8CgVVbnBpbhIYLmpldGdhdGUudjEuVW5waW5SZXF1ZXN0GhkuamV0Z2F0ZS52MS5VbnBpblJlc3BvbnNlElQKDUxpc3RDb25zdW1lcnMSIC5qZXRnYXRlLnYxLkxpc3RDb25zdW1lcnNSZXF1ZXN0GiEuamV0Z2F0ZS52MS5MaXN0Q29uc3VtZXJzUmVzcG9uc2USSwoKTGlzdExlYXNlcxIdLmpldGdhdGUudjEuTGlzdExlYXNlc1JlcXVlc3QaHi5qZXRnYXRlLnYxLkxpc3RMZWFzZXNSZXNwb25zZRJaCg9MaXN0RGVhZExldHRlcnMSIi5qZXRnYXRlLnYxLkxpc3REZWFkTGV0dGVyc1JlcXVlc3QaIy5qZXRnYXRlLnYxLkxpc3REZWFkTGV0dGVyc1Jlc3BvbnNlQjVaM2dpdGh1Yi5jb20vamV0Z2F0ZS9qZXRnYXRlL2FwaS9qZXRnYXRlL3YxO2pldGdhdGV2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp]);
+  fileDesc("ChlqZXRnYXRlL3YxL2NvbnN1bWVyLnByb3RvEgpqZXRnYXRlLnYxIvABCgxGZXRjaFJlcXVlc3QSDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJEg0KBWJhdGNoGAMgASgFEioKB2V4cGlyZXMYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SFgoJbWF4X2J5dGVzGAUgASgDSACIAQESDQoFZ3JvdXAYBiABKAkSEwoLbWluX3BlbmRpbmcYByABKAMSFwoPbWluX2Fja19wZW5kaW5nGAggASgDEhAKCHByaW9yaXR5GAkgASgFEg4KBnBpbl9pZBgKIAEoCUIMCgpfbWF4X2J5dGVzInUKDUZldGNoUmVzcG9uc2USJQoIbWVzc2FnZXMYASADKAsyEy5qZXRnYXRlLnYxLk1lc3NhZ2USLQoMZW1wdHlfcmVhc29uGAIgASgOMhcuamV0Z2F0ZS52MS5FbXB0eVJlYXNvbhIOCgZwaW5faWQYAyABKAkiyQIKB01lc3NhZ2USDQoFdG9rZW4YASABKAkSDwoHc3ViamVjdBgCIAEoCRIMCgRkYXRhGAMgASgMEjEKB2hlYWRlcnMYBCADKAsyIC5qZXRnYXRlLnYxLk1lc3NhZ2UuSGVhZGVyc0VudHJ5EjIKDmxlYXNlX2RlYWRsaW5lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCghtZXRhZGF0YRgGIAEoCzIbLmpldGdhdGUudjEuTWVzc2FnZU1ldGFkYXRhEigKA3JhdxgHIAEoCzIWLmpldGdhdGUudjEuUmF3TWVzc2FnZUgAiAEBGkgKDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSJwoFdmFsdWUYAiABKAsyGC5qZXRnYXRlLnYxLkhlYWRlclZhbHVlczoCOAFCBgoEX3JhdyJFCgpSYXdNZXNzYWdlEg8KB3N1YmplY3QYASABKAwSJgoHaGVhZGVycxgCIAMoCzIVLmpldGdhdGUudjEuUmF3SGVhZGVyIikKCVJhd0hlYWRlchIMCgRuYW1lGAEgASgMEg4KBnZhbHVlcxgCIAMoDCIeCgxIZWFkZXJWYWx1ZXMSDgoGdmFsdWVzGAEgAygJIrgBCg9NZXNzYWdlTWV0YWRhdGESDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJEhIKCnN0cmVhbV9zZXEYAyABKAQSFAoMY29uc3VtZXJfc2VxGAQgASgEEhUKDW51bV9kZWxpdmVyZWQYBSABKAQSEwoLbnVtX3BlbmRpbmcYBiABKAQSLQoJdGltZXN0YW1wGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI+CgpBY2tSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRIQCghjb25zdW1lchgCIAEoCRIOCgZ0b2tlbnMYAyADKAkiOQoLQWNrUmVzcG9uc2USKgoIZmFpbHVyZXMYASADKAsyGC5qZXRnYXRlLnYxLlRva2VuRmFpbHVyZSJoCgpOYWtSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRIQCghjb25zdW1lchgCIAEoCRIOCgZ0b2tlbnMYAyADKAkSKAoFZGVsYXkYBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iOQoLTmFrUmVzcG9uc2USKgoIZmFpbHVyZXMYASADKAsyGC5qZXRnYXRlLnYxLlRva2VuRmFpbHVyZSJPCgtUZXJtUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkSDgoGdG9rZW5zGAMgAygJEg4KBnJlYXNvbhgEIAEoCSI6CgxUZXJtUmVzcG9uc2USKgoIZmFpbHVyZXMYASADKAsyGC5qZXRnYXRlLnYxLlRva2VuRmFpbHVyZSJuCg1FeHRlbmRSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRIQCghjb25zdW1lchgCIAEoCRIOCgZ0b2tlbnMYAyADKAkSKwoIZHVyYXRpb24YBCABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24iZwoORXh0ZW5kUmVzcG9uc2USKQoGbGVhc2VzGAEgAygLMhkuamV0Z2F0ZS52MS5FeHRlbmRlZExlYXNlEioKCGZhaWx1cmVzGAIgAygLMhguamV0Z2F0ZS52MS5Ub2tlbkZhaWx1cmUiZQoNRXh0ZW5kZWRMZWFzZRINCgV0b2tlbhgBIAEoCRIRCgluZXdfdG9rZW4YAiABKAkSMgoObGVhc2VfZGVhZGxpbmUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlsKDFRva2VuRmFpbHVyZRINCgV0b2tlbhgBIAEoCRINCgVpbmRleBgCIAEoBRIMCgRjb2RlGAMgASgFEg4KBnJlYXNvbhgEIAEoCRIPCgdtZXNzYWdlGAUgASgJIjYKEkdldENvbnN1bWVyUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAki9QEKE0dldENvbnN1bWVyUmVzcG9uc2USKgoGY29uZmlnGAEgASgLMhouamV0Z2F0ZS52MS5Db25zdW1lckNvbmZpZxIoCgVzdGF0ZRgCIAEoCzIZLmpldGdhdGUudjEuQ29uc3VtZXJTdGF0ZRIWCg5nYXRld2F5X2xlYXNlcxgDIAEoAxIUCgxkZWFkX2xldHRlcnMYBCABKAMSNQoSb2xkZXN0X3VuYWNrZWRfYWdlGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEiMKBHB1c2gYBiABKAsyFS5qZXRnYXRlLnYxLlB1c2hTdGF0ZSKJAQoJUHVzaFN0YXRlEgsKA3VybBgBIAEoCRIRCglpbl9mbGlnaHQYAiABKAUSEwoLZW5kcG9pbnRfdXAYAyABKAgSEgoKbGFzdF9lcnJvchgEIAEoCRIzCg9sYXN0X2Vycm9yX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIpACCg5Db25zdW1lUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkSFAoMbWF4X21lc3NhZ2VzGAMgASgFEhYKCW1heF9ieXRlcxgEIAEoA0gAiAEBEiwKCWhlYXJ0YmVhdBgFIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhITCgthdXRvX2V4dGVuZBgGIAEoCBINCgVncm91cBgHIAEoCRITCgttaW5fcGVuZGluZxgIIAEoAxIXCg9taW5fYWNrX3BlbmRpbmcYCSABKAMSEAoIcHJpb3JpdHkYCiABKAUSDgoGcGluX2lkGAsgASgJQgwKCl9tYXhfYnl0ZXMiSAoPQ29uc3VtZVJlc3BvbnNlEiUKCG1lc3NhZ2VzGAEgAygLMhMuamV0Z2F0ZS52MS5NZXNzYWdlEg4KBnBpbl9pZBgCIAEoCSJhCgxQYXVzZVJlcXVlc3QSDgoGc3RyZWFtGAEgASgJEhAKCGNvbnN1bWVyGAIgASgJEi8KC3BhdXNlX3VudGlsGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJQCg1QYXVzZVJlc3BvbnNlEg4KBnBhdXNlZBgBIAEoCBIvCgtwYXVzZV91bnRpbBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiMQoNUmVzdW1lUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkiIAoOUmVzdW1lUmVzcG9uc2USDgoGcGF1c2VkGAEgASgIIj8KDFVucGluUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkSDQoFZ3JvdXAYAyABKAkiDwoNVW5waW5SZXNwb25zZSJACg5SZWRyaXZlUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkSDAoEc2VxcxgDIAMoBCJRCg9SZWRyaXZlUmVzcG9uc2USEAoIcmVkcml2ZW4YASABKAMSLAoIZmFpbHVyZXMYAiADKAsyGi5qZXRnYXRlLnYxLlJlZHJpdmVGYWlsdXJlIkwKDlJlZHJpdmVGYWlsdXJlEgsKA3NlcRgBIAEoBBIMCgRjb2RlGAIgASgFEg4KBnJlYXNvbhgDIAEoCRIPCgdtZXNzYWdlGAQgASgJItoGCg5Db25zdW1lckNvbmZpZxIUCgxkdXJhYmxlX25hbWUYASABKAkSMQoOZGVsaXZlcl9wb2xpY3kYAiABKA4yGS5qZXRnYXRlLnYxLkRlbGl2ZXJQb2xpY3kSFQoNb3B0X3N0YXJ0X3NlcRgDIAEoBBIyCg5vcHRfc3RhcnRfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoKYWNrX3BvbGljeRgFIAEoDjIVLmpldGdhdGUudjEuQWNrUG9saWN5EisKCGFja193YWl0GAYgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhMKC21heF9kZWxpdmVyGAcgASgDEioKB2JhY2tvZmYYCCADKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SFwoPZmlsdGVyX3N1YmplY3RzGAkgAygJEhMKC21heF93YWl0aW5nGAogASgDEhcKD21heF9hY2tfcGVuZGluZxgLIAEoAxIZChFtYXhfcmVxdWVzdF9iYXRjaBgMIAEoAxI2ChNtYXhfcmVxdWVzdF9leHBpcmVzGA0gASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhQKDG51bV9yZXBsaWNhcxgOIAEoBRITCgtkZXNjcmlwdGlvbhgPIAEoCRIXCg9wcmlvcml0eV9ncm91cHMYECADKAkSMwoPcHJpb3JpdHlfcG9saWN5GBEgASgOMhouamV0Z2F0ZS52MS5Qcmlvcml0eVBvbGljeRIzChBwcmlvcml0eV90aW1lb3V0GBIgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi8KC3BhdXNlX3VudGlsGBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBI6CghtZXRhZGF0YRgUIAMoCzIoLmpldGdhdGUudjEuQ29uc3VtZXJDb25maWcuTWV0YWRhdGFFbnRyeRI1ChJpbmFjdGl2ZV90aHJlc2hvbGQYFSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24aLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIu8CCg1Db25zdW1lclN0YXRlEhMKC251bV9wZW5kaW5nGAEgASgEEhcKD251bV9hY2tfcGVuZGluZxgCIAEoAxIXCg9udW1fcmVkZWxpdmVyZWQYAyABKAMSEwoLbnVtX3dhaXRpbmcYBCABKAMSKwoJZGVsaXZlcmVkGAUgASgLMhguamV0Z2F0ZS52MS5TZXF1ZW5jZVBhaXISKwoJYWNrX2Zsb29yGAYgASgLMhguamV0Z2F0ZS52MS5TZXF1ZW5jZVBhaXISKwoHY3JlYXRlZBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGcGF1c2VkGAggASgIEjIKD3BhdXNlX3JlbWFpbmluZxgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhI3Cg9wcmlvcml0eV9ncm91cHMYCiADKAsyHi5qZXRnYXRlLnYxLlByaW9yaXR5R3JvdXBTdGF0ZSJlChJQcmlvcml0eUdyb3VwU3RhdGUSDQoFZ3JvdXAYASABKAkSDgoGcGlubmVkGAIgASgIEjAKDHBpbm5lZF9zaW5jZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiaQoMU2VxdWVuY2VQYWlyEhQKDGNvbnN1bWVyX3NlcRgBIAEoBBISCgpzdHJlYW1fc2VxGAIgASgEEi8KC2xhc3RfYWN0aXZlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCImChRMaXN0Q29uc3VtZXJzUmVxdWVzdBIOCgZzdHJlYW0YASABKAkiRwoVTGlzdENvbnN1bWVyc1Jlc3BvbnNlEi4KCWNvbnN1bWVycxgBIAMoCzIbLmpldGdhdGUudjEuQ29uc3VtZXJTdW1tYXJ5Iv4CCg9Db25zdW1lclN1bW1hcnkSDAoEbmFtZRgBIAEoCRITCgtudW1fcGVuZGluZxgCIAEoBBIXCg9udW1fYWNrX3BlbmRpbmcYAyABKAMSFwoPbnVtX3JlZGVsaXZlcmVkGAQgASgDEhMKC251bV93YWl0aW5nGAUgASgDEjUKEm9sZGVzdF91bmFja2VkX2FnZRgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIOCgZwYXVzZWQYByABKAgSLwoLcGF1c2VfdW50aWwYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDGRlYWRfbGV0dGVycxgJIAEoAxIOCgZwdXNoZWQYCiABKAgSFgoOZ2F0ZXdheV9sZWFzZXMYCyABKAMSFwoPcHJpb3JpdHlfZ3JvdXBzGAwgAygJEh4KFmRlYWRfbGV0dGVyX2NvbmZpZ3VyZWQYDSABKAgSEgoKY3JlYXRlZF9ieRgOIAEoCSI1ChFMaXN0TGVhc2VzUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkiagoSTGlzdExlYXNlc1Jlc3BvbnNlEigKB2hvbGRlcnMYASADKAsyFy5qZXRnYXRlLnYxLkxlYXNlSG9sZGVyEhAKCHJlcGxpY2FzGAIgAygJEhgKEG1pc3NpbmdfcmVwbGljYXMYAyADKAki5gEKC0xlYXNlSG9sZGVyEhEKCXByaW5jaXBhbBgBIAEoCRIOCgZsZWFzZXMYAiABKAMSMAoMb2xkZXN0X3NpbmNlGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBItCgpvbGRlc3RfYWdlGAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhAKCHJlcGxpY2FzGAUgAygJEjMKD2xhdGVzdF9kZWFkbGluZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDAoEa2VwdBgHIAEoAyJhChZMaXN0RGVhZExldHRlcnNSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRIQCghjb25zdW1lchgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCSJvChdMaXN0RGVhZExldHRlcnNSZXNwb25zZRIsCgxkZWFkX2xldHRlcnMYASADKAsyFi5qZXRnYXRlLnYxLkRlYWRMZXR0ZXISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEg0KBXRvdGFsGAMgASgDIrUCCgpEZWFkTGV0dGVyEgsKA3NlcRgBIAEoBBIPCgdzdWJqZWN0GAIgASgJEjQKB2hlYWRlcnMYAyADKAsyIy5qZXRnYXRlLnYxLkRlYWRMZXR0ZXIuSGVhZGVyc0VudHJ5EhQKDGRhdGFfcHJldmlldxgEIAEoDBIRCglkYXRhX3NpemUYBSABKAMSKAoEdGltZRgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGcmVhc29uGAcgASgJEhIKCnN0cmVhbV9zZXEYCCABKAQSEgoKZGVsaXZlcmllcxgJIAEoAxpICgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEicKBXZhbHVlGAIgASgLMhguamV0Z2F0ZS52MS5IZWFkZXJWYWx1ZXM6AjgBIo4BCgtTZWVrUmVxdWVzdBIOCgZzdHJlYW0YASABKAkSEAoIY29uc3VtZXIYAiABKAkSEgoIc2VxdWVuY2UYAyABKARIABIqCgR0aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEgAEhMKCWFja19mbG9vchgFIAEoCEgAQggKBnRhcmdldCJQCgxTZWVrUmVzcG9uc2USFgoOcmVzZXRfc2VxdWVuY2UYASABKAQSKAoFc3RhdGUYAiABKAsyGS5qZXRnYXRlLnYxLkNvbnN1bWVyU3RhdGUiUwoVQ3JlYXRlQ29uc3VtZXJSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRIqCgZjb25maWcYAiABKAsyGi5qZXRnYXRlLnYxLkNvbnN1bWVyQ29uZmlnIm4KFkNyZWF0ZUNvbnN1bWVyUmVzcG9uc2USKgoGY29uZmlnGAEgASgLMhouamV0Z2F0ZS52MS5Db25zdW1lckNvbmZpZxIoCgVzdGF0ZRgCIAEoCzIZLmpldGdhdGUudjEuQ29uc3VtZXJTdGF0ZSKWAQoVVXBkYXRlQ29uc3VtZXJSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRIQCghjb25zdW1lchgCIAEoCRIqCgZjb25maWcYAyABKAsyGi5qZXRnYXRlLnYxLkNvbnN1bWVyQ29uZmlnEi8KC3VwZGF0ZV9tYXNrGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayJuChZVcGRhdGVDb25zdW1lclJlc3BvbnNlEioKBmNvbmZpZxgBIAEoCzIaLmpldGdhdGUudjEuQ29uc3VtZXJDb25maWcSKAoFc3RhdGUYAiABKAsyGS5qZXRnYXRlLnYxLkNvbnN1bWVyU3RhdGUiOQoVRGVsZXRlQ29uc3VtZXJSZXF1ZXN0Eg4KBnN0cmVhbRgBIAEoCRIQCghjb25zdW1lchgCIAEoCSIYChZEZWxldGVDb25zdW1lclJlc3BvbnNlKvsBCgtFbXB0eVJlYXNvbhIcChhFTVBUWV9SRUFTT05fVU5TUEVDSUZJRUQQABIcChhFTVBUWV9SRUFTT05fTk9fTUVTU0FHRVMQARIgChxFTVBUWV9SRUFTT05fTUFYX0FDS19QRU5ESU5HEAISGgoWRU1QVFlfUkVBU09OX01BWF9CWVRFUxADEhwKGEVNUFRZX1JFQVNPTl9NQVhfV0FJVElORxAEEhcKE0VNUFRZX1JFQVNPTl9QQVVTRUQQBRIXChNFTVBUWV9SRUFTT05fUElOTkVEEAYSIgoeRU1QVFlfUkVBU09OX0JFTE9XX01JTl9QRU5ESU5HEAcq5QEKDURlbGl2ZXJQb2xpY3kSHgoaREVMSVZFUl9QT0xJQ1lfVU5TUEVDSUZJRUQQABIWChJERUxJVkVSX1BPTElDWV9BTEwQARIXChNERUxJVkVSX1BPTElDWV9MQVNUEAISFgoSREVMSVZFUl9QT0xJQ1lfTkVXEAMSJAogREVMSVZFUl9QT0xJQ1lfQllfU1RBUlRfU0VRVUVOQ0UQBBIgChxERUxJVkVSX1BPTElDWV9CWV9TVEFSVF9USU1FEAUSIwofREVMSVZFUl9QT0xJQ1lfTEFTVF9QRVJfU1VCSkVDVBAGKmkKCUFja1BvbGljeRIaChZBQ0tfUE9MSUNZX1VOU1BFQ0lGSUVEEAASFwoTQUNLX1BPTElDWV9FWFBMSUNJVBABEhIKDkFDS19QT0xJQ1lfQUxMEAISEwoPQUNLX1BPTElDWV9OT05FEAMqkwEKDlByaW9yaXR5UG9saWN5Eh8KG1BSSU9SSVRZX1BPTElDWV9VTlNQRUNJRklFRBAAEhwKGFBSSU9SSVRZX1BPTElDWV9PVkVSRkxPVxABEiEKHVBSSU9SSVRZX1BPTElDWV9QSU5ORURfQ0xJRU5UEAISHwobUFJJT1JJVFlfUE9MSUNZX1BSSU9SSVRJWkVEEAMylwoKD0NvbnN1bWVyU2VydmljZRI8CgVGZXRjaBIYLmpldGdhdGUudjEuRmV0Y2hSZXF1ZXN0GhkuamV0Z2F0ZS52MS5GZXRjaFJlc3BvbnNlEjYKA0FjaxIWLmpldGdhdGUudjEuQWNrUmVxdWVzdBoXLmpldGdhdGUudjEuQWNrUmVzcG9uc2USNgoDTmFrEhYuamV0Z2F0ZS52MS5OYWtSZXF1ZXN0GhcuamV0Z2F0ZS52MS5OYWtSZXNwb25zZRI5CgRUZXJtEhcuamV0Z2F0ZS52MS5UZXJtUmVxdWVzdBoYLmpldGdhdGUudjEuVGVybVJlc3BvbnNlEj8KBkV4dGVuZBIZLmpldGdhdGUudjEuRXh0ZW5kUmVxdWVzdBoaLmpldGdhdGUudjEuRXh0ZW5kUmVzcG9uc2USTgoLR2V0Q29uc3VtZXISHi5qZXRnYXRlLnYxLkdldENvbnN1bWVyUmVxdWVzdBofLmpldGdhdGUudjEuR2V0Q29uc3VtZXJSZXNwb25zZRJCCgdSZWRyaXZlEhouamV0Z2F0ZS52MS5SZWRyaXZlUmVxdWVzdBobLmpldGdhdGUudjEuUmVkcml2ZVJlc3BvbnNlEkQKB0NvbnN1bWUSGi5qZXRnYXRlLnYxLkNvbnN1bWVSZXF1ZXN0GhsuamV0Z2F0ZS52MS5Db25zdW1lUmVzcG9uc2UwARI8CgVQYXVzZRIYLmpldGdhdGUudjEuUGF1c2VSZXF1ZXN0GhkuamV0Z2F0ZS52MS5QYXVzZVJlc3BvbnNlEj8KBlJlc3VtZRIZLmpldGdhdGUudjEuUmVzdW1lUmVxdWVzdBoaLmpldGdhdGUudjEuUmVzdW1lUmVzcG9uc2USPAoFVW5waW4SGC5qZXRnYXRlLnYxLlVucGluUmVxdWVzdBoZLmpldGdhdGUudjEuVW5waW5SZXNwb25zZRJUCg1MaXN0Q29uc3VtZXJzEiAuamV0Z2F0ZS52MS5MaXN0Q29uc3VtZXJzUmVxdWVzdBohLmpldGdhdGUudjEuTGlzdENvbnN1bWVyc1Jlc3BvbnNlEksKCkxpc3RMZWFzZXMSHS5qZXRnYXRlLnYxLkxpc3RMZWFzZXNSZXF1ZXN0Gh4uamV0Z2F0ZS52MS5MaXN0TGVhc2VzUmVzcG9uc2USWgoPTGlzdERlYWRMZXR0ZXJzEiIuamV0Z2F0ZS52MS5MaXN0RGVhZExldHRlcnNSZXF1ZXN0GiMuamV0Z2F0ZS52MS5MaXN0RGVhZExldHRlcnNSZXNwb25zZRI5CgRTZWVrEhcuamV0Z2F0ZS52MS5TZWVrUmVxdWVzdBoYLmpldGdhdGUudjEuU2Vla1Jlc3BvbnNlElcKDkNyZWF0ZUNvbnN1bWVyEiEuamV0Z2F0ZS52MS5DcmVhdGVDb25zdW1lclJlcXVlc3QaIi5qZXRnYXRlLnYxLkNyZWF0ZUNvbnN1bWVyUmVzcG9uc2USVwoOVXBkYXRlQ29uc3VtZXISIS5qZXRnYXRlLnYxLlVwZGF0ZUNvbnN1bWVyUmVxdWVzdBoiLmpldGdhdGUudjEuVXBkYXRlQ29uc3VtZXJSZXNwb25zZRJXCg5EZWxldGVDb25zdW1lchIhLmpldGdhdGUudjEuRGVsZXRlQ29uc3VtZXJSZXF1ZXN0GiIuamV0Z2F0ZS52MS5EZWxldGVDb25zdW1lclJlc3BvbnNlQjVaM2dpdGh1Yi5jb20vamV0Z2F0ZS9qZXRnYXRlL2FwaS9qZXRnYXRlL3YxO2pldGdhdGV2MWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_field_mask, file_google_protobuf_timestamp]);
 
 /**
  * FetchRequest asks for a batch of leased messages.
@@ -1366,6 +1366,22 @@ export type ConsumerConfig = Message$1<"jetgate.v1.ConsumerConfig"> & {
    * @generated from field: google.protobuf.Timestamp pause_until = 19;
    */
   pauseUntil?: Timestamp | undefined;
+
+  /**
+   * The consumer's metadata. A consumer created through the API carries
+   * jetgate.created_by, the principal that created it.
+   *
+   * @generated from field: map<string, string> metadata = 20;
+   */
+  metadata: { [key: string]: string };
+
+  /**
+   * How long the server keeps the consumer without a pull before deleting
+   * it; 0s is never.
+   *
+   * @generated from field: google.protobuf.Duration inactive_threshold = 21;
+   */
+  inactiveThreshold?: Duration | undefined;
 };
 
 /**
@@ -1671,6 +1687,14 @@ export type ConsumerSummary = Message$1<"jetgate.v1.ConsumerSummary"> & {
    * @generated from field: bool dead_letter_configured = 13;
    */
   deadLetterConfigured: boolean;
+
+  /**
+   * The principal that created the consumer through the API; empty for a
+   * consumer made otherwise.
+   *
+   * @generated from field: string created_by = 14;
+   */
+  createdBy: string;
 };
 
 /**
@@ -1966,6 +1990,270 @@ export type DeadLetter = Message$1<"jetgate.v1.DeadLetter"> & {
  */
 export const DeadLetterSchema: GenMessage<DeadLetter> = /*@__PURE__*/
   messageDesc(file_jetgate_v1_consumer, 43);
+
+/**
+ * SeekRequest names where a consumer delivers from next.
+ *
+ * @generated from message jetgate.v1.SeekRequest
+ */
+export type SeekRequest = Message$1<"jetgate.v1.SeekRequest"> & {
+  /**
+   * The stream the consumer belongs to.
+   *
+   * @generated from field: string stream = 1;
+   */
+  stream: string;
+
+  /**
+   * The durable consumer's name.
+   *
+   * @generated from field: string consumer = 2;
+   */
+  consumer: string;
+
+  /**
+   * Where to; exactly one.
+   *
+   * @generated from oneof jetgate.v1.SeekRequest.target
+   */
+  target: {
+    /**
+     * The first stream sequence delivered next (at least 1; at least the
+     * consumer's opt_start_seq).
+     *
+     * @generated from field: uint64 sequence = 3;
+     */
+    value: bigint;
+    case: "sequence";
+  } | {
+    /**
+     * The first message stored at or after this time is delivered next;
+     * a time after the last message's: only messages stored from now on.
+     * Not in the future.
+     *
+     * @generated from field: google.protobuf.Timestamp time = 4;
+     */
+    value: Timestamp;
+    case: "time";
+  } | {
+    /**
+     * Deliver everything not acknowledged again, now (true).
+     *
+     * @generated from field: bool ack_floor = 5;
+     */
+    value: boolean;
+    case: "ackFloor";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message jetgate.v1.SeekRequest.
+ * Use `create(SeekRequestSchema)` to create a new message.
+ */
+export const SeekRequestSchema: GenMessage<SeekRequest> = /*@__PURE__*/
+  messageDesc(file_jetgate_v1_consumer, 44);
+
+/**
+ * SeekResponse is where the consumer delivers from now.
+ *
+ * @generated from message jetgate.v1.SeekResponse
+ */
+export type SeekResponse = Message$1<"jetgate.v1.SeekResponse"> & {
+  /**
+   * The stream sequence delivered next.
+   *
+   * @generated from field: uint64 reset_sequence = 1;
+   */
+  resetSequence: bigint;
+
+  /**
+   * The consumer's state after the seek, as GetConsumer shows it.
+   *
+   * @generated from field: jetgate.v1.ConsumerState state = 2;
+   */
+  state?: ConsumerState | undefined;
+};
+
+/**
+ * Describes the message jetgate.v1.SeekResponse.
+ * Use `create(SeekResponseSchema)` to create a new message.
+ */
+export const SeekResponseSchema: GenMessage<SeekResponse> = /*@__PURE__*/
+  messageDesc(file_jetgate_v1_consumer, 45);
+
+/**
+ * CreateConsumerRequest describes a consumer to create.
+ *
+ * @generated from message jetgate.v1.CreateConsumerRequest
+ */
+export type CreateConsumerRequest = Message$1<"jetgate.v1.CreateConsumerRequest"> & {
+  /**
+   * The stream to create it on.
+   *
+   * @generated from field: string stream = 1;
+   */
+  stream: string;
+
+  /**
+   * Its configuration: durable_name is its name. Unset fields take the
+   * server's defaults; ack_policy, if set, must be ACK_POLICY_EXPLICIT.
+   *
+   * @generated from field: jetgate.v1.ConsumerConfig config = 2;
+   */
+  config?: ConsumerConfig | undefined;
+};
+
+/**
+ * Describes the message jetgate.v1.CreateConsumerRequest.
+ * Use `create(CreateConsumerRequestSchema)` to create a new message.
+ */
+export const CreateConsumerRequestSchema: GenMessage<CreateConsumerRequest> = /*@__PURE__*/
+  messageDesc(file_jetgate_v1_consumer, 46);
+
+/**
+ * CreateConsumerResponse is the consumer as the server made it.
+ *
+ * @generated from message jetgate.v1.CreateConsumerResponse
+ */
+export type CreateConsumerResponse = Message$1<"jetgate.v1.CreateConsumerResponse"> & {
+  /**
+   * Its configuration, as the server has it.
+   *
+   * @generated from field: jetgate.v1.ConsumerConfig config = 1;
+   */
+  config?: ConsumerConfig | undefined;
+
+  /**
+   * Its state.
+   *
+   * @generated from field: jetgate.v1.ConsumerState state = 2;
+   */
+  state?: ConsumerState | undefined;
+};
+
+/**
+ * Describes the message jetgate.v1.CreateConsumerResponse.
+ * Use `create(CreateConsumerResponseSchema)` to create a new message.
+ */
+export const CreateConsumerResponseSchema: GenMessage<CreateConsumerResponse> = /*@__PURE__*/
+  messageDesc(file_jetgate_v1_consumer, 47);
+
+/**
+ * UpdateConsumerRequest changes some fields of a consumer.
+ *
+ * @generated from message jetgate.v1.UpdateConsumerRequest
+ */
+export type UpdateConsumerRequest = Message$1<"jetgate.v1.UpdateConsumerRequest"> & {
+  /**
+   * The stream the consumer belongs to.
+   *
+   * @generated from field: string stream = 1;
+   */
+  stream: string;
+
+  /**
+   * The durable consumer's name.
+   *
+   * @generated from field: string consumer = 2;
+   */
+  consumer: string;
+
+  /**
+   * The new values of the fields update_mask names; others are ignored.
+   *
+   * @generated from field: jetgate.v1.ConsumerConfig config = 3;
+   */
+  config?: ConsumerConfig | undefined;
+
+  /**
+   * The fields to change (AIP-134): ack_wait, max_deliver, backoff,
+   * filter_subjects, max_ack_pending, max_waiting, max_request_batch,
+   * max_request_expires, description, metadata, priority_groups,
+   * priority_policy, priority_timeout, inactive_threshold. In JSON,
+   * camelCase and comma-separated: "ackWait,maxDeliver".
+   *
+   * @generated from field: google.protobuf.FieldMask update_mask = 4;
+   */
+  updateMask?: FieldMask | undefined;
+};
+
+/**
+ * Describes the message jetgate.v1.UpdateConsumerRequest.
+ * Use `create(UpdateConsumerRequestSchema)` to create a new message.
+ */
+export const UpdateConsumerRequestSchema: GenMessage<UpdateConsumerRequest> = /*@__PURE__*/
+  messageDesc(file_jetgate_v1_consumer, 48);
+
+/**
+ * UpdateConsumerResponse is the consumer as the server has it now.
+ *
+ * @generated from message jetgate.v1.UpdateConsumerResponse
+ */
+export type UpdateConsumerResponse = Message$1<"jetgate.v1.UpdateConsumerResponse"> & {
+  /**
+   * Its configuration.
+   *
+   * @generated from field: jetgate.v1.ConsumerConfig config = 1;
+   */
+  config?: ConsumerConfig | undefined;
+
+  /**
+   * Its state.
+   *
+   * @generated from field: jetgate.v1.ConsumerState state = 2;
+   */
+  state?: ConsumerState | undefined;
+};
+
+/**
+ * Describes the message jetgate.v1.UpdateConsumerResponse.
+ * Use `create(UpdateConsumerResponseSchema)` to create a new message.
+ */
+export const UpdateConsumerResponseSchema: GenMessage<UpdateConsumerResponse> = /*@__PURE__*/
+  messageDesc(file_jetgate_v1_consumer, 49);
+
+/**
+ * DeleteConsumerRequest names a consumer to delete.
+ *
+ * @generated from message jetgate.v1.DeleteConsumerRequest
+ */
+export type DeleteConsumerRequest = Message$1<"jetgate.v1.DeleteConsumerRequest"> & {
+  /**
+   * The stream the consumer belongs to.
+   *
+   * @generated from field: string stream = 1;
+   */
+  stream: string;
+
+  /**
+   * The durable consumer's name.
+   *
+   * @generated from field: string consumer = 2;
+   */
+  consumer: string;
+};
+
+/**
+ * Describes the message jetgate.v1.DeleteConsumerRequest.
+ * Use `create(DeleteConsumerRequestSchema)` to create a new message.
+ */
+export const DeleteConsumerRequestSchema: GenMessage<DeleteConsumerRequest> = /*@__PURE__*/
+  messageDesc(file_jetgate_v1_consumer, 50);
+
+/**
+ * DeleteConsumerResponse says the consumer was deleted.
+ *
+ * @generated from message jetgate.v1.DeleteConsumerResponse
+ */
+export type DeleteConsumerResponse = Message$1<"jetgate.v1.DeleteConsumerResponse"> & {
+};
+
+/**
+ * Describes the message jetgate.v1.DeleteConsumerResponse.
+ * Use `create(DeleteConsumerResponseSchema)` to create a new message.
+ */
+export const DeleteConsumerResponseSchema: GenMessage<DeleteConsumerResponse> = /*@__PURE__*/
+  messageDesc(file_jetgate_v1_consumer, 51);
 
 /**
  * EmptyReason says why a Fetch returned no messages.
@@ -2356,6 +2644,55 @@ export const ConsumerService: GenService<{
     methodKind: "unary";
     input: typeof ListDeadLettersRequestSchema;
     output: typeof ListDeadLettersResponseSchema;
+  },
+  /**
+   * Seek moves where the consumer delivers from: to a stream sequence, to
+   * the first message stored at or after a time, or to its ack floor
+   * (everything not acknowledged is delivered again, now). It is the
+   * server's consumer reset (nats-server 2.14 or later): every replica voids
+   * the consumer's leases before a new delivery is handed out, and a token
+   * from before is refused.
+   *
+   * @generated from rpc jetgate.v1.ConsumerService.Seek
+   */
+  seek: {
+    methodKind: "unary";
+    input: typeof SeekRequestSchema;
+    output: typeof SeekResponseSchema;
+  },
+  /**
+   * CreateConsumer creates a durable pull consumer with explicit acks,
+   * within the bounds of the gateway's admin block; every replica serves it
+   * at once. Its metadata names the principal that created it.
+   *
+   * @generated from rpc jetgate.v1.ConsumerService.CreateConsumer
+   */
+  createConsumer: {
+    methodKind: "unary";
+    input: typeof CreateConsumerRequestSchema;
+    output: typeof CreateConsumerResponseSchema;
+  },
+  /**
+   * UpdateConsumer changes the fields update_mask names of a consumer
+   * created through the API.
+   *
+   * @generated from rpc jetgate.v1.ConsumerService.UpdateConsumer
+   */
+  updateConsumer: {
+    methodKind: "unary";
+    input: typeof UpdateConsumerRequestSchema;
+    output: typeof UpdateConsumerResponseSchema;
+  },
+  /**
+   * DeleteConsumer deletes a consumer created through the API: its leases
+   * are void, and callers waiting on it are answered.
+   *
+   * @generated from rpc jetgate.v1.ConsumerService.DeleteConsumer
+   */
+  deleteConsumer: {
+    methodKind: "unary";
+    input: typeof DeleteConsumerRequestSchema;
+    output: typeof DeleteConsumerResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_jetgate_v1_consumer, 0);
