@@ -336,6 +336,11 @@ func (c *Config) fillDefaults() {
 		def("on_demand.idle_unbind", func() { c.OnDemand.IdleUnbind = Duration(consumer.DefaultIdleUnbind) })
 	}
 	c.fillPushDefaults()
+	if a := c.Admin; a != nil { // check-config shows the bounds that hold
+		filled := c.Admin.CoreAdmin()
+		a.MaxAckWait, a.MaxAckPending, a.MaxWaiting = Duration(filled.MaxAckWait), filled.MaxAckPending, filled.MaxWaiting
+		a.MaxPerPrincipal, a.InactiveThreshold = filled.MaxPerPrincipal, Duration(filled.InactiveThreshold)
+	}
 	def("console.enabled", func() { c.Console.Enabled = true })
 }
 
