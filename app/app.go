@@ -33,8 +33,8 @@ import (
 	"github.com/jetgate/jetgate/gateway"
 	"github.com/jetgate/jetgate/internal/auth"
 	"github.com/jetgate/jetgate/internal/config"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/keycheck"
+	"github.com/jetgate/jetgate/internal/replica"
 	"github.com/jetgate/jetgate/internal/tlsfiles"
 	"github.com/jetgate/jetgate/internal/tracing"
 	"github.com/jetgate/jetgate/server"
@@ -90,7 +90,7 @@ type process struct {
 	refused          *prometheus.CounterVec // connections the listeners' caps refused
 	nc               *nats.Conn
 	watch            *natsWatch
-	replica          *core.Replica
+	replica          *replica.Replica
 	public, inner    *grpc.Server      // gRPC for callers; for the REST side, in memory
 	innerLis         *bufconn.Listener // the inner server's
 	http             *http.Server
@@ -159,7 +159,7 @@ func (p *process) build(ctx context.Context) error {
 			return 0
 		}))
 	lim := p.cfg.Limits
-	p.replica, err = core.New(ctx, core.Options{
+	p.replica, err = replica.New(ctx, replica.Options{
 		Conn: p.nc, Consumers: p.cfg.ConsumerConfigs(), Pushes: p.cfg.PushConfigs(), Keys: keys,
 		MaxBatch: lim.MaxBatch, MaxExpires: time.Duration(lim.MaxExpires), MaxFetchBytes: lim.MaxFetchBytes,
 		MaxNakDelay: time.Duration(lim.MaxNakDelay), MaxLease: time.Duration(lim.MaxLease),

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jetgate/jetgate/internal/core"
+	"github.com/jetgate/jetgate/internal/replica"
 )
 
 // stillServes fails the test unless the process still publishes and fetches:
@@ -39,7 +39,7 @@ func TestPublishOverNATSLimitsIsRefusedAndLeavesNATSUp(t *testing.T) {
 	}{
 		{"subject of 4100 bytes", fmt.Sprintf(`{"subject":%q}`, long(4100)), "SUBJECT_TOO_LONG"},
 		{"subject of 5000 bytes", fmt.Sprintf(`{"subject":%q}`, long(5000)), "SUBJECT_TOO_LONG"},
-		{"subject just over the bound", fmt.Sprintf(`{"subject":%q}`, long(core.MaxSubjectBytes+1)), "SUBJECT_TOO_LONG"},
+		{"subject just over the bound", fmt.Sprintf(`{"subject":%q}`, long(replica.MaxSubjectBytes+1)), "SUBJECT_TOO_LONG"},
 		{"data of 1.1 MB", fmt.Sprintf(`{"subject":"orders.big","data":%q}`, data(1_100_000)), "PAYLOAD_TOO_LARGE"},
 		{"data of 2.5 MiB", fmt.Sprintf(`{"subject":"orders.big","data":%q}`, data(5<<19)), "PAYLOAD_TOO_LARGE"},
 		{"data at the limit with headers over it", fmt.Sprintf(`{"subject":"orders.big","data":%q,"headers":{"X-A":{"values":["v"]}}}`, data(1<<20)), "PAYLOAD_TOO_LARGE"},
@@ -57,7 +57,7 @@ func TestPublishOverNATSLimitsIsRefusedAndLeavesNATSUp(t *testing.T) {
 	}
 	// What is within the limits still goes through.
 	for _, body := range []string{
-		fmt.Sprintf(`{"subject":%q}`, long(core.MaxSubjectBytes)),
+		fmt.Sprintf(`{"subject":%q}`, long(replica.MaxSubjectBytes)),
 		fmt.Sprintf(`{"subject":"orders.big","data":%q}`, data(1<<20-64)),
 	} {
 		if r := c.post(publishPath, body); r.status != http.StatusOK {

@@ -16,9 +16,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	coreconsumer "github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/gwtest"
 	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/replica"
 	"github.com/jetgate/jetgate/internal/token"
 )
 
@@ -44,7 +44,7 @@ func reconnecting() []nats.Option {
 
 func gateway(t *testing.T, nc *nats.Conn, keys *token.Keyring, ackWait time.Duration) *gwtest.Replica {
 	t.Helper()
-	return gwtest.Start(t, core.Options{
+	return gwtest.Start(t, replica.Options{
 		Conn:           nc,
 		Consumers:      []coreconsumer.Config{{Stream: stream, Name: consumer, AckWait: ackWait, MaxAckPending: 1024}},
 		Keys:           keys,

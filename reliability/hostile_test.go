@@ -12,10 +12,10 @@ import (
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	coreconsumer "github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/deadletter"
 	"github.com/jetgate/jetgate/internal/gwtest"
 	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/replica"
 	"github.com/jetgate/jetgate/internal/token"
 )
 
@@ -38,7 +38,7 @@ func TestFaultForgedDeadLettersAndPoisonMessages(t *testing.T) {
 	if err := watch.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	g := gwtest.Start(t, core.Options{
+	g := gwtest.Start(t, replica.Options{
 		Conn: natstest.Connect(t, ns, reconnecting()...),
 		Consumers: []coreconsumer.Config{{Stream: stream, Name: consumer, AckWait: 5 * time.Second, MaxAckPending: 1024,
 			DeadLetter: &coreconsumer.DeadLetter{Subject: "dlq.billing"}}},

@@ -18,9 +18,9 @@ import (
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	coreconsumer "github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/gwtest"
 	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/replica"
 	"github.com/jetgate/jetgate/internal/token"
 )
 
@@ -198,7 +198,7 @@ func (s *replicaSet) start(t *testing.T) *liveReplica {
 	nc := natstest.Connect(t, s.ns)
 	reg := prometheus.NewRegistry()
 	s.regs = append(s.regs, reg)
-	g := gwtest.Start(t, core.Options{
+	g := gwtest.Start(t, replica.Options{
 		Conn:           nc,
 		Consumers:      []coreconsumer.Config{{Stream: stream, Name: consumer, AckWait: s.ackWait, MaxAckPending: 1024}},
 		Keys:           s.keys,

@@ -13,9 +13,9 @@ import (
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	coreconsumer "github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/gwtest"
 	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/replica"
 	"github.com/jetgate/jetgate/internal/settle"
 	"github.com/jetgate/jetgate/internal/token"
 )
@@ -51,7 +51,7 @@ func waitingCallers(t *testing.T, replicas, callers int) {
 	keys := token.RandomKeyring()
 	gs := make([]*gwtest.Replica, replicas)
 	for i := range gs {
-		gs[i] = gwtest.Start(t, core.Options{
+		gs[i] = gwtest.Start(t, replica.Options{
 			Conn: natstest.Connect(t, ns, reconnecting()...),
 			Consumers: []coreconsumer.Config{{Stream: stream, Name: consumer,
 				AckWait: 30 * time.Second, MaxAckPending: 2 * callers}},
@@ -65,7 +65,7 @@ func waitingCallers(t *testing.T, replicas, callers int) {
 	}
 	info := func() *jetstream.ConsumerInfo { return consumerInfo(t, nc) }
 	maxWaiting := info().Config.MaxWaiting
-	use := func() (sum core.PullUse) {
+	use := func() (sum replica.PullUse) {
 		for _, g := range gs {
 			u, err := g.Pulls(stream, consumer)
 			if err != nil {

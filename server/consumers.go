@@ -16,8 +16,8 @@ import (
 	"github.com/jetgate/jetgate/internal/natsname"
 )
 
-// admin is what the consumer service needs of the core for consumers
-// through the API (core/consumers.go).
+// admin is what the consumer service needs of the replica for consumers
+// through the API (replica/consumers.go).
 type admin interface {
 	CreateConsumer(ctx context.Context, principal, stream string, cfg jetstream.ConsumerConfig) (*jetstream.ConsumerInfo, error)
 	UpdateConsumer(ctx context.Context, principal, stream, name string, change func(*jetstream.ConsumerConfig) error) (*jetstream.ConsumerInfo, error)

@@ -11,9 +11,9 @@ import (
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	coreconsumer "github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/gwtest"
 	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/replica"
 )
 
 // adminGateways starts n replicas that let callers make consumers named
@@ -23,7 +23,7 @@ func (h *harness) adminGateways(n int, a coreconsumer.Admin) []jetgatev1.Consume
 	a.Streams, a.Consumers = []string{stream}, []string{"team-*"}
 	var out []jetgatev1.ConsumerServiceClient
 	for range n {
-		g := gwtest.Start(h.t, core.Options{
+		g := gwtest.Start(h.t, replica.Options{
 			Conn: natstest.Connect(h.t, h.ns),
 			Keys: h.cfg.keys,
 			Consumers: []coreconsumer.Config{
@@ -279,7 +279,7 @@ func TestAnAdminStreamIsPublishedTo(t *testing.T) {
 	natsSelfService := "SELF"
 	natstest.Stream(t, h.nc, natsSelfService, "self.>")
 	natstest.Stream(t, h.nc, "OTHER", "other.>")
-	g := gwtest.Start(t, core.Options{
+	g := gwtest.Start(t, replica.Options{
 		Conn:  natstest.Connect(t, h.ns),
 		Keys:  h.cfg.keys,
 		Admin: &coreconsumer.Admin{Streams: []string{natsSelfService}, Consumers: []string{"*"}},

@@ -16,10 +16,10 @@ import (
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	coreconsumer "github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/deadletter"
 	"github.com/jetgate/jetgate/internal/gwtest"
 	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/replica"
 	"github.com/jetgate/jetgate/internal/token"
 )
 
@@ -47,7 +47,7 @@ func newDLEnv(t *testing.T) *dlEnv {
 
 func (e *dlEnv) gateway() *gwtest.Replica {
 	e.t.Helper()
-	return gwtest.Start(e.t, core.Options{
+	return gwtest.Start(e.t, replica.Options{
 		Conn: natstest.Connect(e.t, e.ns),
 		Consumers: []coreconsumer.Config{
 			{Stream: stream, Name: consumer, MaxDeliver: 3, DeadLetter: &coreconsumer.DeadLetter{Subject: dlqSubject, OnTerm: true}},
@@ -291,7 +291,7 @@ func TestGetConsumerReportsTheOldestUnackedAge(t *testing.T) {
 // meanwhile: every tenant's terminated messages are copied.
 func TestTheCatchAllLeavesTheDeadLetterWorkerAlone(t *testing.T) {
 	e := newDLEnv(t)
-	g := gwtest.Start(e.t, core.Options{
+	g := gwtest.Start(e.t, replica.Options{
 		Conn: natstest.Connect(e.t, e.ns),
 		Consumers: []coreconsumer.Config{
 			{Stream: stream, Name: consumer, DeadLetter: &coreconsumer.DeadLetter{Subject: dlqSubject, OnTerm: true}},

@@ -19,10 +19,10 @@ import (
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	coreconsumer "github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/gwtest"
 	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/replica"
 	"github.com/jetgate/jetgate/internal/token"
 )
 
@@ -666,7 +666,7 @@ func TestNATSLostDuringAWaitingFetchEndsItWithUnavailable(t *testing.T) {
 func TestPartitionedNATSEndsAWaitingFetchWithUnavailable(t *testing.T) {
 	h := newHarness(t)
 	proxy := natstest.StartProxy(t, h.ns.Addr().String())
-	g := gwtest.Start(t, core.Options{
+	g := gwtest.Start(t, replica.Options{
 		Conn:      natstest.Connect(t, h.ns, nats.DontRandomize(), nats.SetCustomDialer(proxyDialer{proxy.Addr})),
 		Consumers: []coreconsumer.Config{{Stream: stream, Name: consumer, AckWait: 30 * time.Second, MaxAckPending: 1024}},
 		Keys:      token.RandomKeyring(),

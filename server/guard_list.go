@@ -5,7 +5,7 @@ import (
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	"github.com/jetgate/jetgate/internal/auth"
-	"github.com/jetgate/jetgate/internal/core"
+	"github.com/jetgate/jetgate/internal/replica"
 )
 
 // The listings name no consumer (ListConsumers) or not even a stream
@@ -20,8 +20,8 @@ type visibleKey struct{}
 
 // visibleTo is what the caller of a listing may see, as the guard put it
 // in ctx; without a guard, everything (there are no grants to keep).
-func visibleTo(ctx context.Context) core.Visible {
-	if v, ok := ctx.Value(visibleKey{}).(core.Visible); ok {
+func visibleTo(ctx context.Context) replica.Visible {
+	if v, ok := ctx.Value(visibleKey{}).(replica.Visible); ok {
 		return v
 	}
 	return func(string, string) bool { return true }
@@ -42,7 +42,7 @@ func (g *Guard) authorizeListing(ctx context.Context, method string, req any) (c
 		return nil, g.deny(ctx, method, p, req, err)
 	}
 	authn := g.authn
-	return context.WithValue(ctx, visibleKey{}, core.Visible(func(stream, consumer string) bool {
+	return context.WithValue(ctx, visibleKey{}, replica.Visible(func(stream, consumer string) bool {
 		return authn.Authorize(p, auth.ActionRead, stream, consumer) == nil
 	})), nil
 }

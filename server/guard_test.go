@@ -16,9 +16,9 @@ import (
 	"github.com/jetgate/jetgate/internal/auth"
 	"github.com/jetgate/jetgate/internal/authtest"
 	coreconsumer "github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/gwtest"
 	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/replica"
 	"github.com/jetgate/jetgate/internal/token"
 	"github.com/jetgate/jetgate/server"
 )
@@ -40,7 +40,7 @@ func guarded(t *testing.T) (*harness, *gwtest.Replica, *auth.Assertion) {
 	}
 	assert := auth.NewAssertion()
 	g := server.NewGuard(a, assert, quietLog(), nil)
-	r := gwtest.Start(t, core.Options{
+	r := gwtest.Start(t, replica.Options{
 		Conn:      natstest.Connect(t, h.ns),
 		Consumers: []coreconsumer.Config{{Stream: stream, Name: consumer}},
 		Keys:      token.RandomKeyring(),

@@ -13,9 +13,9 @@ import (
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	coreconsumer "github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/gwtest"
 	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/replica"
 	"github.com/jetgate/jetgate/internal/token"
 )
 
@@ -40,7 +40,7 @@ type harness struct {
 	nc   *nats.Conn // the test's own connection, for publishing and peeking
 	js   jetstream.JetStream
 	cfg  config
-	gw   *core.Replica
+	gw   *replica.Replica
 	cons jetgatev1.ConsumerServiceClient
 	strm jetgatev1.StreamServiceClient
 }
@@ -70,16 +70,16 @@ func maxFetchBytes(n int64) func(*config)     { return func(c *config) { c.maxFe
 
 // startGateway starts one more gateway replica on the harness's server,
 // with its own NATS connection and gRPC server.
-func (h *harness) startGateway() (*core.Replica, jetgatev1.ConsumerServiceClient, jetgatev1.StreamServiceClient) {
+func (h *harness) startGateway() (*replica.Replica, jetgatev1.ConsumerServiceClient, jetgatev1.StreamServiceClient) {
 	h.t.Helper()
 	return h.startGatewayWith(nil)
 }
 
 // startGatewayWith starts a replica as startGateway does, its metrics in
 // reg.
-func (h *harness) startGatewayWith(reg prometheus.Registerer) (*core.Replica, jetgatev1.ConsumerServiceClient, jetgatev1.StreamServiceClient) {
+func (h *harness) startGatewayWith(reg prometheus.Registerer) (*replica.Replica, jetgatev1.ConsumerServiceClient, jetgatev1.StreamServiceClient) {
 	h.t.Helper()
-	g := gwtest.Start(h.t, core.Options{
+	g := gwtest.Start(h.t, replica.Options{
 		Metrics: reg,
 		Conn:    natstest.Connect(h.t, h.ns),
 		Consumers: []coreconsumer.Config{

@@ -11,18 +11,18 @@ import (
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	coreconsumer "github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/deadletter"
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/natsname"
+	"github.com/jetgate/jetgate/internal/replica"
 )
 
-// lister is what the listing RPCs need of the core (DESIGN section 16).
+// lister is what the listing RPCs need of the replica (DESIGN section 16).
 type lister interface {
-	Streams(ctx context.Context, visible core.Visible) ([]core.StreamSummary, error)
-	Consumers(ctx context.Context, stream string, visible core.Visible) ([]core.ConsumerSummary, error)
-	Leases(ctx context.Context, stream, name string) (core.LeaseReport, error)
-	DeadLetters(ctx context.Context, stream, name string, from uint64, n int) (core.DeadLetterPage, error)
+	Streams(ctx context.Context, visible replica.Visible) ([]replica.StreamSummary, error)
+	Consumers(ctx context.Context, stream string, visible replica.Visible) ([]replica.ConsumerSummary, error)
+	Leases(ctx context.Context, stream, name string) (replica.LeaseReport, error)
+	DeadLetters(ctx context.Context, stream, name string, from uint64, n int) (replica.DeadLetterPage, error)
 }
 
 // Page sizes of ListDeadLetters.

@@ -17,9 +17,9 @@ import (
 	"github.com/jetgate/jetgate/internal/auth"
 	"github.com/jetgate/jetgate/internal/authtest"
 	coreconsumer "github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/gwtest"
 	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/replica"
 	"github.com/jetgate/jetgate/internal/token"
 	"github.com/jetgate/jetgate/server"
 )
@@ -62,7 +62,7 @@ func newListEnv(t *testing.T) *listEnv {
 func (e *listEnv) replica() *gwtest.Replica {
 	e.t.Helper()
 	g := server.NewGuard(e.authn, auth.NewAssertion(), quietLog(), nil)
-	return gwtest.Start(e.t, core.Options{
+	return gwtest.Start(e.t, replica.Options{
 		Conn: natstest.Connect(e.t, e.ns),
 		Consumers: []coreconsumer.Config{
 			{Stream: stream, Name: consumer, MaxDeliver: 3, DeadLetter: &coreconsumer.DeadLetter{Subject: dlqSubject, OnTerm: true}},
@@ -181,7 +181,7 @@ func TestListLeasesAcrossReplicas(t *testing.T) {
 	nc2 := natstest.Connect(t, e.ns)
 	r1 := e.replica()
 	g := server.NewGuard(e.authn, auth.NewAssertion(), quietLog(), nil)
-	r2 := gwtest.Start(t, core.Options{
+	r2 := gwtest.Start(t, replica.Options{
 		Conn:      nc2,
 		Consumers: []coreconsumer.Config{{Stream: stream, Name: consumer, MaxDeliver: 3, DeadLetter: &coreconsumer.DeadLetter{Subject: dlqSubject, OnTerm: true}}},
 		Keys:      e.keys,

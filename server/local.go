@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
-	"github.com/jetgate/jetgate/internal/core"
+	"github.com/jetgate/jetgate/internal/replica"
 )
 
 // Local is the REST side's one road into the services: a
@@ -36,7 +36,7 @@ type localMethod struct {
 // NewLocal serves the unary RPCs of the services backed by r through the
 // interceptors ints, in order (the gRPC server's), and the streams over
 // streams. A Consume's stall is the REST side's (RegisterREST's).
-func NewLocal(r *core.Replica, log *slog.Logger, ints []grpc.UnaryServerInterceptor, streams grpc.ClientConnInterface) *Local {
+func NewLocal(r *replica.Replica, log *slog.Logger, ints []grpc.UnaryServerInterceptor, streams grpc.ClientConnInterface) *Local {
 	c, st := services(r, log)
 	l := &Local{unary: make(map[string]localMethod), chain: chain(ints), streams: streams}
 	for _, d := range []struct {

@@ -14,11 +14,11 @@ import (
 	"github.com/jetgate/jetgate/internal/auth"
 	"github.com/jetgate/jetgate/internal/authtest"
 	coreconsumer "github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/gwtest"
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/replica"
 	"github.com/jetgate/jetgate/internal/settle"
 	"github.com/jetgate/jetgate/internal/token"
 	"github.com/jetgate/jetgate/server"
@@ -121,7 +121,7 @@ func twoGuardedReplicas(t *testing.T) (*harness, *token.Keyring, *gwtest.Replica
 	ring := token.RandomKeyring()
 	start := func() *gwtest.Replica {
 		g := server.NewGuard(a, auth.NewAssertion(), quietLog(), nil)
-		return gwtest.Start(t, core.Options{
+		return gwtest.Start(t, replica.Options{
 			Conn: natstest.Connect(t, h.ns),
 			Consumers: []coreconsumer.Config{
 				{Stream: stream, Name: consumer, AckWait: h.cfg.ackWait, MaxAckPending: h.cfg.maxAckPending},

@@ -13,9 +13,9 @@ import (
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	coreconsumer "github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/gwtest"
 	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/replica"
 	"github.com/jetgate/jetgate/internal/token"
 )
 
@@ -36,7 +36,7 @@ func newOperated(t *testing.T, cfg jetstream.ConsumerConfig, replicas int) *oper
 	}
 	o := &operated{harness: h, name: cfg.Durable}
 	for range replicas {
-		g := gwtest.Start(t, core.Options{
+		g := gwtest.Start(t, replica.Options{
 			Conn:      natstest.Connect(t, h.ns),
 			Consumers: []coreconsumer.Config{{Stream: stream, Name: cfg.Durable}},
 			Keys:      h.cfg.keys,

@@ -11,9 +11,9 @@ import (
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	coreconsumer "github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/gwtest"
 	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/replica"
 	"github.com/jetgate/jetgate/internal/token"
 )
 
@@ -42,7 +42,7 @@ func TestPublishEdges(t *testing.T) {
 	ns := natstest.StartWith(t, &natsserver.Options{MaxPayload: 64 << 10})
 	natstest.Stream(t, natstest.Connect(t, ns), stream, "orders.>")
 	nc := natstest.Connect(t, ns)
-	g := gwtest.Start(t, core.Options{Conn: nc, Consumers: []coreconsumer.Config{{Stream: stream, Name: consumer}}, Keys: token.RandomKeyring()})
+	g := gwtest.Start(t, replica.Options{Conn: nc, Consumers: []coreconsumer.Config{{Stream: stream, Name: consumer}}, Keys: token.RandomKeyring()})
 	data := bytes.Repeat([]byte("d"), int(nc.MaxPayload()))
 	if _, err := g.Streams.Publish(h.ctx(), &jetgatev1.PublishRequest{Stream: stream, Subject: "orders.full", Data: data}); err != nil {
 		t.Fatalf("a message of exactly max_payload (%d bytes): %v", len(data), err)

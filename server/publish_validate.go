@@ -10,8 +10,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/replica"
 )
 
 // maxHeaderBytes bounds the headers of one published message.
@@ -27,9 +27,9 @@ const minTTL = time.Second
 // stays clear of that until 2162.
 const maxTTL = 100 * 365 * 24 * time.Hour
 
-func validatePublish(req *jetgatev1.PublishRequest) (core.PublishRequest, error) {
+func validatePublish(req *jetgatev1.PublishRequest) (replica.PublishRequest, error) {
 	if req.GetStream() == "" {
-		return core.PublishRequest{}, fmt.Errorf("%w: stream is required", errs.ErrInvalidArgument)
+		return replica.PublishRequest{}, fmt.Errorf("%w: stream is required", errs.ErrInvalidArgument)
 	}
 	return validateMessage(req.GetStream(), req.GetSubject(), req.GetData(), req.GetHeaders(), req.GetMsgId(), req.GetTtl())
 }
@@ -37,7 +37,7 @@ func validatePublish(req *jetgatev1.PublishRequest) (core.PublishRequest, error)
 // maxBatch bounds the messages of one atomic batch, as the server does.
 const maxBatch = 1000
 
-func validatePublishBatch(req *jetgatev1.PublishBatchRequest) ([]core.PublishRequest, error) {
+func validatePublishBatch(req *jetgatev1.PublishBatchRequest) ([]replica.PublishRequest, error) {
 	if req.GetStream() == "" {
 		return nil, fmt.Errorf("%w: stream is required", errs.ErrInvalidArgument)
 	}
@@ -47,7 +47,7 @@ func validatePublishBatch(req *jetgatev1.PublishBatchRequest) ([]core.PublishReq
 	case n > maxBatch:
 		return nil, fmt.Errorf("%w: messages: %d given; a batch holds at most %d", errs.ErrInvalidArgument, n, maxBatch)
 	}
-	out := make([]core.PublishRequest, len(req.GetMessages()))
+	out := make([]replica.PublishRequest, len(req.GetMessages()))
 	for i, m := range req.GetMessages() {
 		pr, err := validateMessage(req.GetStream(), m.GetSubject(), m.GetData(), m.GetHeaders(), "", m.GetTtl())
 		if err != nil {
@@ -60,36 +60,36 @@ func validatePublishBatch(req *jetgatev1.PublishBatchRequest) ([]core.PublishReq
 
 // validateMessage checks one message to publish: its headers by the rules
 // of NATS and jetgate's reserve, its msg_id, its ttl.
-func validateMessage(stream, subject string, data []byte, headers map[string]*jetgatev1.HeaderValues, msgID string, ttl *durationpb.Duration) (core.PublishRequest, error) {
+func validateMessage(stream, subject string, data []byte, headers map[string]*jetgatev1.HeaderValues, msgID string, ttl *durationpb.Duration) (replica.PublishRequest, error) {
 	size := 0
 	for _, k := range slices.Sorted(maps.Keys(headers)) {
 		v := headers[k]
 		if !validHeaderName(k) {
-			return core.PublishRequest{}, fmt.Errorf("%w: header name %q is not one NATS takes: printable ASCII without spaces or any of %s",
+			return replica.PublishRequest{}, fmt.Errorf("%w: header name %q is not one NATS takes: printable ASCII without spaces or any of %s",
 				errs.ErrHeaderInvalid, k, headerNameForbidden)
 		}
 		if err := checkReserved(k); err != nil {
-			return core.PublishRequest{}, err
+			return replica.PublishRequest{}, err
 		}
 		for _, s := range v.GetValues() {
 			if strings.ContainsAny(s, "\r\n") {
-				return core.PublishRequest{}, fmt.Errorf("%w: header %q has a value with a line break", errs.ErrInvalidArgument, k)
+				return replica.PublishRequest{}, fmt.Errorf("%w: header %q has a value with a line break", errs.ErrInvalidArgument, k)
 			}
 			size += len(k) + len(s) + 4
 		}
 	}
 	if strings.ContainsAny(msgID, "\r\n") {
-		return core.PublishRequest{}, fmt.Errorf("%w: msg_id has a line break", errs.ErrInvalidArgument)
+		return replica.PublishRequest{}, fmt.Errorf("%w: msg_id has a line break", errs.ErrInvalidArgument)
 	} else if msgID != "" {
 		size += len("Nats-Msg-Id") + len(msgID) + 4
 	}
 	if size > maxHeaderBytes {
-		return core.PublishRequest{}, fmt.Errorf("%w: headers (msg_id included) are %d bytes; at most %d are allowed", errs.ErrHeadersTooLarge, size, maxHeaderBytes)
+		return replica.PublishRequest{}, fmt.Errorf("%w: headers (msg_id included) are %d bytes; at most %d are allowed", errs.ErrHeadersTooLarge, size, maxHeaderBytes)
 	}
-	pr := core.PublishRequest{Stream: stream, Subject: subject, Data: data, Header: headerOf(headers), MsgID: msgID}
+	pr := replica.PublishRequest{Stream: stream, Subject: subject, Data: data, Header: headerOf(headers), MsgID: msgID}
 	if ttl != nil {
 		if ttl.CheckValid() != nil || ttl.AsDuration() < minTTL || ttl.AsDuration() > maxTTL {
-			return core.PublishRequest{}, fmt.Errorf("%w: ttl must be a duration from %v to %v (100 years; the NATS server cannot hold a longer one)",
+			return replica.PublishRequest{}, fmt.Errorf("%w: ttl must be a duration from %v to %v (100 years; the NATS server cannot hold a longer one)",
 				errs.ErrInvalidArgument, minTTL, maxTTL)
 		}
 		pr.TTL = ttl.AsDuration()

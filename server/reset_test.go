@@ -8,8 +8,8 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/replica"
 	"github.com/jetgate/jetgate/internal/token"
 )
 
@@ -104,7 +104,7 @@ func resetsNoticed(t *testing.T, reg *prometheus.Registry) float64 {
 }
 
 // gatewayLeases is how many leases replica g holds on the consumer.
-func (h *harness) gatewayLeases(g *core.Replica) int {
+func (h *harness) gatewayLeases(g *replica.Replica) int {
 	h.t.Helper()
 	st, err := g.Consumer(h.ctx(), stream, consumer)
 	if err != nil {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/replica"
 )
 
 func (s *consumerService) Seek(ctx context.Context, req *jetgatev1.SeekRequest) (*jetgatev1.SeekResponse, error) {
@@ -22,26 +22,26 @@ func (s *consumerService) Seek(ctx context.Context, req *jetgatev1.SeekRequest) 
 }
 
 // validateSeek checks a Seek names its consumer and exactly one target.
-func validateSeek(req *jetgatev1.SeekRequest) (core.SeekTarget, error) {
+func validateSeek(req *jetgatev1.SeekRequest) (replica.SeekTarget, error) {
 	if err := validateNames(req.GetStream(), req.GetConsumer()); err != nil {
-		return core.SeekTarget{}, err
+		return replica.SeekTarget{}, err
 	}
 	switch t := req.GetTarget().(type) {
 	case *jetgatev1.SeekRequest_Sequence:
 		if t.Sequence == 0 {
-			return core.SeekTarget{}, fmt.Errorf("%w: sequence must be 1 or more", errs.ErrInvalidArgument)
+			return replica.SeekTarget{}, fmt.Errorf("%w: sequence must be 1 or more", errs.ErrInvalidArgument)
 		}
-		return core.SeekTarget{Seq: t.Sequence}, nil
+		return replica.SeekTarget{Seq: t.Sequence}, nil
 	case *jetgatev1.SeekRequest_Time:
 		if t.Time == nil || t.Time.CheckValid() != nil || t.Time.AsTime().IsZero() {
-			return core.SeekTarget{}, fmt.Errorf("%w: time must be a valid timestamp (RFC 3339 over REST)", errs.ErrInvalidArgument)
+			return replica.SeekTarget{}, fmt.Errorf("%w: time must be a valid timestamp (RFC 3339 over REST)", errs.ErrInvalidArgument)
 		}
-		return core.SeekTarget{Time: t.Time.AsTime()}, nil
+		return replica.SeekTarget{Time: t.Time.AsTime()}, nil
 	case *jetgatev1.SeekRequest_AckFloor:
 		if !t.AckFloor {
-			return core.SeekTarget{}, fmt.Errorf("%w: ack_floor must be true when set", errs.ErrInvalidArgument)
+			return replica.SeekTarget{}, fmt.Errorf("%w: ack_floor must be true when set", errs.ErrInvalidArgument)
 		}
-		return core.SeekTarget{AckFloor: true}, nil
+		return replica.SeekTarget{AckFloor: true}, nil
 	}
-	return core.SeekTarget{}, fmt.Errorf("%w: name where to seek: one of sequence, time or ack_floor (sequence, time, ackFloor over REST)", errs.ErrInvalidArgument)
+	return replica.SeekTarget{}, fmt.Errorf("%w: name where to seek: one of sequence, time or ack_floor (sequence, time, ackFloor over REST)", errs.ErrInvalidArgument)
 }

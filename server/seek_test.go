@@ -10,9 +10,9 @@ import (
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	coreconsumer "github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/gwtest"
 	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/replica"
 	"github.com/jetgate/jetgate/internal/token"
 )
 
@@ -203,7 +203,7 @@ func TestSeekFollowsTheDeliverPolicy(t *testing.T) {
 	}
 	mk("from-new", jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy})
 	mk("from-two", jetstream.ConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: seqs[1]})
-	g := gwtest.Start(t, core.Options{
+	g := gwtest.Start(t, replica.Options{
 		Conn:     natstest.Connect(t, h.ns),
 		Keys:     h.cfg.keys,
 		OnDemand: coreconsumer.OnDemand{Match: []coreconsumer.Match{{Stream: stream, Consumer: "from-*"}}},

@@ -1,5 +1,5 @@
 // Package server is jetgate's gRPC face: each RPC validates its request,
-// calls the core (internal/core) and maps the core's errors to gRPC statuses
+// calls the replica (internal/replica) and maps its errors to gRPC statuses
 // (status.go), one file per service.
 package server
 
@@ -13,27 +13,27 @@ import (
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	"github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/core"
+	"github.com/jetgate/jetgate/internal/replica"
 	"github.com/jetgate/jetgate/internal/settle"
 )
 
-// leaser is what the consumer service needs of the core.
+// leaser is what the consumer service needs of the replica.
 type leaser interface {
 	Fetch(ctx context.Context, stream, name string, req consumer.FetchRequest) (consumer.FetchResult, error)
 	Settle(ctx context.Context, req settle.Request) ([]settle.Outcome, error)
-	Consumer(ctx context.Context, stream, name string) (core.ConsumerStatus, error)
-	Redrive(ctx context.Context, stream, name string, seqs []uint64) (core.RedriveResult, error)
+	Consumer(ctx context.Context, stream, name string) (replica.ConsumerStatus, error)
+	Redrive(ctx context.Context, stream, name string, seqs []uint64) (replica.RedriveResult, error)
 	Consume(ctx context.Context, stream, name string, req consumer.ConsumeRequest, send func([]*consumer.Delivery) error) error
 	Pause(ctx context.Context, stream, name string, until time.Time) (bool, time.Time, error)
 	Resume(ctx context.Context, stream, name string) (bool, error)
 	Unpin(ctx context.Context, stream, name, group string) error
-	Seek(ctx context.Context, stream, name string, to core.SeekTarget) (core.SeekResult, error)
+	Seek(ctx context.Context, stream, name string, to replica.SeekTarget) (replica.SeekResult, error)
 }
 
-// publisher is what the stream service needs of the core.
+// publisher is what the stream service needs of the replica.
 type publisher interface {
-	Publish(ctx context.Context, req core.PublishRequest) (core.PubAck, error)
-	PublishBatch(ctx context.Context, stream string, msgs []core.PublishRequest) ([]uint64, error)
+	Publish(ctx context.Context, req replica.PublishRequest) (replica.PubAck, error)
+	PublishBatch(ctx context.Context, stream string, msgs []replica.PublishRequest) ([]uint64, error)
 }
 
 // Limits are the request bounds the services enforce.
@@ -51,7 +51,7 @@ type Limits struct {
 // Register adds jetgate's services, backed by the replica r, to s. Errors
 // the callers do not see in full are logged to log. A Consume response
 // waits at most stall for its caller to read; 0 is DefaultSendStall.
-func Register(s *grpc.Server, r *core.Replica, log *slog.Logger, stall time.Duration) {
+func Register(s *grpc.Server, r *replica.Replica, log *slog.Logger, stall time.Duration) {
 	c, st := services(r, log)
 	if stall > 0 {
 		c.lim.SendStall = stall
@@ -64,7 +64,7 @@ func Register(s *grpc.Server, r *core.Replica, log *slog.Logger, stall time.Dura
 // Consume caller's reads cannot be seen (the kernel's buffers take the
 // stream's writes), so its stream also ends once it answered none of its
 // messages for stall.
-func RegisterREST(s *grpc.Server, r *core.Replica, log *slog.Logger, stall time.Duration) {
+func RegisterREST(s *grpc.Server, r *replica.Replica, log *slog.Logger, stall time.Duration) {
 	c, st := services(r, log)
 	c.lim.SendStall = cmp.Or(stall, DefaultSendStall)
 	c.lim.Silence = c.lim.SendStall
@@ -72,7 +72,7 @@ func RegisterREST(s *grpc.Server, r *core.Replica, log *slog.Logger, stall time.
 	jetgatev1.RegisterStreamServiceServer(s, st)
 }
 
-func services(r *core.Replica, log *slog.Logger) (*consumerService, *streamService) {
+func services(r *replica.Replica, log *slog.Logger) (*consumerService, *streamService) {
 	lim := Limits{MaxBatch: r.MaxBatch(), MaxExpires: r.MaxExpires(), MaxNakDelay: r.MaxNakDelay(), MaxLease: r.MaxLease(), SendStall: DefaultSendStall}
 	e := edge{log: log}
 	return &consumerService{edge: e, replica: r, admin: r, list: r, lim: lim}, &streamService{edge: e, replica: r, list: r}

@@ -6,7 +6,7 @@ import (
 )
 
 // The gateway's request bounds, where the configuration leaves them unset:
-// the configuration (internal/config) and the replica (internal/core) both
+// the configuration (internal/config) and the replica (internal/replica) both
 // read them here.
 const (
 	DefaultRequestTimeout = 5 * time.Second

@@ -1,4 +1,4 @@
-// Package gwtest runs a jetgate replica for tests: core.New on a given NATS
+// Package gwtest runs a jetgate replica for tests: replica.New on a given NATS
 // connection, served over real gRPC on a random port, stopped at the end of
 // the test.
 package gwtest
@@ -15,13 +15,13 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
-	"github.com/jetgate/jetgate/internal/core"
+	"github.com/jetgate/jetgate/internal/replica"
 	"github.com/jetgate/jetgate/server"
 )
 
 // Replica is a served replica and clients of it.
 type Replica struct {
-	*core.Replica
+	*replica.Replica
 	Consumers jetgatev1.ConsumerServiceClient
 	Streams   jetgatev1.StreamServiceClient
 	stop      func()
@@ -33,7 +33,7 @@ func (g *Replica) Stop() { g.stop() }
 
 // Start builds a replica with o (a quiet logger and a 2s request timeout
 // unless o says otherwise) and serves it on a gRPC server with opts.
-func Start(t testing.TB, o core.Options, opts ...grpc.ServerOption) *Replica {
+func Start(t testing.TB, o replica.Options, opts ...grpc.ServerOption) *Replica {
 	t.Helper()
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -43,7 +43,7 @@ func Start(t testing.TB, o core.Options, opts ...grpc.ServerOption) *Replica {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	gw, err := core.New(ctx, o)
+	gw, err := replica.New(ctx, o)
 	if err != nil {
 		t.Fatalf("replica: %v", err)
 	}

@@ -17,9 +17,9 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/natstest"
 	"github.com/jetgate/jetgate/internal/push"
+	"github.com/jetgate/jetgate/internal/replica"
 )
 
 // element is one message of a json batch body, as a receiver reads it.
@@ -145,7 +145,7 @@ func TestABatchsFailuresAreNakedAndPushedAgain(t *testing.T) {
 	var logs syncBuffer
 	e.replica(consumerCfg(func(c *consumer.Config) { c.AckWait = 10 * time.Second }),
 		batched(rc.URL, push.Batch{MaxMessages: 5, MaxWait: 200 * time.Millisecond}),
-		func(o *core.Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+		func(o *replica.Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
 	for i := range 5 {
 		e.publish("orders.new", fmt.Sprint(i), nil)
 	}

@@ -18,9 +18,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/natstest"
 	"github.com/jetgate/jetgate/internal/push"
+	"github.com/jetgate/jetgate/internal/replica"
 	"github.com/jetgate/jetgate/internal/token"
 )
 
@@ -134,17 +134,17 @@ func consumerCfg(change ...func(*consumer.Config)) consumer.Config {
 
 // replica starts a replica that pushes to url; stop stops it as a shutdown
 // does (graceful within a second). change, if any, changes its options.
-func (e *env) replica(cc consumer.Config, pc push.Config, change ...func(*core.Options)) (r *core.Replica, stop func()) {
+func (e *env) replica(cc consumer.Config, pc push.Config, change ...func(*replica.Options)) (r *replica.Replica, stop func()) {
 	e.t.Helper()
 	pc.Stream, pc.Consumer = cc.Stream, cc.Name
-	o := core.Options{
+	o := replica.Options{
 		Conn: natstest.Connect(e.t, e.ns), Consumers: []consumer.Config{cc}, Pushes: []push.Config{pc},
 		Keys: keyring, RequestTimeout: 2 * time.Second,
 	}
 	for _, f := range change {
 		f(&o)
 	}
-	r, err := core.New(context.Background(), o)
+	r, err := replica.New(context.Background(), o)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -13,9 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/natstest"
 	"github.com/jetgate/jetgate/internal/push"
+	"github.com/jetgate/jetgate/internal/replica"
 )
 
 // A paused consumer pushes nothing; resumed, it pushes what waited.
@@ -76,7 +76,7 @@ func TestPushMetrics(t *testing.T) {
 	})
 	reg := prometheus.NewRegistry()
 	cc := consumerCfg()
-	r, err := core.New(context.Background(), core.Options{
+	r, err := replica.New(context.Background(), replica.Options{
 		Conn: natstest.Connect(t, e.ns), Consumers: []consumer.Config{cc},
 		Pushes: []push.Config{{Stream: stream, Consumer: name, URL: rc.URL}}, Keys: keyring, Metrics: reg,
 	})

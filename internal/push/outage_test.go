@@ -11,13 +11,13 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/natstest"
 	"github.com/jetgate/jetgate/internal/push"
+	"github.com/jetgate/jetgate/internal/replica"
 )
 
 // pushState is the replica's push state of the consumer.
-func pushState(t *testing.T, r *core.Replica) push.State {
+func pushState(t *testing.T, r *replica.Replica) push.State {
 	t.Helper()
 	st, err := r.Consumer(context.Background(), stream, name)
 	if err != nil || st.Push == nil {

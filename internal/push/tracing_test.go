@@ -11,9 +11,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/core"
 	"github.com/jetgate/jetgate/internal/natstest"
 	"github.com/jetgate/jetgate/internal/push"
+	"github.com/jetgate/jetgate/internal/replica"
 	"github.com/jetgate/jetgate/internal/tracing"
 )
 
@@ -26,7 +26,7 @@ func TestAPushIsAClientSpanInThePublishersTrace(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	r, err := core.New(context.Background(), core.Options{
+	r, err := replica.New(context.Background(), replica.Options{
 		Conn: natstest.Connect(t, e.ns), Consumers: []consumer.Config{consumerCfg()},
 		Pushes: []push.Config{{Stream: stream, Consumer: name, URL: rc.URL}}, Keys: keyring, Tracing: tracing.With(tp),
 	})
@@ -67,7 +67,7 @@ func TestABatchIsASpanLinkedToEachMessage(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	e.replica(consumerCfg(), push.Config{URL: rc.URL, Batch: &push.Batch{MaxMessages: 2, MaxWait: 10 * time.Second}},
-		func(o *core.Options) { o.Tracing = tracing.With(tp) })
+		func(o *replica.Options) { o.Tracing = tracing.With(tp) })
 	publishers := []string{
 		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
 		"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",

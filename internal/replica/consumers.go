@@ -1,0 +1,246 @@
+package replica
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/natsname"
+)
+
+// Consumers through the API (DESIGN section 18): created, updated and
+// deleted by callers granted admin, within the admin block's bounds. A
+// consumer created so carries its creator in its metadata (CreatedBy); it
+// is served on demand by every replica (binder.bindOnDemand), and only
+// consumers carrying the mark may be updated or deleted: never those of the
+// gateway's file, nor those operators made with their own tools.
+
+// anonymous is the creator named when authentication is off.
+const anonymous = "anonymous"
+
+// CreateConsumer creates consumer cfg.Durable on stream for principal.
+func (m *manager) CreateConsumer(ctx context.Context, principal, stream string, cfg jetstream.ConsumerConfig) (*jetstream.ConsumerInfo, error) {
+	if err := natsname.Check("config.durable_name", cfg.Durable); err != nil {
+		return nil, fmt.Errorf("%w: %v", errs.ErrInvalidArgument, err)
+	}
+	if err := m.adminMay(stream, cfg.Durable); err != nil {
+		return nil, err
+	}
+	cfg.Name = cfg.Durable
+	cfg.Metadata = withCreator(cfg.Metadata, cmp.Or(principal, anonymous))
+	if err := m.admitted(&cfg); err != nil {
+		return nil, err
+	}
+	if err := m.underQuota(ctx, cmp.Or(principal, anonymous)); err != nil {
+		return nil, err
+	}
+	s, err := m.binder.stream(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	cons, err := s.CreateConsumer(ctx, cfg)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerExists):
+		return nil, fmt.Errorf("%w: stream %q has a consumer %q already", errs.ErrConsumerExists, stream, cfg.Durable)
+	case err != nil:
+		return nil, serverRefusal("create", err)
+	}
+	m.log.Info("a consumer was created through the API", "stream", stream, "consumer", cfg.Durable, "principal", principal)
+	return cons.CachedInfo(), nil
+}
+
+// UpdateConsumer changes consumer stream/name for principal: change edits
+// its configuration as the server has it.
+func (m *manager) UpdateConsumer(ctx context.Context, principal, stream, name string, change func(*jetstream.ConsumerConfig) error) (*jetstream.ConsumerInfo, error) {
+	cur, err := m.created(ctx, stream, name)
+	if err != nil {
+		return nil, err
+	}
+	cfg := cur.Config
+	if err := change(&cfg); err != nil {
+		return nil, err
+	}
+	cfg.Metadata = withCreator(cfg.Metadata, cur.Config.Metadata[consumer.CreatedBy]) // the creator stays
+	if err := m.admitted(&cfg); err != nil {
+		return nil, err
+	}
+	s, err := m.binder.stream(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	cons, err := s.UpdateConsumer(ctx, cfg)
+	if err != nil {
+		return nil, serverRefusal("update", err)
+	}
+	m.log.Info("a consumer was updated through the API", "stream", stream, "consumer", name, "principal", principal)
+	return cons.CachedInfo(), nil
+}
+
+// DeleteConsumer deletes consumer stream/name for principal, and stops
+// serving it at once: its leases are void and its waiting callers
+// answered (the other replicas follow the server's advisory).
+func (m *manager) DeleteConsumer(ctx context.Context, principal, stream, name string) error {
+	if _, err := m.created(ctx, stream, name); err != nil {
+		return err
+	}
+	s, err := m.binder.stream(ctx, stream)
+	if err != nil {
+		return err
+	}
+	if err := s.DeleteConsumer(ctx, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return serverRefusal("delete", err)
+	}
+	m.binder.unbind(ctx, consumerKey{stream, name}, "deleted through the API", func(*binding) bool { return true })
+	m.log.Info("a consumer was deleted through the API", "stream", stream, "consumer", name, "principal", principal)
+	return nil
+}
+
+// adminMay checks that the admin block is on and names stream/name, and
+// that the consumer is not one of the gateway's file.
+func (m *manager) adminMay(stream, name string) error {
+	a := m.binder.admin
+	switch {
+	case a == nil:
+		return fmt.Errorf("%w: this gateway's configuration has no admin block", errs.ErrAdminDisabled)
+	case natsname.Internal(stream):
+		return fmt.Errorf("%w: stream %q is jetgate's own", errs.ErrAdminBound, stream)
+	case !a.Matches(stream, name):
+		return fmt.Errorf("%w: consumer %q of stream %q: the admin block allows streams %q and consumer names %q", errs.ErrAdminBound, name, stream, a.Streams, a.Consumers)
+	case m.binder.configured(stream, name):
+		return fmt.Errorf("%w: consumer %q of stream %q is in the gateway's configuration; change it there", errs.ErrConsumerConfigured, name, stream)
+	}
+	return nil
+}
+
+// created is the info of a consumer created through the API that the
+// admin block names.
+func (m *manager) created(ctx context.Context, stream, name string) (*jetstream.ConsumerInfo, error) {
+	if err := m.adminMay(stream, name); err != nil {
+		return nil, err
+	}
+	s, err := m.binder.stream(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	cons, err := s.Consumer(ctx, name)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		return nil, fmt.Errorf("%w: stream %q has no consumer %q", errs.ErrConsumerNotFound, stream, name)
+	case err != nil:
+		return nil, fmt.Errorf("%w: look up consumer %q of stream %q: %v", errs.ErrUnavailable, name, stream, err)
+	}
+	ci := cons.CachedInfo()
+	if ci.Config.Metadata[consumer.CreatedBy] == "" {
+		return nil, fmt.Errorf("%w: consumer %q of stream %q was not created through jetgate's API; change it with the tools that made it", errs.ErrConsumerNotCreatedByAPI, name, stream)
+	}
+	return ci, nil
+}
+
+// admitted checks cfg is a consumer jetgate serves, within the admin
+// bounds, and fills what the bounds set where the caller left it unset.
+func (m *manager) admitted(cfg *jetstream.ConsumerConfig) error {
+	a := m.binder.admin
+	if cfg.AckPolicy != jetstream.AckExplicitPolicy {
+		return fmt.Errorf("%w: config.ack_policy: jetgate serves consumers with explicit acks only", errs.ErrInvalidArgument)
+	}
+	bound := func(field string, v *int, most int) error {
+		switch {
+		case most == 0:
+		case *v == 0 || *v == -1 && field == "max_deliver":
+			*v = most
+		case *v > most || *v < 0:
+			return fmt.Errorf("%w: config.%s %d: the admin block allows at most %d", errs.ErrAdminBound, field, *v, most)
+		}
+		return nil
+	}
+	if err := bound("max_deliver", &cfg.MaxDeliver, a.MaxDeliver); err != nil {
+		return err
+	}
+	if err := bound("max_ack_pending", &cfg.MaxAckPending, a.MaxAckPending); err != nil {
+		return err
+	}
+	if err := bound("max_waiting", &cfg.MaxWaiting, a.MaxWaiting); err != nil {
+		return err
+	}
+	if cfg.AckWait == 0 {
+		cfg.AckWait = consumer.SeedAckWait
+		if a.MaxAckWait > 0 {
+			cfg.AckWait = min(cfg.AckWait, a.MaxAckWait)
+		}
+	}
+	if a.MaxAckWait > 0 && cfg.AckWait > a.MaxAckWait {
+		return fmt.Errorf("%w: config.ack_wait %v: the admin block allows at most %v", errs.ErrAdminBound, cfg.AckWait, a.MaxAckWait)
+	}
+	for i, b := range cfg.BackOff {
+		if a.MaxAckWait > 0 && b > a.MaxAckWait {
+			return fmt.Errorf("%w: config.backoff[%d] %v: the admin block allows at most %v", errs.ErrAdminBound, i, b, a.MaxAckWait)
+		}
+	}
+	if a.InactiveThreshold > 0 && (cfg.InactiveThreshold == 0 || cfg.InactiveThreshold > a.InactiveThreshold) {
+		cfg.InactiveThreshold = a.InactiveThreshold
+	}
+	return nil
+}
+
+// underQuota checks that principal has created fewer consumers than the
+// admin block allows, counting those on every stream it names.
+func (m *manager) underQuota(ctx context.Context, principal string) error {
+	a := m.binder.admin
+	if a.MaxPerPrincipal == 0 {
+		return nil
+	}
+	n := 0
+	names := m.js.StreamNames(ctx)
+	for stream := range names.Name() {
+		if !a.StreamAllowed(stream) {
+			continue
+		}
+		s, err := m.binder.stream(ctx, stream)
+		if err != nil {
+			return err
+		}
+		list := s.ListConsumers(ctx)
+		for ci := range list.Info() {
+			if ci.Config.Metadata[consumer.CreatedBy] == principal {
+				n++
+			}
+		}
+		if err := list.Err(); err != nil {
+			return fmt.Errorf("%w: count the consumers of %q: %v", errs.ErrUnavailable, principal, err)
+		}
+	}
+	if err := names.Err(); err != nil {
+		return fmt.Errorf("%w: list streams: %v", errs.ErrUnavailable, err)
+	}
+	if n >= a.MaxPerPrincipal {
+		return fmt.Errorf("%w: %q has created %d consumers; the admin block allows %d", errs.ErrConsumerQuota, principal, n, a.MaxPerPrincipal)
+	}
+	return nil
+}
+
+// withCreator is md with the creator mark, a copy.
+func withCreator(md map[string]string, creator string) map[string]string {
+	out := make(map[string]string, len(md)+1)
+	for k, v := range md {
+		out[k] = v
+	}
+	out[consumer.CreatedBy] = creator
+	return out
+}
+
+// serverRefusal is the server's refusal of a create, update or delete.
+func serverRefusal(op string, err error) error {
+	var api *jetstream.APIError
+	if errors.As(err, &api) {
+		return fmt.Errorf("%w: the server refused to %s the consumer: %s", errs.ErrManageRefused, op, api.Description)
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return err
+	}
+	return fmt.Errorf("%w: %s the consumer: %v", errs.ErrUnavailable, op, err)
+}

@@ -1,0 +1,177 @@
+package replica
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/jetgate/jetgate/internal/consumer"
+)
+
+// relay routes what the server and other replicas say of consumers (reset
+// requests and words, pause and delete advisories, create and update
+// requests) to the consumer it concerns, if this replica serves it: one
+// subscription each per replica, not per consumer.
+type relay struct {
+	*env
+	binder *binder
+	subs   []*nats.Subscription
+}
+
+// stop takes the relay off its subjects.
+func (rl *relay) stop() {
+	for _, sub := range rl.subs {
+		_ = sub.Unsubscribe()
+	}
+}
+
+// Resets (ADR-60) are noticed as the server notices them: every replica
+// subscribes once to the reset requests (resetRequests), which every
+// client's reset passes through, and the consumer voids its leases as one
+// passes; a word of a reset from another replica goes to the consumer too.
+// What a reset is, and the other ways one is noticed, are the consumer's
+// (internal/consumer/reset.go).
+const resetRequests = "CONSUMER.RESET." // under the API prefix
+
+// The server's advisories that change what a replica knows of a consumer,
+// heard once per replica rather than asked per consumer.
+const (
+	pauseAdvisories  = "$JS.EVENT.ADVISORY.CONSUMER.PAUSE."
+	deleteAdvisories = "$JS.EVENT.ADVISORY.CONSUMER.DELETED."
+)
+
+// The requests that create or update a consumer, as they pass (under the
+// API prefix, the JetStream domain's where one is set): every
+// client's edit of a consumer (NATS CLI, Terraform, NACK, nats.go) goes
+// through one of them, so a replica follows a policy change without
+// polling, as it follows resets.
+const (
+	createRequests        = "CONSUMER.CREATE."         // <stream>.<consumer>[.<filter>], or <stream> (name in the body)
+	durableCreateRequests = "CONSUMER.DURABLE.CREATE." // <stream>.<durable>
+)
+
+// consumerOf is the stream and consumer an advisory's subject names after
+// prefix.
+func consumerOf(subject, prefix string) (consumerKey, bool) {
+	stream, name, ok := strings.Cut(strings.TrimPrefix(subject, prefix), ".")
+	return consumerKey{stream, name}, ok && stream != "" && name != ""
+}
+
+// onPause records a consumer paused or resumed, by anyone.
+func (rl *relay) onPause(m *nats.Msg) {
+	key, ok := consumerOf(m.Subject, pauseAdvisories)
+	if !ok {
+		return
+	}
+	var a struct {
+		Paused bool `json:"paused"`
+	}
+	if json.Unmarshal(m.Data, &a) != nil {
+		return
+	}
+	if c := rl.binder.bound(key.stream, key.name); c != nil {
+		c.SetPaused(a.Paused)
+	}
+}
+
+// onUpdate follows a create or update request for a consumer this replica
+// serves: the consumer asks its info until the change shows.
+func (rl *relay) onUpdate(m *nats.Msg) {
+	prefix := rl.api + createRequests
+	if strings.HasPrefix(m.Subject, rl.api+durableCreateRequests) {
+		prefix = rl.api + durableCreateRequests
+	}
+	stream, name, _ := strings.Cut(strings.TrimPrefix(m.Subject, prefix), ".")
+	name, _, _ = strings.Cut(name, ".") // what follows is the filter subject
+	if name == "" {
+		var req struct {
+			Config struct {
+				Durable string `json:"durable_name"`
+				Name    string `json:"name"`
+			} `json:"config"`
+		}
+		if json.Unmarshal(m.Data, &req) != nil {
+			return
+		}
+		name = cmp.Or(req.Config.Name, req.Config.Durable)
+	}
+	c := rl.binder.bound(stream, name)
+	if c == nil {
+		return
+	}
+	data := m.Data
+	rl.run.goUnlessClosed(func() { c.FollowUpdate(rl.run.ctx, data) })
+}
+
+// onDelete unbinds an on-demand consumer deleted on the server; a
+// configured one stays bound, answering NOT_FOUND until it is made again.
+func (rl *relay) onDelete(m *nats.Msg) {
+	key, ok := consumerOf(m.Subject, deleteAdvisories)
+	if !ok {
+		return
+	}
+	rl.run.goUnlessClosed(func() {
+		ctx, cancel := context.WithTimeout(rl.run.ctx, rl.timeout)
+		defer cancel()
+		rl.binder.unbind(ctx, key, "deleted on the server", func(*binding) bool { return true })
+	})
+}
+
+// subscribe listens on the reset requests, the words of resets, and the
+// advisories and requests of events.go.
+func (rl *relay) subscribe() error {
+	subs := []struct {
+		subject string
+		handler nats.MsgHandler
+	}{
+		{rl.api + resetRequests + ">", rl.onResetRequest},
+		{consumer.ResetWordPrefix + ">", rl.onResetWord},
+		{pauseAdvisories + ">", rl.onPause},
+		{deleteAdvisories + ">", rl.onDelete},
+		{rl.api + createRequests + ">", rl.onUpdate},
+		{rl.api + durableCreateRequests + ">", rl.onUpdate},
+	}
+	for _, s := range subs {
+		sub, err := rl.nc.Subscribe(s.subject, s.handler)
+		if err != nil {
+			return fmt.Errorf("subscribe to %s: %w", s.subject, err)
+		}
+		rl.subs = append(rl.subs, sub)
+	}
+	return nil
+}
+
+// onResetRequest voids the leases of a consumer this replica serves whose
+// reset request passed; the request's reply subject names the reset.
+func (rl *relay) onResetRequest(m *nats.Msg) {
+	stream, name, ok := strings.Cut(strings.TrimPrefix(m.Subject, rl.api+resetRequests), ".")
+	if !ok {
+		return
+	}
+	if c := rl.binder.bound(stream, name); c != nil {
+		id := m.Reply
+		if id == "" {
+			id = nats.NewInbox() // a request nobody waits on: no other replica can name it either
+		}
+		c.ResetRequested(id)
+	}
+}
+
+// onResetWord routes another replica's word of a reset to the consumer it
+// names (consumer.HearResetWord: voided, then answered). A replica that
+// does not serve the consumer holds none of its leases: it answers at once,
+// so that the sender does not wait for it.
+func (rl *relay) onResetWord(m *nats.Msg) {
+	stream, name, ok := strings.Cut(strings.TrimPrefix(m.Subject, consumer.ResetWordPrefix), ".")
+	if c := rl.binder.bound(stream, name); ok && c != nil {
+		c.HearResetWord(m)
+		return
+	}
+	if sender, _, _ := strings.Cut(string(m.Data), " "); m.Reply != "" && sender != rl.self.String() {
+		_ = m.Respond(nil)
+	}
+}

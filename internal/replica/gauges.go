@@ -1,0 +1,155 @@
+package replica
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jetgate/jetgate/internal/deadletter"
+)
+
+// consumerGauges reads the gauges of every consumer the replica serves from
+// the consumer itself when scraped: nothing to register or unregister as
+// consumers are bound and unbound.
+type consumerGauges struct{ r *binder }
+
+var (
+	consumerLabels = []string{"stream", "consumer"}
+	gaugeLeases    = prometheus.NewDesc("jetgate_leases_live",
+		"Leases this gateway holds that are not settled (expired ones leave within 100ms).", consumerLabels, nil)
+	gaugeOrphans = prometheus.NewDesc("jetgate_orphans_held",
+		"Messages of canceled Fetches waiting for the next Fetch or a Nak.", consumerLabels, nil)
+	gaugePullsOpen = prometheus.NewDesc("jetgate_pulls_open",
+		"Pull requests this gateway has open on the server, canceled ones included until the server ends them.", consumerLabels, nil)
+	gaugePullsAllowed = prometheus.NewDesc("jetgate_pulls_allowed",
+		"Pull requests this gateway may have open at once: its share of the consumer's max_waiting.", consumerLabels, nil)
+	gaugePullsAbandoned = prometheus.NewDesc("jetgate_pulls_abandoned",
+		"Pull requests that callers who went away left open on the server, held by the orphan pool until the server ends them.", consumerLabels, nil)
+	gaugeQueued = prometheus.NewDesc("jetgate_fetches_queued",
+		"Fetches (and Consume pulls) waiting in line for a place among this gateway's pulls.", consumerLabels, nil)
+	gaugeReplicas = prometheus.NewDesc("jetgate_replicas",
+		"Gateway replicas serving the consumer, this one included, as the roster in NATS has them.", consumerLabels, nil)
+	gaugeBound = prometheus.NewDesc("jetgate_consumers_bound",
+		"Consumers this gateway serves, by source: its configuration, or bound on demand.", []string{"source"}, nil)
+)
+
+func (g *consumerGauges) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range [...]*prometheus.Desc{gaugeLeases, gaugeOrphans, gaugePullsOpen, gaugePullsAllowed, gaugePullsAbandoned, gaugeQueued, gaugeReplicas, gaugeBound} {
+		ch <- d
+	}
+}
+
+func (g *consumerGauges) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v int, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), labels...)
+	}
+	for _, b := range g.r.all() {
+		c := b.c
+		open, limit, queued := c.Pulls()
+		gauge(gaugeLeases, c.Leases(), c.Stream, c.Name)
+		gauge(gaugeOrphans, c.Orphans(), c.Stream, c.Name)
+		gauge(gaugePullsOpen, open, c.Stream, c.Name)
+		gauge(gaugePullsAllowed, limit, c.Stream, c.Name)
+		gauge(gaugePullsAbandoned, c.AbandonedPulls(), c.Stream, c.Name)
+		gauge(gaugeQueued, queued, c.Stream, c.Name)
+		gauge(gaugeReplicas, c.Replicas(), c.Stream, c.Name)
+	}
+	config, onDemand := g.r.boundCounts()
+	gauge(gaugeBound, config, "config")
+	gauge(gaugeBound, onDemand, "on_demand")
+}
+
+// serverGauges are the gauges that need the server (the oldest
+// unacknowledged age, the dead letters waiting): read when scraped, at most
+// every statsEvery, one CONSUMER.LIST page per 256 consumers of a stream,
+// and a message read only for a consumer whose ack floor moved. Nobody
+// scraping costs the server nothing.
+type serverGauges struct {
+	r    *binder
+	dead *deadLetters
+	m    *metrics
+
+	mu     sync.Mutex
+	at     time.Time
+	oldest map[consumerKey]oldestSeen
+}
+
+// oldestSeen is a consumer's oldest unacknowledged message as last read.
+type oldestSeen struct {
+	floor uint64    // the ack floor it was read at
+	at    time.Time // when it was stored; zero: none
+}
+
+func (g *serverGauges) Describe(ch chan<- *prometheus.Desc) {
+	g.m.oldestUnacked.Describe(ch)
+	g.m.deadLetterDepth.Describe(ch)
+}
+
+func (g *serverGauges) Collect(ch chan<- prometheus.Metric) {
+	g.mu.Lock()
+	if time.Since(g.at) >= statsEvery {
+		ctx, cancel := context.WithTimeout(g.r.run.ctx, g.r.timeout)
+		g.refresh(ctx)
+		cancel()
+		g.at = time.Now()
+	}
+	g.mu.Unlock()
+	g.m.oldestUnacked.Collect(ch)
+	g.m.deadLetterDepth.Collect(ch)
+}
+
+// refresh reads the gauges from the server; g.mu is held. A consumer the
+// server does not answer for keeps its last value.
+func (g *serverGauges) refresh(ctx context.Context) {
+	if g.oldest == nil {
+		g.oldest = make(map[consumerKey]oldestSeen)
+	}
+	byStream := make(map[string]map[string]*binding)
+	for _, b := range g.r.all() {
+		if byStream[b.c.Stream] == nil {
+			byStream[b.c.Stream] = make(map[string]*binding)
+		}
+		byStream[b.c.Stream][b.c.Name] = b
+	}
+	for stream, served := range byStream {
+		s, err := g.r.stream(ctx, stream)
+		if err != nil {
+			continue
+		}
+		list := s.ListConsumers(ctx)
+		for ci := range list.Info() {
+			if b := served[ci.Name]; b != nil {
+				g.refreshOldest(ctx, b, ci)
+			}
+		}
+	}
+	for key, route := range g.dead.routes {
+		if n, err := deadletter.Count(ctx, g.r.js, route); err == nil {
+			g.m.deadLetterDepth.WithLabelValues(key.stream, key.name).Set(float64(n))
+		}
+	}
+}
+
+func (g *serverGauges) refreshOldest(ctx context.Context, b *binding, ci *jetstream.ConsumerInfo) {
+	key := consumerKey{b.c.Stream, b.c.Name}
+	seen, ok := g.oldest[key]
+	if !ok || seen.floor != ci.AckFloor.Stream || ci.NumPending+uint64(ci.NumAckPending) == 0 {
+		age, err := b.c.OldestUnackedAge(ctx, ci)
+		if err != nil {
+			return
+		}
+		seen = oldestSeen{floor: ci.AckFloor.Stream}
+		if age > 0 {
+			seen.at = time.Now().Add(-age)
+		}
+		g.oldest[key] = seen
+	}
+	age := 0.0
+	if !seen.at.IsZero() {
+		age = time.Since(seen.at).Seconds()
+	}
+	g.m.oldestUnacked.WithLabelValues(key.stream, key.name).Set(age)
+}

@@ -1,0 +1,70 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/push"
+	"github.com/jetgate/jetgate/internal/tracing"
+)
+
+// pushers are the replica's pushers, by consumer.
+type pushers struct {
+	*env
+	binder *binder
+	by     map[consumerKey]*push.Pusher // written only by New
+	stop   sync.Once
+}
+
+// startPushers starts a pusher for each consumer with a push block; they
+// run until StopPush or the replica's close.
+func (ps *pushers) start(runCtx context.Context, cfgs []push.Config, reg prometheus.Registerer, trc *tracing.Tracing) error {
+	if len(cfgs) == 0 {
+		return nil
+	}
+	m := push.NewMetrics(reg)
+	ps.by = make(map[consumerKey]*push.Pusher, len(cfgs))
+	for _, cfg := range cfgs {
+		key := consumerKey{cfg.Stream, cfg.Consumer}
+		c := ps.binder.bound(key.stream, key.name)
+		if c == nil {
+			return fmt.Errorf("push of %s/%s: the consumer is not configured", cfg.Stream, cfg.Consumer)
+		}
+		p, err := push.New(cfg.WithDefaults(), c, m, ps.log, trc)
+		if err != nil {
+			return err
+		}
+		ps.by[key] = p
+	}
+	for _, p := range ps.by {
+		ps.run.wg.Go(func() { p.Run(runCtx) })
+	}
+	return nil
+}
+
+// StopPush stops every pusher: no more pulls or pushes, those in flight
+// finish until ctx ends, and what is left is nak'ed back for another
+// replica to push at once. The replica serves on otherwise.
+func (ps *pushers) StopPush(ctx context.Context) {
+	ps.stop.Do(func() {
+		var wg sync.WaitGroup
+		for _, p := range ps.by {
+			wg.Go(func() { p.Stop(ctx) })
+		}
+		wg.Wait()
+	})
+}
+
+// pushState is c's pusher's state, nil when c is not pushed.
+func (ps *pushers) pushState(c *consumer.Consumer) *push.State {
+	p, ok := ps.by[consumerKey{c.Stream, c.Name}]
+	if !ok {
+		return nil
+	}
+	st := p.State()
+	return &st
+}

@@ -1,0 +1,383 @@
+// Package replica is one jetgate replica: the consumers it serves, the settles
+// it forwards to other replicas and takes from them, and Publish. The gRPC
+// face (server/) calls it; it combines the per-consumer objects of package
+// consumer with the settle path of package settle.
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/deadletter"
+	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/pull"
+	"github.com/jetgate/jetgate/internal/push"
+	"github.com/jetgate/jetgate/internal/roster"
+	"github.com/jetgate/jetgate/internal/settle"
+	"github.com/jetgate/jetgate/internal/token"
+	"github.com/jetgate/jetgate/internal/tracing"
+)
+
+// Options configure a Replica.
+type Options struct {
+	// Conn is the NATS connection; the caller owns it and closes it after
+	// the Replica. Make it with nats.ReconnectBufSize(-1), so that nothing
+	// is buffered while it reconnects (the replica checks too, but a check
+	// cannot close the race).
+	Conn *nats.Conn
+	// Consumers are the durable consumers to create or update and serve.
+	Consumers []consumer.Config
+	// Pushes are the push blocks of those consumers that are pushed.
+	Pushes []push.Config
+	// Keys sign and verify tokens; replicas must share them.
+	Keys *token.Keyring
+	// RequestTimeout bounds each NATS request (settles, forwards, info).
+	RequestTimeout time.Duration
+	// MaxBatch is the largest Fetch batch accepted.
+	MaxBatch int
+	// MaxExpires caps a Fetch's expires.
+	MaxExpires time.Duration
+	// MaxNakDelay bounds a Nak's delay; 0 is consumer.DefaultMaxNakDelay.
+	MaxNakDelay time.Duration
+	// MaxLease bounds how long one lease is kept alive: by an Extend's
+	// duration, or a Consume's auto_extend; 0 is consumer.DefaultMaxLease.
+	MaxLease time.Duration
+	// MaxFetchBytes bounds the bytes one Fetch pulls and returns; 0 is
+	// consumer.DefaultMaxFetchBytes.
+	MaxFetchBytes int64
+	// Metrics registers the replica's Prometheus metrics; nil keeps them
+	// unregistered.
+	Metrics prometheus.Registerer
+	Logger  *slog.Logger
+	// Tracing records spans; nil is off.
+	Tracing *tracing.Tracing
+	// OnDemand serves existing consumers the configuration does not name.
+	OnDemand consumer.OnDemand
+	// Admin lets callers create, update and delete consumers through the
+	// API within its bounds; nil: off.
+	Admin *consumer.Admin
+	// Domain is the JetStream domain to reach JetStream through ($JS.<domain>.API,
+	// from a leaf node to its hub, say); "" is the connection's own.
+	Domain string
+}
+
+type consumerKey struct{ stream, name string }
+
+// Replica fronts durable consumers: it leases their messages, settles them,
+// and settles the leases other replicas hold by forwarding to them. It only
+// composes its parts, each a type with its own state and file: the binder
+// (bind.go: which consumers it serves, configured or on demand), the
+// forwarder (settle.go: settles, and forwarding them to their issuers), the
+// publisher (publish.go), the lister (list.go, status.go, leases.go: what
+// callers may read of streams, consumers and leases), the dead letters
+// (deadletters.go), the relay (events.go: what the server says of consumers,
+// routed to the consumer it concerns), the pushers (push.go) and the
+// manager (manage.go: pauses, pins, seeks and consumers through the API). What they
+// share is the env, set once by New.
+type Replica struct {
+	*env
+	*binder
+	*forwarder
+	*publisher
+	*lister
+	*deadLetters
+	*relay
+	*pushers
+	*manager
+
+	maxBatch int
+	maxExp   time.Duration
+	maxNak   time.Duration
+	maxLease time.Duration
+}
+
+// env is what the parts of a replica share, set once by New: its
+// connection, its identity and bounds, its logs, metrics and spans, and its
+// run.
+type env struct {
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	self    token.IssuerID
+	keys    *token.Keyring
+	timeout time.Duration
+	api     string // JetStream's API prefix, the domain's if one is set
+	domain  string
+	log     *slog.Logger
+	metrics *metrics
+	spans   *tracing.Spans // nil: tracing off
+	roster  *roster.Roster
+	// stateReplicas is the replica count of jetgate's own streams and KV
+	// buckets.
+	stateReplicas int
+	run           *run
+}
+
+// run is a replica's life: the goroutines its parts start, which Close
+// waits for, and the context that ends when it closes.
+type run struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the consumers' Run loops and forwarded settles
+	mu     sync.Mutex
+	closed bool
+}
+
+// goUnlessClosed runs f on a goroutine Close waits for, unless the replica
+// is closing (then Close may be waiting already).
+func (rn *run) goUnlessClosed(f func()) bool {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if rn.closed {
+		return false
+	}
+	rn.wg.Go(f)
+	return true
+}
+
+// closing reports whether the replica is closing.
+func (rn *run) closing() bool {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	return rn.closed
+}
+
+// close marks the replica closing; false if it was already.
+func (rn *run) close() bool {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	was := rn.closed
+	rn.closed = true
+	return !was
+}
+
+// New binds the configured consumers (creating or updating them) and starts
+// serving settles forwarded by other replicas.
+func New(ctx context.Context, o Options) (*Replica, error) {
+	if o.Conn == nil {
+		return nil, errors.New("core: no NATS connection")
+	}
+	if o.Keys == nil {
+		return nil, errors.New("core: no token keys")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	js, err := jetstream.New(o.Conn)
+	if o.Domain != "" {
+		js, err = jetstream.NewWithDomain(o.Conn, o.Domain)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	e := &env{
+		nc:      o.Conn,
+		js:      js,
+		api:     pull.API(o.Domain),
+		domain:  o.Domain,
+		self:    token.NewIssuerID(),
+		keys:    o.Keys,
+		timeout: orDefault(o.RequestTimeout, consumer.DefaultRequestTimeout),
+		log:     o.Logger,
+		spans:   o.Tracing.Spans(),
+		run:     &run{},
+	}
+	e.run.ctx, e.run.cancel = context.WithCancel(context.Background())
+	r := &Replica{
+		env:      e,
+		maxBatch: orDefault(o.MaxBatch, consumer.DefaultMaxBatch),
+		maxExp:   orDefault(o.MaxExpires, consumer.DefaultMaxExpires),
+		maxNak:   orDefault(o.MaxNakDelay, consumer.DefaultMaxNakDelay),
+		maxLease: orDefault(o.MaxLease, consumer.DefaultMaxLease),
+	}
+	r.binder = newBinder(e, o.OnDemand, o.Admin)
+	r.forwarder = &forwarder{env: e, binder: r.binder, slots: make(chan struct{}, maxForwardsInFlight)}
+	r.publisher = &publisher{env: e, subjects: newStreamSubjects(js), admin: o.Admin}
+	r.deadLetters = &deadLetters{env: e, binder: r.binder, publisher: r.publisher, routes: make(map[consumerKey]deadletter.Route)}
+	r.pushers = &pushers{env: e, binder: r.binder}
+	r.lister = &lister{env: e, binder: r.binder, pushers: r.pushers, deadLetters: r.deadLetters}
+	r.relay = &relay{env: e, binder: r.binder}
+	r.manager = &manager{env: e, binder: r.binder}
+	reg := o.Metrics
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	e.metrics = newMetrics(reg, r.binder, r.deadLetters)
+	e.stateReplicas = stateReplicas(ctx, js, o.Consumers)
+	if err := r.open(ctx, o); err != nil {
+		r.Close()
+		return nil, err
+	}
+	if err := r.pushers.start(e.run.ctx, o.Pushes, reg, o.Tracing); err != nil {
+		r.Close()
+		return nil, err
+	}
+	e.run.wg.Go(func() { r.binder.unbindIdle(e.run.ctx) })
+	r.log.Info("gateway bound", "gateway_id", r.self.String(), "consumers", len(o.Consumers))
+	return r, nil
+}
+
+// open opens what the replica shares with others (the ledger, the sender,
+// its subscriptions, the roster) and binds the configured consumers.
+func (r *Replica) open(ctx context.Context, o Options) error {
+	ledger, err := settle.OpenLedger(ctx, r.js, r.stateReplicas)
+	if err != nil {
+		return err
+	}
+	if r.forwarder.sender, err = settle.NewSender(o.Conn, r.timeout); err != nil {
+		return err
+	}
+	r.binder.shared = consumer.Deps{
+		Conn: o.Conn, Sender: r.forwarder.sender, Ledger: ledger, Keys: r.keys, Self: r.self,
+		Timeout: r.timeout, Log: r.log, MaxFetchBytes: o.MaxFetchBytes, MaxLease: r.maxLease, API: r.api,
+		Traced: o.Tracing.On(),
+	}
+	if err := r.subscribe(); err != nil {
+		return err
+	}
+	if r.roster, err = roster.Open(ctx, r.js, r.domain, r.stateReplicas, r.self.String(), r.log); err != nil {
+		return err
+	}
+	if err := r.binder.bindConfigured(ctx, o.Consumers); err != nil {
+		return err
+	}
+	for stream := range r.binder.binds.streams {
+		if err := r.publisher.subjects.load(ctx, stream); err != nil {
+			return err
+		}
+	}
+	return r.deadLetters.start(ctx, o.Consumers)
+}
+
+// subscribe makes each part's subscriptions (forwarded settles, questions
+// about leases, what the server says of consumers) and makes sure the
+// server has them before anyone is told the replica's id.
+func (r *Replica) subscribe() error {
+	for _, sub := range []func() error{r.forwarder.subscribe, r.lister.subscribe, r.relay.subscribe} {
+		if err := sub(); err != nil {
+			return err
+		}
+	}
+	if err := r.nc.FlushTimeout(r.timeout); err != nil {
+		return fmt.Errorf("flush subscriptions: %w", err)
+	}
+	return nil
+}
+
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// ID is this replica's id, the issuer named in its tokens.
+func (r *Replica) ID() token.IssuerID { return r.self }
+
+// MaxBatch and MaxExpires are the request bounds the replica was given.
+func (r *Replica) MaxBatch() int { return r.maxBatch }
+
+// MaxExpires caps a Fetch's expires.
+func (r *Replica) MaxExpires() time.Duration { return r.maxExp }
+
+// MaxNakDelay bounds a Nak's delay.
+func (r *Replica) MaxNakDelay() time.Duration { return r.maxNak }
+
+// MaxLease bounds how long one lease is kept alive.
+func (r *Replica) MaxLease() time.Duration { return r.maxLease }
+
+// Ready reports whether the replica can serve: NATS connected.
+func (r *Replica) Ready() error {
+	if !r.nc.IsConnected() {
+		return fmt.Errorf("%w: NATS connection is %v", errs.ErrUnavailable, r.nc.Status())
+	}
+	return nil
+}
+
+// Close stops forwarding and background work and waits for it to end, then
+// naks back the messages that canceled Fetches left (those whose pull has
+// ended), so that they are redelivered at once rather than after ack_wait.
+func (r *Replica) Close() {
+	if !r.run.close() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	defer cancel()
+	if r.roster != nil {
+		r.roster.Close(ctx)
+	}
+	r.StopPush(ctx)
+	r.forwarder.stop(ctx)
+	r.lister.stop()
+	r.relay.stop()
+	r.deadLetters.stop()
+	r.run.cancel()
+	r.run.wg.Wait()
+	for _, b := range r.binder.all() {
+		b.c.Close(ctx)
+	}
+	r.forwarder.close()
+}
+
+// Fetch leases up to req.Batch messages of a consumer.
+func (r *Replica) Fetch(ctx context.Context, stream, name string, req consumer.FetchRequest) (consumer.FetchResult, error) {
+	c, done, err := r.consumer(ctx, stream, name)
+	if err != nil {
+		return consumer.FetchResult{}, err
+	}
+	defer done()
+	span := r.spans.Receive(ctx, stream, name)
+	res, err := c.Fetch(ctx, req)
+	if err == nil {
+		c.Counts().CountFetch(res)
+	}
+	span.Link(len(res.Messages), origins(span, res.Messages))
+	span.End(err)
+	return res, err
+}
+
+// PullUse is how a replica uses its share of a consumer's waiting pulls.
+type PullUse struct {
+	Open, Allowed, Queued int // see consumer.Consumer.Pulls
+	Abandoned             int // left open by callers that went away
+	Replicas              int // serving the consumer, this one included
+}
+
+// Pulls reports how the replica uses its share of a consumer's pulls.
+func (r *Replica) Pulls(stream, name string) (PullUse, error) {
+	c := r.bound(stream, name)
+	if c == nil {
+		return PullUse{}, notServed(consumerKey{stream, name})
+	}
+	open, allowed, queued := c.Pulls()
+	return PullUse{Open: open, Allowed: allowed, Queued: queued, Abandoned: c.AbandonedPulls(), Replicas: c.Replicas()}, nil
+}
+
+// Consume streams leases of a consumer to send until ctx ends (see
+// consumer.Consume).
+func (r *Replica) Consume(ctx context.Context, stream, name string, req consumer.ConsumeRequest, send func([]*consumer.Delivery) error) error {
+	c, done, err := r.consumer(ctx, stream, name)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return c.Consume(ctx, req, func(ds []*consumer.Delivery) error {
+		if len(ds) == 0 {
+			return send(ds) // a heartbeat
+		}
+		c.Counts().CountFetch(consumer.FetchResult{Messages: ds})
+		span := r.spans.Receive(ctx, stream, name)
+		span.Link(len(ds), origins(span, ds))
+		err := send(ds)
+		span.End(err)
+		return err
+	})
+}
