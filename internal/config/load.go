@@ -133,7 +133,10 @@ func isNull(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
 }
 
-var durationType = reflect.TypeFor[Duration]()
+var (
+	durationType = reflect.TypeFor[Duration]()
+	byteSizeType = reflect.TypeFor[ByteSize]()
+)
 
 // check walks node n, the value at path, against the Go type t: every
 // mapping key must be a field of t, every value of the kind t needs. It
@@ -154,6 +157,14 @@ func (c *origins) check(n *yaml.Node, path string, t reflect.Type) error {
 			return c.kindError(n, path, "a duration")
 		}
 		if _, err := parseDuration(n.Value); err != nil {
+			return &Error{File: c.file, Line: n.Line, Path: path, Msg: err.Error()}
+		}
+		return nil
+	case t == byteSizeType:
+		if n.Kind != yaml.ScalarNode {
+			return c.kindError(n, path, "a size")
+		}
+		if _, err := parseByteSize(n.Value); err != nil {
 			return &Error{File: c.file, Line: n.Line, Path: path, Msg: err.Error()}
 		}
 		return nil

@@ -28,7 +28,7 @@ type Push struct {
 // as every byte setting is: a number of bytes.
 type PushBatch struct {
 	MaxMessages int      `yaml:"max_messages,omitempty"`
-	MaxBytes    int64    `yaml:"max_bytes,omitempty"`
+	MaxBytes    ByteSize `yaml:"max_bytes,omitempty"`
 	MaxWait     Duration `yaml:"max_wait,omitempty"`
 }
 
@@ -71,7 +71,7 @@ func (k Consumer) pushConfig() push.Config {
 		cfg.TLSCA, cfg.TLSCert, cfg.TLSKey = p.TLS.CA, p.TLS.Cert, p.TLS.Key
 	}
 	if b := p.Batch; b != nil {
-		cfg.Batch = &push.Batch{MaxMessages: b.MaxMessages, MaxBytes: b.MaxBytes, MaxWait: time.Duration(b.MaxWait)}
+		cfg.Batch = &push.Batch{MaxMessages: b.MaxMessages, MaxBytes: int64(b.MaxBytes), MaxWait: time.Duration(b.MaxWait)}
 	}
 	return cfg.WithDefaults()
 }
@@ -88,7 +88,7 @@ func (c *Config) fillPushDefaults() {
 		p.Concurrency, p.Timeout, p.Format = d.Concurrency, Duration(d.Timeout), string(d.Format)
 		p.Retry = &Retry{Min: Duration(d.RetryMin), Max: Duration(d.RetryMax)}
 		if b := d.Batch; b != nil {
-			p.Batch = &PushBatch{MaxMessages: b.MaxMessages, MaxBytes: b.MaxBytes, MaxWait: Duration(b.MaxWait)}
+			p.Batch = &PushBatch{MaxMessages: b.MaxMessages, MaxBytes: ByteSize(b.MaxBytes), MaxWait: Duration(b.MaxWait)}
 		}
 		c.Consumers[i].Push = &p
 	}

@@ -45,7 +45,8 @@ func TestBadPushBlocks(t *testing.T) {
 		{"batch of -1", "      url: http://h\n      batch:\n        max_messages: -1", "consumers[1].push.batch.max_messages", "must be between 1 and 1000, got -1"},
 		{"batch bytes negative", "      url: http://h\n      batch: {max_bytes: -5}", "consumers[1].push.batch.max_bytes", "must be between 1 and 67108864 (64 MiB), got -5"},
 		{"batch bytes over 64 MiB", "      url: http://h\n      batch: {max_bytes: 67108865}", "consumers[1].push.batch.max_bytes", "must be between 1 and 67108864"},
-		{"batch bytes with a unit", "      url: http://h\n      batch: {max_bytes: 1MiB}", "consumers[1].push.batch.max_bytes", "1MiB"},
+		{"batch bytes with no unit known", "      url: http://h\n      batch: {max_bytes: 1MeB}", "consumers[1].push.batch.max_bytes", `"1MeB" is not a size`},
+		{"batch bytes with a unit, over 64 MiB", "      url: http://h\n      batch: {max_bytes: 65MiB}", "consumers[1].push.batch.max_bytes", "must be between 1 and 67108864"},
 		{"batch wait negative", "      url: http://h\n      batch: {max_wait: -1s}", "consumers[1].push.batch.max_wait", "must be positive"},
 		{"batch wait too long", "      url: http://h\n      batch: {max_wait: 10m}", "consumers[1].push.batch.max_wait", "must be at most 5m0s, got 10m0s"},
 		{"batch wait not a duration", "      url: http://h\n      batch: {max_wait: 20}", "consumers[1].push.batch.max_wait", `"20" is not a duration`},
@@ -140,6 +141,8 @@ func TestPushBatch(t *testing.T) {
 		{"      url: http://h/x", nil},
 		{"      url: http://h/x\n      batch: {}", &push.Batch{MaxMessages: 100, MaxBytes: 1 << 20, MaxWait: 20 * time.Millisecond}},
 		{"      url: http://h/x\n      batch: {max_messages: 10, max_bytes: 65536, max_wait: 50ms}", &push.Batch{MaxMessages: 10, MaxBytes: 65536, MaxWait: 50 * time.Millisecond}},
+		{"      url: http://h/x\n      batch: {max_messages: 100, max_bytes: 1MiB, max_wait: 20ms}", &push.Batch{MaxMessages: 100, MaxBytes: 1 << 20, MaxWait: 20 * time.Millisecond}},
+		{"      url: http://h/x\n      batch: {max_bytes: 512KB}", &push.Batch{MaxMessages: 100, MaxBytes: 512_000, MaxWait: 20 * time.Millisecond}},
 		{"      url: http://h/x\n      format: cloudevents\n      batch:\n        max_messages: 1000", &push.Batch{MaxMessages: 1000, MaxBytes: 1 << 20, MaxWait: 20 * time.Millisecond}},
 	} {
 		c, err := parseAndValidate("p.yaml", pushFile(tc.block))
@@ -159,7 +162,7 @@ func TestPushBatch(t *testing.T) {
 	if err := Write(&b, c); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"batch:", "max_messages: 10", "max_bytes: 1048576", "max_wait: 20ms"} {
+	for _, want := range []string{"batch:", "max_messages: 10", "max_bytes: 1MiB", "max_wait: 20ms"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("check-config output lacks %q:\n%s", want, b.String())
 		}
