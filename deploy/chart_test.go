@@ -144,7 +144,7 @@ func checkPorts(t *testing.T, c corev1.Container, o objects) {
 func jetgateShutdown(t *testing.T) time.Duration {
 	t.Helper()
 	grace := durationIn(t, "../app/*.go", `ShutdownGrace:\s+(\d+) \* time\.Second`)
-	closing := durationIn(t, "../internal/replica/*.go", `DefaultRequestTimeout\s+= (\d+) \* time\.Second`)
+	closing := durationIn(t, "../internal/consumer/defaults.go", `DefaultRequestTimeout\s+= (\d+) \* time\.Second`)
 	return grace + closing
 }
 
