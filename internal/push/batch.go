@@ -201,17 +201,7 @@ func (p *Pusher) batchRequest(ctx context.Context, js []*job, now time.Time) *ht
 	w.set("Jetgate-Stream", p.cfg.Stream)
 	w.set("Jetgate-Consumer", p.cfg.Consumer)
 	w.set("Jetgate-Batch-Size", strconv.Itoa(len(js)))
-	id, ts := batchID(js), strconv.FormatInt(now.Unix(), 10)
-	w.set("Webhook-Id", id)
-	w.set("Webhook-Timestamp", ts)
-	if t.sigKey != nil {
-		w.set("Webhook-Signature", t.sign(id, ts, body))
-	}
-	if t.auth != nil {
-		h["Authorization"] = t.auth
-	}
-	h["User-Agent"] = userAgent
-	return t.post(ctx, h, body)
+	return t.signed(ctx, &w, batchID(js), now, body)
 }
 
 // batchSpan starts the span of a batch's push, linked to each message's

@@ -106,17 +106,24 @@ func (p *Pusher) request(ctx context.Context, d *consumer.Delivery, now time.Tim
 		h["Content-Type"] = octetStream
 	}
 	metadata(&w, d)
-	id, ts := WebhookID(d), strconv.FormatInt(now.Unix(), 10)
+	return t.signed(ctx, &w, WebhookID(d), now, body), nil
+}
+
+// signed is the request of body with the Standard Webhooks headers (id,
+// timestamp, and with a secret the signature), the endpoint's credentials
+// and jetgate's user agent.
+func (t *template) signed(ctx context.Context, w *headerWriter, id string, now time.Time, body []byte) *http.Request {
+	ts := strconv.FormatInt(now.Unix(), 10)
 	w.set("Webhook-Id", id)
 	w.set("Webhook-Timestamp", ts)
 	if t.sigKey != nil {
 		w.set("Webhook-Signature", t.sign(id, ts, body))
 	}
 	if t.auth != nil {
-		h["Authorization"] = t.auth
+		w.h["Authorization"] = t.auth
 	}
-	h["User-Agent"] = userAgent
-	return t.post(ctx, h, body), nil
+	w.h["User-Agent"] = userAgent
+	return t.post(ctx, w.h, body)
 }
 
 // post is the POST of body with header h to the endpoint.
