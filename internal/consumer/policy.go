@@ -63,10 +63,15 @@ func (s *onServer) FollowUpdate(ctx context.Context, payload []byte) {
 	}
 }
 
-// shows reports whether the server's config has the timing asked names.
+// shows reports whether the server's config has the timing asked. An
+// update carries the whole configuration, so a backoff it leaves out is
+// removed, not left as it was (the server's first info may predate the
+// update, still with the old backoff); with a backoff the server sets
+// ack_wait to its first step, so ack_wait is then not compared; an ack_wait
+// or max_ack_pending left out takes the server's default.
 func shows(cfg, asked jetstream.ConsumerConfig) bool {
-	return (asked.AckWait == 0 || cfg.AckWait == asked.AckWait) &&
-		(asked.BackOff == nil || slices.Equal(cfg.BackOff, asked.BackOff)) &&
+	return slices.Equal(cfg.BackOff, asked.BackOff) &&
+		(asked.AckWait == 0 || len(asked.BackOff) > 0 || cfg.AckWait == asked.AckWait) &&
 		(asked.MaxAckPending == 0 || cfg.MaxAckPending == asked.MaxAckPending)
 }
 

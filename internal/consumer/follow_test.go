@@ -1,0 +1,40 @@
+package consumer
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// FollowUpdate asks infos until one shows the update: an info from before
+// it must not pass for it. The case that did: a backoff removed (ack_wait
+// already its first step), where the old config showed the ack_wait asked
+// and a backoff the request left out was taken as "not named", so the
+// replica stopped following with the old backoff, and dated leases by a
+// wait the server no longer kept (seen in TestFaultSeeksAndEditsMidTraffic's
+// long form).
+func TestAnInfoFromBeforeAnUpdateDoesNotShowIt(t *testing.T) {
+	withBackoff := jetstream.ConsumerConfig{AckWait: time.Second, BackOff: []time.Duration{time.Second, 3 * time.Second}, MaxAckPending: 1024}
+	noBackoff := jetstream.ConsumerConfig{AckWait: time.Second, MaxAckPending: 1024}
+	cases := []struct {
+		name       string
+		cfg, asked jetstream.ConsumerConfig
+		want       bool
+	}{
+		{"backoff removed, info from before", withBackoff, noBackoff, false},
+		{"backoff removed, info from after", noBackoff, noBackoff, true},
+		{"backoff added, info from before", noBackoff, jetstream.ConsumerConfig{AckWait: 30 * time.Second, BackOff: withBackoff.BackOff}, false},
+		// With a backoff the server sets ack_wait to its first step.
+		{"backoff added, info from after", withBackoff, jetstream.ConsumerConfig{AckWait: 30 * time.Second, BackOff: withBackoff.BackOff}, true},
+		{"ack_wait cut, info from before", jetstream.ConsumerConfig{AckWait: 30 * time.Second}, jetstream.ConsumerConfig{AckWait: 3 * time.Second}, false},
+		{"ack_wait cut, info from after", jetstream.ConsumerConfig{AckWait: 3 * time.Second}, jetstream.ConsumerConfig{AckWait: 3 * time.Second}, true},
+		{"ack_wait left to the server", jetstream.ConsumerConfig{AckWait: 30 * time.Second}, jetstream.ConsumerConfig{}, true},
+		{"max_ack_pending changed, info from before", noBackoff, jetstream.ConsumerConfig{AckWait: time.Second, MaxAckPending: 10}, false},
+	}
+	for _, tc := range cases {
+		if got := shows(tc.cfg, tc.asked); got != tc.want {
+			t.Errorf("%s: shows = %v; want %v", tc.name, got, tc.want)
+		}
+	}
+}
