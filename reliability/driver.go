@@ -37,6 +37,8 @@ type Driver struct {
 	Checker          *Checker
 	// Answer decides each delivery's fate; nil acks everything.
 	Answer func(r *rand.Rand, delivered uint64) Action
+	// AnswerMsg, if set, decides in place of Answer, seeing the message.
+	AnswerMsg func(r *rand.Rand, m *jetgatev1.Message) Action
 	// CancelFetch, if set, is asked before each Fetch whether to cancel it
 	// after a random moment, as a caller that goes away would.
 	CancelFetch func(r *rand.Rand) bool
@@ -352,7 +354,9 @@ func (d *Driver) decide(r *rand.Rand, msgs []*jetgatev1.Message) map[Action][]*j
 	groups := make(map[Action][]*jetgatev1.Message)
 	for _, m := range msgs {
 		a := Ack
-		if d.Answer != nil {
+		if d.AnswerMsg != nil {
+			a = d.AnswerMsg(r, m)
+		} else if d.Answer != nil {
 			a = d.Answer(r, m.GetMetadata().GetNumDelivered())
 		}
 		groups[a] = append(groups[a], m)

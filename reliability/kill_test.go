@@ -20,9 +20,10 @@ import (
 
 // process is a jetgate binary running as its own process.
 type process struct {
-	cmd  *exec.Cmd
-	cons jetgatev1.ConsumerServiceClient
-	strm jetgatev1.StreamServiceClient
+	cmd                *exec.Cmd
+	cons               jetgatev1.ConsumerServiceClient
+	strm               jetgatev1.StreamServiceClient
+	grpcAddr, httpAddr string
 }
 
 func buildJetgate(t *testing.T) string {
@@ -38,7 +39,8 @@ func buildJetgate(t *testing.T) string {
 func startProcess(t *testing.T, bin string, args ...string) *process {
 	t.Helper()
 	grpcAddr := "127.0.0.1:" + strconv.Itoa(natstest.FreePort(t))
-	args = append(args, "--grpc-addr", grpcAddr, "--http-addr", "127.0.0.1:"+strconv.Itoa(natstest.FreePort(t)), "--log-level", "warn")
+	httpAddr := "127.0.0.1:" + strconv.Itoa(natstest.FreePort(t))
+	args = append(args, "--grpc-addr", grpcAddr, "--http-addr", httpAddr, "--log-level", "warn")
 	logFile, err := os.Create(filepath.Join(t.TempDir(), "jetgate.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +63,8 @@ func startProcess(t *testing.T, bin string, args ...string) *process {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	p := &process{cmd: cmd, cons: jetgatev1.NewConsumerServiceClient(conn), strm: jetgatev1.NewStreamServiceClient(conn)}
+	p := &process{cmd: cmd, cons: jetgatev1.NewConsumerServiceClient(conn), strm: jetgatev1.NewStreamServiceClient(conn),
+		grpcAddr: grpcAddr, httpAddr: httpAddr}
 	natstest.Eventually(t, 20*time.Second, "jetgate serving", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
