@@ -192,6 +192,7 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 	c.puller.orphans = c.orphans
 	c.waiting.woke = c.wake
 	c.onServer.changed, c.onServer.replicas = c.policyChanged, c.puller.Replicas
+	c.onServer.retime = func(p lease.Policy) { c.leases.SetTiming(p) }
 	c.leases.SetTiming(c.onServer.timing())
 	return c
 }

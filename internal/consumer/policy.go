@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/internal/lease"
 )
 
 // A consumer's policy (its redelivery timing and its limits) is the
@@ -43,6 +45,13 @@ func (s *onServer) FollowUpdate(ctx context.Context, payload []byte) {
 	if json.Unmarshal(payload, &req) != nil {
 		return
 	}
+	// The server redelivers by the new timing the moment it applies it,
+	// before any info can say so: the leases the request cuts short are
+	// re-dated now, by the timing it asks, and the infos then say what
+	// holds (a refused request leaves them shorter than they need be).
+	asked := requestedTiming(req.Config)
+	s.foresee(&asked)
+	defer s.foresee(nil)
 	wait := followFirst
 	for range followTries {
 		ci, err := s.ask(ctx, s.timeout)
@@ -62,6 +71,36 @@ func (s *onServer) FollowUpdate(ctx context.Context, payload []byte) {
 		wait *= 2
 	}
 }
+
+// foresee dates the leases by p where it is shorter than what they were
+// dated by, and new leases by p, until foresee(nil) puts the view's timing
+// back.
+func (s *onServer) foresee(p *lease.Policy) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.last.Load().timing
+	if p != nil {
+		t = *p
+	}
+	s.retime(t)
+}
+
+// requestedTiming is the timing a create or update asks: with a backoff the
+// server sets ack_wait to its first step; an ack_wait left out is the
+// server's default, 30s.
+func requestedTiming(cfg jetstream.ConsumerConfig) lease.Policy {
+	p := lease.Policy{AckWait: cfg.AckWait, BackOff: cfg.BackOff}
+	switch {
+	case len(cfg.BackOff) > 0:
+		p.AckWait = cfg.BackOff[0]
+	case p.AckWait == 0:
+		p.AckWait = serverAckWait
+	}
+	return p
+}
+
+// serverAckWait is the server's ack_wait for a consumer that names none.
+const serverAckWait = 30 * time.Second
 
 // shows reports whether the server's config has the timing asked. An
 // update carries the whole configuration, so a backoff it leaves out is

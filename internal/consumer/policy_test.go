@@ -2,6 +2,7 @@ package consumer_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -152,5 +153,42 @@ func TestAConsumerMadeAPushConsumerIsNotFoundWithTheReason(t *testing.T) {
 	}
 	if err := e.settleOne(lease.OpAck, held.Messages[0]); !errors.Is(err, errs.ErrLeaseExpired) {
 		t.Fatalf("Ack of a lease held before: %v; want LEASE_EXPIRED (voided)", err)
+	}
+}
+
+// An update request that cuts the timing re-dates the leases it cuts as it
+// passes, before any info can show it (the server redelivers by the new
+// timing the moment it applies it); new leases go back to the server's
+// timing once the infos say it held. Here the request never reaches the
+// server: the lease stays cut (and so ends within a second), and the next
+// lease is dated by 30s again.
+func TestAnUpdateRequestCutsTheLeasesAsItPasses(t *testing.T) {
+	e := start(t, consumer.Config{AckWait: 30 * time.Second})
+	e.publish("orders.1", "a")
+	e.publish("orders.2", "b")
+	first := e.fetch(consumer.FetchRequest{Batch: 1, Expires: time.Second})
+	if len(first.Messages) != 1 || time.Until(first.Messages[0].Deadline) < 20*time.Second {
+		t.Fatalf("first fetch: %+v; want one lease of about 27s", first)
+	}
+	cfg := e.info().Config
+	cfg.BackOff = []time.Duration{time.Second, 2 * time.Second}
+	payload, err := json.Marshal(struct {
+		Stream string                  `json:"stream_name"`
+		Config jetstream.ConsumerConfig `json:"config"`
+	}{stream, cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	e.c.FollowUpdate(ctx, payload) // the infos never show it: it gives up after 1.2s and more
+	// Cut to backoff[0], 1s from its receipt, the lease has ended; dated by
+	// 30s it would still be live.
+	if err := e.settleOne(lease.OpTerm, first.Messages[0]); !errors.Is(err, errs.ErrLeaseExpired) {
+		t.Fatalf("Term of the first lease after the request passed: %v; want LEASE_EXPIRED", err)
+	}
+	second := e.fetch(consumer.FetchRequest{Batch: 1, Expires: time.Second})
+	if len(second.Messages) != 1 || time.Until(second.Messages[0].Deadline) < 20*time.Second {
+		t.Fatalf("second fetch: %+v; want a lease of about 27s again: the server kept 30s", second)
 	}
 }

@@ -58,6 +58,9 @@ type onServer struct {
 	// lease table's and the waiting line's locks, and nothing that holds
 	// those asks the server.
 	changed func(old, now *serverView)
+	// retime dates the leases by a timing not yet the view's (foresee),
+	// under mu, as changed does.
+	retime func(lease.Policy)
 	// replicas is how many replicas serve the consumer, itself included.
 	replicas func() int
 }
@@ -72,6 +75,7 @@ func newOnServer(s jetstream.Stream, cons jetstream.Consumer, d Deps, log *slog.
 		js: cons, jsStream: s, nc: d.Conn, self: d.Self, timeout: d.Timeout, log: log,
 		held: newHoldBack(), onReset: d.OnReset,
 		changed:  func(_, _ *serverView) {},
+		retime:   func(lease.Policy) {},
 		replicas: func() int { return 1 },
 	}
 	// What the server had delivered when it was bound: every delivery to a

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
 
@@ -20,6 +21,10 @@ type relay struct {
 	*env
 	binder *binder
 	subs   []*nats.Subscription
+	// handled counts, by subscription, the messages its handler finished
+	// with: catchUp waits until it matches what NATS delivered.
+	handled []*atomic.Int64
+	wakes   wakes // the replica's gaps (wake.go)
 }
 
 // stop takes the relay off its subjects.
@@ -136,11 +141,15 @@ func (rl *relay) subscribe() error {
 		{rl.api + durableCreateRequests + ">", rl.onUpdate},
 	}
 	for _, s := range subs {
-		sub, err := rl.nc.Subscribe(s.subject, s.handler)
+		handler, handled := s.handler, new(atomic.Int64)
+		sub, err := rl.nc.Subscribe(s.subject, func(m *nats.Msg) {
+			defer handled.Add(1)
+			handler(m)
+		})
 		if err != nil {
 			return fmt.Errorf("subscribe to %s: %w", s.subject, err)
 		}
-		rl.subs = append(rl.subs, sub)
+		rl.subs, rl.handled = append(rl.subs, sub), append(rl.handled, handled)
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ const maxForwardsInFlight = 64
 type forwarder struct {
 	*env
 	binder *binder
+	relay  *relay // caught up with before a settle, after a pause (wake.go)
 	sender *settle.Sender
 	slots  chan struct{}      // one per forwarded settle being served
 	sub    *nats.Subscription // this replica's forward subject
@@ -51,6 +52,9 @@ func (fw *forwarder) Settle(ctx context.Context, req settle.Request) ([]settle.O
 		return nil, err
 	}
 	defer done()
+	if err := fw.relay.catchUp(ctx); err != nil {
+		return nil, err
+	}
 	if !fw.nc.IsConnected() {
 		return nil, fmt.Errorf("%w: not connected to NATS", errs.ErrUnavailable)
 	}
@@ -163,6 +167,9 @@ func (fw *forwarder) serveForward(f settle.Forward) []settle.Outcome {
 		return settle.Fill(make([]settle.Outcome, len(f.Tokens)), err)
 	}
 	defer done()
+	if err := fw.relay.catchUp(ctx); err != nil {
+		return settle.Fill(make([]settle.Outcome, len(f.Tokens)), err)
+	}
 	return settle.Split(fw.keys, fw.self, f.Request, func(issuer token.IssuerID, b *settle.Batch) []settle.Outcome {
 		if issuer == fw.self {
 			return c.Settle(ctx, f.Op, b.Claims, f.Args())

@@ -1,0 +1,99 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/jetgate/jetgate/internal/errs"
+)
+
+// A replica that could not run for a while (stopped with SIGSTOP, frozen by
+// its host, starved of CPU) may have slept through a reset: its peers wait
+// for its answer to the reset's word at most resetWordWait, then hand out
+// the reset's deliveries. When it runs again, the callers' settles that
+// waited for it and what NATS told it meanwhile race, each on goroutines of
+// their own, and a settle that reached the lease table first would land on
+// a delivery made after the reset. So a replica watches its own clock
+// (watch), and after a gap it settles nothing until it has taken in what
+// NATS sent it before (catchUp): a flush, then the relay's queues drained.
+
+// stallAfter is the gap after which a replica catches up before settling:
+// under resetWordWait, the longest a peer waits for its answer.
+const stallAfter = time.Second
+
+// tickEvery is how often the watch notes that the replica runs.
+const tickEvery = 100 * time.Millisecond
+
+// wakes is what a replica knows of its own gaps.
+type wakes struct {
+	last  atomic.Int64 // unix ns of the watch's last tick
+	stale atomic.Bool  // a gap was seen and not caught up yet
+}
+
+// watch ticks until ctx ends, noting each gap.
+func (w *wakes) watch(ctx context.Context) {
+	w.last.Store(time.Now().UnixNano())
+	t := time.NewTicker(tickEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if time.Duration(now.UnixNano()-w.last.Load()) > stallAfter {
+				w.stale.Store(true) // before last moves, so a reader of the new last sees it
+			}
+			w.last.Store(now.UnixNano())
+		}
+	}
+}
+
+// behind reports whether the replica may have slept through something:
+// a gap seen, or one going on now that the watch has not seen yet.
+func (w *wakes) behind(now time.Time) bool {
+	last := w.last.Load()
+	return w.stale.Load() || time.Duration(now.UnixNano()-last) > stallAfter
+}
+
+// catchUp, when the replica may have slept through something, flushes its
+// connection (every message the server sent before is then in a
+// subscription's queue) and waits until the relay has handled them all, so
+// that a reset it slept through voids its leases before any settle.
+func (rl *relay) catchUp(ctx context.Context) error {
+	if !rl.wakes.behind(time.Now()) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, rl.timeout)
+	defer cancel()
+	if err := rl.nc.FlushWithContext(ctx); err != nil {
+		return fmt.Errorf("%w: catching up with NATS after a pause: %v", errs.ErrUnavailable, err)
+	}
+	for !rl.drained() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: catching up with NATS after a pause: %v", errs.ErrUnavailable, ctx.Err())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	rl.wakes.stale.Store(false)
+	rl.wakes.last.Store(time.Now().UnixNano())
+	return nil
+}
+
+// drained reports whether the relay's handlers have finished with every
+// message NATS delivered to their subscriptions, and none waits.
+func (rl *relay) drained() bool {
+	for i, sub := range rl.subs {
+		delivered, err := sub.Delivered()
+		pending, _, perr := sub.Pending()
+		if err != nil || perr != nil {
+			continue // closed: nothing more comes
+		}
+		if pending > 0 || rl.handled[i].Load() < delivered {
+			return false
+		}
+	}
+	return true
+}

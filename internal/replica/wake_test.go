@@ -1,0 +1,56 @@
+package replica
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/token"
+)
+
+// After a gap in its own clock (the process stopped), a replica settles
+// nothing until it has handled what NATS sent it before: a reset request
+// that passed while it could not run voids its leases first. Here the gap
+// is made by setting the watch's last tick back, and the reset request is
+// published just before the catch-up: once catchUp returns, the consumer
+// has noticed the reset. Without a gap, catchUp asks nothing of NATS.
+func TestASettleAfterAPauseWaitsForWhatNATSSentMeanwhile(t *testing.T) {
+	ns := natstest.Start(t)
+	nc := natstest.Connect(t, ns)
+	natstest.Stream(t, nc, "ORDERS", "orders.>")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := New(ctx, Options{Conn: natstest.Connect(t, ns), Keys: token.RandomKeyring(),
+		Consumers: []consumer.Config{{Stream: "ORDERS", Name: "billing"}}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	c := r.bound("ORDERS", "billing")
+	if r.relay.wakes.behind(time.Now()) {
+		t.Fatal("a replica just started is behind; want it caught up")
+	}
+	for i := range 20 {
+		r.relay.wakes.last.Store(time.Now().Add(-5 * time.Second).UnixNano()) // asleep 5s
+		before := c.Counts().Resets.Load()
+		if err := nc.PublishRequest("$JS.API.CONSUMER.RESET.ORDERS.billing", nc.NewInbox(), nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.relay.catchUp(ctx); err != nil {
+			t.Fatalf("catch up: %v", err)
+		}
+		if got := c.Counts().Resets.Load(); got != before+1 {
+			t.Fatalf("round %d: after catching up, %d resets noticed; want %d: the reset request published before was not handled first", i, got, before+1)
+		}
+		if r.relay.wakes.behind(time.Now()) {
+			t.Fatalf("round %d: still behind after catching up", i)
+		}
+	}
+}
