@@ -173,7 +173,7 @@ func TestAnUpdateRequestCutsTheLeasesAsItPasses(t *testing.T) {
 	cfg := e.info().Config
 	cfg.BackOff = []time.Duration{time.Second, 2 * time.Second}
 	payload, err := json.Marshal(struct {
-		Stream string                  `json:"stream_name"`
+		Stream string                   `json:"stream_name"`
 		Config jetstream.ConsumerConfig `json:"config"`
 	}{stream, cfg})
 	if err != nil {
