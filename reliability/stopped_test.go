@@ -26,19 +26,18 @@ const (
 	resumeSlack = 1500 * time.Millisecond
 )
 
-// staleOnWake (JETGATE_FAULTS_STALE_ON_WAKE=1) adds the settles that reach
-// the stopped replica before it has read the reset: the replica is stopped
-// mid-traffic, callers' requests in flight to it included, and the kept
-// tokens are settled while it is stopped, directly (by a caller that waits
-// for the answer, and by one that gives up after 2s: both requests wait in
-// its socket) and through a peer (the forward waits in its socket), and
-// directly at once after SIGCONT. Those are known to be applied after the
-// reset, landing on the reset's redeliveries (docs/RELIABILITY.md, "A
-// replica stopped through a reset"): the woken replica serves them before
-// it reads the reset from NATS. Off until that is fixed, so that the suite
-// passes; without it, nothing reaches the stopped replica before it noticed
-// the reset.
-var staleOnWake = os.Getenv("JETGATE_FAULTS_STALE_ON_WAKE") != ""
+// staleOnWake adds the settles that reach the stopped replica before it has
+// read the reset: the replica is stopped mid-traffic, callers' requests in
+// flight to it included, and the kept tokens are settled while it is
+// stopped, directly (by a caller that waits for the answer, and by one that
+// gives up after 2s: both requests wait in its socket) and through a peer
+// (the forward waits in its socket), and directly at once after SIGCONT.
+// The woken replica used to serve them before it read the reset from NATS,
+// landing them on the reset's redeliveries; it now catches up with NATS
+// first (internal/replica/wake.go). JETGATE_FAULTS_DRAIN_BEFORE_STOP=1
+// drains the replica before stopping it instead, so that nothing reaches it
+// before it noticed the reset.
+var staleOnWake = os.Getenv("JETGATE_FAULTS_DRAIN_BEFORE_STOP") == ""
 
 // TestFaultReplicaStoppedThroughAReset stops one of three jetgate processes
 // with SIGSTOP (3s short, 30s long, twice in the long form) while callers
