@@ -32,7 +32,7 @@ func (s *consumerService) CreateConsumer(ctx context.Context, req *jetgatev1.Cre
 		return nil, s.status(fmt.Errorf("%w: config: describe the consumer (durable_name at least)", errs.ErrInvalidArgument))
 	}
 	var cfg jetstream.ConsumerConfig
-	for _, f := range createFields {
+	for _, f := range fields { // a create sets them all
 		if err := f.set(&cfg, req.GetConfig()); err != nil {
 			return nil, s.status(err)
 		}
@@ -208,9 +208,6 @@ var fields = []field{
 		return duration("inactive_threshold", in.GetInactiveThreshold(), &c.InactiveThreshold)
 	}},
 }
-
-// createFields are every field: a create sets them all.
-var createFields = fields
 
 // maskFields are the fields an update_mask names, which an update may
 // change.

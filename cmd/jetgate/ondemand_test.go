@@ -32,7 +32,7 @@ func TestCheckConfigOnDemandAlone(t *testing.T) {
 		})
 	}
 	code, _, stderr := checkConfigRun([]string{"--config", empty}, envOf())
-	if code != 2 || !strings.Contains(stderr, "or serve existing consumers with on_demand (--on-demand STREAM/CONSUMER)") {
+	if code != 2 || !strings.Contains(stderr, "serve existing consumers with on_demand (--on-demand STREAM/CONSUMER), or let callers make them (admin)") {
 		t.Errorf("nothing to serve: exit %d, stderr %q; want 2 and on_demand named", code, stderr)
 	}
 	code, _, stderr = checkConfigRun([]string{"--config", empty, "--on-demand", "ORDERS"}, envOf())

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"cmp"
+	"maps"
 	"context"
 	"errors"
 	"fmt"
@@ -225,9 +226,9 @@ func (m *manager) underQuota(ctx context.Context, principal string) error {
 
 // withCreator is md with the creator mark, a copy.
 func withCreator(md map[string]string, creator string) map[string]string {
-	out := make(map[string]string, len(md)+1)
-	for k, v := range md {
-		out[k] = v
+	out := maps.Clone(md)
+	if out == nil {
+		out = make(map[string]string, 1)
 	}
 	out[consumer.CreatedBy] = creator
 	return out
