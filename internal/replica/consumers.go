@@ -2,10 +2,10 @@ package replica
 
 import (
 	"cmp"
-	"maps"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/nats-io/nats.go/jetstream"
 
