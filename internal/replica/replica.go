@@ -205,7 +205,6 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	r.pushers = &pushers{env: e, binder: r.binder}
 	r.lister = &lister{env: e, binder: r.binder, pushers: r.pushers, deadLetters: r.deadLetters}
 	r.relay = &relay{env: e, binder: r.binder}
-	r.relay.wakes.last.Store(time.Now().UnixNano())
 	r.forwarder.relay = r.relay
 	r.manager = &manager{env: e, binder: r.binder}
 	reg := o.Metrics
@@ -223,6 +222,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		return nil, err
 	}
 	e.run.wg.Go(func() { r.binder.unbindIdle(e.run.ctx) })
+	r.relay.wakes.last.Store(time.Now().UnixNano()) // a slow start is no gap
 	e.run.wg.Go(func() { r.relay.wakes.watch(e.run.ctx) })
 	r.log.Info("gateway bound", "gateway_id", r.self.String(), "consumers", len(o.Consumers))
 	return r, nil

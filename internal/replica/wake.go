@@ -32,9 +32,9 @@ type wakes struct {
 	stale atomic.Bool  // a gap was seen and not caught up yet
 }
 
-// watch ticks until ctx ends, noting each gap.
+// watch ticks until ctx ends, noting each gap. The first tick is set by
+// whoever makes the replica, before watch runs.
 func (w *wakes) watch(ctx context.Context) {
-	w.last.Store(time.Now().UnixNano())
 	t := time.NewTicker(tickEvery)
 	defer t.Stop()
 	for {
@@ -83,11 +83,14 @@ func (rl *relay) catchUp(ctx context.Context) error {
 }
 
 // drained reports whether the relay's handlers have finished with every
-// message NATS delivered to their subscriptions, and none waits.
+// message NATS delivered to their subscriptions, and none waits. Pending is
+// read before Delivered: the client moves a message from one count to the
+// other under one lock, so read in this order a message is always in one of
+// them (read the other way, one taken between the reads is in neither).
 func (rl *relay) drained() bool {
 	for i, sub := range rl.subs {
-		delivered, err := sub.Delivered()
 		pending, _, perr := sub.Pending()
+		delivered, err := sub.Delivered()
 		if err != nil || perr != nil {
 			continue // closed: nothing more comes
 		}
