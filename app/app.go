@@ -90,6 +90,7 @@ type process struct {
 	refused          *prometheus.CounterVec // connections the listeners' caps refused
 	nc               *nats.Conn
 	watch            *natsWatch
+	stalls           *stallWatch
 	replica          *replica.Replica
 	public, inner    *grpc.Server      // gRPC for callers; for the REST side, in memory
 	innerLis         *bufconn.Listener // the inner server's
@@ -148,7 +149,7 @@ func (p *process) build(ctx context.Context) error {
 		return err
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo(), p.refused,
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo(), p.refused, p.stalls.stalls,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "jetgate_nats_connected",
 			Help: "1 while the replica's connection to NATS is up, 0 while it is away (reconnecting); /readyz answers 503 then.",

@@ -147,15 +147,16 @@ func consumerNames(c *config.Config) string {
 // redactedURL is url with its user information masked, for logs and errors.
 func redactedURL(url string) string { return config.MaskURLs(url) }
 
-// connect starts the embedded server (when no URL is configured) and
-// pingEvery and pingsOut bound how long a stalled NATS connection is kept:
-// at most 30s.
+// pingEvery and pingsOut bound how long a stalled NATS connection is kept
+// when nothing waits on it: at most 30s (stall.go finds it sooner when
+// something does).
 const (
 	pingEvery = 10 * time.Second
 	pingsOut  = 2
 )
 
-// connects to NATS, watched for the probes.
+// connect starts the embedded server (when no URL is configured) and
+// connects to NATS, watched for the probes and for stalls.
 func (p *process) connect() error {
 	p.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	p.watch = newNATSWatch(p.log, p.health)
@@ -199,6 +200,8 @@ func (p *process) connect() error {
 		}
 	}
 	p.onClose(func() { p.watch.close(p.nc) })
+	p.stalls = newStallWatch(p.nc, p.log)
+	p.onClose(p.stalls.close)
 	return nil
 }
 
