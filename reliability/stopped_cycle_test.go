@@ -250,6 +250,14 @@ func (c *stopCycle) reset(ctx context.Context, victimID string) {
 
 // resetsNoticed reads jetgate_consumer_resets_total of p's consumer.
 func resetsNoticed(p *process) (int, error) {
+	f, err := metricOf(p, "jetgate_consumer_resets_total{", `stream="`+stream+`"`, `consumer="`+consumer+`"`)
+	return int(f), err
+}
+
+// metricOf reads the value of the first series on p's /metrics that starts
+// with prefix (a name, with "{" for one with labels) and holds every one of
+// labels; 0 when there is none.
+func metricOf(p *process, prefix string, labels ...string) (float64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.httpAddr+"/metrics", nil)
@@ -264,16 +272,21 @@ func resetsNoticed(p *process) (int, error) {
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line := sc.Text()
-		if strings.HasPrefix(line, "jetgate_consumer_resets_total{") && strings.Contains(line, `stream="`+stream+`"`) &&
-			strings.Contains(line, `consumer="`+consumer+`"`) {
-			f, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-			return int(f), err
+		if !strings.HasPrefix(line, prefix) || !allIn(line, labels) {
+			continue
+		}
+		return strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+	}
+	return 0, sc.Err()
+}
+
+func allIn(line string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(line, p) {
+			return false
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, nil
+	return true
 }
 
 type probeGroup struct {

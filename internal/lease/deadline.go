@@ -6,13 +6,23 @@ import (
 )
 
 // MaxMargin is the largest safety margin kept before the server's own
-// redelivery: a lease ends a tenth of its ack wait early, at most this much.
+// redelivery: a lease ends a tenth of its ack wait early, at least
+// MinMargin (half the wait at most), at most MaxMargin.
 const MaxMargin = 2 * time.Second
+
+// MinMargin is the least margin where the wait allows it. The server's
+// clock for a delivery starts as it sends it, jetgate's as it receives it,
+// and a delivery can arrive that much later: a CPU-throttled container, a
+// GC pause, a loaded machine (a tenth of a 1s BackOff step, 100ms, was seen
+// overrun under load).
+const MinMargin = 250 * time.Millisecond
 
 // Margin is how much earlier than the server's redelivery a lease with the
 // given ack wait ends. Clocks, the network and the sweep all take time, and
 // a lease must never be called live after JetStream has redelivered it.
-func Margin(ackWait time.Duration) time.Duration { return min(ackWait/10, MaxMargin) }
+func Margin(ackWait time.Duration) time.Duration {
+	return min(max(ackWait/10, min(MinMargin, ackWait/2)), MaxMargin)
+}
 
 // Policy is a consumer's redelivery timing: its ack_wait, or its BackOff
 // steps by delivery count.

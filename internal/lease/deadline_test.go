@@ -7,7 +7,10 @@ import (
 
 func TestMargin(t *testing.T) {
 	tests := []struct{ ackWait, want time.Duration }{
-		{time.Second, 100 * time.Millisecond},
+		{200 * time.Millisecond, 100 * time.Millisecond}, // half the wait
+		{time.Second, MinMargin},
+		{2 * time.Second, MinMargin},
+		{3 * time.Second, 300 * time.Millisecond},
 		{5 * time.Second, 500 * time.Millisecond},
 		{20 * time.Second, 2 * time.Second},
 		{30 * time.Second, MaxMargin}, // capped
