@@ -20,7 +20,7 @@ import (
 // Consumer.policyChanged follows: leases re-dated where the server will now
 // redeliver sooner, the waiting places resized). A change is noticed
 // without polling, two ways: an update request for the consumer passes on a
-// subject every replica sees (FollowUpdate), or a delivery comes back while
+// subject every replica sees (Update), or a delivery comes back while
 // the lease it replaces still had time left (Add's AddedEarly, seen by
 // admit), which only a shorter timing on the server explains.
 
@@ -33,42 +33,53 @@ const followTries = 6
 // doubles, 1.3s in all.
 const followFirst = 40 * time.Millisecond
 
-// FollowUpdate follows a create or update request for the consumer that
-// passed (payload is the request's, as the server receives it): it asks
-// the consumer's info until it shows the timing asked for, or followTries
-// were asked (a request the server refused changes nothing, and the infos
-// say so). It returns once done or ctx ends.
-func (s *onServer) FollowUpdate(ctx context.Context, payload []byte) {
+// Update takes a create or update request for the consumer as it passes on
+// NATS. The server redelivers by the new timing the moment it applies it,
+// before any info can say so: the leases the request cuts short are
+// re-dated at once, by the timing it asks (a refused request leaves them
+// shorter than they need be). The follow it returns asks infos until one
+// shows the change, then dates leases by what the server holds; nil for a
+// request it cannot read.
+func (s *onServer) Update(payload []byte) (follow func(context.Context)) {
 	var req struct {
 		Config jetstream.ConsumerConfig `json:"config"`
 	}
 	if json.Unmarshal(payload, &req) != nil {
-		return
+		return nil
 	}
-	// The server redelivers by the new timing the moment it applies it,
-	// before any info can say so: the leases the request cuts short are
-	// re-dated now, by the timing it asks, and the infos then say what
-	// holds (a refused request leaves them shorter than they need be).
 	asked := requestedTiming(req.Config)
 	s.foresee(&asked)
-	defer s.foresee(nil)
-	wait := followFirst
-	for range followTries {
-		ci, err := s.ask(ctx, s.timeout)
-		switch {
-		case errors.Is(err, jetstream.ErrConsumerNotFound), ctx.Err() != nil:
-			return
-		case err == nil && shows(ci.Config, req.Config):
-			return
+	return func(ctx context.Context) {
+		defer s.foresee(nil)
+		wait := followFirst
+		for range followTries {
+			ci, err := s.ask(ctx, s.timeout)
+			switch {
+			case errors.Is(err, jetstream.ErrConsumerNotFound), ctx.Err() != nil:
+				return
+			case err == nil && shows(ci.Config, req.Config):
+				return
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			wait *= 2
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		wait *= 2
+	}
+}
+
+// FollowUpdate follows a create or update request for the consumer that
+// passed (payload is the request's, as the server receives it): Update, then
+// its follow, which asks the consumer's info until it shows the timing
+// asked for, or followTries were asked (a request the server refused
+// changes nothing, and the infos say so). It returns once done or ctx ends.
+func (s *onServer) FollowUpdate(ctx context.Context, payload []byte) {
+	if follow := s.Update(payload); follow != nil {
+		follow(ctx)
 	}
 }
 

@@ -84,7 +84,8 @@ func (rl *relay) onPause(m *nats.Msg) {
 }
 
 // onUpdate follows a create or update request for a consumer this replica
-// serves: the consumer asks its info until the change shows.
+// serves: the leases it shortens are cut at once, and the consumer asks its
+// info until the change shows.
 func (rl *relay) onUpdate(m *nats.Msg) {
 	prefix := rl.api + createRequests
 	if strings.HasPrefix(m.Subject, rl.api+durableCreateRequests) {
@@ -108,8 +109,12 @@ func (rl *relay) onUpdate(m *nats.Msg) {
 	if c == nil {
 		return
 	}
-	data := m.Data
-	rl.run.goUnlessClosed(func() { c.FollowUpdate(rl.run.ctx, data) })
+	// The leases it cuts short are cut before the handler returns: a settle
+	// waits for what the relay had received (catchUp), so none can land on
+	// a redelivery the new timing made.
+	if follow := c.Update(m.Data); follow != nil {
+		rl.run.goUnlessClosed(func() { follow(rl.run.ctx) })
+	}
 }
 
 // onDelete unbinds an on-demand consumer deleted on the server; a

@@ -18,6 +18,10 @@ import (
 // a delivery made after the reset. So a replica watches its own clock
 // (watch), and after a gap it settles nothing until it has taken in what
 // NATS sent it before (catchUp): a flush, then the relay's queues drained.
+// A replica that runs on has the same race on a loaded machine, in
+// milliseconds rather than seconds (an operator's update request that cuts
+// leases short, seen by the relay while a settle of one of them goes by):
+// every settle waits for what the relay already has in hand.
 
 // stallAfter is the gap after which a replica catches up before settling:
 // under resetWordWait, the longest a peer waits for its answer.
@@ -57,28 +61,38 @@ func (w *wakes) behind(now time.Time) bool {
 	return w.stale.Load() || time.Duration(now.UnixNano()-last) > stallAfter
 }
 
-// catchUp, when the replica may have slept through something, flushes its
-// connection (every message the server sent before is then in a
-// subscription's queue) and waits until the relay has handled them all, so
-// that a reset it slept through voids its leases before any settle.
+// catchUp makes a settle wait for what NATS told the replica before it:
+// until the relay has handled every message its subscriptions had received
+// (a reset request voids leases, an update request cuts them short, each
+// on the subscription's own goroutine, which a settle could otherwise
+// overtake). When the replica may have slept through something, it first
+// flushes its connection, so that every message the server sent before is
+// among them. A replica that runs on and whose relay has nothing in hand
+// pays a few locked reads a settle.
 func (rl *relay) catchUp(ctx context.Context) error {
-	if !rl.wakes.behind(time.Now()) {
+	asleep := rl.wakes.behind(time.Now())
+	if !asleep && rl.drained() {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, rl.timeout)
 	defer cancel()
-	if err := rl.nc.FlushWithContext(ctx); err != nil {
-		return fmt.Errorf("%w: catching up with NATS after a pause: %v", errs.ErrUnavailable, err)
+	if asleep {
+		if err := rl.nc.FlushWithContext(ctx); err != nil {
+			return fmt.Errorf("%w: catching up with NATS after a pause: %v", errs.ErrUnavailable, err)
+		}
 	}
-	for !rl.drained() {
+	upTo := rl.received()
+	for !rl.handledUpTo(upTo) && !rl.drained() {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w: catching up with NATS after a pause: %v", errs.ErrUnavailable, ctx.Err())
+			return fmt.Errorf("%w: catching up with what NATS sent: %v", errs.ErrUnavailable, ctx.Err())
 		case <-time.After(time.Millisecond):
 		}
 	}
-	rl.wakes.stale.Store(false)
-	rl.wakes.last.Store(time.Now().UnixNano())
+	if asleep {
+		rl.wakes.stale.Store(false)
+		rl.wakes.last.Store(time.Now().UnixNano())
+	}
 	return nil
 }
 
@@ -95,6 +109,34 @@ func (rl *relay) drained() bool {
 			continue // closed: nothing more comes
 		}
 		if pending > 0 || rl.handled[i].Load() < delivered {
+			return false
+		}
+	}
+	return true
+}
+
+// received is how many messages each relay subscription has received so
+// far, handed to its handler or waiting for it (-1: closed); read as
+// drained reads, a message taken between the reads counts twice, never
+// none, which is why catchUp also stops once drained.
+func (rl *relay) received() []int64 {
+	n := make([]int64, len(rl.subs))
+	for i, sub := range rl.subs {
+		pending, _, perr := sub.Pending()
+		delivered, err := sub.Delivered()
+		n[i] = delivered + int64(pending)
+		if err != nil || perr != nil {
+			n[i] = -1
+		}
+	}
+	return n
+}
+
+// handledUpTo reports whether each relay handler has finished with the
+// messages received counts.
+func (rl *relay) handledUpTo(received []int64) bool {
+	for i, n := range received {
+		if rl.handled[i].Load() < n {
 			return false
 		}
 	}

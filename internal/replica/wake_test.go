@@ -2,12 +2,17 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/natstest"
 	"github.com/jetgate/jetgate/internal/token"
 )
@@ -52,5 +57,57 @@ func TestASettleAfterAPauseWaitsForWhatNATSSentMeanwhile(t *testing.T) {
 		if r.relay.wakes.behind(time.Now()) {
 			t.Fatalf("round %d: still behind after catching up", i)
 		}
+	}
+}
+
+// A settle waits until the relay has handled what it had received: an
+// update request that cuts leases short, or a reset request, is handled on
+// its subscription's goroutine, and a settle that overtook it would land on
+// the redelivery the change made. Here a relay handler holds a message
+// until released: catchUp waits for it, and gives up UNAVAILABLE after the
+// request timeout while it is held; once it is released, catchUp returns.
+func TestASettleWaitsForWhatTheRelayHasInHand(t *testing.T) {
+	ns := natstest.Start(t)
+	nc := natstest.Connect(t, ns)
+	natstest.Stream(t, nc, "ORDERS", "orders.>")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := New(ctx, Options{Conn: natstest.Connect(t, ns), Keys: token.RandomKeyring(), RequestTimeout: 300 * time.Millisecond,
+		Consumers: []consumer.Config{{Stream: "ORDERS", Name: "billing"}}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	if err := r.relay.catchUp(ctx); err != nil {
+		t.Fatalf("catch up with nothing in hand: %v", err)
+	}
+	release, handled := make(chan struct{}), new(atomic.Int64)
+	sub, err := r.nc.Subscribe("test.held", func(*nats.Msg) {
+		defer handled.Add(1)
+		<-release
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r.relay.subs, r.relay.handled = append(r.relay.subs, sub), append(r.relay.handled, handled)
+	if err := nc.Publish("test.held", nil); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 5*time.Second, "the message in the handler's hand", func() bool {
+		n, _ := sub.Delivered()
+		return n == 1
+	})
+	if err := r.relay.catchUp(ctx); !errors.Is(err, errs.ErrUnavailable) {
+		t.Fatalf("catch up while a handler holds a message: %v; want UNAVAILABLE after the request timeout", err)
+	}
+	close(release)
+	if err := r.relay.catchUp(ctx); err != nil {
+		t.Fatalf("catch up once the handler let go: %v", err)
+	}
+	if handled.Load() != 1 {
+		t.Fatalf("catchUp returned with the message not handled")
 	}
 }
