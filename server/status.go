@@ -48,7 +48,7 @@ var kinds = []kind{
 	{errs.ErrLeaseSettled, codes.FailedPrecondition,
 		"the lease was already settled in another way"},
 	{errs.ErrSettleInProgress, codes.Aborted,
-		"another settle of this lease is in flight; retry"},
+		"another settle of this lease was still in flight after the request timeout; retry"},
 	{errs.ErrUnavailable, codes.Unavailable,
 		"NATS JetStream is unavailable or did not answer in time; retry"},
 	{errs.ErrMessageTooLarge, codes.FailedPrecondition, ""},

@@ -1,6 +1,11 @@
 package consumer
 
-import "time"
+import (
+	"time"
+
+	"github.com/jetgate/jetgate/internal/lease"
+	"github.com/jetgate/jetgate/internal/token"
+)
 
 // SetConsumeMaxWait makes a Consume's pulls last up to d, so that a test
 // can tell a message sent while its pull is open from one sent when it
@@ -9,4 +14,17 @@ func SetConsumeMaxWait(d time.Duration) (restore func()) {
 	was := consumeMaxWait
 	consumeMaxWait = d
 	return func() { consumeMaxWait = was }
+}
+
+// BeginInFlight starts a settle op of the lease cl names in the table and
+// leaves it in flight, as the issuer's keep-alive or a library's extend
+// beside an ack would; EndInFlight ends it as failed (the lease live again).
+func (c *Consumer) BeginInFlight(cl token.Claims, op lease.Op) error {
+	_, err := c.leases.Begin(ref(cl), op, time.Now())
+	return err
+}
+
+// EndInFlight: see BeginInFlight.
+func (c *Consumer) EndInFlight(cl token.Claims, op lease.Op) {
+	c.leases.Finish(ref(cl), op, false, time.Now(), lease.Extension{})
 }

@@ -82,10 +82,12 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	out := make([]settle.Outcome, len(cs))
 	now, timing := time.Now(), s.server.timing()
 	var subjects []string
-	var idx []int
-	for i, cl := range cs {
-		subj, err := s.leases.Begin(ref(cl), op, now)
+	var idx, busy []int
+	begin := func(i int, now time.Time) {
+		subj, err := s.leases.Begin(ref(cs[i]), op, now)
 		switch {
+		case errors.Is(err, errs.ErrSettleInProgress) && !args.KeepAlive:
+			busy = append(busy, i)
 		case err != nil:
 			out[i].Err = err
 		case subj != "":
@@ -93,17 +95,21 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 			idx = append(idx, i)
 		}
 	}
+	for i := range cs {
+		begin(i, now)
+	}
+	s.awaitInFlight(ctx, &busy, begin, out)
 	s.retriedNaks(ctx, op, cs, out)
 	subjects, idx = s.consultLedger(ctx, op, cs, w, out, subjects, idx)
 	if len(subjects) == 0 {
 		return out
 	}
-	errs := s.send(ctx, op, args, cs, subjects, idx)
-	if slices.Contains(errs, settle.ErrNoResponders) {
+	sent := s.send(ctx, op, args, cs, subjects, idx)
+	if slices.Contains(sent, settle.ErrNoResponders) {
 		gone := s.server.noResponders(ctx)
-		for j, err := range errs {
+		for j, err := range sent {
 			if err == settle.ErrNoResponders {
-				errs[j] = gone
+				sent[j] = gone
 			}
 		}
 	}
@@ -111,16 +117,48 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	for j, i := range idx {
 		cl := cs[i]
 		switch {
-		case errors.Is(errs[j], settle.ErrUnconfirmed):
+		case errors.Is(sent[j], settle.ErrUnconfirmed):
 			s.leases.Unsure(ref(cl), op)
-		case errs[j] == nil && op == lease.OpExtend:
+		case sent[j] == nil && op == lease.OpExtend:
 			out[i].NewToken, out[i].Deadline = s.extended(cl, timing, args, now, done)
 		default:
-			s.leases.Finish(ref(cl), op, errs[j] == nil, done, lease.Extension{})
+			s.leases.Finish(ref(cl), op, sent[j] == nil, done, lease.Extension{})
 		}
-		out[i].Err = errs[j]
+		out[i].Err = sent[j]
 	}
 	return out
+}
+
+// awaitInFlight begins again, as the settles in flight before them end,
+// the settles of busy (indexes of leases with another settle in flight):
+// the issuer's own +WPI of a lease it keeps alive, or a client library's
+// extend beside its handler's ack, is nothing the caller could know of, so
+// its settle waits for it rather than failing. One still waiting after the
+// request timeout fails SETTLE_IN_PROGRESS.
+func (s *settler) awaitInFlight(ctx context.Context, busy *[]int, begin func(int, time.Time), out []settle.Outcome) {
+	if len(*busy) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.server.timeout)
+	defer cancel()
+	for wait := time.Millisecond; len(*busy) > 0; wait = min(2*wait, 50*time.Millisecond) {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			for _, i := range *busy {
+				out[i].Err = errs.ErrSettleInProgress
+			}
+			return
+		case <-t.C:
+		}
+		again := slices.Clone(*busy)
+		*busy = (*busy)[:0]
+		now := time.Now()
+		for _, i := range again {
+			begin(i, now)
+		}
+	}
 }
 
 // extended records an Extend of cl that succeeded: its +WPI, sent at sent,

@@ -194,3 +194,48 @@ func TestExtendOfAnAdoptedLeaseIsHeldHere(t *testing.T) {
 	}
 	natstest.Eventually(t, within, "no ack pending on the server", func() bool { return e.info().NumAckPending == 0 })
 }
+
+// A caller's settle that meets another settle of the same lease in flight
+// (the issuer's keep-alive +WPI, a client library's extend beside its
+// handler's ack) waits for it rather than failing SETTLE_IN_PROGRESS: the
+// caller could not know of it. While the other never ends, the settle
+// fails SETTLE_IN_PROGRESS only once the request timeout (2s here) has
+// passed; once it ends, the settle goes through.
+func TestASettleWaitsForAnotherInFlight(t *testing.T) {
+	e := start(t, consumer.Config{AckWait: 30 * time.Second, MaxAckPending: 1024})
+	e.publish("orders.1", "one")
+	res := e.fetch(consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second})
+	if len(res.Messages) != 1 {
+		t.Fatalf("fetch: %d messages, want 1", len(res.Messages))
+	}
+	cl, err := e.keys.Open(res.Messages[0].Token, stream, name, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+
+	if err := e.c.BeginInFlight(cl, lease.OpExtend); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	out := e.c.Settle(ctx, lease.OpAck, []token.Claims{cl}, settle.Args{})
+	if !errors.Is(out[0].Err, errs.ErrSettleInProgress) {
+		t.Fatalf("ack while an extend never ends: %v; want SETTLE_IN_PROGRESS", out[0].Err)
+	}
+	if waited := time.Since(began); waited < 2*time.Second {
+		t.Fatalf("the ack failed SETTLE_IN_PROGRESS after %v: it did not wait out the request timeout for the extend in flight", waited)
+	}
+	e.c.EndInFlight(cl, lease.OpExtend)
+
+	if err := e.c.BeginInFlight(cl, lease.OpExtend); err != nil {
+		t.Fatal(err)
+	}
+	acked := make(chan settle.Outcome, 1)
+	go func() { acked <- e.c.Settle(ctx, lease.OpAck, []token.Claims{cl}, settle.Args{})[0] }()
+	e.c.EndInFlight(cl, lease.OpExtend)
+	if o := <-acked; o.Err != nil {
+		t.Fatalf("ack once the extend in flight ended: %v", o.Err)
+	}
+	natstest.Eventually(t, within, "no ack pending on the server", func() bool { return e.info().NumAckPending == 0 })
+}
