@@ -32,8 +32,9 @@ type deliveryCheck struct {
 }
 
 type handed struct {
-	token string
-	at    time.Time
+	token     string
+	at        time.Time
+	delivered uint64
 }
 
 func newDeliveryCheck() *deliveryCheck {
@@ -45,7 +46,7 @@ func (c *deliveryCheck) Delivered(m *jetgatev1.Message, at time.Time) {
 	defer c.mu.Unlock()
 	seq := m.GetMetadata().GetStreamSeq()
 	if h, ok := c.latest[seq]; !ok || at.After(h.at) {
-		c.latest[seq] = handed{m.GetToken(), at}
+		c.latest[seq] = handed{m.GetToken(), at, m.GetMetadata().GetNumDelivered()}
 	}
 }
 
@@ -66,10 +67,14 @@ func (c *deliveryCheck) Settled(a Action, m *jetgatev1.Message) {
 	switch {
 	case later.token == m.GetToken() || !later.at.Before(sent):
 	default:
-		c.wrong = append(c.wrong, fmt.Sprintf("%s of %s (stream_seq %d, delivery %d), sent %v after a later delivery was handed out",
-			a, m.GetData(), m.GetMetadata().GetStreamSeq(), m.GetMetadata().GetNumDelivered(), sent.Sub(later.at).Round(time.Millisecond)))
+		c.wrong = append(c.wrong, fmt.Sprintf("%s of %s (stream_seq %d, delivery %d, lease deadline %s), sent at %s, %v after a later delivery (%d) was handed out",
+			a, m.GetData(), m.GetMetadata().GetStreamSeq(), m.GetMetadata().GetNumDelivered(), clock(m.GetLeaseDeadline().AsTime()),
+			clock(sent), sent.Sub(later.at).Round(time.Millisecond), later.delivered))
 	}
 }
+
+// clock is t's time of day to the millisecond, for the logs.
+func clock(t time.Time) string { return t.Local().Format("15:04:05.000") }
 
 func (c *deliveryCheck) verdict() (wrong []string) {
 	c.mu.Lock()

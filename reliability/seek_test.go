@@ -3,6 +3,7 @@ package reliability
 import (
 	"context"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,10 +63,13 @@ func TestFaultSeeksAndEditsMidTraffic(t *testing.T) {
 			if edit := edits[made%len(edits)]; edit != nil {
 				cfg := consumerInfo(t, nc).Config
 				edit(&cfg)
+				at := time.Now()
 				if _, err := js.UpdateConsumer(ectx, stream, cfg); err != nil && ctx.Err() == nil {
 					t.Errorf("edit %d: %v", made, err)
 				}
-			} else if seekBeforeTheFloor(ectx, t, rng, js, gs[rng.IntN(len(gs))]) {
+				t.Logf("%s–%s: ack_wait %v, backoff %v", clock(at), clock(time.Now()), cfg.AckWait, cfg.BackOff)
+			} else if at := time.Now(); seekBeforeTheFloor(ectx, t, rng, js, gs[rng.IntN(len(gs))]) {
+				t.Logf("%s–%s: a seek", clock(at), clock(time.Now()))
 				seeks++
 			}
 			cancel()
@@ -74,7 +78,7 @@ func TestFaultSeeksAndEditsMidTraffic(t *testing.T) {
 	})
 	t.Logf("%d edits and seeks, %d seeks", made, seeks)
 	if wrong := check.verdict(); len(wrong) > 0 {
-		t.Fatalf("%d settles landed on a delivery they were not issued for, e.g. %s", len(wrong), wrong[0])
+		t.Fatalf("%d settles landed on a delivery they were not issued for:\n%s", len(wrong), strings.Join(wrong[:min(len(wrong), 10)], "\n"))
 	}
 	if seeks == 0 || r.Redelivered == 0 {
 		t.Fatalf("the run exercised no seek: %d seeks, %v", seeks, r)
