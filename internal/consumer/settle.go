@@ -269,7 +269,7 @@ func (s *settler) retriedNaks(ctx context.Context, op lease.Op, cs []token.Claim
 			idx = append(idx, i)
 		}
 	}
-	for j, naked := range s.ledger.NakedAlready(ctx, es) {
+	for j, naked := range s.ledger.NakedAlready(ctx, es, reset) {
 		if naked {
 			out[idx[j]].Err = nil
 		}

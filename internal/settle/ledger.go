@@ -84,16 +84,22 @@ func (l *Ledger) Lookup(ctx context.Context, es []Entry) ([]lease.Op, []error) {
 }
 
 func (l *Ledger) lookup(ctx context.Context, e Entry) (lease.Op, error) {
+	op, _, err := l.record(ctx, e)
+	return op, err
+}
+
+// record is the settle recorded for e, and when the server stored it.
+func (l *Ledger) record(ctx context.Context, e Entry) (lease.Op, time.Time, error) {
 	kve, err := l.kv.Get(ctx, e.key())
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
-		return 0, nil
+		return 0, time.Time{}, nil
 	case err != nil:
-		return 0, err
+		return 0, time.Time{}, err
 	case len(kve.Value()) != 1:
-		return 0, fmt.Errorf("ledger entry %s holds %d bytes", e.key(), len(kve.Value()))
+		return 0, time.Time{}, fmt.Errorf("ledger entry %s holds %d bytes", e.key(), len(kve.Value()))
 	}
-	return lease.Op(kve.Value()[0]), nil
+	return lease.Op(kve.Value()[0]), kve.Created(), nil
 }
 
 // each runs fn for every entry, claimWorkers at a time.
@@ -184,15 +190,24 @@ func (l *Ledger) Consulted(op lease.Op, w Whose) bool {
 	return l != nil && (w == Adopted || op == lease.OpNak)
 }
 
-// NakedAlready reports for each entry whether the ledger shows it nak'ed: a
-// Nak whose lease is past its deadline may be the retry of one that took,
-// which is done, not a failure (and must not be sent again).
-func (l *Ledger) NakedAlready(ctx context.Context, es []Entry) []bool {
+// NakedAlready reports for each entry whether the ledger shows it nak'ed
+// since the moment given: a Nak whose lease is past its deadline may be the
+// retry of one that took, which is done, not a failure (and must not be
+// sent again). A record from before since does not count: since is the last
+// consumer reset noticed, which restarts the delivery counts, so that record
+// is of another delivery with the same count, and the Nak a first try.
+func (l *Ledger) NakedAlready(ctx context.Context, es []Entry, since time.Time) []bool {
 	naked := make([]bool, len(es))
 	if l == nil || len(es) == 0 {
 		return naked
 	}
-	prior, fails := l.Lookup(ctx, es)
+	prior, fails := l.each(ctx, es, func(ctx context.Context, e Entry) (lease.Op, error) {
+		op, at, err := l.record(ctx, e)
+		if at.Before(since) {
+			return 0, err
+		}
+		return op, err
+	})
 	for j := range es {
 		naked[j] = fails[j] == nil && prior[j] == lease.OpNak
 	}

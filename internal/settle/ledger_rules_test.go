@@ -69,8 +69,30 @@ func TestNakedAlreadyOnlyForANak(t *testing.T) {
 		}
 	}
 	for seq, want := range map[uint64]bool{1: true, 2: false, 3: false, 4: false} {
-		if got := l.NakedAlready(ctx, entry(seq))[0]; got != want {
+		if got := l.NakedAlready(ctx, entry(seq), time.Time{})[0]; got != want {
 			t.Errorf("seq %d: naked %v, want %v", seq, got, want)
 		}
+	}
+}
+
+// A Nak recorded before the last consumer reset the replica noticed is of
+// another delivery with the same count (a reset restarts the counts): it
+// does not make a late Nak after the reset done, which stays LEASE_EXPIRED
+// (the seeks-and-edits scenario saw such a Nak answered OK, 123ms after the
+// later delivery was handed out, from a record made before a seek).
+func TestNakedAlreadyIgnoresARecordFromBeforeAReset(t *testing.T) {
+	l, ctx := testLedger(t)
+	if _, fails := l.Claim(ctx, lease.OpNak, entry(1)); fails[0] != nil {
+		t.Fatal(fails[0])
+	}
+	_, recorded, err := l.record(ctx, entry(1)[0])
+	if err != nil || recorded.IsZero() {
+		t.Fatalf("the record's time: %v %v", recorded, err)
+	}
+	if !l.NakedAlready(ctx, entry(1), recorded.Add(-time.Second))[0] {
+		t.Fatal("a Nak recorded after the last reset: not naked; want naked")
+	}
+	if l.NakedAlready(ctx, entry(1), recorded.Add(time.Second))[0] {
+		t.Fatal("a Nak recorded before the last reset: naked; want not (another delivery of the same count)")
 	}
 }
