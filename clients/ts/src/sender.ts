@@ -150,16 +150,23 @@ export class Sender {
     });
   }
 
-  // failed retries a call that failed as a whole while its leases live.
+  // failed retries a call that failed as a whole while its leases live. The
+  // sender cancels none of its own calls, so a CANCELED is the transport's
+  // (a replica that went away mid-call): its outcome is unknown, as an
+  // UNAVAILABLE's is, and a settle may be sent again. One that cannot be
+  // confirmed before its lease ends rejects with the last failure's reason,
+  // not LEASE_EXPIRED: it may have taken, and then its message does not come
+  // back.
   #failed(g: Group, items: Item[], err: unknown): void {
     const { reason, code, message } = reasonOf(err);
+    const again = retryable(err) || code === Code.Canceled;
     const now = Date.now();
     for (const it of items) {
       const wait = Math.min(100 * 2 ** it.attempt, 2_000);
-      if (!retryable(err)) {
+      if (!again) {
         it.reject(new SettleError(reason, code, message));
       } else if (now + wait >= it.deadline) {
-        it.reject(new SettleError("LEASE_EXPIRED", Code.FailedPrecondition, `the lease ended while the gateway was unreachable (${reason})`));
+        it.reject(new SettleError(reason, code, `the lease ended before the gateway confirmed the settle, which may have taken: ${message}`));
       } else {
         it.attempt++;
         setTimeout(() => this.#add(g.stream, g.consumer, g.op, g.arg, it), wait);
