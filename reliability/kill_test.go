@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -90,15 +92,23 @@ func logTail(t *testing.T, name, process string) {
 	t.Logf("jetgate %s logged:\n%s", process, strings.Join(lines, "\n"))
 }
 
-func TestFaultGatewayKilledWithLeasesOutstanding(t *testing.T) {
-	bin := buildJetgate(t)
-	ns := natstest.Start(t)
-	nc := natstest.Connect(t, ns)
+// processFixture builds jetgate, starts NATS in the test's process with
+// the stream, and writes the token key file the jetgate processes share.
+func processFixture(t *testing.T) (bin string, ns *natsserver.Server, nc *nats.Conn, keyFile string) {
+	t.Helper()
+	bin = buildJetgate(t)
+	ns = natstest.Start(t)
+	nc = natstest.Connect(t, ns)
 	natstest.Stream(t, nc, stream, "orders.>")
-	keyFile := filepath.Join(t.TempDir(), "keys")
+	keyFile = filepath.Join(t.TempDir(), "keys")
 	if err := os.WriteFile(keyFile, []byte("a-test-secret-of-forty-characters-long!!\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return bin, ns, nc, keyFile
+}
+
+func TestFaultGatewayKilledWithLeasesOutstanding(t *testing.T) {
+	bin, ns, nc, keyFile := processFixture(t)
 	const ackWait = 4 * time.Second
 	args := []string{"--nats-url", ns.ClientURL(), "--token-key-file", keyFile, "--ack-wait", ackWait.String()}
 	p1 := startProcess(t, bin, args...)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -45,14 +43,7 @@ func TestFaultNATSConnectionStalls(t *testing.T) {
 	n, stalls := scale(1000, 10000), scale(1, 4)
 	stallFor := time.Duration(scale(8, 15)) * time.Second
 
-	bin := buildJetgate(t)
-	ns := natstest.Start(t)
-	nc := natstest.Connect(t, ns)
-	natstest.Stream(t, nc, stream, "orders.>")
-	keyFile := filepath.Join(t.TempDir(), "keys")
-	if err := os.WriteFile(keyFile, []byte("a-test-secret-of-forty-characters-long!!\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	bin, ns, nc, keyFile := processFixture(t)
 	var procs []*process
 	var proxies []*natstest.Proxy
 	for range 2 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -62,14 +61,7 @@ func TestFaultReplicaStoppedThroughAReset(t *testing.T) {
 	ackWait := stop + time.Duration(scale(5, 10))*time.Second
 	n, cycles, probeN := scale(1000, 10000), scale(1, 2), scale(45, 90)
 
-	bin := buildJetgate(t)
-	ns := natstest.Start(t)
-	nc := natstest.Connect(t, ns)
-	natstest.Stream(t, nc, stream, "orders.>")
-	keyFile := filepath.Join(t.TempDir(), "keys")
-	if err := os.WriteFile(keyFile, []byte("a-test-secret-of-forty-characters-long!!\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	bin, ns, nc, keyFile := processFixture(t)
 	keys, err := token.LoadKeyring(keyFile)
 	if err != nil {
 		t.Fatal(err)

@@ -1,17 +1,12 @@
 package replica
 
 import (
-	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/natstest"
-	"github.com/jetgate/jetgate/internal/token"
 )
 
 // The relay routes a word of a reset to the consumer it names (the
@@ -20,17 +15,7 @@ import (
 // so that the sender does not wait resetWordWait for it; its own words it
 // never answers.
 func TestAWordForAConsumerNotServedIsAnsweredAtOnce(t *testing.T) {
-	ns := natstest.Start(t)
-	nc := natstest.Connect(t, ns)
-	natstest.Stream(t, nc, "ORDERS", "orders.>")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	r, err := New(ctx, Options{Conn: natstest.Connect(t, ns), Keys: token.RandomKeyring(), RequestTimeout: time.Second,
-		Consumers: []consumer.Config{{Stream: "ORDERS", Name: "billing"}}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Close)
+	r, nc, _ := billingReplica(t, time.Second)
 	ask := func(subject, sender string) error {
 		_, err := nc.Request(subject, []byte(sender+" r1"), 500*time.Millisecond)
 		return err

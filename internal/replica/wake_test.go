@@ -24,17 +24,7 @@ import (
 // published just before the catch-up: once catchUp returns, the consumer
 // has noticed the reset. Without a gap, catchUp asks nothing of NATS.
 func TestASettleAfterAPauseWaitsForWhatNATSSentMeanwhile(t *testing.T) {
-	ns := natstest.Start(t)
-	nc := natstest.Connect(t, ns)
-	natstest.Stream(t, nc, "ORDERS", "orders.>")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	r, err := New(ctx, Options{Conn: natstest.Connect(t, ns), Keys: token.RandomKeyring(),
-		Consumers: []consumer.Config{{Stream: "ORDERS", Name: "billing"}}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Close)
+	r, nc, ctx := billingReplica(t, 0)
 	c := r.bound("ORDERS", "billing")
 	if r.relay.wakes.behind(time.Now()) {
 		t.Fatal("a replica just started is behind; want it caught up")
@@ -67,17 +57,7 @@ func TestASettleAfterAPauseWaitsForWhatNATSSentMeanwhile(t *testing.T) {
 // until released: catchUp waits for it, and gives up UNAVAILABLE after the
 // request timeout while it is held; once it is released, catchUp returns.
 func TestASettleWaitsForWhatTheRelayHasInHand(t *testing.T) {
-	ns := natstest.Start(t)
-	nc := natstest.Connect(t, ns)
-	natstest.Stream(t, nc, "ORDERS", "orders.>")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	r, err := New(ctx, Options{Conn: natstest.Connect(t, ns), Keys: token.RandomKeyring(), RequestTimeout: 300 * time.Millisecond,
-		Consumers: []consumer.Config{{Stream: "ORDERS", Name: "billing"}}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Close)
+	r, nc, ctx := billingReplica(t, 300*time.Millisecond)
 	if err := r.relay.catchUp(ctx); err != nil {
 		t.Fatalf("catch up with nothing in hand: %v", err)
 	}
@@ -110,4 +90,24 @@ func TestASettleWaitsForWhatTheRelayHasInHand(t *testing.T) {
 	if handled.Load() != 1 {
 		t.Fatalf("catchUp returned with the message not handled")
 	}
+}
+
+// billingReplica starts a replica serving ORDERS/billing (a request
+// timeout of timeout, 0 for the default) on a NATS server of its own, and
+// returns it, another connection to that server, and a context for the
+// test's calls.
+func billingReplica(t *testing.T, timeout time.Duration) (*Replica, *nats.Conn, context.Context) {
+	t.Helper()
+	ns := natstest.Start(t)
+	nc := natstest.Connect(t, ns)
+	natstest.Stream(t, nc, "ORDERS", "orders.>")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	r, err := New(ctx, Options{Conn: natstest.Connect(t, ns), Keys: token.RandomKeyring(), RequestTimeout: timeout,
+		Consumers: []consumer.Config{{Stream: "ORDERS", Name: "billing"}}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	return r, nc, ctx
 }
