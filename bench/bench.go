@@ -99,6 +99,15 @@ type Options struct {
 	Soak  time.Duration
 	Rate  int
 	Every time.Duration
+	// SoakReplicas is how many jetgate processes a deployed soak runs (0 is
+	// 1), on one consumer and with one token key; publishes go to each in
+	// turn.
+	SoakReplicas int
+	// SoakLibraries, if set, has a soak consumed by one subscriber process
+	// per client library named (LibraryPython, LibraryTS), subscriber i
+	// talking to replica i mod SoakReplicas, instead of the bench's own
+	// Fetch+Ack workers.
+	SoakLibraries []string
 
 	// Waiting, when set, runs the waiting measurement instead of the modes:
 	// that many long-polling Fetch(1) callers spread over each count of
@@ -146,6 +155,10 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		_, err := RunWaiting(ctx, o)
 		return Report{}, err
 	}
+	if o.Soak > 0 {
+		_, err := RunSoak(ctx, o)
+		return Report{}, err
+	}
 	o.given = o.GRPCAddr != ""
 	switch {
 	case o.given:
@@ -157,13 +170,13 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		defer stop()
 		o.GRPCAddr, o.HTTPAddr, o.NATSURL = addrs.GRPC, addrs.HTTP, addrs.NATS
 	default:
-		d, err := startDeployed(ctx, o)
+		d, err := startDeployed(ctx, o, 1)
 		if err != nil {
 			return Report{}, err
 		}
 		defer d.stop()
-		o.GRPCAddr, o.HTTPAddr, o.NATSURL = d.addrs.GRPC, d.addrs.HTTP, d.addrs.NATS
-		o.natsPID, o.jetgatePID = d.nats.cmd.Process.Pid, d.jetgate.Process.Pid
+		o.GRPCAddr, o.HTTPAddr, o.NATSURL = d.jetgates[0].grpc, d.jetgates[0].http, d.natsURL
+		o.natsPID, o.jetgatePID = d.nats.cmd.Process.Pid, d.jetgates[0].cmd.Process.Pid
 	}
 	conn, err := grpc.NewClient(o.GRPCAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -172,10 +185,6 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	defer conn.Close()
 	cons := jetgatev1.NewConsumerServiceClient(conn)
 	strm := jetgatev1.NewStreamServiceClient(conn)
-	if o.Soak > 0 {
-		_, err := soak(ctx, cons, strm, o)
-		return Report{}, err
-	}
 
 	var pub publisher = gatewayPublisher{strm: strm, o: o}
 	var js jetstream.JetStream // to watch jetgate's consumer, when the bench may

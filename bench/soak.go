@@ -3,77 +3,149 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/app"
 )
 
-// Sample is one reading of a soak: the gateway's own figures from /metrics.
-type Sample struct {
-	At         time.Duration
-	Acked      int64 // messages acked since the last sample
-	Goroutines float64
-	HeapBytes  float64
-	RSSBytes   float64
-	Leases     float64
-	Mallocs    float64 // allocations since the process started
-	// AllocsPerMsg is the whole process's allocations since the last sample
-	// per message acked since then.
-	AllocsPerMsg float64
+// RunSoak starts the shape o asks for (o.SoakReplicas jetgate processes
+// when deployed), publishes at o.Rate messages a second for o.Soak and
+// consumes them, with the bench's own workers or o.SoakLibraries'
+// subscribers, sampling each replica's /metrics every o.Every.
+func RunSoak(ctx context.Context, o Options) (SoakResult, error) {
+	n := max(1, o.SoakReplicas)
+	if n > 1 && (o.GRPCAddr != "" || o.InProcess) {
+		return SoakResult{}, errors.New("a soak over more than one replica starts them itself: not with --grpc-addr or --in-process")
+	}
+	libs, err := findLibraries(o.SoakLibraries)
+	if err != nil {
+		return SoakResult{}, err
+	}
+	switch {
+	case o.GRPCAddr != "":
+		return soak(ctx, []app.Addrs{{GRPC: o.GRPCAddr, HTTP: o.HTTPAddr, NATS: o.NATSURL}}, libs, o)
+	case o.InProcess:
+		stop, addrs, err := startJetgate(ctx, o)
+		if err != nil {
+			return SoakResult{}, err
+		}
+		defer stop()
+		return soak(ctx, []app.Addrs{addrs}, libs, o)
+	}
+	d, err := startDeployed(ctx, o, n)
+	if err != nil {
+		return SoakResult{}, err
+	}
+	defer d.stop()
+	return soak(ctx, d.addrs(), libs, o)
 }
 
-// SoakResult is a soak's samples and whether memory and goroutines stayed
-// flat: the mean of the last third of the samples against the first third.
-type SoakResult struct {
-	Samples         []Sample
-	Published       int64
-	Acked           int64
-	GoroutinesFlat  bool
-	HeapFlat        bool
-	GoroutineGrowth float64
-	HeapGrowth      float64
-	AllocsFlat      bool
-	AllocsGrowth    float64
+// soakRun is one soak under way.
+type soakRun struct {
+	o         Options
+	reps      []app.Addrs // the replicas; each one's NATS is the server's URL
+	hc        *http.Client
+	errs      chan error // what ends the soak early; each sender sends at most once
+	published atomic.Int64
+	handled   func() int64 // messages consumed so far, by whatever consumes
+	start     time.Time
+	last      []mark // each replica's latest sample, or the start
+	res       SoakResult
 }
 
-// soak publishes at o.Rate messages per second and consumes them for
-// o.Soak, sampling the gateway's /metrics every o.Every.
-func soak(ctx context.Context, cons jetgatev1.ConsumerServiceClient, strm jetgatev1.StreamServiceClient, o Options) (SoakResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, o.Soak)
-	defer cancel()
-	var res SoakResult
-	var published, acked atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, o.Workers+1)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		errs <- paced(ctx, o.Rate, func() error {
-			_, err := strm.Publish(ctx, &jetgatev1.PublishRequest{Stream: o.Stream, Subject: o.Subject, Data: bytes.Repeat([]byte("x"), o.Size)})
-			if err == nil {
-				published.Add(1)
+// mark is where a replica's latest sample left the counts.
+type mark struct {
+	at      time.Time
+	handled int64
+	mallocs float64
+}
+
+// soak publishes at o.Rate messages a second through the replicas in turn
+// and consumes them for o.Soak: with o.Workers Fetch+Ack loops (worker w
+// through replica w mod len(reps)) or, given libs, with one subscriber
+// process per library. Every o.Every it samples each replica's /metrics.
+func soak(ctx context.Context, reps []app.Addrs, libs []library, o Options) (SoakResult, error) {
+	conns := make([]*grpc.ClientConn, len(reps))
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
 			}
-			if ending(ctx, err) {
-				return nil
-			}
-			return err
-		})
+		}
 	}()
-	c := grpcClient{cons, o}
-	for w := 0; w < o.Workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for i, rep := range reps {
+		var err error
+		if conns[i], err = grpc.NewClient(rep.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
+			return SoakResult{}, err
+		}
+	}
+	r := &soakRun{o: o, reps: reps, errs: make(chan error, o.Workers+len(libs)+1),
+		hc:   &http.Client{Timeout: 10 * time.Second, Transport: http.DefaultTransport.(*http.Transport).Clone()},
+		last: make([]mark, len(reps)), res: SoakResult{Replicas: make([]ReplicaSoak, len(reps))}}
+	defer r.hc.CloseIdleConnections()
+	var subs subscribers
+	if len(libs) > 0 {
+		var err error
+		if subs, err = startSubscribers(libs, reps, o, r.errs); err != nil {
+			return SoakResult{}, err
+		}
+		r.handled = subs.handled
+	}
+	runCtx, cancel := context.WithTimeout(ctx, o.Soak)
+	defer cancel()
+	var wg sync.WaitGroup
+	if len(libs) == 0 {
+		r.handled = r.startWorkers(runCtx, &wg, conns)
+	}
+	r.start = time.Now()
+	for i := range r.last {
+		r.last[i].at = r.start
+	}
+	wg.Go(func() { r.publish(runCtx, conns) })
+	err := r.sample(runCtx)
+	cancel()
+	wg.Wait()
+	if subs != nil {
+		err = errors.Join(err, subs.stop())
+		r.res.Subscribers = subs.results()
+	}
+	r.res.Published, r.res.Acked = r.published.Load(), r.handled()
+	r.res.Pending, r.res.AckPending = -1, -1
+	if url := reps[0].NATS; url != "" {
+		var berr error
+		if r.res.Pending, r.res.AckPending, berr = consumerBacklog(ctx, url, o); berr != nil {
+			err = errors.Join(err, berr)
+		}
+	}
+	for i := range r.res.Replicas {
+		r.res.Replicas[i].judge()
+	}
+	r.print()
+	return r.res, err
+}
+
+// startWorkers starts the bench's own Fetch+Ack loops, worker w through
+// replica w mod len(conns), until ctx ends; it returns their count of
+// messages acked.
+func (r *soakRun) startWorkers(ctx context.Context, wg *sync.WaitGroup, conns []*grpc.ClientConn) func() int64 {
+	acked := new(atomic.Int64)
+	for w := range r.o.Workers {
+		c := grpcClient{jetgatev1.NewConsumerServiceClient(conns[w%len(conns)]), r.o}
+		wg.Go(func() {
 			for ctx.Err() == nil {
 				toks, err := c.fetch(ctx)
 				if err == nil && len(toks) > 0 {
@@ -81,57 +153,142 @@ func soak(ctx context.Context, cons jetgatev1.ConsumerServiceClient, strm jetgat
 				}
 				if err != nil {
 					if !ending(ctx, err) {
-						errs <- err
+						r.errs <- err
 					}
 					return
 				}
 				acked.Add(int64(len(toks)))
 			}
-		}()
+		})
 	}
-	start := time.Now()
-	tick := time.NewTicker(o.Every)
+	return acked.Load
+}
+
+// publish publishes at o.Rate messages a second, through each replica in
+// turn, until ctx ends.
+func (r *soakRun) publish(ctx context.Context, conns []*grpc.ClientConn) {
+	strms := make([]jetgatev1.StreamServiceClient, len(conns))
+	for i, c := range conns {
+		strms[i] = jetgatev1.NewStreamServiceClient(c)
+	}
+	data := bytes.Repeat([]byte("x"), r.o.Size)
+	next := 0
+	err := paced(ctx, r.o.Rate, func() error {
+		strm := strms[next%len(strms)]
+		next++
+		_, err := strm.Publish(ctx, &jetgatev1.PublishRequest{Stream: r.o.Stream, Subject: r.o.Subject, Data: data})
+		if err == nil {
+			r.published.Add(1)
+		}
+		if ending(ctx, err) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		r.errs <- fmt.Errorf("publish: %w", err)
+	}
+}
+
+// sample reads every replica's /metrics every o.Every until ctx ends, or
+// returns the first error that ends the soak early.
+func (r *soakRun) sample(ctx context.Context) error {
+	tick := time.NewTicker(r.o.Every)
 	defer tick.Stop()
-	var last int64
-	var lastMallocs float64
-	for done := false; !done; {
+	for {
 		select {
 		case <-ctx.Done():
-			done = true
-		case err := <-errs:
-			if err != nil && !ending(ctx, err) {
-				cancel()
-				wg.Wait()
-				return res, err
-			}
+			return nil
+		case err := <-r.errs:
+			return err
 		case <-tick.C:
-			s, err := scrape(ctx, "http://"+o.HTTPAddr+"/metrics")
-			if err != nil {
-				continue
+			handled := r.handled()
+			for i := range r.reps {
+				// A scrape begun as the soak ends is still read.
+				r.sampleReplica(context.WithoutCancel(ctx), i, handled)
 			}
-			now := acked.Load()
-			s.At, s.Acked, last = time.Since(start).Round(time.Second), now-last, now
-			if s.Acked > 0 && lastMallocs > 0 {
-				s.AllocsPerMsg = (s.Mallocs - lastMallocs) / float64(s.Acked)
-			}
-			lastMallocs = s.Mallocs
-			res.Samples = append(res.Samples, s)
-			fmt.Fprintf(o.Out, "soak %6v acked/s %7.0f goroutines %5.0f heap %6.1f MiB rss %6.1f MiB leases %5.0f allocs/msg %6.1f\n",
-				s.At, float64(s.Acked)/o.Every.Seconds(), s.Goroutines, s.HeapBytes/(1<<20), s.RSSBytes/(1<<20), s.Leases, s.AllocsPerMsg)
 		}
 	}
-	wg.Wait()
-	res.Published, res.Acked = published.Load(), acked.Load()
-	res.GoroutineGrowth, res.GoroutinesFlat = growth(res.Samples, func(s Sample) float64 { return s.Goroutines }, 10)
-	res.HeapGrowth, res.HeapFlat = growth(res.Samples, func(s Sample) float64 { return s.HeapBytes }, 8<<20)
-	// The first sample has no allocations per message: it starts the count.
-	if len(res.Samples) > 1 {
-		res.AllocsGrowth, res.AllocsFlat = growth(res.Samples[1:], func(s Sample) float64 { return s.AllocsPerMsg }, 5)
+}
+
+// sampleReplica reads replica i's /metrics and prints its line.
+func (r *soakRun) sampleReplica(ctx context.Context, i int, handled int64) {
+	now := time.Now()
+	at := now.Sub(r.start).Round(time.Second)
+	s, err := scrape(ctx, r.hc, "http://"+r.reps[i].HTTP+"/metrics")
+	if err != nil {
+		fmt.Fprintf(r.o.Out, "soak %6v%s: %v\n", at, r.label(i), err)
+		return
 	}
-	fmt.Fprintf(o.Out, "soak %v at %d msg/s: published %d, acked %d; goroutines %+.0f%% (flat: %v), heap %+.0f%% (flat: %v), allocs/msg %+.0f%% (flat: %v)\n",
-		o.Soak, o.Rate, res.Published, res.Acked, 100*res.GoroutineGrowth, res.GoroutinesFlat, 100*res.HeapGrowth, res.HeapFlat,
-		100*res.AllocsGrowth, res.AllocsFlat)
-	return res, nil
+	prev := r.last[i]
+	s.At, s.Acked = at, handled-prev.handled
+	if s.Acked > 0 && prev.mallocs > 0 {
+		s.AllocsPerMsg = (s.Mallocs - prev.mallocs) / float64(s.Acked)
+	}
+	r.last[i] = mark{at: now, handled: handled, mallocs: s.Mallocs}
+	r.res.Replicas[i].Samples = append(r.res.Replicas[i].Samples, s)
+	fmt.Fprintf(r.o.Out, "soak %6v%s acked/s %7.0f goroutines %5.0f heap %6.1f MiB rss %6.1f MiB leases %5.0f allocs/msg %6.1f\n",
+		s.At, r.label(i), float64(s.Acked)/now.Sub(prev.at).Seconds(), s.Goroutines, s.HeapBytes/(1<<20), s.RSSBytes/(1<<20), s.Leases, s.AllocsPerMsg)
+}
+
+// label names replica i in the soak's lines; with one replica, nothing.
+func (r *soakRun) label(i int) string {
+	if len(r.reps) == 1 {
+		return ""
+	}
+	return fmt.Sprintf(" replica %d", i+1)
+}
+
+// print writes the soak's totals, each replica's verdict and each
+// subscriber's final word.
+func (r *soakRun) print() {
+	res, o := r.res, r.o
+	through := ""
+	if len(r.reps) > 1 {
+		through = fmt.Sprintf(" through %d replicas", len(r.reps))
+	}
+	by := fmt.Sprintf("%d Fetch+Ack workers", o.Workers)
+	if len(res.Subscribers) > 0 {
+		by = strings.Join(o.SoakLibraries, ", ") + " subscribers"
+	}
+	backlog := "backlog unknown (no NATS URL)"
+	if res.Pending >= 0 {
+		backlog = fmt.Sprintf("backlog %d (pending %d, ack pending %d)", res.Pending+res.AckPending, res.Pending, res.AckPending)
+	}
+	fmt.Fprintf(o.Out, "soak %v at %d msg/s%s, consumed by %s: published %d, acked %d, %s\n",
+		o.Soak, o.Rate, through, by, res.Published, res.Acked, backlog)
+	for i, rs := range res.Replicas {
+		fmt.Fprintf(o.Out, "soak%s: %d samples; goroutines %v, heap %v, rss %v, leases %v, allocs/msg %v\n",
+			r.label(i), len(rs.Samples), rs.Goroutines, rs.Heap, rs.RSS, rs.Leases, rs.Allocs)
+	}
+	for _, s := range res.Subscribers {
+		fmt.Fprintf(o.Out, "soak %s subscriber, replica %d: handled %d, failed %d; %s\n", s.Library, s.Replica+1, s.Handled, s.Failed, s.Final)
+	}
+}
+
+// consumerBacklog reads the consumer's pending and ack-pending counts from
+// the NATS server at url.
+func consumerBacklog(ctx context.Context, url string, o Options) (pending, ackPending int64, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	nc, err := nats.Connect(url, nats.Name("jetgate-bench"))
+	if err != nil {
+		return -1, -1, fmt.Errorf("backlog: %w", err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return -1, -1, err
+	}
+	c, err := js.Consumer(ctx, o.Stream, o.Consumer)
+	if err != nil {
+		return -1, -1, fmt.Errorf("backlog of %s/%s: %w", o.Stream, o.Consumer, err)
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		return -1, -1, fmt.Errorf("backlog of %s/%s: %w", o.Stream, o.Consumer, err)
+	}
+	return int64(info.NumPending), int64(info.NumAckPending), nil
 }
 
 // ending reports whether err is only the soak's end: its context is done,
@@ -169,86 +326,4 @@ func paced(ctx context.Context, rate int, f func() error) error {
 			}
 		}
 	}
-}
-
-// growth compares the mean of the last third of the samples with the first
-// third; it is flat when it grew by less than a quarter or than slack.
-func growth(ss []Sample, v func(Sample) float64, slack float64) (float64, bool) {
-	n := len(ss) / 3
-	if n == 0 {
-		return 0, true
-	}
-	mean := func(part []Sample) float64 {
-		var t float64
-		for _, s := range part {
-			t += v(s)
-		}
-		return t / float64(len(part))
-	}
-	first, last := mean(ss[:n]), mean(ss[len(ss)-n:])
-	if first == 0 {
-		return 0, last <= slack
-	}
-	g := (last - first) / first
-	return g, g < 0.25 || last-first < slack
-}
-
-func scrape(ctx context.Context, url string) (Sample, error) {
-	fams, err := metricFamilies(ctx, http.DefaultClient, url)
-	if err != nil {
-		return Sample{}, err
-	}
-	sum := func(name string) float64 { return sumOf(fams, name, "", "") }
-	return Sample{
-		Goroutines: sum("go_goroutines"),
-		HeapBytes:  sum("go_memstats_heap_inuse_bytes"),
-		RSSBytes:   sum("process_resident_memory_bytes"),
-		Leases:     sum("jetgate_leases_live"),
-		Mallocs:    sum("go_memstats_mallocs_total"),
-	}, nil
-}
-
-// metricFamilies reads the Prometheus page at url.
-func metricFamilies(ctx context.Context, hc *http.Client, url string) (map[string]*dto.MetricFamily, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	return parser.TextToMetricFamilies(resp.Body)
-}
-
-// sumOf adds up the samples of the named metric. Given a stream, it counts
-// only the samples of that stream's consumer (and those with no stream).
-func sumOf(fams map[string]*dto.MetricFamily, name, stream, consumer string) float64 {
-	var t float64
-	for _, m := range fams[name].GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		if s, ok := labels["stream"]; stream != "" && ok && (s != stream || labels["consumer"] != consumer) {
-			continue
-		}
-		t += value(m)
-	}
-	return t
-}
-
-func value(m *dto.Metric) float64 {
-	switch {
-	case m.GetGauge() != nil:
-		return m.GetGauge().GetValue()
-	case m.GetCounter() != nil:
-		return m.GetCounter().GetValue()
-	}
-	return 0
 }

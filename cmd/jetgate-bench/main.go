@@ -6,7 +6,10 @@
 // --in-process runs both in the bench's process, and --grpc-addr and
 // --http-addr measure a running jetgate. With --waiting it measures
 // long-polling Fetch callers over replica processes; with --scale-consumers
-// what many consumers cost, idle and busy, behind replica processes.
+// what many consumers cost, idle and busy, behind replica processes. With
+// --soak it publishes at a fixed rate for that long and samples each jetgate
+// replica's /metrics (--soak-replicas of them), consumed by its own workers
+// or by the client libraries' subscribers (--soak-libraries).
 package main
 
 import (
@@ -25,7 +28,7 @@ import (
 
 func main() {
 	o := bench.Options{Out: os.Stdout}
-	var modes, replicas, scaleSource string
+	var modes, replicas, scaleSource, soakLibraries string
 	flag.StringVar(&o.GRPCAddr, "grpc-addr", "", "gRPC address of a running jetgate; empty starts NATS and jetgate as processes of their own (or, with --in-process, in this one)")
 	flag.BoolVar(&o.InProcess, "in-process", false, "run NATS and jetgate in the bench's own process rather than as deployed")
 	flag.StringVar(&o.Jetgate, "jetgate", "", "the jetgate binary the deployed shape runs; empty builds ./cmd/jetgate")
@@ -51,6 +54,8 @@ func main() {
 	flag.DurationVar(&o.Soak, "soak", 0, "run a soak of this length instead (publish at --rate, sample /metrics every --every)")
 	flag.IntVar(&o.Rate, "rate", 1000, "soak: messages published per second")
 	flag.DurationVar(&o.Every, "every", 5*time.Second, "soak: sampling interval")
+	flag.IntVar(&o.SoakReplicas, "soak-replicas", 1, "soak: jetgate processes of the deployed shape, on one consumer with one token key; publishes go to each in turn")
+	flag.StringVar(&soakLibraries, "soak-libraries", "", "soak: consume with one subscriber process per client library listed ("+bench.LibraryPython+", "+bench.LibraryTS+"), subscriber i through replica i mod --soak-replicas; empty: the bench's own Fetch+Ack workers")
 	flag.IntVar(&o.Waiting, "waiting", 0, "measure this many concurrent long-polling Fetch(1) callers instead, over --replicas")
 	flag.StringVar(&replicas, "replicas", "3", "with --waiting: comma-separated replica counts, each run in turn (3,10)")
 	flag.IntVar(&o.Scale, "scale-consumers", 0, "measure what this many consumers cost instead: idle, then busy, behind --scale-replicas jetgate processes")
@@ -78,6 +83,22 @@ func main() {
 			os.Exit(2)
 		}
 		o.Replicas = append(o.Replicas, n)
+	}
+	if soakLibraries != "" {
+		for _, l := range strings.Split(soakLibraries, ",") {
+			o.SoakLibraries = append(o.SoakLibraries, strings.TrimSpace(l))
+		}
+	}
+	switch {
+	case o.SoakReplicas < 1:
+		fmt.Fprintf(os.Stderr, "jetgate-bench: --soak-replicas %d: want 1 or more\n", o.SoakReplicas)
+		os.Exit(2)
+	case o.Soak == 0 && (o.SoakReplicas > 1 || o.SoakLibraries != nil):
+		fmt.Fprintln(os.Stderr, "jetgate-bench: --soak-replicas and --soak-libraries need --soak")
+		os.Exit(2)
+	case o.SoakReplicas > 1 && (o.GRPCAddr != "" || o.InProcess):
+		fmt.Fprintln(os.Stderr, "jetgate-bench: --soak-replicas above 1 starts the replicas as processes: not with --grpc-addr or --in-process")
+		os.Exit(2)
 	}
 	o.Modes = strings.Split(modes, ",")
 	if o.GRPCAddr != "" && o.HTTPAddr == "" && (slices.Contains(o.Modes, bench.ModeREST) || o.Soak > 0) {
