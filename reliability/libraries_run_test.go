@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -150,6 +151,7 @@ type handlerRun struct {
 	Ev       string `json:"ev"`
 	Seq      uint64 `json:"seq"`
 	Delivery uint64 `json:"delivery"`
+	T        int64  `json:"t"` // unix ms
 	Outcome  string `json:"outcome"`
 	Reason   string `json:"reason"`
 	Detail   string `json:"detail"`
@@ -180,6 +182,7 @@ func (p *libProcess) verdict(published []uint64) libVerdict {
 	defer f.Close()
 	running := make(map[uint64]int)
 	acked, maybe := make(map[uint64]bool), make(map[uint64]string)
+	history := make(map[uint64][]string) // what each message's handlers did, for a report
 	v.refusals, v.ambiguousBy = make(map[string]int), make(map[string]int)
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -187,6 +190,7 @@ func (p *libProcess) verdict(published []uint64) libVerdict {
 		if json.Unmarshal(sc.Bytes(), &r) != nil {
 			continue // a line being written
 		}
+		history[r.Seq] = append(history[r.Seq], fmt.Sprintf("%s %s of delivery %d %s %s", clock(time.UnixMilli(r.T)), r.Ev, r.Delivery, r.Outcome, r.Reason))
 		switch r.Ev {
 		case "start":
 			v.runs++
@@ -194,7 +198,8 @@ func (p *libProcess) verdict(published []uint64) libVerdict {
 				v.overlap = append(v.overlap, fmt.Sprintf("seq %d: delivery %d started while %d handler(s) ran it", r.Seq, r.Delivery, running[r.Seq]))
 			}
 			if acked[r.Seq] {
-				v.ackedAgain = append(v.ackedAgain, fmt.Sprintf("seq %d: delivery %d after its ack was confirmed", r.Seq, r.Delivery))
+				v.ackedAgain = append(v.ackedAgain, fmt.Sprintf("seq %d: delivery %d after its ack was confirmed: %s", r.Seq, r.Delivery,
+					strings.Join(history[r.Seq], "; ")))
 			}
 			running[r.Seq]++
 		case "end":

@@ -106,10 +106,12 @@ func TestFaultLibrariesInTheLoop(t *testing.T) {
 	for ctx.Err() == nil && (pub.count() < n*len(libs) || kills < 2) {
 		backoff(ctx, killEvery)
 		if restarts < natsRestarts && pub.count() >= (restarts+1)*n*len(libs)/(natsRestarts+1) {
+			down := time.Now()
 			ns.Shutdown()
 			ns.WaitForShutdown()
 			backoff(ctx, 500*time.Millisecond)
 			ns = natstest.StartIn(t, dir, port)
+			t.Logf("NATS shut down at %s, back at %s", clock(down), clock(time.Now()))
 			restarts++
 			continue
 		}
@@ -121,6 +123,7 @@ func TestFaultLibrariesInTheLoop(t *testing.T) {
 			}
 		}
 		old := replicas[i]
+		t.Logf("%s: replica %s killed", clock(time.Now()), old.grpcAddr)
 		_ = old.cmd.Process.Signal(syscall.SIGKILL)
 		_ = old.cmd.Wait()
 		replicas[i] = startProcess(t, bin, "--config", cfg)

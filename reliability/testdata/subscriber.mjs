@@ -9,7 +9,7 @@
 // subscriber extends them), some throw (nak'ed), and the rest ack their
 // message themselves, so that an ack confirmed is known. Each handler writes
 // one JSON line when it starts and one when it ends, in the order they
-// happen: {"ev": "start"|"end", "seq", "delivery", "outcome"} with outcome
+// happen: {"ev": "start"|"end", "seq", "delivery", "t" (unix ms), "outcome"} with outcome
 // "acked", "ack_failed" (with the failure's reason and detail) or "raised" on "end".
 import fs from "node:fs";
 import { pathToFileURL } from "node:url";
@@ -21,7 +21,7 @@ const fd = fs.openSync(logPath, "a");
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function record(ev, m, extra = {}) {
-  const line = { ev, seq: Number(m.metadata.streamSeq), delivery: Number(m.metadata.numDelivered), ...extra };
+  const line = { ev, seq: Number(m.metadata.streamSeq), delivery: Number(m.metadata.numDelivered), t: Date.now(), ...extra };
   fs.writeSync(fd, JSON.stringify(line) + "\n");
 }
 

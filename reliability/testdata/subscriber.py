@@ -8,7 +8,7 @@ closes, then closes it (drain) and exits. Handlers run for a random time
 (some past ack_wait: the subscriber extends them), some raise (nak'ed), and
 the rest ack their message themselves, so that an ack confirmed is known.
 Each handler writes one JSON line when it starts and one when it ends, in
-the order they happen: {"ev": "start"|"end", "seq", "delivery", "outcome"}
+the order they happen: {"ev": "start"|"end", "seq", "delivery", "t" (unix ms), "outcome"}
 with outcome "acked", "ack_failed" (with the failure's reason and detail) or
 "raised" on "end"."""
 
@@ -27,7 +27,7 @@ rng = random.Random()
 
 
 def record(ev, m, **kw):
-    line = {"ev": ev, "seq": m.metadata.stream_seq, "delivery": m.metadata.num_delivered, **kw}
+    line = {"ev": ev, "seq": m.metadata.stream_seq, "delivery": m.metadata.num_delivered, "t": int(time.time() * 1000), **kw}
     with lock:
         out.write(json.dumps(line) + "\n")
         out.flush()
