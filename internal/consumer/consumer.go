@@ -286,6 +286,17 @@ func (c *Consumer) Idle() bool {
 // ClaimsOf are what d's token says: whose lease it is and of which delivery.
 func (c *Consumer) ClaimsOf(d *Delivery) token.Claims { return c.tokens.claims(d) }
 
+// Reconnected is told that the connection to NATS was lost and made again:
+// the server may have restarted, and one that did redelivers what awaits
+// an ack by times it kept to the second, so every lease held ends that much
+// sooner (lease.RestorePrecision).
+func (c *Consumer) Reconnected() {
+	if n := c.leases.Shorten(lease.RestorePrecision); n > 0 {
+		c.log.Info("NATS reconnected: the leases held end a second sooner, as a server that restarted redelivers by delivery times it kept to the second",
+			"leases", n)
+	}
+}
+
 // Leases counts the leases this replica holds on the consumer, unsettled.
 func (c *Consumer) Leases() int { return c.leases.Live() }
 

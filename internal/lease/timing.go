@@ -39,19 +39,46 @@ func (t *Table) SetTiming(p Policy) int {
 	}
 	moved := 0
 	for _, e := range t.entries {
-		if !t.redate(&e.Lease) {
-			continue
+		if t.redate(&e.Lease) {
+			t.moved(e)
+			moved++
 		}
-		t.due.push(e.StreamSeq, e.Deadline)
-		if o := e.owner; o != nil {
-			select {
-			case o.left <- struct{}{}:
-			default:
-			}
-		}
-		moved++
 	}
 	return moved
+}
+
+// moved schedules e's sweep by its new deadline and wakes the Consume
+// stream that holds it, if any; t.mu is held.
+func (t *Table) moved(e *entry) {
+	t.due.push(e.StreamSeq, e.Deadline)
+	if o := e.owner; o != nil {
+		select {
+		case o.left <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// RestorePrecision is how much earlier than it had, at most, a NATS server
+// that restarted dates a delivery awaiting its ack: it stores each one's
+// time in whole seconds (nats-server's encodeConsumerState, "subsecond
+// resolution not needed for recovery"), so it redelivers up to that much
+// sooner than its clock said before. A consumer leader restored from a
+// snapshot does likewise.
+const RestorePrecision = time.Second
+
+// Shorten ends every live lease by sooner than it did: when the server may
+// have restarted (RestorePrecision). A lease kept alive is extended sooner
+// too, and a Consume stream holding one is woken to see it. It returns how
+// many leases it shortened.
+func (t *Table) Shorten(by time.Duration) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, e := range t.entries {
+		e.Deadline = e.Deadline.Add(-by)
+		t.moved(e)
+	}
+	return len(t.entries)
 }
 
 // redate re-dates l by the table's timing if that has a shorter wait for

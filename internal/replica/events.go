@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
@@ -25,6 +26,11 @@ type relay struct {
 	// with: catchUp waits until it matches what NATS delivered.
 	handled []*atomic.Int64
 	wakes   wakes // the replica's gaps (wake.go)
+	// reconnects is the count of NATS reconnects whose leases were cut
+	// (wake.go: reconnected); cutMu makes one settle cut them while the
+	// others wait.
+	reconnects atomic.Uint64
+	cutMu      sync.Mutex
 }
 
 // stop takes the relay off its subjects.

@@ -36,9 +36,9 @@ type wakes struct {
 	stale atomic.Bool  // a gap was seen and not caught up yet
 }
 
-// watch ticks until ctx ends, noting each gap. The first tick is set by
-// whoever makes the replica, before watch runs.
-func (w *wakes) watch(ctx context.Context) {
+// watch ticks until ctx ends, noting each gap and calling each. The first
+// tick is set by whoever makes the replica, before watch runs.
+func (w *wakes) watch(ctx context.Context, each func()) {
 	t := time.NewTicker(tickEvery)
 	defer t.Stop()
 	for {
@@ -50,6 +50,7 @@ func (w *wakes) watch(ctx context.Context) {
 				w.stale.Store(true) // before last moves, so a reader of the new last sees it
 			}
 			w.last.Store(now.UnixNano())
+			each()
 		}
 	}
 }
@@ -70,6 +71,7 @@ func (w *wakes) behind(now time.Time) bool {
 // among them. A replica that runs on and whose relay has nothing in hand
 // pays a few locked reads a settle.
 func (rl *relay) catchUp(ctx context.Context) error {
+	rl.reconnected()
 	asleep := rl.wakes.behind(time.Now())
 	if !asleep && rl.drained() {
 		return nil
@@ -141,4 +143,25 @@ func (rl *relay) handledUpTo(received []int64) bool {
 		}
 	}
 	return true
+}
+
+// reconnected cuts the leases of every consumer the replica serves, once
+// for each time its connection to NATS was made again (the server may have
+// restarted: consumer.Reconnected), before any settle goes on; the watch
+// calls it on each tick too, so that a lease kept alive is extended by its
+// new deadline.
+func (rl *relay) reconnected() {
+	n := rl.nc.Stats().Reconnects
+	if n == rl.reconnects.Load() {
+		return
+	}
+	rl.cutMu.Lock()
+	defer rl.cutMu.Unlock()
+	if n == rl.reconnects.Load() {
+		return // cut by another settle meanwhile
+	}
+	for _, b := range rl.binder.all() {
+		b.c.Reconnected()
+	}
+	rl.reconnects.Store(n)
 }

@@ -5,14 +5,17 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/natstest"
 	"github.com/jetgate/jetgate/internal/token"
 )
@@ -110,4 +113,60 @@ func billingReplica(t *testing.T, timeout time.Duration) (*Replica, *nats.Conn, 
 	}
 	t.Cleanup(r.Close)
 	return r, nc, ctx
+}
+
+// When the connection to NATS is made again, the server may have restarted,
+// and one that did redelivers what awaits an ack by times it kept to the
+// second: every lease the replica holds ends a second sooner, before any
+// settle, and the tokens' deadlines no longer promise it (a settle then is
+// judged by the new deadline). Here NATS (file store) restarts on its port
+// while a message is leased.
+func TestAReconnectShortensTheLeasesHeld(t *testing.T) {
+	dir := t.TempDir()
+	ns := natstest.StartIn(t, dir, -1)
+	port := ns.Addr().(*net.TCPAddr).Port
+	nc := natstest.Connect(t, ns)
+	natstest.Stream(t, nc, "ORDERS", "orders.>")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn := natstest.Connect(t, ns, nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond), nats.ReconnectBufSize(-1))
+	r, err := New(ctx, Options{Conn: conn, Keys: token.RandomKeyring(),
+		Consumers: []consumer.Config{{Stream: "ORDERS", Name: "billing", AckWait: 30 * time.Second}}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, "orders.1", []byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Fetch(ctx, "ORDERS", "billing", consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second})
+	if err != nil || len(res.Messages) != 1 {
+		t.Fatalf("fetch: %v %v", res, err)
+	}
+	c := r.bound("ORDERS", "billing")
+	before := c.Holders()[0].Latest
+	if !before.Equal(res.Messages[0].Deadline) {
+		t.Fatalf("the table's deadline %v, the message's %v", before, res.Messages[0].Deadline)
+	}
+
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	natstest.StartIn(t, dir, port)
+	natstest.Eventually(t, 20*time.Second, "the replica reconnected", func() bool { return conn.Stats().Reconnects >= 1 && conn.IsConnected() })
+	if err := r.relay.catchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.Holders()[0].Latest, before.Add(-lease.RestorePrecision); !got.Equal(want) {
+		t.Fatalf("after the reconnect the lease ends at %v; want %v, a second sooner", got, want)
+	}
+	if err := r.relay.catchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.Holders()[0].Latest, before.Add(-lease.RestorePrecision); !got.Equal(want) {
+		t.Fatalf("a second settle after the same reconnect moved the lease to %v; want it left at %v", got, want)
+	}
 }
