@@ -224,7 +224,8 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	e.run.wg.Go(func() { r.binder.unbindIdle(e.run.ctx) })
 	r.relay.wakes.last.Store(time.Now().UnixNano()) // a slow start is no gap
 	r.relay.reconnects.Store(r.nc.Stats().Reconnects)
-	e.run.wg.Go(func() { r.relay.wakes.watch(e.run.ctx, r.relay.reconnected) })
+	e.run.wg.Go(func() { r.relay.wakes.watch(e.run.ctx) })
+	e.run.wg.Go(func() { r.relay.followReconnects(e.run.ctx) })
 	r.log.Info("gateway bound", "gateway_id", r.self.String(), "consumers", len(o.Consumers))
 	return r, nil
 }

@@ -36,9 +36,9 @@ type wakes struct {
 	stale atomic.Bool  // a gap was seen and not caught up yet
 }
 
-// watch ticks until ctx ends, noting each gap and calling each. The first
-// tick is set by whoever makes the replica, before watch runs.
-func (w *wakes) watch(ctx context.Context, each func()) {
+// watch ticks until ctx ends, noting each gap. The first tick is set by
+// whoever makes the replica, before watch runs.
+func (w *wakes) watch(ctx context.Context) {
 	t := time.NewTicker(tickEvery)
 	defer t.Stop()
 	for {
@@ -50,7 +50,6 @@ func (w *wakes) watch(ctx context.Context, each func()) {
 				w.stale.Store(true) // before last moves, so a reader of the new last sees it
 			}
 			w.last.Store(now.UnixNano())
-			each()
 		}
 	}
 }
@@ -147,10 +146,15 @@ func (rl *relay) handledUpTo(received []int64) bool {
 
 // reconnected cuts the leases of every consumer the replica serves, once
 // for each time its connection to NATS was made again (the server may have
-// restarted: consumer.Reconnected), before any settle goes on; the watch
-// calls it on each tick too, so that a lease kept alive is extended by its
-// new deadline.
+// restarted: consumer.Reconnected), before any settle goes on. nats.go
+// counts a reconnect as its TCP connection is made, before the handshake
+// that may fail (a server not ready, a proxy that drops it), so the cut
+// waits until the connection is up, and is made once however many tries
+// it took: until then nothing settles.
 func (rl *relay) reconnected() {
+	if !rl.nc.IsConnected() {
+		return
+	}
 	n := rl.nc.Stats().Reconnects
 	if n == rl.reconnects.Load() {
 		return
@@ -164,4 +168,21 @@ func (rl *relay) reconnected() {
 		b.c.Reconnected()
 	}
 	rl.reconnects.Store(n)
+}
+
+// followReconnects cuts the leases after a reconnect (reconnected) even
+// while nothing settles, so that the leases kept alive are extended by
+// their new deadlines, until ctx ends. Apart from the wake watch: asking
+// nats.go about its connection waits while it tries to reconnect.
+func (rl *relay) followReconnects(ctx context.Context) {
+	t := time.NewTicker(tickEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			rl.reconnected()
+		}
+	}
 }

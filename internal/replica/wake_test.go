@@ -170,3 +170,58 @@ func TestAReconnectShortensTheLeasesHeld(t *testing.T) {
 		t.Fatalf("a second settle after the same reconnect moved the lease to %v; want it left at %v", got, want)
 	}
 }
+
+// nats.go counts a reconnect as its TCP connection is made, before the
+// handshake, so a NATS behind a proxy that drops the traffic makes many
+// reconnects of a single outage: the leases are cut once, by a second, once
+// the connection is up again.
+func TestAnOutageOfManyReconnectTriesCutsTheLeasesOnce(t *testing.T) {
+	ns := natstest.Start(t)
+	nc := natstest.Connect(t, ns)
+	natstest.Stream(t, nc, "ORDERS", "orders.>")
+	proxy := natstest.StartProxy(t, ns.Addr().String())
+	conn, err := nats.Connect("nats://"+proxy.Addr, nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond),
+		nats.ReconnectBufSize(-1), nats.Timeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := New(ctx, Options{Conn: conn, Keys: token.RandomKeyring(),
+		Consumers: []consumer.Config{{Stream: "ORDERS", Name: "billing", AckWait: 30 * time.Second}}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, "orders.1", []byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Fetch(ctx, "ORDERS", "billing", consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second})
+	if err != nil || len(res.Messages) != 1 {
+		t.Fatalf("fetch: %v %v", res, err)
+	}
+	c := r.bound("ORDERS", "billing")
+	before := c.Holders()[0].Latest
+
+	proxy.Blackhole()
+	if err := conn.ForceReconnect(); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 20*time.Second, "several reconnect tries through the dead proxy", func() bool { return conn.Stats().Reconnects >= 3 })
+	if got := c.Holders()[0].Latest; !got.Equal(before) {
+		t.Fatalf("the lease was cut to %v while the connection was still down; want it left until it is up", got)
+	}
+	proxy.Thaw()
+	natstest.Eventually(t, 20*time.Second, "connected again", conn.IsConnected)
+	if err := r.relay.catchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.Holders()[0].Latest, before.Add(-lease.RestorePrecision); !got.Equal(want) {
+		t.Fatalf("after an outage of %d reconnect tries the lease ends at %v; want %v, a second sooner, once", conn.Stats().Reconnects, got, want)
+	}
+}
