@@ -21,6 +21,7 @@ import (
 	coreconsumer "github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/gwtest"
+	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/natstest"
 	"github.com/jetgate/jetgate/internal/replica"
 	"github.com/jetgate/jetgate/internal/token"
@@ -243,7 +244,7 @@ func TestExtendedTokenCarriesTheNewDeadline(t *testing.T) {
 	wantNoFailures(t, resp.GetFailures())
 	l := resp.GetLeases()[0]
 	got := l.GetLeaseDeadline().AsTime()
-	margin := wait / 10
+	margin := lease.Margin(wait)
 	if lo, hi := before.Add(wait-margin-50*time.Millisecond), time.Now().Add(wait-margin); got.Before(lo) || got.After(hi) || !got.After(oldDeadline) {
 		t.Fatalf("extended deadline %v; want about now + ack_wait - margin (%v..%v) and after the old %v", got, lo, hi, oldDeadline)
 	}
