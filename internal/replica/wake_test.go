@@ -130,24 +130,7 @@ func TestAReconnectShortensTheLeasesHeld(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn := natstest.Connect(t, ns, nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond), nats.ReconnectBufSize(-1))
-	r, err := New(ctx, Options{Conn: conn, Keys: token.RandomKeyring(),
-		Consumers: []consumer.Config{{Stream: "ORDERS", Name: "billing", AckWait: 30 * time.Second}}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.Publish(ctx, "orders.1", []byte("m")); err != nil {
-		t.Fatal(err)
-	}
-	res, err := r.Fetch(ctx, "ORDERS", "billing", consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second})
-	if err != nil || len(res.Messages) != 1 {
-		t.Fatalf("fetch: %v %v", res, err)
-	}
-	c := r.bound("ORDERS", "billing")
+	r, c, res := leaseOne(t, ctx, conn, nc)
 	before := c.Holders()[0].Latest
 	if !before.Equal(res.Messages[0].Deadline) {
 		t.Fatalf("the table's deadline %v, the message's %v", before, res.Messages[0].Deadline)
@@ -188,24 +171,7 @@ func TestAnOutageOfManyReconnectTriesCutsTheLeasesOnce(t *testing.T) {
 	t.Cleanup(conn.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r, err := New(ctx, Options{Conn: conn, Keys: token.RandomKeyring(),
-		Consumers: []consumer.Config{{Stream: "ORDERS", Name: "billing", AckWait: 30 * time.Second}}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.Publish(ctx, "orders.1", []byte("m")); err != nil {
-		t.Fatal(err)
-	}
-	res, err := r.Fetch(ctx, "ORDERS", "billing", consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second})
-	if err != nil || len(res.Messages) != 1 {
-		t.Fatalf("fetch: %v %v", res, err)
-	}
-	c := r.bound("ORDERS", "billing")
+	r, c, _ := leaseOne(t, ctx, conn, nc)
 	before := c.Holders()[0].Latest
 
 	proxy.Blackhole()
@@ -224,4 +190,28 @@ func TestAnOutageOfManyReconnectTriesCutsTheLeasesOnce(t *testing.T) {
 	if got, want := c.Holders()[0].Latest, before.Add(-lease.RestorePrecision); !got.Equal(want) {
 		t.Fatalf("after an outage of %d reconnect tries the lease ends at %v; want %v, a second sooner, once", conn.Stats().Reconnects, got, want)
 	}
+}
+
+// leaseOne starts a replica on conn serving ORDERS/billing (ack_wait 30s),
+// publishes a message with nc and fetches it through the replica.
+func leaseOne(t *testing.T, ctx context.Context, conn, nc *nats.Conn) (*Replica, *consumer.Consumer, consumer.FetchResult) {
+	t.Helper()
+	r, err := New(ctx, Options{Conn: conn, Keys: token.RandomKeyring(),
+		Consumers: []consumer.Config{{Stream: "ORDERS", Name: "billing", AckWait: 30 * time.Second}}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, "orders.1", []byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Fetch(ctx, "ORDERS", "billing", consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second})
+	if err != nil || len(res.Messages) != 1 {
+		t.Fatalf("fetch: %v %v", res, err)
+	}
+	return r, r.bound("ORDERS", "billing"), res
 }
