@@ -149,7 +149,7 @@ func (t *Table) Add(l Lease) Added {
 	switch {
 	case ok && old >= l.Delivered && now.Before(l.Deadline):
 		t.voidLocked()
-		t.redate(&l)
+		t.timing.redate(&l)
 		t.put(&entry{Lease: l, first: l.Deadline.UnixMilli()})
 		return AddedReset
 	case ok && old > l.Delivered:
@@ -159,7 +159,7 @@ func (t *Table) Add(l Lease) Added {
 	if e := t.entries[l.StreamSeq]; e != nil && e.Delivered < l.Delivered && now.Before(e.Deadline) {
 		added = AddedEarly
 	}
-	t.redate(&l)
+	t.timing.redate(&l)
 	t.put(&entry{Lease: l, first: l.Deadline.UnixMilli()})
 	return added
 }
@@ -318,7 +318,7 @@ func (t *Table) Finish(r Ref, op Op, ok bool, now time.Time, ext Extension) (dea
 		e.state, e.op = stateLive, 0
 		if ok {
 			e.Deadline, e.Wait = ext.Deadline, ext.Wait
-			t.redate(&e.Lease)
+			t.timing.redate(&e.Lease)
 			server := e.Deadline
 			return server, t.keepUntil(e, ext)
 		}

@@ -39,18 +39,18 @@ func (t *Table) SetTiming(p Policy) int {
 	}
 	moved := 0
 	for _, e := range t.entries {
-		if t.redate(&e.Lease) {
-			t.moved(e)
+		if t.timing.redate(&e.Lease) {
+			reschedule(&t.due, e)
 			moved++
 		}
 	}
 	return moved
 }
 
-// moved schedules e's sweep by its new deadline and wakes the Consume
-// stream that holds it, if any; t.mu is held.
-func (t *Table) moved(e *entry) {
-	t.due.push(e.StreamSeq, e.Deadline)
+// reschedule schedules e's sweep in due by its new deadline and wakes the
+// Consume stream that holds it, if any; the table's lock is held.
+func reschedule(due *queue, e *entry) {
+	due.push(e.StreamSeq, e.Deadline)
 	if o := e.owner; o != nil {
 		select {
 		case o.left <- struct{}{}:
@@ -76,22 +76,22 @@ func (t *Table) Shorten(by time.Duration) int {
 	defer t.mu.Unlock()
 	for _, e := range t.entries {
 		e.Deadline = e.Deadline.Add(-by)
-		t.moved(e)
+		reschedule(&t.due, e)
 	}
 	return len(t.entries)
 }
 
-// redate re-dates l by the table's timing if that has a shorter wait for
-// it than the one l was dated by; t.mu is held.
-func (t *Table) redate(l *Lease) bool {
-	if l.Wait <= 0 || t.timing.AckWait <= 0 {
+// redate re-dates l by p (a table's timing) if p has a shorter wait for it
+// than the one l was dated by.
+func (p Policy) redate(l *Lease) bool {
+	if l.Wait <= 0 || p.AckWait <= 0 {
 		return false
 	}
-	w := t.timing.AckWaitFor(l.Delivered)
+	w := p.AckWaitFor(l.Delivered)
 	if w >= l.Wait {
 		return false
 	}
-	l.Deadline = t.timing.Deadline(l.Deadline.Add(-(l.Wait - Margin(l.Wait))), l.Delivered)
+	l.Deadline = p.Deadline(l.Deadline.Add(-(l.Wait - Margin(l.Wait))), l.Delivered)
 	l.Wait = w
 	return true
 }
