@@ -138,6 +138,7 @@ func (k *consumeStream) take(_ context.Context, ds []*Delivery, _ bool) (bool, e
 		rs[i], sizes[i] = ref(k.pl.tokens.claims(d)), d.size()
 	}
 	k.pl.leases.Claim(k.o, rs, sizes)
+	k.pl.counts.Fetched.Add(uint64(len(ds)))
 	if pin := PinOf(ds); pin != "" {
 		k.pin = pin
 	}

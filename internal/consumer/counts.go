@@ -49,15 +49,6 @@ type SettleFailure struct {
 	Reason string // the error's reason (errs.Reason)
 }
 
-// CountFetch counts what a Fetch returned, or a batch a Consume stream sent.
-func (k *Counts) CountFetch(res FetchResult) {
-	if n := len(res.Messages); n > 0 {
-		k.Fetched.Add(uint64(n))
-		return
-	}
-	k.Empty[res.Empty].Add(1)
-}
-
 // CountSettles counts a batch's outcomes.
 func (k *Counts) CountSettles(op lease.Op, outs []settle.Outcome) {
 	ok := 0

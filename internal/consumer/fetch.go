@@ -77,7 +77,7 @@ const (
 	fetchMaxLinger = 50 * time.Millisecond
 )
 
-// Fetch leases up to req.Batch messages: the orphans of canceled Fetches
+// Fetch leases up to req.Batch messages, and counts what it returns: the orphans of canceled Fetches
 // first, else one pull request that asks for what is available, waits up to
 // expires for a first message, and ends as soon as the server has sent what
 // it had. When it returns, no pull of its own is left to a caller: one the
@@ -101,12 +101,14 @@ func (pl *puller) Fetch(ctx context.Context, req FetchRequest) (FetchResult, err
 		pl.wake()
 		return FetchResult{}, ctx.Err()
 	case len(s.got) > 0:
+		pl.counts.Fetched.Add(uint64(len(s.got)))
 		return FetchResult{Messages: s.got, PinID: PinOf(s.got)}, nil
 	case err != nil:
 		return FetchResult{}, err
 	case empty == EmptyNone:
 		empty = pl.emptyReason(ctx, pri)
 	}
+	pl.counts.Empty[empty].Add(1)
 	return FetchResult{Empty: empty}, nil
 }
 

@@ -108,30 +108,28 @@ type sink interface {
 // time is left. It returns why nothing came (EmptyNone when something did
 // or the end does not say), and the pull it left open to the orphan pool.
 func (pl *puller) pullLoop(ctx context.Context, lim pullLimits, s sink) (EmptyReason, *pull.Pull, error) {
-	arrivals := pl.orphans.arrivals() // before looking: what comes after wakes the wait
-	if took, err := pl.takeOrphans(ctx, lim, s); took || err != nil {
+	took, arrivals, err := pl.takeOrphans(ctx, lim, s)
+	if took || err != nil {
 		return EmptyNone, nil, err
 	}
 	if !pl.nc.IsConnected() {
 		return EmptyNone, nil, fmt.Errorf("%w: not connected", errs.ErrUnavailable)
 	}
-	send := pl.pullNow
+	inLine := false
 	for {
-		pl.growWaiting(ctx)
-		ok, waited := pl.waiting.acquire(ctx, lim.until)
-		if !ok {
-			// Past its expiry in line: a message would have ended the pull
-			// of a caller ahead of it.
-			return EmptyNone, nil, ctx.Err()
-		}
-		if waited {
-			arrivals = pl.orphans.arrivals()
-			if took, err := pl.takeOrphans(ctx, lim, s); took || err != nil {
+		if !pl.waiting.tryAcquire() {
+			pl.growWaiting(ctx)
+			if !pl.waiting.acquire(ctx, lim.until) {
+				// Past its expiry in line: a message would have ended the
+				// pull of a caller ahead of it.
+				return EmptyNone, nil, ctx.Err()
+			}
+			if took, arrivals, err = pl.takeOrphans(ctx, lim, s); took || err != nil {
 				pl.waiting.release()
 				return EmptyNone, nil, err
 			}
 		}
-		p, err := send(lim)
+		p, err := pl.startPull(lim, inLine)
 		if err != nil {
 			return EmptyNone, nil, err
 		}
@@ -142,41 +140,30 @@ func (pl *puller) pullLoop(ctx context.Context, lim pullLimits, s sink) (EmptyRe
 		// Other pulls wait for more than is pending (the consumer is at
 		// max_ack_pending), so a no_wait pull is refused at once: wait in
 		// line with a plain pull instead.
-		if end.queued {
-			send = pl.pullInLine
+		inLine = inLine || end.queued
+	}
+}
+
+// startPull sends a pull for lim; every pull request starts here. One in
+// line waits in the server's queue for lim.waitBatch; otherwise it is
+// no_wait: what is available now, no more than max_ack_pending leaves room
+// for (one cut short there is held open by the server until its next
+// heartbeat). Its place is given back when the pull ends, or at once if it
+// could not start.
+func (pl *puller) startPull(lim pullLimits, inLine bool) (markedPull, error) {
+	server := pl.server.view().limits
+	batch := lim.waitBatch
+	if !inLine {
+		batch = lim.batch
+		if room := server.maxAckPending - pl.leases.Live(); room > 0 && room < batch {
+			batch = room
 		}
 	}
-}
-
-// pullNow sends a no_wait pull: what is available now, no more than
-// max_ack_pending leaves room for (one cut short there is held open by the
-// server until its next heartbeat).
-func (pl *puller) pullNow(lim pullLimits) (markedPull, error) {
-	batch := lim.batch
-	if room := pl.server.view().limits.maxAckPending - pl.leases.Live(); room > 0 && room < batch {
-		batch = room
+	if server.maxBatch > 0 {
+		batch = min(batch, server.maxBatch)
 	}
-	req := pl.pullRequest(batch, lim)
-	req.NoWait = true
-	return pl.startPull(req)
-}
-
-// pullInLine sends a pull that waits in the server's queue for
-// lim.waitBatch.
-func (pl *puller) pullInLine(lim pullLimits) (markedPull, error) {
-	return pl.startPull(pl.pullRequest(lim.waitBatch, lim))
-}
-
-func (pl *puller) pullRequest(batch int, lim pullLimits) pull.Request {
-	if most := pl.server.view().limits.maxBatch; most > 0 {
-		batch = min(batch, most)
-	}
-	return pull.NewRequest(batch, time.Until(lim.until), lim.maxBytes, lim.priority)
-}
-
-// startPull sends req; every pull request starts here. Its place is given
-// back when the pull ends, or at once if it could not start.
-func (pl *puller) startPull(req pull.Request) (markedPull, error) {
+	req := pull.NewRequest(batch, time.Until(lim.until), lim.maxBytes, lim.priority)
+	req.NoWait = !inLine
 	mark := pl.server.mark() // before the server can deliver to it
 	p, err := pull.Start(pl.nc, pl.next, req, pl.waiting.release)
 	if err != nil {
@@ -216,8 +203,8 @@ func (pl *puller) read(ctx context.Context, p *markedPull, lim pullLimits, s sin
 		case !ended && len(msgs) == 0:
 			// Orphans came while this pull waited (a canceled Fetch's pull
 			// took a message): take them, and leave this pull to the pool.
-			arrivals = pl.orphans.arrivals()
-			if took, err := pl.takeOrphans(ctx, lim, s); took || err != nil {
+			var took bool
+			if took, arrivals, err = pl.takeOrphans(ctx, lim, s); took || err != nil {
 				pl.orphans.abandon(*p, time.Now())
 				return pullEnd{left: p.Pull, err: err}
 			}
@@ -256,15 +243,16 @@ func (pl *puller) read(ctx context.Context, p *markedPull, lim pullLimits, s sin
 }
 
 // takeOrphans leases up to lim's batch and bytes of orphans to s, if any are
-// held; took reports that it did.
-func (pl *puller) takeOrphans(ctx context.Context, lim pullLimits, s sink) (took bool, err error) {
-	held := pl.orphans.take(lim.batch, lim.maxBytes, time.Now())
+// held; took reports that it did. Orphans that come after it looked close
+// arrivals.
+func (pl *puller) takeOrphans(ctx context.Context, lim pullLimits, s sink) (took bool, arrivals <-chan struct{}, err error) {
+	held, arrivals := pl.orphans.take(lim.batch, lim.maxBytes, time.Now())
 	if len(held) == 0 {
-		return false, nil
+		return false, arrivals, nil
 	}
 	if err := ctx.Err(); err != nil {
 		pl.orphans.putBack(held)
-		return false, err
+		return false, arrivals, err
 	}
 	ds := make([]*Delivery, len(held))
 	for i, o := range held {
@@ -272,11 +260,11 @@ func (pl *puller) takeOrphans(ctx context.Context, lim pullLimits, s sink) (took
 	}
 	if err := pl.server.held.wait(ctx); err != nil {
 		pl.orphans.putBack(held)
-		return false, err
+		return false, arrivals, err
 	}
 	pl.counts.Orphans[OrphanHanded].Add(uint64(len(ds)))
 	_, err = s.take(ctx, pl.tokens.issue(ds, lim.principal), false)
-	return true, err
+	return true, arrivals, err
 }
 
 // lost says what a pull the caller left, or the server went silent on,

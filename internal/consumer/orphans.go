@@ -45,15 +45,6 @@ func newOrphanPool(receive func(*seqMark, pull.Msg) (*Delivery, bool), live func
 	return &orphanPool{receive: receive, live: live, more: make(chan struct{})}
 }
 
-// arrivals is closed when orphans may have come: a Fetch waiting on a pull
-// of its own listens to it, so that a message an abandoned pull takes goes
-// to a caller already waiting, not only to the next Fetch.
-func (o *orphanPool) arrivals() <-chan struct{} {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.more
-}
-
 // arrived wakes the Fetches waiting on arrivals.
 func (o *orphanPool) arrived() {
 	o.mu.Lock()
@@ -148,8 +139,11 @@ func (o *orphanPool) drain(now time.Time) {
 
 // take hands up to n orphans of at most maxBytes in all, whose leases are
 // still live, to a Fetch. Those past their deadline, or voided by a reset,
-// are dropped: the server redelivers them.
-func (o *orphanPool) take(n int, maxBytes int64, now time.Time) []*orphan {
+// are dropped: the server redelivers them. arrivals is closed when orphans
+// may have come after it looked: a Fetch waiting on a pull of its own
+// listens to it, so that a message an abandoned pull takes goes to a caller
+// already waiting, not only to the next Fetch.
+func (o *orphanPool) take(n int, maxBytes int64, now time.Time) (_ []*orphan, arrivals <-chan struct{}) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.drain(now)
@@ -166,7 +160,7 @@ func (o *orphanPool) take(n int, maxBytes int64, now time.Time) []*orphan {
 		}
 		return false
 	})
-	return out
+	return out, o.more
 }
 
 // putBack returns orphans a Fetch took but could not hand out, as they were.

@@ -39,16 +39,27 @@ func newWaitingPulls(total int) *waitingPulls {
 	return &waitingPulls{total: total, limit: total, share: total, woke: func() {}}
 }
 
-// acquire takes a place, waiting in line until ctx ends or until passes;
-// waited reports that it had to wait in line.
-func (w *waitingPulls) acquire(ctx context.Context, until time.Time) (ok, waited bool) {
+// tryAcquire takes a place if one is free and nobody waits in line for one.
+func (w *waitingPulls) tryAcquire() bool {
 	w.mu.Lock()
-	if w.open < w.limit && len(w.line) == 0 {
+	ok := w.open < w.limit && len(w.line) == 0
+	if ok {
 		w.open++
-		w.mu.Unlock()
-		w.woke()
-		return true, false
 	}
+	w.mu.Unlock()
+	if ok {
+		w.woke()
+	}
+	return ok
+}
+
+// acquire takes a place, waiting in line for one until ctx ends or until
+// passes.
+func (w *waitingPulls) acquire(ctx context.Context, until time.Time) bool {
+	if w.tryAcquire() {
+		return true
+	}
+	w.mu.Lock()
 	pw := &placeWaiter{granted: make(chan struct{})}
 	w.line = append(w.line, pw)
 	w.mu.Unlock()
@@ -58,7 +69,7 @@ func (w *waitingPulls) acquire(ctx context.Context, until time.Time) (ok, waited
 	defer t.Stop()
 	select {
 	case <-pw.granted:
-		return true, true
+		return true
 	case <-ctx.Done():
 	case <-t.C:
 	}
@@ -71,7 +82,7 @@ func (w *waitingPulls) acquire(ctx context.Context, until time.Time) (ok, waited
 	default:
 		w.line = slices.DeleteFunc(w.line, func(o *placeWaiter) bool { return o == pw })
 	}
-	return false, true
+	return false
 }
 
 // release frees a place, for the first caller in line.

@@ -341,9 +341,6 @@ func (r *Replica) Fetch(ctx context.Context, stream, name string, req consumer.F
 	defer done()
 	span := r.spans.Receive(ctx, stream, name)
 	res, err := c.Fetch(ctx, req)
-	if err == nil {
-		c.Counts().CountFetch(res)
-	}
 	span.Link(len(res.Messages), origins(span, res.Messages))
 	span.End(err)
 	return res, err
@@ -378,7 +375,6 @@ func (r *Replica) Consume(ctx context.Context, stream, name string, req consumer
 		if len(ds) == 0 {
 			return send(ds) // a heartbeat
 		}
-		c.Counts().CountFetch(consumer.FetchResult{Messages: ds})
 		span := r.spans.Receive(ctx, stream, name)
 		span.Link(len(ds), origins(span, ds))
 		err := send(ds)
