@@ -95,6 +95,7 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 		n, bytes := pl.leases.Load(k.o)
 		lim := pl.limits(ctx, req.MaxMessages-n, 0, wait, req.Principal)
 		lim.priority, lim.priority.PinID = pri, k.pin // the stream keeps the pin it was given
+		lim.gap, lim.linger = consumeGap, consumeMaxLinger
 		if req.MaxBytes > 0 {
 			lim.maxBytes = min(lim.maxBytes, req.MaxBytes-bytes)
 		}
@@ -127,8 +128,6 @@ type consumeStream struct {
 	sendFailed bool   // the caller is gone
 	pin        string // pinned_client: the pin the stream holds
 }
-
-func (k *consumeStream) pause() (gap, linger time.Duration) { return consumeGap, consumeMaxLinger }
 
 // take holds the leases for the stream and sends them; the stream reads its
 // pull to the end.

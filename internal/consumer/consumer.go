@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -114,7 +115,8 @@ type Consumer struct {
 	counts  Counts
 	log     *slog.Logger
 
-	woken chan struct{} // Run: the consumer has something to attend to
+	woken     chan struct{} // Run: the consumer has something to attend to
+	attending atomic.Bool   // Run is attending: a wake has nothing to say
 }
 
 // Bind creates or updates the durable consumer cfg describes and returns the
@@ -213,13 +215,24 @@ func (c *Consumer) Run(ctx context.Context) {
 	}
 }
 
-// attend runs the consumer's timers while it is busy.
+// attend runs the consumer's timers while it is busy. Meanwhile wake sends
+// nothing, so that a Fetch does not wake Run for nothing; it says so before
+// it looks for the last time, so that what a wake would have said is seen.
 func (c *Consumer) attend(ctx context.Context) {
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
 	grow := time.NewTicker(growEvery)
 	defer grow.Stop()
-	for c.busy() {
+	c.attending.Store(true)
+	defer c.attending.Store(false)
+	for {
+		if !c.busy() {
+			c.attending.Store(false)
+			if !c.busy() {
+				return
+			}
+			c.attending.Store(true)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -247,6 +260,9 @@ func (c *Consumer) busy() bool {
 
 // wake has Run attend to the consumer: called after whatever makes it busy.
 func (c *Consumer) wake() {
+	if c.attending.Load() {
+		return
+	}
 	select {
 	case c.woken <- struct{}{}:
 	default:

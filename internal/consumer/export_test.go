@@ -28,3 +28,7 @@ func (c *Consumer) BeginInFlight(cl token.Claims, op lease.Op) error {
 func (c *Consumer) EndInFlight(cl token.Claims, op lease.Op) {
 	c.leases.Finish(ref(cl), op, false, time.Now(), lease.Extension{})
 }
+
+// LeasesHeld counts the leases the table holds, settled ones kept for
+// retries included: only a sweep drops one past its deadline.
+func (c *Consumer) LeasesHeld() int { return c.leases.Held() }

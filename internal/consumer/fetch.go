@@ -91,7 +91,7 @@ func (pl *puller) Fetch(ctx context.Context, req FetchRequest) (FetchResult, err
 		return FetchResult{}, err
 	}
 	lim := pl.limits(ctx, req.Batch, req.MaxBytes, req.Expires, req.Principal)
-	lim.waitBatch, lim.priority = 1, pri
+	lim.waitBatch, lim.priority, lim.gap, lim.linger = 1, pri, fetchGap, fetchMaxLinger
 	s := &fetchSink{pl: pl}
 	empty, left, err := pl.pullLoop(ctx, lim, s)
 	switch {
@@ -117,8 +117,6 @@ type fetchSink struct {
 	pl  *puller
 	got []*Delivery
 }
-
-func (f *fetchSink) pause() (gap, linger time.Duration) { return fetchGap, fetchMaxLinger }
 
 // take answers once the pull has ended, or when the server pauses while the
 // consumer is at max_ack_pending: the server then holds the pull open,

@@ -66,6 +66,9 @@ type pullLimits struct {
 	// Fetch asks for one, which ends its pull the moment it comes; a
 	// Consume stream, which passes messages on as they come, for its room.
 	waitBatch int
+	// An open pull's messages go on once none has come for gap, or the
+	// first has waited linger.
+	gap, linger time.Duration
 }
 
 // limits are the loop's limits for a caller's batch, bytes and expiry:
@@ -93,9 +96,6 @@ func (pl *puller) limits(ctx context.Context, batch int, maxBytes int64, expires
 // A sink takes what the pull loop leases: a Fetch's collects one answer, a
 // Consume stream's passes each burst on.
 type sink interface {
-	// pause is when an open pull's messages go on: once none has come for
-	// gap, or the first has waited linger.
-	pause() (gap, linger time.Duration)
 	// take gets leased deliveries, orphans or a pull's; open says that the
 	// pull they came from is still open. done, or an error, ends the loop.
 	take(ctx context.Context, ds []*Delivery, open bool) (done bool, err error)
@@ -187,14 +187,13 @@ type pullEnd struct {
 // caller leaves; an open pull it stops reading goes to the orphan pool.
 func (pl *puller) read(ctx context.Context, p *markedPull, lim pullLimits, s sink, arrivals <-chan struct{}) pullEnd {
 	reconnects := pl.nc.Stats().Reconnects
-	gap, linger := s.pause()
 	got := false
 	for {
 		other := arrivals
 		if got {
 			other = nil
 		}
-		msgs, ended, err := p.Next(ctx, gap, linger, other)
+		msgs, ended, err := p.Next(ctx, lim.gap, lim.linger, other)
 		switch {
 		case !ended && err != nil:
 			pl.orphans.abandon(*p, time.Now())
