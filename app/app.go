@@ -194,12 +194,14 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 			return p.cfg.Errorf("listen.tls", "%v", err)
 		}
 	}
-	assert := auth.NewAssertion()
-	guard := server.NewGuard(authn, assert, p.log, reg)
-	chain := []grpc.UnaryServerInterceptor{observe(p.log, reg), guard.Unary()}
+	// The REST side's road (the in-memory server of its streams, and Local)
+	// takes the principal the gateway asserts; the gRPC listener refuses it.
+	guard := server.NewGuard(authn, p.log, reg)
+	rest := guard.ForREST()
+	obs := observe(p.log, reg)
+	chain := []grpc.UnaryServerInterceptor{obs, guard.Unary()}
+	restChain := []grpc.UnaryServerInterceptor{obs, rest.Unary()}
 	opts := []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(chain...),
-		grpc.ChainStreamInterceptor(guard.Stream()),
 		grpc.WaitForHandlers(true),
 		// A gRPC caller is bounded as a REST one is: no request larger than
 		// a REST body makes.
@@ -214,7 +216,7 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 	// connection.
 	p.innerLis = bufconn.Listen(1 << 20)
 	p.onClose(func() { _ = p.innerLis.Close() })
-	p.inner = grpc.NewServer(opts...)
+	p.inner = grpc.NewServer(append(slices.Clone(opts), grpc.ChainUnaryInterceptor(restChain...), grpc.ChainStreamInterceptor(rest.Stream()))...)
 	server.RegisterREST(p.inner, p.replica, p.log, p.stall)
 	// A gRPC caller's connection runs at most 1024 RPCs at once, and one
 	// that stops reading (its answers queued unsent) is closed once it
@@ -227,7 +229,8 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 			Time: 30 * time.Second, Timeout: 20 * time.Second, MaxConnectionIdle: time.Duration(p.cfg.Limits.IdleTimeout),
 		}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-		grpc.MaxHeaderListSize(maxHeaderBytes))
+		grpc.MaxHeaderListSize(maxHeaderBytes),
+		grpc.ChainUnaryInterceptor(chain...), grpc.ChainStreamInterceptor(guard.Stream()))
 	if p.tls != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(p.tls)))
 	}
@@ -245,9 +248,9 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 	return p.buildREST(ctx, gateway.Options{
 		Metrics: metrics,
 		Local: func(conn grpc.ClientConnInterface) grpc.ClientConnInterface {
-			return server.NewLocal(p.replica, p.log, chain, conn)
+			return server.NewLocal(p.replica, p.log, restChain, conn)
 		},
-		Auth: authn, Assert: assert, Denied: guard.DeniedHTTP,
+		Auth: authn, Denied: guard.DeniedHTTP,
 		Console: p.cfg.Console.Enabled, WriteStall: p.stall,
 	})
 }

@@ -16,12 +16,14 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/jetgate/jetgate/api"
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/internal/auth"
 	"github.com/jetgate/jetgate/internal/authtest"
 )
 
@@ -83,11 +85,12 @@ func everyRPC(t *testing.T) []rpcRoute {
 	return out
 }
 
-// grpcAuthResult calls the RPC over gRPC as bearer and says what the guard
-// made of it: UNAUTHENTICATED, PERMISSION_DENIED, or OK for passed.
-func grpcAuthResult(t *testing.T, conn *grpc.ClientConn, r rpcRoute, bearer string) codes.Code {
+// grpcAuthResult calls the RPC over gRPC as bearer, with the metadata md
+// (pairs) besides, and says what the guard made of it: UNAUTHENTICATED,
+// PERMISSION_DENIED, or OK for passed.
+func grpcAuthResult(t *testing.T, conn *grpc.ClientConn, r rpcRoute, bearer string, md ...string) codes.Code {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(withBearer(bearer), 2*time.Second)
+	ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(withBearer(bearer), md...), 2*time.Second)
 	defer cancel()
 	req := dynamicpb.NewMessage(r.method.Input())
 	if f := r.method.Input().Fields().ByName("stream"); f != nil {
@@ -175,6 +178,28 @@ func TestEveryRPCAnswersOverRESTAsOverGRPC(t *testing.T) {
 			g, h := grpcAuthResult(t, conn, r, bearer), restAuthResult(t, p.HTTP, r, bearer)
 			if g != h {
 				t.Errorf("%s as %q: gRPC %v, REST %v", r.full, bearer, g, h)
+			}
+		}
+	}
+}
+
+// The REST side's assertion of a principal is taken only on its own road:
+// on the gRPC listener, every RPC that carries one is refused, whoever the
+// caller is.
+func TestTheRESTAssertionIsRefusedOnTheGRPCListener(t *testing.T) {
+	p, _, _ := secured(t)
+	conn, err := grpc.NewClient(p.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	for _, r := range everyRPC(t) {
+		if strings.HasPrefix(r.full, "/grpc.health.v1.Health/") {
+			continue // open to anyone: it asks no identity
+		}
+		for _, bearer := range []string{"", "ops-key"} {
+			if got := grpcAuthResult(t, conn, r, bearer, auth.AssertedPrincipal, "ops"); got != codes.Unauthenticated {
+				t.Errorf("%s as %q asserting ops: %v, want UNAUTHENTICATED", r.full, bearer, got)
 			}
 		}
 	}

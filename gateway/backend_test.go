@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/jetgate/jetgate/gateway"
-	"github.com/jetgate/jetgate/internal/auth"
 )
 
 // A REST call whose gRPC backend cannot be reached answers 503 with the
@@ -30,7 +29,6 @@ func TestRESTHidesBackendErrorText(t *testing.T) {
 	h, err := gateway.New(context.Background(), gateway.Options{
 		GRPCAddr:     addr,
 		MaxBodyBytes: 1 << 20,
-		Assert:       auth.NewAssertion(),
 		Logger:       slog.New(slog.NewTextHandler(&logged, nil)),
 	})
 	if err != nil {

@@ -64,9 +64,10 @@ type Options struct {
 	DialOptions []grpc.DialOption
 	// Auth authenticates each API call over HTTP; nil lets everybody in as
 	// the empty principal. The principal reaches the gRPC chain, which
-	// authorizes it, as an Assertion signed with Assert.
-	Auth   *auth.Authenticator
-	Assert *auth.Assertion
+	// authorizes it, asserted in auth.AssertedPrincipal: only a chain whose
+	// guard is server.Guard.ForREST takes it, so GRPCAddr and Local are the
+	// REST side's own road into the services.
+	Auth *auth.Authenticator
 	// Denied, if set, is told of each call refused here (for the log and
 	// the denial metric).
 	Denied func(r *http.Request, err error)
@@ -98,9 +99,6 @@ func New(ctx context.Context, o Options) (*REST, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
-	}
-	if o.Assert == nil {
-		return nil, errors.New("gateway: no assertion signer")
 	}
 	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, o.DialOptions...)
 	conn, err := grpc.NewClient(o.GRPCAddr, dial...)
@@ -150,7 +148,7 @@ func apiHandler(ctx context.Context, o Options, conn *grpc.ClientConn) (http.Han
 		runtime.WithIncomingHeaderMatcher(func(string) (string, bool) { return "", false }),
 		runtime.WithMetadata(func(ctx context.Context, _ *http.Request) metadata.MD {
 			p := auth.Principal(ctx)
-			return metadata.Pairs(auth.AssertedPrincipal, p, auth.AssertionProof, o.Assert.Sign(p))
+			return metadata.Pairs(auth.AssertedPrincipal, p)
 		}),
 	}
 	// One road for every RPC, unary and streaming: grpc-gateway's client

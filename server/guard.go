@@ -51,21 +51,24 @@ var actions = map[string]auth.Action{
 func open(method string) bool { return strings.HasPrefix(method, "/grpc.health.v1.Health/") }
 
 // Guard authenticates every call and authorizes every jetgate RPC before it
-// does any work, the same for gRPC callers and for the REST side (which
-// authenticates the HTTP request itself and asserts the principal, see
-// auth.Assertion). With no authenticator it lets everybody through as the
-// empty principal.
+// does any work, the same for gRPC callers and for the REST side. With no
+// authenticator it lets everybody through as the empty principal.
+//
+// The REST side authenticates the HTTP request itself and asserts the
+// principal (auth.AssertedPrincipal) on its own road into the services,
+// which only this process reaches: its guard (ForREST) takes the assertion
+// as said. The guard of the gRPC listener refuses any call that carries one.
 type Guard struct {
-	authn   *auth.Authenticator // nil: authentication is off
-	assert  *auth.Assertion
-	log     *slog.Logger
-	denials *prometheus.CounterVec
+	authn    *auth.Authenticator // nil: authentication is off
+	asserted bool                // the REST side's road: its assertion is taken
+	log      *slog.Logger
+	denials  *prometheus.CounterVec
 }
 
-// NewGuard makes the guard; authn nil turns authentication off. reg, if
-// set, registers jetgate_denied_total.
-func NewGuard(authn *auth.Authenticator, assert *auth.Assertion, log *slog.Logger, reg prometheus.Registerer) *Guard {
-	g := &Guard{authn: authn, assert: assert, log: log, denials: prometheus.NewCounterVec(prometheus.CounterOpts{
+// NewGuard makes the guard of the gRPC listener; authn nil turns
+// authentication off. reg, if set, registers jetgate_denied_total.
+func NewGuard(authn *auth.Authenticator, log *slog.Logger, reg prometheus.Registerer) *Guard {
+	g := &Guard{authn: authn, log: log, denials: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "jetgate_denied_total",
 		Help: "Calls refused before any work, by reason (UNAUTHENTICATED, PERMISSION_DENIED).",
 	}, []string{"reason"})}
@@ -76,6 +79,16 @@ func NewGuard(authn *auth.Authenticator, assert *auth.Assertion, log *slog.Logge
 		reg.MustRegister(g.denials)
 	}
 	return g
+}
+
+// ForREST is g for the REST side's road into the services (server.Local and
+// the in-memory gRPC server of its streams), which no caller outside this
+// process reaches: it takes the principal the gateway asserts, having
+// authenticated the HTTP request. Its denials are counted with g's.
+func (g *Guard) ForREST() *Guard {
+	rest := *g
+	rest.asserted = true
+	return &rest
 }
 
 // named is a request that names a stream and a consumer.
@@ -165,9 +178,8 @@ func (g *Guard) check(ctx context.Context, method string, req any) (context.Cont
 func (g *Guard) authenticate(ctx context.Context) (string, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	if ps := md.Get(auth.AssertedPrincipal); len(ps) > 0 {
-		proofs := md.Get(auth.AssertionProof)
-		if len(ps) != 1 || len(proofs) != 1 || !g.assert.Verify(ps[0], proofs[0]) {
-			return "", fmt.Errorf("%w: a forged assertion of identity", errs.ErrUnauthenticated)
+		if !g.asserted || len(ps) != 1 {
+			return "", fmt.Errorf("%w: an assertion of identity from outside the REST side", errs.ErrUnauthenticated)
 		}
 		return ps[0], nil
 	}

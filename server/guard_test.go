@@ -25,7 +25,7 @@ import (
 
 // guarded starts a replica behind the guard with two API keys: "alice"
 // may fetch and settle billing, "bob" may only read it.
-func guarded(t *testing.T) (*harness, *gwtest.Replica, *auth.Assertion) {
+func guarded(t *testing.T) (*harness, *gwtest.Replica, *server.Guard) {
 	t.Helper()
 	h := newHarness(t)
 	a, err := auth.New(auth.Config{
@@ -38,14 +38,13 @@ func guarded(t *testing.T) (*harness, *gwtest.Replica, *auth.Assertion) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	assert := auth.NewAssertion()
-	g := server.NewGuard(a, assert, quietLog(), nil)
+	g := server.NewGuard(a, quietLog(), nil)
 	r := gwtest.Start(t, replica.Options{
 		Conn:      natstest.Connect(t, h.ns),
 		Consumers: []coreconsumer.Config{{Stream: stream, Name: consumer}},
 		Keys:      token.RandomKeyring(),
 	}, grpc.ChainUnaryInterceptor(g.Unary()), grpc.ChainStreamInterceptor(g.Stream()))
-	return h, r, assert
+	return h, r, g
 }
 
 func as(ctx context.Context, kv ...string) context.Context {
@@ -53,7 +52,7 @@ func as(ctx context.Context, kv ...string) context.Context {
 }
 
 func TestGuardAuthenticatesAndAuthorizesBeforeAnyWork(t *testing.T) {
-	h, r, assert := guarded(t)
+	h, r, g := guarded(t)
 	h.publish(1)
 	ctx := context.Background()
 	fetch := func(ctx context.Context) (*jetgatev1.FetchResponse, error) {
@@ -65,10 +64,11 @@ func TestGuardAuthenticatesAndAuthorizesBeforeAnyWork(t *testing.T) {
 	wantCode(t, err, codes.Unauthenticated, "UNAUTHENTICATED")
 	_, err = fetch(as(ctx, "authorization", "Bearer bob-key"))
 	wantCode(t, err, codes.PermissionDenied, "PERMISSION_DENIED")
-	// A caller cannot claim an identity with the REST side's assertion.
-	_, err = fetch(as(ctx, auth.AssertedPrincipal, "alice", auth.AssertionProof, "forged"))
+	// A caller of the gRPC listener cannot claim an identity with the REST
+	// side's assertion, with a credential of its own or without.
+	_, err = fetch(as(ctx, auth.AssertedPrincipal, "alice"))
 	wantCode(t, err, codes.Unauthenticated, "UNAUTHENTICATED")
-	_, err = fetch(as(ctx, auth.AssertedPrincipal, "alice", auth.AssertionProof, auth.NewAssertion().Sign("alice")))
+	_, err = fetch(as(ctx, auth.AssertedPrincipal, "alice", "authorization", "Bearer bob-key"))
 	wantCode(t, err, codes.Unauthenticated, "UNAUTHENTICATED")
 	if ci := h.info(consumer); ci.NumAckPending != 0 || ci.Delivered.Stream != 0 {
 		t.Fatalf("a refused Fetch leased a message: %+v", ci)
@@ -88,12 +88,31 @@ func TestGuardAuthenticatesAndAuthorizesBeforeAnyWork(t *testing.T) {
 	if ack.GetFailures()[0].GetCode() != int32(codes.PermissionDenied) {
 		t.Fatalf("code %d; want PERMISSION_DENIED", ack.GetFailures()[0].GetCode())
 	}
-	// The REST side's genuine assertion is as good as the key.
-	ack, err = r.Consumers.Ack(as(ctx, auth.AssertedPrincipal, "alice", auth.AssertionProof, assert.Sign("alice")),
-		&jetgatev1.AckRequest{Stream: stream, Consumer: consumer, Tokens: []string{tok}})
+	ack, err = r.Consumers.Ack(as(ctx, "authorization", "Bearer alice-key"), &jetgatev1.AckRequest{Stream: stream, Consumer: consumer, Tokens: []string{tok}})
 	if err != nil || len(ack.GetFailures()) != 0 {
 		t.Fatalf("alice's ack: %v %v", ack, err)
 	}
+
+	// On the REST side's own road, the assertion is the caller, and is
+	// authorized as the key would be.
+	rest := g.ForREST().Unary()
+	call := func(md metadata.MD, method string, req any) (string, error) {
+		var principal string
+		_, err := rest(metadata.NewIncomingContext(ctx, md), req, &grpc.UnaryServerInfo{FullMethod: method},
+			func(ctx context.Context, _ any) (any, error) { principal = auth.Principal(ctx); return nil, nil })
+		return principal, err
+	}
+	fetchReq := &jetgatev1.FetchRequest{Stream: stream, Consumer: consumer}
+	if p, err := call(metadata.Pairs(auth.AssertedPrincipal, "alice"), jetgatev1.ConsumerService_Fetch_FullMethodName, fetchReq); err != nil || p != "alice" {
+		t.Fatalf("alice asserted on the REST road: principal %q, %v", p, err)
+	}
+	_, err = call(metadata.Pairs(auth.AssertedPrincipal, "bob"), jetgatev1.ConsumerService_Fetch_FullMethodName, fetchReq)
+	wantCode(t, err, codes.PermissionDenied, "PERMISSION_DENIED")
+	_, err = call(metadata.Pairs(auth.AssertedPrincipal, "alice", auth.AssertedPrincipal, "bob"), jetgatev1.ConsumerService_Fetch_FullMethodName, fetchReq)
+	wantCode(t, err, codes.Unauthenticated, "UNAUTHENTICATED")
+	// The listener's own guard is not changed by it.
+	_, err = fetch(as(ctx, auth.AssertedPrincipal, "alice"))
+	wantCode(t, err, codes.Unauthenticated, "UNAUTHENTICATED")
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -61,7 +61,7 @@ func newListEnv(t *testing.T) *listEnv {
 // that the test may close (a replica that crashed).
 func (e *listEnv) replica() *gwtest.Replica {
 	e.t.Helper()
-	g := server.NewGuard(e.authn, auth.NewAssertion(), quietLog(), nil)
+	g := server.NewGuard(e.authn, quietLog(), nil)
 	return gwtest.Start(e.t, replica.Options{
 		Conn: natstest.Connect(e.t, e.ns),
 		Consumers: []coreconsumer.Config{
@@ -180,7 +180,7 @@ func TestListLeasesAcrossReplicas(t *testing.T) {
 	e := newListEnv(t)
 	nc2 := natstest.Connect(t, e.ns)
 	r1 := e.replica()
-	g := server.NewGuard(e.authn, auth.NewAssertion(), quietLog(), nil)
+	g := server.NewGuard(e.authn, quietLog(), nil)
 	r2 := gwtest.Start(t, replica.Options{
 		Conn:      nc2,
 		Consumers: []coreconsumer.Config{{Stream: stream, Name: consumer, MaxDeliver: 3, DeadLetter: &coreconsumer.DeadLetter{Subject: dlqSubject, OnTerm: true}}},

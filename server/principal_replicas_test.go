@@ -120,7 +120,7 @@ func twoGuardedReplicas(t *testing.T) (*harness, *token.Keyring, *gwtest.Replica
 	}
 	ring := token.RandomKeyring()
 	start := func() *gwtest.Replica {
-		g := server.NewGuard(a, auth.NewAssertion(), quietLog(), nil)
+		g := server.NewGuard(a, quietLog(), nil)
 		return gwtest.Start(t, replica.Options{
 			Conn: natstest.Connect(t, h.ns),
 			Consumers: []coreconsumer.Config{

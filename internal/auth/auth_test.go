@@ -124,14 +124,3 @@ func TestAuthorize(t *testing.T) {
 		}
 	}
 }
-
-func TestAssertion(t *testing.T) {
-	s, other := auth.NewAssertion(), auth.NewAssertion()
-	proof := s.Sign("alice")
-	if !s.Verify("alice", proof) {
-		t.Fatal("a proof does not verify")
-	}
-	if s.Verify("mallory", proof) || other.Verify("alice", proof) || s.Verify("alice", "") || s.Verify("alice", proof+"x") {
-		t.Fatal("a proof verifies for another principal, another process or altered")
-	}
-}
