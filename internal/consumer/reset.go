@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,7 +43,9 @@ import (
 //
 // Besides, a peer's word (HearResetWord in word.go, then ResetTold) and an
 // info counting fewer deliveries than were received before it was asked
-// (observeInfo) carry a reset noticed elsewhere or shown otherwise. Each
+// (observeInfo) carry a reset noticed elsewhere or shown otherwise; a word
+// that names a reset's request counts as that request passing (rule 1),
+// since it may overtake the request itself. Each
 // reset has an id (the request's reply subject, else one made up), so that
 // it voids each replica's leases once however many ways it is noticed.
 //
@@ -89,6 +92,12 @@ type resetWatch struct {
 	unclaimed int
 }
 
+// shownReset begins the id a replica makes up for a reset it saw shown
+// (by a delivery, an info) rather than requested. A request's id is its
+// reply subject, which holds no space, so a peer tells the two apart
+// (ResetTold); to a replica of an earlier version either is an opaque id.
+const shownReset = "shown "
+
 // recentResets is how many reset ids a watch remembers: more than the ways
 // one reset reaches a replica before the next.
 const recentResets = 16
@@ -124,6 +133,10 @@ func (w *resetWatch) noticeID(id string) bool {
 // reset. It reports whether it voided.
 func (w *resetWatch) noticeRequest(id string) bool {
 	w.mu.Lock()
+	if id != "" && slices.Contains(w.ids[:], id) { // a peer told of it first
+		w.mu.Unlock()
+		return false
+	}
 	if time.Since(w.at) >= requestLag {
 		w.unclaimed = 0
 	}
@@ -264,9 +277,17 @@ func (s *onServer) ResetRequested(id string) {
 // ResetTold is another replica's word that the consumer was reset: every
 // lease this replica holds is void (those of deliveries made after the
 // reset come again after ack_wait; none settles a delivery it was not
-// issued for), unless this replica noticed that reset itself already.
+// issued for), unless this replica noticed that reset itself already. A
+// word that names the reset's request (its reply subject) counts as that
+// request passing here, by rule 1: the word may overtake the request on
+// this replica's own subscription, and the request of a reset a delivery
+// showed here must not void the leases of the deliveries made after it.
 func (s *onServer) ResetTold(id string) {
-	if s.resets.noticeID(id) {
+	notice := s.resets.noticeRequest
+	if id == "" || strings.HasPrefix(id, shownReset) {
+		notice = s.resets.noticeID
+	}
+	if notice(id) {
 		s.log.Warn("another replica saw the consumer reset: the leases this replica held are void")
 	}
 }
@@ -317,7 +338,7 @@ func (s *onServer) observeInfo(before seqMark, ci *jetstream.ConsumerInfo) {
 // showed (this replica's leases are void already). why is for the log.
 func (s *onServer) tellReset(why string, attrs ...any) {
 	s.log.Warn("the consumer was reset ("+why+"): the leases this replica held are void", attrs...)
-	id := token.NewIssuerID().String() // unique, as a request's reply subject is
+	id := shownReset + token.NewIssuerID().String() // unique, as a request's reply subject is
 	s.resets.remember(id)
 	s.tell(id)
 }

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"log/slog"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -189,5 +190,38 @@ func TestARequestAfterAStalePullShowedAResetVoids(t *testing.T) {
 	}
 	if !w.noticeRequest("r2") || voids != 3 {
 		t.Fatalf("the next reset's request did not void (%d voids)", voids)
+	}
+}
+
+// A peer's word that names a reset's request may reach a replica before
+// the request does (each comes on a subscription of its own). Where a
+// delivery here showed that reset already, the word is taken as the
+// request: it voids nothing, and neither does the request when it passes.
+// A word of a reset the peer saw shown voids, as does a word naming
+// another reset's request.
+func TestAPeersWordOvertakingTheRequestOfAShownResetVoidsNothing(t *testing.T) {
+	voids := 0
+	s := &onServer{resets: newResetWatch(0, 0, true, func() { voids++ }), log: slog.New(slog.DiscardHandler)}
+	a := s.resets.mark()
+	s.resets.admit(&a, again(5), noReset)
+	b := s.resets.mark() // floor 5
+	if reset, _ := s.resets.admit(&b, again(1), noReset); !reset || voids != 1 {
+		t.Fatalf("cseq 1 on a pull with floor 5: reset %v, %d voids", reset, voids)
+	}
+	s.ResetTold("_INBOX.r1")
+	if voids != 1 {
+		t.Fatalf("a peer's word of the shown reset's request voided again (%d voids)", voids)
+	}
+	s.ResetRequested("_INBOX.r1")
+	if voids != 1 {
+		t.Fatalf("the request after the word voided again (%d voids)", voids)
+	}
+	s.ResetTold(shownReset + "0123456789abcdef")
+	if voids != 2 {
+		t.Fatalf("a peer's word of a reset it saw shown voided nothing (%d voids)", voids)
+	}
+	s.ResetTold("_INBOX.r2")
+	if voids != 3 {
+		t.Fatalf("a peer's word of another reset's request voided nothing (%d voids)", voids)
 	}
 }
