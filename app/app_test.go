@@ -75,12 +75,20 @@ func runErr(t *testing.T, o Options) error {
 
 func grpcClients(t *testing.T, addr string) (jetgatev1.ConsumerServiceClient, jetgatev1.StreamServiceClient) {
 	t.Helper()
+	conn := grpcConn(t, addr)
+	return jetgatev1.NewConsumerServiceClient(conn), jetgatev1.NewStreamServiceClient(conn)
+}
+
+// grpcConn is a plaintext connection to the gRPC listener at addr, closed
+// at the end of the test.
+func grpcConn(t *testing.T, addr string) *grpc.ClientConn {
+	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	return jetgatev1.NewConsumerServiceClient(conn), jetgatev1.NewStreamServiceClient(conn)
+	return conn
 }
 
 // consumerInfo reads a consumer's info over a connection of its own.

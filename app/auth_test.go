@@ -12,9 +12,7 @@ import (
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
@@ -180,11 +178,7 @@ func (r restCaller) ack(t *testing.T, bearer string, tokens ...string) (codes.Co
 // principal's token fails on its own with TOKEN_WRONG_PRINCIPAL.
 func TestAuthMatrix(t *testing.T) {
 	p, idp, stranger := secured(t)
-	conn, err := grpc.NewClient(p.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
+	conn := grpcConn(t, p.GRPC)
 	for name, c := range map[string]caller{
 		"grpc": grpcCaller{jetgatev1.NewConsumerServiceClient(conn)},
 		"rest": restCaller{"http://" + p.HTTP},
@@ -244,11 +238,7 @@ func TestAuthMatrix(t *testing.T) {
 // PublishBatch needs publish.
 func TestManageNeedsTheManageGrant(t *testing.T) {
 	p, _, _ := secured(t)
-	conn, err := grpc.NewClient(p.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
+	conn := grpcConn(t, p.GRPC)
 	cc := jetgatev1.NewConsumerServiceClient(conn)
 	until := time.Now().Add(time.Hour).UTC()
 	grpcCalls := map[string]func(ctx context.Context) error{
@@ -314,11 +304,7 @@ func TestNoPortServesAnUnauthenticatedCaller(t *testing.T) {
 	if p.NATS != "" {
 		t.Fatalf("the embedded NATS server listens on %s", p.NATS)
 	}
-	conn, err := grpc.NewClient(p.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
+	conn := grpcConn(t, p.GRPC)
 	ctx := withBearer("")
 	if _, err := jetgatev1.NewStreamServiceClient(conn).Publish(ctx, &jetgatev1.PublishRequest{Stream: "ORDERS", Subject: "orders.x"}); status.Code(err) != codes.Unauthenticated {
 		t.Errorf("Publish without credentials: %v", err)

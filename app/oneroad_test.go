@@ -15,7 +15,6 @@ import (
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -168,11 +167,7 @@ func restAuthResult(t *testing.T, addr string, r rpcRoute, bearer string) codes.
 // grants: a new RPC cannot be forgotten on either side.
 func TestEveryRPCAnswersOverRESTAsOverGRPC(t *testing.T) {
 	p, _, _ := secured(t)
-	conn, err := grpc.NewClient(p.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
+	conn := grpcConn(t, p.GRPC)
 	for _, r := range everyRPC(t) {
 		for _, bearer := range []string{"", "not-a-key", "dashboard-key", "billing-key", "ops-key"} {
 			g, h := grpcAuthResult(t, conn, r, bearer), restAuthResult(t, p.HTTP, r, bearer)
@@ -188,11 +183,7 @@ func TestEveryRPCAnswersOverRESTAsOverGRPC(t *testing.T) {
 // caller is.
 func TestTheRESTAssertionIsRefusedOnTheGRPCListener(t *testing.T) {
 	p, _, _ := secured(t)
-	conn, err := grpc.NewClient(p.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
+	conn := grpcConn(t, p.GRPC)
 	for _, r := range everyRPC(t) {
 		if strings.HasPrefix(r.full, "/grpc.health.v1.Health/") {
 			continue // open to anyone: it asks no identity
