@@ -339,9 +339,12 @@ func (r *Replica) Fetch(ctx context.Context, stream, name string, req consumer.F
 		return consumer.FetchResult{}, err
 	}
 	defer done()
+	if r.spans == nil { // tracing off
+		return c.Fetch(ctx, req)
+	}
 	span := r.spans.Receive(ctx, stream, name)
 	res, err := c.Fetch(ctx, req)
-	span.Link(len(res.Messages), origins(span, res.Messages))
+	span.Link(len(res.Messages), origins(res.Messages))
 	span.End(err)
 	return res, err
 }
@@ -372,11 +375,11 @@ func (r *Replica) Consume(ctx context.Context, stream, name string, req consumer
 	}
 	defer done()
 	return c.Consume(ctx, req, func(ds []*consumer.Delivery) error {
-		if len(ds) == 0 {
-			return send(ds) // a heartbeat
+		if len(ds) == 0 || r.spans == nil { // a heartbeat, or tracing off
+			return send(ds)
 		}
 		span := r.spans.Receive(ctx, stream, name)
-		span.Link(len(ds), origins(span, ds))
+		span.Link(len(ds), origins(ds))
 		err := send(ds)
 		span.End(err)
 		return err

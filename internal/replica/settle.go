@@ -12,6 +12,7 @@ import (
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/settle"
 	"github.com/jetgate/jetgate/internal/token"
+	"github.com/jetgate/jetgate/internal/tracing"
 )
 
 // maxForwardsInFlight bounds the forwarded settles a replica runs at once.
@@ -58,7 +59,11 @@ func (fw *forwarder) Settle(ctx context.Context, req settle.Request) ([]settle.O
 	if !fw.nc.IsConnected() {
 		return nil, fmt.Errorf("%w: not connected to NATS", errs.ErrUnavailable)
 	}
-	span := fw.spans.Settle(ctx, req.Op.String(), req.Stream, req.Consumer)
+	var span *tracing.Span // nil: tracing off
+	if fw.spans != nil {
+		span = fw.spans.Settle(ctx, req.Op.String(), req.Stream, req.Consumer)
+		defer span.End(nil)
+	}
 	out := settle.Split(fw.keys, fw.self, req, func(issuer token.IssuerID, b *settle.Batch) []settle.Outcome {
 		if issuer == fw.self {
 			if span != nil {
@@ -69,7 +74,6 @@ func (fw *forwarder) Settle(ctx context.Context, req settle.Request) ([]settle.O
 		return fw.forward(ctx, c, issuer, b, req)
 	})
 	c.Counts().CountSettles(req.Op, out)
-	span.End(nil)
 	return out, nil
 }
 
