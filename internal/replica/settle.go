@@ -133,17 +133,17 @@ func (fw *forwarder) onForward(m *nats.Msg) {
 		fw.metrics.forwards.WithLabelValues("forged").Inc()
 		return
 	}
-	if fw.run.closing() {
-		// Shutting down: every settle of its own is done, so the caller may
-		// act on the tokens alone, at once rather than after a timeout.
-		fw.answerForward(m, f, settle.Fill(make([]settle.Outcome, len(f.Tokens)), errs.ErrIssuerGone))
-		return
-	}
+	// Shutting down, the replica answers ISSUER_GONE: every settle of its
+	// own is done, so the caller may act on the tokens alone, at once rather
+	// than after a timeout.
 	select {
 	case fw.slots <- struct{}{}:
 	default:
-		fw.answerForward(m, f, settle.Fill(make([]settle.Outcome, len(f.Tokens)),
-			fmt.Errorf("%w: the issuing replica is busy", errs.ErrUnavailable)))
+		err := fmt.Errorf("%w: the issuing replica is busy", errs.ErrUnavailable)
+		if fw.run.closing() {
+			err = errs.ErrIssuerGone
+		}
+		fw.answerForward(m, f, settle.Fill(make([]settle.Outcome, len(f.Tokens)), err))
 		return
 	}
 	if !fw.run.goUnlessClosed(func() {
