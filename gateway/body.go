@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// requestBody is a request's body, read whole by limitBody. The decoder
+// requestBody is a request's body, read whole by admitBody. The decoder
 // decodes it in one piece (exact positions in errors, nothing after the
 // JSON value ignored) and marks it malformed when it does not decode, so
 // that the error handler can answer with the reason MALFORMED_BODY:
@@ -35,7 +35,7 @@ func malformedBody(r *http.Request) bool {
 	return ok && b.malformed
 }
 
-// NewDecoder decodes a request body read by limitBody whole, with protojson;
+// NewDecoder decodes a request body read whole by admitBody, with protojson;
 // any other reader goes to runtime.JSONPb's decoder.
 func (m *marshaler) NewDecoder(r io.Reader) runtime.Decoder {
 	body, ok := r.(*requestBody)

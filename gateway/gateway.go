@@ -131,7 +131,7 @@ func New(ctx context.Context, o Options) (*REST, error) {
 		_ = conn.Close()
 		return nil, err
 	}
-	root.Handle("/", cors(o.CORSOrigins, authn(routes.routes(requireJSON(limitBody(streaming(calls, cmp.Or(o.WriteStall, DefaultWriteStall)), o.MaxBodyBytes))))))
+	root.Handle("/", cors(o.CORSOrigins, authn(routes.routes(admitBody(streaming(calls, cmp.Or(o.WriteStall, DefaultWriteStall)), o.MaxBodyBytes)))))
 	return &REST{Handler: root, conn: conn}, nil
 }
 
@@ -182,10 +182,23 @@ func probe(check func() error, yes, no string) http.HandlerFunc {
 // Close closes the connection to the gRPC server.
 func (g *REST) Close() error { return g.conn.Close() }
 
-// limitBody answers 413 to a body larger than limit before anything decodes
-// it.
-func limitBody(next http.Handler, limit int64) http.Handler {
+// admitBody admits a request's body before anything decodes it. A POST, PUT or
+// PATCH whose Content-Type is not JSON is answered 415, body or no body: a
+// web page can send a cross-origin request without a CORS preflight only as
+// a "simple" one (text/plain, a form, or no Content-Type at all), and
+// refusing those keeps any page a browser opens from settling, fetching or
+// publishing through jetgate. A body larger than limit is answered 413; one
+// within it is read whole (requestBody). Requests that carry no body (GET)
+// pass.
+func admitBody(next http.Handler, limit int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodPost, http.MethodPut, http.MethodPatch:
+			if cts := r.Header.Values("Content-Type"); len(cts) != 1 || !isJSON(cts[0]) {
+				unsupportedMediaType(w, cts)
+				return
+			}
+		}
 		if r.ContentLength > limit {
 			tooLarge(w, limit)
 			return
@@ -201,25 +214,6 @@ func limitBody(next http.Handler, limit int64) http.Handler {
 				return
 			}
 			r.Body = newRequestBody(b)
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// requireJSON answers 415 to a POST, PUT or PATCH whose Content-Type is not
-// JSON, body or no body, before anything reads it. A web page can send a
-// cross-origin request without a CORS preflight only as a "simple" one:
-// text/plain, a form, or no Content-Type at all. Refusing those keeps any
-// page a browser opens from settling, fetching or publishing through
-// jetgate. Requests that carry no body (GET) pass.
-func requireJSON(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.Method {
-		case http.MethodPost, http.MethodPut, http.MethodPatch:
-			if cts := r.Header.Values("Content-Type"); len(cts) != 1 || !isJSON(cts[0]) {
-				unsupportedMediaType(w, cts)
-				return
-			}
 		}
 		next.ServeHTTP(w, r)
 	})
