@@ -77,10 +77,10 @@ const (
 	fetchMaxLinger = 50 * time.Millisecond
 )
 
-// Fetch leases up to req.Batch messages, and counts what it returns: the orphans of canceled Fetches
-// first, else one pull request that asks for what is available, waits up to
-// expires for a first message, and ends as soon as the server has sent what
-// it had. When it returns, no pull of its own is left to a caller: one the
+// Fetch leases up to req.Batch messages, and counts what it returns: the
+// orphans of canceled Fetches first, else one pull request that asks for
+// what is available, waits up to expires for a first message, and ends as
+// soon as the server has sent what it had. When it returns, no pull of its own is left to a caller: one the
 // caller left is the orphan pool's.
 func (pl *puller) Fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
 	if err := cmp.Or(ctx.Err(), pl.server.servable()); err != nil {

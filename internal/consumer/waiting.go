@@ -54,12 +54,17 @@ func (w *waitingPulls) tryAcquire() bool {
 }
 
 // acquire takes a place, waiting in line for one until ctx ends or until
-// passes.
+// passes. Whether one is free is asked again under the lock it joins the
+// line under: one freed since the caller's tryAcquire is taken, not waited
+// for.
 func (w *waitingPulls) acquire(ctx context.Context, until time.Time) bool {
-	if w.tryAcquire() {
+	w.mu.Lock()
+	if w.open < w.limit && len(w.line) == 0 {
+		w.open++
+		w.mu.Unlock()
+		w.woke()
 		return true
 	}
-	w.mu.Lock()
 	pw := &placeWaiter{granted: make(chan struct{})}
 	w.line = append(w.line, pw)
 	w.mu.Unlock()
