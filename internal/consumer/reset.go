@@ -45,9 +45,9 @@ import (
 // info counting fewer deliveries than were received before it was asked
 // (observeInfo) carry a reset noticed elsewhere or shown otherwise; a word
 // that names a reset's request counts as that request passing (rule 1),
-// since it may overtake the request itself. Each
-// reset has an id (the request's reply subject, else one made up), so that
-// it voids each replica's leases once however many ways it is noticed.
+// since it may overtake the request itself. Each reset has an id (the
+// request's reply subject, else one made up, shownReset), so that it voids
+// each replica's leases once however many ways it is noticed.
 //
 // Each pull's marks are kept in its seqMark, on the consumer's side of the
 // pull (markedPull). A pull sent before a reset this replica has noticed
