@@ -66,16 +66,24 @@ func (g *consumerGauges) Collect(ch chan<- prometheus.Metric) {
 // unacknowledged age, the dead letters waiting): read when scraped, at most
 // every statsEvery, one CONSUMER.LIST page per 256 consumers of a stream,
 // and a message read only for a consumer whose ack floor moved. Nobody
-// scraping costs the server nothing.
+// scraping costs the server nothing. A scrape waits at most scrapeWait for
+// the read it starts: while NATS stalls it answers with the values last
+// read, and the read goes on for the next scrape.
 type serverGauges struct {
 	r    *binder
 	dead *deadLetters
 	m    *metrics
 
-	mu     sync.Mutex
-	at     time.Time
-	oldest map[consumerKey]oldestSeen
+	mu      sync.Mutex
+	at      time.Time     // when the last read ended
+	reading chan struct{} // closed when the read under way ends; nil: none
+	oldest  map[consumerKey]oldestSeen
 }
+
+// scrapeWait bounds how long a scrape waits for the server's gauges: well
+// within Prometheus's scrape timeout, and far longer than a read takes
+// while NATS answers.
+const scrapeWait = time.Second
 
 // oldestSeen is a consumer's oldest unacknowledged message as last read.
 type oldestSeen struct {
@@ -89,20 +97,45 @@ func (g *serverGauges) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (g *serverGauges) Collect(ch chan<- prometheus.Metric) {
-	g.mu.Lock()
-	if time.Since(g.at) >= statsEvery {
-		ctx, cancel := context.WithTimeout(g.r.run.ctx, g.r.timeout)
-		g.refresh(ctx)
-		cancel()
-		g.at = time.Now()
+	if done := g.read(); done != nil {
+		t := time.NewTimer(scrapeWait)
+		select {
+		case <-done:
+		case <-t.C:
+		}
+		t.Stop()
 	}
-	g.mu.Unlock()
 	g.m.oldestUnacked.Collect(ch)
 	g.m.deadLetterDepth.Collect(ch)
 }
 
-// refresh reads the gauges from the server; g.mu is held. A consumer the
-// server does not answer for keeps its last value.
+// read starts reading the gauges from the server, unless a read is under
+// way or the last ended less than statsEvery ago, and returns what is
+// closed when the read under way ends (nil: none).
+func (g *serverGauges) read() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock() // before the read can end: it takes g.mu
+	if g.reading != nil || time.Since(g.at) < statsEvery {
+		return g.reading
+	}
+	done := make(chan struct{})
+	if !g.r.run.goUnlessClosed(func() {
+		ctx, cancel := context.WithTimeout(g.r.run.ctx, g.r.timeout)
+		g.refresh(ctx)
+		cancel()
+		g.mu.Lock()
+		g.at, g.reading = time.Now(), nil
+		g.mu.Unlock()
+		close(done)
+	}) {
+		return nil
+	}
+	g.reading = done
+	return done
+}
+
+// refresh reads the gauges from the server, one read at a time (read). A
+// consumer the server does not answer for keeps its last value.
 func (g *serverGauges) refresh(ctx context.Context) {
 	if g.oldest == nil {
 		g.oldest = make(map[consumerKey]oldestSeen)
