@@ -75,6 +75,11 @@ type Deps struct {
 	// consumer's new deliveries are held back. Unset, the consumer says the
 	// word itself on Conn, and its peers hear it through HearResetWord.
 	OnReset func(id string, peers int)
+	// CatchUp, if set, brings the count of the replicas serving the
+	// consumer (SetReplicas) up to what the roster holds in NATS now, before
+	// a reset's word counts its peers: the roster's watch may not show a
+	// peer that bound a moment ago yet.
+	CatchUp func(ctx context.Context) error
 	// Traced keeps each delivery's creation context, for spans.
 	Traced bool
 	// API is the prefix of JetStream's API subjects (pull.API); "" is

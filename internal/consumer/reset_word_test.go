@@ -81,9 +81,9 @@ func TestAReplicaAnswersItsPeersWordsNotItsOwn(t *testing.T) {
 	}
 }
 
-// With no OnReset the consumer says the word itself: alone, published for
-// a peer that may just have joined; with peers, a request, and the
-// consumer's new deliveries wait until each peer answered.
+// With no OnReset the consumer says the word itself, as a request: alone,
+// for a peer that may just have joined, and waiting for no answer; with
+// peers, the consumer's new deliveries wait until each peer answered.
 func TestTheConsumerSaysTheWordItselfAndHoldsDeliveriesUntilAnswered(t *testing.T) {
 	e := start(t, consumer.Config{AckWait: time.Minute})
 	peer := natstest.Connect(t, e.ns)
@@ -105,8 +105,13 @@ func TestTheConsumerSaysTheWordItselfAndHoldsDeliveriesUntilAnswered(t *testing.
 		}
 	}
 	e.c.ResetRequested("r1")
-	if m := next("alone"); string(m.Data) != e.self.String()+" r1" || m.Reply != "" {
-		t.Fatalf("alone: heard %q (reply %q); want %q published", m.Data, m.Reply, e.self.String()+" r1")
+	if m := next("alone"); string(m.Data) != e.self.String()+" r1" || m.Reply == "" {
+		t.Fatalf("alone: heard %q (reply %q); want %q as a request", m.Data, m.Reply, e.self.String()+" r1")
+	}
+	// Alone, nothing waits for the answer the peer does not give.
+	e.publish("orders.0", "z")
+	if res := e.fetch(consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second}); len(res.Messages) != 1 {
+		t.Fatalf("alone, after the word: fetched %d; want 1", len(res.Messages))
 	}
 
 	e.c.SetReplicas(2)
@@ -128,7 +133,7 @@ func TestTheConsumerSaysTheWordItselfAndHoldsDeliveriesUntilAnswered(t *testing.
 		done <- fetched{res, err}
 	}()
 	natstest.Eventually(t, within, "the message delivered to the held Fetch", func() bool {
-		return e.info().NumAckPending == 1
+		return e.info().NumAckPending == 2 // and the one fetched alone
 	})
 	select {
 	case f := <-done:

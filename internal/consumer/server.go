@@ -51,6 +51,7 @@ type onServer struct {
 	held    *holdBack      // new deliveries, while peers are told of a reset
 	words   sync.WaitGroup // the goroutines telling peers, or asking after an early redelivery
 	onReset func(id string, peers int)
+	catchUp func(ctx context.Context) error
 	asking  atomic.Bool // redeliveredEarly's question is out
 
 	// changed is told of each new view whose policy differs from the one
@@ -73,7 +74,7 @@ func newOnServer(s jetstream.Stream, cons jetstream.Consumer, d Deps, log *slog.
 	o := &onServer{
 		stream: ci.Stream, name: ci.Name,
 		js: cons, jsStream: s, nc: d.Conn, self: d.Self, timeout: d.Timeout, log: log,
-		held: newHoldBack(), onReset: d.OnReset,
+		held: newHoldBack(), onReset: d.OnReset, catchUp: d.CatchUp,
 		changed:  func(_, _ *serverView) {},
 		retime:   func(lease.Policy) {},
 		replicas: func() int { return 1 },

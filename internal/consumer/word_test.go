@@ -17,7 +17,7 @@ import (
 // the delivery that showed the reset is handed out after no stale lease is
 // left; a peer that does not answer holds it back resetWordWait at most,
 // and the error says how many answered. Alone, it is published and waits
-// for nothing.
+// for nothing. The word goes before the peers are counted.
 func TestTheWordOfAResetWaitsForEachPeersAnswer(t *testing.T) {
 	ns := natstest.Start(t)
 	s := &onServer{stream: "ORDERS", name: "billing", nc: natstest.Connect(t, ns), self: token.NewIssuerID()}
@@ -41,7 +41,7 @@ func TestTheWordOfAResetWaitsForEachPeersAnswer(t *testing.T) {
 		}
 	}
 	done := make(chan error, 1)
-	go func() { done <- s.say("r1", 2) }()
+	go func() { done <- s.say("r1", func() int { return 2 }) }()
 	for range 2 {
 		if m := <-heard; string(m.Data) != s.self.String()+" r1" || m.Reply == "" {
 			t.Fatalf("a peer heard %q (reply %q); want %q as a request", m.Data, m.Reply, s.self.String()+" r1")
@@ -60,7 +60,7 @@ func TestTheWordOfAResetWaitsForEachPeersAnswer(t *testing.T) {
 
 	// A peer counted that never answers: the word gives up and says so.
 	start := time.Now()
-	go func() { done <- s.say("r2", 3) }()
+	go func() { done <- s.say("r2", func() int { return 3 }) }()
 	for range 2 {
 		<-heard
 		release <- struct{}{}
@@ -73,13 +73,58 @@ func TestTheWordOfAResetWaitsForEachPeersAnswer(t *testing.T) {
 		t.Fatalf("gave up after %v; want resetWordWait (%v)", waited, resetWordWait)
 	}
 
-	// Alone: published, not a request, and nothing waited for.
-	if err := s.say("r3", 0); err != nil {
-		t.Fatal(err)
+	// Alone: nothing waited for. The word went before the count was taken.
+	counted := false
+	if err := s.say("r3", func() int {
+		select {
+		case <-heard:
+		case <-time.After(10 * time.Second):
+			t.Error("the peers were counted before the word was sent")
+		}
+		counted = true
+		return 0
+	}); err != nil || !counted {
+		t.Fatalf("alone: %v (counted: %v)", err, counted)
 	}
-	for range 2 {
-		if m := <-heard; string(m.Data) != s.self.String()+" r3" || m.Reply != "" {
-			t.Fatalf("alone, a peer heard %q (reply %q); want %q published", m.Data, m.Reply, s.self.String()+" r3")
+	if m := <-heard; string(m.Data) != s.self.String()+" r3" {
+		t.Fatalf("alone, a peer heard %q; want %q", m.Data, s.self.String()+" r3")
+	}
+	for range 2 { // the answers nobody waits for
+		release <- struct{}{}
+	}
+}
+
+// Deliveries stay held while any hold is: a reset's word released does not
+// end the hold of a consumer whose replica is not counted yet, and a hold
+// released twice counts once.
+func TestDeliveriesStayHeldWhileAnyHoldIs(t *testing.T) {
+	h := newHoldBack()
+	isOpen := func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		select {
+		case <-h.open:
+			return true
+		default:
+			return false
 		}
 	}
+	if !isOpen() {
+		t.Fatal("a new hold-back holds deliveries")
+	}
+	counted, word := h.hold(), h.hold()
+	word()
+	word()
+	if isOpen() {
+		t.Fatal("deliveries flow while one of two holds is not released (the other released twice)")
+	}
+	counted()
+	if !isOpen() {
+		t.Fatal("deliveries still held with every hold released")
+	}
+	again := h.hold()
+	if isOpen() {
+		t.Fatal("a hold after every other was released holds nothing")
+	}
+	again()
 }

@@ -279,11 +279,17 @@ func (bd *binder) serve(c *consumer.Consumer, onDemand bool) *binding {
 	rctx, stop := context.WithCancel(bd.run.ctx)
 	b := &binding{c: c, onDemand: onDemand, stop: stop, done: make(chan struct{})}
 	b.used.Store(time.Now().UnixNano())
+	var counted func()
+	if bd.roster != nil {
+		// Before any caller can reach it: its peers count it once the roster
+		// is stored.
+		counted = c.HoldUntilCounted()
+	}
 	bd.binds.mu.Lock()
 	bd.binds.m[consumerKey{c.Stream, c.Name}] = b
 	bd.binds.mu.Unlock()
 	if bd.roster != nil {
-		bd.roster.Join(c.Stream, c.Name, c.SetReplicas)
+		bd.roster.Join(c.Stream, c.Name, c.SetReplicas, counted)
 	}
 	if !bd.run.goUnlessClosed(func() {
 		defer close(b.done)

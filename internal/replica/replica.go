@@ -244,6 +244,12 @@ func (r *Replica) open(ctx context.Context, o Options) error {
 		Conn: o.Conn, Sender: r.forwarder.sender, Ledger: ledger, Keys: r.keys, Self: r.self,
 		Timeout: r.timeout, Log: r.log, MaxFetchBytes: o.MaxFetchBytes, MaxLease: r.maxLease, API: r.api,
 		Traced: o.Tracing.On(),
+		CatchUp: func(ctx context.Context) error {
+			if r.roster == nil { // still opening: nothing is bound yet
+				return nil
+			}
+			return r.roster.CatchUp(ctx)
+		},
 	}
 	if err := r.subscribe(); err != nil {
 		return err

@@ -34,8 +34,10 @@ const (
 	// later, by each replica's own clock).
 	TTL = 3 * RenewEvery
 	// writeGap spaces the writes of what a replica serves, so that binding
-	// many consumers at once writes the list a few times, not once each.
-	writeGap = time.Second
+	// many consumers at once writes the list a few times, not once each;
+	// short, because a consumer just bound holds its deliveries until the
+	// write that names it is stored (Join).
+	writeGap = 200 * time.Millisecond
 )
 
 const (
@@ -59,16 +61,19 @@ type Roster struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 
-	mu     sync.Mutex
-	live   map[string]time.Time       // other replicas, when last heard of
-	serves map[string]map[string]bool // each replica's consumer keys
-	mine   map[string]*joined         // this replica's consumers, by key
+	mu       sync.Mutex
+	live     map[string]time.Time       // other replicas, when last heard of
+	serves   map[string]map[string]bool // each replica's consumer keys
+	mine     map[string]*joined         // this replica's consumers, by key
+	rev      uint64                     // the bucket's last revision counted
+	advanced chan struct{}              // closed when rev advances
 }
 
 // joined is one consumer this replica serves.
 type joined struct {
 	changed func(n int)
-	n       int // last told
+	n       int    // last told
+	stored  func() // to call once a write naming it is stored; nil: called
 }
 
 // Open creates or updates the roster's bucket (replicas: match the streams')
@@ -89,10 +94,11 @@ func Open(ctx context.Context, js jetstream.JetStream, domain string, replicas i
 	}
 	r := &Roster{
 		kv: kv, js: js, self: self, log: log,
-		dirty:  make(chan struct{}, 1),
-		live:   make(map[string]time.Time),
-		serves: make(map[string]map[string]bool),
-		mine:   make(map[string]*joined),
+		dirty:    make(chan struct{}, 1),
+		live:     make(map[string]time.Time),
+		serves:   make(map[string]map[string]bool),
+		mine:     make(map[string]*joined),
+		advanced: make(chan struct{}),
 	}
 	if domain != "" {
 		r.kvPrefix = "$JS." + domain + ".API."
@@ -126,6 +132,7 @@ func (r *Roster) initial(ctx context.Context) error {
 				return nil
 			}
 			r.apply(e, time.Now())
+			r.counted(e.Revision())
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -135,10 +142,13 @@ func (r *Roster) initial(ctx context.Context) error {
 // Join counts this replica among those serving a stream's consumer until
 // Leave or Close, and calls changed with the number of replicas serving it
 // (itself included): once before it returns, then whenever the number
-// changes. changed is called with the roster's lock held: it must not block.
-func (r *Roster) Join(stream, consumer string, changed func(n int)) {
+// changes. It calls stored once the bucket holds this replica as serving
+// the consumer, from when its peers count it (after CatchUp, at the
+// latest). changed and stored are called with the roster's lock held: they
+// must not block.
+func (r *Roster) Join(stream, consumer string, changed func(n int), stored func()) {
 	key := natsname.Key(stream, consumer)
-	j := &joined{changed: changed}
+	j := &joined{changed: changed, stored: stored}
 	r.mu.Lock()
 	r.mine[key] = j
 	j.n = r.countLocked(key)
@@ -176,8 +186,11 @@ func (r *Roster) follow(ctx context.Context) {
 			if !ok {
 				return
 			}
-			if e != nil && r.apply(e, time.Now()) {
-				r.recount()
+			if e != nil {
+				if r.apply(e, time.Now()) {
+					r.recount()
+				}
+				r.counted(e.Revision())
 			}
 		case <-r.dirty:
 			if wait := writeGap - time.Since(lastWrite); wait > 0 {
@@ -221,20 +234,74 @@ func (r *Roster) renew(ctx context.Context) error {
 	return nil
 }
 
-// writeServes puts the keys of the consumers this replica serves.
+// writeServes puts the keys of the consumers this replica serves, and tells
+// those it names that they are stored.
 func (r *Roster) writeServes(ctx context.Context) {
 	r.mu.Lock()
 	keys := make([]string, 0, len(r.mine))
-	for k := range r.mine {
+	written := make(map[string]*joined, len(r.mine))
+	for k, j := range r.mine {
 		keys = append(keys, k)
+		written[k] = j
 	}
 	r.mu.Unlock()
 	slices.Sort(keys)
 	ctx, cancel := context.WithTimeout(ctx, RenewEvery)
 	defer cancel()
-	if _, err := r.kv.Put(ctx, servesPrefix+r.self, []byte(strings.Join(keys, "\n"))); err != nil && ctx.Err() == nil {
-		r.log.Warn("could not write the consumers this replica serves; its peers count it once it can", "err", err)
-		r.markDirty()
+	if _, err := r.kv.Put(ctx, servesPrefix+r.self, []byte(strings.Join(keys, "\n"))); err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("could not write the consumers this replica serves; its peers count it once it can", "err", err)
+			r.markDirty()
+		}
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, j := range written {
+		if r.mine[k] == j && j.stored != nil { // not left, nor joined again, since
+			j.stored()
+			j.stored = nil
+		}
+	}
+}
+
+// CatchUp returns once the counts include every replica the bucket held as
+// serving a consumer when it was called, or ctx ended (the error says so):
+// a peer that bound a moment ago is counted though the watch has not shown
+// it yet. It asks the server once.
+func (r *Roster) CatchUp(ctx context.Context) error {
+	st, err := r.kv.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("read the state of the KV bucket %s: %w", Bucket, err)
+	}
+	bs, ok := st.(*jetstream.KeyValueBucketStatus)
+	if !ok {
+		return fmt.Errorf("the KV bucket %s has no stream state", Bucket)
+	}
+	last := bs.StreamInfo().State.LastSeq
+	for {
+		r.mu.Lock()
+		rev, advanced := r.rev, r.advanced
+		r.mu.Unlock()
+		if rev >= last {
+			return nil
+		}
+		select {
+		case <-advanced:
+		case <-ctx.Done():
+			return fmt.Errorf("the roster's watch is at revision %d of %d: %w", rev, last, ctx.Err())
+		}
+	}
+}
+
+// counted notes that the counts include the bucket up to revision rev.
+func (r *Roster) counted(rev uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rev > r.rev {
+		r.rev = rev
+		close(r.advanced)
+		r.advanced = make(chan struct{})
 	}
 }
 

@@ -43,7 +43,7 @@ func open(t *testing.T, nc *nats.Conn, self string) *roster.Roster {
 func join(t *testing.T, r *roster.Roster, stream, consumer string) *count {
 	t.Helper()
 	c := &count{}
-	r.Join(stream, consumer, c.set)
+	r.Join(stream, consumer, c.set, func() {})
 	return c
 }
 
@@ -74,7 +74,7 @@ func TestRosterCountsTheReplicasOfEachConsumer(t *testing.T) {
 
 	b.Leave("ORDERS", "billing")
 	natstest.Eventually(t, 5*time.Second, "a sees b leave billing", func() bool { return aBilling.get() == 1 })
-	b.Join("ORDERS", "billing", bBilling.set)
+	b.Join("ORDERS", "billing", bBilling.set, func() {})
 	natstest.Eventually(t, 5*time.Second, "a sees b back", func() bool { return aBilling.get() == 2 })
 	b.Close(ctx)
 	natstest.Eventually(t, 5*time.Second, "a sees b leave", func() bool { return aBilling.get() == 1 })
@@ -89,6 +89,41 @@ func TestRosterCountsTheReplicasOfEachConsumer(t *testing.T) {
 	natstest.Eventually(t, roster.TTL+3*roster.RenewEvery, "a sees c age out", func() bool { return aBilling.get() == 1 })
 	t.Logf("a replica that stopped without a word left the count after %v (key TTL %v)", time.Since(stopped).Round(time.Millisecond), roster.TTL)
 	c.Close(ctx)
+}
+
+// Join says when the bucket holds the replica as serving the consumer; a
+// peer that catches up then counts it, whatever its watch has shown yet:
+// the order a reset's word relies on (consumer.HoldUntilCounted).
+func TestAPeerThatCatchesUpCountsAReplicaOnceItIsStored(t *testing.T) {
+	ns := natstest.Start(t)
+	ctx := context.Background()
+	b := open(t, natstest.Connect(t, ns), "b")
+	defer b.Close(ctx)
+	bBilling := join(t, b, "ORDERS", "billing")
+	a := open(t, natstest.Connect(t, ns), "a")
+	defer a.Close(ctx)
+	for round := range 10 {
+		stored := make(chan struct{})
+		a.Join("ORDERS", "billing", func(int) {}, func() { close(stored) })
+		select {
+		case <-stored:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: never told the join was stored", round)
+		}
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := b.CatchUp(cctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := bBilling.get(); n != 2 {
+			t.Fatalf("round %d: b caught up after a's join was stored and counts %d; want 2", round, n)
+		}
+		a.Leave("ORDERS", "billing")
+		cctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+		natstest.Eventually(t, 10*time.Second, "b sees a leave", func() bool { return b.CatchUp(cctx) == nil && bBilling.get() == 1 })
+		cancel()
+	}
 }
 
 // A replica that keeps running stays on the roster past its keys' TTL.
