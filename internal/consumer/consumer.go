@@ -69,17 +69,17 @@ type Deps struct {
 	MaxLease time.Duration
 	Log      *slog.Logger
 	// OnReset, if set, tells the other replicas of reset id in place of the
-	// consumer's own word (word.go), as many as the roster counts besides
-	// this one (peers), and returns once they have voided their leases or
-	// it gave up waiting. It runs on a goroutine of its own, while the
-	// consumer's new deliveries are held back. Unset, the consumer says the
-	// word itself on Conn, and its peers hear it through HearResetWord.
+	// consumer's own word (word.go), as many as Peers names (peers), and
+	// returns once they have voided their leases or it gave up waiting. It
+	// runs on a goroutine of its own, while the consumer's new deliveries
+	// are held back. Unset, the consumer says the word itself on Conn, and
+	// its peers hear it through HearResetWord.
 	OnReset func(id string, peers int)
-	// CatchUp, if set, brings the count of the replicas serving the
-	// consumer (SetReplicas) up to what the roster holds in NATS now, before
-	// a reset's word counts its peers: the roster's watch may not show a
-	// peer that bound a moment ago yet.
-	CatchUp func(ctx context.Context) error
+	// Peers names the other replicas serving a consumer, by the ids their
+	// answers to a reset's word carry (their Self), as the roster holds them
+	// in NATS now: its watch may not show a peer that bound a moment ago
+	// yet. Nil: the consumer has no peers to wait for.
+	Peers func(ctx context.Context, stream, consumer string) ([]string, error)
 	// Traced keeps each delivery's creation context, for spans.
 	Traced bool
 	// API is the prefix of JetStream's API subjects (pull.API); "" is

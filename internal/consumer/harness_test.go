@@ -40,6 +40,16 @@ type env struct {
 	c     *consumer.Consumer
 	keys  *token.Keyring
 	self  token.IssuerID
+
+	mu    sync.Mutex
+	peers []string // what Deps.Peers names (setPeers)
+}
+
+// setPeers makes Deps.Peers name ids as the consumer's other replicas.
+func (e *env) setPeers(ids ...string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.peers = ids
 }
 
 // start binds a Consumer to ORDERS/billing as cfg (its Stream and Name are
@@ -106,6 +116,11 @@ func bindTelling(t *testing.T, ns *natsserver.Server, own *nats.Conn, cfg consum
 		Timeout: 2 * time.Second,
 		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
 		OnReset: onReset,
+		Peers: func(context.Context, string, string) ([]string, error) {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			return e.peers, nil
+		},
 	})
 	if err != nil {
 		_ = sender.Close()

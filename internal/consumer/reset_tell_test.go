@@ -73,7 +73,7 @@ func TestAResetAnInfoShowsIsToldToThePeers(t *testing.T) {
 }
 
 // The word of a reset waits for the peers that serve the consumer, those
-// the roster counts besides this replica, and for no other: a replica
+// the roster names besides this replica, and for no other: a replica
 // alone waits for none.
 func TestTheWordOfAResetWaitsForThePeersThatServe(t *testing.T) {
 	e, words := tellingEnv(t, consumer.Config{AckWait: time.Minute})
@@ -81,7 +81,7 @@ func TestTheWordOfAResetWaitsForThePeersThatServe(t *testing.T) {
 	if w := nextWord(t, words, "alone"); w != (word{"r1", 0}) {
 		t.Fatalf("alone: told %+v, want r1 to no peer", w)
 	}
-	e.c.SetReplicas(3)
+	e.setPeers("p1", "p2")
 	e.c.ResetRequested("r2")
 	if w := nextWord(t, words, "one of three"); w != (word{"r2", 2}) {
 		t.Fatalf("one of three replicas: told %+v, want r2 to 2 peers", w)

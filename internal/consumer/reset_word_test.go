@@ -114,7 +114,7 @@ func TestTheConsumerSaysTheWordItselfAndHoldsDeliveriesUntilAnswered(t *testing.
 		t.Fatalf("alone, after the word: fetched %d; want 1", len(res.Messages))
 	}
 
-	e.c.SetReplicas(2)
+	e.setPeers("p1")
 	e.publish("orders.1", "a")
 	e.c.ResetRequested("r2")
 	word := next("one of two")
@@ -140,7 +140,7 @@ func TestTheConsumerSaysTheWordItselfAndHoldsDeliveriesUntilAnswered(t *testing.
 		t.Fatalf("the Fetch returned (%d messages, %v) before the peer answered the word", len(f.res.Messages), f.err)
 	default:
 	}
-	if err := word.Respond(nil); err != nil {
+	if err := word.Respond([]byte("p1")); err != nil {
 		t.Fatal(err)
 	}
 	if f := <-done; f.err != nil || len(f.res.Messages) != 1 {

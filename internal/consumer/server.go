@@ -51,7 +51,7 @@ type onServer struct {
 	held    *holdBack      // new deliveries, while peers are told of a reset
 	words   sync.WaitGroup // the goroutines telling peers, or asking after an early redelivery
 	onReset func(id string, peers int)
-	catchUp func(ctx context.Context) error
+	peers   func(ctx context.Context) ([]string, error) // Deps.Peers, of this consumer; nil: none
 	asking  atomic.Bool // redeliveredEarly's question is out
 
 	// changed is told of each new view whose policy differs from the one
@@ -74,7 +74,7 @@ func newOnServer(s jetstream.Stream, cons jetstream.Consumer, d Deps, log *slog.
 	o := &onServer{
 		stream: ci.Stream, name: ci.Name,
 		js: cons, jsStream: s, nc: d.Conn, self: d.Self, timeout: d.Timeout, log: log,
-		held: newHoldBack(), onReset: d.OnReset, catchUp: d.CatchUp,
+		held: newHoldBack(), onReset: d.OnReset,
 		changed:  func(_, _ *serverView) {},
 		retime:   func(lease.Policy) {},
 		replicas: func() int { return 1 },
@@ -84,6 +84,9 @@ func newOnServer(s jetstream.Stream, cons jetstream.Consumer, d Deps, log *slog.
 	bySeq := ci.Config.DeliverPolicy != jetstream.DeliverLastPerSubjectPolicy
 	o.resets = newResetWatch(ci.Delivered.Consumer, ci.Delivered.Stream, bySeq, void)
 	o.resets.count = resets
+	if d.Peers != nil {
+		o.peers = func(ctx context.Context) ([]string, error) { return d.Peers(ctx, ci.Stream, ci.Name) }
+	}
 	v := viewOf(ci)
 	v.at = time.Time{}
 	o.last.Store(v)

@@ -13,15 +13,17 @@ import (
 // The word of a reset to the consumer's other replicas: a replica that
 // noticed one (reset.go) says "<sender id> <reset id>" on
 // ResetWordPrefix<stream>.<consumer>, as a request, and holds the
-// consumer's new deliveries back until each peer the roster counts
-// answered (after voiding its leases) or resetWordWait passed. It closes
-// the race in which a delivery made after the reset is handed out before a
-// peer has seen the request, and is the fallback for a reset a peer could
-// not see. Each replica routes the words of the consumers it serves to
-// HearResetWord. A replica just bound holds its deliveries until the
-// roster stores it (HoldUntilCounted), and the teller brings its count up
-// to the roster's before it counts (peers): no peer can hold a lease from
-// before the reset uncounted.
+// consumer's new deliveries back until each peer the roster names answered
+// with its id (after voiding its leases) or resetWordWait passed. It
+// closes the race in which a delivery made after the reset is handed out
+// before a peer has seen the request, and is the fallback for a reset a
+// peer could not see. Each replica routes the words of the consumers it
+// serves to HearResetWord; one that does not serve the consumer answers
+// with its id at once (it holds none of its leases). A replica just bound
+// holds its deliveries until the roster stores it (HoldUntilCounted), and
+// the teller names its peers once its roster has caught up with NATS, and
+// again after they answered, until no new one is named: a peer that bound
+// meanwhile is waited for too.
 
 // ResetWordPrefix is the subject prefix of the words of resets between
 // replicas: ResetWordPrefix + "<stream>.<consumer>".
@@ -64,7 +66,7 @@ func (s *onServer) HearResetWord(m *nats.Msg) {
 	}
 	s.ResetTold(id)
 	if m.Reply != "" {
-		_ = m.Respond(nil)
+		_ = m.Respond([]byte(s.self.String()))
 	}
 }
 
@@ -79,37 +81,40 @@ func (s *onServer) tell(id string) {
 	release := s.held.hold()
 	s.words.Go(func() {
 		defer release()
+		ctx, cancel := context.WithTimeout(context.Background(), resetWordWait)
+		defer cancel()
 		if s.onReset != nil {
-			s.onReset(id, s.peers())
+			s.onReset(id, len(s.namePeers(ctx)))
 			return
 		}
-		if err := s.say(id, s.peers); err != nil {
+		if err := s.say(ctx, id); err != nil {
 			s.log.Warn("could not tell the other replicas of a consumer reset", "err", err)
 		}
 	})
 }
 
-// peers is how many replicas serve the consumer besides this one, as the
-// roster counts them once it has caught up with the bucket (Deps.CatchUp):
-// its watch may not show a peer that bound a moment ago yet, and such a
-// peer hands nothing out before the bucket holds it (HoldUntilCounted).
-func (s *onServer) peers() int {
-	if s.catchUp != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), resetWordWait)
-		if err := s.catchUp(ctx); err != nil {
-			s.log.Warn("could not bring the count of the consumer's replicas up to date before waiting for their word of a reset; one that just bound may not be waited for", "err", err)
-		}
-		cancel()
+// namePeers names the other replicas serving the consumer (Deps.Peers),
+// none where nothing names them.
+func (s *onServer) namePeers(ctx context.Context) []string {
+	if s.peers == nil {
+		return nil
 	}
-	return s.replicas() - 1
+	ids, err := s.peers(ctx)
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("could not bring the roster up to date before naming the replicas to tell of a consumer reset; one that just bound may not be waited for", "err", err)
+	}
+	return ids
 }
 
-// say tells the consumer's peers of reset id, then counts them (count) and
-// waits for as many answers. The word goes first, so that a peer that
-// started meanwhile does not hear of a reset from before it bound. A word
-// lost (NATS away), or a peer that does not answer in resetWordWait, leaves
-// the peer to notice the reset itself; the error says how many answered.
-func (s *onServer) say(id string, count func() int) error {
+// say tells the consumer's peers of reset id and waits, until ctx ends, for
+// the answer of each peer named: named once the word went, so that a peer
+// that started meanwhile does not hear of a reset from before it bound,
+// and named again once they answered, until no new one is. An answer from
+// a replica not named yet is kept for when it is; one with no id (a
+// replica of an earlier version) stands for any one peer. A peer that does
+// not answer is left to notice the reset itself; the error says how many
+// answered.
+func (s *onServer) say(ctx context.Context, id string) error {
 	subject := ResetWordPrefix + s.stream + "." + s.name
 	inbox := s.nc.NewInbox()
 	sub, err := s.nc.SubscribeSync(inbox)
@@ -120,14 +125,37 @@ func (s *onServer) say(id string, count func() int) error {
 	if err := s.nc.PublishRequest(subject, inbox, []byte(s.self.String()+" "+id)); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(resetWordWait)
-	peers := count()
-	for answered := 0; answered < peers; answered++ {
-		if _, err := sub.NextMsg(time.Until(deadline)); err != nil {
-			return fmt.Errorf("%d of %d other replicas answered within %v: %w", answered, peers, resetWordWait, err)
+	answered, waited, anonymous := make(map[string]bool), make(map[string]bool), 0
+	heard := func() int {
+		n := anonymous
+		for peer := range waited {
+			if answered[peer] {
+				n++
+			}
+		}
+		return min(n, len(waited))
+	}
+	for {
+		named := false
+		for _, peer := range s.namePeers(ctx) {
+			named = named || !waited[peer]
+			waited[peer] = true
+		}
+		if !named {
+			return nil
+		}
+		for heard() < len(waited) {
+			m, err := sub.NextMsgWithContext(ctx)
+			if err != nil {
+				return fmt.Errorf("%d of %d other replicas answered within %v: %w", heard(), len(waited), resetWordWait, err)
+			}
+			if len(m.Data) == 0 {
+				anonymous++
+			} else {
+				answered[string(m.Data)] = true
+			}
 		}
 	}
-	return nil
 }
 
 // holdBack holds a consumer's new deliveries back while its peers are told

@@ -1,7 +1,10 @@
 package consumer
 
 import (
+	"context"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,26 +15,35 @@ import (
 )
 
 // The word of a reset is "<sender> <reset id>" on the consumer's word
-// subject, a request when the sender counts peers: it returns only once
-// each of them has answered (they answer after voiding their leases), so
-// the delivery that showed the reset is handed out after no stale lease is
-// left; a peer that does not answer holds it back resetWordWait at most,
-// and the error says how many answered. Alone, it is published and waits
-// for nothing. The word goes before the peers are counted.
-func TestTheWordOfAResetWaitsForEachPeersAnswer(t *testing.T) {
+// subject, as a request: it returns only once each peer named has answered
+// with its id (they answer after voiding their leases), so the delivery
+// that showed the reset is handed out after no stale lease is left. An
+// answer from a replica not named does not count; a peer named only on the
+// second look, once the first answered, is waited for too; an answer with
+// no id (an earlier version) stands for one peer; a peer that does not
+// answer holds it back until ctx ends, and the error says how many
+// answered. The word goes before the peers are named.
+func TestTheWordOfAResetWaitsForEachPeerNamed(t *testing.T) {
 	ns := natstest.Start(t)
-	s := &onServer{stream: "ORDERS", name: "billing", nc: natstest.Connect(t, ns), self: token.NewIssuerID()}
+	s := &onServer{stream: "ORDERS", name: "billing", nc: natstest.Connect(t, ns), self: token.NewIssuerID(), log: slog.New(slog.DiscardHandler)}
 	const subject = ResetWordPrefix + "ORDERS.billing"
-	// Two peers; the test releases their answers one by one.
-	release := make(chan struct{})
-	heard := make(chan *nats.Msg, 4)
-	for range 2 {
+	var mu sync.Mutex
+	answering := map[string][]byte{} // who answers, and with what
+	answer := func(with map[string][]byte) {
+		mu.Lock()
+		answering = with
+		mu.Unlock()
+	}
+	heard := make(chan string, 16)
+	for _, id := range []string{"p1", "p2", "stranger", "old"} {
 		peer := natstest.Connect(t, ns)
 		if _, err := peer.Subscribe(subject, func(m *nats.Msg) {
-			heard <- m
-			if m.Reply != "" {
-				<-release
-				_ = m.Respond(nil)
+			heard <- id
+			mu.Lock()
+			body, ok := answering[id]
+			mu.Unlock()
+			if ok && m.Reply != "" {
+				_ = m.Respond(body)
 			}
 		}); err != nil {
 			t.Fatal(err)
@@ -40,57 +52,62 @@ func TestTheWordOfAResetWaitsForEachPeersAnswer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	done := make(chan error, 1)
-	go func() { done <- s.say("r1", func() int { return 2 }) }()
-	for range 2 {
-		if m := <-heard; string(m.Data) != s.self.String()+" r1" || m.Reply == "" {
-			t.Fatalf("a peer heard %q (reply %q); want %q as a request", m.Data, m.Reply, s.self.String()+" r1")
+	say := func(wait time.Duration, looks ...[]string) error {
+		t.Helper()
+		n := 0
+		s.peers = func(context.Context) ([]string, error) {
+			look := looks[min(n, len(looks)-1)]
+			n++
+			return look, nil
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		err := s.say(ctx, "r")
+		for range 4 {
+			<-heard
+		}
+		return err
 	}
-	release <- struct{}{}
-	select {
-	case err := <-done:
-		t.Fatalf("the word returned (%v) with one of two peers answered", err)
-	default:
+	short, long := 500*time.Millisecond, 10*time.Second
+
+	answer(map[string][]byte{"p1": []byte("p1"), "p2": []byte("p2")})
+	if err := say(long, []string{"p1", "p2"}); err != nil {
+		t.Fatalf("both peers named answered: %v", err)
 	}
-	release <- struct{}{}
-	if err := <-done; err != nil {
-		t.Fatalf("both peers answered: %v", err)
+	answer(map[string][]byte{"p1": []byte("p1"), "stranger": []byte("stranger")})
+	if err := say(short, []string{"p1", "p2"}); err == nil || !strings.Contains(err.Error(), "1 of 2 other replicas answered") {
+		t.Fatalf("p2 silent, a replica not named answering: %v; want 1 of 2 answered", err)
+	}
+	answer(map[string][]byte{"p1": []byte("p1")})
+	if err := say(short, []string{"p1"}, []string{"p1", "p2"}); err == nil || !strings.Contains(err.Error(), "1 of 2 other replicas answered") {
+		t.Fatalf("p2 named on the second look, silent: %v; want 1 of 2 answered", err)
+	}
+	answer(map[string][]byte{"p1": []byte("p1"), "p2": []byte("p2")})
+	if err := say(long, []string{"p1"}, []string{"p1", "p2"}); err != nil {
+		t.Fatalf("p2 named on the second look, answering: %v", err)
+	}
+	answer(map[string][]byte{"old": nil})
+	if err := say(long, []string{"p1"}); err != nil {
+		t.Fatalf("an answer with no id for the one peer named: %v", err)
 	}
 
-	// A peer counted that never answers: the word gives up and says so.
-	start := time.Now()
-	go func() { done <- s.say("r2", func() int { return 3 }) }()
-	for range 2 {
-		<-heard
-		release <- struct{}{}
-	}
-	err := <-done
-	if err == nil || !strings.Contains(err.Error(), "2 of 3 other replicas answered") {
-		t.Fatalf("a peer that never answers: %v; want 2 of 3 answered", err)
-	}
-	if waited := time.Since(start); waited < resetWordWait {
-		t.Fatalf("gave up after %v; want resetWordWait (%v)", waited, resetWordWait)
-	}
-
-	// Alone: nothing waited for. The word went before the count was taken.
-	counted := false
-	if err := s.say("r3", func() int {
+	// Alone: nothing waited for, and the word went before the peers were
+	// named.
+	answer(nil)
+	named := false
+	s.peers = func(context.Context) ([]string, error) {
 		select {
 		case <-heard:
-		case <-time.After(10 * time.Second):
-			t.Error("the peers were counted before the word was sent")
+		case <-time.After(long):
+			t.Error("the peers were named before the word was sent")
 		}
-		counted = true
-		return 0
-	}); err != nil || !counted {
-		t.Fatalf("alone: %v (counted: %v)", err, counted)
+		named = true
+		return nil, nil
 	}
-	if m := <-heard; string(m.Data) != s.self.String()+" r3" {
-		t.Fatalf("alone, a peer heard %q; want %q", m.Data, s.self.String()+" r3")
-	}
-	for range 2 { // the answers nobody waits for
-		release <- struct{}{}
+	ctx, cancel := context.WithTimeout(context.Background(), long)
+	defer cancel()
+	if err := s.say(ctx, "r"); err != nil || !named {
+		t.Fatalf("alone: %v (named: %v)", err, named)
 	}
 }
 

@@ -182,9 +182,10 @@ func (rl *relay) onResetRequest(m *nats.Msg) {
 }
 
 // onResetWord routes another replica's word of a reset to the consumer it
-// names (consumer.HearResetWord: voided, then answered). A replica that
-// does not serve the consumer holds none of its leases: it answers at once,
-// so that the sender does not wait for it.
+// names (consumer.HearResetWord: voided, then answered with this replica's
+// id). A replica that does not serve the consumer holds none of its
+// leases: it answers with its id at once, so that a sender that names it
+// (the roster had it serving the consumer) does not wait for it.
 func (rl *relay) onResetWord(m *nats.Msg) {
 	stream, name, ok := strings.Cut(strings.TrimPrefix(m.Subject, consumer.ResetWordPrefix), ".")
 	if c := rl.binder.bound(stream, name); ok && c != nil {
@@ -192,6 +193,6 @@ func (rl *relay) onResetWord(m *nats.Msg) {
 		return
 	}
 	if sender, _, _ := strings.Cut(string(m.Data), " "); m.Reply != "" && sender != rl.self.String() {
-		_ = m.Respond(nil)
+		_ = m.Respond([]byte(rl.self.String()))
 	}
 }

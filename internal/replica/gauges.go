@@ -184,5 +184,5 @@ func (g *serverGauges) refreshOldest(ctx context.Context, b *binding, ci *jetstr
 	if !seen.at.IsZero() {
 		age = time.Since(seen.at).Seconds()
 	}
-	g.m.oldestUnacked.WithLabelValues(key.stream, key.name).Set(age)
+	g.m.setOldest(g.r, b.c, age)
 }

@@ -1,6 +1,8 @@
 package replica
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetgate/jetgate/internal/consumer"
@@ -15,6 +17,7 @@ type metrics struct {
 	deadLetters     *prometheus.CounterVec // copied, by reason
 	deadLetterDepth *prometheus.GaugeVec   // waiting in the dead-letter stream
 	oldestUnacked   *prometheus.GaugeVec
+	unwatching      sync.Mutex // orders unwatch with the oldest ages a read sets
 }
 
 func newMetrics(reg prometheus.Registerer, r *binder, dead *deadLetters) *metrics {
@@ -49,7 +52,20 @@ func newMetrics(reg prometheus.Registerer, r *binder, dead *deadLetters) *metric
 
 // unwatch drops the series of a consumer no longer served.
 func (m *metrics) unwatch(c *consumer.Consumer) {
+	m.unwatching.Lock()
+	defer m.unwatching.Unlock()
 	m.oldestUnacked.DeletePartialMatch(prometheus.Labels{"stream": c.Stream, "consumer": c.Name})
+}
+
+// setOldest sets the oldest unacknowledged age of c, unless bd no longer
+// serves it: a read of the server's gauges goes on while consumers are
+// unbound, and must not bring back a series unwatch dropped.
+func (m *metrics) setOldest(bd *binder, c *consumer.Consumer, age float64) {
+	m.unwatching.Lock()
+	defer m.unwatching.Unlock()
+	if bd.bound(c.Stream, c.Name) == c {
+		m.oldestUnacked.WithLabelValues(c.Stream, c.Name).Set(age)
+	}
 }
 
 // watchDeadLetters starts the dead-letter metrics of a consumer with a

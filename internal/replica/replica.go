@@ -244,11 +244,11 @@ func (r *Replica) open(ctx context.Context, o Options) error {
 		Conn: o.Conn, Sender: r.forwarder.sender, Ledger: ledger, Keys: r.keys, Self: r.self,
 		Timeout: r.timeout, Log: r.log, MaxFetchBytes: o.MaxFetchBytes, MaxLease: r.maxLease, API: r.api,
 		Traced: o.Tracing.On(),
-		CatchUp: func(ctx context.Context) error {
+		Peers: func(ctx context.Context, stream, consumer string) ([]string, error) {
 			if r.roster == nil { // still opening: nothing is bound yet
-				return nil
+				return nil, nil
 			}
-			return r.roster.CatchUp(ctx)
+			return r.roster.Peers(ctx, stream, consumer)
 		},
 	}
 	if err := r.subscribe(); err != nil {

@@ -21,3 +21,14 @@ func (r *Roster) Serving(_ context.Context, stream, consumer string) ([]string, 
 	}
 	return ids, nil
 }
+
+// Peers names the other replicas serving a stream's consumer once the
+// counts include every replica the bucket held when it was called
+// (CatchUp): a peer that bound a moment ago is named though the watch has
+// not shown it yet. Should it not catch up, the error says why, and the
+// peers named are those this replica last heard of.
+func (r *Roster) Peers(ctx context.Context, stream, consumer string) ([]string, error) {
+	err := r.CatchUp(ctx)
+	ids, _ := r.Serving(ctx, stream, consumer)
+	return ids[1:], err // ids[0] is this replica
+}

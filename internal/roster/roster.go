@@ -67,6 +67,7 @@ type Roster struct {
 	mine     map[string]*joined         // this replica's consumers, by key
 	rev      uint64                     // the bucket's last revision counted
 	advanced chan struct{}              // closed when rev advances
+	watching chan struct{}              // closed when the watch has ended
 }
 
 // joined is one consumer this replica serves.
@@ -99,6 +100,7 @@ func Open(ctx context.Context, js jetstream.JetStream, domain string, replicas i
 		serves:   make(map[string]map[string]bool),
 		mine:     make(map[string]*joined),
 		advanced: make(chan struct{}),
+		watching: make(chan struct{}),
 	}
 	if domain != "" {
 		r.kvPrefix = "$JS." + domain + ".API."
@@ -116,7 +118,11 @@ func Open(ctx context.Context, js jetstream.JetStream, domain string, replicas i
 		r.Close(ctx)
 		return nil, err
 	}
-	r.wg.Go(func() { r.follow(rctx) })
+	r.wg.Go(func() {
+		defer close(r.watching)
+		r.follow(rctx)
+	})
+	r.wg.Go(func() { r.keep(rctx) })
 	return r, nil
 }
 
@@ -172,12 +178,10 @@ func (r *Roster) markDirty() {
 	}
 }
 
-// follow renews the liveness key, writes what this replica serves when it
-// changes, and tracks the others, until the roster is closed.
+// follow tracks the others by the watch, until the roster is closed or the
+// watch ends: nothing else waits on it, so that CatchUp does not wait on a
+// write.
 func (r *Roster) follow(ctx context.Context) {
-	renew := time.NewTicker(RenewEvery)
-	defer renew.Stop()
-	var lastWrite time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -192,14 +196,34 @@ func (r *Roster) follow(ctx context.Context) {
 				}
 				r.counted(e.Revision())
 			}
+		}
+	}
+}
+
+// keep renews the liveness key, forgets the replicas not heard of, and
+// writes what this replica serves when it changes (after a failed write,
+// again a renewal later), until the roster is closed.
+func (r *Roster) keep(ctx context.Context) {
+	renew := time.NewTicker(RenewEvery)
+	defer renew.Stop()
+	var lastWrite time.Time
+	gap := writeGap
+	for {
+		select {
+		case <-ctx.Done():
+			return
 		case <-r.dirty:
-			if wait := writeGap - time.Since(lastWrite); wait > 0 {
+			if wait := gap - time.Since(lastWrite); wait > 0 {
 				if !sleep(ctx, wait) {
 					return
 				}
 			}
 			lastWrite = time.Now()
-			r.writeServes(ctx)
+			if r.writeServes(ctx) {
+				gap = writeGap
+			} else {
+				gap = RenewEvery
+			}
 		case now := <-renew.C:
 			if err := r.renew(ctx); err != nil && ctx.Err() == nil {
 				r.log.Warn("could not renew this replica on the roster", "err", err)
@@ -235,8 +259,8 @@ func (r *Roster) renew(ctx context.Context) error {
 }
 
 // writeServes puts the keys of the consumers this replica serves, and tells
-// those it names that they are stored.
-func (r *Roster) writeServes(ctx context.Context) {
+// those it names that they are stored; it reports whether it could.
+func (r *Roster) writeServes(ctx context.Context) bool {
 	r.mu.Lock()
 	keys := make([]string, 0, len(r.mine))
 	written := make(map[string]*joined, len(r.mine))
@@ -253,7 +277,7 @@ func (r *Roster) writeServes(ctx context.Context) {
 			r.log.Warn("could not write the consumers this replica serves; its peers count it once it can", "err", err)
 			r.markDirty()
 		}
-		return
+		return false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -263,6 +287,7 @@ func (r *Roster) writeServes(ctx context.Context) {
 			j.stored = nil
 		}
 	}
+	return true
 }
 
 // CatchUp returns once the counts include every replica the bucket held as
@@ -288,6 +313,8 @@ func (r *Roster) CatchUp(ctx context.Context) error {
 		}
 		select {
 		case <-advanced:
+		case <-r.watching:
+			return fmt.Errorf("the watch of the KV bucket %s has ended (the roster is closing)", Bucket)
 		case <-ctx.Done():
 			return fmt.Errorf("the roster's watch is at revision %d of %d: %w", rev, last, ctx.Err())
 		}

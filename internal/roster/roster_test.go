@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -119,10 +120,30 @@ func TestAPeerThatCatchesUpCountsAReplicaOnceItIsStored(t *testing.T) {
 		if n := bBilling.get(); n != 2 {
 			t.Fatalf("round %d: b caught up after a's join was stored and counts %d; want 2", round, n)
 		}
+		if peers, err := b.Peers(ctx, "ORDERS", "billing"); err != nil || len(peers) != 1 || peers[0] != "a" {
+			t.Fatalf("round %d: b names %v (%v) as billing's other replicas; want a", round, peers, err)
+		}
 		a.Leave("ORDERS", "billing")
 		cctx, cancel = context.WithTimeout(ctx, 10*time.Second)
 		natstest.Eventually(t, 10*time.Second, "b sees a leave", func() bool { return b.CatchUp(cctx) == nil && bBilling.get() == 1 })
 		cancel()
+	}
+}
+
+// A roster closed says so to CatchUp at once: its watch will not move
+// again, and a reset's word told while the replica closes does not wait
+// out its time for it.
+func TestCatchUpOnAClosedRosterReturnsAtOnce(t *testing.T) {
+	ns := natstest.Start(t)
+	ctx := context.Background()
+	a := open(t, natstest.Connect(t, ns), "a")
+	join(t, a, "ORDERS", "billing")
+	a.Close(ctx) // deletes its keys: revisions its watch never sees
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	err := a.CatchUp(cctx)
+	if err == nil || cctx.Err() != nil || !strings.Contains(err.Error(), "ended") {
+		t.Fatalf("CatchUp on a closed roster: %v (context: %v); want the watch's end at once", err, cctx.Err())
 	}
 }
 
