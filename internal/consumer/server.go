@@ -52,7 +52,7 @@ type onServer struct {
 	words   sync.WaitGroup // the goroutines telling peers, or asking after an early redelivery
 	onReset func(id string, peers int)
 	peers   func(ctx context.Context) ([]string, error) // Deps.Peers, of this consumer; nil: none
-	asking  atomic.Bool // redeliveredEarly's question is out
+	asking  atomic.Bool                                 // redeliveredEarly's question is out
 
 	// changed is told of each new view whose policy differs from the one
 	// before (changedFrom), under mu, in the order stored: it takes the
