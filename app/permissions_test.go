@@ -52,7 +52,7 @@ var jetgateUser = &natsserver.Permissions{
 	}},
 	Subscribe: &natsserver.SubjectPermission{Allow: []string{"_INBOX.>", "_JETGATE.SETTLE.*", "_JETGATE.RESET.>", "_JETGATE.KEYCHECK",
 		"$JS.API.CONSUMER.RESET.>", "$JS.API.CONSUMER.CREATE.>", "$JS.API.CONSUMER.DURABLE.CREATE.>",
-		"$JS.EVENT.ADVISORY.CONSUMER.PAUSE.>", "$JS.EVENT.ADVISORY.CONSUMER.DELETED.>"}},
+		"$JS.EVENT.ADVISORY.CONSUMER.PAUSE.>", "$JS.EVENT.ADVISORY.CONSUMER.DELETED.>", "$JS.EVENT.ADVISORY.CONSUMER.LEADER_ELECTED.>"}},
 }
 
 // What every other user of the account is denied.

@@ -310,10 +310,21 @@ func (c *Consumer) ClaimsOf(d *Delivery) token.Claims { return c.tokens.claims(d
 // Reconnected is told that the connection to NATS was lost and made again:
 // the server may have restarted, and one that did redelivers what awaits
 // an ack by times it kept to the second, so every lease held ends that much
-// sooner (lease.RestorePrecision).
+// sooner (lease.RestorePrecision), once.
 func (c *Consumer) Reconnected() {
 	if n := c.leases.Shorten(lease.RestorePrecision); n > 0 {
 		c.log.Info("NATS reconnected: the leases held end a second sooner, as a server that restarted redelivers by delivery times it kept to the second",
+			"leases", n)
+	}
+}
+
+// LeaderElected is told that the consumer has a new leader (a replicated
+// consumer's leader stepped down, moved, or was lost): the new leader
+// redelivers what awaits an ack by times it holds to the second, so every
+// lease held ends that much sooner, once, as after a restart.
+func (c *Consumer) LeaderElected() {
+	if n := c.leases.Shorten(lease.RestorePrecision); n > 0 {
+		c.log.Info("the consumer has a new leader: the leases held end a second sooner, as a new leader redelivers by delivery times it holds to the second",
 			"leases", n)
 	}
 }

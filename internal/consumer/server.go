@@ -51,8 +51,8 @@ type onServer struct {
 	held    *holdBack      // new deliveries, while peers are told of a reset
 	words   sync.WaitGroup // the goroutines telling peers, or asking after an early redelivery
 	onReset func(id string, peers int)
-	peers   func(ctx context.Context) ([]string, error) // Deps.Peers, of this consumer; nil: none
-	asking  atomic.Bool                                 // redeliveredEarly's question is out
+	peers   func(ctx context.Context) []string // names the other replicas serving it (Deps.Peers)
+	asking  atomic.Bool                        // redeliveredEarly's question is out
 
 	// changed is told of each new view whose policy differs from the one
 	// before (changedFrom), under mu, in the order stored: it takes the
@@ -84,8 +84,15 @@ func newOnServer(s jetstream.Stream, cons jetstream.Consumer, d Deps, log *slog.
 	bySeq := ci.Config.DeliverPolicy != jetstream.DeliverLastPerSubjectPolicy
 	o.resets = newResetWatch(ci.Delivered.Consumer, ci.Delivered.Stream, bySeq, void)
 	o.resets.count = resets
-	if d.Peers != nil {
-		o.peers = func(ctx context.Context) ([]string, error) { return d.Peers(ctx, ci.Stream, ci.Name) }
+	o.peers = func(ctx context.Context) []string {
+		if d.Peers == nil {
+			return nil
+		}
+		ids, err := d.Peers(ctx, ci.Stream, ci.Name)
+		if err != nil && ctx.Err() == nil {
+			log.Warn("could not bring the roster up to date before naming the replicas to tell of a consumer reset; one that just bound may not be waited for", "err", err)
+		}
+		return ids
 	}
 	v := viewOf(ci)
 	v.at = time.Time{}

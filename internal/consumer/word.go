@@ -43,11 +43,11 @@ const countWait = 5 * time.Second
 // HoldUntilCounted holds the consumer's deliveries back until counted is
 // called, or countWait passed: the replica calls it once the roster holds
 // this replica as serving the consumer. From then on a peer that notices a
-// reset counts this replica and waits for its answer (tell) before it
+// reset names this replica and waits for its answer (tell) before it
 // hands out what it pulls, so no lease this replica issued can be settled
 // after the reset unheard.
-func (s *onServer) HoldUntilCounted() (counted func()) {
-	release := s.held.hold()
+func (c *Consumer) HoldUntilCounted() (counted func()) {
+	release := c.held.hold()
 	t := time.AfterFunc(countWait, release)
 	return func() {
 		t.Stop()
@@ -84,26 +84,13 @@ func (s *onServer) tell(id string) {
 		ctx, cancel := context.WithTimeout(context.Background(), resetWordWait)
 		defer cancel()
 		if s.onReset != nil {
-			s.onReset(id, len(s.namePeers(ctx)))
+			s.onReset(id, len(s.peers(ctx)))
 			return
 		}
 		if err := s.say(ctx, id); err != nil {
 			s.log.Warn("could not tell the other replicas of a consumer reset", "err", err)
 		}
 	})
-}
-
-// namePeers names the other replicas serving the consumer (Deps.Peers),
-// none where nothing names them.
-func (s *onServer) namePeers(ctx context.Context) []string {
-	if s.peers == nil {
-		return nil
-	}
-	ids, err := s.peers(ctx)
-	if err != nil && ctx.Err() == nil {
-		s.log.Warn("could not bring the roster up to date before naming the replicas to tell of a consumer reset; one that just bound may not be waited for", "err", err)
-	}
-	return ids
 }
 
 // say tells the consumer's peers of reset id and waits, until ctx ends, for
@@ -137,7 +124,7 @@ func (s *onServer) say(ctx context.Context, id string) error {
 	}
 	for {
 		named := false
-		for _, peer := range s.namePeers(ctx) {
+		for _, peer := range s.peers(ctx) {
 			named = named || !waited[peer]
 			waited[peer] = true
 		}

@@ -67,6 +67,10 @@ type entry struct {
 	// duration), in unix ms, past Deadline: its issuer extends it before
 	// each deadline until then (KeptDue). 0: no keep-alive.
 	keep int64
+	// cut: Deadline was brought forward for a server that dates the
+	// delivery to the second (Shorten), which it dates no earlier again
+	// until it is extended.
+	cut bool
 }
 
 // settled is a settled lease, kept for retries: what tells its delivery
@@ -221,7 +225,7 @@ func (t *Table) Adopt(l Lease) {
 	case !ok || old < l.Delivered:
 		t.put(&entry{Lease: l, first: l.Deadline.UnixMilli()})
 	case e != nil && e.Delivered == l.Delivered && e.state == stateLive && l.Deadline.After(e.Deadline):
-		e.Deadline = l.Deadline
+		e.Deadline, e.cut = l.Deadline, false
 		t.due.push(e.StreamSeq, e.Deadline)
 	}
 }
@@ -317,7 +321,7 @@ func (t *Table) Finish(r Ref, op Op, ok bool, now time.Time, ext Extension) (dea
 	case !ok || op == OpExtend:
 		e.state, e.op = stateLive, 0
 		if ok {
-			e.Deadline, e.Wait = ext.Deadline, ext.Wait
+			e.Deadline, e.Wait, e.cut = ext.Deadline, ext.Wait, false
 			t.timing.redate(&e.Lease)
 			server := e.Deadline
 			return server, t.keepUntil(e, ext)

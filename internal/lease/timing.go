@@ -63,22 +63,29 @@ func reschedule(due *queue, e *entry) {
 // that restarted dates a delivery awaiting its ack: it stores each one's
 // time in whole seconds (nats-server's encodeConsumerState, "subsecond
 // resolution not needed for recovery"), so it redelivers up to that much
-// sooner than its clock said before. A consumer leader restored from a
-// snapshot does likewise.
+// sooner than its clock said before. A new leader of a replicated consumer
+// does likewise.
 const RestorePrecision = time.Second
 
-// Shorten ends every live lease by sooner than it did: when the server may
-// have restarted (RestorePrecision). A lease kept alive is extended sooner
+// Shorten ends every live lease by sooner than it did, once: when the
+// server may have restored its record of the deliveries (RestorePrecision),
+// which dates each no earlier a second time. A lease extended since is
+// dated anew, and shortened again. A lease kept alive is extended sooner
 // too, and a Consume stream holding one is woken to see it. It returns how
 // many leases it shortened.
 func (t *Table) Shorten(by time.Duration) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	n := 0
 	for _, e := range t.entries {
-		e.Deadline = e.Deadline.Add(-by)
+		if e.cut {
+			continue
+		}
+		e.Deadline, e.cut = e.Deadline.Add(-by), true
 		reschedule(&t.due, e)
+		n++
 	}
-	return len(t.entries)
+	return n
 }
 
 // redate re-dates l by p (a table's timing) if p has a shorter wait for it

@@ -58,3 +58,27 @@ func TestAKeptLeaseIsDueUntilItsKeep(t *testing.T) {
 		t.Fatalf("a plain Extend left the keep-alive on: %v", due)
 	}
 }
+
+// A server that restores its record of the deliveries dates each to the
+// second, and no earlier a second time: Shorten cuts a lease once, however
+// often it is told, and again only once the lease was extended (the
+// server dates an extended delivery anew).
+func TestShortenCutsALeaseOnceUntilItIsExtended(t *testing.T) {
+	tb := NewTable(time.Minute)
+	tb.Add(leaseOf(dlv1, subj1))
+	deadline := func() time.Time { return tb.entries[seq].Deadline }
+	if n := tb.Shorten(RestorePrecision); n != 1 || !deadline().Equal(dlv1.Deadline.Add(-RestorePrecision)) {
+		t.Fatalf("first Shorten: %d cut, deadline %v; want 1, a second sooner", n, deadline())
+	}
+	if n := tb.Shorten(RestorePrecision); n != 0 || !deadline().Equal(dlv1.Deadline.Add(-RestorePrecision)) {
+		t.Fatalf("second Shorten: %d cut, deadline %v; want none, the deadline left", n, deadline())
+	}
+	if _, err := tb.Begin(dlv1.Ref(), OpExtend, at(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	extended := at(31 * time.Second)
+	tb.Finish(dlv1.Ref(), OpExtend, true, at(time.Second), Extension{Deadline: extended})
+	if n := tb.Shorten(RestorePrecision); n != 1 || !deadline().Equal(extended.Add(-RestorePrecision)) {
+		t.Fatalf("Shorten after an extend: %d cut, deadline %v; want 1, a second before the extended deadline", n, deadline())
+	}
+}

@@ -53,6 +53,7 @@ const resetRequests = "CONSUMER.RESET." // under the API prefix
 const (
 	pauseAdvisories  = "$JS.EVENT.ADVISORY.CONSUMER.PAUSE."
 	deleteAdvisories = "$JS.EVENT.ADVISORY.CONSUMER.DELETED."
+	leaderAdvisories = "$JS.EVENT.ADVISORY.CONSUMER.LEADER_ELECTED."
 )
 
 // The requests that create or update a consumer, as they pass (under the
@@ -123,6 +124,18 @@ func (rl *relay) onUpdate(m *nats.Msg) {
 	}
 }
 
+// onLeader cuts the leases of a consumer that has a new leader
+// (consumer.LeaderElected). The relay's handlers finish before a settle
+// goes by (catchUp), so none lands on a redelivery the new leader makes by
+// the second.
+func (rl *relay) onLeader(m *nats.Msg) {
+	if key, ok := consumerOf(m.Subject, leaderAdvisories); ok {
+		if c := rl.binder.bound(key.stream, key.name); c != nil {
+			c.LeaderElected()
+		}
+	}
+}
+
 // onDelete unbinds an on-demand consumer deleted on the server; a
 // configured one stays bound, answering NOT_FOUND until it is made again.
 func (rl *relay) onDelete(m *nats.Msg) {
@@ -148,6 +161,7 @@ func (rl *relay) subscribe() error {
 		{consumer.ResetWordPrefix + ">", rl.onResetWord},
 		{pauseAdvisories + ">", rl.onPause},
 		{deleteAdvisories + ">", rl.onDelete},
+		{leaderAdvisories + ">", rl.onLeader},
 		{rl.api + createRequests + ">", rl.onUpdate},
 		{rl.api + durableCreateRequests + ">", rl.onUpdate},
 	}

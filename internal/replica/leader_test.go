@@ -1,0 +1,77 @@
+package replica
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/lease"
+	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/token"
+)
+
+// A replicated consumer's new leader redelivers what awaits an ack by the
+// times it holds to the second, as a restarted server does (nats-server
+// keeps them so in the consumer's replicated state): when the leader
+// changes, every lease the replica holds ends a second sooner, though its
+// connection never broke; once, however many leaders follow.
+func TestANewConsumerLeaderShortensTheLeasesHeld(t *testing.T) {
+	nodes := natstest.StartCluster(t, 3)
+	nc := natstest.Connect(t, nodes[0])
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(ctx, Options{Conn: natstest.Connect(t, nodes[0]), Keys: token.RandomKeyring(),
+		Consumers: []consumer.Config{{Stream: "ORDERS", Name: "billing", AckWait: 30 * time.Second}}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	if _, err := js.Publish(ctx, "orders.1", []byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := r.Fetch(ctx, "ORDERS", "billing", consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second}); err != nil || len(res.Messages) != 1 {
+		t.Fatalf("fetch: %v %v", res, err)
+	}
+	c := r.bound("ORDERS", "billing")
+	before := c.Holders()[0].Latest
+	leader := func() string {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		ci, err := js.Consumer(ctx, "ORDERS", "billing")
+		if err != nil || ci.CachedInfo().Cluster == nil {
+			return ""
+		}
+		return ci.CachedInfo().Cluster.Leader
+	}
+	stepDown := func() {
+		t.Helper()
+		was := leader()
+		natstest.Eventually(t, 20*time.Second, "the consumer's leader stepped down", func() bool {
+			m, err := nc.Request("$JS.API.CONSUMER.LEADER.STEPDOWN.ORDERS.billing", nil, 5*time.Second)
+			return err == nil && m.Header.Get("Status") == "" && len(m.Data) > 0
+		})
+		natstest.Eventually(t, 20*time.Second, "a new leader", func() bool { now := leader(); return now != "" && now != was })
+	}
+	stepDown()
+	want := before.Add(-lease.RestorePrecision)
+	natstest.Eventually(t, 20*time.Second, "the lease ends a second sooner", func() bool { return c.Holders()[0].Latest.Equal(want) })
+	stepDown()
+	if err := r.relay.catchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Holders()[0].Latest; !got.Equal(want) {
+		t.Fatalf("a second leader moved the lease to %v; want it left at %v, a second sooner than at first, once", got, want)
+	}
+}
