@@ -234,7 +234,7 @@ func (k *consumeStream) end(callerLeft bool, last *pull.Pull) {
 	for i, l := range ls {
 		ds[i] = &Delivery{
 			Meta:     pull.Metadata{StreamSeq: l.StreamSeq, ConsumerSeq: l.ConsumerSeq, Delivered: l.Delivered},
-			Deadline: l.Deadline,
+			Deadline: l.TokenDeadline(), // only its nak names it
 		}
 	}
 	pl.counts.Orphans[OrphanReturned].Add(uint64(len(ds)))

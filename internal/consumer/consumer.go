@@ -312,7 +312,7 @@ func (c *Consumer) ClaimsOf(d *Delivery) token.Claims { return c.tokens.claims(d
 // an ack by times it kept to the second, so every lease held ends that much
 // sooner (lease.RestorePrecision), once.
 func (c *Consumer) Reconnected() {
-	if n := c.leases.Shorten(lease.RestorePrecision); n > 0 {
+	if n := c.leases.Shorten(); n > 0 {
 		c.log.Info("NATS reconnected: the leases held end a second sooner, as a server that restarted redelivers by delivery times it kept to the second",
 			"leases", n)
 	}
@@ -323,7 +323,8 @@ func (c *Consumer) Reconnected() {
 // redelivers what awaits an ack by times it holds to the second, so every
 // lease held ends that much sooner, once, as after a restart.
 func (c *Consumer) LeaderElected() {
-	if n := c.leases.Shorten(lease.RestorePrecision); n > 0 {
+	c.leaders.Add(1) // before the cut: a delivery added meanwhile is cut after it (receive)
+	if n := c.leases.Shorten(); n > 0 {
 		c.log.Info("the consumer has a new leader: the leases held end a second sooner, as a new leader redelivers by delivery times it holds to the second",
 			"leases", n)
 	}

@@ -166,6 +166,13 @@ func (pl *puller) receive(mark *seqMark, m pull.Msg) (*Delivery, bool) {
 	if !pl.server.admit(mark, seqs, func() lease.Added { return pl.leases.Add(l) }) {
 		return nil, false
 	}
+	if leaders := pl.server.leaders.Load(); mark.Leaders != leaders {
+		// A pull sent before a new leader was elected may bring the old
+		// one's deliveries after the leases were cut: cut this one too,
+		// once a pull (Shorten cuts a lease once).
+		pl.leases.Shorten()
+		mark.Leaders = leaders
+	}
 	return d, true
 }
 

@@ -28,15 +28,14 @@ func (is *issuer) claims(d *Delivery) token.Claims {
 	}
 }
 
-// claimsOfLease are what the token of lease l says now (its deadline
-// follows Extends).
+// claimsOfLease are what a token of lease l says now (TokenDeadline).
 func (is *issuer) claimsOfLease(l *lease.Lease) token.Claims {
 	return token.Claims{
 		Issuer:      is.self,
 		StreamSeq:   l.StreamSeq,
 		ConsumerSeq: l.ConsumerSeq,
 		Delivered:   l.Delivered,
-		Deadline:    l.Deadline,
+		Deadline:    l.TokenDeadline(),
 	}
 }
 

@@ -64,6 +64,10 @@ type seqMark struct {
 	Floor uint64 // the highest consumer sequence seen before the pull was sent
 	Last  uint64 // the pull's last delivery's
 	Epoch uint64 // the resets noticed when it was sent
+	// Leaders is how many new leaders of the consumer were elected when it
+	// was sent (LeaderElected): the old leader's deliveries the pull brings
+	// after one are dated by the new leader to the second.
+	Leaders uint64
 	// StreamFloor and StreamLast are the same for stream sequences: the
 	// highest seen before the pull was sent, and the highest of its own.
 	StreamFloor, StreamLast uint64
@@ -294,7 +298,11 @@ func (s *onServer) ResetTold(id string) {
 
 // mark is the mark of a pull about to be sent: before the server can
 // deliver to it.
-func (s *onServer) mark() seqMark { return s.resets.mark() }
+func (s *onServer) mark() seqMark {
+	m := s.resets.mark()
+	m.Leaders = s.leaders.Load()
+	return m
+}
 
 // resetAt is when the last reset was noticed: leases received before it
 // may have been voided by it.

@@ -53,6 +53,7 @@ type onServer struct {
 	onReset func(id string, peers int)
 	peers   func(ctx context.Context) []string // names the other replicas serving it (Deps.Peers)
 	asking  atomic.Bool                        // redeliveredEarly's question is out
+	leaders atomic.Uint64                      // new leaders elected (LeaderElected)
 
 	// changed is told of each new view whose policy differs from the one
 	// before (changedFrom), under mu, in the order stored: it takes the

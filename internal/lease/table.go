@@ -15,6 +15,10 @@ type Lease struct {
 	ConsumerSeq uint64
 	Delivered   uint64
 	Deadline    time.Time // no settle is sent at or after it
+	// First is the deadline the delivery's first token carried, in unix ms
+	// as tokens carry it (set by the table): a token of this delivery
+	// carries no earlier one, though Deadline may be brought forward.
+	First int64
 	// Wait is the server's wait Deadline was dated by (the ack_wait or
 	// BackOff step then in force); 0: not known, never re-dated.
 	Wait       time.Duration
@@ -41,6 +45,17 @@ type Ref struct {
 // Ref is the delivery l is a lease of.
 func (l Lease) Ref() Ref { return Ref{StreamSeq: l.StreamSeq, Delivered: l.Delivered} }
 
+// TokenDeadline is the deadline a token of l carries now: Deadline, which
+// Extends move on, or the first token's where Deadline was brought forward
+// below it (a reconnect, a new leader, a shorter ack_wait). A settle of l
+// by the replica itself names it so (Ref.names).
+func (l Lease) TokenDeadline() time.Time {
+	if first := time.UnixMilli(l.First); l.Deadline.Before(first) {
+		return first
+	}
+	return l.Deadline
+}
+
 type state uint8
 
 const (
@@ -56,8 +71,7 @@ type entry struct {
 	// maybe is an Ack, Nak or Term that was sent but never confirmed: the
 	// server may have applied it, so only that same settle may follow.
 	maybe Op
-	op    Op    // the settle in flight
-	first int64 // the delivery's first deadline, in unix ms as tokens carry it
+	op    Op // the settle in flight
 	// holder and handed say to whom and when (unix ms) the lease was
 	// handed out; handed 0: not handed out (yet). See holders.go.
 	holder string
@@ -69,8 +83,9 @@ type entry struct {
 	keep int64
 	// cut: Deadline was brought forward for a server that dates the
 	// delivery to the second (Shorten), which it dates no earlier again
-	// until it is extended.
-	cut bool
+	// until it is extended. cutExtend: it was, while an Extend was in
+	// flight, whose new deadline the server may date so too.
+	cut, cutExtend bool
 }
 
 // settled is a settled lease, kept for retries: what tells its delivery
@@ -154,7 +169,8 @@ func (t *Table) Add(l Lease) Added {
 	case ok && old >= l.Delivered && now.Before(l.Deadline):
 		t.voidLocked()
 		t.timing.redate(&l)
-		t.put(&entry{Lease: l, first: l.Deadline.UnixMilli()})
+		l.First = l.Deadline.UnixMilli()
+		t.put(&entry{Lease: l})
 		return AddedReset
 	case ok && old > l.Delivered:
 		return AddedFresh // a late copy of an older delivery
@@ -164,7 +180,8 @@ func (t *Table) Add(l Lease) Added {
 		added = AddedEarly
 	}
 	t.timing.redate(&l)
-	t.put(&entry{Lease: l, first: l.Deadline.UnixMilli()})
+	l.First = l.Deadline.UnixMilli()
+	t.put(&entry{Lease: l})
 	return added
 }
 
@@ -181,7 +198,7 @@ func (t *Table) HoldsLater(r Ref, now time.Time) bool {
 	if !ok || !now.Before(e.Deadline) {
 		return false
 	}
-	return e.Delivered < r.Delivered || (e.Delivered == r.Delivered && e.first > r.Deadline.UnixMilli())
+	return e.Delivered < r.Delivered || (e.Delivered == r.Delivered && e.First > r.Deadline.UnixMilli())
 }
 
 // Holds reports whether delivery r is leased live, before its deadline.
@@ -223,8 +240,11 @@ func (t *Table) Adopt(l Lease) {
 	e := t.entries[l.StreamSeq]
 	switch {
 	case !ok || old < l.Delivered:
-		t.put(&entry{Lease: l, first: l.Deadline.UnixMilli()})
-	case e != nil && e.Delivered == l.Delivered && e.state == stateLive && l.Deadline.After(e.Deadline):
+		l.First = l.Deadline.UnixMilli()
+		t.put(&entry{Lease: l})
+	case e != nil && e.Delivered == l.Delivered && e.state == stateLive && l.Deadline.After(e.TokenDeadline()):
+		// An Extend's token (a token of the delivery carrying its first
+		// deadline moves nothing, the lease may have been cut below it).
 		e.Deadline, e.cut = l.Deadline, false
 		t.due.push(e.StreamSeq, e.Deadline)
 	}
@@ -260,7 +280,7 @@ func (r Ref) names(delivered, cseq uint64, first int64) bool {
 
 // lookup returns the unsettled entry of delivery r; t.mu is held.
 func (t *Table) lookup(r Ref) *entry {
-	if e, ok := t.entries[r.StreamSeq]; ok && r.names(e.Delivered, e.ConsumerSeq, e.first) {
+	if e, ok := t.entries[r.StreamSeq]; ok && r.names(e.Delivered, e.ConsumerSeq, e.First) {
 		return e
 	}
 	return nil
@@ -320,8 +340,13 @@ func (t *Table) Finish(r Ref, op Op, ok bool, now time.Time, ext Extension) (dea
 	switch {
 	case !ok || op == OpExtend:
 		e.state, e.op = stateLive, 0
+		cut := e.cutExtend // the server may date this Extend to the second
+		e.cutExtend = false
 		if ok {
-			e.Deadline, e.Wait, e.cut = ext.Deadline, ext.Wait, false
+			e.Deadline, e.Wait, e.cut = ext.Deadline, ext.Wait, cut
+			if cut {
+				e.Deadline = e.Deadline.Add(-RestorePrecision)
+			}
 			t.timing.redate(&e.Lease)
 			server := e.Deadline
 			return server, t.keepUntil(e, ext)
@@ -330,7 +355,7 @@ func (t *Table) Finish(r Ref, op Op, ok bool, now time.Time, ext Extension) (dea
 		dropAt := now.Add(t.retention)
 		t.unown(e)
 		delete(t.entries, e.StreamSeq)
-		t.settled[e.StreamSeq] = settled{delivered: e.Delivered, consumerSeq: e.ConsumerSeq, first: e.first, dropAt: dropAt.UnixNano(), op: op}
+		t.settled[e.StreamSeq] = settled{delivered: e.Delivered, consumerSeq: e.ConsumerSeq, first: e.First, dropAt: dropAt.UnixNano(), op: op}
 		t.drops.push(e.StreamSeq, dropAt)
 	}
 	return time.Time{}, time.Time{}

@@ -67,21 +67,24 @@ func reschedule(due *queue, e *entry) {
 // does likewise.
 const RestorePrecision = time.Second
 
-// Shorten ends every live lease by sooner than it did, once: when the
-// server may have restored its record of the deliveries (RestorePrecision),
-// which dates each no earlier a second time. A lease extended since is
-// dated anew, and shortened again. A lease kept alive is extended sooner
-// too, and a Consume stream holding one is woken to see it. It returns how
-// many leases it shortened.
-func (t *Table) Shorten(by time.Duration) int {
+// Shorten ends every live lease RestorePrecision sooner than it did, once:
+// the server may have restored its record of the deliveries, which dates
+// each no earlier a second time. A lease extended since is dated anew, and
+// shortened again; one whose Extend is in flight is shortened as it ends.
+// A lease kept alive is extended sooner too, and a Consume stream holding
+// one is woken to see it. It returns how many leases it shortened.
+func (t *Table) Shorten() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := 0
 	for _, e := range t.entries {
+		if e.state == stateSettling && e.op == OpExtend {
+			e.cutExtend = true
+		}
 		if e.cut {
 			continue
 		}
-		e.Deadline, e.cut = e.Deadline.Add(-by), true
+		e.Deadline, e.cut = e.Deadline.Add(-RestorePrecision), true
 		reschedule(&t.due, e)
 		n++
 	}

@@ -67,10 +67,10 @@ func TestShortenCutsALeaseOnceUntilItIsExtended(t *testing.T) {
 	tb := NewTable(time.Minute)
 	tb.Add(leaseOf(dlv1, subj1))
 	deadline := func() time.Time { return tb.entries[seq].Deadline }
-	if n := tb.Shorten(RestorePrecision); n != 1 || !deadline().Equal(dlv1.Deadline.Add(-RestorePrecision)) {
+	if n := tb.Shorten(); n != 1 || !deadline().Equal(dlv1.Deadline.Add(-RestorePrecision)) {
 		t.Fatalf("first Shorten: %d cut, deadline %v; want 1, a second sooner", n, deadline())
 	}
-	if n := tb.Shorten(RestorePrecision); n != 0 || !deadline().Equal(dlv1.Deadline.Add(-RestorePrecision)) {
+	if n := tb.Shorten(); n != 0 || !deadline().Equal(dlv1.Deadline.Add(-RestorePrecision)) {
 		t.Fatalf("second Shorten: %d cut, deadline %v; want none, the deadline left", n, deadline())
 	}
 	if _, err := tb.Begin(dlv1.Ref(), OpExtend, at(time.Second)); err != nil {
@@ -78,7 +78,32 @@ func TestShortenCutsALeaseOnceUntilItIsExtended(t *testing.T) {
 	}
 	extended := at(31 * time.Second)
 	tb.Finish(dlv1.Ref(), OpExtend, true, at(time.Second), Extension{Deadline: extended})
-	if n := tb.Shorten(RestorePrecision); n != 1 || !deadline().Equal(extended.Add(-RestorePrecision)) {
+	if n := tb.Shorten(); n != 1 || !deadline().Equal(extended.Add(-RestorePrecision)) {
 		t.Fatalf("Shorten after an extend: %d cut, deadline %v; want 1, a second before the extended deadline", n, deadline())
+	}
+}
+
+// A token that carries the delivery's first deadline does not undo a cut
+// when its lease is adopted again; an Extend in flight as the leases are
+// cut ends cut too (the server may date it to the second).
+func TestACutLeaseStaysCutByAdoptAndByAnExtendInFlight(t *testing.T) {
+	tb := NewTable(time.Minute)
+	tb.Add(leaseOf(dlv1, subj1))
+	tb.Shorten()
+	cut := dlv1.Deadline.Add(-RestorePrecision)
+	tb.Adopt(leaseOf(dlv1, subj1)) // its first token again
+	if got := tb.entries[seq].Deadline; !got.Equal(cut) {
+		t.Fatalf("adopted from its first token: deadline %v; want it left cut at %v", got, cut)
+	}
+	if _, err := tb.Begin(dlv1.Ref(), OpExtend, at(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	tb.Shorten() // while the Extend is in flight
+	extended := at(31 * time.Second)
+	if got, _ := tb.Finish(dlv1.Ref(), OpExtend, true, at(time.Second), Extension{Deadline: extended}); !got.Equal(extended.Add(-RestorePrecision)) {
+		t.Fatalf("an Extend in flight as the leases were cut ends at %v; want %v, a second sooner", got, extended.Add(-RestorePrecision))
+	}
+	if n := tb.Shorten(); n != 0 {
+		t.Fatalf("a lease cut as its Extend ended is cut again (%d)", n)
 	}
 }
