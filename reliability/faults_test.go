@@ -274,8 +274,7 @@ type cluster struct {
 
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
-	c := &cluster{t: t, opts: natstest.ClusterOptions(t, 3)}
-	c.nodes = make([]*natsserver.Server, len(c.opts))
+	c := &cluster{t: t}
 	t.Cleanup(func() {
 		// A node stopped while it still recovers its streams can leave a
 		// stream's store running (nats-server), so the cluster settles first.
@@ -287,24 +286,48 @@ func startCluster(t *testing.T) *cluster {
 				t.Log(err)
 			}
 		}
-		for _, ns := range c.nodes {
-			if ns != nil {
-				ns.Shutdown()
-				ns.WaitForShutdown()
-			}
-		}
+		c.stop()
 	})
+	// Its ports were free a moment ago: another process may take one before
+	// a node binds it, and the cluster is then started on other ports, up
+	// to three times.
+	var err error
+	for range 3 {
+		if err = c.startAll(natstest.ClusterOptions(t, 3)); err == nil {
+			return c
+		}
+		t.Logf("the cluster did not start (%v): again, on other ports", err)
+		c.stop()
+	}
+	t.Fatal(err)
+	return nil
+}
+
+// startAll starts a node of each of opts and waits until all are healthy.
+func (c *cluster) startAll(opts []*natsserver.Options) error {
+	c.opts, c.nodes = opts, make([]*natsserver.Server, len(opts))
 	for i := range c.opts {
 		if err := c.start(i); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
 	for _, ns := range c.nodes {
 		if err := natstest.Healthy(ns, time.Minute); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
-	return c
+	return nil
+}
+
+// stop shuts every node down.
+func (c *cluster) stop() {
+	for i, ns := range c.nodes {
+		if ns != nil {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+			c.nodes[i] = nil
+		}
+	}
 }
 
 // start starts node i and waits until it serves clients.
