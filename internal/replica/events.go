@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/internal/consumer"
 )
@@ -21,6 +22,10 @@ import (
 type relay struct {
 	*env
 	binder *binder
+	// jsDomain is the JetStream domain of the consumers the replica serves,
+	// as the server's advisories name it ("": none); env's domain is the one
+	// configured to reach them ("": the connection's own).
+	jsDomain string
 	subs   []*nats.Subscription
 	// handled counts, by subscription, the messages its handler finished
 	// with: catchUp waits until it matches what NATS delivered.
@@ -66,6 +71,31 @@ const (
 	durableCreateRequests = "CONSUMER.DURABLE.CREATE." // <stream>.<durable>
 )
 
+// servedDomain is the JetStream domain of the consumers a replica serves:
+// the one configured to reach them, else the one its connection's
+// JetStream has, which one request asks.
+func servedDomain(ctx context.Context, js jetstream.JetStream, configured string) (string, error) {
+	if configured != "" {
+		return configured, nil
+	}
+	ai, err := js.AccountInfo(ctx)
+	if err != nil {
+		return "", fmt.Errorf("read the JetStream account's info: %w", err)
+	}
+	return ai.Domain, nil
+}
+
+// ours reports whether an advisory is one of the JetStream domain the
+// replica serves: the server's advisories cross a leaf node both ways, and
+// a hub's consumer and a leaf's may share their stream's and their own
+// names.
+func (rl *relay) ours(data []byte) bool {
+	var a struct {
+		Domain string `json:"domain"`
+	}
+	return json.Unmarshal(data, &a) == nil && a.Domain == rl.jsDomain
+}
+
 // consumerOf is the stream and consumer an advisory's subject names after
 // prefix.
 func consumerOf(subject, prefix string) (consumerKey, bool) {
@@ -76,7 +106,7 @@ func consumerOf(subject, prefix string) (consumerKey, bool) {
 // onPause records a consumer paused or resumed, by anyone.
 func (rl *relay) onPause(m *nats.Msg) {
 	key, ok := consumerOf(m.Subject, pauseAdvisories)
-	if !ok {
+	if !ok || !rl.ours(m.Data) {
 		return
 	}
 	var a struct {
@@ -129,7 +159,7 @@ func (rl *relay) onUpdate(m *nats.Msg) {
 // goes by (catchUp), so none lands on a redelivery the new leader makes by
 // the second.
 func (rl *relay) onLeader(m *nats.Msg) {
-	if key, ok := consumerOf(m.Subject, leaderAdvisories); ok {
+	if key, ok := consumerOf(m.Subject, leaderAdvisories); ok && rl.ours(m.Data) {
 		if c := rl.binder.bound(key.stream, key.name); c != nil {
 			c.LeaderElected()
 		}
@@ -140,7 +170,7 @@ func (rl *relay) onLeader(m *nats.Msg) {
 // configured one stays bound, answering NOT_FOUND until it is made again.
 func (rl *relay) onDelete(m *nats.Msg) {
 	key, ok := consumerOf(m.Subject, deleteAdvisories)
-	if !ok {
+	if !ok || !rl.ours(m.Data) {
 		return
 	}
 	rl.run.goUnlessClosed(func() {

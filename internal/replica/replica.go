@@ -251,6 +251,9 @@ func (r *Replica) open(ctx context.Context, o Options) error {
 			return r.roster.Peers(ctx, stream, consumer)
 		},
 	}
+	if r.relay.jsDomain, err = servedDomain(ctx, r.js, r.domain); err != nil {
+		return err
+	}
 	if err := r.subscribe(); err != nil {
 		return err
 	}
