@@ -26,7 +26,7 @@ type relay struct {
 	// as the server's advisories name it ("": none); env's domain is the one
 	// configured to reach them ("": the connection's own).
 	jsDomain string
-	subs   []*nats.Subscription
+	subs     []*nats.Subscription
 	// handled counts, by subscription, the messages its handler finished
 	// with: catchUp waits until it matches what NATS delivered.
 	handled []*atomic.Int64
