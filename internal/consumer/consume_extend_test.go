@@ -2,8 +2,11 @@ package consumer_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/lease"
@@ -88,5 +91,40 @@ func TestADeliveryToAPullFromBeforeANewLeaderIsCut(t *testing.T) {
 	}
 	if got, want := e.c.Holders()[0].Latest, f.res.Messages[0].Deadline.Add(-lease.RestorePrecision); !got.Equal(want) {
 		t.Fatalf("the lease ends at %v; want %v, a second before its token's deadline", got, want)
+	}
+}
+
+// An operator cuts ack_wait while a Consume stream with auto_extend holds a
+// lease: the lease is re-dated below its token's deadline, and the stream
+// still extends it by the new timing, so the server does not redeliver the
+// message its caller is working on.
+func TestAutoExtendKeepsALeaseAnOperatorsEditCut(t *testing.T) {
+	e := start(t, consumer.Config{AckWait: 10 * time.Second})
+	e.publish("orders.1", "kept")
+	sent := make(chan []*consumer.Delivery, 4)
+	consumeInto(t, e, consumer.ConsumeRequest{MaxMessages: 1, Heartbeat: time.Hour, AutoExtend: true}, sent, nil)
+	receiveBatch(t, sent, "the message")
+	cfg := e.info().Config
+	cfg.AckWait = 3 * time.Second
+	payload, err := json.Marshal(struct {
+		Stream string                   `json:"stream_name"`
+		Config jetstream.ConsumerConfig `json:"config"`
+	}{stream, cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	edited := time.Now()
+	e.edit(func(c *jetstream.ConsumerConfig) { c.AckWait = 3 * time.Second })
+	e.c.FollowUpdate(ctx, payload) // as the relay does when the request passes
+	natstest.Eventually(t, within, "the lease extended past the server's new redelivery, not redelivered", func() bool {
+		hs := e.c.Holders()
+		return len(hs) == 1 && hs[0].Latest.After(edited.Add(3*time.Second)) && e.info().NumRedelivered == 0
+	})
+	select {
+	case ds := <-sent:
+		t.Fatalf("the stream received delivery %d of the message: its lease lapsed", ds[0].Meta.Delivered)
+	default:
 	}
 }
