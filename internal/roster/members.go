@@ -2,6 +2,9 @@ package roster
 
 import (
 	"context"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/internal/natsname"
 )
@@ -31,4 +34,46 @@ func (r *Roster) Peers(ctx context.Context, stream, consumer string) ([]string, 
 	err := r.CatchUp(ctx)
 	ids, _ := r.Serving(ctx, stream, consumer)
 	return ids[1:], err // ids[0] is this replica
+}
+
+// CatchUp returns once the counts include every replica the bucket held as
+// serving a consumer when it was called, or ctx ended (the error says so):
+// a peer that bound a moment ago is counted though the watch has not shown
+// it yet. It asks the server once.
+func (r *Roster) CatchUp(ctx context.Context) error {
+	st, err := r.kv.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("read the state of the KV bucket %s: %w", Bucket, err)
+	}
+	bs, ok := st.(*jetstream.KeyValueBucketStatus)
+	if !ok {
+		return fmt.Errorf("the KV bucket %s has no stream state", Bucket)
+	}
+	last := bs.StreamInfo().State.LastSeq
+	for {
+		r.mu.Lock()
+		rev, advanced := r.rev, r.advanced
+		r.mu.Unlock()
+		if rev >= last {
+			return nil
+		}
+		select {
+		case <-advanced:
+		case <-r.watching:
+			return fmt.Errorf("the watch of the KV bucket %s has ended (the roster is closing)", Bucket)
+		case <-ctx.Done():
+			return fmt.Errorf("the roster's watch is at revision %d of %d: %w", rev, last, ctx.Err())
+		}
+	}
+}
+
+// counted notes that the counts include the bucket up to revision rev.
+func (r *Roster) counted(rev uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rev > r.rev {
+		r.rev = rev
+		close(r.advanced)
+		r.advanced = make(chan struct{})
+	}
 }

@@ -1,0 +1,68 @@
+package lease
+
+import (
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Lease is one delivery of a message and where to settle it.
+type Lease struct {
+	StreamSeq   uint64
+	ConsumerSeq uint64
+	Delivered   uint64
+	Deadline    time.Time // no settle is sent at or after it
+	// First is the deadline the delivery's first token carried, in unix ms
+	// as tokens carry it (set by the table): a token of this delivery
+	// carries no earlier one, though Deadline may be brought forward.
+	First int64
+	// Wait is the server's wait Deadline was dated by (the ack_wait or
+	// BackOff step then in force); 0: not known, never re-dated.
+	Wait       time.Duration
+	AckSubject string
+	// Origin is the message's creation context, kept only while tracing,
+	// for the settle spans' links.
+	Origin *trace.SpanContext
+}
+
+// Ref names one delivery of a message: a token's stream sequence and
+// delivery count and, when the token says, its consumer sequence and
+// deadline. After a consumer reset the server delivers a message again with
+// its delivery count restarted, so that count alone does not tell two
+// deliveries apart: the consumer sequence does, and where that restarted
+// too, the deadline (a token of the delivery carries its first deadline, or
+// an Extend's later one; a token of an earlier delivery, an earlier one).
+type Ref struct {
+	StreamSeq   uint64
+	Delivered   uint64
+	ConsumerSeq uint64    // 0: any
+	Deadline    time.Time // zero: any
+}
+
+// Ref is the delivery l is a lease of.
+func (l Lease) Ref() Ref { return Ref{StreamSeq: l.StreamSeq, Delivered: l.Delivered} }
+
+// TokenDeadline is the deadline a token of l carries now: Deadline, which
+// Extends move on, or the first token's where Deadline was brought forward
+// below it (a reconnect, a new leader, a shorter ack_wait). A settle of l
+// by the replica itself names it so (Ref.names).
+func (l Lease) TokenDeadline() time.Time {
+	if first := time.UnixMilli(l.First); l.Deadline.Before(first) {
+		return first
+	}
+	return l.Deadline
+}
+
+// names reports whether a lease of r's message, delivered delivered times
+// with consumer sequence cseq and first deadline first, is delivery r.
+func (r Ref) names(delivered, cseq uint64, first int64) bool {
+	switch {
+	case delivered != r.Delivered:
+		return false
+	case r.ConsumerSeq != 0 && r.ConsumerSeq != cseq:
+		return false // a delivery from before a reset
+	case !r.Deadline.IsZero() && r.Deadline.UnixMilli() < first:
+		return false // likewise, where the consumer sequence restarted too
+	}
+	return true
+}
