@@ -155,9 +155,9 @@ func (rl *relay) onUpdate(m *nats.Msg) {
 }
 
 // onLeader cuts the leases of a consumer that has a new leader
-// (consumer.LeaderElected). The relay's handlers finish before a settle
-// goes by (catchUp), so none lands on a redelivery the new leader makes by
-// the second.
+// (consumer.LeaderElected). A settle waits for what the relay has already
+// received (catchUp); the new leader's first redeliveries come later than
+// its advisory, which NATS sends as it is elected.
 func (rl *relay) onLeader(m *nats.Msg) {
 	if key, ok := consumerOf(m.Subject, leaderAdvisories); ok && rl.ours(m.Data) {
 		if c := rl.binder.bound(key.stream, key.name); c != nil {
