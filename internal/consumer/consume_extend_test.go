@@ -2,7 +2,6 @@ package consumer_test
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -106,13 +105,7 @@ func TestAutoExtendKeepsALeaseAnOperatorsEditCut(t *testing.T) {
 	receiveBatch(t, sent, "the message")
 	cfg := e.info().Config
 	cfg.AckWait = 3 * time.Second
-	payload, err := json.Marshal(struct {
-		Stream string                   `json:"stream_name"`
-		Config jetstream.ConsumerConfig `json:"config"`
-	}{stream, cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	payload := updateRequest(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	edited := time.Now()

@@ -30,6 +30,20 @@ func (e *env) settleOne(op lease.Op, d *consumer.Delivery) error {
 	return e.c.Settle(ctx, op, []token.Claims{cl}, settle.Args{})[0].Err
 }
 
+// updateRequest is the body of an update request of the durable to cfg,
+// as the server receives it (and the relay hands it to FollowUpdate).
+func updateRequest(t *testing.T, cfg jetstream.ConsumerConfig) []byte {
+	t.Helper()
+	payload, err := json.Marshal(struct {
+		Stream string                   `json:"stream_name"`
+		Config jetstream.ConsumerConfig `json:"config"`
+	}{stream, cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return payload
+}
+
 // edit changes the durable as an operator does with another tool, from
 // the test's own connection, which no part of the Consumer watches.
 func (e *env) edit(change func(*jetstream.ConsumerConfig)) {
@@ -172,13 +186,7 @@ func TestAnUpdateRequestCutsTheLeasesAsItPasses(t *testing.T) {
 	}
 	cfg := e.info().Config
 	cfg.BackOff = []time.Duration{time.Second, 2 * time.Second}
-	payload, err := json.Marshal(struct {
-		Stream string                   `json:"stream_name"`
-		Config jetstream.ConsumerConfig `json:"config"`
-	}{stream, cfg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	payload := updateRequest(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	e.c.FollowUpdate(ctx, payload) // the infos never show it: it gives up after 1.2s and more

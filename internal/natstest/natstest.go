@@ -174,6 +174,20 @@ func StartProxy(t testing.TB, target string) *Proxy {
 	return p
 }
 
+// Connect connects to the server through the proxy, as a replica does
+// (nothing buffered while it reconnects), reconnecting every 20ms without
+// end; it is closed at the end of the test.
+func (p *Proxy) Connect(t testing.TB) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect("nats://"+p.Addr, nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond),
+		nats.ReconnectBufSize(-1), nats.Timeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatalf("connect through the proxy: %v", err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
 // Blackhole stops all traffic through the proxy.
 func (p *Proxy) Blackhole() { p.frozen.Store(true) }
 

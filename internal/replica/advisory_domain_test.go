@@ -7,7 +7,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/natstest"
 )
@@ -17,18 +16,12 @@ import (
 // of the JetStream domain it serves. A new leader's advisory for
 // ORDERS/billing from another domain cuts nothing; one of its own does.
 func TestAdvisoriesOfAnotherDomainAreIgnored(t *testing.T) {
-	r, nc, ctx := billingReplica(t, 5*time.Second)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.Publish(ctx, "orders.1", []byte("m")); err != nil {
-		t.Fatal(err)
-	}
-	if res, err := r.Fetch(ctx, "ORDERS", "billing", consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second}); err != nil || len(res.Messages) != 1 {
-		t.Fatalf("fetch: %v %v", res, err)
-	}
-	c := r.bound("ORDERS", "billing")
+	ns := natstest.Start(t)
+	nc := natstest.Connect(t, ns)
+	natstest.Stream(t, nc, "ORDERS", "orders.>")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, c, _ := leaseOne(t, ctx, natstest.Connect(t, ns), nc)
 	before := c.Holders()[0].Latest
 	advise := func(body string) {
 		t.Helper()

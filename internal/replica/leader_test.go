@@ -2,17 +2,13 @@ package replica
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/natstest"
-	"github.com/jetgate/jetgate/internal/token"
 )
 
 // A replicated consumer's new leader redelivers what awaits an ack by the
@@ -32,19 +28,7 @@ func TestANewConsumerLeaderShortensTheLeasesHeld(t *testing.T) {
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(ctx, Options{Conn: natstest.Connect(t, nodes[0]), Keys: token.RandomKeyring(),
-		Consumers: []consumer.Config{{Stream: "ORDERS", Name: "billing", AckWait: 30 * time.Second}}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(r.Close)
-	if _, err := js.Publish(ctx, "orders.1", []byte("m")); err != nil {
-		t.Fatal(err)
-	}
-	if res, err := r.Fetch(ctx, "ORDERS", "billing", consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second}); err != nil || len(res.Messages) != 1 {
-		t.Fatalf("fetch: %v %v", res, err)
-	}
-	c := r.bound("ORDERS", "billing")
+	r, c, _ := leaseOne(t, ctx, natstest.Connect(t, nodes[0]), nc)
 	before := c.Holders()[0].Latest
 	leader := func() string {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -23,12 +22,7 @@ func TestAScrapeDoesNotWaitOnAStalledNATS(t *testing.T) {
 	nc := natstest.Connect(t, ns)
 	natstest.Stream(t, nc, "ORDERS", "orders.>")
 	proxy := natstest.StartProxy(t, ns.Addr().String())
-	conn, err := nats.Connect("nats://"+proxy.Addr, nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond),
-		nats.ReconnectBufSize(-1), nats.Timeout(200*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
+	conn := proxy.Connect(t)
 	const requestTimeout = 15 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

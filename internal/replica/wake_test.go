@@ -163,12 +163,7 @@ func TestAnOutageOfManyReconnectTriesCutsTheLeasesOnce(t *testing.T) {
 	nc := natstest.Connect(t, ns)
 	natstest.Stream(t, nc, "ORDERS", "orders.>")
 	proxy := natstest.StartProxy(t, ns.Addr().String())
-	conn, err := nats.Connect("nats://"+proxy.Addr, nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond),
-		nats.ReconnectBufSize(-1), nats.Timeout(200*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
+	conn := proxy.Connect(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r, c, _ := leaseOne(t, ctx, conn, nc)
