@@ -15,13 +15,17 @@ address = sys.argv[1] if len(sys.argv) > 1 else "127.0.0.1:9090"
 done, finished = set(), threading.Event()
 
 
+def say(line):                          # one write a line: handlers run on threads of their own
+    sys.stdout.write(line + "\n")
+
+
 def handle(m):                          # returns: acked; raises: nak'ed, retried later
     n = m.metadata.num_delivered
     if m.data == b"fail" and n < 3:
         raise RuntimeError(f"failed on delivery {n}")        # back after 1s, then 2s
     if m.data == b"slow":                                     # outlasts its lease: extended for you
         time.sleep((m.lease_deadline - datetime.datetime.now(datetime.timezone.utc)).total_seconds() + 1)
-    print(f"handled {m.data.decode()!r} (delivery {n})")
+    say(f"handled {m.data.decode()!r} (delivery {n})")
     done.add(m.data)
     if done >= {b"one", b"two", b"slow", b"fail"}:
         finished.set()
@@ -30,6 +34,6 @@ def handle(m):                          # returns: acked; raises: nak'ed, retrie
 client = jetgate.Client(address)
 for body in (b"one", b"two", b"slow", b"fail"):
     client.publish("ORDERS", "orders.example", body)
-with client.subscribe("ORDERS", "billing", handle, on_error=lambda e: print("on_error:", e)) as sub:
+with client.subscribe("ORDERS", "billing", handle, on_error=lambda e: say(f"on_error: {e}")) as sub:
     finished.wait(120)                  # or sub.wait(): until closed, or failed (raises)
 print(sub.stats)                        # leaving the with block closed it: drain, the rest nak'ed back at once
