@@ -123,15 +123,7 @@ func TestTheConsumerSaysTheWordItselfAndHoldsDeliveriesUntilAnswered(t *testing.
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	type fetched struct {
-		res consumer.FetchResult
-		err error
-	}
-	done := make(chan fetched, 1)
-	go func() {
-		res, err := e.c.Fetch(ctx, consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second})
-		done <- fetched{res, err}
-	}()
+	done := e.fetchInBackground(ctx, consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second})
 	natstest.Eventually(t, within, "the message delivered to the held Fetch", func() bool {
 		return e.info().NumAckPending == 2 // and the one fetched alone
 	})
@@ -146,4 +138,21 @@ func TestTheConsumerSaysTheWordItselfAndHoldsDeliveriesUntilAnswered(t *testing.
 	if f := <-done; f.err != nil || len(f.res.Messages) != 1 {
 		t.Fatalf("after the answer: %d messages, %v; want the one held", len(f.res.Messages), f.err)
 	}
+}
+
+// fetched is the outcome of a Fetch run in the background.
+type fetched struct {
+	res consumer.FetchResult
+	err error
+}
+
+// fetchInBackground runs a Fetch on a goroutine of its own and tells its
+// outcome.
+func (e *env) fetchInBackground(ctx context.Context, req consumer.FetchRequest) <-chan fetched {
+	done := make(chan fetched, 1)
+	go func() {
+		res, err := e.c.Fetch(ctx, req)
+		done <- fetched{res, err}
+	}()
+	return done
 }

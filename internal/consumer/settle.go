@@ -79,6 +79,7 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 		}
 		return out
 	}
+	defer s.server.settles.begin()() // a reset's void waits for it (inFlight)
 	out := make([]settle.Outcome, len(cs))
 	now, timing := time.Now(), s.server.timing()
 	var subjects []string

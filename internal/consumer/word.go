@@ -57,7 +57,8 @@ func (c *Consumer) HoldUntilCounted() (counted func()) {
 
 // HearResetWord takes a word of a reset on the consumer's word subject: a
 // peer's voids the leases this replica holds (ResetTold) and is answered
-// once they are void; this replica's own word is neither noticed nor
+// once they are void and the settles begun before have been answered by
+// the server (inFlight); this replica's own word is neither noticed nor
 // answered.
 func (s *onServer) HearResetWord(m *nats.Msg) {
 	sender, id, _ := strings.Cut(string(m.Data), " ")
@@ -65,9 +66,15 @@ func (s *onServer) HearResetWord(m *nats.Msg) {
 		return
 	}
 	s.ResetTold(id)
-	if m.Reply != "" {
-		_ = m.Respond([]byte(s.self.String()))
+	if m.Reply == "" {
+		return
 	}
+	// On a goroutine of its own: the relay's one subscription carries the
+	// words of every consumer, and a settle may take a while to be answered.
+	s.words.Go(func() {
+		s.settles.drain()
+		_ = m.Respond([]byte(s.self.String()))
+	})
 }
 
 // tell holds the consumer's new deliveries back while its peers are told of
@@ -81,6 +88,7 @@ func (s *onServer) tell(id string) {
 	release := s.held.hold()
 	s.words.Go(func() {
 		defer release()
+		defer s.settles.drain() // before release: this replica's own, as a peer's
 		ctx, cancel := context.WithTimeout(context.Background(), resetWordWait)
 		defer cancel()
 		if s.onReset != nil {
@@ -195,4 +203,26 @@ func (h *holdBack) wait(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// inFlight is a consumer's settles between their Begin and the server's
+// answer. A settle begun just before a reset's void is published after it,
+// and would land on the reset's redelivery if that were handed out first:
+// so a replica answers a peer's word, and a teller hands out the reset's
+// deliveries, only once every settle begun before the void has been
+// answered (drain). Settles begun meanwhile wait for the drain; they find
+// their leases void.
+type inFlight struct{ mu sync.RWMutex }
+
+// begin notes a settle about to Begin; it calls end once the server
+// answered, or the settle gave up.
+func (f *inFlight) begin() (end func()) {
+	f.mu.RLock()
+	return f.mu.RUnlock
+}
+
+// drain returns once every settle begun before it has ended.
+func (f *inFlight) drain() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 }

@@ -205,6 +205,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	r.pushers = &pushers{env: e, binder: r.binder}
 	r.lister = &lister{env: e, binder: r.binder, pushers: r.pushers, deadLetters: r.deadLetters}
 	r.relay = &relay{env: e, binder: r.binder}
+	r.relay.wakes.begin(time.Now())
 	r.forwarder.relay = r.relay
 	r.manager = &manager{env: e, binder: r.binder}
 	reg := o.Metrics
@@ -222,7 +223,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		return nil, err
 	}
 	e.run.wg.Go(func() { r.binder.unbindIdle(e.run.ctx) })
-	r.relay.wakes.last.Store(time.Now().UnixNano()) // a slow start is no gap
+	r.relay.wakes.tick(time.Now()) // a slow start is no gap
 	r.relay.reconnects.Store(r.nc.Stats().Reconnects)
 	e.run.wg.Go(func() { r.relay.wakes.watch(e.run.ctx) })
 	e.run.wg.Go(func() { r.relay.followReconnects(e.run.ctx) })

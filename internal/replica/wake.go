@@ -30,14 +30,33 @@ const stallAfter = time.Second
 // tickEvery is how often the watch notes that the replica runs.
 const tickEvery = 100 * time.Millisecond
 
-// wakes is what a replica knows of its own gaps.
+// wakes is what a replica knows of its own gaps, as monotonic times since
+// base (ns). A catch-up counts as of the moment it began, before its flush:
+// the server answers the flush's PING after all it had sent by then, and
+// nothing later. One that began before a gap ended, its PING sent before
+// the replica stopped, covers nothing sent meanwhile: the PONG comes first
+// in the socket, before what piled up behind it.
 type wakes struct {
-	last  atomic.Int64 // unix ns of the watch's last tick
-	stale atomic.Bool  // a gap was seen and not caught up yet
+	base   time.Time
+	last   atomic.Int64 // the watch's last tick
+	woke   atomic.Int64 // the end of the last gap the watch saw (0: none)
+	caught atomic.Int64 // the start of the last catch-up done after a gap
 }
 
-// watch ticks until ctx ends, noting each gap. The first tick is set by
-// whoever makes the replica, before watch runs.
+// begin starts the clock; the replica calls it as it is made, before
+// anything reads it.
+func (w *wakes) begin(now time.Time) {
+	w.base = now
+}
+
+// at is t on the watch's clock.
+func (w *wakes) at(t time.Time) int64 { return int64(t.Sub(w.base)) }
+
+// tick notes that the replica runs at now.
+func (w *wakes) tick(now time.Time) { w.last.Store(w.at(now)) }
+
+// watch ticks until ctx ends, noting the end of each gap. The first tick is
+// set by whoever makes the replica, before watch runs.
 func (w *wakes) watch(ctx context.Context) {
 	t := time.NewTicker(tickEvery)
 	defer t.Stop()
@@ -46,19 +65,42 @@ func (w *wakes) watch(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			if time.Duration(now.UnixNano()-w.last.Load()) > stallAfter {
-				w.stale.Store(true) // before last moves, so a reader of the new last sees it
-			}
-			w.last.Store(now.UnixNano())
+			w.ticked(now, time.Now())
 		}
 	}
 }
 
-// behind reports whether the replica may have slept through something:
-// a gap seen, or one going on now that the watch has not seen yet.
+// ticked notes a tick of the watch, read at read: a tick the runtime fires
+// late carries the time it was due, so a gap before it ends at read.
+func (w *wakes) ticked(tick, read time.Time) {
+	if time.Duration(w.at(tick)-w.last.Load()) > stallAfter {
+		raise(&w.woke, w.at(read)) // before last moves, so a reader of the new last sees it
+	}
+	raise(&w.last, w.at(tick)) // a settle may have noted a later time (behind)
+}
+
+// behind reports whether the replica may have slept through something: a
+// gap that ended after the last catch-up began. A gap going on at now that
+// the watch has not seen yet ends now: it is noted as the watch would.
 func (w *wakes) behind(now time.Time) bool {
-	last := w.last.Load()
-	return w.stale.Load() || time.Duration(now.UnixNano()-last) > stallAfter
+	if at := w.at(now); time.Duration(at-w.last.Load()) > stallAfter {
+		raise(&w.woke, at)
+		w.last.Store(at)
+	}
+	return w.woke.Load() > w.caught.Load()
+}
+
+// caughtUp records a catch-up that began at began.
+func (w *wakes) caughtUp(began time.Time) { raise(&w.caught, w.at(began)) }
+
+// raise sets v to at, unless it holds a later time.
+func raise(v *atomic.Int64, at int64) {
+	for {
+		c := v.Load()
+		if at <= c || v.CompareAndSwap(c, at) {
+			return
+		}
+	}
 }
 
 // catchUp makes a settle wait for what NATS told the replica before it:
@@ -71,7 +113,8 @@ func (w *wakes) behind(now time.Time) bool {
 // pays a few locked reads a settle.
 func (rl *relay) catchUp(ctx context.Context) error {
 	rl.reconnected()
-	asleep := rl.wakes.behind(time.Now())
+	began := time.Now()
+	asleep := rl.wakes.behind(began)
 	if !asleep && rl.drained() {
 		return nil
 	}
@@ -91,8 +134,7 @@ func (rl *relay) catchUp(ctx context.Context) error {
 		}
 	}
 	if asleep {
-		rl.wakes.stale.Store(false)
-		rl.wakes.last.Store(time.Now().UnixNano())
+		rl.wakes.caughtUp(began)
 	}
 	return nil
 }

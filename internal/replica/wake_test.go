@@ -33,7 +33,7 @@ func TestASettleAfterAPauseWaitsForWhatNATSSentMeanwhile(t *testing.T) {
 		t.Fatal("a replica just started is behind; want it caught up")
 	}
 	for i := range 20 {
-		r.relay.wakes.last.Store(time.Now().Add(-5 * time.Second).UnixNano()) // asleep 5s
+		r.relay.wakes.tick(time.Now().Add(-5 * time.Second)) // asleep 5s
 		before := c.Counts().Resets.Load()
 		if err := nc.PublishRequest("$JS.API.CONSUMER.RESET.ORDERS.billing", nc.NewInbox(), nil); err != nil {
 			t.Fatal(err)
@@ -209,4 +209,49 @@ func leaseOne(t *testing.T, ctx context.Context, conn, nc *nats.Conn) (*Replica,
 		t.Fatalf("fetch: %v %v", res, err)
 	}
 	return r, r.bound("ORDERS", "billing"), res
+}
+
+// A catch-up covers what NATS sent before it began, not what came after:
+// one begun before the process stopped (its PING sent, its PONG first in
+// the socket once the process runs again, ahead of what piled up behind
+// it) leaves the replica behind, and the next settle catches up again.
+// Found by TestFaultReplicaStoppedThroughAReset on a loaded machine: a
+// settle in flight as the replica stopped caught up before the stop and
+// marked the replica caught up after it, and the settles that had waited
+// in its socket went by the reset's word behind the PONG.
+func TestACatchUpBegunBeforeAGapLeavesTheReplicaBehind(t *testing.T) {
+	var w wakes
+	start := time.Now()
+	w.begin(start)
+	w.tick(start)
+	at := func(d time.Duration) time.Time { return start.Add(d) }
+	for ms := time.Duration(0); ms <= 900*time.Millisecond; ms += tickEvery {
+		w.ticked(at(ms), at(ms))
+	}
+	if w.behind(at(950 * time.Millisecond)) {
+		t.Fatal("behind with the watch ticking on time")
+	}
+
+	// A settle begins catching up at 2s, under a gap the watch has not
+	// seen yet (its ticks starved): the process stops from then to 4s.
+	began := at(2 * time.Second)
+	if !w.behind(began) {
+		t.Fatal("not behind 1.1s after the watch's last tick")
+	}
+	// The watch's first tick after the stop carries the time it was due;
+	// the next one the time it runs, and it sees the gap.
+	w.ticked(at(2100*time.Millisecond), at(4*time.Second))
+	w.ticked(at(4100*time.Millisecond), at(4100*time.Millisecond))
+	w.caughtUp(began) // the settle's PONG, read first after the stop
+	if !w.behind(at(4150 * time.Millisecond)) {
+		t.Fatal("a catch-up begun before the stop marked the replica caught up after it")
+	}
+	w.caughtUp(at(4150 * time.Millisecond))
+	if w.behind(at(4200 * time.Millisecond)) {
+		t.Fatal("behind after a catch-up begun once the gap had ended")
+	}
+	w.ticked(at(4200*time.Millisecond), at(4200*time.Millisecond))
+	if w.behind(at(4250 * time.Millisecond)) {
+		t.Fatal("behind after the watch ticked on time again")
+	}
 }

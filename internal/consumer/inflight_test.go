@@ -1,0 +1,105 @@
+package consumer_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/lease"
+	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/settle"
+	"github.com/jetgate/jetgate/internal/token"
+)
+
+// quietFor is how long a test watches for an answer that must not come
+// while the server's answer to a settle is held back: a replica that
+// answered at once would have answered well within it.
+const quietFor = 300 * time.Millisecond
+
+// heldAck fetches one message of e and acks it on the Consumer with the
+// server's confirmation held back: once it returns, the ack is applied on
+// the server and the settle is in flight. done tells its outcome once the
+// confirmation is let through.
+func heldAck(t *testing.T, e *env, replies *holdBack) (done <-chan settle.Outcome) {
+	t.Helper()
+	e.publish("orders.1", "a")
+	res := e.fetch(consumer.FetchRequest{Batch: 1, Expires: time.Second})
+	if len(res.Messages) != 1 {
+		t.Fatalf("fetch: %d messages, want 1", len(res.Messages))
+	}
+	cl, err := e.keys.Open(res.Messages[0].Token, stream, name, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	replies.hold()
+	out := make(chan settle.Outcome, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		out <- e.c.Settle(ctx, lease.OpAck, []token.Claims{cl}, settle.Args{})[0]
+	}()
+	natstest.Eventually(t, within, "the ack applied on the server", func() bool { return e.info().NumAckPending == 0 })
+	return out
+}
+
+// A settle begun just before a peer's word voided the leases is published
+// after the void, and the peer hands the reset's deliveries out once
+// answered: the replica answers only once the server has answered every
+// settle begun before the void, so that none reaches the server after the
+// peer handed out a delivery it would land on. Here the server's answer to
+// an Ack is held back while a peer's word comes.
+func TestAReplicaAnswersAWordOnceTheSettlesBegunBeforeAreAnswered(t *testing.T) {
+	e, replies := startHeld(t, consumer.Config{AckWait: time.Minute})
+	e.hearWords()
+	acked := heldAck(t, e, replies)
+
+	peer := natstest.Connect(t, e.ns)
+	answer, err := peer.SubscribeSync(nats.NewInbox())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := peer.PublishRequest(wordSubject, answer.Subject, []byte(token.NewIssuerID().String()+" r1")); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, within, "the word's void", func() bool { return e.c.Counts().Resets.Load() == 1 })
+	if m, err := answer.NextMsg(quietFor); err == nil {
+		t.Fatalf("the word was answered (%q) while an Ack begun before its void awaited the server", m.Data)
+	}
+	replies.release()
+	if o := <-acked; o.Err != nil {
+		t.Fatalf("the Ack begun before the void: %v; want it confirmed", o.Err)
+	}
+	if _, err := answer.NextMsg(within); err != nil {
+		t.Fatalf("the word was not answered once the Ack was: %v", err)
+	}
+}
+
+// The replica that notices a reset holds the consumer's new deliveries back
+// until its own settles begun before the void are answered too, as its
+// peers' answers wait for theirs.
+func TestATellerHoldsDeliveriesUntilItsOwnSettlesAreAnswered(t *testing.T) {
+	e, replies := startHeld(t, consumer.Config{AckWait: time.Minute})
+	acked := heldAck(t, e, replies)
+
+	e.c.ResetRequested("r1")
+	e.publish("orders.2", "b")
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	done := e.fetchInBackground(ctx, consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second})
+	natstest.Eventually(t, within, "the message delivered to the held Fetch", func() bool { return e.info().NumAckPending == 1 })
+	select {
+	case f := <-done:
+		t.Fatalf("the Fetch returned (%d messages, %v) while an Ack begun before the reset awaited the server", len(f.res.Messages), f.err)
+	case <-time.After(quietFor):
+	}
+	replies.release()
+	if o := <-acked; o.Err != nil {
+		t.Fatalf("the Ack begun before the reset: %v; want it confirmed", o.Err)
+	}
+	if f := <-done; f.err != nil || len(f.res.Messages) != 1 {
+		t.Fatalf("once the Ack was answered: %d messages, %v; want the one held", len(f.res.Messages), f.err)
+	}
+}
