@@ -72,7 +72,9 @@ func (s *onServer) HearResetWord(m *nats.Msg) {
 	// On a goroutine of its own: the relay's one subscription carries the
 	// words of every consumer, and a settle may take a while to be answered.
 	s.words.Go(func() {
-		s.settles.drain()
+		ctx, cancel := context.WithTimeout(context.Background(), resetWordWait) // the teller waits no longer
+		defer cancel()
+		s.settles.drain(ctx)
 		_ = m.Respond([]byte(s.self.String()))
 	})
 }
@@ -88,9 +90,9 @@ func (s *onServer) tell(id string) {
 	release := s.held.hold()
 	s.words.Go(func() {
 		defer release()
-		defer s.settles.drain() // before release: this replica's own, as a peer's
 		ctx, cancel := context.WithTimeout(context.Background(), resetWordWait)
 		defer cancel()
+		defer s.settles.drain(ctx) // before release: this replica's own settles, as its peers' before they answer
 		if s.onReset != nil {
 			s.onReset(id, len(s.peers(ctx)))
 			return
@@ -203,26 +205,4 @@ func (h *holdBack) wait(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-}
-
-// inFlight is a consumer's settles between their Begin and the server's
-// answer. A settle begun just before a reset's void is published after it,
-// and would land on the reset's redelivery if that were handed out first:
-// so a replica answers a peer's word, and a teller hands out the reset's
-// deliveries, only once every settle begun before the void has been
-// answered (drain). Settles begun meanwhile wait for the drain; they find
-// their leases void.
-type inFlight struct{ mu sync.RWMutex }
-
-// begin notes a settle about to Begin; it calls end once the server
-// answered, or the settle gave up.
-func (f *inFlight) begin() (end func()) {
-	f.mu.RLock()
-	return f.mu.RUnlock
-}
-
-// drain returns once every settle begun before it has ended.
-func (f *inFlight) drain() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 }

@@ -1,0 +1,53 @@
+package consumer
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// A drain waits for the settles begun before it, and for no other: a
+// settle begun while it waits goes on, and is not waited for; a drain
+// gives up when its context ends.
+func TestADrainWaitsForTheSettlesBegunBeforeItAlone(t *testing.T) {
+	var f inFlight
+	endBefore := f.begin()
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		f.drain(context.Background())
+	}()
+	for started := false; !started; runtime.Gosched() {
+		f.mu.Lock()
+		started = f.gen == 1
+		f.mu.Unlock()
+	}
+	endAfter := f.begin() // would block if the drain held settles back
+	select {
+	case <-drained:
+		t.Fatal("drained with a settle begun before it in flight")
+	default:
+	}
+	endBefore()
+	select {
+	case <-drained:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not drained once the settle begun before it ended")
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan struct{})
+	go func() {
+		defer close(gaveUp)
+		f.drain(ctx) // endAfter's settle is still in flight
+	}()
+	cancel()
+	select {
+	case <-gaveUp:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a drain went on waiting after its context ended")
+	}
+	endAfter()
+	f.drain(context.Background()) // nothing in flight: at once
+}
