@@ -103,3 +103,37 @@ func TestATellerHoldsDeliveriesUntilItsOwnSettlesAreAnswered(t *testing.T) {
 		t.Fatalf("once the Ack was answered: %d messages, %v; want the one held", len(f.res.Messages), f.err)
 	}
 }
+
+// A replica that hears of a reset first through a peer's word holds the
+// consumer's new deliveries back too, until the settles it began before
+// the void are answered: a delivery made after the reset, pulled here
+// meanwhile, would otherwise be handed out with such a settle still on its
+// way to land on it.
+func TestAReplicaToldOfAResetHoldsDeliveriesUntilItsSettlesAreAnswered(t *testing.T) {
+	e, replies := startHeld(t, consumer.Config{AckWait: time.Minute})
+	e.hearWords()
+	acked := heldAck(t, e, replies)
+
+	peer := natstest.Connect(t, e.ns)
+	if err := peer.Publish(wordSubject, []byte(token.NewIssuerID().String()+" r1")); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, within, "the word's void", func() bool { return e.c.Counts().Resets.Load() == 1 })
+	e.publish("orders.2", "b")
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	done := e.fetchInBackground(ctx, consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second})
+	natstest.Eventually(t, within, "the message delivered to the held Fetch", func() bool { return e.info().NumAckPending == 1 })
+	select {
+	case f := <-done:
+		t.Fatalf("the Fetch returned (%d messages, %v) while an Ack begun before the word's void awaited the server", len(f.res.Messages), f.err)
+	case <-time.After(quietFor):
+	}
+	replies.release()
+	if o := <-acked; o.Err != nil {
+		t.Fatalf("the Ack begun before the void: %v; want it confirmed", o.Err)
+	}
+	if f := <-done; f.err != nil || len(f.res.Messages) != 1 {
+		t.Fatalf("once the Ack was answered: %d messages, %v; want the one held", len(f.res.Messages), f.err)
+	}
+}

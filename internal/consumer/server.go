@@ -55,6 +55,9 @@ type onServer struct {
 	peers   func(ctx context.Context) []string // names the other replicas serving it (Deps.Peers)
 	asking  atomic.Bool                        // redeliveredEarly's question is out
 	leaders atomic.Uint64                      // new leaders elected (LeaderElected)
+	// connected is the name of the server the replica's connection is on
+	// (nil: unknown), as of the bind or the last reconnect (timing).
+	connected atomic.Pointer[string]
 
 	// changed is told of each new view whose policy differs from the one
 	// before (changedFrom), under mu, in the order stored: it takes the
@@ -96,17 +99,41 @@ func newOnServer(s jetstream.Stream, cons jetstream.Consumer, d Deps, log *slog.
 		}
 		return ids
 	}
+	o.connected.Store(serverName(d.Conn))
 	v := viewOf(ci)
 	v.at = time.Time{}
 	o.last.Store(v)
 	return o
 }
 
+// serverName is the name of the server nc is connected to now (nil:
+// unknown).
+func serverName(nc *nats.Conn) *string {
+	if nc == nil {
+		return nil
+	}
+	if name := nc.ConnectedServerName(); name != "" {
+		return &name
+	}
+	return nil
+}
+
 // view is what the server last said of the consumer.
 func (s *onServer) view() *serverView { return s.last.Load() }
 
-// timing is the consumer's redelivery timing, as the server last said.
-func (s *onServer) timing() lease.Policy { return s.last.Load().timing }
+// timing is the consumer's redelivery timing, as the server last said; a
+// second sooner (Early) while the server that holds a consumer with no raft
+// log is not the one the replica is connected to: that server dates what
+// awaits an ack to the second when it restarts (lease.RestorePrecision), and
+// nothing tells the replica that it did.
+func (s *onServer) timing() lease.Policy {
+	v := s.last.Load()
+	t := v.timing
+	if connected := s.connected.Load(); v.host != "" && connected != nil && v.host != *connected {
+		t.Early = lease.RestorePrecision
+	}
+	return t
+}
 
 // servable is nil when jetgate can serve the consumer as the server last
 // described it, and otherwise CONSUMER_NOT_FOUND saying why.

@@ -50,6 +50,7 @@ func (s *settler) Settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 // the same one settled) and, once the ledger shows that no other settle of
 // that delivery came first, settled on its rebuilt ack subject.
 func (s *settler) Adopt(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args) []settle.Outcome {
+	defer s.server.settles.begin()() // from before the table holds them: a void meanwhile waits for them
 	for _, cl := range cs {
 		s.leases.Adopt(lease.Lease{
 			StreamSeq:   cl.StreamSeq,

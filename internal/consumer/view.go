@@ -35,8 +35,12 @@ type serverView struct {
 	// settles what one connection sends in the order sent, and a batch's
 	// last reply confirms it all (settle.Sender.SendInOrder).
 	inOrder bool
-	at      time.Time
-	ticket  uint64 // the order in which the info was asked: a later one replaces it
+	// host is the server that holds a consumer with no raft log ("" for a
+	// replicated one): its restart is heard only by a replica connected to
+	// it, as a reconnect (timing).
+	host   string
+	at     time.Time
+	ticket uint64 // the order in which the info was asked: a later one replaces it
 }
 
 // limits are the consumer's bounds on what its clients ask of it.
@@ -68,8 +72,19 @@ func viewOf(ci *jetstream.ConsumerInfo) *serverView {
 		pending: ci.NumPending,
 		acks:    ci.NumAckPending,
 		inOrder: cfg.Replicas <= 1 && (ci.Cluster == nil || len(ci.Cluster.Replicas) == 0),
+		host:    hostOf(ci),
 		at:      time.Now(),
 	}
+}
+
+// hostOf is the server that holds a consumer with no raft log, as its info
+// names it ("" for a replicated consumer, whose new leader is heard of in an
+// advisory, and where the info names none).
+func hostOf(ci *jetstream.ConsumerInfo) string {
+	if ci.Config.Replicas > 1 || ci.Cluster == nil || len(ci.Cluster.Replicas) > 0 {
+		return ""
+	}
+	return ci.Cluster.Leader
 }
 
 // ErrUnservable marks a consumer that exists but that jetgate cannot serve

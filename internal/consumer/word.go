@@ -58,7 +58,8 @@ func (c *Consumer) HoldUntilCounted() (counted func()) {
 // HearResetWord takes a word of a reset on the consumer's word subject: a
 // peer's voids the leases this replica holds (ResetTold) and is answered
 // once they are void and the settles begun before have been answered by
-// the server (inFlight); this replica's own word is neither noticed nor
+// the server (inFlight), the consumer's new deliveries held back until
+// then, as a teller's are; this replica's own word is neither noticed nor
 // answered.
 func (s *onServer) HearResetWord(m *nats.Msg) {
 	sender, id, _ := strings.Cut(string(m.Data), " ")
@@ -66,23 +67,25 @@ func (s *onServer) HearResetWord(m *nats.Msg) {
 		return
 	}
 	s.ResetTold(id)
-	if m.Reply == "" {
-		return
-	}
 	// On a goroutine of its own: the relay's one subscription carries the
 	// words of every consumer, and a settle may take a while to be answered.
+	release := s.held.hold()
 	s.words.Go(func() {
+		defer release()
 		ctx, cancel := context.WithTimeout(context.Background(), resetWordWait) // the teller waits no longer
 		defer cancel()
 		s.settles.drain(ctx)
-		_ = m.Respond([]byte(s.self.String()))
+		if m.Reply != "" {
+			_ = m.Respond([]byte(s.self.String()))
+		}
 	})
 }
 
 // tell holds the consumer's new deliveries back while its peers are told of
-// reset id, until they answered or the word gave up. The word goes on a
-// goroutine of its own (Close waits for it): by Deps.OnReset where one is
-// set, else by say.
+// reset id, until they answered and this replica's own settles begun before
+// the void were answered by the server, or the word gave up. The word goes
+// on a goroutine of its own (Close waits for it): by Deps.OnReset where one
+// is set, else by say.
 func (s *onServer) tell(id string) {
 	if s.onReset == nil && s.nc == nil {
 		return
@@ -92,7 +95,9 @@ func (s *onServer) tell(id string) {
 		defer release()
 		ctx, cancel := context.WithTimeout(context.Background(), resetWordWait)
 		defer cancel()
-		defer s.settles.drain(ctx) // before release: this replica's own settles, as its peers' before they answer
+		var own sync.WaitGroup
+		own.Go(func() { s.settles.drain(ctx) }) // alongside the peers' drains, within the same wait
+		defer own.Wait()
 		if s.onReset != nil {
 			s.onReset(id, len(s.peers(ctx)))
 			return

@@ -29,6 +29,11 @@ func Margin(ackWait time.Duration) time.Duration {
 type Policy struct {
 	AckWait time.Duration
 	BackOff []time.Duration
+	// Early is how much sooner than its wait the server may redeliver with
+	// jetgate hearing nothing of it: RestorePrecision for a consumer with no
+	// raft log held by a server other than the one jetgate is connected to,
+	// whose restart is neither a reconnect nor a new leader's advisory.
+	Early time.Duration
 }
 
 // AckWaitFor is how long the server waits for the answer to the given
@@ -46,21 +51,21 @@ func (p Policy) AckWaitFor(delivered uint64) time.Duration {
 }
 
 // Deadline is when a lease of the given delivery, clocked from start (its
-// receipt, or a +WPI), ends: the server's wait minus Margin. It is cut to the
-// millisecond, as tokens carry it.
+// receipt, or a +WPI), ends: the server's wait minus Margin, and Early. It
+// is cut to the millisecond, as tokens carry it.
 func (p Policy) Deadline(start time.Time, delivered uint64) time.Time {
 	w := p.AckWaitFor(delivered)
-	return start.Add(w - Margin(w)).Truncate(time.Millisecond)
+	return start.Add(w - Margin(w) - p.Early).Truncate(time.Millisecond)
 }
 
 // Redated is when a lease that old dated at deadline ends under p: the
 // same start (its receipt or its last +WPI), p's wait less its margin.
 func (p Policy) Redated(old Policy, deadline time.Time, delivered uint64) time.Time {
 	w := old.AckWaitFor(delivered)
-	return p.Deadline(deadline.Add(-(w - Margin(w))), delivered)
+	return p.Deadline(deadline.Add(-(w - Margin(w) - old.Early)), delivered)
 }
 
 // Equal reports whether p and q time every delivery alike.
 func (p Policy) Equal(q Policy) bool {
-	return p.AckWait == q.AckWait && slices.Equal(p.BackOff, q.BackOff)
+	return p.AckWait == q.AckWait && slices.Equal(p.BackOff, q.BackOff) && p.Early == q.Early
 }

@@ -42,6 +42,24 @@ func TestDeadlineEndsAMarginBeforeRedelivery(t *testing.T) {
 	}
 }
 
+// A server that may redeliver a second sooner unheard (Early) ends the
+// lease that much sooner, and re-dating a lease so dated keeps its start.
+func TestDeadlineEndsEarlyWhereTheServerMayRedeliverSooner(t *testing.T) {
+	start := time.Date(2026, 1, 2, 3, 4, 5, 678_000_000, time.UTC)
+	plain := Policy{AckWait: 5 * time.Second}
+	early := Policy{AckWait: 5 * time.Second, Early: RestorePrecision}
+	if got, want := early.Deadline(start, 1), plain.Deadline(start, 1).Add(-RestorePrecision); !got.Equal(want) {
+		t.Fatalf("Deadline with Early = %v, want %v: a second before the plain one", got, want)
+	}
+	if plain.Equal(early) {
+		t.Fatal("two policies a second apart are Equal")
+	}
+	shorter := Policy{AckWait: 3 * time.Second, Early: RestorePrecision}
+	if got, want := shorter.Redated(early, early.Deadline(start, 1), 1), shorter.Deadline(start, 1); !got.Equal(want) {
+		t.Fatalf("Redated = %v, want %v: the same start under the new wait", got, want)
+	}
+}
+
 func TestDeadlineFollowsBackOff(t *testing.T) {
 	p := Policy{AckWait: time.Minute, BackOff: []time.Duration{time.Second, 10 * time.Second, 5 * time.Minute}}
 	tests := []struct {

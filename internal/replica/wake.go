@@ -37,10 +37,11 @@ const tickEvery = 100 * time.Millisecond
 // the replica stopped, covers nothing sent meanwhile: the PONG comes first
 // in the socket, before what piled up behind it.
 type wakes struct {
-	base   time.Time
-	last   atomic.Int64 // the watch's last tick
-	woke   atomic.Int64 // the end of the last gap the watch saw (0: none)
-	caught atomic.Int64 // the start of the last catch-up done after a gap
+	base     time.Time
+	last     atomic.Int64 // the watch's last tick
+	lastWall atomic.Int64 // the same, on the wall clock (unix ns)
+	woke     atomic.Int64 // the end of the last gap the watch saw (0: none)
+	caught   atomic.Int64 // the start of the last catch-up done after a gap
 }
 
 // begin starts the clock; the replica calls it as it is made, before
@@ -53,7 +54,23 @@ func (w *wakes) begin(now time.Time) {
 func (w *wakes) at(t time.Time) int64 { return int64(t.Sub(w.base)) }
 
 // tick notes that the replica runs at now.
-func (w *wakes) tick(now time.Time) { w.last.Store(w.at(now)) }
+func (w *wakes) tick(now time.Time) {
+	w.last.Store(w.at(now))
+	w.lastWall.Store(now.UnixNano())
+}
+
+// gap is how long before now the watch last saw the replica run, by the
+// monotonic clock or the wall clock, whichever says longer: the first
+// stands still while the host is suspended, the second may be stepped.
+func (w *wakes) gap(now time.Time) time.Duration {
+	return max(time.Duration(w.at(now)-w.last.Load()), time.Duration(now.UnixNano()-w.lastWall.Load()))
+}
+
+// ran notes that the replica ran at t, unless a later time is noted.
+func (w *wakes) ran(t time.Time) {
+	raise(&w.last, w.at(t))
+	raise(&w.lastWall, t.UnixNano())
+}
 
 // watch ticks until ctx ends, noting the end of each gap. The first tick is
 // set by whoever makes the replica, before watch runs.
@@ -73,19 +90,19 @@ func (w *wakes) watch(ctx context.Context) {
 // ticked notes a tick of the watch, read at read: a tick the runtime fires
 // late carries the time it was due, so a gap before it ends at read.
 func (w *wakes) ticked(tick, read time.Time) {
-	if time.Duration(w.at(tick)-w.last.Load()) > stallAfter {
+	if w.gap(tick) > stallAfter {
 		raise(&w.woke, w.at(read)) // before last moves, so a reader of the new last sees it
 	}
-	raise(&w.last, w.at(tick)) // a settle may have noted a later time (behind)
+	w.ran(tick) // a settle may have noted a later time (behind)
 }
 
 // behind reports whether the replica may have slept through something: a
 // gap that ended after the last catch-up began. A gap going on at now that
 // the watch has not seen yet ends now: it is noted as the watch would.
 func (w *wakes) behind(now time.Time) bool {
-	if at := w.at(now); time.Duration(at-w.last.Load()) > stallAfter {
-		raise(&w.woke, at)
-		w.last.Store(at)
+	if w.gap(now) > stallAfter {
+		raise(&w.woke, w.at(now))
+		w.ran(now)
 	}
 	return w.woke.Load() > w.caught.Load()
 }

@@ -254,4 +254,10 @@ func TestACatchUpBegunBeforeAGapLeavesTheReplicaBehind(t *testing.T) {
 	if w.behind(at(4250 * time.Millisecond)) {
 		t.Fatal("behind after the watch ticked on time again")
 	}
+	// The host suspended: the monotonic clock stood still while the wall
+	// clock went on. That gap counts too.
+	w.lastWall.Add(-int64(3 * time.Second))
+	if !w.behind(at(4300 * time.Millisecond)) {
+		t.Fatal("a gap on the wall clock alone left the replica caught up")
+	}
 }
