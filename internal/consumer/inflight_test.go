@@ -85,23 +85,7 @@ func TestATellerHoldsDeliveriesUntilItsOwnSettlesAreAnswered(t *testing.T) {
 	acked := heldAck(t, e, replies)
 
 	e.c.ResetRequested("r1")
-	e.publish("orders.2", "b")
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	done := e.fetchInBackground(ctx, consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second})
-	natstest.Eventually(t, within, "the message delivered to the held Fetch", func() bool { return e.info().NumAckPending == 1 })
-	select {
-	case f := <-done:
-		t.Fatalf("the Fetch returned (%d messages, %v) while an Ack begun before the reset awaited the server", len(f.res.Messages), f.err)
-	case <-time.After(quietFor):
-	}
-	replies.release()
-	if o := <-acked; o.Err != nil {
-		t.Fatalf("the Ack begun before the reset: %v; want it confirmed", o.Err)
-	}
-	if f := <-done; f.err != nil || len(f.res.Messages) != 1 {
-		t.Fatalf("once the Ack was answered: %d messages, %v; want the one held", len(f.res.Messages), f.err)
-	}
+	heldUntilAnswered(t, e, replies, acked)
 }
 
 // A replica that hears of a reset first through a peer's word holds the
@@ -119,6 +103,15 @@ func TestAReplicaToldOfAResetHoldsDeliveriesUntilItsSettlesAreAnswered(t *testin
 		t.Fatal(err)
 	}
 	natstest.Eventually(t, within, "the word's void", func() bool { return e.c.Counts().Resets.Load() == 1 })
+	heldUntilAnswered(t, e, replies, acked)
+}
+
+// heldUntilAnswered checks that, after a reset's void, a message published
+// and delivered to a Fetch is not handed out while the Ack begun before
+// the void (acked, heldAck's) awaits the server, and is once it is
+// answered.
+func heldUntilAnswered(t *testing.T, e *env, replies *holdBack, acked <-chan settle.Outcome) {
+	t.Helper()
 	e.publish("orders.2", "b")
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
@@ -126,7 +119,7 @@ func TestAReplicaToldOfAResetHoldsDeliveriesUntilItsSettlesAreAnswered(t *testin
 	natstest.Eventually(t, within, "the message delivered to the held Fetch", func() bool { return e.info().NumAckPending == 1 })
 	select {
 	case f := <-done:
-		t.Fatalf("the Fetch returned (%d messages, %v) while an Ack begun before the word's void awaited the server", len(f.res.Messages), f.err)
+		t.Fatalf("the Fetch returned (%d messages, %v) while an Ack begun before the void awaited the server", len(f.res.Messages), f.err)
 	case <-time.After(quietFor):
 	}
 	replies.release()

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/internal/lease"
@@ -17,17 +19,9 @@ import (
 // changes, every lease the replica holds ends a second sooner, though its
 // connection never broke; once, however many leaders follow.
 func TestANewConsumerLeaderShortensTheLeasesHeld(t *testing.T) {
-	nodes := natstest.StartCluster(t, 3)
-	nc := natstest.Connect(t, nodes[0])
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 3}); err != nil {
-		t.Fatal(err)
-	}
+	nodes, nc, js, _ := ordersOnCluster(t, ctx, 3)
 	r, c, _ := leaseOne(t, ctx, natstest.Connect(t, nodes[0]), nc)
 	before := c.Holders()[0].Latest
 	leader := func() string {
@@ -58,4 +52,22 @@ func TestANewConsumerLeaderShortensTheLeasesHeld(t *testing.T) {
 	if got := c.Holders()[0].Latest; !got.Equal(want) {
 		t.Fatalf("a second leader moved the lease to %v; want it left at %v, a second sooner than at first, once", got, want)
 	}
+}
+
+// ordersOnCluster starts a cluster of three servers and makes ORDERS on it
+// with the given replicas; it returns the servers, a connection to the
+// first, its JetStream, and the stream.
+func ordersOnCluster(t *testing.T, ctx context.Context, replicas int) ([]*natsserver.Server, *nats.Conn, jetstream.JetStream, jetstream.Stream) {
+	t.Helper()
+	nodes := natstest.StartCluster(t, 3)
+	nc := natstest.Connect(t, nodes[0])
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: replicas})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nodes, nc, js, s
 }

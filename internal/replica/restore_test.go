@@ -6,7 +6,6 @@ import (
 	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/natstest"
@@ -21,18 +20,9 @@ import (
 // leases then; one connected to another server would hear nothing, so its
 // leases end a second sooner from the start.
 func TestALeaseOfAConsumerHeldByAnotherServerEndsASecondSooner(t *testing.T) {
-	nodes := natstest.StartCluster(t, 3)
-	nc := natstest.Connect(t, nodes[0])
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	nodes, nc, _, s := ordersOnCluster(t, ctx, 1)
 	var holder, other *natsserver.Server
 	for _, n := range nodes {
 		if n.Name() == s.CachedInfo().Cluster.Leader {
