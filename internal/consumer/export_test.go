@@ -16,6 +16,14 @@ func SetConsumeMaxWait(d time.Duration) (restore func()) {
 	return func() { consumeMaxWait = was }
 }
 
+// SetDrainWait bounds the drain of the settles in flight at a reset by d,
+// so that a test may hold a settle's answer longer; it returns the restore.
+func SetDrainWait(d time.Duration) (restore func()) {
+	was := drainWait
+	drainWait = d
+	return func() { drainWait = was }
+}
+
 // BeginInFlight starts a settle op of the lease cl names in the table and
 // leaves it in flight, as the issuer's keep-alive or a library's extend
 // beside an ack would; EndInFlight ends it as failed (the lease live again).

@@ -3,16 +3,24 @@ package consumer
 import (
 	"context"
 	"sync"
+	"time"
 )
+
+// drainWait bounds a drain: a settle the server has not answered this long
+// after a reset is most likely one it left unanswered (it answers no ack
+// above the consumer's next delivery), and would hold the consumer's new
+// deliveries until its request timeout for nothing. Answers come in
+// milliseconds otherwise. A variable for the tests alone.
+var drainWait = 500 * time.Millisecond
 
 // inFlight is a consumer's settles between their Begin and the server's
 // answer, by the generation in which they began. A settle begun just before
 // a reset's void is published after it, and would land on the reset's
 // redelivery after that was handed out: so a replica answers a peer's word,
-// and a teller hands out the reset's deliveries, only once every settle
-// begun before the void has been answered (drain), or the word's wait is
-// over. Settles begun meanwhile go on (they find their leases void), and
-// are not waited for.
+// and a replica that noticed a reset or heard of it hands out the reset's
+// deliveries, only once every settle begun before the void has been
+// answered (drain), or drainWait passed. Settles begun meanwhile go on
+// (they find their leases void), and are not waited for.
 type inFlight struct {
 	mu     sync.Mutex
 	gen    uint64         // the generation settles begin in now
@@ -41,8 +49,11 @@ func (f *inFlight) begin() (end func()) {
 	}
 }
 
-// drain returns once every settle begun before it has ended, or ctx ends.
-func (f *inFlight) drain(ctx context.Context) {
+// drain returns once every settle begun before it has ended, or after
+// drainWait, or once ctx ends; it reports whether they had ended.
+func (f *inFlight) drain(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, drainWait)
+	defer cancel()
 	f.mu.Lock()
 	upTo := f.gen
 	f.gen++
@@ -55,12 +66,12 @@ func (f *inFlight) drain(ctx context.Context) {
 		}
 		f.mu.Unlock()
 		if !busy {
-			return
+			return true
 		}
 		select {
 		case <-ended:
 		case <-ctx.Done():
-			return
+			return false
 		}
 	}
 }

@@ -9,8 +9,11 @@ import (
 
 // A drain waits for the settles begun before it, and for no other: a
 // settle begun while it waits goes on, and is not waited for; a drain
-// gives up when its context ends.
+// gives up when its context ends, or after drainWait.
 func TestADrainWaitsForTheSettlesBegunBeforeItAlone(t *testing.T) {
+	was := drainWait
+	defer func() { drainWait = was }()
+	drainWait = time.Minute
 	var f inFlight
 	endBefore := f.begin()
 	drained := make(chan struct{})
@@ -48,6 +51,12 @@ func TestADrainWaitsForTheSettlesBegunBeforeItAlone(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("a drain went on waiting after its context ended")
 	}
+	drainWait = 50 * time.Millisecond
+	if f.drain(context.Background()) {
+		t.Fatal("a drain reported the settles ended with one in flight past drainWait")
+	}
 	endAfter()
-	f.drain(context.Background()) // nothing in flight: at once
+	if !f.drain(context.Background()) { // nothing in flight: at once
+		t.Fatal("a drain with nothing in flight reported settles unanswered")
+	}
 }

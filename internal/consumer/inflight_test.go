@@ -52,6 +52,7 @@ func heldAck(t *testing.T, e *env, replies *holdBack) (done <-chan settle.Outcom
 // peer handed out a delivery it would land on. Here the server's answer to
 // an Ack is held back while a peer's word comes.
 func TestAReplicaAnswersAWordOnceTheSettlesBegunBeforeAreAnswered(t *testing.T) {
+	defer consumer.SetDrainWait(within)()
 	e, replies := startHeld(t, consumer.Config{AckWait: time.Minute})
 	e.hearWords()
 	acked := heldAck(t, e, replies)
@@ -81,6 +82,7 @@ func TestAReplicaAnswersAWordOnceTheSettlesBegunBeforeAreAnswered(t *testing.T) 
 // until its own settles begun before the void are answered too, as its
 // peers' answers wait for theirs.
 func TestATellerHoldsDeliveriesUntilItsOwnSettlesAreAnswered(t *testing.T) {
+	defer consumer.SetDrainWait(within)()
 	e, replies := startHeld(t, consumer.Config{AckWait: time.Minute})
 	acked := heldAck(t, e, replies)
 
@@ -94,6 +96,7 @@ func TestATellerHoldsDeliveriesUntilItsOwnSettlesAreAnswered(t *testing.T) {
 // meanwhile, would otherwise be handed out with such a settle still on its
 // way to land on it.
 func TestAReplicaToldOfAResetHoldsDeliveriesUntilItsSettlesAreAnswered(t *testing.T) {
+	defer consumer.SetDrainWait(within)()
 	e, replies := startHeld(t, consumer.Config{AckWait: time.Minute})
 	e.hearWords()
 	acked := heldAck(t, e, replies)

@@ -74,7 +74,9 @@ func (s *onServer) HearResetWord(m *nats.Msg) {
 		defer release()
 		ctx, cancel := context.WithTimeout(context.Background(), resetWordWait) // the teller waits no longer
 		defer cancel()
-		s.settles.drain(ctx)
+		if !s.settles.drain(ctx) {
+			s.log.Debug("answering a peer's word of a reset with settles sent before the void still unanswered by the server")
+		}
 		if m.Reply != "" {
 			_ = m.Respond([]byte(s.self.String()))
 		}
@@ -96,7 +98,11 @@ func (s *onServer) tell(id string) {
 		ctx, cancel := context.WithTimeout(context.Background(), resetWordWait)
 		defer cancel()
 		var own sync.WaitGroup
-		own.Go(func() { s.settles.drain(ctx) }) // alongside the peers' drains, within the same wait
+		own.Go(func() { // alongside the peers' drains
+			if !s.settles.drain(ctx) {
+				s.log.Debug("handing out a reset's deliveries with settles sent before the void still unanswered by the server")
+			}
+		})
 		defer own.Wait()
 		if s.onReset != nil {
 			s.onReset(id, len(s.peers(ctx)))
