@@ -54,15 +54,23 @@ func (p Policy) AckWaitFor(delivered uint64) time.Duration {
 // receipt, or a +WPI), ends: the server's wait minus Margin, and Early. It
 // is cut to the millisecond, as tokens carry it.
 func (p Policy) Deadline(start time.Time, delivered uint64) time.Time {
+	return start.Add(p.lasts(delivered)).Truncate(time.Millisecond)
+}
+
+// lasts is how long a lease of the given delivery lasts from its start:
+// the wait less its margin, less Early, which takes at most half of what
+// the margin leaves (a short wait still gives a lease a caller can use,
+// and the server's restart within it is a rare thing).
+func (p Policy) lasts(delivered uint64) time.Duration {
 	w := p.AckWaitFor(delivered)
-	return start.Add(w - Margin(w) - p.Early).Truncate(time.Millisecond)
+	left := w - Margin(w)
+	return left - min(p.Early, left/2)
 }
 
 // Redated is when a lease that old dated at deadline ends under p: the
 // same start (its receipt or its last +WPI), p's wait less its margin.
 func (p Policy) Redated(old Policy, deadline time.Time, delivered uint64) time.Time {
-	w := old.AckWaitFor(delivered)
-	return p.Deadline(deadline.Add(-(w - Margin(w) - old.Early)), delivered)
+	return p.Deadline(deadline.Add(-old.lasts(delivered)), delivered)
 }
 
 // Equal reports whether p and q time every delivery alike.

@@ -54,6 +54,11 @@ func TestDeadlineEndsEarlyWhereTheServerMayRedeliverSooner(t *testing.T) {
 	if plain.Equal(early) {
 		t.Fatal("two policies a second apart are Equal")
 	}
+	// A short wait keeps half of what its margin leaves.
+	brief := Policy{AckWait: time.Second, Early: RestorePrecision}
+	if got, want := brief.Deadline(start, 1), start.Add(375*time.Millisecond); !got.Equal(want) {
+		t.Fatalf("Deadline of a 1s wait with Early = %v, want %v: half of the 750ms its margin leaves", got, want)
+	}
 	shorter := Policy{AckWait: 3 * time.Second, Early: RestorePrecision}
 	if got, want := shorter.Redated(early, early.Deadline(start, 1), 1), shorter.Deadline(start, 1); !got.Equal(want) {
 		t.Fatalf("Redated = %v, want %v: the same start under the new wait", got, want)
