@@ -28,24 +28,26 @@ type inFlight struct {
 	ended  chan struct{}  // closed, and replaced, as a generation's last ends
 }
 
-// begin notes a settle about to Begin; it calls end once the server
-// answered, or the settle gave up.
-func (f *inFlight) begin() (end func()) {
+// begin notes a settle about to Begin, in the generation it returns; the
+// settle calls end with it once the server answered, or it gave up.
+func (f *inFlight) begin() (gen uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.counts == nil {
 		f.counts, f.ended = make(map[uint64]int), make(chan struct{})
 	}
-	g := f.gen
-	f.counts[g]++
-	return func() {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if f.counts[g]--; f.counts[g] == 0 {
-			delete(f.counts, g)
-			close(f.ended)
-			f.ended = make(chan struct{})
-		}
+	f.counts[f.gen]++
+	return f.gen
+}
+
+// end notes the end of a settle begun in generation gen.
+func (f *inFlight) end(gen uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.counts[gen]--; f.counts[gen] == 0 {
+		delete(f.counts, gen)
+		close(f.ended)
+		f.ended = make(chan struct{})
 	}
 }
 

@@ -15,7 +15,7 @@ func TestADrainWaitsForTheSettlesBegunBeforeItAlone(t *testing.T) {
 	defer func() { drainWait = was }()
 	drainWait = time.Minute
 	var f inFlight
-	endBefore := f.begin()
+	before := f.begin()
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)
@@ -26,13 +26,13 @@ func TestADrainWaitsForTheSettlesBegunBeforeItAlone(t *testing.T) {
 		started = f.gen == 1
 		f.mu.Unlock()
 	}
-	endAfter := f.begin() // would block if the drain held settles back
+	after := f.begin() // would block if the drain held settles back
 	select {
 	case <-drained:
 		t.Fatal("drained with a settle begun before it in flight")
 	default:
 	}
-	endBefore()
+	f.end(before)
 	select {
 	case <-drained:
 	case <-time.After(5 * time.Second):
@@ -43,7 +43,7 @@ func TestADrainWaitsForTheSettlesBegunBeforeItAlone(t *testing.T) {
 	gaveUp := make(chan struct{})
 	go func() {
 		defer close(gaveUp)
-		f.drain(ctx) // endAfter's settle is still in flight
+		f.drain(ctx) // the settle begun after the first drain is still in flight
 	}()
 	cancel()
 	select {
@@ -55,7 +55,7 @@ func TestADrainWaitsForTheSettlesBegunBeforeItAlone(t *testing.T) {
 	if f.drain(context.Background()) {
 		t.Fatal("a drain reported the settles ended with one in flight past drainWait")
 	}
-	endAfter()
+	f.end(after)
 	if !f.drain(context.Background()) { // nothing in flight: at once
 		t.Fatal("a drain with nothing in flight reported settles unanswered")
 	}

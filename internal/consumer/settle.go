@@ -50,7 +50,8 @@ func (s *settler) Settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 // the same one settled) and, once the ledger shows that no other settle of
 // that delivery came first, settled on its rebuilt ack subject.
 func (s *settler) Adopt(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args) []settle.Outcome {
-	defer s.server.settles.begin()() // from before the table holds them: a void meanwhile waits for them
+	gen := s.server.settles.begin() // from before the table holds them: a void meanwhile waits for them
+	defer s.server.settles.end(gen)
 	for _, cl := range cs {
 		s.leases.Adopt(lease.Lease{
 			StreamSeq:   cl.StreamSeq,
@@ -80,7 +81,8 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 		}
 		return out
 	}
-	defer s.server.settles.begin()() // a reset's void waits for it (inFlight)
+	gen := s.server.settles.begin() // a reset's void waits for it (inFlight)
+	defer s.server.settles.end(gen)
 	out := make([]settle.Outcome, len(cs))
 	now, timing := time.Now(), s.server.timing()
 	var subjects []string
