@@ -80,6 +80,11 @@ type Deps struct {
 	// in NATS now: its watch may not show a peer that bound a moment ago
 	// yet. Nil: the consumer has no peers to wait for.
 	Peers func(ctx context.Context, stream, consumer string) ([]string, error)
+	// Awake, if set, is called just before a settle is sent: it returns once
+	// the replica has taken in what NATS sent it while it may have slept
+	// since the settle began (a process stopped mid-settle), so that a reset
+	// slept through voids the settle's leases first, and it is not sent.
+	Awake func(ctx context.Context) error
 	// Traced keeps each delivery's creation context, for spans.
 	Traced bool
 	// API is the prefix of JetStream's API subjects (pull.API); "" is
@@ -176,7 +181,7 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 	c.onServer = newOnServer(s, cons, d, c.log, c.leases.Void, &c.counts.Resets)
 	c.settler = &settler{
 		stream: c.Stream, name: c.Name, sender: d.Sender, ledger: d.Ledger, log: c.log,
-		server: c.onServer, leases: c.leases, tokens: &c.tokens, counts: &c.counts, wake: c.wake,
+		server: c.onServer, leases: c.leases, tokens: &c.tokens, counts: &c.counts, wake: c.wake, awake: d.Awake,
 	}
 	c.puller = &puller{
 		nc:            d.Conn,

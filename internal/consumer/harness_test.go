@@ -42,7 +42,15 @@ type env struct {
 	self  token.IssuerID
 
 	mu    sync.Mutex
-	peers []string // what Deps.Peers names (setPeers)
+	peers []string                        // what Deps.Peers names (setPeers)
+	awake func(ctx context.Context) error // what Deps.Awake does (nil: nothing)
+}
+
+// setAwake makes Deps.Awake run f.
+func (e *env) setAwake(f func(ctx context.Context) error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.awake = f
 }
 
 // setPeers makes Deps.Peers name ids as the consumer's other replicas.
@@ -120,6 +128,15 @@ func bindTelling(t *testing.T, ns *natsserver.Server, own *nats.Conn, cfg consum
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			return e.peers, nil
+		},
+		Awake: func(ctx context.Context) error {
+			e.mu.Lock()
+			f := e.awake
+			e.mu.Unlock()
+			if f == nil {
+				return nil
+			}
+			return f(ctx)
 		},
 	})
 	if err != nil {

@@ -2,12 +2,14 @@ package consumer_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/natstest"
 	"github.com/jetgate/jetgate/internal/settle"
@@ -131,5 +133,39 @@ func heldUntilAnswered(t *testing.T, e *env, replies *holdBack, acked <-chan set
 	}
 	if f := <-done; f.err != nil || len(f.res.Messages) != 1 {
 		t.Fatalf("once the Ack was answered: %d messages, %v; want the one held", len(f.res.Messages), f.err)
+	}
+}
+
+// A settle is checked once more just before it is sent: a reset noticed
+// since its leases were begun (while a Nak consulted the ledger, say, or
+// while the process was stopped, which Deps.Awake catches up with) voided
+// them, so nothing is sent and each is LEASE_EXPIRED; and when the replica
+// cannot catch up, the settle fails as that does and the lease is live
+// again, for a retry.
+func TestASettleIsNotSentWhenAResetVoidedItsLeasesSinceItBegan(t *testing.T) {
+	e := start(t, consumer.Config{AckWait: time.Minute})
+	e.publish("orders.1", "a")
+	res := e.fetch(consumer.FetchRequest{Batch: 1, Expires: time.Second})
+	if len(res.Messages) != 1 {
+		t.Fatalf("fetch: %d messages, want 1", len(res.Messages))
+	}
+	d := res.Messages[0]
+
+	e.setAwake(func(context.Context) error { return errs.ErrUnavailable })
+	if err := e.settleOne(lease.OpAck, d); !errors.Is(err, errs.ErrUnavailable) {
+		t.Fatalf("an Ack while the replica cannot catch up: %v; want UNAVAILABLE", err)
+	}
+	if n := e.c.Leases(); n != 1 {
+		t.Fatalf("%d leases live after an Ack that could not be sent; want 1, for a retry", n)
+	}
+	e.setAwake(func(context.Context) error {
+		e.c.ResetRequested("r1") // as a reset slept through is read on waking
+		return nil
+	})
+	if err := e.settleOne(lease.OpAck, d); !errors.Is(err, errs.ErrLeaseExpired) {
+		t.Fatalf("an Ack whose lease a reset voided before it was sent: %v; want LEASE_EXPIRED", err)
+	}
+	if n := e.info().NumAckPending; n != 1 {
+		t.Fatalf("the server has %d deliveries awaiting an ack; want 1: the voided Ack was sent", n)
 	}
 }

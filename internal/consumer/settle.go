@@ -29,7 +29,8 @@ type settler struct {
 	leases       *lease.Table
 	tokens       *issuer
 	counts       *Counts
-	wake         func() // the consumer's Run: the table holds adopted leases
+	wake         func()                          // the consumer's Run: the table holds adopted leases
+	awake        func(ctx context.Context) error // Deps.Awake; nil: nothing to catch up with
 }
 
 // ref is the delivery a token names: the consumer sequence and deadline
@@ -83,6 +84,7 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	}
 	gen := s.server.settles.begin() // a reset's void waits for it (inFlight)
 	defer s.server.settles.end(gen)
+	resetBefore := s.server.resetAt()
 	out := make([]settle.Outcome, len(cs))
 	now, timing := time.Now(), s.server.timing()
 	var subjects []string
@@ -105,7 +107,7 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	s.awaitInFlight(ctx, &busy, begin, out)
 	s.retriedNaks(ctx, op, cs, out)
 	subjects, idx = s.consultLedger(ctx, op, cs, w, out, subjects, idx)
-	if len(subjects) == 0 {
+	if len(subjects) == 0 || !s.stillLeased(ctx, op, cs, out, idx, resetBefore) {
 		return out
 	}
 	sent := s.send(ctx, op, args, cs, subjects, idx)
@@ -131,6 +133,32 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 		out[i].Err = sent[j]
 	}
 	return out
+}
+
+// stillLeased reports whether the leases of idx, begun after the reset
+// noticed at resetBefore, may be settled now: the ledger's verdicts take a
+// NATS round trip, and a reset noticed since voided them (the table holds
+// them no more), so nothing is sent and each is LEASE_EXPIRED. A replica
+// that may have slept since catches up with NATS first (Deps.Awake); when
+// it cannot, the leases are live again and each fails as it did.
+func (s *settler) stillLeased(ctx context.Context, op lease.Op, cs []token.Claims, out []settle.Outcome, idx []int, resetBefore time.Time) bool {
+	if s.awake != nil {
+		if err := s.awake(ctx); err != nil {
+			now := time.Now()
+			for _, i := range idx {
+				s.leases.Finish(ref(cs[i]), op, false, now, lease.Extension{})
+				out[i].Err = err
+			}
+			return false
+		}
+	}
+	if s.server.resetAt().Equal(resetBefore) {
+		return true
+	}
+	for _, i := range idx {
+		out[i].Err = errs.ErrLeaseExpired
+	}
+	return false
 }
 
 // awaitInFlight begins again, as the settles in flight before them end,

@@ -156,6 +156,18 @@ func (rl *relay) catchUp(ctx context.Context) error {
 	return nil
 }
 
+// awake catches up with NATS just before a settle is sent, if the replica
+// may have slept since the settle began (consumer.Deps.Awake): a process
+// stopped between a settle's catchUp and its publish must not send it
+// before it has read a reset slept through. It costs a replica that runs
+// on two clock readings and a few atomic loads.
+func (rl *relay) awake(ctx context.Context) error {
+	if !rl.wakes.behind(time.Now()) {
+		return nil
+	}
+	return rl.catchUp(ctx)
+}
+
 // drained reports whether the relay's handlers have finished with every
 // message NATS delivered to their subscriptions, and none waits. Pending is
 // read before Delivered: the client moves a message from one count to the
