@@ -54,6 +54,11 @@ type limits struct {
 
 func viewOf(ci *jetstream.ConsumerInfo) *serverView {
 	cfg := ci.Config
+	inOrder := cfg.Replicas <= 1 && (ci.Cluster == nil || len(ci.Cluster.Replicas) == 0)
+	var host string
+	if inOrder && ci.Cluster != nil {
+		host = ci.Cluster.Leader
+	}
 	return &serverView{
 		timing: lease.Policy{AckWait: cfg.AckWait, BackOff: cfg.BackOff},
 		limits: limits{
@@ -71,20 +76,10 @@ func viewOf(ci *jetstream.ConsumerInfo) *serverView {
 		pinned:  pinnedGroups(ci.PriorityGroups),
 		pending: ci.NumPending,
 		acks:    ci.NumAckPending,
-		inOrder: cfg.Replicas <= 1 && (ci.Cluster == nil || len(ci.Cluster.Replicas) == 0),
-		host:    hostOf(ci),
+		inOrder: inOrder,
+		host:    host,
 		at:      time.Now(),
 	}
-}
-
-// hostOf is the server that holds a consumer with no raft log, as its info
-// names it ("" for a replicated consumer, whose new leader is heard of in an
-// advisory, and where the info names none).
-func hostOf(ci *jetstream.ConsumerInfo) string {
-	if ci.Config.Replicas > 1 || ci.Cluster == nil || len(ci.Cluster.Replicas) > 0 {
-		return ""
-	}
-	return ci.Cluster.Leader
 }
 
 // ErrUnservable marks a consumer that exists but that jetgate cannot serve
