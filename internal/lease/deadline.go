@@ -67,12 +67,6 @@ func (p Policy) lasts(delivered uint64) time.Duration {
 	return left - min(p.Early, left/2)
 }
 
-// Redated is when a lease that old dated at deadline ends under p: the
-// same start (its receipt or its last +WPI), p's wait less its margin.
-func (p Policy) Redated(old Policy, deadline time.Time, delivered uint64) time.Time {
-	return p.Deadline(deadline.Add(-old.lasts(delivered)), delivered)
-}
-
 // Equal reports whether p and q time every delivery alike.
 func (p Policy) Equal(q Policy) bool {
 	return p.AckWait == q.AckWait && slices.Equal(p.BackOff, q.BackOff) && p.Early == q.Early
