@@ -275,6 +275,7 @@ type cluster struct {
 func startCluster(t *testing.T) *cluster {
 	t.Helper()
 	c := &cluster{t: t}
+	natstest.StoresOutliveNodes(t)
 	t.Cleanup(func() {
 		// A node stopped while it still recovers its streams can leave a
 		// stream's store running (nats-server), so the cluster settles first.

@@ -44,6 +44,7 @@ func ClusterOptions(t testing.TB, n int) []*server.Options {
 // cluster is then started again on other ports, up to three times.
 func StartCluster(t testing.TB, n int) []*server.Server {
 	t.Helper()
+	StoresOutliveNodes(t)
 	var nodes []*server.Server
 	t.Cleanup(func() {
 		// A node stopped while it still recovers its streams can leave a
@@ -72,6 +73,16 @@ func StartCluster(t testing.TB, n int) []*server.Server {
 	}
 	t.Fatal(err)
 	return nil
+}
+
+// StoresOutliveNodes makes the test's temporary directory, where the nodes
+// keep their stores, before a caller registers the cleanup that stops them.
+// Cleanups run last first, and the directory's removal is registered when
+// it is first made: made after, it would be removed under running nodes (a
+// node then fails to open its files, and the removal finds files it wrote
+// meanwhile).
+func StoresOutliveNodes(t testing.TB) {
+	t.TempDir()
 }
 
 // startNodes starts a node of each of opts and waits until all are
