@@ -298,7 +298,7 @@ func (c *Consumer) Close(ctx context.Context) {
 		}
 	}
 	c.settler.nak(ctx, c.orphans.ended(time.Now()))
-	c.onServer.words.Wait()
+	c.onServer.words.close()
 }
 
 // Idle reports whether the consumer holds nothing a caller could still

@@ -133,10 +133,10 @@ func (s *onServer) redeliveredEarly() {
 		return
 	}
 	s.log.Info("a message came back before its lease ended: asking the server for the consumer's timing")
-	s.words.Add(1)
-	go func() {
-		defer s.words.Done()
+	if !s.words.Go(func() {
 		defer s.asking.Store(false)
 		_, _ = s.ask(context.Background(), s.timeout)
-	}()
+	}) {
+		s.asking.Store(false)
+	}
 }

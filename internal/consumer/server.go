@@ -50,7 +50,7 @@ type onServer struct {
 	resets  *resetWatch
 	held    *holdBack      // new deliveries, while peers are told of a reset
 	settles inFlight       // the settles the server has not answered yet (word.go)
-	words   sync.WaitGroup // the goroutines telling peers, or asking after an early redelivery
+	words   wordGroup      // the goroutines telling peers, or asking after an early redelivery
 	onReset func(id string, peers int)
 	peers   func(ctx context.Context) []string // names the other replicas serving it (Deps.Peers)
 	asking  atomic.Bool                        // redeliveredEarly's question is out

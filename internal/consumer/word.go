@@ -55,6 +55,36 @@ func (c *Consumer) HoldUntilCounted() (counted func()) {
 	}
 }
 
+// wordGroup is the goroutines of a consumer's words (and of its question
+// after an early redelivery), which Close waits for. It takes none once
+// closed: a word reaches a consumer on the relay's subscription, which may
+// still hold an on-demand consumer being unbound, and a WaitGroup must not
+// grow from none while it is waited on.
+type wordGroup struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// Go runs f on a goroutine of the group's, unless the group is closed.
+func (g *wordGroup) Go(f func()) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.wg.Go(f)
+	return true
+}
+
+// close takes no more goroutines and waits for those running.
+func (g *wordGroup) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	g.wg.Wait()
+}
+
 // HearResetWord takes a word of a reset on the consumer's word subject: a
 // peer's voids the leases this replica holds (ResetTold) and is answered
 // once they are void and the settles begun before have been answered by
@@ -70,17 +100,23 @@ func (s *onServer) HearResetWord(m *nats.Msg) {
 	// On a goroutine of its own: the relay's one subscription carries the
 	// words of every consumer, and a settle may take a while to be answered.
 	release := s.held.hold()
-	s.words.Go(func() {
+	answer := func() {
+		if m.Reply != "" {
+			_ = m.Respond([]byte(s.self.String()))
+		}
+	}
+	if !s.words.Go(func() {
 		defer release()
 		ctx, cancel := context.WithTimeout(context.Background(), resetWordWait) // the teller waits no longer
 		defer cancel()
 		if !s.settles.drain(ctx) {
 			s.log.Debug("answering a peer's word of a reset with settles sent before the void still unanswered by the server")
 		}
-		if m.Reply != "" {
-			_ = m.Respond([]byte(s.self.String()))
-		}
-	})
+		answer()
+	}) {
+		release()
+		answer() // closed: it serves the consumer no more, as a replica that does not serve it
+	}
 }
 
 // tell holds the consumer's new deliveries back while its peers are told of
@@ -93,7 +129,7 @@ func (s *onServer) tell(id string) {
 		return
 	}
 	release := s.held.hold()
-	s.words.Go(func() {
+	closed := !s.words.Go(func() {
 		defer release()
 		ctx, cancel := context.WithTimeout(context.Background(), resetWordWait)
 		defer cancel()
@@ -112,6 +148,9 @@ func (s *onServer) tell(id string) {
 			s.log.Warn("could not tell the other replicas of a consumer reset", "err", err)
 		}
 	})
+	if closed { // the consumer is no longer served here: nothing to hand out
+		release()
+	}
 }
 
 // say tells the consumer's peers of reset id and waits, until ctx ends, for
