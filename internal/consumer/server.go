@@ -48,9 +48,9 @@ type onServer struct {
 	tickets atomic.Uint64              // numbers the infos asked
 
 	resets  *resetWatch
-	held    *holdBack      // new deliveries, while peers are told of a reset
-	settles inFlight       // the settles the server has not answered yet (word.go)
-	words   wordGroup      // the goroutines telling peers, or asking after an early redelivery
+	held    *holdBack // new deliveries, while peers are told of a reset
+	settles inFlight  // the settles the server has not answered yet (word.go)
+	words   wordGroup // the goroutines telling peers, or asking after an early redelivery
 	onReset func(id string, peers int)
 	peers   func(ctx context.Context) []string // names the other replicas serving it (Deps.Peers)
 	asking  atomic.Bool                        // redeliveredEarly's question is out
