@@ -49,6 +49,17 @@ func (o OnDemand) Matches(stream, name string) bool {
 	return false
 }
 
+// StreamMatches reports whether the consumers of stream may be served on
+// demand: whether a pattern names it.
+func (o OnDemand) StreamMatches(stream string) bool {
+	for _, m := range o.Match {
+		if ok, _ := path.Match(m.Stream, stream); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // Admin bounds the consumers callers create, update and delete through the
 // API (DESIGN section 18): on which streams and under which names, and the
 // most they may ask of the server. A zero maximum is no bound.

@@ -23,8 +23,9 @@ import (
 // publisher publishes to the streams a replica serves.
 type publisher struct {
 	*env
-	subjects *streamSubjects // each stream's subjects, to check a Publish's
-	admin    *consumer.Admin // its streams are served too; nil: none
+	subjects *streamSubjects   // each stream's subjects, to check a Publish's
+	admin    *consumer.Admin   // its streams are served too; nil: none
+	onDemand consumer.OnDemand // and so are the streams its patterns name
 }
 
 // PublishRequest is a validated Publish.
@@ -95,12 +96,20 @@ func (pb *publisher) publishTarget(ctx context.Context, stream, subject string) 
 	if err := validSubject(subject); err != nil {
 		return err
 	}
+	ctx, cancel := context.WithTimeout(ctx, pb.timeout) // a stream looked up, as any request to NATS
+	defer cancel()
 	err := pb.subjects.allows(ctx, stream, subject)
-	if errors.Is(err, errs.ErrStreamNotFound) && pb.admin.StreamAllowed(stream) && !natsname.Internal(stream) {
-		// A stream of self-service consumers is served, whether or not the
-		// file names a consumer of it: its subjects are looked up once.
-		if pb.subjects.load(ctx, stream) == nil {
+	served := pb.admin.StreamAllowed(stream) || pb.onDemand.StreamMatches(stream)
+	if errors.Is(err, errs.ErrStreamNotFound) && served && !natsname.Internal(stream) {
+		// A stream of self-service consumers, or of consumers on demand, is
+		// served, whether or not the file names a consumer of it: its
+		// subjects are looked up once. One that does not exist is
+		// STREAM_NOT_FOUND, as any other.
+		switch lerr := pb.subjects.load(ctx, stream); {
+		case lerr == nil:
 			return pb.subjects.allows(ctx, stream, subject)
+		case !errors.Is(lerr, jetstream.ErrStreamNotFound):
+			return fmt.Errorf("%w: %v", errs.ErrUnavailable, lerr)
 		}
 	}
 	return err
