@@ -2,9 +2,12 @@ package reliability
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -148,7 +151,15 @@ func (c *stopCycle) run(ctx context.Context, probeN int) {
 		}
 	}
 	signal(t, p, syscall.SIGSTOP)
+	// The settles below must find it stopped: under load the kernel stops
+	// its threads some milliseconds after kill returns, and one still
+	// running would serve a settle before the reset, rightly.
+	sent := time.Now()
+	if err := waitStopped(p.cmd.Process.Pid, 10*time.Second); err != nil {
+		t.Error(err)
+	}
 	stopped := time.Now()
+	t.Logf("replica %d: every thread stopped %v after SIGSTOP was sent", c.victim, stopped.Sub(sent).Round(time.Microsecond))
 	var waiting sync.WaitGroup
 	if staleOnWake {
 		for i, g := range groups {
@@ -197,6 +208,51 @@ func signal(t *testing.T, p *process, sig syscall.Signal) {
 	if err := syscall.Kill(p.cmd.Process.Pid, sig); err != nil {
 		t.Errorf("signal %v: %v", sig, err)
 	}
+}
+
+// waitStopped waits until every thread of process pid is stopped (state T
+// in /proc), or within passes.
+func waitStopped(pid int, within time.Duration) error {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	deadline := time.Now().Add(within)
+	for {
+		running, err := runningThreads(dir)
+		switch {
+		case err != nil:
+			return fmt.Errorf("read the threads of process %d: %w", pid, err)
+		case running == 0:
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("%d threads of process %d still not stopped %v after SIGSTOP", running, pid, within)
+		}
+		time.Sleep(time.Millisecond) // the kernel offers no wait on another process's stop
+	}
+}
+
+// runningThreads counts the threads under dir (/proc/<pid>/task) that are
+// not stopped. A thread's state follows the command name in its stat file,
+// which may itself hold spaces and parentheses: it is read after the last
+// ")".
+func runningThreads(dir string) (int, error) {
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	running := 0
+	for _, task := range tasks {
+		stat, err := os.ReadFile(filepath.Join(dir, task.Name(), "stat"))
+		if err != nil {
+			continue // the thread ended
+		}
+		_, rest, ok := bytes.Cut(stat[bytes.LastIndexByte(stat, ')')+1:], []byte(" "))
+		if !ok || len(rest) == 0 {
+			return 0, fmt.Errorf("unreadable %s/%s/stat: %q", dir, task.Name(), stat)
+		}
+		if state := rest[0]; state != 'T' && state != 't' {
+			running++
+		}
+	}
+	return running, nil
 }
 
 // waitFor polls cond until it holds (true) or within passes (false).
