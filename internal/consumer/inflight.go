@@ -21,23 +21,35 @@ var drainWait = 500 * time.Millisecond
 // deliveries, only once every settle begun before the void has been
 // answered (drain), or drainWait passed. Settles begun meanwhile go on
 // (they find their leases void), and are not waited for.
+//
+// A drain that gives up says so to the settles it waited for (begin's
+// given up): their leases are void, and the server, which answers no ack
+// above its next delivery, most likely left them unanswered. Each then
+// stops waiting and is LEASE_EXPIRED, rather than UNAVAILABLE after its
+// request timeout.
 type inFlight struct {
 	mu     sync.Mutex
 	gen    uint64         // the generation settles begin in now
 	counts map[uint64]int // settles in flight, by generation
 	ended  chan struct{}  // closed, and replaced, as a generation's last ends
+	// givenUp ends once a drain gave up on the settles of the current
+	// generation; giveUp ends it.
+	givenUp context.Context
+	giveUp  context.CancelFunc
 }
 
 // begin notes a settle about to Begin, in the generation it returns; the
 // settle calls end with it once the server answered, or it gave up.
-func (f *inFlight) begin() (gen uint64) {
+// givenUp ends if a drain gives up waiting for it.
+func (f *inFlight) begin() (gen uint64, givenUp context.Context) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.counts == nil {
 		f.counts, f.ended = make(map[uint64]int), make(chan struct{})
+		f.givenUp, f.giveUp = context.WithCancel(context.Background())
 	}
 	f.counts[f.gen]++
-	return f.gen
+	return f.gen, f.givenUp
 }
 
 // end notes the end of a settle begun in generation gen.
@@ -57,9 +69,13 @@ func (f *inFlight) drain(ctx context.Context) bool {
 	ctx, cancel := context.WithTimeout(ctx, drainWait)
 	defer cancel()
 	f.mu.Lock()
-	upTo := f.gen
+	upTo, giveUp := f.gen, f.giveUp
 	f.gen++
+	f.givenUp, f.giveUp = context.WithCancel(context.Background())
 	f.mu.Unlock()
+	if giveUp != nil {
+		defer giveUp() // on those begun before, if any is left
+	}
 	for {
 		f.mu.Lock()
 		busy, ended := false, f.ended

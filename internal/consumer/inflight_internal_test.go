@@ -15,7 +15,7 @@ func TestADrainWaitsForTheSettlesBegunBeforeItAlone(t *testing.T) {
 	defer func() { drainWait = was }()
 	drainWait = time.Minute
 	var f inFlight
-	before := f.begin()
+	before, beforeGivenUp := f.begin()
 	drained := make(chan struct{})
 	go func() {
 		defer close(drained)
@@ -26,7 +26,7 @@ func TestADrainWaitsForTheSettlesBegunBeforeItAlone(t *testing.T) {
 		started = f.gen == 1
 		f.mu.Unlock()
 	}
-	after := f.begin() // would block if the drain held settles back
+	after, afterGivenUp := f.begin() // would block if the drain held settles back
 	select {
 	case <-drained:
 		t.Fatal("drained with a settle begun before it in flight")
@@ -37,6 +37,12 @@ func TestADrainWaitsForTheSettlesBegunBeforeItAlone(t *testing.T) {
 	case <-drained:
 	case <-time.After(5 * time.Second):
 		t.Fatal("not drained once the settle begun before it ended")
+	}
+	// The first drain's context ends with it, nothing of its generation
+	// left; the settle begun after it is no drain's yet.
+	if beforeGivenUp.Err() == nil || afterGivenUp.Err() != nil {
+		t.Fatalf("after a drain that saw its settles end: its generation's context %v, the next one's %v; want ended, live",
+			beforeGivenUp.Err(), afterGivenUp.Err())
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -50,6 +56,9 @@ func TestADrainWaitsForTheSettlesBegunBeforeItAlone(t *testing.T) {
 	case <-gaveUp:
 	case <-time.After(5 * time.Second):
 		t.Fatal("a drain went on waiting after its context ended")
+	}
+	if afterGivenUp.Err() == nil {
+		t.Fatal("a drain that gave up did not say so to the settle it waited for")
 	}
 	drainWait = 50 * time.Millisecond
 	if f.drain(context.Background()) {

@@ -169,3 +169,23 @@ func TestASettleIsNotSentWhenAResetVoidedItsLeasesSinceItBegan(t *testing.T) {
 		t.Fatalf("the server has %d deliveries awaiting an ack; want 1: the voided Ack was sent", n)
 	}
 }
+
+// A settle begun before a reset's void that the server leaves unanswered
+// (it answers no ack above its next delivery) waits no longer than the
+// drain that gave up on it: it is LEASE_EXPIRED, its lease void, rather
+// than UNAVAILABLE once its request timeout passed. Here the server's
+// answer is held past the drain.
+func TestASettleTheServerLeftUnansweredAfterAResetIsLeaseExpired(t *testing.T) {
+	defer consumer.SetDrainWait(100 * time.Millisecond)()
+	e, replies := startHeld(t, consumer.Config{AckWait: time.Minute}) // the sender waits `within` for an answer
+	acked := heldAck(t, e, replies)
+
+	e.c.ResetRequested("r1")
+	if o := <-acked; !errors.Is(o.Err, errs.ErrLeaseExpired) {
+		t.Fatalf("an Ack begun before a reset, left unanswered past the drain: %v; want LEASE_EXPIRED", o.Err)
+	}
+	replies.release()
+	if n := e.c.Leases(); n != 0 {
+		t.Fatalf("%d leases live after the reset; want none", n)
+	}
+}

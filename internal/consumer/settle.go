@@ -51,7 +51,7 @@ func (s *settler) Settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 // the same one settled) and, once the ledger shows that no other settle of
 // that delivery came first, settled on its rebuilt ack subject.
 func (s *settler) Adopt(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args) []settle.Outcome {
-	gen := s.server.settles.begin() // from before the table holds them: a void meanwhile waits for them
+	gen, _ := s.server.settles.begin() // from before the table holds them: a void meanwhile waits for them
 	defer s.server.settles.end(gen)
 	for _, cl := range cs {
 		s.leases.Adopt(lease.Lease{
@@ -82,7 +82,7 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 		}
 		return out
 	}
-	gen := s.server.settles.begin() // a reset's void waits for it (inFlight)
+	gen, givenUp := s.server.settles.begin() // a reset's void waits for it (inFlight)
 	defer s.server.settles.end(gen)
 	resetBefore := s.server.resetAt()
 	out := make([]settle.Outcome, len(cs))
@@ -110,7 +110,7 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	if len(subjects) == 0 || !s.stillLeased(ctx, op, cs, out, idx, resetBefore) {
 		return out
 	}
-	sent := s.send(ctx, op, args, cs, subjects, idx)
+	sent := s.send(ctx, givenUp, op, args, cs, subjects, idx)
 	if slices.Contains(sent, settle.ErrNoResponders) {
 		gone := s.server.noResponders(ctx)
 		for j, err := range sent {
@@ -123,6 +123,8 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	for j, i := range idx {
 		cl := cs[i]
 		switch {
+		case errors.Is(sent[j], settle.ErrUnconfirmed) && givenUp.Err() != nil:
+			sent[j] = errs.ErrLeaseExpired // a reset voided it, and the server left it unanswered
 		case errors.Is(sent[j], settle.ErrUnconfirmed):
 			s.leases.Unsure(ref(cl), op)
 		case sent[j] == nil && op == lease.OpExtend:
@@ -221,8 +223,13 @@ func (s *settler) extended(cl token.Claims, timing lease.Policy, args settle.Arg
 // on a consumer the server settles in the order it receives them, the
 // batch confirmed by the reply to its last. That one is the lowest stream
 // sequence: the server does not answer an ack above the consumer's next
-// delivery, and after a reset the lowest is the least likely to be.
-func (s *settler) send(ctx context.Context, op lease.Op, args settle.Args, cs []token.Claims, subjects []string, idx []int) []error {
+// delivery, and after a reset the lowest is the least likely to be. It
+// stops waiting once givenUp ends (inFlight: a reset voided the leases, and
+// the server has not answered them since).
+func (s *settler) send(ctx, givenUp context.Context, op lease.Op, args settle.Args, cs []token.Claims, subjects []string, idx []int) []error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(givenUp, cancel)()
 	payload := settle.Payload(op, args)
 	if !s.server.view().inOrder {
 		return s.sender.Send(ctx, subjects, payload)
