@@ -96,8 +96,6 @@ func (pb *publisher) publishTarget(ctx context.Context, stream, subject string) 
 	if err := validSubject(subject); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, pb.timeout) // a stream looked up, as any request to NATS
-	defer cancel()
 	err := pb.subjects.allows(ctx, stream, subject)
 	served := pb.admin.StreamAllowed(stream) || pb.onDemand.StreamMatches(stream)
 	if errors.Is(err, errs.ErrStreamNotFound) && served && !natsname.Internal(stream) {
@@ -239,6 +237,7 @@ const subjectsReload = 5 * time.Second
 // streamSubjects caches the subjects of the streams the gateway serves.
 type streamSubjects struct {
 	js       jetstream.JetStream
+	timeout  time.Duration    // bounds each lookup, as any request to NATS
 	interval time.Duration    // subjectsReload
 	now      func() time.Time // time.Now; a test sets its own clock
 	mu       sync.RWMutex
@@ -251,8 +250,8 @@ type subjectsEntry struct {
 	next     time.Time
 }
 
-func newStreamSubjects(js jetstream.JetStream) *streamSubjects {
-	return &streamSubjects{js: js, interval: subjectsReload, now: time.Now, m: make(map[string]*subjectsEntry)}
+func newStreamSubjects(js jetstream.JetStream, timeout time.Duration) *streamSubjects {
+	return &streamSubjects{js: js, timeout: timeout, interval: subjectsReload, now: time.Now, m: make(map[string]*subjectsEntry)}
 }
 
 // load reads a stream's subjects from the server, for a stream the gateway
@@ -269,6 +268,8 @@ func (s *streamSubjects) load(ctx context.Context, stream string) error {
 }
 
 func (s *streamSubjects) fetch(ctx context.Context, stream string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
 	st, err := s.js.Stream(ctx, stream)
 	if err != nil {
 		return nil, fmt.Errorf("look up stream %q: %w", stream, err)

@@ -200,7 +200,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	}
 	r.binder = newBinder(e, o.OnDemand, o.Admin)
 	r.forwarder = &forwarder{env: e, binder: r.binder, slots: make(chan struct{}, maxForwardsInFlight)}
-	r.publisher = &publisher{env: e, subjects: newStreamSubjects(js), admin: o.Admin, onDemand: o.OnDemand}
+	r.publisher = &publisher{env: e, subjects: newStreamSubjects(js, e.timeout), admin: o.Admin, onDemand: o.OnDemand}
 	r.deadLetters = &deadLetters{env: e, binder: r.binder, publisher: r.publisher, routes: make(map[consumerKey]deadletter.Route)}
 	r.pushers = &pushers{env: e, binder: r.binder}
 	r.lister = &lister{env: e, binder: r.binder, pushers: r.pushers, deadLetters: r.deadLetters}
