@@ -2,69 +2,73 @@ package consumer
 
 import (
 	"context"
-	"runtime"
 	"testing"
 	"time"
 )
 
-// A drain waits for the settles begun before it, and for no other: a
-// settle begun while it waits goes on, and is not waited for; a drain
-// gives up when its context ends, or after drainWait.
-func TestADrainWaitsForTheSettlesBegunBeforeItAlone(t *testing.T) {
+// A drain waits for the settles begun before the last void, and for no
+// other: a settle begun since goes on, and is neither waited for nor given
+// up on; a drain gives up when its context ends, or after drainWait, and
+// then ends the wait of those it waited for. With no void yet, a drain has
+// nothing to wait for.
+func TestADrainWaitsForTheSettlesBegunBeforeTheVoidAlone(t *testing.T) {
 	was := drainWait
 	defer func() { drainWait = was }()
 	drainWait = time.Minute
 	var f inFlight
-	before, beforeGivenUp := f.begin()
-	drained := make(chan struct{})
-	go func() {
-		defer close(drained)
-		f.drain(context.Background())
-	}()
-	for started := false; !started; runtime.Gosched() {
-		f.mu.Lock()
-		started = f.gen == 1
-		f.mu.Unlock()
+	early, _ := f.begin()
+	if !f.drain(context.Background()) {
+		t.Fatal("a drain with no void yet waited for a settle")
 	}
-	after, afterGivenUp := f.begin() // would block if the drain held settles back
+	f.end(early)
+
+	before, _ := f.begin()
+	f.voided()
+	after, afterGivenUp := f.begin()
+	drained := make(chan bool, 1)
+	go func() { drained <- f.drain(context.Background()) }()
 	select {
 	case <-drained:
-		t.Fatal("drained with a settle begun before it in flight")
-	default:
+		t.Fatal("drained with a settle begun before the void in flight")
+	case <-time.After(50 * time.Millisecond):
 	}
 	f.end(before)
 	select {
-	case <-drained:
+	case ok := <-drained:
+		if !ok {
+			t.Fatal("a drain whose settles ended reported them unanswered")
+		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("not drained once the settle begun before it ended")
+		t.Fatal("not drained once the settle begun before the void ended")
 	}
-	// The first drain's context ends with it, nothing of its generation
-	// left; the settle begun after it is no drain's yet.
-	if beforeGivenUp.Err() == nil || afterGivenUp.Err() != nil {
-		t.Fatalf("after a drain that saw its settles end: its generation's context %v, the next one's %v; want ended, live",
-			beforeGivenUp.Err(), afterGivenUp.Err())
+	if afterGivenUp.Err() != nil {
+		t.Fatal("a settle begun after the void was given up on")
 	}
 
+	// Another void: the settle begun after the first is now before one.
+	f.voided()
+	later, laterGivenUp := f.begin()
 	ctx, cancel := context.WithCancel(context.Background())
-	gaveUp := make(chan struct{})
-	go func() {
-		defer close(gaveUp)
-		f.drain(ctx) // the settle begun after the first drain is still in flight
-	}()
 	cancel()
-	select {
-	case <-gaveUp:
-	case <-time.After(5 * time.Second):
-		t.Fatal("a drain went on waiting after its context ended")
+	if f.drain(ctx) {
+		t.Fatal("a drain whose context ended reported a settle in flight ended")
 	}
 	if afterGivenUp.Err() == nil {
 		t.Fatal("a drain that gave up did not say so to the settle it waited for")
 	}
-	drainWait = 50 * time.Millisecond
+	if laterGivenUp.Err() != nil {
+		t.Fatal("a drain gave up on a settle begun after the last void")
+	}
+	drainWait = 20 * time.Millisecond
+	f.voided()
 	if f.drain(context.Background()) {
 		t.Fatal("a drain reported the settles ended with one in flight past drainWait")
 	}
+	if laterGivenUp.Err() == nil {
+		t.Fatal("a drain that gave up after drainWait did not say so")
+	}
 	f.end(after)
+	f.end(later)
 	if !f.drain(context.Background()) { // nothing in flight: at once
 		t.Fatal("a drain with nothing in flight reported settles unanswered")
 	}

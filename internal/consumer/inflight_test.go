@@ -189,3 +189,32 @@ func TestASettleTheServerLeftUnansweredAfterAResetIsLeaseExpired(t *testing.T) {
 		t.Fatalf("%d leases live after the reset; want none", n)
 	}
 }
+
+// A word of a reset this replica noticed already voids nothing, and its
+// drain waits for the settles begun before that reset's void alone: a
+// settle of a lease taken since (live) is neither waited for nor cut
+// short, however long the server takes to answer it.
+func TestAWordOfAResetNoticedAlreadyLeavesLaterSettlesAlone(t *testing.T) {
+	defer consumer.SetDrainWait(100 * time.Millisecond)()
+	e, replies := startHeld(t, consumer.Config{AckWait: time.Minute})
+	e.hearWords()
+	e.c.ResetRequested("r1")
+	acked := heldAck(t, e, replies) // a lease taken after the reset
+
+	peer := natstest.Connect(t, e.ns)
+	if _, err := peer.Request(wordSubject, []byte(token.NewIssuerID().String()+" r1"), within); err != nil {
+		t.Fatalf("the word of a reset noticed already was not answered while a later Ack awaited the server: %v", err)
+	}
+	if n := e.c.Counts().Resets.Load(); n != 1 {
+		t.Fatalf("%d resets noticed; want 1 (the word names the same reset)", n)
+	}
+	select {
+	case o := <-acked:
+		t.Fatalf("the later Ack ended (%v) while the server's answer was held", o.Err)
+	case <-time.After(quietFor): // past drainWait
+	}
+	replies.release()
+	if o := <-acked; o.Err != nil {
+		t.Fatalf("the later Ack: %v; want it confirmed", o.Err)
+	}
+}

@@ -88,6 +88,7 @@ type resetWatch struct {
 	epoch  uint64
 	at     time.Time            // when the last reset was noticed
 	void   func()               // voids every lease
+	voided func()               // told of each reset once the leases are void (inFlight.voided); nil: none
 	count  *atomic.Uint64       // resets noticed, for the metrics; nil: not counted
 	ids    [recentResets]string // the ids of the last resets noticed, a ring
 	next   int
@@ -246,6 +247,9 @@ func (w *resetWatch) informed(before seqMark, delivered jetstream.SequenceInfo) 
 func (w *resetWatch) noticeLocked(void bool) {
 	if void {
 		w.void()
+	}
+	if w.voided != nil {
+		w.voided()
 	}
 	w.epoch++
 	if w.count != nil {

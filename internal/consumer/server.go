@@ -89,6 +89,7 @@ func newOnServer(s jetstream.Stream, cons jetstream.Consumer, d Deps, log *slog.
 	bySeq := ci.Config.DeliverPolicy != jetstream.DeliverLastPerSubjectPolicy
 	o.resets = newResetWatch(ci.Delivered.Consumer, ci.Delivered.Stream, bySeq, void)
 	o.resets.count = resets
+	o.resets.voided = o.settles.voided
 	o.peers = func(ctx context.Context) []string {
 		if d.Peers == nil {
 			return nil

@@ -123,7 +123,8 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	for j, i := range idx {
 		cl := cs[i]
 		switch {
-		case errors.Is(sent[j], settle.ErrUnconfirmed) && givenUp.Err() != nil:
+		case sent[j] != nil && givenUp.Err() != nil && !s.server.resetAt().Equal(resetBefore):
+			s.leases.Unsure(ref(cl), op)   // nothing: the table holds it no more
 			sent[j] = errs.ErrLeaseExpired // a reset voided it, and the server left it unanswered
 		case errors.Is(sent[j], settle.ErrUnconfirmed):
 			s.leases.Unsure(ref(cl), op)
