@@ -45,12 +45,11 @@ type inFlight struct {
 	closed  map[uint64]context.CancelFunc
 }
 
-// init makes the maps and the current generation's context; f.mu is held.
+// init makes the maps and the current generation's context, on first use;
+// f.mu is held.
 func (f *inFlight) init() {
-	if f.counts == nil {
-		f.counts, f.ended, f.closed = make(map[uint64]int), make(chan struct{}), make(map[uint64]context.CancelFunc)
-		f.givenUp, f.giveUp = context.WithCancel(context.Background())
-	}
+	f.counts, f.ended, f.closed = make(map[uint64]int), make(chan struct{}), make(map[uint64]context.CancelFunc)
+	f.givenUp, f.giveUp = context.WithCancel(context.Background())
 }
 
 // begin notes a settle about to Begin, in the generation it returns; the
@@ -59,7 +58,9 @@ func (f *inFlight) init() {
 func (f *inFlight) begin() (gen uint64, givenUp context.Context) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.init()
+	if f.counts == nil {
+		f.init()
+	}
 	f.counts[f.gen]++
 	return f.gen, f.givenUp
 }
@@ -82,7 +83,9 @@ func (f *inFlight) end(gen uint64) {
 func (f *inFlight) voided() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.init()
+	if f.counts == nil {
+		f.init()
+	}
 	f.voidedUpTo, f.voids = f.gen, f.voids+1
 	f.closed[f.gen] = f.giveUp
 	f.gen++
