@@ -73,3 +73,31 @@ func TestADrainWaitsForTheSettlesBegunBeforeTheVoidAlone(t *testing.T) {
 		t.Fatal("a drain with nothing in flight reported settles unanswered")
 	}
 }
+
+// A settle's wait ends with the drain that gave up on it only where a reset
+// was noticed since it began: a lease adopted into the table just after a
+// void, in the generation the void closed, is live, and its settle waits
+// on (a reviewer's interleaving: the void, the adoption, then the
+// generation closed).
+func TestASettleWaitEndsWithItsDrainOnlyAfterAReset(t *testing.T) {
+	for _, reset := range []bool{false, true} {
+		givenUp, giveUp := context.WithCancel(context.Background())
+		asked := make(chan struct{})
+		ctx, stop := untilVoided(context.Background(), givenUp, func() bool { defer close(asked); return reset })
+		giveUp()
+		<-asked
+		if reset {
+			select {
+			case <-ctx.Done():
+			case <-time.After(5 * time.Second):
+				t.Error("a settle's wait went on after its drain gave up and a reset was noticed since it began")
+			}
+		} else if ctx.Err() != nil { // asked and answered no: nothing more comes
+			t.Error("a settle's wait ended with its drain though no reset was noticed since it began")
+		}
+		stop()
+		if ctx.Err() == nil {
+			t.Error("stop did not release the wait")
+		}
+	}
+}

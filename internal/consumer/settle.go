@@ -110,7 +110,7 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	if len(subjects) == 0 || !s.stillLeased(ctx, op, cs, out, idx, resetBefore) {
 		return out
 	}
-	sent := s.send(ctx, givenUp, op, args, cs, subjects, idx)
+	sent := s.send(ctx, givenUp, resetBefore, op, args, cs, subjects, idx)
 	if slices.Contains(sent, settle.ErrNoResponders) {
 		gone := s.server.noResponders(ctx)
 		for j, err := range sent {
@@ -225,12 +225,14 @@ func (s *settler) extended(cl token.Claims, timing lease.Policy, args settle.Arg
 // batch confirmed by the reply to its last. That one is the lowest stream
 // sequence: the server does not answer an ack above the consumer's next
 // delivery, and after a reset the lowest is the least likely to be. It
-// stops waiting once givenUp ends (inFlight: a reset voided the leases, and
-// the server has not answered them since).
-func (s *settler) send(ctx, givenUp context.Context, op lease.Op, args settle.Args, cs []token.Claims, subjects []string, idx []int) []error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(givenUp, cancel)()
+// stops waiting once givenUp ends (inFlight: a drain gave up on the settle's
+// generation) if a reset was noticed since resetBefore: the leases are void,
+// and the server has not answered. A lease adopted into the table just
+// after a void, in the generation the void closed, is live: its settle
+// waits on.
+func (s *settler) send(ctx, givenUp context.Context, resetBefore time.Time, op lease.Op, args settle.Args, cs []token.Claims, subjects []string, idx []int) []error {
+	ctx, stop := untilVoided(ctx, givenUp, func() bool { return !s.server.resetAt().Equal(resetBefore) })
+	defer stop()
 	payload := settle.Payload(op, args)
 	if !s.server.view().inOrder {
 		return s.sender.Send(ctx, subjects, payload)
@@ -244,6 +246,21 @@ func (s *settler) send(ctx, givenUp context.Context, op lease.Op, args settle.Ar
 	subjects[low], subjects[last] = subjects[last], subjects[low]
 	idx[low], idx[last] = idx[last], idx[low]
 	return s.sender.SendInOrder(ctx, subjects, payload)
+}
+
+// untilVoided is ctx, ended too once givenUp ends if reset then says a
+// reset was noticed since the settle began. stop releases it.
+func untilVoided(ctx, givenUp context.Context, reset func() bool) (_ context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	unregister := context.AfterFunc(givenUp, func() {
+		if reset() {
+			cancel()
+		}
+	})
+	return ctx, func() {
+		unregister()
+		cancel()
+	}
 }
 
 // entry is the ledger's record of the delivery cl names.

@@ -123,11 +123,8 @@ func (s *onServer) HearResetWord(m *nats.Msg) {
 // reset id, until they answered and this replica's own settles begun before
 // the void were answered by the server, or the word gave up. The word goes
 // on a goroutine of its own (Close waits for it): by Deps.OnReset where one
-// is set, else by say.
+// is set, else by say (none without a connection: the own settles alone).
 func (s *onServer) tell(id string) {
-	if s.onReset == nil && s.nc == nil {
-		return
-	}
 	release := s.held.hold()
 	closed := !s.words.Go(func() {
 		defer release()
@@ -140,8 +137,11 @@ func (s *onServer) tell(id string) {
 			}
 		})
 		defer own.Wait()
-		if s.onReset != nil {
+		switch {
+		case s.onReset != nil:
 			s.onReset(id, len(s.peers(ctx)))
+			return
+		case s.nc == nil:
 			return
 		}
 		if err := s.say(ctx, id); err != nil {
