@@ -106,6 +106,8 @@ func (pb *publisher) publishTarget(ctx context.Context, stream, subject string) 
 		switch lerr := pb.subjects.load(ctx, stream); {
 		case lerr == nil:
 			return pb.subjects.allows(ctx, stream, subject)
+		case ctx.Err() != nil:
+			return ctx.Err() // the caller's own end, not NATS's
 		case !errors.Is(lerr, jetstream.ErrStreamNotFound):
 			return fmt.Errorf("%w: %v", errs.ErrUnavailable, lerr)
 		}
