@@ -65,3 +65,31 @@ func TestAPublishOnDemandWithNATSAwayIsUnavailable(t *testing.T) {
 	_, err := g.Streams.Publish(h.ctx(), &jetgatev1.PublishRequest{Stream: "TEAMS", Subject: "teams.a", Data: []byte("x")})
 	wantCode(t, err, codes.Unavailable, "NATS_UNAVAILABLE")
 }
+
+// A stream may capture the subjects the replicas talk on (_JETGATE.) or
+// the replies to requests (_INBOX.): a Publish there is refused before
+// anything is sent, so that no caller can speak as a replica (a word of a
+// reset voids every lease) or answer another client's request.
+func TestAPublishUnderTheGatewaysOwnSubjectsIsRefused(t *testing.T) {
+	h := newHarness(t)
+	natstest.Stream(t, h.nc, "WIDE", "_JETGATE.>", "_INBOX.>")
+	g := gwtest.Start(t, replica.Options{
+		Conn:     natstest.Connect(t, h.ns),
+		Keys:     h.cfg.keys,
+		OnDemand: coreconsumer.OnDemand{Match: []coreconsumer.Match{{Stream: "WIDE", Consumer: "*"}}},
+	})
+	words, err := h.nc.SubscribeSync(coreconsumer.ResetWordPrefix + ">")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, subject := range []string{coreconsumer.ResetWordPrefix + stream + "." + consumer, "_INBOX.abc"} {
+		_, err := g.Streams.Publish(h.ctx(), &jetgatev1.PublishRequest{Stream: "WIDE", Subject: subject, Data: []byte("x r1")})
+		wantCode(t, err, codes.InvalidArgument, "SUBJECT_NOT_ALLOWED")
+	}
+	if err := h.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := words.Pending(); n != 0 {
+		t.Fatalf("%d words of resets went out from refused Publishes", n)
+	}
+}

@@ -204,6 +204,10 @@ func validSubject(s string) error {
 		return fmt.Errorf("%w: subject is %d bytes; at most %d are allowed", errs.ErrSubjectTooLong, len(s), MaxSubjectBytes)
 	case strings.HasPrefix(s, "$"):
 		return fmt.Errorf("%w: subject %q starts with $, which is reserved for the system", errs.ErrSubjectNotAllowed, s)
+	case strings.HasPrefix(s, "_JETGATE.") || strings.HasPrefix(s, "_INBOX."):
+		// A stream that captures them would carry a caller's message to the
+		// replicas as a word of a reset, or to a client as a reply.
+		return fmt.Errorf("%w: subject %q is reserved: _JETGATE. carries the gateway replicas' own messages, _INBOX. the replies to requests", errs.ErrSubjectNotAllowed, s)
 	case strings.ContainsAny(s, " \t\r\n*>"):
 		return fmt.Errorf("%w: subject %q must be a literal subject, without spaces or wildcards", errs.ErrInvalidArgument, s)
 	case strings.HasPrefix(s, ".") || strings.HasSuffix(s, ".") || strings.Contains(s, ".."):

@@ -70,6 +70,11 @@ func TestValidSubject(t *testing.T) {
 		{"$JS.API.STREAM.DELETE.ORDERS", errs.ErrSubjectNotAllowed},
 		{"$SYS.REQ", errs.ErrSubjectNotAllowed},
 		{"$", errs.ErrSubjectNotAllowed},
+		{"_JETGATE.RESET.ORDERS.billing", errs.ErrSubjectNotAllowed},
+		{"_JETGATE.SETTLE.x", errs.ErrSubjectNotAllowed},
+		{"_INBOX.abc.1", errs.ErrSubjectNotAllowed},
+		{"_jetgate.reset", nil}, // subjects are case-sensitive: not the gateway's
+		{"orders._JETGATE.x", nil},
 		{"", errs.ErrInvalidArgument},
 		{"orders.*", errs.ErrInvalidArgument},
 		{"orders.>", errs.ErrInvalidArgument},
