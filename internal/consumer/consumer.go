@@ -298,7 +298,8 @@ func (c *Consumer) Close(ctx context.Context) {
 		}
 	}
 	c.settler.nak(ctx, c.orphans.ended(time.Now()))
-	c.onServer.words.close()
+	c.onServer.words.Close()
+	c.onServer.words.Wait()
 }
 
 // Idle reports whether the consumer holds nothing a caller could still

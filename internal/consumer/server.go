@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/goroutines"
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/pull"
 	"github.com/jetgate/jetgate/internal/token"
@@ -48,9 +49,9 @@ type onServer struct {
 	tickets atomic.Uint64              // numbers the infos asked
 
 	resets  *resetWatch
-	held    *holdBack // new deliveries, while peers are told of a reset
-	settles inFlight  // the settles the server has not answered yet (word.go)
-	words   wordGroup // the goroutines telling peers, or asking after an early redelivery
+	held    *holdBack        // new deliveries, while peers are told of a reset
+	settles inFlight         // the settles the server has not answered yet (word.go)
+	words   goroutines.Group // the goroutines telling peers, or asking after an early redelivery (none once closed)
 	onReset func(id string, peers int)
 	peers   func(ctx context.Context) []string // names the other replicas serving it (Deps.Peers)
 	asking  atomic.Bool                        // redeliveredEarly's question is out

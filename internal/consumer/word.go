@@ -55,36 +55,6 @@ func (c *Consumer) HoldUntilCounted() (counted func()) {
 	}
 }
 
-// wordGroup is the goroutines of a consumer's words (and of its question
-// after an early redelivery), which Close waits for. It takes none once
-// closed: a word reaches a consumer on the relay's subscription, which may
-// still hold an on-demand consumer being unbound, and a WaitGroup must not
-// grow from none while it is waited on.
-type wordGroup struct {
-	mu     sync.Mutex
-	closed bool
-	wg     sync.WaitGroup
-}
-
-// Go runs f on a goroutine of the group's, unless the group is closed.
-func (g *wordGroup) Go(f func()) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
-		return false
-	}
-	g.wg.Go(f)
-	return true
-}
-
-// close takes no more goroutines and waits for those running.
-func (g *wordGroup) close() {
-	g.mu.Lock()
-	g.closed = true
-	g.mu.Unlock()
-	g.wg.Wait()
-}
-
 // HearResetWord takes a word of a reset on the consumer's word subject: a
 // peer's voids the leases this replica holds (ResetTold) and is answered
 // once they are void and the settles begun before have been answered by

@@ -291,7 +291,7 @@ func (bd *binder) serve(c *consumer.Consumer, onDemand bool) *binding {
 	if bd.roster != nil {
 		bd.roster.Join(c.Stream, c.Name, c.SetReplicas, counted)
 	}
-	if !bd.run.goUnlessClosed(func() {
+	if !bd.run.Go(func() {
 		defer close(b.done)
 		c.Run(rctx)
 	}) {

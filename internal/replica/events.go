@@ -150,7 +150,7 @@ func (rl *relay) onUpdate(m *nats.Msg) {
 	// waits for what the relay had received (catchUp), so none can land on
 	// a redelivery the new timing made.
 	if follow := c.Update(m.Data); follow != nil {
-		rl.run.goUnlessClosed(func() { follow(rl.run.ctx) })
+		rl.run.Go(func() { follow(rl.run.ctx) })
 	}
 }
 
@@ -173,7 +173,7 @@ func (rl *relay) onDelete(m *nats.Msg) {
 	if !ok || !rl.ours(m.Data) {
 		return
 	}
-	rl.run.goUnlessClosed(func() {
+	rl.run.Go(func() {
 		ctx, cancel := context.WithTimeout(rl.run.ctx, rl.timeout)
 		defer cancel()
 		rl.binder.unbind(ctx, key, "deleted on the server", func(*binding) bool { return true })

@@ -119,7 +119,7 @@ func (g *serverGauges) read() <-chan struct{} {
 		return g.reading
 	}
 	done := make(chan struct{})
-	if !g.r.run.goUnlessClosed(func() {
+	if !g.r.run.Go(func() {
 		ctx, cancel := context.WithTimeout(g.r.run.ctx, g.r.timeout)
 		g.refresh(ctx)
 		cancel()

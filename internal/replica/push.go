@@ -41,7 +41,7 @@ func (ps *pushers) start(runCtx context.Context, cfgs []push.Config, reg prometh
 		ps.by[key] = p
 	}
 	for _, p := range ps.by {
-		ps.run.wg.Go(func() { p.Run(runCtx) })
+		ps.run.Go(func() { p.Run(runCtx) })
 	}
 	return nil
 }

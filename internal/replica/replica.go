@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -19,6 +18,7 @@ import (
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/deadletter"
 	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/goroutines"
 	"github.com/jetgate/jetgate/internal/pull"
 	"github.com/jetgate/jetgate/internal/push"
 	"github.com/jetgate/jetgate/internal/roster"
@@ -122,41 +122,12 @@ type env struct {
 }
 
 // run is a replica's life: the goroutines its parts start, which Close
-// waits for, and the context that ends when it closes.
+// waits for (the consumers' Run loops and forwarded settles; none starts
+// once the replica is closing), and the context that ends when it closes.
 type run struct {
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // the consumers' Run loops and forwarded settles
-	mu     sync.Mutex
-	closed bool
-}
-
-// goUnlessClosed runs f on a goroutine Close waits for, unless the replica
-// is closing (then Close may be waiting already).
-func (rn *run) goUnlessClosed(f func()) bool {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	if rn.closed {
-		return false
-	}
-	rn.wg.Go(f)
-	return true
-}
-
-// closing reports whether the replica is closing.
-func (rn *run) closing() bool {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	return rn.closed
-}
-
-// close marks the replica closing; false if it was already.
-func (rn *run) close() bool {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	was := rn.closed
-	rn.closed = true
-	return !was
+	goroutines.Group
 }
 
 // New binds the configured consumers (creating or updating them) and starts
@@ -222,11 +193,11 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		r.Close()
 		return nil, err
 	}
-	e.run.wg.Go(func() { r.binder.unbindIdle(e.run.ctx) })
+	e.run.Go(func() { r.binder.unbindIdle(e.run.ctx) })
 	r.relay.wakes.tick(time.Now()) // a slow start is no gap
 	r.relay.reconnects.Store(r.nc.Stats().Reconnects)
-	e.run.wg.Go(func() { r.relay.wakes.watch(e.run.ctx) })
-	e.run.wg.Go(func() { r.relay.followReconnects(e.run.ctx) })
+	e.run.Go(func() { r.relay.wakes.watch(e.run.ctx) })
+	e.run.Go(func() { r.relay.followReconnects(e.run.ctx) })
 	r.log.Info("gateway bound", "gateway_id", r.self.String(), "consumers", len(o.Consumers))
 	return r, nil
 }
@@ -321,7 +292,7 @@ func (r *Replica) Ready() error {
 // naks back the messages that canceled Fetches left (those whose pull has
 // ended), so that they are redelivered at once rather than after ack_wait.
 func (r *Replica) Close() {
-	if !r.run.close() {
+	if !r.run.Close() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
@@ -335,7 +306,7 @@ func (r *Replica) Close() {
 	r.relay.stop()
 	r.deadLetters.stop()
 	r.run.cancel()
-	r.run.wg.Wait()
+	r.run.Wait()
 	for _, b := range r.binder.all() {
 		b.c.Close(ctx)
 	}

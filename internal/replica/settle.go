@@ -140,13 +140,13 @@ func (fw *forwarder) onForward(m *nats.Msg) {
 	case fw.slots <- struct{}{}:
 	default:
 		err := fmt.Errorf("%w: the issuing replica is busy", errs.ErrUnavailable)
-		if fw.run.closing() {
+		if fw.run.Closed() {
 			err = errs.ErrIssuerGone
 		}
 		fw.answerForward(m, f, settle.Fill(make([]settle.Outcome, len(f.Tokens)), err))
 		return
 	}
-	if !fw.run.goUnlessClosed(func() {
+	if !fw.run.Go(func() {
 		defer func() { <-fw.slots }()
 		fw.answerForward(m, f, fw.serveForward(f))
 	}) {
