@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -151,6 +152,14 @@ func TestMessageOutOfDeliveriesIsDeadLettered(t *testing.T) {
 func TestTermWithReasonIsDeadLettered(t *testing.T) {
 	e := newDLEnv(t)
 	g := e.gateway()
+	e.termIsDeadLettered(g)
+}
+
+// termIsDeadLettered publishes a message, fetches it through g, terms it
+// with a reason, and checks its dead letter.
+func (e *dlEnv) termIsDeadLettered(g *gwtest.Replica) {
+	t := e.t
+	t.Helper()
 	seq := e.publish("orders.us", "bad", nil)
 	ms := fetchVia(t, g.Consumers, 1, 5*time.Second)
 	resp, err := g.Consumers.Term(context.Background(), &jetgatev1.TermRequest{Stream: stream, Consumer: consumer,
@@ -163,6 +172,44 @@ func TestTermWithReasonIsDeadLettered(t *testing.T) {
 	wantHeader(t, dl, deadletter.HeaderTermReason, "malformed order")
 	wantHeader(t, dl, deadletter.HeaderSeq, strconv.FormatUint(seq, 10))
 	wantHeader(t, dl, deadletter.HeaderDeliveries, "1")
+	if string(dl.Data) != "bad" {
+		t.Errorf("dead letter data %q, want the original's", dl.Data)
+	}
+}
+
+// A Term the gateway sent is dead-lettered though the server's advisory of
+// it is never stored (a server shutting down drops it): the replica records
+// the Term in the advisory stream itself once the server confirmed it. Here
+// the advisory stream stops capturing the server's advisory, as a restart
+// would lose it.
+func TestATermWhoseAdvisoryIsLostIsDeadLettered(t *testing.T) {
+	e := newDLEnv(t)
+	g := e.gateway()
+	ctx := context.Background()
+	s, err := e.js.Stream(ctx, deadletter.AdvisoryStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := s.CachedInfo().Config
+	advised := "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED." + stream + "." + consumer
+	cfg.Subjects = slices.DeleteFunc(cfg.Subjects, func(s string) bool { return s == advised })
+	if _, err := e.js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	e.termIsDeadLettered(g)
+	// A Nak is no Term: it is not recorded.
+	e.publish("orders.us", "retry", nil)
+	ms := fetchVia(t, g.Consumers, 1, 5*time.Second)
+	if _, err := g.Consumers.Nak(ctx, &jetgatev1.NakRequest{Stream: stream, Consumer: consumer, Tokens: []string{ms[0].GetToken()}}); err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.LastSeq != 1 {
+		t.Fatalf("the advisory stream took %d messages; want the Term's record alone", info.State.LastSeq)
+	}
 }
 
 func TestRedrivePutsDeadLettersBack(t *testing.T) {

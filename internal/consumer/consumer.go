@@ -85,6 +85,11 @@ type Deps struct {
 	// since the settle began (a process stopped mid-settle), so that a reset
 	// slept through voids the settle's leases first, and it is not sent.
 	Awake func(ctx context.Context) error
+	// Terminated, if set, is told of the deliveries whose Term the server
+	// has just confirmed (their StreamSeq and Delivered), and the Term's
+	// reason, before the Term is reported: the replica records them for
+	// the dead letters of consumers with on_term.
+	Terminated func(ctx context.Context, stream, name, reason string, ds []lease.Ref)
 	// Traced keeps each delivery's creation context, for spans.
 	Traced bool
 	// API is the prefix of JetStream's API subjects (pull.API); "" is
@@ -182,6 +187,7 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 	c.settler = &settler{
 		stream: c.Stream, name: c.Name, sender: d.Sender, ledger: d.Ledger, log: c.log,
 		server: c.onServer, leases: c.leases, tokens: &c.tokens, counts: &c.counts, wake: c.wake, awake: d.Awake,
+		terminated: d.Terminated,
 	}
 	c.puller = &puller{
 		nc:            d.Conn,

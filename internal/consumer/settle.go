@@ -31,6 +31,8 @@ type settler struct {
 	counts       *Counts
 	wake         func()                          // the consumer's Run: the table holds adopted leases
 	awake        func(ctx context.Context) error // Deps.Awake; nil: nothing to catch up with
+	// terminated is Deps.Terminated; nil: no Term is recorded.
+	terminated func(ctx context.Context, stream, name, reason string, ds []lease.Ref)
 }
 
 // ref is the delivery a token names: the consumer sequence and deadline
@@ -120,6 +122,7 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 		}
 	}
 	done := time.Now()
+	var termed []lease.Ref
 	for j, i := range idx {
 		cl := cs[i]
 		switch {
@@ -132,8 +135,14 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 			out[i].NewToken, out[i].Deadline = s.extended(cl, timing, args, now, done)
 		default:
 			s.leases.Finish(ref(cl), op, sent[j] == nil, done, lease.Extension{})
+			if sent[j] == nil && op == lease.OpTerm {
+				termed = append(termed, ref(cl))
+			}
 		}
 		out[i].Err = sent[j]
+	}
+	if len(termed) > 0 && s.terminated != nil {
+		s.terminated(ctx, s.stream, s.name, args.Reason, termed)
 	}
 	return out
 }

@@ -7,7 +7,10 @@
 // work-queue stream of its own (AdvisoryStream) and works them off with one
 // durable consumer shared by all replicas: a dead letter is never lost while
 // jetgate is down, and the copy carries a Nats-Msg-Id made from the stream,
-// sequence and event, so it is stored once however often it is made.
+// sequence and event, so it is stored once however often it is made. A Term
+// jetgate sent and the server confirmed is recorded there by jetgate too
+// (RecordTerms): a server shutting down may drop the advisory of a Term it
+// has just applied.
 package deadletter
 
 import (
@@ -84,7 +87,7 @@ func resolved(ctx context.Context, js jetstream.JetStream, r Route) (Route, erro
 func (r Route) subjects() []string {
 	s := []string{advisoryMaxDeliv + r.Stream + "." + r.Consumer}
 	if r.OnTerm {
-		s = append(s, advisoryTermed+r.Stream+"."+r.Consumer)
+		s = append(s, advisoryTermed+r.Stream+"."+r.Consumer, recordTermed+r.Stream+"."+r.Consumer)
 	}
 	return s
 }
@@ -168,7 +171,8 @@ func (w *Worker) Stop() {
 	<-w.cc.Closed()
 }
 
-// advisory is what the MAX_DELIVERIES and MSG_TERMINATED advisories say.
+// advisory is what the MAX_DELIVERIES and MSG_TERMINATED advisories say,
+// and a Term's record (RecordTerms).
 type advisory struct {
 	Stream     string `json:"stream"`
 	Consumer   string `json:"consumer"`
@@ -182,7 +186,7 @@ func (w *Worker) handle(m jetstream.Msg) {
 	switch subj := m.Subject(); {
 	case strings.HasPrefix(subj, advisoryMaxDeliv):
 		reason = ReasonMaxDeliver
-	case strings.HasPrefix(subj, advisoryTermed):
+	case strings.HasPrefix(subj, advisoryTermed), strings.HasPrefix(subj, recordTermed):
 		reason = ReasonTerminated
 	default:
 		_ = m.Term()
@@ -206,23 +210,26 @@ func (w *Worker) handle(m jetstream.Msg) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := w.copy(ctx, r, a, reason); err != nil {
+	stored, err := w.copy(ctx, r, a, reason)
+	if err != nil {
 		w.log.Warn("could not copy a dead letter; retrying", "stream", a.Stream, "consumer", a.Consumer, "stream_seq", a.StreamSeq, "err", err)
 		_ = m.NakWithDelay(retryFailedAfter)
 		return
 	}
-	if w.copied != nil {
+	if stored && w.copied != nil { // not a copy made again: a Term's record and advisory, an advisory redelivered
 		w.copied.WithLabelValues(a.Stream, a.Consumer, reason).Inc()
 	}
 	_ = m.Ack()
 }
 
-// copy publishes the dead letter of the advisory's message.
-func (w *Worker) copy(ctx context.Context, r Route, a advisory, reason string) error {
+// copy publishes the dead letter of the advisory's message, and reports
+// whether it was stored: false where the stream had it already (its
+// Nats-Msg-Id).
+func (w *Worker) copy(ctx context.Context, r Route, a advisory, reason string) (stored bool, _ error) {
 	dl := &nats.Msg{Subject: r.Subject, Header: nats.Header{}}
 	s, err := w.js.Stream(ctx, a.Stream)
 	if err != nil {
-		return err
+		return false, err
 	}
 	orig, err := s.GetMsg(ctx, a.StreamSeq)
 	switch {
@@ -231,7 +238,7 @@ func (w *Worker) copy(ctx context.Context, r Route, a advisory, reason string) e
 		// says so with its headers alone.
 		w.log.Warn("the message of a dead letter is no longer in its stream", "stream", a.Stream, "stream_seq", a.StreamSeq)
 	case err != nil:
-		return err
+		return false, err
 	default:
 		dl.Data = orig.Data
 		for k, vs := range orig.Header {
@@ -250,8 +257,11 @@ func (w *Worker) copy(ctx context.Context, r Route, a advisory, reason string) e
 		dl.Header.Set(HeaderTermReason, a.Reason)
 	}
 	id := "jetgate-dead:" + a.Stream + ":" + a.Consumer + ":" + strconv.FormatUint(a.StreamSeq, 10) + ":" + reason
-	_, err = w.js.PublishMsg(ctx, dl, jetstream.WithMsgID(id))
-	return err
+	ack, err := w.js.PublishMsg(ctx, dl, jetstream.WithMsgID(id))
+	if err != nil {
+		return false, err
+	}
+	return !ack.Duplicate, nil
 }
 
 // reservedHeader is a header the server acts on when it stores a message

@@ -8,19 +8,88 @@ import (
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/deadletter"
 	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/lease"
 )
 
-// statsEvery is how often the per-consumer gauges that need the server
-// (dead letters, oldest unacknowledged age) are refreshed: two requests a
-// consumer each time.
 // deadLetters copy the letters of consumers with a dead_letter into its
-// stream (the worker), list them and redrive them.
+// stream (the worker), record the Terms of those with on_term, list them and
+// redrive them.
 type deadLetters struct {
 	*env
 	binder    *binder
 	publisher *publisher
 	routes    map[consumerKey]deadletter.Route // consumers with a dead letter
 	worker    *deadletter.Worker               // nil when none has
+	// onTerm holds the consumers with dead_letter.on_term, whose Terms are
+	// recorded; set before any consumer is bound, and never changed.
+	onTerm map[consumerKey]bool
+}
+
+// newDeadLetters is the dead letters of the consumers cs.
+func newDeadLetters(e *env, b *binder, p *publisher, cs []consumer.Config) *deadLetters {
+	dead := &deadLetters{env: e, binder: b, publisher: p, routes: make(map[consumerKey]deadletter.Route), onTerm: make(map[consumerKey]bool)}
+	for _, cfg := range cs {
+		if cfg.DeadLetter != nil && cfg.DeadLetter.OnTerm {
+			dead.onTerm[consumerKey{cfg.Stream, cfg.Name}] = true
+		}
+	}
+	return dead
+}
+
+// recordTerms records the Terms the server confirmed of a consumer with
+// on_term (deadletter.RecordTerms), waiting at most the request timeout,
+// past ctx's end too: the Term is done. A record not stored then (NATS is
+// away: the restart that may also drop the server's advisory) is tried
+// again in the background (recordAgain).
+func (dead *deadLetters) recordTerms(ctx context.Context, stream, name, reason string, ds []lease.Ref) {
+	if !dead.onTerm[consumerKey{stream, name}] {
+		return
+	}
+	ts := make([]deadletter.Termed, len(ds))
+	for i, d := range ds {
+		ts[i] = deadletter.Termed{StreamSeq: d.StreamSeq, Deliveries: d.Delivered}
+	}
+	record := func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, dead.timeout)
+		defer cancel()
+		return deadletter.RecordTerms(ctx, dead.js, stream, name, reason, ts)
+	}
+	err := record(context.WithoutCancel(ctx))
+	if err == nil {
+		return
+	}
+	notStored := func(err error) {
+		dead.log.Warn("the record of a Term was not stored: its dead letter rests on the server's advisory alone",
+			"stream", stream, "consumer", name, "terms", len(ts), "err", err)
+	}
+	if !dead.run.Go(func() { dead.recordAgain(record, err, notStored) }) {
+		notStored(err) // the replica is closing
+	}
+}
+
+// recordFor bounds how long a Term's record is tried again: the worker's
+// copies of the record and of the server's advisory are one dead letter
+// only within the dead-letter stream's duplicate window (2 minutes by
+// default).
+const recordFor = time.Minute
+
+// recordAgain tries record again, backing off, until it is stored, for up
+// to recordFor or until the replica closes; then it tells notStored of the
+// last error.
+func (dead *deadLetters) recordAgain(record func(context.Context) error, err error, notStored func(error)) {
+	end := time.Now().Add(recordFor)
+	for wait := 100 * time.Millisecond; time.Now().Before(end); wait = min(2*wait, time.Second) {
+		select {
+		case <-dead.run.ctx.Done():
+			notStored(err)
+			return
+		case <-time.After(wait):
+		}
+		if err = record(dead.run.ctx); err == nil {
+			return
+		}
+	}
+	notStored(err)
 }
 
 // stop stops the worker.
@@ -30,6 +99,9 @@ func (dead *deadLetters) stop() {
 	}
 }
 
+// statsEvery is how often the per-consumer gauges that need the server
+// (dead letters, oldest unacknowledged age) are refreshed: two requests a
+// consumer each time.
 const statsEvery = 3 * time.Second
 
 // RedriveResult is what a Redrive did.

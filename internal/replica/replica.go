@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetgate/jetgate/internal/consumer"
-	"github.com/jetgate/jetgate/internal/deadletter"
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/goroutines"
 	"github.com/jetgate/jetgate/internal/pull"
@@ -172,7 +171,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	r.binder = newBinder(e, o.OnDemand, o.Admin)
 	r.forwarder = &forwarder{env: e, binder: r.binder, slots: make(chan struct{}, maxForwardsInFlight)}
 	r.publisher = &publisher{env: e, subjects: newStreamSubjects(js, e.timeout), admin: o.Admin, onDemand: o.OnDemand}
-	r.deadLetters = &deadLetters{env: e, binder: r.binder, publisher: r.publisher, routes: make(map[consumerKey]deadletter.Route)}
+	r.deadLetters = newDeadLetters(e, r.binder, r.publisher, o.Consumers)
 	r.pushers = &pushers{env: e, binder: r.binder}
 	r.lister = &lister{env: e, binder: r.binder, pushers: r.pushers, deadLetters: r.deadLetters}
 	r.relay = &relay{env: e, binder: r.binder}
@@ -215,7 +214,7 @@ func (r *Replica) open(ctx context.Context, o Options) error {
 	r.binder.shared = consumer.Deps{
 		Conn: o.Conn, Sender: r.forwarder.sender, Ledger: ledger, Keys: r.keys, Self: r.self,
 		Timeout: r.timeout, Log: r.log, MaxFetchBytes: o.MaxFetchBytes, MaxLease: r.maxLease, API: r.api,
-		Traced: o.Tracing.On(), Awake: r.relay.awake,
+		Traced: o.Tracing.On(), Awake: r.relay.awake, Terminated: r.deadLetters.recordTerms,
 		Peers: func(ctx context.Context, stream, consumer string) ([]string, error) {
 			if r.roster == nil { // still opening: nothing is bound yet
 				return nil, nil

@@ -1,0 +1,131 @@
+package reliability
+
+import (
+	"context"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	coreconsumer "github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/gwtest"
+	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/replica"
+	"github.com/jetgate/jetgate/internal/token"
+)
+
+// TestFaultTermsThroughANATSRestartAreDeadLettered terms messages, ten to
+// an RPC and many RPCs at once, while the NATS server shuts down and starts
+// again. Every Term the gateway confirmed has its dead letter. The server
+// answers a Term before it sends the Term's advisory, and drops what it has
+// not sent as it shuts down: without the gateway's own record of each
+// confirmed Term, 711 of 2,360 confirmed Terms had none.
+func TestFaultTermsThroughANATSRestartAreDeadLettered(t *testing.T) {
+	dir := t.TempDir()
+	ns := natstest.StartIn(t, dir, -1)
+	port := ns.Addr().(*net.TCPAddr).Port
+	nc := natstest.Connect(t, ns, reconnecting()...)
+	natstest.Stream(t, nc, stream, "orders.>")
+	natstest.Stream(t, nc, "DEAD", "dead.>")
+	g := gwtest.Start(t, replica.Options{
+		Conn: natstest.Connect(t, ns, reconnecting()...),
+		Consumers: []coreconsumer.Config{{Stream: stream, Name: consumer, AckWait: time.Minute, MaxAckPending: 10000,
+			DeadLetter: &coreconsumer.DeadLetter{Subject: "dead.billing", OnTerm: true}}},
+		Keys:           token.RandomKeyring(),
+		RequestTimeout: time.Second,
+		Logger:         testLogger(t),
+	})
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n := scale(3000, 20000)
+	for i := range n {
+		if _, err := js.Publish(ctx, "orders.term", []byte(strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var tokens []string
+	for len(tokens) < n {
+		resp, err := g.Consumers.Fetch(ctx, &jetgatev1.FetchRequest{Stream: stream, Consumer: consumer, Batch: 500, Expires: durationpb.New(time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range resp.GetMessages() {
+			tokens = append(tokens, m.GetToken())
+		}
+	}
+
+	// Terms of 10 tokens each, 64 at a time; the server stops once a third
+	// of the messages is confirmed terminated.
+	const per = 10
+	var (
+		mu        sync.Mutex
+		confirmed []uint64 // stream sequences
+		next      atomic.Int64
+		wg        sync.WaitGroup
+		stopAt    = make(chan struct{})
+		stopOnce  sync.Once
+	)
+	term := func(from int) {
+		to := min(from+per, n)
+		resp, err := g.Consumers.Term(ctx, &jetgatev1.TermRequest{Stream: stream, Consumer: consumer, Tokens: tokens[from:to], Reason: "bad"})
+		if err != nil {
+			return
+		}
+		failed := map[int]bool{}
+		for _, f := range resp.GetFailures() {
+			failed[int(f.GetIndex())] = true
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for i := from; i < to; i++ {
+			if !failed[i-from] {
+				confirmed = append(confirmed, uint64(i+1)) // fetched in order: token i is stream sequence i+1
+			}
+		}
+		if len(confirmed) >= n/3 {
+			stopOnce.Do(func() { close(stopAt) })
+		}
+	}
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for from := int(next.Add(per) - per); from < n; from = int(next.Add(per) - per) {
+				term(from)
+			}
+		}()
+	}
+	<-stopAt
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	ns = natstest.StartIn(t, dir, port)
+	wg.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	var missing []uint64
+	defer func() {
+		if len(missing) > 0 {
+			t.Logf("%d of %d confirmed Terms without a dead letter, first %v", len(missing), len(confirmed), missing[:min(len(missing), 10)])
+			logDeadLetterState(t, js)
+		}
+	}()
+	natstest.Eventually(t, time.Minute, "a dead letter of every confirmed Term", func() bool {
+		dead := map[uint64]bool{}
+		for _, m := range natstest.StreamMsgs(t, js, "DEAD", "dead.billing") {
+			seq, _ := strconv.ParseUint(m.Header.Get("Jetgate-Dead-Seq"), 10, 64)
+			dead[seq] = true
+		}
+		missing = slices.DeleteFunc(slices.Clone(confirmed), func(seq uint64) bool { return dead[seq] })
+		return len(missing) == 0
+	})
+	t.Logf("%d Terms of %d confirmed, each dead-lettered", len(confirmed), n)
+}
