@@ -103,15 +103,20 @@ func TestFaultTermsThroughANATSRestartAreDeadLettered(t *testing.T) {
 			}
 		}()
 	}
-	<-stopAt
+	select {
+	case <-stopAt:
+	case <-ctx.Done():
+		t.Fatalf("fewer than %d of %d Terms confirmed", n/3, n)
+	}
 	ns.Shutdown()
 	ns.WaitForShutdown()
-	ns = natstest.StartIn(t, dir, port)
+	natstest.StartIn(t, dir, port) // on the same store and port: the replica reconnects
 	wg.Wait()
 
 	mu.Lock()
 	defer mu.Unlock()
 	var missing []uint64
+	var dead map[uint64]int // dead letters by stream sequence
 	defer func() {
 		if len(missing) > 0 {
 			t.Logf("%d of %d confirmed Terms without a dead letter, first %v", len(missing), len(confirmed), missing[:min(len(missing), 10)])
@@ -119,13 +124,18 @@ func TestFaultTermsThroughANATSRestartAreDeadLettered(t *testing.T) {
 		}
 	}()
 	natstest.Eventually(t, time.Minute, "a dead letter of every confirmed Term", func() bool {
-		dead := map[uint64]bool{}
+		dead = map[uint64]int{}
 		for _, m := range natstest.StreamMsgs(t, js, "DEAD", "dead.billing") {
 			seq, _ := strconv.ParseUint(m.Header.Get("Jetgate-Dead-Seq"), 10, 64)
-			dead[seq] = true
+			dead[seq]++
 		}
-		missing = slices.DeleteFunc(slices.Clone(confirmed), func(seq uint64) bool { return dead[seq] })
+		missing = slices.DeleteFunc(slices.Clone(confirmed), func(seq uint64) bool { return dead[seq] > 0 })
 		return len(missing) == 0
 	})
+	for seq, copies := range dead {
+		if copies > 1 {
+			t.Errorf("ORDERS.%d dead-lettered %d times", seq, copies)
+		}
+	}
 	t.Logf("%d Terms of %d confirmed, each dead-lettered", len(confirmed), n)
 }

@@ -196,19 +196,27 @@ func TestATermWhoseAdvisoryIsLostIsDeadLettered(t *testing.T) {
 	if _, err := e.js.UpdateStream(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
+	took := func() uint64 { // what the advisory stream took: the start's probe, then records
+		t.Helper()
+		info, err := s.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.LastSeq
+	}
+	before := took()
 	e.termIsDeadLettered(g)
+	if n := took() - before; n != 1 {
+		t.Fatalf("the advisory stream took %d messages for one Term; want its record alone", n)
+	}
 	// A Nak is no Term: it is not recorded.
 	e.publish("orders.us", "retry", nil)
 	ms := fetchVia(t, g.Consumers, 1, 5*time.Second)
 	if _, err := g.Consumers.Nak(ctx, &jetgatev1.NakRequest{Stream: stream, Consumer: consumer, Tokens: []string{ms[0].GetToken()}}); err != nil {
 		t.Fatal(err)
 	}
-	info, err := s.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if info.State.LastSeq != 1 {
-		t.Fatalf("the advisory stream took %d messages; want the Term's record alone", info.State.LastSeq)
+	if n := took() - before; n != 1 {
+		t.Fatalf("the advisory stream took %d messages for a Term and a Nak; want the Term's record alone", n)
 	}
 }
 

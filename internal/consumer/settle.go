@@ -84,6 +84,12 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 		}
 		return out
 	}
+	var termed []lease.Ref // the Terms the server confirmed, told once a reset no longer waits for this settle
+	defer func() {
+		if len(termed) > 0 && s.terminated != nil {
+			s.terminated(ctx, s.stream, s.name, args.Reason, termed)
+		}
+	}()
 	gen, givenUp := s.server.settles.begin() // a reset's void waits for it (inFlight)
 	defer s.server.settles.end(gen)
 	resetBefore := s.server.resetAt()
@@ -122,7 +128,6 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 		}
 	}
 	done := time.Now()
-	var termed []lease.Ref
 	for j, i := range idx {
 		cl := cs[i]
 		switch {
@@ -140,9 +145,6 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 			}
 		}
 		out[i].Err = sent[j]
-	}
-	if len(termed) > 0 && s.terminated != nil {
-		s.terminated(ctx, s.stream, s.name, args.Reason, termed)
 	}
 	return out
 }

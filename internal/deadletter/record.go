@@ -3,7 +3,9 @@ package deadletter
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -19,7 +21,9 @@ import (
 // confirmed a Term of a consumer with on_term, the replica that sent it
 // stores a record of it in the advisory stream too. The worker copies both
 // alike, and the copy's Nats-Msg-Id keeps them one dead letter. Publish
-// refuses subjects under _JETGATE., so no caller can forge a record.
+// refuses subjects under _JETGATE. to callers, and the NATS permissions
+// keep every other user of the account off them (README), so that nobody
+// else can forge a record.
 const recordTermed = "_JETGATE.TERMINATED."
 
 // Termed is a delivery whose Term the server confirmed.
@@ -41,7 +45,8 @@ func RecordTerms(ctx context.Context, js jetstream.JetStream, stream, name, reas
 	g.SetLimit(recordsAtOnce)
 	for _, t := range ts {
 		g.Go(func() error {
-			data, err := json.Marshal(advisory{Stream: stream, Consumer: name, StreamSeq: t.StreamSeq, Deliveries: t.Deliveries, Reason: reason})
+			data, err := json.Marshal(advisory{Stream: stream, Consumer: name, StreamSeq: t.StreamSeq, Deliveries: t.Deliveries,
+				Reason: strings.TrimSpace(reason)}) // as the server's advisory says it
 			if err != nil {
 				return err
 			}
@@ -51,4 +56,21 @@ func RecordTerms(ctx context.Context, js jetstream.JetStream, stream, name, reas
 		})
 	}
 	return g.Wait()
+}
+
+// ProbeRecords stores a record of no Term (stream sequence 0, which the
+// worker drops) for the consumer name of stream, to prove at start that
+// the replica may store the records of its Terms: without the permission
+// to publish on the subject, every Term would wait out its record.
+func ProbeRecords(ctx context.Context, js jetstream.JetStream, stream, name string) error {
+	subject := recordTermed + stream + "." + name
+	data, err := json.Marshal(advisory{Stream: stream, Consumer: name})
+	if err != nil {
+		return err
+	}
+	if _, err := js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: data}, jetstream.WithExpectStream(AdvisoryStream)); err != nil {
+		return fmt.Errorf("stream %q consumer %q: dead_letter.on_term: the record of a Term could not be stored on %s (jetgate needs to publish on it: see NATS permissions): %w",
+			stream, name, subject, err)
+	}
+	return nil
 }

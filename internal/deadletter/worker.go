@@ -193,7 +193,12 @@ func (w *Worker) handle(m jetstream.Msg) {
 		return
 	}
 	var a advisory
-	if err := json.Unmarshal(m.Data(), &a); err != nil || a.StreamSeq == 0 {
+	err := json.Unmarshal(m.Data(), &a)
+	if err == nil && a.StreamSeq == 0 && strings.HasPrefix(m.Subject(), recordTermed) {
+		_ = m.Ack() // ProbeRecords'
+		return
+	}
+	if err != nil || a.StreamSeq == 0 {
 		w.log.Error("dropped an advisory that does not parse", "subject", m.Subject(), "err", err)
 		_ = m.Term()
 		return

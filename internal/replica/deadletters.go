@@ -155,5 +155,16 @@ func (dead *deadLetters) start(ctx context.Context, cs []consumer.Config) error 
 	dead.worker, err = deadletter.Start(ctx, deadletter.Options{
 		JS: dead.js, Routes: routes, Replicas: dead.stateReplicas, Log: dead.log, Copied: dead.metrics.deadLetters,
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	for key := range dead.onTerm {
+		pctx, cancel := context.WithTimeout(ctx, dead.timeout)
+		err := deadletter.ProbeRecords(pctx, dead.js, key.stream, key.name)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
