@@ -2,14 +2,15 @@ package deadletter
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"golang.org/x/sync/errgroup"
 )
 
 // recordTermed is the subject of jetgate's own record of a Term. The
@@ -18,53 +19,56 @@ import (
 // and confirmed just before a restart leave no advisory, and no dead letter
 // (reliability's TestFaultTermsThroughANATSRestartAreDeadLettered: 711 of
 // 2,360 confirmed Terms, without these records). So once the server has
-// confirmed a Term of a consumer with on_term, the replica that sent it
-// stores a record of it in the advisory stream too. The worker copies both
-// alike, and the copy's Nats-Msg-Id keeps them one dead letter. Publish
-// refuses subjects under _JETGATE. to callers, and the NATS permissions
-// keep every other user of the account off them (README), so that nobody
-// else can forge a record.
+// confirmed the Terms of a settle of a consumer with on_term, the replica
+// that sent them stores one record of them in the advisory stream too. The
+// worker copies the record's Terms as it copies the advisories, and the
+// copy's Nats-Msg-Id keeps each one dead letter. Publish refuses subjects
+// under _JETGATE. to callers, and the NATS permissions keep every other
+// user of the account off them (README), so that nobody else can forge a
+// record.
 const recordTermed = "_JETGATE.TERMINATED."
 
 // Termed is a delivery whose Term the server confirmed.
 type Termed struct {
-	StreamSeq, Deliveries uint64
+	StreamSeq  uint64 `json:"stream_seq"`
+	Deliveries uint64 `json:"deliveries"`
 }
 
-// recordsAtOnce bounds the records of one RecordTerms in flight.
-const recordsAtOnce = 16
+// termRecord is the record of the Terms of one settle: what the server's
+// advisory says of each message.
+type termRecord struct {
+	Stream   string   `json:"stream"`
+	Consumer string   `json:"consumer"`
+	Reason   string   `json:"reason"`
+	Terms    []Termed `json:"terms"` // none: a probe (ProbeRecords)
+}
 
-// RecordTerms stores the record of each Term of ts, of the consumer name of
-// stream, with the Term's reason, in the advisory stream, and returns once
-// every record is stored or one could not be. Each record says what the
-// server's advisory says, and carries a Nats-Msg-Id of its own delivery,
-// so that a record made again is stored once.
+// RecordTerms stores the record of the Terms of ts, of the consumer name of
+// stream, with their reason, in the advisory stream, and returns once it is
+// stored. The record carries a Nats-Msg-Id of its deliveries, so that a
+// record made again is stored once.
 func RecordTerms(ctx context.Context, js jetstream.JetStream, stream, name, reason string, ts []Termed) error {
-	subject := recordTermed + stream + "." + name
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(recordsAtOnce)
-	for _, t := range ts {
-		g.Go(func() error {
-			data, err := json.Marshal(advisory{Stream: stream, Consumer: name, StreamSeq: t.StreamSeq, Deliveries: t.Deliveries,
-				Reason: strings.TrimSpace(reason)}) // as the server's advisory says it
-			if err != nil {
-				return err
-			}
-			id := "jetgate-termed:" + stream + ":" + name + ":" + strconv.FormatUint(t.StreamSeq, 10) + ":" + strconv.FormatUint(t.Deliveries, 10)
-			_, err = js.PublishMsg(ctx, &nats.Msg{Subject: subject, Data: data}, jetstream.WithMsgID(id), jetstream.WithExpectStream(AdvisoryStream))
-			return err
-		})
+	data, err := json.Marshal(termRecord{Stream: stream, Consumer: name, Reason: strings.TrimSpace(reason), Terms: ts}) // the reason as the server's advisory says it
+	if err != nil {
+		return err
 	}
-	return g.Wait()
+	h := fnv.New64a()
+	for _, t := range ts {
+		_ = binary.Write(h, binary.LittleEndian, [2]uint64{t.StreamSeq, t.Deliveries})
+	}
+	id := "jetgate-termed:" + stream + ":" + name + ":" + strconv.FormatUint(h.Sum64(), 16)
+	_, err = js.PublishMsg(ctx, &nats.Msg{Subject: recordTermed + stream + "." + name, Data: data},
+		jetstream.WithMsgID(id), jetstream.WithExpectStream(AdvisoryStream))
+	return err
 }
 
-// ProbeRecords stores a record of no Term (stream sequence 0, which the
-// worker drops) for the consumer name of stream, to prove at start that
-// the replica may store the records of its Terms: without the permission
-// to publish on the subject, every Term would wait out its record.
+// ProbeRecords stores a record of no Term for the consumer name of stream,
+// which the worker drops, to prove at start that the replica may store the
+// records of its Terms: without the permission to publish on the subject,
+// every Term would wait out its record.
 func ProbeRecords(ctx context.Context, js jetstream.JetStream, stream, name string) error {
 	subject := recordTermed + stream + "." + name
-	data, err := json.Marshal(advisory{Stream: stream, Consumer: name})
+	data, err := json.Marshal(termRecord{Stream: stream, Consumer: name})
 	if err != nil {
 		return err
 	}

@@ -17,14 +17,15 @@ func TestATermsRecordAloneIsDeadLettered(t *testing.T) {
 	e := newEnv(t)
 	e.start(true)
 	seq := e.publish("payload")
+	other := e.publish("another")
 	e.next() // delivered once, and not terminated: the record is what the worker trusts
-	if err := RecordTerms(context.Background(), e.js, "ORDERS", "billing", "malformed", []Termed{{StreamSeq: seq, Deliveries: 1}}); err != nil {
+	if err := RecordTerms(context.Background(), e.js, "ORDERS", "billing", " malformed ", []Termed{{StreamSeq: seq, Deliveries: 1}, {StreamSeq: other, Deliveries: 2}}); err != nil {
 		t.Fatal(err)
 	}
-	e.workedOff(1)
+	e.workedOff(1) // one record of both Terms
 	dls := e.deadLetters()
-	if len(dls) != 1 {
-		t.Fatalf("%d dead letters after a Term's record, want 1", len(dls))
+	if len(dls) != 2 {
+		t.Fatalf("%d dead letters after a record of two Terms, want 2", len(dls))
 	}
 	for k, want := range map[string]string{
 		HeaderStream: "ORDERS", HeaderConsumer: "billing", HeaderSeq: strconv.FormatUint(seq, 10),
@@ -36,6 +37,9 @@ func TestATermsRecordAloneIsDeadLettered(t *testing.T) {
 	}
 	if string(dls[0].Data) != "payload" {
 		t.Errorf("dead letter data %q, want the original's", dls[0].Data)
+	}
+	if got := dls[1].Header.Get(HeaderSeq) + " " + dls[1].Header.Get(HeaderDeliveries) + " " + string(dls[1].Data); got != strconv.FormatUint(other, 10)+" 2 another" {
+		t.Errorf("the second dead letter is %q; want seq %d, 2 deliveries, its data", got, other)
 	}
 }
 
@@ -89,5 +93,19 @@ func TestATermsRecordWithoutOnTerm(t *testing.T) {
 	e.workedOff(1)
 	if dls := e.deadLetters(); len(dls) != 0 {
 		t.Fatalf("dead letters %v with on_term unset; want none", headersOf(dls))
+	}
+}
+
+// The worker remembers the last recentIDs dead letters it stored, and no
+// more.
+func TestRecentLettersAreBounded(t *testing.T) {
+	var r recentLetters
+	for i := range recentIDs + 1 {
+		r.add(strconv.Itoa(i))
+	}
+	r.add("1") // known: no new slot
+	if r.has("0") || !r.has("1") || !r.has(strconv.Itoa(recentIDs)) || len(r.ids) != recentIDs {
+		t.Fatalf("after %d ids: has 0 %v, has 1 %v, has the last %v, holds %d; want the first forgotten, the rest held",
+			recentIDs+1, r.has("0"), r.has("1"), r.has(strconv.Itoa(recentIDs)), len(r.ids))
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -110,6 +111,7 @@ type Worker struct {
 	log    *slog.Logger
 	copied *prometheus.CounterVec
 	cc     jetstream.ConsumeContext
+	recent recentLetters
 }
 
 // Start makes sure each route's dead-letter subject is bound to a stream
@@ -192,18 +194,17 @@ func (w *Worker) handle(m jetstream.Msg) {
 		_ = m.Term()
 		return
 	}
-	var a advisory
-	err := json.Unmarshal(m.Data(), &a)
-	if err == nil && a.StreamSeq == 0 && strings.HasPrefix(m.Subject(), recordTermed) {
-		_ = m.Ack() // ProbeRecords'
-		return
-	}
-	if err != nil || a.StreamSeq == 0 {
+	stream, consumer, as, err := parseEvent(m)
+	switch {
+	case err != nil:
 		w.log.Error("dropped an advisory that does not parse", "subject", m.Subject(), "err", err)
 		_ = m.Term()
 		return
+	case len(as) == 0: // ProbeRecords'
+		_ = m.Ack()
+		return
 	}
-	r, ok := w.routes[[2]string{a.Stream, a.Consumer}]
+	r, ok := w.routes[[2]string{stream, consumer}]
 	switch {
 	case !ok:
 		// Another deployment's consumer, sharing the advisory stream.
@@ -213,24 +214,97 @@ func (w *Worker) handle(m jetstream.Msg) {
 		_ = m.Ack()
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	stored, err := w.copy(ctx, r, a, reason)
-	if err != nil {
-		w.log.Warn("could not copy a dead letter; retrying", "stream", a.Stream, "consumer", a.Consumer, "stream_seq", a.StreamSeq, "err", err)
-		_ = m.NakWithDelay(retryFailedAfter)
-		return
-	}
-	if stored && w.copied != nil { // not a copy made again: a Term's record and advisory, an advisory redelivered
-		w.copied.WithLabelValues(a.Stream, a.Consumer, reason).Inc()
+	for _, a := range as {
+		id := letterID(a, reason)
+		if w.recent.has(id) { // the other of a Term's record and advisory: the copy is stored
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		stored, err := w.copy(ctx, r, a, reason, id)
+		cancel()
+		if err != nil {
+			w.log.Warn("could not copy a dead letter; retrying", "stream", a.Stream, "consumer", a.Consumer, "stream_seq", a.StreamSeq, "err", err)
+			_ = m.NakWithDelay(retryFailedAfter) // the copies made are stored once again
+			return
+		}
+		if stored && w.copied != nil { // not a copy made again: a Term's record and advisory, an advisory redelivered
+			w.copied.WithLabelValues(a.Stream, a.Consumer, reason).Inc()
+		}
+		w.recent.add(id)
 	}
 	_ = m.Ack()
+}
+
+// parseEvent reads an advisory (one message) or a record of Terms (those of
+// one settle; none: a probe) as the advisories of its messages.
+func parseEvent(m jetstream.Msg) (stream, consumer string, as []advisory, _ error) {
+	if strings.HasPrefix(m.Subject(), recordTermed) {
+		var rec termRecord
+		if err := json.Unmarshal(m.Data(), &rec); err != nil {
+			return "", "", nil, err
+		}
+		for _, t := range rec.Terms {
+			if t.StreamSeq == 0 {
+				return "", "", nil, errors.New("a Term of stream sequence 0")
+			}
+			as = append(as, advisory{Stream: rec.Stream, Consumer: rec.Consumer, StreamSeq: t.StreamSeq, Deliveries: t.Deliveries, Reason: rec.Reason})
+		}
+		return rec.Stream, rec.Consumer, as, nil
+	}
+	var a advisory
+	if err := json.Unmarshal(m.Data(), &a); err != nil {
+		return "", "", nil, err
+	}
+	if a.StreamSeq == 0 {
+		return "", "", nil, errors.New("no stream_seq")
+	}
+	return a.Stream, a.Consumer, []advisory{a}, nil
+}
+
+// letterID is the Nats-Msg-Id of the dead letter of the advisory's message
+// and event.
+func letterID(a advisory, reason string) string {
+	return "jetgate-dead:" + a.Stream + ":" + a.Consumer + ":" + strconv.FormatUint(a.StreamSeq, 10) + ":" + reason
+}
+
+// recentIDs bounds recentLetters.
+const recentIDs = 4096
+
+// recentLetters are the ids of the last dead letters the worker stored, or
+// found stored: the second of a Term's two events (its record and the
+// server's advisory), mostly taken by the same worker right after the
+// first, is acked without reading the message and publishing it again.
+type recentLetters struct {
+	mu   sync.Mutex
+	ids  map[string]bool
+	ring [recentIDs]string
+	next int
+}
+
+func (r *recentLetters) has(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ids[id]
+}
+
+func (r *recentLetters) add(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ids == nil {
+		r.ids = make(map[string]bool, recentIDs)
+	}
+	if r.ids[id] {
+		return
+	}
+	delete(r.ids, r.ring[r.next])
+	r.ring[r.next], r.ids[id] = id, true
+	r.next = (r.next + 1) % recentIDs
 }
 
 // copy publishes the dead letter of the advisory's message, and reports
 // whether it was stored: false where the stream had it already (its
 // Nats-Msg-Id).
-func (w *Worker) copy(ctx context.Context, r Route, a advisory, reason string) (stored bool, _ error) {
+func (w *Worker) copy(ctx context.Context, r Route, a advisory, reason, id string) (stored bool, _ error) {
 	dl := &nats.Msg{Subject: r.Subject, Header: nats.Header{}}
 	s, err := w.js.Stream(ctx, a.Stream)
 	if err != nil {
@@ -261,7 +335,6 @@ func (w *Worker) copy(ctx context.Context, r Route, a advisory, reason string) (
 	if reason == ReasonTerminated && strings.TrimSpace(a.Reason) != "" {
 		dl.Header.Set(HeaderTermReason, a.Reason)
 	}
-	id := "jetgate-dead:" + a.Stream + ":" + a.Consumer + ":" + strconv.FormatUint(a.StreamSeq, 10) + ":" + reason
 	ack, err := w.js.PublishMsg(ctx, dl, jetstream.WithMsgID(id))
 	if err != nil {
 		return false, err

@@ -158,7 +158,7 @@ func (e *env) workedOff(n uint64) {
 // lost, or two workers racing) is not stored twice.
 func TestDeadLetterCarriesItsMsgID(t *testing.T) {
 	e := newEnv(t)
-	e.start(true)
+	stop := e.start(true)
 	advisories := make(chan *nats.Msg, 4)
 	sub, err := e.nc.ChanSubscribe(advisoryTermed+"ORDERS.billing", advisories)
 	if err != nil {
@@ -180,8 +180,10 @@ func TestDeadLetterCarriesItsMsgID(t *testing.T) {
 		t.Fatalf("the dead letter of seq %d has no %s (headers %v)", seq, jetstream.MsgIDHeader, dls[0].Header)
 	}
 
-	// The same advisory again: the worker copies it again, and the copy is
-	// not stored.
+	// The same advisory again, to a worker that has not copied it (another
+	// replica's): it copies it again, and the copy is not stored.
+	stop()
+	e.start(true)
 	var adv *nats.Msg
 	select {
 	case adv = <-advisories:

@@ -17,18 +17,36 @@ import (
 // through the core, tracing off: its allocs/op are what tracing must not
 // raise (go test -bench FetchOne -benchmem ./internal/replica). The in-process
 // NATS server's allocations count too, the same with tracing or without.
-func BenchmarkFetchOneAndAck(b *testing.B) { benchFetchAndAck(b, 1) }
+func BenchmarkFetchOneAndAck(b *testing.B) { benchFetchAndSettle(b, 1, lease.OpAck, nil) }
 
 // BenchmarkFetchBatchAndAck is the bench's grpc mode through the core: a
 // Fetch of 100 and one Ack of their tokens; an op is one message.
-func BenchmarkFetchBatchAndAck(b *testing.B) { benchFetchAndAck(b, 100) }
+func BenchmarkFetchBatchAndAck(b *testing.B) { benchFetchAndSettle(b, 100, lease.OpAck, nil) }
 
-func benchFetchAndAck(b *testing.B, batch int) {
+// BenchmarkFetchBatchAndTerm is a Fetch of 100 and one Term of their tokens,
+// the consumer with no dead letter, with one, and with one with on_term:
+// what a Term's record costs (an op is one message; the worker's copies
+// run meanwhile).
+func BenchmarkFetchBatchAndTerm(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		dl   *consumer.DeadLetter
+	}{
+		{"no_dead_letter", nil},
+		{"dead_letter", &consumer.DeadLetter{Subject: "dlq.billing"}},
+		{"on_term", &consumer.DeadLetter{Subject: "dlq.billing", OnTerm: true}},
+	} {
+		b.Run(c.name, func(b *testing.B) { benchFetchAndSettle(b, 100, lease.OpTerm, c.dl) })
+	}
+}
+
+func benchFetchAndSettle(b *testing.B, batch int, op lease.Op, dl *consumer.DeadLetter) {
 	ns := natstest.Start(b)
 	nc := natstest.Connect(b, ns)
 	natstest.Stream(b, nc, "ORDERS", "orders.>")
+	natstest.Stream(b, nc, "DLQ", "dlq.>")
 	r, err := replica.New(context.Background(), replica.Options{
-		Conn: natstest.Connect(b, ns), Consumers: []consumer.Config{{Stream: "ORDERS", Name: "billing", AckWait: time.Minute}},
+		Conn: natstest.Connect(b, ns), Consumers: []consumer.Config{{Stream: "ORDERS", Name: "billing", AckWait: time.Minute, DeadLetter: dl}},
 		Keys: token.RandomKeyring(),
 	})
 	if err != nil {
@@ -57,13 +75,13 @@ func benchFetchAndAck(b *testing.B, batch int) {
 		for i, d := range res.Messages {
 			tokens[i] = d.Token
 		}
-		out, err := r.Settle(ctx, settle.Request{Op: lease.OpAck, Stream: "ORDERS", Consumer: "billing", Tokens: tokens})
+		out, err := r.Settle(ctx, settle.Request{Op: op, Stream: "ORDERS", Consumer: "billing", Tokens: tokens})
 		if err != nil {
-			b.Fatalf("ack: %v", err)
+			b.Fatalf("%v: %v", op, err)
 		}
 		for _, o := range out {
 			if o.Err != nil {
-				b.Fatalf("ack: %v", o.Err)
+				b.Fatalf("%v: %v", op, o.Err)
 			}
 		}
 	}
