@@ -108,6 +108,9 @@ func TestFaultTermsThroughANATSRestartAreDeadLettered(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatalf("fewer than %d of %d Terms confirmed", n/3, n)
 	}
+	mu.Lock()
+	before := len(confirmed)
+	mu.Unlock()
 	ns.Shutdown()
 	ns.WaitForShutdown()
 	natstest.StartIn(t, dir, port) // on the same store and port: the replica reconnects
@@ -115,6 +118,9 @@ func TestFaultTermsThroughANATSRestartAreDeadLettered(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
+	if len(confirmed) == before {
+		t.Fatalf("no Term confirmed after the restart (%d before it): the restart was not mid-traffic", before)
+	}
 	var missing []uint64
 	var dead map[uint64]int // dead letters by stream sequence
 	defer func() {

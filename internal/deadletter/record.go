@@ -53,8 +53,11 @@ func RecordTerms(ctx context.Context, js jetstream.JetStream, stream, name, reas
 		return err
 	}
 	h := fnv.New64a()
+	var b [16]byte
 	for _, t := range ts {
-		_ = binary.Write(h, binary.LittleEndian, [2]uint64{t.StreamSeq, t.Deliveries})
+		binary.LittleEndian.PutUint64(b[:8], t.StreamSeq)
+		binary.LittleEndian.PutUint64(b[8:], t.Deliveries)
+		_, _ = h.Write(b[:])
 	}
 	id := "jetgate-termed:" + stream + ":" + name + ":" + strconv.FormatUint(h.Sum64(), 16)
 	_, err = js.PublishMsg(ctx, &nats.Msg{Subject: recordTermed + stream + "." + name, Data: data},

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -55,8 +56,14 @@ func TestATermRecordedAndAdvisedIsOneDeadLetter(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.Stop)
+	advised := e.termAdvisories()
 	e.publish("payload")
 	seq := e.term() // the server's advisory
+	select {
+	case <-advised: // sent, and so captured before the records (one server, in order)
+	case <-time.After(within):
+		t.Fatal("no MSG_TERMINATED advisory seen")
+	}
 	for range 2 {
 		if err := RecordTerms(ctx, e.js, "ORDERS", "billing", "malformed", []Termed{{StreamSeq: seq, Deliveries: 1}}); err != nil {
 			t.Fatal(err)

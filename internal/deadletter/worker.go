@@ -214,13 +214,24 @@ func (w *Worker) handle(m jetstream.Msg) {
 		_ = m.Ack()
 		return
 	}
-	for _, a := range as {
+	var orig jetstream.Stream // the messages' stream, looked up once an event
+	for i, a := range as {
 		id := letterID(a, reason)
 		if w.recent.has(id) { // the other of a Term's record and advisory: the copy is stored
 			continue
 		}
+		if i > 0 {
+			_ = m.InProgress() // a record of many Terms: not redelivered to another worker meanwhile
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		stored, err := w.copy(ctx, r, a, reason, id)
+		var err error
+		if orig == nil {
+			orig, err = w.js.Stream(ctx, stream)
+		}
+		var stored bool
+		if err == nil {
+			stored, err = w.copy(ctx, r, orig, a, reason, id)
+		}
 		cancel()
 		if err != nil {
 			w.log.Warn("could not copy a dead letter; retrying", "stream", a.Stream, "consumer", a.Consumer, "stream_seq", a.StreamSeq, "err", err)
@@ -301,15 +312,11 @@ func (r *recentLetters) add(id string) {
 	r.next = (r.next + 1) % recentIDs
 }
 
-// copy publishes the dead letter of the advisory's message, and reports
-// whether it was stored: false where the stream had it already (its
-// Nats-Msg-Id).
-func (w *Worker) copy(ctx context.Context, r Route, a advisory, reason, id string) (stored bool, _ error) {
+// copy publishes the dead letter of the advisory's message, read from its
+// stream s, and reports whether it was stored: false where the stream had
+// it already (its Nats-Msg-Id).
+func (w *Worker) copy(ctx context.Context, r Route, s jetstream.Stream, a advisory, reason, id string) (stored bool, _ error) {
 	dl := &nats.Msg{Subject: r.Subject, Header: nats.Header{}}
-	s, err := w.js.Stream(ctx, a.Stream)
-	if err != nil {
-		return false, err
-	}
 	orig, err := s.GetMsg(ctx, a.StreamSeq)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):

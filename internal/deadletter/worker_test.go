@@ -137,6 +137,22 @@ func (e *env) streamState(name string) jetstream.StreamState {
 	return info.State
 }
 
+// termAdvisories receives the MSG_TERMINATED advisories of billing from
+// now on.
+func (e *env) termAdvisories() <-chan *nats.Msg {
+	e.t.Helper()
+	advisories := make(chan *nats.Msg, 4)
+	sub, err := e.nc.ChanSubscribe(advisoryTermed+"ORDERS.billing", advisories)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := e.nc.Flush(); err != nil {
+		e.t.Fatal(err)
+	}
+	return advisories
+}
+
 // deadLetters reads every dead letter of billing.
 func (e *env) deadLetters() []*jetstream.RawStreamMsg {
 	e.t.Helper()
@@ -159,15 +175,7 @@ func (e *env) workedOff(n uint64) {
 func TestDeadLetterCarriesItsMsgID(t *testing.T) {
 	e := newEnv(t)
 	stop := e.start(true)
-	advisories := make(chan *nats.Msg, 4)
-	sub, err := e.nc.ChanSubscribe(advisoryTermed+"ORDERS.billing", advisories)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Unsubscribe() })
-	if err := e.nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	advisories := e.termAdvisories()
 	e.publish("first")
 	seq := e.term()
 	e.workedOff(1)
