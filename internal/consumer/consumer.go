@@ -109,7 +109,8 @@ type Deps struct {
 //     (consume.go, with consumeStream) drive, and its share of max_waiting
 //     (waiting.go: SetReplicas, Pulls, Replicas);
 //   - settler, settles and adoption (settle.go: Settle, Adopt, Superseded,
-//     Origins);
+//     Origins), an Extend's new deadline and the leases kept alive
+//     (extend.go);
 //   - the Consumer itself (this file): its life (Bind, Run, Close) and what
 //     it holds.
 //

@@ -1,0 +1,59 @@
+package consumer
+
+import (
+	"cmp"
+	"context"
+	"time"
+
+	"github.com/jetgate/jetgate/internal/lease"
+	"github.com/jetgate/jetgate/internal/settle"
+	"github.com/jetgate/jetgate/internal/token"
+)
+
+// The settler's side of Extend: the new deadline and token of an Extend
+// confirmed, and the leases it keeps alive past one wait.
+
+// extended records an Extend of cl that succeeded: its +WPI, sent at sent,
+// restarted the server's clock at the full wait; with a duration, the lease
+// is kept alive until then. It returns the new token (none for the
+// issuer's own keep-alive) and the deadline the caller may count on.
+func (s *settler) extended(cl token.Claims, timing lease.Policy, args settle.Args, sent, done time.Time) (string, time.Time) {
+	ext := lease.Extension{Deadline: timing.Deadline(sent, cl.Delivered), Wait: timing.AckWaitFor(cl.Delivered), KeepAlive: args.KeepAlive}
+	if d := args.Duration; d != nil {
+		ext.Until = sent.Add(*d).Truncate(time.Millisecond)
+	}
+	server, asked := s.leases.Finish(ref(cl), lease.OpExtend, true, done, ext)
+	// The token names the delivery by a deadline no earlier than its first
+	// (lease.Ref): one kept alive by the one asked, with the server's for a
+	// replica acting alone; one cut short by the server's.
+	cl.Deadline, cl.Unkept = server, time.Time{}
+	if asked.After(server) {
+		cl.Deadline, cl.Unkept = asked, server
+	}
+	shown := cmp.Or(asked, server)
+	if args.KeepAlive {
+		return "", shown
+	}
+	return s.tokens.reissue(cl, args.Principal), shown
+}
+
+// keepAlive extends the leases kept alive (an Extend with a duration) whose
+// deadline is near: the issuer's side of the keep-alive, which ends with
+// the issuer (the server then redelivers after one wait).
+func (s *settler) keepAlive(ctx context.Context, now time.Time) {
+	due := s.leases.KeptDue(now, func(delivered uint64) time.Duration { return extendLead(s.server.timing(), delivered) })
+	if len(due) == 0 {
+		return
+	}
+	cs := make([]token.Claims, len(due))
+	for i := range due {
+		cs[i] = s.tokens.claimsOfLease(&due[i])
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.server.timeout)
+	defer cancel()
+	for i, o := range s.settle(ctx, lease.OpExtend, cs, settle.Args{KeepAlive: true}, settle.Issued) {
+		if o.Err != nil {
+			s.log.Warn("could not keep a lease alive: it ends at its deadline", "stream_seq", cs[i].StreamSeq, "err", o.Err)
+		}
+	}
+}
