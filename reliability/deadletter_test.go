@@ -34,31 +34,32 @@ func TestFaultTermsThroughANATSRestartAreDeadLettered(t *testing.T) {
 	nc := natstest.Connect(t, ns, reconnecting()...)
 	natstest.Stream(t, nc, stream, "orders.>")
 	natstest.Stream(t, nc, "DEAD", "dead.>")
+	n := scale(3000, 20000)
 	g := gwtest.Start(t, replica.Options{
 		Conn: natstest.Connect(t, ns, reconnecting()...),
-		Consumers: []coreconsumer.Config{{Stream: stream, Name: consumer, AckWait: time.Minute, MaxAckPending: 10000,
+		Consumers: []coreconsumer.Config{{Stream: stream, Name: consumer, AckWait: 10 * time.Minute, MaxAckPending: n, // every message leased at once, none redelivered
 			DeadLetter: &coreconsumer.DeadLetter{Subject: "dead.billing", OnTerm: true}}},
 		Keys:           token.RandomKeyring(),
 		RequestTimeout: time.Second,
 		Logger:         testLogger(t),
 	})
 	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(scale(2, 8))*time.Minute)
 	defer cancel()
-	n := scale(3000, 20000)
 	for i := range n {
 		if _, err := js.Publish(ctx, "orders.term", []byte(strconv.Itoa(i))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var tokens []string
+	var seqs []uint64 // of the tokens
 	for len(tokens) < n {
 		resp, err := g.Consumers.Fetch(ctx, &jetgatev1.FetchRequest{Stream: stream, Consumer: consumer, Batch: 500, Expires: durationpb.New(time.Second)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, m := range resp.GetMessages() {
-			tokens = append(tokens, m.GetToken())
+			tokens, seqs = append(tokens, m.GetToken()), append(seqs, m.GetMetadata().GetStreamSeq())
 		}
 	}
 
@@ -87,7 +88,7 @@ func TestFaultTermsThroughANATSRestartAreDeadLettered(t *testing.T) {
 		defer mu.Unlock()
 		for i := from; i < to; i++ {
 			if !failed[i-from] {
-				confirmed = append(confirmed, uint64(i+1)) // fetched in order: token i is stream sequence i+1
+				confirmed = append(confirmed, seqs[i])
 			}
 		}
 		if len(confirmed) >= n/3 {
@@ -129,7 +130,7 @@ func TestFaultTermsThroughANATSRestartAreDeadLettered(t *testing.T) {
 			logDeadLetterState(t, js)
 		}
 	}()
-	natstest.Eventually(t, time.Minute, "a dead letter of every confirmed Term", func() bool {
+	natstest.Eventually(t, time.Duration(scale(1, 3))*time.Minute, "a dead letter of every confirmed Term", func() bool {
 		dead = map[uint64]int{}
 		for _, m := range natstest.StreamMsgs(t, js, "DEAD", "dead.billing") {
 			seq, _ := strconv.ParseUint(m.Header.Get("Jetgate-Dead-Seq"), 10, 64)
