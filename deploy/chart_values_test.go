@@ -264,7 +264,7 @@ func TestSecretsOnePerPurpose(t *testing.T) {
 
 // The schema takes exactly the top-level keys of jetgate's configuration
 // file (internal/config Config), and a configuration of consumers on
-// demand alone renders.
+// demand alone, or of consumers through the API alone, renders.
 func TestSchemaKnowsEveryConfigKey(t *testing.T) {
 	src, err := os.ReadFile("../internal/config/config.go")
 	if err != nil {
@@ -275,7 +275,7 @@ func TestSchemaKnowsEveryConfigKey(t *testing.T) {
 		t.Fatal("internal/config/config.go: no type Config")
 	}
 	var want []string
-	for _, m := range regexp.MustCompile(`yaml:"(\w+)"`).FindAllSubmatch(body[1], -1) {
+	for _, m := range regexp.MustCompile(`yaml:"(\w+)[,"]`).FindAllSubmatch(body[1], -1) {
 		want = append(want, string(m[1]))
 	}
 	b, err := os.ReadFile(chartDir + "/values.schema.json")
@@ -296,4 +296,5 @@ func TestSchemaKnowsEveryConfigKey(t *testing.T) {
 		t.Errorf("the schema's config keys %v; jetgate's %v", got, slices.Sorted(slices.Values(want)))
 	}
 	mustRender(t, with(baseValues(), "config.consumers", nil, "config.on_demand", map[string]any{"match": []any{map[string]any{"stream": "*", "consumer": "*"}}}))
+	mustRender(t, with(baseValues(), "config.consumers", nil, "config.admin", map[string]any{"streams": []any{"ORDERS"}, "consumers": []any{"team-*"}}))
 }

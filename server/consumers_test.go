@@ -170,7 +170,7 @@ func TestConsumersThroughTheAPIRefusals(t *testing.T) {
 		{"max_deliver above the bound", &jetgatev1.ConsumerConfig{DurableName: "team-x", MaxDeliver: 6}, codes.InvalidArgument, "ADMIN_BOUND"},
 		{"max_ack_pending above the bound", &jetgatev1.ConsumerConfig{DurableName: "team-x", MaxAckPending: 101}, codes.InvalidArgument, "ADMIN_BOUND"},
 		{"a jetgate metadata key", &jetgatev1.ConsumerConfig{DurableName: "team-x", Metadata: map[string]string{"jetgate.created_by": "someone"}}, codes.InvalidArgument, "INVALID_ARGUMENT"},
-		{"the file's consumer", &jetgatev1.ConsumerConfig{DurableName: consumer}, codes.InvalidArgument, "ADMIN_BOUND"},
+		{"the file's consumer", &jetgatev1.ConsumerConfig{DurableName: consumer}, codes.FailedPrecondition, "CONSUMER_CONFIGURED"},
 	}
 	for _, tc := range cases {
 		_, err := create(h, a, tc.cfg)
@@ -181,7 +181,7 @@ func TestConsumersThroughTheAPIRefusals(t *testing.T) {
 	if _, err := h.js.Consumer(h.ctx(), stream, "team-x"); err == nil {
 		t.Error("a refused create made the consumer")
 	}
-	// The quota: two, then RESOURCE_EXHAUSTED; the same name twice: ALREADY_EXISTS.
+	// The quota: two, then RESOURCE_EXHAUSTED.
 	for _, name := range []string{"team-1", "team-2"} {
 		r, err := create(h, a, &jetgatev1.ConsumerConfig{DurableName: name})
 		if err != nil {
@@ -191,8 +191,15 @@ func TestConsumersThroughTheAPIRefusals(t *testing.T) {
 			t.Errorf("max_deliver unset: %d; want the bound, 5", got)
 		}
 	}
+	// The same request again, by the same creator: the name is taken,
+	// whatever the quota (the server would take it as done).
 	_, err := create(h, a, &jetgatev1.ConsumerConfig{DurableName: "team-1"})
+	wantCode(t, err, codes.AlreadyExists, "CONSUMER_EXISTS")
+	_, err = create(h, a, &jetgatev1.ConsumerConfig{DurableName: "team-3"})
 	wantCode(t, err, codes.ResourceExhausted, "CONSUMER_QUOTA_EXCEEDED")
+	// The file's consumer is not the API's to change, whatever its name.
+	_, err = a.DeleteConsumer(h.ctx(), &jetgatev1.DeleteConsumerRequest{Stream: stream, Consumer: consumer})
+	wantCode(t, err, codes.FailedPrecondition, "CONSUMER_CONFIGURED")
 	// Update and delete: never the file's consumer, nor one made by others'
 	// tools, and only fields an update may change.
 	if _, err := h.js.CreateOrUpdateConsumer(h.ctx(), stream, jetstreamPull("team-cli")); err != nil {
@@ -291,4 +298,37 @@ func TestAnAdminStreamIsPublishedTo(t *testing.T) {
 	wantCode(t, err, codes.InvalidArgument, "SUBJECT_NOT_ALLOWED")
 	_, err = g.Streams.Publish(h.ctx(), &jetgatev1.PublishRequest{Stream: "OTHER", Subject: "other.a", Data: []byte("x")})
 	wantCode(t, err, codes.NotFound, "STREAM_NOT_FOUND")
+}
+
+// A stream is listed by every replica of a gateway of the admin block
+// alone once a consumer was created on it through the API, before any
+// replica has bound it; a consumer outside the block's names is not
+// counted, whatever its metadata says.
+func TestAStreamWithAConsumerCreatedThroughTheAPIIsListed(t *testing.T) {
+	h := newHarness(t)
+	a := coreconsumer.Admin{Streams: []string{stream}, Consumers: []string{"team-*"}}
+	var gws []*gwtest.Replica
+	for range 2 {
+		gws = append(gws, gwtest.Start(t, replica.Options{Conn: natstest.Connect(t, h.ns), Keys: h.cfg.keys, Admin: &a}))
+	}
+	for i, g := range gws {
+		ss, err := g.Streams.ListStreams(h.ctx(), &jetgatev1.ListStreamsRequest{})
+		if err != nil || len(ss.GetStreams()) != 0 {
+			t.Fatalf("replica %d lists %v %v before any consumer was created; want none", i, ss, err)
+		}
+	}
+	if _, err := gws[0].Consumers.CreateConsumer(h.ctx(), &jetgatev1.CreateConsumerRequest{Stream: stream, Config: &jetgatev1.ConsumerConfig{DurableName: "team-a"}}); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	other := jetstreamPull("ops-a")
+	other.Metadata = map[string]string{coreconsumer.CreatedBy: "someone"}
+	if _, err := h.js.CreateOrUpdateConsumer(h.ctx(), stream, other); err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range gws {
+		ss, err := g.Streams.ListStreams(h.ctx(), &jetgatev1.ListStreamsRequest{})
+		if err != nil || len(ss.GetStreams()) != 1 || ss.GetStreams()[0].GetName() != stream || ss.GetStreams()[0].GetConsumers() != 1 {
+			t.Errorf("replica %d lists %v %v; want %s with the one consumer created through the API", i, ss, err, stream)
+		}
+	}
 }

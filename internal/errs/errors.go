@@ -146,8 +146,8 @@ var (
 	// bounds, or with what jetgate cannot serve.
 	ErrAdminBound = errors.New("outside the admin bounds")
 
-	// ErrConsumerConfigured is an Update or Delete of a consumer of the
-	// gateway's own configuration.
+	// ErrConsumerConfigured is a Create, Update or Delete of a consumer of
+	// the gateway's own configuration.
 	ErrConsumerConfigured = errors.New("consumer of the gateway's configuration")
 
 	// ErrConsumerNotCreatedByAPI is an Update or Delete of a consumer that

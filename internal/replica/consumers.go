@@ -37,11 +37,19 @@ func (m *manager) CreateConsumer(ctx context.Context, principal, stream string, 
 	if err := m.admitted(&cfg); err != nil {
 		return nil, err
 	}
-	if err := m.underQuota(ctx, cmp.Or(principal, anonymous)); err != nil {
-		return nil, err
-	}
 	s, err := m.binder.stream(ctx, stream)
 	if err != nil {
+		return nil, err
+	}
+	// The server takes a create of a consumer that exists with the same
+	// configuration as done: a name taken is refused here, whoever took it.
+	switch _, err := s.Consumer(ctx, cfg.Durable); {
+	case err == nil:
+		return nil, fmt.Errorf("%w: stream %q has a consumer %q already", errs.ErrConsumerExists, stream, cfg.Durable)
+	case !errors.Is(err, jetstream.ErrConsumerNotFound):
+		return nil, fmt.Errorf("%w: look up consumer %q of stream %q: %v", errs.ErrUnavailable, cfg.Durable, stream, err)
+	}
+	if err := m.underQuota(ctx, cmp.Or(principal, anonymous)); err != nil {
 		return nil, err
 	}
 	cons, err := s.CreateConsumer(ctx, cfg)
@@ -110,10 +118,10 @@ func (m *manager) adminMay(stream, name string) error {
 		return fmt.Errorf("%w: this gateway's configuration has no admin block", errs.ErrAdminDisabled)
 	case natsname.Internal(stream):
 		return fmt.Errorf("%w: stream %q is jetgate's own", errs.ErrAdminBound, stream)
-	case !a.Matches(stream, name):
-		return fmt.Errorf("%w: consumer %q of stream %q: the admin block allows streams %q and consumer names %q", errs.ErrAdminBound, name, stream, a.Streams, a.Consumers)
 	case m.binder.configured(stream, name):
 		return fmt.Errorf("%w: consumer %q of stream %q is in the gateway's configuration; change it there", errs.ErrConsumerConfigured, name, stream)
+	case !a.Matches(stream, name):
+		return fmt.Errorf("%w: consumer %q of stream %q: the admin block allows streams %q and consumer names %q", errs.ErrAdminBound, name, stream, a.Streams, a.Consumers)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/natsname"
 )
 
 // lister answers what callers may read of the streams and consumers a
@@ -37,7 +38,9 @@ func (l *lister) stop() {
 }
 
 // Listing, for operators and the console (DESIGN section 16). What the
-// lists cost the NATS server: one stream info per stream served, one
+// lists cost the NATS server: one stream info per stream listed (with an
+// admin block, the stream names and a CONSUMER.LIST page of each stream it
+// allows, to find the consumers created through the API), one
 // $JS.API.CONSUMER.LIST page per stream (up to 256 consumers), and per
 // consumer no more than its GetConsumer would (a read of its oldest
 // unacknowledged message, a count of its dead letters).
@@ -75,25 +78,65 @@ func (l *lister) served() []*consumer.Consumer {
 	return out
 }
 
-// Streams lists the streams with a consumer the replica serves that
-// visible lets the caller see.
+// Streams lists the streams with a consumer that visible lets the caller
+// see: one the replica serves, or one created through the API (served by
+// every replica, bound here or not yet).
 func (l *lister) Streams(ctx context.Context, visible Visible) ([]StreamSummary, error) {
-	var out []StreamSummary
+	counts := map[string]int{}
+	counted := map[consumerKey]bool{}
 	for _, c := range l.served() {
-		if !visible(c.Stream, c.Name) {
-			continue
+		if visible(c.Stream, c.Name) {
+			counts[c.Stream]++
+			counted[consumerKey{c.Stream, c.Name}] = true
 		}
-		if n := len(out); n > 0 && out[n-1].Info.Config.Name == c.Stream {
-			out[n-1].Consumers++
-			continue
-		}
-		s, err := l.js.Stream(ctx, c.Stream)
+	}
+	if err := l.countCreated(ctx, visible, counted, counts); err != nil {
+		return nil, err
+	}
+	out := make([]StreamSummary, 0, len(counts))
+	for _, name := range slices.Sorted(maps.Keys(counts)) {
+		s, err := l.js.Stream(ctx, name)
 		if err != nil {
-			return nil, natsError(ctx, fmt.Sprintf("stream %q", c.Stream), err)
+			return nil, natsError(ctx, fmt.Sprintf("stream %q", name), err)
 		}
-		out = append(out, StreamSummary{Info: s.CachedInfo(), Consumers: 1})
+		out = append(out, StreamSummary{Info: s.CachedInfo(), Consumers: counts[name]})
 	}
 	return out, nil
+}
+
+// countCreated adds to counts, by stream, the consumers created through
+// the API that visible lets the caller see and that are not counted yet:
+// the stream names, then a CONSUMER.LIST page of each stream the admin
+// block allows.
+func (l *lister) countCreated(ctx context.Context, visible Visible, counted map[consumerKey]bool, counts map[string]int) error {
+	admin := l.binder.admin
+	if admin == nil {
+		return nil
+	}
+	names := l.js.StreamNames(ctx)
+	for stream := range names.Name() {
+		if !admin.StreamAllowed(stream) || natsname.Internal(stream) {
+			continue
+		}
+		infos, err := l.consumerInfos(ctx, stream, math.MaxInt, func(name string) bool {
+			return admin.Matches(stream, name) && visible(stream, name) && !counted[consumerKey{stream, name}]
+		})
+		if errors.Is(err, errs.ErrStreamNotFound) {
+			continue // deleted since the names were read
+		}
+		if err != nil {
+			return err
+		}
+		for _, ci := range infos {
+			if ci.Config.Metadata[consumer.CreatedBy] != "" {
+				counts[stream]++
+			}
+		}
+	}
+	if err := names.Err(); err != nil {
+		return natsError(ctx, "list streams", err)
+	}
+	return nil
 }
 
 // Consumers lists the consumers of stream the replica serves that visible

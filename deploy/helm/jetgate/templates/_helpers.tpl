@@ -49,8 +49,8 @@ the chart makes, whose name no Secret of the user's may take. */}}
 {{- if not (or $auth.api_keys $auth.jwt $auth.mtls $auth.allow_unauthenticated) -}}
 {{- fail "config.auth: jetgate listens beyond loopback in a pod, so it needs authentication: set config.auth.api_keys, jwt or mtls (README \"Running in production\"), or config.auth.allow_unauthenticated: true to serve anyone who can reach the Service" -}}
 {{- end -}}
-{{- if not (or .Values.config.consumers .Values.config.on_demand) -}}
-{{- fail "config.consumers: no consumer is configured: list some, or serve existing ones with config.on_demand (README \"Configuration\")" -}}
+{{- if not (or .Values.config.consumers .Values.config.on_demand .Values.config.admin) -}}
+{{- fail "config.consumers: no consumer is configured: list some, serve existing ones with config.on_demand, or let callers create them with config.admin (README \"Configuration\")" -}}
 {{- end -}}
 {{- $own := splitList "\n" (include "jetgate.ownSecrets" .) -}}
 {{- $theirs := dict "nats.credsSecret" .Values.nats.credsSecret "nats.tls.secret" .Values.nats.tls.secret "nats.urlSecret" .Values.nats.urlSecret "tokenKey.existingSecret" .Values.tokenKey.existingSecret -}}
