@@ -259,6 +259,23 @@ func TestExtendedTokenCarriesTheNewDeadline(t *testing.T) {
 	natstest.Eventually(t, 5*time.Second, "acked", func() bool { return h.info(consumer).NumAckPending == 0 })
 }
 
+// A caller that holds a lease's first token and the one its Extend gave,
+// and acks with both in one request, acks the message once: both tokens
+// are answered OK, and neither waits for the other (which used to end
+// SETTLE_IN_PROGRESS after the request timeout).
+func TestAnAckWithALeasesOldAndNewTokenAcksItOnce(t *testing.T) {
+	h := newHarness(t)
+	h.publish(1)
+	m := h.fetchOne(time.Second)
+	resp, err := h.cons.Extend(h.ctx(), &jetgatev1.ExtendRequest{Stream: stream, Consumer: consumer, Tokens: []string{m.GetToken()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantNoFailures(t, resp.GetFailures())
+	wantNoFailures(t, ack(t, h, h.cons, m.GetToken(), resp.GetLeases()[0].GetNewToken()))
+	natstest.Eventually(t, 5*time.Second, "acked", func() bool { return h.info(consumer).NumAckPending == 0 })
+}
+
 func TestSettleAfterDeadlineFailsAndSendsNothing(t *testing.T) {
 	h := newHarness(t, ackWait(time.Second))
 	h.publish(2)

@@ -115,7 +115,7 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	s.awaitInFlight(ctx, &busy, begin, out)
 	s.retriedNaks(ctx, op, cs, out)
 	subjects, idx = s.consultLedger(ctx, op, cs, w, out, subjects, idx)
-	if len(subjects) == 0 || !s.stillLeased(ctx, op, cs, out, idx, resetBefore) {
+	if subjects, idx = s.stillLeased(ctx, op, cs, out, subjects, idx, resetBefore); len(subjects) == 0 {
 		return out
 	}
 	sent := s.send(ctx, givenUp, resetBefore, op, args, cs, subjects, idx)
@@ -149,13 +149,19 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	return out
 }
 
-// stillLeased reports whether the leases of idx, begun after the reset
-// noticed at resetBefore, may be settled now: the ledger's verdicts take a
-// NATS round trip, and a reset noticed since voided them (the table holds
-// them no more), so nothing is sent and each is LEASE_EXPIRED. A replica
-// that may have slept since catches up with NATS first (Deps.Awake); when
-// it cannot, the leases are live again and each fails as it did.
-func (s *settler) stillLeased(ctx context.Context, op lease.Op, cs []token.Claims, out []settle.Outcome, idx []int, resetBefore time.Time) bool {
+// stillLeased keeps, of the settles begun at idx, those that may be sent
+// now; each one it drops has its outcome in out. The ledger's verdicts take
+// a NATS round trip, and a reset noticed since resetBefore voided the leases
+// (the table holds them no more): nothing is sent, and each is
+// LEASE_EXPIRED. A replica that may have slept since catches up with NATS
+// first (Deps.Awake); when it cannot, the leases are live again and each
+// fails as it did. A lease whose deadline passed while its settle waited is
+// LEASE_EXPIRED too (lease.Table.Overdue).
+func (s *settler) stillLeased(ctx context.Context, op lease.Op, cs []token.Claims, out []settle.Outcome,
+	subjects []string, idx []int, resetBefore time.Time) ([]string, []int) {
+	if len(idx) == 0 {
+		return nil, nil
+	}
 	if s.awake != nil {
 		if err := s.awake(ctx); err != nil {
 			now := time.Now()
@@ -163,16 +169,33 @@ func (s *settler) stillLeased(ctx context.Context, op lease.Op, cs []token.Claim
 				s.leases.Finish(ref(cs[i]), op, false, now, lease.Extension{})
 				out[i].Err = err
 			}
-			return false
+			return nil, nil
 		}
 	}
-	if s.server.resetAt().Equal(resetBefore) {
-		return true
+	if !s.server.resetAt().Equal(resetBefore) {
+		for _, i := range idx {
+			out[i].Err = errs.ErrLeaseExpired
+		}
+		return nil, nil
 	}
-	for _, i := range idx {
-		out[i].Err = errs.ErrLeaseExpired
+	rs := make([]lease.Ref, len(idx))
+	for j, i := range idx {
+		rs[j] = ref(cs[i])
 	}
-	return false
+	late := s.leases.Overdue(rs, op, time.Now())
+	if len(late) == 0 {
+		return subjects, idx
+	}
+	keepSubj, keepIdx := subjects[:0], idx[:0]
+	for j, i := range idx {
+		if len(late) > 0 && late[0] == j {
+			late = late[1:]
+			out[i].Err = errs.ErrLeaseExpired
+			continue
+		}
+		keepSubj, keepIdx = append(keepSubj, subjects[j]), append(keepIdx, i)
+	}
+	return keepSubj, keepIdx
 }
 
 // awaitInFlight begins again, as the settles in flight before them end,

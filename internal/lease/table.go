@@ -259,6 +259,26 @@ func (t *Table) Begin(r Ref, op Op, now time.Time) (string, error) {
 	return e.AckSubject, nil
 }
 
+// Overdue returns the indexes of the deliveries rs whose settle with op
+// Begin started and whose lease's deadline has passed by now: a settle that
+// waited (for another in flight, the ledger, a catch-up) past it would reach
+// the server after its redelivery, maybe to another holder, and land there.
+// Each is live again, for the sweep to drop; nothing of it is to be sent.
+func (t *Table) Overdue(rs []Ref, op Op, now time.Time) []int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var late []int
+	for j, r := range rs {
+		e := t.lookup(r)
+		if e == nil || e.state != stateSettling || e.op != op || now.Before(e.Deadline) {
+			continue
+		}
+		e.state, e.op = stateLive, 0
+		late = append(late, j)
+	}
+	return late
+}
+
 // Finish records the outcome of a settle that Begin started. On failure the
 // lease is live again, so the caller may retry. For an Extend that succeeded,
 // the lease stays live with the new deadline (earlier than ext's if the

@@ -492,3 +492,46 @@ func TestLeaseTableUnconfirmedExtendChangesNothing(t *testing.T) {
 		t.Fatalf("ack after an unconfirmed extend: %q %v", subj, err)
 	}
 }
+
+// Overdue names, of the settles begun, those whose lease's deadline has
+// passed, and makes them live again for the sweep; those in time, another
+// op's, and leases not begun stay as they were.
+func TestLeaseTableOverdue(t *testing.T) {
+	tb := NewTable(retention)
+	mk := func(s uint64, deadline time.Duration) Lease {
+		return Lease{StreamSeq: s, ConsumerSeq: s, Delivered: 1, Deadline: at(deadline), AckSubject: fmt.Sprintf("subj.%d", s)}
+	}
+	early, late, other, idle := mk(1, 10*time.Second), mk(2, 60*time.Second), mk(3, 10*time.Second), mk(4, 10*time.Second)
+	for _, l := range []Lease{early, late, other, idle} {
+		tb.Add(l)
+	}
+	for _, b := range []struct {
+		l  Lease
+		op Op
+	}{{early, OpAck}, {late, OpAck}, {other, OpNak}} {
+		if _, err := tb.Begin(b.l.Ref(), b.op, at(5*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rs := []Ref{early.Ref(), late.Ref(), other.Ref(), idle.Ref()}
+	if got := tb.Overdue(rs, OpAck, at(10*time.Second-time.Millisecond)); len(got) != 0 {
+		t.Errorf("Overdue before any deadline: %v", got)
+	}
+	if got := tb.Overdue(rs, OpAck, at(10*time.Second)); fmt.Sprint(got) != "[0]" {
+		t.Errorf("Overdue at the first deadline: %v; want [0]", got)
+	}
+	if st, _ := stateOf(tb, early.StreamSeq); st != stateLive {
+		t.Errorf("the overdue lease is %v; want live again", st)
+	}
+	if st, _ := stateOf(tb, other.StreamSeq); st != stateSettling {
+		t.Errorf("a Nak begun is %v after an Overdue of Acks; want settling", st)
+	}
+	if _, err := tb.Begin(early.Ref(), OpAck, at(10*time.Second)); !errors.Is(err, errs.ErrLeaseExpired) {
+		t.Errorf("begin of the overdue lease: %v; want LEASE_EXPIRED", err)
+	}
+	tb.Sweep(at(11 * time.Second))
+	if _, ok := stateOf(tb, early.StreamSeq); ok {
+		t.Error("the sweep kept the overdue lease")
+	}
+	checkCount(t, tb)
+}

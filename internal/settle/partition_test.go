@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -181,6 +183,56 @@ func TestPartitionAcrossKeyRotation(t *testing.T) {
 	for i, o := range out {
 		if o.Err != nil {
 			t.Errorf("out[%d].Err = %v", i, o.Err)
+		}
+	}
+}
+
+// A lease's token and the one an Extend gave for it, in one request, are
+// one delivery: Split settles it once, with the later token, and both get
+// its outcome; a token repeated and another delivery are settled as ever.
+func TestSplitSettlesADeliveryOnceWhateverItsTokens(t *testing.T) {
+	const stream, consumer, principal = "ORDERS", "billing", "alice"
+	keys := keyring(t, 'k')
+	self, peer := token.NewIssuerID(), token.NewIssuerID()
+	first := claims(self, 1)
+	extended := first
+	extended.Deadline = first.Deadline.Add(30 * time.Second)
+	old := keys.Seal(first, stream, consumer, principal)
+	renewed := keys.Seal(extended, stream, consumer, principal)
+	other := keys.Seal(claims(self, 2), stream, consumer, principal)
+	remoteOld := keys.Seal(claims(peer, 3), stream, consumer, principal)
+	remoteNew := claims(peer, 3)
+	remoteNew.Deadline = remoteNew.Deadline.Add(time.Second)
+	remoteRenewed := keys.Seal(remoteNew, stream, consumer, principal)
+
+	r := settle.Request{Stream: stream, Consumer: consumer, Principal: principal,
+		Tokens: []string{old, other, renewed, old, remoteOld, remoteRenewed}}
+	var seen sync.Map // issuer → the batch it was asked to settle
+	out := settle.Split(keys, self, r, func(issuer token.IssuerID, b *settle.Batch) []settle.Outcome {
+		seen.Store(issuer, b)
+		o := make([]settle.Outcome, len(b.Claims))
+		for j, c := range b.Claims {
+			o[j].NewToken = fmt.Sprint(c.StreamSeq, "@", c.Deadline.UnixMilli())
+		}
+		return o
+	})
+	local, _ := seen.Load(self)
+	if b := local.(*settle.Batch); len(b.Claims) != 2 || b.Tokens[0] != renewed || b.Tokens[1] != other {
+		t.Errorf("self settles %d claims (tokens renewed %v, other %v); want the delivery once, by its later token, and the other",
+			len(b.Claims), b.Tokens[0] == renewed, b.Tokens[len(b.Tokens)-1] == other)
+	}
+	remote, _ := seen.Load(peer)
+	if b := remote.(*settle.Batch); len(b.Claims) != 1 || b.Tokens[0] != remoteRenewed {
+		t.Errorf("the peer settles %d claims; want its delivery once, by its later token", len(b.Claims))
+	}
+	want := []string{
+		fmt.Sprint(1, "@", extended.Deadline.UnixMilli()), fmt.Sprint(2, "@", claims(self, 2).Deadline.UnixMilli()),
+		fmt.Sprint(1, "@", extended.Deadline.UnixMilli()), fmt.Sprint(1, "@", extended.Deadline.UnixMilli()),
+		fmt.Sprint(3, "@", remoteNew.Deadline.UnixMilli()), fmt.Sprint(3, "@", remoteNew.Deadline.UnixMilli()),
+	}
+	for i, o := range out {
+		if o.NewToken != want[i] {
+			t.Errorf("token %d: outcome of %s; want %s's", i, o.NewToken, want[i])
 		}
 	}
 }

@@ -1,0 +1,52 @@
+package consumer_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/lease"
+	"github.com/jetgate/jetgate/internal/settle"
+	"github.com/jetgate/jetgate/internal/token"
+)
+
+// A settle that waits past its lease's deadline after it began (here for a
+// catch-up with NATS, which holds it until the server has redelivered the
+// message to another client) is LEASE_EXPIRED and sends nothing: sent, the
+// Ack would land on the other holder's delivery.
+func TestASettleThatWaitedPastItsDeadlineIsNotSent(t *testing.T) {
+	e := start(t, consumer.Config{AckWait: time.Second, MaxAckPending: 1024})
+	e.publish("orders.1", "one")
+	res := e.fetch(consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second})
+	if len(res.Messages) != 1 {
+		t.Fatalf("fetch: %d messages", len(res.Messages))
+	}
+	cl, err := e.keys.Open(res.Messages[0].Token, stream, name, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var other jetstream.Msg
+	e.setAwake(func(context.Context) error {
+		other = e.pullPlain(5 * time.Second) // the server's redelivery, after ack_wait
+		return nil
+	})
+	out := e.c.Settle(context.Background(), lease.OpAck, []token.Claims{cl}, settle.Args{})
+	e.setAwake(nil)
+	if other == nil {
+		t.Fatal("the server did not redeliver the message to the other client")
+	}
+	if !errors.Is(out[0].Err, errs.ErrLeaseExpired) {
+		t.Errorf("the Ack that waited past its deadline: %v; want LEASE_EXPIRED", out[0].Err)
+	}
+	if n := e.info().NumAckPending; n != 1 {
+		t.Errorf("%d messages await an ack on the server; want 1, the other client's: the stale Ack landed on it", n)
+	}
+	if err := other.Ack(); err != nil {
+		t.Errorf("the other client's Ack: %v", err)
+	}
+}
