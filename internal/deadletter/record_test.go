@@ -104,15 +104,22 @@ func TestATermsRecordWithoutOnTerm(t *testing.T) {
 }
 
 // The worker remembers the last recentIDs dead letters it stored, and no
-// more.
+// more, each for recentFor: a later dead letter of the same sequence (its
+// stream made again, its consumer reset) is not taken for one stored.
 func TestRecentLettersAreBounded(t *testing.T) {
 	var r recentLetters
+	t0 := time.Now()
 	for i := range recentIDs + 1 {
-		r.add(strconv.Itoa(i))
+		r.add(strconv.Itoa(i), t0)
 	}
-	r.add("1") // known: no new slot
-	if r.has("0") || !r.has("1") || !r.has(strconv.Itoa(recentIDs)) || len(r.ids) != recentIDs {
+	r.add("1", t0) // known: no new slot
+	if r.has("0", t0) || !r.has("1", t0) || !r.has(strconv.Itoa(recentIDs), t0) || len(r.ids) != recentIDs {
 		t.Fatalf("after %d ids: has 0 %v, has 1 %v, has the last %v, holds %d; want the first forgotten, the rest held",
-			recentIDs+1, r.has("0"), r.has("1"), r.has(strconv.Itoa(recentIDs)), len(r.ids))
+			recentIDs+1, r.has("0", t0), r.has("1", t0), r.has(strconv.Itoa(recentIDs), t0), len(r.ids))
+	}
+	later := t0.Add(recentFor)
+	r.add("2", later) // stored again: held from then
+	if r.has("1", later) || !r.has("2", later) {
+		t.Errorf("after recentFor: has 1 %v, has 2 (stored again) %v; want 1 forgotten, 2 held", r.has("1", later), r.has("2", later))
 	}
 }

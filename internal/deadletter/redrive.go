@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -13,9 +12,15 @@ import (
 	"github.com/jetgate/jetgate/internal/errs"
 )
 
-// MaxRedrive is the most dead letters one Redrive of "all" takes; a caller
-// with more calls again.
+// MaxRedrive is the most dead letters one Redrive of "all" puts back, and
+// the most failures it lists; a caller with more calls again. It reads at
+// most maxRedriveScan of the consumer's letters.
 const MaxRedrive = 1000
+
+// maxRedriveScan bounds the letters one Redrive of "all" reads: letters that
+// stay (their message gone, their subject refused) are read past, so that
+// they never hold back those behind them, but not without end.
+const maxRedriveScan = 10 * MaxRedrive
 
 // Failure is a dead letter that was not redriven, and why.
 type Failure struct {
@@ -30,11 +35,12 @@ type Failure struct {
 type Target func(ctx context.Context, subject string) error
 
 // Redrive republishes r's dead letters — those at seqs in the dead-letter
-// stream, or all of them (at most MaxRedrive) — to their original subjects,
-// and removes each from the dead-letter stream once its republish is
-// confirmed. A letter whose subject target refuses stays, a failure of its
-// own. A republish carries a Nats-Msg-Id of its own, so a retry after a
-// failed removal is not stored twice.
+// stream, or all of them (oldest first, at most MaxRedrive) — to their
+// original subjects, and removes each from the dead-letter stream once its
+// republish is confirmed. A letter whose subject target refuses stays, a
+// failure of its own; "all" goes on past it, and passes over other
+// consumers' letters on a shared subject. A republish carries a Nats-Msg-Id
+// of its own, so a retry after a failed removal is not stored twice.
 func Redrive(ctx context.Context, js jetstream.JetStream, r Route, seqs []uint64, target Target) (int, []Failure, error) {
 	r, err := resolved(ctx, js, r)
 	if err != nil {
@@ -65,7 +71,7 @@ func Redrive(ctx context.Context, js jetstream.JetStream, r Route, seqs []uint64
 		}
 		return redriven, fails, nil
 	}
-	for next, n := uint64(1), 0; n < MaxRedrive; n++ {
+	for next, n := uint64(1), 0; redriven < MaxRedrive && n < maxRedriveScan; n++ {
 		m, err := s.GetMsg(ctx, next, jetstream.WithGetMsgSubject(r.Subject))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			break
@@ -73,8 +79,16 @@ func Redrive(ctx context.Context, js jetstream.JetStream, r Route, seqs []uint64
 		if err != nil {
 			return redriven, fails, fmt.Errorf("%w: list dead letters: %v", errs.ErrUnavailable, err)
 		}
-		one(m, m.Sequence)
 		next = m.Sequence + 1
+		if m.Header.Get(HeaderStream) != r.Stream || m.Header.Get(HeaderConsumer) != r.Consumer {
+			continue // another consumer's, on a shared subject
+		}
+		switch err := redriveOne(ctx, js, s, name, r, m, m.Sequence, target); {
+		case err == nil:
+			redriven++
+		case len(fails) < MaxRedrive: // those beyond are not listed
+			fails = append(fails, Failure{m.Sequence, err})
+		}
 	}
 	return redriven, fails, nil
 }
@@ -92,12 +106,12 @@ func redriveOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream,
 	}
 	out := &nats.Msg{Subject: subject, Data: m.Data, Header: nats.Header{}}
 	for k, vs := range m.Header {
-		if !reservedHeader(k) && !strings.HasPrefix(k, "Jetgate-Dead-") {
+		if !reservedHeader(k) && !deadHeader(k) {
 			out.Header[k] = vs
 		}
 	}
 	id := "jetgate-redrive:" + name + ":" + strconv.FormatUint(seq, 10)
-	if _, err := js.PublishMsg(ctx, out, jetstream.WithMsgID(id)); err != nil {
+	if _, err := js.PublishMsg(ctx, out, jetstream.WithMsgID(id), jetstream.WithExpectStream(r.Stream)); err != nil {
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) {
 			return fmt.Errorf("%w: stream refused the redrive of dead letter %d to %q: %s", errs.ErrPublishRefused, seq, subject, apiErr.Description)

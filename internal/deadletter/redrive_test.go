@@ -128,7 +128,9 @@ func TestRedriveDoesNotRepublishNatsHeaders(t *testing.T) {
 		t.Fatalf("orders.a holds %q; want the message there before and the redriven copy", data)
 	}
 	for k, vs := range got[1].Header {
-		if strings.HasPrefix(k, "Jetgate-Dead-") || (strings.HasPrefix(strings.ToLower(k), "nats-") && k != jetstream.MsgIDHeader) {
+		// Its own id, and the stream the republish expects (the server
+		// keeps the header it checked): no header of the letter's.
+		if strings.HasPrefix(k, "Jetgate-Dead-") || (strings.HasPrefix(strings.ToLower(k), "nats-") && k != jetstream.MsgIDHeader && k != jetstream.ExpectedStreamHeader) {
 			t.Errorf("the redriven copy carries %s: %v", k, vs)
 		}
 	}
@@ -152,5 +154,71 @@ func TestRedriveTakesOnlyLettersOnTheDeadLetterSubject(t *testing.T) {
 	}
 	if left := natstest.StreamMsgs(t, e.js, "DLQ", "dlq.other"); len(left) != 1 || left[0].Sequence != seq {
 		t.Fatalf("dlq.other holds %d messages; want seq %d left", len(left), seq)
+	}
+}
+
+// Redrive of all reads past letters that stay, however many: more than
+// MaxRedrive of them at the front once stopped it for good. It lists at most
+// MaxRedrive failures.
+func TestRedriveOfAllGoesPastLettersThatStay(t *testing.T) {
+	e := newEnv(t)
+	for range MaxRedrive + 1 { // their message had left its stream: nothing to put back
+		m := &nats.Msg{Subject: dlqSubject, Header: nats.Header{}}
+		m.Header.Set(HeaderStream, "ORDERS")
+		m.Header.Set(HeaderConsumer, "billing")
+		m.Header.Set(HeaderReason, ReasonMaxDeliver)
+		if _, err := e.js.PublishMsg(context.Background(), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.putLetter(dlqSubject, "orders.back", "put back", nil)
+	n, fails := e.redrive()
+	if n != 1 || len(fails) != MaxRedrive {
+		t.Fatalf("redriven %d, %d failures listed; want the one letter behind the %d that stay, and %d failures", n, len(fails), MaxRedrive+1, MaxRedrive)
+	}
+	if got := natstest.StreamMsgs(t, e.js, "ORDERS", "orders.back"); len(got) != 1 || string(got[0].Data) != "put back" {
+		t.Fatalf("orders.back holds %d messages; want the letter put back", len(got))
+	}
+}
+
+// Redrive of all passes over another consumer's letters on a shared
+// dead-letter subject, as the listing does: they are neither redriven nor
+// failures of this consumer's.
+func TestRedriveOfAllPassesOverOtherConsumersLetters(t *testing.T) {
+	e := newEnv(t)
+	m := &nats.Msg{Subject: dlqSubject, Data: []byte("shipping's"), Header: nats.Header{}}
+	m.Header.Set(HeaderStream, "ORDERS")
+	m.Header.Set(HeaderConsumer, "shipping")
+	m.Header.Set(HeaderSubject, "orders.theirs")
+	m.Header.Set(HeaderReason, ReasonTerminated)
+	ack, err := e.js.PublishMsg(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.putLetter(dlqSubject, "orders.ours", "billing's", nil)
+	n, fails := e.redrive()
+	if n != 1 || len(fails) != 0 {
+		t.Fatalf("redriven %d, failures %v; want billing's letter alone, and no failure", n, fails)
+	}
+	if left := natstest.StreamMsgs(t, e.js, "DLQ", dlqSubject); len(left) != 1 || left[0].Sequence != ack.Sequence {
+		t.Fatalf("the dead-letter subject holds %d letters; want shipping's left", len(left))
+	}
+}
+
+// A letter whose subject another stream binds now is not put there: the
+// republish expects the consumer's stream, and the letter stays.
+func TestRedriveDoesNotPublishToAnotherStream(t *testing.T) {
+	e := newEnv(t)
+	natstest.Stream(t, e.nc, "ELSEWHERE", "elsewhere.>")
+	seq := e.putLetter(dlqSubject, "elsewhere.x", "lost if put there", nil)
+	n, fails := e.redrive(seq)
+	if n != 0 || len(fails) != 1 || !errors.Is(fails[0].Err, errs.ErrPublishRefused) {
+		t.Fatalf("redriven %d, failures %v; want the letter refused", n, fails)
+	}
+	if got := natstest.StreamMsgs(t, e.js, "ELSEWHERE", "elsewhere.x"); len(got) != 0 {
+		t.Errorf("the letter was put on another stream")
+	}
+	if left := natstest.StreamMsgs(t, e.js, "DLQ", dlqSubject); len(left) != 1 {
+		t.Errorf("the dead-letter subject holds %d letters; want the letter to stay", len(left))
 	}
 }

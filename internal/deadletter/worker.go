@@ -22,7 +22,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -51,6 +50,9 @@ const (
 	advisoryTermed    = "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED."
 	retryUnknownAfter = 30 * time.Second
 	retryFailedAfter  = 5 * time.Second
+	// workerMaxAckPending bounds the advisories the worker holds, those
+	// waiting for a retry included.
+	workerMaxAckPending = 4096
 )
 
 // Route is one consumer's dead letter.
@@ -153,10 +155,13 @@ func Start(ctx context.Context, o Options) (*Worker, error) {
 		return nil, fmt.Errorf("advisory stream %s: %w", AdvisoryStream, err)
 	}
 	cons, err := s.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable:       WorkerDurable,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
-		MaxAckPending: 64,
+		Durable:   WorkerDurable,
+		AckPolicy: jetstream.AckExplicitPolicy,
+		AckWait:   30 * time.Second,
+		// An advisory waiting to be copied again (its dead-letter stream
+		// refuses, another deployment's consumer) is pending until then:
+		// room for many, so that they do not hold back the rest.
+		MaxAckPending: workerMaxAckPending,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("advisory consumer %s: %w", WorkerDurable, err)
@@ -176,11 +181,12 @@ func (w *Worker) Stop() {
 // advisory is what the MAX_DELIVERIES and MSG_TERMINATED advisories say,
 // and a Term's record (RecordTerms).
 type advisory struct {
-	Stream     string `json:"stream"`
-	Consumer   string `json:"consumer"`
-	StreamSeq  uint64 `json:"stream_seq"`
-	Deliveries uint64 `json:"deliveries"`
-	Reason     string `json:"reason"` // MSG_TERMINATED: the Term's reason
+	Stream     string    `json:"stream"`
+	Consumer   string    `json:"consumer"`
+	StreamSeq  uint64    `json:"stream_seq"`
+	Deliveries uint64    `json:"deliveries"`
+	Reason     string    `json:"reason"`    // MSG_TERMINATED: the Term's reason
+	Time       time.Time `json:"timestamp"` // when the server gave up on the message (zero: not said)
 }
 
 func (w *Worker) handle(m jetstream.Msg) {
@@ -217,7 +223,7 @@ func (w *Worker) handle(m jetstream.Msg) {
 	var orig jetstream.Stream // the messages' stream, looked up once an event
 	for i, a := range as {
 		id := letterID(a, reason)
-		if w.recent.has(id) { // the other of a Term's record and advisory: the copy is stored
+		if w.recent.has(id, time.Now()) { // the other of a Term's record and advisory: the copy is stored
 			continue
 		}
 		if i > 0 {
@@ -227,6 +233,9 @@ func (w *Worker) handle(m jetstream.Msg) {
 		var err error
 		if orig == nil {
 			orig, err = w.js.Stream(ctx, stream)
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				orig, err = nil, nil // deleted: its dead letters have their headers alone
+			}
 		}
 		var stored bool
 		if err == nil {
@@ -241,7 +250,7 @@ func (w *Worker) handle(m jetstream.Msg) {
 		if stored && w.copied != nil { // not a copy made again: a Term's record and advisory, an advisory redelivered
 			w.copied.WithLabelValues(a.Stream, a.Consumer, reason).Inc()
 		}
-		w.recent.add(id)
+		w.recent.add(id, time.Now())
 	}
 	_ = m.Ack()
 }
@@ -278,46 +287,23 @@ func letterID(a advisory, reason string) string {
 	return "jetgate-dead:" + a.Stream + ":" + a.Consumer + ":" + strconv.FormatUint(a.StreamSeq, 10) + ":" + reason
 }
 
-// recentIDs bounds recentLetters.
-const recentIDs = 4096
-
-// recentLetters are the ids of the last dead letters the worker stored, or
-// found stored: the second of a Term's two events (its record and the
-// server's advisory), mostly taken by the same worker right after the
-// first, is acked without reading the message and publishing it again.
-type recentLetters struct {
-	mu   sync.Mutex
-	ids  map[string]bool
-	ring [recentIDs]string
-	next int
-}
-
-func (r *recentLetters) has(id string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.ids[id]
-}
-
-func (r *recentLetters) add(id string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.ids == nil {
-		r.ids = make(map[string]bool, recentIDs)
-	}
-	if r.ids[id] {
-		return
-	}
-	delete(r.ids, r.ring[r.next])
-	r.ring[r.next], r.ids[id] = id, true
-	r.next = (r.next + 1) % recentIDs
-}
-
 // copy publishes the dead letter of the advisory's message, read from its
-// stream s, and reports whether it was stored: false where the stream had
-// it already (its Nats-Msg-Id).
+// stream s (nil: deleted), and reports whether it was stored: false where
+// the stream had it already (its Nats-Msg-Id). A letter whose message is
+// gone, or is another (the stream was made again since the event), or
+// would be over NATS's max_payload, is stored with its headers alone.
 func (w *Worker) copy(ctx context.Context, r Route, s jetstream.Stream, a advisory, reason, id string) (stored bool, _ error) {
 	dl := &nats.Msg{Subject: r.Subject, Header: nats.Header{}}
-	orig, err := s.GetMsg(ctx, a.StreamSeq)
+	var orig *jetstream.RawStreamMsg
+	var err error
+	switch {
+	case s == nil:
+		w.log.Warn("the stream of a dead letter's message is gone", "stream", a.Stream, "stream_seq", a.StreamSeq)
+	case !a.Time.IsZero() && s.CachedInfo().Created.After(a.Time):
+		w.log.Warn("the stream of a dead letter's message was made again since; its message is gone", "stream", a.Stream, "stream_seq", a.StreamSeq)
+	default:
+		orig, err = s.GetMsg(ctx, a.StreamSeq)
+	}
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 		// Gone from its stream (a work queue, or a limit): the dead letter
@@ -325,10 +311,10 @@ func (w *Worker) copy(ctx context.Context, r Route, s jetstream.Stream, a adviso
 		w.log.Warn("the message of a dead letter is no longer in its stream", "stream", a.Stream, "stream_seq", a.StreamSeq)
 	case err != nil:
 		return false, err
-	default:
+	case orig != nil:
 		dl.Data = orig.Data
 		for k, vs := range orig.Header {
-			if !reservedHeader(k) {
+			if !reservedHeader(k) && !deadHeader(k) {
 				dl.Header[k] = vs
 			}
 		}
@@ -343,10 +329,29 @@ func (w *Worker) copy(ctx context.Context, r Route, s jetstream.Stream, a adviso
 		dl.Header.Set(HeaderTermReason, a.Reason)
 	}
 	ack, err := w.js.PublishMsg(ctx, dl, jetstream.WithMsgID(id))
+	if errors.Is(err, nats.ErrMaxPayload) {
+		// The message and the dead letter's headers are over what NATS
+		// takes: retried, it would never be; the letter keeps its headers.
+		w.log.Warn("a dead letter with its message is over NATS's max_payload: it is stored without it", "stream", a.Stream, "stream_seq", a.StreamSeq, "size", len(dl.Data))
+		for k := range dl.Header {
+			if !deadHeader(k) || k == HeaderSubject {
+				delete(dl.Header, k)
+			}
+		}
+		dl.Data = nil
+		ack, err = w.js.PublishMsg(ctx, dl, jetstream.WithMsgID(id))
+	}
 	if err != nil {
 		return false, err
 	}
 	return !ack.Duplicate, nil
+}
+
+// deadHeader is one of the headers a dead letter is given (Jetgate-Dead-*):
+// the original's own are dropped, where a publisher set them.
+func deadHeader(k string) bool {
+	const prefix = "Jetgate-Dead-"
+	return len(k) >= len(prefix) && strings.EqualFold(k[:len(prefix)], prefix)
 }
 
 // reservedHeader is a header the server acts on when it stores a message
