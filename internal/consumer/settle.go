@@ -301,7 +301,9 @@ func (s *settler) consultLedger(ctx context.Context, op lease.Op, cs []token.Cla
 		switch {
 		case fails[j] != nil:
 			out[i].Err = fails[j]
-		case verdicts[j] == settle.Send:
+		case verdicts[j] == settle.Send, verdicts[j] == settle.Done && w == settle.Issued && !s.leases.SentBefore(ref(cs[i]), op):
+			// A Nak of this replica's lease that the ledger shows done but that
+			// it never sent (it failed before, its claim stands) is sent now.
 			keepSubj, keepIdx = append(keepSubj, subjects[j]), append(keepIdx, i)
 			continue
 		case verdicts[j] == settle.Refuse:

@@ -318,6 +318,15 @@ func (t *Table) Finish(r Ref, op Op, ok bool, now time.Time, ext Extension) (dea
 	return time.Time{}, time.Time{}
 }
 
+// SentBefore reports whether a settle of delivery r with op was sent before
+// and never confirmed (Unsure): the server may have applied it.
+func (t *Table) SentBefore(r Ref, op Op) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.lookup(r)
+	return e != nil && e.maybe == op
+}
+
 // Unsure records a settle that Begin started, that was sent, and whose
 // outcome is unknown (its confirmation timed out, or the caller left). The
 // lease is live again for a retry of the same settle; any other is refused,

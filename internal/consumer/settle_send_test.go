@@ -50,3 +50,31 @@ func TestASettleThatWaitedPastItsDeadlineIsNotSent(t *testing.T) {
 		t.Errorf("the other client's Ack: %v", err)
 	}
 }
+
+// A Nak whose claim the ledger recorded but that failed before it was sent
+// (here its catch-up with NATS) is sent when retried: the ledger's record
+// is its own, and the message comes back at once rather than after
+// ack_wait, as the OK promises.
+func TestARetriedNakThatWasNeverSentIsSent(t *testing.T) {
+	e := startLedgered(t, consumer.Config{AckWait: 30 * time.Second, MaxAckPending: 1024})
+	e.publish("orders.1", "one")
+	res := e.fetch(consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second})
+	if len(res.Messages) != 1 {
+		t.Fatalf("fetch: %d messages", len(res.Messages))
+	}
+	cl, err := e.keys.Open(res.Messages[0].Token, stream, name, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.setAwake(func(context.Context) error { return errs.ErrUnavailable })
+	if out := e.c.Settle(context.Background(), lease.OpNak, []token.Claims{cl}, settle.Args{}); !errors.Is(out[0].Err, errs.ErrUnavailable) {
+		t.Fatalf("the Nak that could not catch up: %v; want UNAVAILABLE", out[0].Err)
+	}
+	e.setAwake(nil)
+	if out := e.c.Settle(context.Background(), lease.OpNak, []token.Claims{cl}, settle.Args{}); out[0].Err != nil {
+		t.Fatalf("the retried Nak: %v", out[0].Err)
+	}
+	if m := e.pullPlain(5 * time.Second); m == nil {
+		t.Fatal("the message did not come back: the retried Nak was never sent")
+	}
+}
