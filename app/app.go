@@ -221,10 +221,12 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 	// A gRPC caller's connection runs at most 1024 RPCs at once, and one
 	// that stops reading (its answers queued unsent) is closed once it
 	// leaves a ping unanswered: what it held is freed within a minute.
-	// A connection with no RPC for limits.idle_timeout is closed; one
-	// whose caller pings more often than every 10s is told to go away; a
-	// request's headers are bounded as REST's are.
+	// A connection with no RPC for limits.idle_timeout is closed, and one
+	// that has not finished its handshake (TLS, HTTP/2's preface) within it,
+	// 10s at most, too; one whose caller pings more often than every 10s is
+	// told to go away; a request's headers are bounded as REST's are.
 	opts = append(opts, grpc.MaxConcurrentStreams(cmp.Or(p.streams, 1024)),
+		grpc.ConnectionTimeout(min(time.Duration(p.cfg.Limits.IdleTimeout), maxHandshake)),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			Time: 30 * time.Second, Timeout: 20 * time.Second, MaxConnectionIdle: time.Duration(p.cfg.Limits.IdleTimeout),
 		}),

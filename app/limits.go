@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -20,6 +21,11 @@ import (
 // maxHeaderBytes bounds a request's headers on both listeners: HTTP's
 // MaxHeaderBytes and gRPC's header list (grpc-go's own default is 16 MiB).
 const maxHeaderBytes = 64 << 10
+
+// maxHandshake bounds how long a gRPC connection may take to finish its
+// handshake (TLS, HTTP/2's preface and settings): one that says nothing
+// holds a slot of max_connections, which grpc-go would leave it for 120s.
+const maxHandshake = 10 * time.Second
 
 // Health's Watch streams: a stream lives as long as its caller, so an open
 // service bounds them, per connection and in all.

@@ -62,6 +62,18 @@ func TestListenersCloseIdleConnectionsAndCapThem(t *testing.T) {
 	if !closedWithin(idle, 10*time.Second) {
 		t.Fatal("an idle gRPC connection was not closed within 10s of a 1s idle_timeout")
 	}
+	// One that never finishes its handshake (it sends nothing) is closed
+	// as soon, on both listeners: it holds a slot of max_connections.
+	for _, addr := range []string{p.GRPC, p.HTTP} {
+		silent, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = silent.Close() })
+		if !closedWithin(silent, 10*time.Second) {
+			t.Fatalf("%s: a connection that sends nothing was not closed within 10s", addr)
+		}
+	}
 	for _, addr := range []string{p.GRPC, p.HTTP} {
 		var held []net.Conn
 		for range 3 {

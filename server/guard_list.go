@@ -43,6 +43,9 @@ func (g *Guard) authorizeListing(ctx context.Context, method string, req any) (c
 	}
 	authn := g.authn
 	return context.WithValue(ctx, visibleKey{}, replica.Visible(func(stream, consumer string) bool {
+		if consumer == "" {
+			return authn.AuthorizeAny(p, auth.ActionRead, stream) == nil
+		}
 		return authn.Authorize(p, auth.ActionRead, stream, consumer) == nil
 	})), nil
 }

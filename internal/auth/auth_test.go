@@ -43,6 +43,7 @@ func TestAuthenticate(t *testing.T) {
 		{"key prefix", "key-on", nil, ""},
 		{"jwt", good.Token("alice", "jetgate", time.Hour), nil, "alice"},
 		{"expired jwt", good.Token("alice", "jetgate", -time.Hour), nil, ""},
+		{"jwt that never expires", good.TokenForEver("alice", "jetgate"), nil, ""},
 		{"jwt for another audience", good.Token("alice", "other-service", time.Hour), nil, ""},
 		{"jwt signed by a key not in the JWKS", stranger.Token("alice", "jetgate", time.Hour), nil, ""},
 		{"alg none", authtest.NoneToken("https://idp.example", "alice", "jetgate"), nil, ""},

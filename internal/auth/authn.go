@@ -153,6 +153,7 @@ func (a *Authenticator) verifyJWT(s string) (string, error) {
 		jwt.WithKeySet(set, jws.WithInferAlgorithmFromKey(true)),
 		jwt.WithValidate(true),
 		jwt.WithAcceptableSkew(30 * time.Second),
+		jwt.WithRequiredClaim("exp"), // one without would be a credential for ever
 	}
 	if a.jwt.Issuer != "" {
 		opts = append(opts, jwt.WithIssuer(a.jwt.Issuer))

@@ -90,6 +90,21 @@ func (is *Issuer) Token(sub, aud string, ttl time.Duration) string {
 	return string(b)
 }
 
+// TokenForEver signs a JWT for sub with audience aud that says no
+// expiry (no "exp").
+func (is *Issuer) TokenForEver(sub, aud string) string {
+	is.t.Helper()
+	tok, err := jwt.NewBuilder().Issuer(is.Name).Subject(sub).Audience([]string{aud}).IssuedAt(time.Now().Add(-time.Minute)).Build()
+	if err != nil {
+		is.t.Fatal(err)
+	}
+	b, err := jwt.Sign(tok, jwt.WithKey(jwa.ES256(), is.priv))
+	if err != nil {
+		is.t.Fatal(err)
+	}
+	return string(b)
+}
+
 // NoneToken is an unsigned JWT ("alg": "none") claiming sub.
 func NoneToken(iss, sub, aud string) string {
 	enc := base64.RawURLEncoding.EncodeToString

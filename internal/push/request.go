@@ -182,11 +182,13 @@ func Sign(key []byte, id, timestamp string, body []byte) string {
 }
 
 // copyHeaders passes the message's headers on, every value of each, but
-// those dropped or reserved and those HTTP cannot carry.
+// those dropped or reserved and those HTTP cannot carry. A name is checked
+// with "_" read as "-", as CGI and many proxies read it: "Jetgate_Stream"
+// would pass for jetgate's own header there.
 func copyHeaders(h http.Header, d *consumer.Delivery) {
 	for k, vs := range d.Header {
 		name := textproto.CanonicalMIMEHeaderKey(k)
-		if dropped[name] || reserved(name) || !httpguts.ValidHeaderFieldName(name) {
+		if as := textproto.CanonicalMIMEHeaderKey(strings.ReplaceAll(k, "_", "-")); dropped[as] || reserved(as) || !httpguts.ValidHeaderFieldName(name) {
 			continue
 		}
 		for _, v := range vs {

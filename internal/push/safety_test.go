@@ -38,13 +38,15 @@ func TestConfigBounds(t *testing.T) {
 	}
 }
 
-// A message's own Authorization, Jetgate-* and Ce-* headers are not pushed:
-// a publisher's credential must not reach the endpoint, and those names are
-// jetgate's to set.
+// A message's own Authorization, Jetgate-* and Ce-* headers are not pushed,
+// nor the same names with "_" for "-": a publisher's credential must not
+// reach the endpoint, and those names are jetgate's to set.
 func TestCopyHeadersKeepsCredentialsAndReservedNamesOut(t *testing.T) {
 	d := &consumer.Delivery{Header: map[string][]string{
 		"Authorization": {"Bearer stolen"}, "Ce-Id": {"forged"}, "Ce-Type": {"forged"},
 		"Jetgate-Stream": {"forged"}, "Cookie": {"c"}, "X-Kept": {"yes"},
+		// Read as their dashed names by CGI and many proxies.
+		"Jetgate_Stream": {"forged"}, "webhook_id": {"forged"}, "Ce_id": {"forged"}, "Proxy_Authorization": {"x"},
 	}}
 	h := http.Header{}
 	copyHeaders(h, d)

@@ -45,7 +45,8 @@ func (l *lister) stop() {
 // consumer no more than its GetConsumer would (a read of its oldest
 // unacknowledged message, a count of its dead letters).
 
-// Visible reports whether the caller may see a stream's consumer.
+// Visible reports whether the caller may see a stream's consumer; with
+// consumer "", whether it may see some consumer of the stream.
 type Visible func(stream, consumer string) bool
 
 // StreamSummary is a stream the replica serves consumers of.
@@ -106,8 +107,8 @@ func (l *lister) Streams(ctx context.Context, visible Visible) ([]StreamSummary,
 
 // countCreated adds to counts, by stream, the consumers created through
 // the API that visible lets the caller see and that are not counted yet:
-// the stream names, then a CONSUMER.LIST page of each stream the admin
-// block allows.
+// the stream names, then the CONSUMER.LIST pages of each stream the admin
+// block allows and the caller may see some consumer of.
 func (l *lister) countCreated(ctx context.Context, visible Visible, counted map[consumerKey]bool, counts map[string]int) error {
 	admin := l.binder.admin
 	if admin == nil {
@@ -115,8 +116,8 @@ func (l *lister) countCreated(ctx context.Context, visible Visible, counted map[
 	}
 	names := l.js.StreamNames(ctx)
 	for stream := range names.Name() {
-		if !admin.StreamAllowed(stream) || natsname.Internal(stream) {
-			continue
+		if !admin.StreamAllowed(stream) || natsname.Internal(stream) || !visible(stream, "") {
+			continue // nothing to list there, for this caller: not read
 		}
 		infos, err := l.consumerInfos(ctx, stream, math.MaxInt, func(name string) bool {
 			return admin.Matches(stream, name) && visible(stream, name) && !counted[consumerKey{stream, name}]

@@ -234,10 +234,12 @@ func subjectMatches(pattern, subject string) bool {
 	}
 }
 
-// subjectsReload is how often at most a Publish to a subject outside a
-// stream's known subjects reloads them from the server: often enough that a
-// change made with the NATS CLI is seen soon, seldom enough that a caller
-// publishing to a wrong subject does not cost a request each time.
+// subjectsReload is how often at most a stream's known subjects are reloaded
+// from the server, by a Publish to a subject outside them or by the first
+// Publish once they are that old: often enough that a change made with the
+// NATS CLI is seen soon (a subject moved to another stream is refused within
+// it, rather than published there), seldom enough that a caller publishing
+// to a wrong subject does not cost a request each time.
 const subjectsReload = 5 * time.Second
 
 // streamSubjects caches the subjects of the streams the gateway serves.
@@ -283,23 +285,26 @@ func (s *streamSubjects) fetch(ctx context.Context, stream string) ([]string, er
 	return st.CachedInfo().Config.Subjects, nil
 }
 
-// allows checks that subject is bound to stream. A miss reloads the stream's
-// subjects, in case they were changed since, but at most once an interval
-// however many callers miss: the first one to miss after the interval
-// reloads, the others answer from what is known.
+// allows checks that subject is bound to stream. A miss, or any check once
+// they are an interval old, reloads the stream's subjects, in case they were
+// changed since, but at most once an interval however many callers check:
+// the first one after the interval reloads, the others answer from what is
+// known.
 func (s *streamSubjects) allows(ctx context.Context, stream, subject string) error {
 	match := func(p string) bool { return subjectMatches(p, subject) }
 	s.mu.RLock()
 	e, ok := s.m[stream]
 	var subjects []string
+	var next time.Time
 	if ok {
-		subjects = e.subjects
+		subjects, next = e.subjects, e.next
 	}
 	s.mu.RUnlock()
 	if !ok {
 		return fmt.Errorf("%w: this gateway does not serve stream %q", errs.ErrStreamNotFound, stream)
 	}
-	if slices.ContainsFunc(subjects, match) {
+	known := slices.ContainsFunc(subjects, match)
+	if known && s.now().Before(next) {
 		return nil
 	}
 	s.mu.Lock()
@@ -309,16 +314,20 @@ func (s *streamSubjects) allows(ctx context.Context, stream, subject string) err
 		e.next = now.Add(s.interval)
 	}
 	s.mu.Unlock()
+	if !reload && known {
+		return nil
+	}
 	if reload {
 		if fresh, err := s.fetch(ctx, stream); err == nil {
 			s.mu.Lock()
 			e.subjects = fresh
 			s.mu.Unlock()
 			subjects = fresh
-			if slices.ContainsFunc(subjects, match) {
-				return nil
-			}
+			known = slices.ContainsFunc(subjects, match)
 		}
+	}
+	if known {
+		return nil
 	}
 	return fmt.Errorf("%w: subject %q is not bound to stream %q (its subjects: %s)",
 		errs.ErrSubjectNotAllowed, subject, stream, strings.Join(subjects, ", "))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -208,5 +209,22 @@ func TestPublishOutsideTheStreamReloadsSubjectsAtMostOncePerInterval(t *testing.
 	}
 	if n := infoRequests(); n != 2 {
 		t.Fatalf("%d stream info requests; want 2: one more reload, then the subject is known", n)
+	}
+
+	// A subject taken off the stream (to give it to another) is refused
+	// once the interval passed: a known subject is checked again then too.
+	cfg.Subjects = slices.DeleteFunc(cfg.Subjects, func(x string) bool { return x == "payments.>" })
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(subjectsReload)
+	if err := publish("payments.new"); !errors.Is(err, errs.ErrSubjectNotAllowed) {
+		t.Fatalf("publish to a subject taken off the stream, once the interval passed = %v, want errs.ErrSubjectNotAllowed", err)
+	}
+	if err := publish("orders.new"); err != nil {
+		t.Fatalf("publish to a subject of the stream: %v", err)
+	}
+	if n := infoRequests(); n != 3 {
+		t.Fatalf("%d stream info requests; want 3: one reload for the interval", n)
 	}
 }
