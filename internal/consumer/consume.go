@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jetgate/jetgate/internal/errs"
@@ -66,9 +67,19 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 	if err != nil {
 		return err
 	}
-	k := &consumeStream{pl: pl, o: lease.NewOwner(), send: send, lastSend: time.Now(), pin: pri.PinID}
+	k := &consumeStream{pl: pl, o: lease.NewOwner(), send: send, lastSend: time.Now(), pin: pri.PinID, claimed: make(chan struct{}, 1)}
 	var last *pull.Pull // the pull the stream left open, to the orphan pool
 	defer func() { k.end(k.sendFailed || ctx.Err() != nil, last) }()
+	if req.AutoExtend {
+		// Also on a goroutine of its own: a send that waits for a slow
+		// reader (up to the stall guard's 30s) must not let the leases
+		// lapse. The loop extends too, as it wakes for anything else (a
+		// lease cut short by a new leader or an operator's edit).
+		ectx, stop := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() { k.extendUntil(ectx, req.Principal, cmp.Or(req.MaxLease, pl.maxLease)) })
+		defer func() { stop(); wg.Wait() }() // before end, which runs last
+	}
 	for {
 		if err := cmp.Or(ctx.Err(), pl.server.servable()); err != nil {
 			return err
@@ -127,6 +138,8 @@ type consumeStream struct {
 	lastSend   time.Time
 	sendFailed bool   // the caller is gone
 	pin        string // pinned_client: the pin the stream holds
+	// claimed tells auto_extend (extendUntil) of leases the stream took.
+	claimed chan struct{}
 }
 
 // take holds the leases for the stream and sends them; the stream reads its
@@ -137,6 +150,10 @@ func (k *consumeStream) take(_ context.Context, ds []*Delivery, _ bool) (bool, e
 		rs[i], sizes[i] = ref(k.pl.tokens.claims(d)), d.size()
 	}
 	k.pl.leases.Claim(k.o, rs, sizes)
+	select {
+	case k.claimed <- struct{}{}:
+	default: // told already
+	}
 	k.pl.counts.Fetched.Add(uint64(len(ds)))
 	if pin := PinOf(ds); pin != "" {
 		k.pin = pin
@@ -198,6 +215,24 @@ func (k *consumeStream) untilNextDue(autoExtend bool, now time.Time) time.Durati
 // its wait, so that a slow +WPI still lands in time.
 func extendLead(timing lease.Policy, delivered uint64) time.Duration {
 	return timing.AckWaitFor(delivered) / 3
+}
+
+// extendUntil extends the stream's leases as they come due (extend) until
+// ctx ends, looking again when the next is due, the stream takes more, or
+// consumeMaxWait has passed.
+func (k *consumeStream) extendUntil(ctx context.Context, principal string, maxLease time.Duration) {
+	for {
+		k.extend(ctx, principal, maxLease, time.Now())
+		t := time.NewTimer(min(k.untilNextDue(true, time.Now()), consumeMaxWait))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-k.claimed:
+			t.Stop()
+		case <-t.C:
+		}
+	}
 }
 
 // extend renews the leases the stream holds whose deadline is near,

@@ -78,3 +78,53 @@ func TestARetriedNakThatWasNeverSentIsSent(t *testing.T) {
 		t.Fatal("the message did not come back: the retried Nak was never sent")
 	}
 }
+
+// A Consume stream whose send waits for a caller that reads nothing (up to
+// the stall guard's 30s on gRPC) still extends the leases it holds: none is
+// redelivered meanwhile, and each is then settled.
+func TestAStreamBlockedInItsSendStillExtendsItsLeases(t *testing.T) {
+	e := start(t, consumer.Config{AckWait: 2 * time.Second, MaxAckPending: 1024})
+	e.publish("orders.1", "first")
+	ctx, cancel := context.WithCancel(context.Background())
+	release := make(chan struct{})
+	got := make(chan *consumer.Delivery, 10)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = e.c.Consume(ctx, consumer.ConsumeRequest{MaxMessages: 10, Heartbeat: time.Hour, AutoExtend: true}, func(ds []*consumer.Delivery) error {
+			for _, d := range ds {
+				got <- d
+			}
+			if len(ds) > 0 && ds[0].Meta.StreamSeq == 2 {
+				select { // the caller stops reading
+				case <-release:
+				case <-ctx.Done():
+				}
+			}
+			return nil
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	first := <-got
+	e.publish("orders.2", "second")
+	second := <-got
+	// Over two ack_waits: a lease left to lapse would come to this client.
+	if m := e.pullPlain(5 * time.Second); m != nil {
+		md, _ := m.Metadata()
+		t.Fatalf("stream sequence %d was redelivered while the stream's send waited", md.Sequence.Stream)
+	}
+	close(release)
+	var cs []token.Claims
+	for _, d := range []*consumer.Delivery{first, second} {
+		cl, err := e.keys.Open(d.Token, stream, name, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, cl)
+	}
+	for i, o := range e.c.Settle(context.Background(), lease.OpAck, cs, settle.Args{}) {
+		if o.Err != nil {
+			t.Errorf("ack of message %d after the send waited: %v", i+1, o.Err)
+		}
+	}
+}
