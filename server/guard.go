@@ -183,10 +183,14 @@ func (g *Guard) authenticate(ctx context.Context) (string, error) {
 		}
 		return ps[0], nil
 	}
+	creds := md.Get("authorization")
+	if len(creds) > 1 { // as REST refuses several Authorization headers
+		return "", fmt.Errorf("%w: send one authorization metadata value, not several", errs.ErrInvalidArgument)
+	}
 	if g.authn == nil {
 		return "", nil
 	}
-	return g.authn.Authenticate(auth.Bearer(first(md.Get("authorization"))), peerCert(ctx))
+	return g.authn.Authenticate(auth.Bearer(first(creds)), peerCert(ctx))
 }
 
 func (g *Guard) authorize(ctx context.Context, method string, req any) error {

@@ -64,6 +64,10 @@ func TestGuardAuthenticatesAndAuthorizesBeforeAnyWork(t *testing.T) {
 	wantCode(t, err, codes.Unauthenticated, "UNAUTHENTICATED")
 	_, err = fetch(as(ctx, "authorization", "Bearer bob-key"))
 	wantCode(t, err, codes.PermissionDenied, "PERMISSION_DENIED")
+	// Several credentials are refused, as REST refuses several
+	// Authorization headers, whichever comes first.
+	_, err = fetch(as(ctx, "authorization", "Bearer alice-key", "authorization", "Bearer wrong"))
+	wantCode(t, err, codes.InvalidArgument, "INVALID_ARGUMENT")
 	// A caller of the gRPC listener cannot claim an identity with the REST
 	// side's assertion, with a credential of its own or without.
 	_, err = fetch(as(ctx, auth.AssertedPrincipal, "alice"))
