@@ -96,9 +96,9 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	out := make([]settle.Outcome, len(cs))
 	now, timing := time.Now(), s.server.timing()
 	var subjects []string
-	var idx, busy []int
+	var idx, busy, resent []int // resent: sent before, never confirmed
 	begin := func(i int, now time.Time) {
-		subj, err := s.leases.Begin(ref(cs[i]), op, now)
+		subj, sentBefore, err := s.leases.Begin(ref(cs[i]), op, now)
 		switch {
 		case errors.Is(err, errs.ErrSettleInProgress) && !args.KeepAlive:
 			busy = append(busy, i)
@@ -107,6 +107,9 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 		case subj != "":
 			subjects = append(subjects, subj)
 			idx = append(idx, i)
+			if sentBefore {
+				resent = append(resent, i)
+			}
 		}
 	}
 	for i := range cs {
@@ -114,7 +117,7 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	}
 	s.awaitInFlight(ctx, &busy, begin, out)
 	s.retriedNaks(ctx, op, cs, out)
-	subjects, idx = s.consultLedger(ctx, op, cs, w, out, subjects, idx)
+	subjects, idx = s.consultLedger(ctx, op, cs, w, out, subjects, idx, resent)
 	if subjects, idx = s.stillLeased(ctx, op, cs, out, subjects, idx, resetBefore); len(subjects) == 0 {
 		return out
 	}
@@ -284,9 +287,9 @@ func (s *settler) entry(cl token.Claims) settle.Entry {
 
 // consultLedger asks the ledger's verdict on the settles begun at idx and
 // keeps only those to send; each one it drops is finished in the table, with
-// its outcome in out.
+// its outcome in out. resent are those sent before and never confirmed.
 func (s *settler) consultLedger(ctx context.Context, op lease.Op, cs []token.Claims, w settle.Whose, out []settle.Outcome,
-	subjects []string, idx []int) ([]string, []int) {
+	subjects []string, idx, resent []int) ([]string, []int) {
 	if len(idx) == 0 || !s.ledger.Consulted(op, w) {
 		return subjects, idx
 	}
@@ -301,7 +304,7 @@ func (s *settler) consultLedger(ctx context.Context, op lease.Op, cs []token.Cla
 		switch {
 		case fails[j] != nil:
 			out[i].Err = fails[j]
-		case verdicts[j] == settle.Send, verdicts[j] == settle.Done && w == settle.Issued && !s.leases.SentBefore(ref(cs[i]), op):
+		case verdicts[j] == settle.Send, verdicts[j] == settle.Done && w == settle.Issued && !slices.Contains(resent, i):
 			// A Nak of this replica's lease that the ledger shows done but that
 			// it never sent (it failed before, its claim stands) is sent now.
 			keepSubj, keepIdx = append(keepSubj, subjects[j]), append(keepIdx, i)

@@ -231,32 +231,34 @@ func (t *Table) lookupSettled(r Ref) (settled, bool) {
 
 // Begin starts settling delivery r with op. It returns the ack subject to
 // send to, or "" when the same settle was already done (an idempotent retry:
-// nothing to send). Every other outcome is an error: errs.ErrLeaseExpired,
-// errs.ErrLeaseSettled or errs.ErrSettleInProgress.
-func (t *Table) Begin(r Ref, op Op, now time.Time) (string, error) {
+// nothing to send), and whether the same settle was sent before and never
+// confirmed (Unsure: the server may have applied it). Every other outcome
+// is an error: errs.ErrLeaseExpired, errs.ErrLeaseSettled or
+// errs.ErrSettleInProgress.
+func (t *Table) Begin(r Ref, op Op, now time.Time) (subject string, sentBefore bool, _ error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.lookup(r)
 	if e == nil {
 		if s, ok := t.lookupSettled(r); ok {
 			if s.op == op && op != OpExtend {
-				return "", nil
+				return "", false, nil
 			}
-			return "", errs.ErrLeaseSettled
+			return "", false, errs.ErrLeaseSettled
 		}
-		return "", errs.ErrLeaseExpired
+		return "", false, errs.ErrLeaseExpired
 	}
 	if e.state == stateSettling {
-		return "", errs.ErrSettleInProgress
+		return "", false, errs.ErrSettleInProgress
 	}
 	if e.maybe != 0 && e.maybe != op {
-		return "", errs.ErrLeaseSettled
+		return "", false, errs.ErrLeaseSettled
 	}
 	if !now.Before(e.Deadline) {
-		return "", errs.ErrLeaseExpired
+		return "", false, errs.ErrLeaseExpired
 	}
 	e.state, e.op = stateSettling, op
-	return e.AckSubject, nil
+	return e.AckSubject, e.maybe == op, nil
 }
 
 // Overdue returns the indexes of the deliveries rs whose settle with op
@@ -316,15 +318,6 @@ func (t *Table) Finish(r Ref, op Op, ok bool, now time.Time, ext Extension) (dea
 		t.drops.push(e.StreamSeq, dropAt)
 	}
 	return time.Time{}, time.Time{}
-}
-
-// SentBefore reports whether a settle of delivery r with op was sent before
-// and never confirmed (Unsure): the server may have applied it.
-func (t *Table) SentBefore(r Ref, op Op) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e := t.lookup(r)
-	return e != nil && e.maybe == op
 }
 
 // Unsure records a settle that Begin started, that was sent, and whose

@@ -152,10 +152,3 @@ func (t *Table) KeptDue(now time.Time, lead func(delivered uint64) time.Duration
 	}
 	return due
 }
-
-// Kept counts the leases kept alive: while any, the issuer attends to them.
-func (t *Table) Kept() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.keeps)
-}
