@@ -102,7 +102,7 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 		}
 		// A pull lasts at most consumeMaxWait: when the stream ends, its
 		// leases wait for its last pull to end before they are nak'ed.
-		wait := min(untilBeat, k.untilNextDue(req.AutoExtend, now), consumeMaxWait)
+		wait := min(untilBeat, k.untilNextDue(req.AutoExtend, cmp.Or(req.MaxLease, pl.maxLease), now), consumeMaxWait)
 		n, bytes := pl.leases.Load(k.o)
 		lim := pl.limits(ctx, req.MaxMessages-n, 0, wait, req.Principal)
 		lim.priority, lim.priority.PinID = pri, k.pin // the stream keeps the pin it was given
@@ -193,16 +193,16 @@ func (k *consumeStream) waitForRoom(ctx context.Context, d time.Duration) {
 }
 
 // untilNextDue is how long until a lease the stream holds needs attention:
-// with auto_extend, its extension; without, its deadline, when its room
-// returns.
-func (k *consumeStream) untilNextDue(autoExtend bool, now time.Time) time.Duration {
+// with auto_extend, its extension, unless it has been held for maxLease;
+// otherwise its deadline, when its room returns.
+func (k *consumeStream) untilNextDue(autoExtend bool, maxLease time.Duration, now time.Time) time.Duration {
 	next := time.Hour
-	k.pl.leases.Owned(k.o, func(l *lease.Lease, _ time.Time) {
+	k.pl.leases.Owned(k.o, func(l *lease.Lease, handed time.Time) {
 		if !l.Deadline.After(now) {
 			return // past its deadline, settling: it leaves with its settle or a sweep
 		}
 		at := l.Deadline
-		if autoExtend {
+		if autoExtend && now.Sub(handed) < maxLease {
 			at = at.Add(-extendLead(k.pl.server.timing(), l.Delivered))
 		}
 		next = min(next, at.Sub(now))
@@ -223,7 +223,7 @@ func extendLead(timing lease.Policy, delivered uint64) time.Duration {
 func (k *consumeStream) extendUntil(ctx context.Context, principal string, maxLease time.Duration) {
 	for {
 		k.extend(ctx, principal, maxLease, time.Now())
-		t := time.NewTimer(min(k.untilNextDue(true, time.Now()), consumeMaxWait))
+		t := time.NewTimer(min(k.untilNextDue(true, maxLease, time.Now()), consumeMaxWait))
 		select {
 		case <-ctx.Done():
 			t.Stop()

@@ -96,9 +96,9 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	out := make([]settle.Outcome, len(cs))
 	now, timing := time.Now(), s.server.timing()
 	var subjects []string
-	var idx, busy, resent []int // resent: sent before, never confirmed
+	var idx, busy []int
 	begin := func(i int, now time.Time) {
-		subj, sentBefore, err := s.leases.Begin(ref(cs[i]), op, now)
+		subj, err := s.leases.Begin(ref(cs[i]), op, now)
 		switch {
 		case errors.Is(err, errs.ErrSettleInProgress) && !args.KeepAlive:
 			busy = append(busy, i)
@@ -107,9 +107,6 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 		case subj != "":
 			subjects = append(subjects, subj)
 			idx = append(idx, i)
-			if sentBefore {
-				resent = append(resent, i)
-			}
 		}
 	}
 	for i := range cs {
@@ -117,7 +114,7 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	}
 	s.awaitInFlight(ctx, &busy, begin, out)
 	s.retriedNaks(ctx, op, cs, out)
-	subjects, idx = s.consultLedger(ctx, op, cs, w, out, subjects, idx, resent)
+	subjects, idx = s.consultLedger(ctx, op, cs, w, out, subjects, idx)
 	if subjects, idx = s.stillLeased(ctx, op, cs, out, subjects, idx, resetBefore); len(subjects) == 0 {
 		return out
 	}
@@ -287,9 +284,9 @@ func (s *settler) entry(cl token.Claims) settle.Entry {
 
 // consultLedger asks the ledger's verdict on the settles begun at idx and
 // keeps only those to send; each one it drops is finished in the table, with
-// its outcome in out. resent are those sent before and never confirmed.
+// its outcome in out.
 func (s *settler) consultLedger(ctx context.Context, op lease.Op, cs []token.Claims, w settle.Whose, out []settle.Outcome,
-	subjects []string, idx, resent []int) ([]string, []int) {
+	subjects []string, idx []int) ([]string, []int) {
 	if len(idx) == 0 || !s.ledger.Consulted(op, w) {
 		return subjects, idx
 	}
@@ -304,9 +301,7 @@ func (s *settler) consultLedger(ctx context.Context, op lease.Op, cs []token.Cla
 		switch {
 		case fails[j] != nil:
 			out[i].Err = fails[j]
-		case verdicts[j] == settle.Send, verdicts[j] == settle.Done && w == settle.Issued && !slices.Contains(resent, i):
-			// A Nak of this replica's lease that the ledger shows done but that
-			// it never sent (it failed before, its claim stands) is sent now.
+		case verdicts[j] == settle.Send:
 			keepSubj, keepIdx = append(keepSubj, subjects[j]), append(keepIdx, i)
 			continue
 		case verdicts[j] == settle.Refuse:

@@ -51,39 +51,12 @@ func TestASettleThatWaitedPastItsDeadlineIsNotSent(t *testing.T) {
 	}
 }
 
-// A Nak whose claim the ledger recorded but that failed before it was sent
-// (here its catch-up with NATS) is sent when retried: the ledger's record
-// is its own, and the message comes back at once rather than after
-// ack_wait, as the OK promises.
-func TestARetriedNakThatWasNeverSentIsSent(t *testing.T) {
-	e := startLedgered(t, consumer.Config{AckWait: 30 * time.Second, MaxAckPending: 1024})
-	e.publish("orders.1", "one")
-	res := e.fetch(consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second})
-	if len(res.Messages) != 1 {
-		t.Fatalf("fetch: %d messages", len(res.Messages))
-	}
-	cl, err := e.keys.Open(res.Messages[0].Token, stream, name, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.setAwake(func(context.Context) error { return errs.ErrUnavailable })
-	if out := e.c.Settle(context.Background(), lease.OpNak, []token.Claims{cl}, settle.Args{}); !errors.Is(out[0].Err, errs.ErrUnavailable) {
-		t.Fatalf("the Nak that could not catch up: %v; want UNAVAILABLE", out[0].Err)
-	}
-	e.setAwake(nil)
-	if out := e.c.Settle(context.Background(), lease.OpNak, []token.Claims{cl}, settle.Args{}); out[0].Err != nil {
-		t.Fatalf("the retried Nak: %v", out[0].Err)
-	}
-	if m := e.pullPlain(5 * time.Second); m == nil {
-		t.Fatal("the message did not come back: the retried Nak was never sent")
-	}
-}
-
 // A Consume stream whose send waits for a caller that reads nothing (up to
 // the stall guard's 30s on gRPC) still extends the leases it holds: none is
 // redelivered meanwhile, and each is then settled.
 func TestAStreamBlockedInItsSendStillExtendsItsLeases(t *testing.T) {
-	e := start(t, consumer.Config{AckWait: 2 * time.Second, MaxAckPending: 1024})
+	const ackWait = 3 * time.Second
+	e := start(t, consumer.Config{AckWait: ackWait, MaxAckPending: 1024})
 	e.publish("orders.1", "first")
 	ctx, cancel := context.WithCancel(context.Background())
 	release := make(chan struct{})
@@ -105,11 +78,21 @@ func TestAStreamBlockedInItsSendStillExtendsItsLeases(t *testing.T) {
 		})
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	first := <-got
+	next := func(what string) *consumer.Delivery {
+		t.Helper()
+		select {
+		case d := <-got:
+			return d
+		case <-time.After(within):
+			t.Fatalf("the stream sent no %s", what)
+			return nil
+		}
+	}
+	first := next("first message")
 	e.publish("orders.2", "second")
-	second := <-got
+	second := next("second message")
 	// Over two ack_waits: a lease left to lapse would come to this client.
-	if m := e.pullPlain(5 * time.Second); m != nil {
+	if m := e.pullPlain(2*ackWait + time.Second); m != nil {
 		md, _ := m.Metadata()
 		t.Fatalf("stream sequence %d was redelivered while the stream's send waited", md.Sequence.Stream)
 	}

@@ -116,3 +116,22 @@ func TestADeadLetterCarriesNoneOfTheOriginalsDeadHeaders(t *testing.T) {
 		t.Errorf("dead letter headers %v; want the worker's reason alone, no Term reason, X-Kept", h)
 	}
 }
+
+// The same for a Term's record, which says no time of its own: the stream
+// made again after the record was captured.
+func TestADeadLetterOfARecordWhoseStreamWasMadeAgainHasNotItsNewMessage(t *testing.T) {
+	e := newEnv(t)
+	e.captured()
+	seq := e.publish("failed")
+	if err := RecordTerms(context.Background(), e.js, "ORDERS", "billing", "malformed", []Termed{{StreamSeq: seq, Deliveries: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	e.deleteStream("ORDERS")
+	natstest.Stream(t, e.nc, "ORDERS", "orders.>")
+	if again := e.publish("alive, never failed"); again != seq {
+		t.Fatalf("the new stream stored its first message at %d; want %d", again, seq)
+	}
+	e.start(true)
+	e.workedOff(1)
+	e.wantHeadersAlone(seq)
+}

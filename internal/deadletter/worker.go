@@ -201,6 +201,13 @@ func (w *Worker) handle(m jetstream.Msg) {
 		return
 	}
 	stream, consumer, as, err := parseEvent(m)
+	if md, merr := m.Metadata(); merr == nil {
+		for i := range as {
+			if as[i].Time.IsZero() { // a record: the event is no later than its capture
+				as[i].Time = md.Timestamp
+			}
+		}
+	}
 	switch {
 	case err != nil:
 		w.log.Error("dropped an advisory that does not parse", "subject", m.Subject(), "err", err)
@@ -233,8 +240,8 @@ func (w *Worker) handle(m jetstream.Msg) {
 		var err error
 		if orig == nil {
 			orig, err = w.js.Stream(ctx, stream)
-			if errors.Is(err, jetstream.ErrStreamNotFound) {
-				orig, err = nil, nil // deleted: its dead letters have their headers alone
+			if errors.Is(err, jetstream.ErrStreamNotFound) && redelivered(m) {
+				orig, err = nil, nil // deleted (found so twice): its dead letters have their headers alone
 			}
 		}
 		var stored bool
@@ -253,6 +260,14 @@ func (w *Worker) handle(m jetstream.Msg) {
 		w.recent.add(id, time.Now())
 	}
 	_ = m.Ack()
+}
+
+// redelivered reports whether m was delivered to the worker before: what
+// looked final the first time (a stream not found, as a cluster's meta
+// leader moves) is taken as final on the second.
+func redelivered(m jetstream.Msg) bool {
+	md, err := m.Metadata()
+	return err == nil && md.NumDelivered > 1
 }
 
 // parseEvent reads an advisory (one message) or a record of Terms (those of

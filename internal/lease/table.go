@@ -231,34 +231,32 @@ func (t *Table) lookupSettled(r Ref) (settled, bool) {
 
 // Begin starts settling delivery r with op. It returns the ack subject to
 // send to, or "" when the same settle was already done (an idempotent retry:
-// nothing to send), and whether the same settle was sent before and never
-// confirmed (Unsure: the server may have applied it). Every other outcome
-// is an error: errs.ErrLeaseExpired, errs.ErrLeaseSettled or
-// errs.ErrSettleInProgress.
-func (t *Table) Begin(r Ref, op Op, now time.Time) (subject string, sentBefore bool, _ error) {
+// nothing to send). Every other outcome is an error: errs.ErrLeaseExpired,
+// errs.ErrLeaseSettled or errs.ErrSettleInProgress.
+func (t *Table) Begin(r Ref, op Op, now time.Time) (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.lookup(r)
 	if e == nil {
 		if s, ok := t.lookupSettled(r); ok {
 			if s.op == op && op != OpExtend {
-				return "", false, nil
+				return "", nil
 			}
-			return "", false, errs.ErrLeaseSettled
+			return "", errs.ErrLeaseSettled
 		}
-		return "", false, errs.ErrLeaseExpired
+		return "", errs.ErrLeaseExpired
 	}
 	if e.state == stateSettling {
-		return "", false, errs.ErrSettleInProgress
+		return "", errs.ErrSettleInProgress
 	}
 	if e.maybe != 0 && e.maybe != op {
-		return "", false, errs.ErrLeaseSettled
+		return "", errs.ErrLeaseSettled
 	}
 	if !now.Before(e.Deadline) {
-		return "", false, errs.ErrLeaseExpired
+		return "", errs.ErrLeaseExpired
 	}
 	e.state, e.op = stateSettling, op
-	return e.AckSubject, e.maybe == op, nil
+	return e.AckSubject, nil
 }
 
 // Overdue returns the indexes of the deliveries rs whose settle with op

@@ -55,7 +55,7 @@ func adoptStep(c Lease, subject string) step {
 func beginStep(c Lease, op Op, now time.Duration, wantSubject string, wantErr error) step {
 	return step{fmt.Sprintf("begin(delivered %d, %s, t0+%s)", c.Delivered, op, now), func(t *testing.T, tb *Table) {
 		t.Helper()
-		got, _, err := tb.Begin(c.Ref(), op, at(now))
+		got, err := tb.Begin(c.Ref(), op, at(now))
 		if got != wantSubject || !errors.Is(err, wantErr) || (wantErr == nil && err != nil) {
 			t.Fatalf("begin = %q, %v; want %q, %v", got, err, wantSubject, wantErr)
 		}
@@ -334,11 +334,11 @@ func TestLeaseTableSweep(t *testing.T) {
 	for _, c := range []Lease{live10, live20, live60, settled, settling} {
 		tb.Add(leaseOf(c, fmt.Sprintf("subj.%d", c.StreamSeq)))
 	}
-	if _, _, err := tb.Begin(settled.Ref(), OpAck, at(5*time.Second)); err != nil {
+	if _, err := tb.Begin(settled.Ref(), OpAck, at(5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	tb.Finish(settled.Ref(), OpAck, true, at(5*time.Second), Extension{})
-	if _, _, err := tb.Begin(settling.Ref(), OpNak, at(5*time.Second)); err != nil {
+	if _, err := tb.Begin(settling.Ref(), OpNak, at(5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -372,7 +372,7 @@ func TestLeaseTableSweep(t *testing.T) {
 		checkCount(t, tb)
 	}
 	// A settle of a lease swept after its retention is no longer a retry.
-	if _, _, err := tb.Begin(settled.Ref(), OpAck, at(2*time.Minute)); !errors.Is(err, errs.ErrLeaseExpired) {
+	if _, err := tb.Begin(settled.Ref(), OpAck, at(2*time.Minute)); !errors.Is(err, errs.ErrLeaseExpired) {
 		t.Errorf("begin on a swept settled lease = %v, want errs.ErrLeaseExpired", err)
 	}
 }
@@ -388,7 +388,7 @@ func TestLeaseTableLiveCount(t *testing.T) {
 		t.Fatalf("live() = %d after 10 adds, want 10", n)
 	}
 	for i, c := range cs[:4] {
-		if _, _, err := tb.Begin(c.Ref(), OpAck, at(time.Second)); err != nil {
+		if _, err := tb.Begin(c.Ref(), OpAck, at(time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		tb.Finish(c.Ref(), OpAck, i%2 == 0, at(time.Second), Extension{})
@@ -425,7 +425,7 @@ func TestLeaseTableConcurrentBegin(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			op := []Op{OpAck, OpNak, OpTerm, OpExtend}[i%4]
-			subject, _, err := tb.Begin(dlv1.Ref(), op, at(time.Second))
+			subject, err := tb.Begin(dlv1.Ref(), op, at(time.Second))
 			mu.Lock()
 			defer mu.Unlock()
 			if subject != "" {
@@ -454,28 +454,28 @@ func TestLeaseTableUnconfirmedSettleAllowsOnlyItsRetry(t *testing.T) {
 	tb := NewTable(retention)
 	c := Lease{StreamSeq: 7, ConsumerSeq: 7, Delivered: 1, Deadline: at(time.Minute)}
 	tb.Add(leaseOf(c, "subj.7"))
-	if _, _, err := tb.Begin(c.Ref(), OpNak, at(time.Second)); err != nil {
+	if _, err := tb.Begin(c.Ref(), OpNak, at(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	tb.Unsure(c.Ref(), OpNak) // sent, never confirmed: it may have been applied
 	for _, op := range []Op{OpAck, OpTerm, OpExtend} {
-		if _, _, err := tb.Begin(c.Ref(), op, at(2*time.Second)); !errors.Is(err, errs.ErrLeaseSettled) {
+		if _, err := tb.Begin(c.Ref(), op, at(2*time.Second)); !errors.Is(err, errs.ErrLeaseSettled) {
 			t.Fatalf("%v after an unconfirmed nak: %v, want errs.ErrLeaseSettled", op, err)
 		}
 	}
-	subj, _, err := tb.Begin(c.Ref(), OpNak, at(2*time.Second))
+	subj, err := tb.Begin(c.Ref(), OpNak, at(2*time.Second))
 	if err != nil || subj != "subj.7" {
 		t.Fatalf("retrying the nak: %q %v", subj, err)
 	}
 	tb.Finish(c.Ref(), OpNak, false, at(3*time.Second), Extension{}) // not sent this time: still unsure
-	if _, _, err := tb.Begin(c.Ref(), OpAck, at(3*time.Second)); !errors.Is(err, errs.ErrLeaseSettled) {
+	if _, err := tb.Begin(c.Ref(), OpAck, at(3*time.Second)); !errors.Is(err, errs.ErrLeaseSettled) {
 		t.Fatalf("ack after a failed retry of an unconfirmed nak: %v", err)
 	}
-	if _, _, err := tb.Begin(c.Ref(), OpNak, at(3*time.Second)); err != nil {
+	if _, err := tb.Begin(c.Ref(), OpNak, at(3*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	tb.Finish(c.Ref(), OpNak, true, at(3*time.Second), Extension{})
-	if subj, _, err := tb.Begin(c.Ref(), OpNak, at(4*time.Second)); err != nil || subj != "" {
+	if subj, err := tb.Begin(c.Ref(), OpNak, at(4*time.Second)); err != nil || subj != "" {
 		t.Fatalf("repeat of the confirmed nak: %q %v", subj, err)
 	}
 }
@@ -484,11 +484,11 @@ func TestLeaseTableUnconfirmedExtendChangesNothing(t *testing.T) {
 	tb := NewTable(retention)
 	c := Lease{StreamSeq: 8, ConsumerSeq: 8, Delivered: 1, Deadline: at(time.Minute)}
 	tb.Add(leaseOf(c, "subj.8"))
-	if _, _, err := tb.Begin(c.Ref(), OpExtend, at(time.Second)); err != nil {
+	if _, err := tb.Begin(c.Ref(), OpExtend, at(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	tb.Unsure(c.Ref(), OpExtend)
-	if subj, _, err := tb.Begin(c.Ref(), OpAck, at(2*time.Second)); err != nil || subj == "" {
+	if subj, err := tb.Begin(c.Ref(), OpAck, at(2*time.Second)); err != nil || subj == "" {
 		t.Fatalf("ack after an unconfirmed extend: %q %v", subj, err)
 	}
 }
@@ -509,7 +509,7 @@ func TestLeaseTableOverdue(t *testing.T) {
 		l  Lease
 		op Op
 	}{{early, OpAck}, {late, OpAck}, {other, OpNak}} {
-		if _, _, err := tb.Begin(b.l.Ref(), b.op, at(5*time.Second)); err != nil {
+		if _, err := tb.Begin(b.l.Ref(), b.op, at(5*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -526,7 +526,7 @@ func TestLeaseTableOverdue(t *testing.T) {
 	if st, _ := stateOf(tb, other.StreamSeq); st != stateSettling {
 		t.Errorf("a Nak begun is %v after an Overdue of Acks; want settling", st)
 	}
-	if _, _, err := tb.Begin(early.Ref(), OpAck, at(10*time.Second)); !errors.Is(err, errs.ErrLeaseExpired) {
+	if _, err := tb.Begin(early.Ref(), OpAck, at(10*time.Second)); !errors.Is(err, errs.ErrLeaseExpired) {
 		t.Errorf("begin of the overdue lease: %v; want LEASE_EXPIRED", err)
 	}
 	tb.Sweep(at(11 * time.Second))
