@@ -77,32 +77,31 @@ func WriteJWKS(t testing.TB, issuers ...*Issuer) string {
 // has expired).
 func (is *Issuer) Token(sub, aud string, ttl time.Duration) string {
 	is.t.Helper()
-	now := time.Now()
-	tok, err := jwt.NewBuilder().Issuer(is.Name).Subject(sub).Audience([]string{aud}).
-		IssuedAt(now.Add(-time.Minute)).Expiration(now.Add(ttl)).Build()
-	if err != nil {
-		is.t.Fatal(err)
-	}
-	b, err := jwt.Sign(tok, jwt.WithKey(jwa.ES256(), is.priv))
-	if err != nil {
-		is.t.Fatal(err)
-	}
-	return string(b)
+	return is.sign(is.claims(sub, aud).Expiration(time.Now().Add(ttl)))
 }
 
 // TokenForEver signs a JWT for sub with audience aud that says no
 // expiry (no "exp").
 func (is *Issuer) TokenForEver(sub, aud string) string {
 	is.t.Helper()
-	tok, err := jwt.NewBuilder().Issuer(is.Name).Subject(sub).Audience([]string{aud}).IssuedAt(time.Now().Add(-time.Minute)).Build()
+	return is.sign(is.claims(sub, aud))
+}
+
+func (is *Issuer) claims(sub, aud string) *jwt.Builder {
+	return jwt.NewBuilder().Issuer(is.Name).Subject(sub).Audience([]string{aud}).IssuedAt(time.Now().Add(-time.Minute))
+}
+
+func (is *Issuer) sign(b *jwt.Builder) string {
+	is.t.Helper()
+	tok, err := b.Build()
 	if err != nil {
 		is.t.Fatal(err)
 	}
-	b, err := jwt.Sign(tok, jwt.WithKey(jwa.ES256(), is.priv))
+	signed, err := jwt.Sign(tok, jwt.WithKey(jwa.ES256(), is.priv))
 	if err != nil {
 		is.t.Fatal(err)
 	}
-	return string(b)
+	return string(signed)
 }
 
 // NoneToken is an unsigned JWT ("alg": "none") claiming sub.

@@ -37,6 +37,17 @@ func (e *env) wantHeadersAlone(seq uint64) {
 	}
 }
 
+// remadeWithAnotherAt deletes ORDERS and makes it again, with a message
+// that never failed at seq.
+func (e *env) remadeWithAnotherAt(seq uint64) {
+	e.t.Helper()
+	e.deleteStream("ORDERS")
+	natstest.Stream(e.t, e.nc, "ORDERS", "orders.>")
+	if again := e.publish("alive, never failed"); again != seq {
+		e.t.Fatalf("the new stream stored its first message at %d; want %d", again, seq)
+	}
+}
+
 func (e *env) deleteStream(name string) {
 	e.t.Helper()
 	if err := e.js.DeleteStream(context.Background(), name); err != nil {
@@ -62,11 +73,7 @@ func TestADeadLetterOfAStreamMadeAgainHasNotItsNewMessage(t *testing.T) {
 	e.captured()
 	e.publish("failed")
 	seq := e.term()
-	e.deleteStream("ORDERS")
-	natstest.Stream(t, e.nc, "ORDERS", "orders.>")
-	if again := e.publish("alive, never failed"); again != seq {
-		t.Fatalf("the new stream stored its first message at %d; want %d", again, seq)
-	}
+	e.remadeWithAnotherAt(seq)
 	e.start(true)
 	e.workedOff(1)
 	e.wantHeadersAlone(seq)
@@ -126,11 +133,7 @@ func TestADeadLetterOfARecordWhoseStreamWasMadeAgainHasNotItsNewMessage(t *testi
 	if err := RecordTerms(context.Background(), e.js, "ORDERS", "billing", "malformed", []Termed{{StreamSeq: seq, Deliveries: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	e.deleteStream("ORDERS")
-	natstest.Stream(t, e.nc, "ORDERS", "orders.>")
-	if again := e.publish("alive, never failed"); again != seq {
-		t.Fatalf("the new stream stored its first message at %d; want %d", again, seq)
-	}
+	e.remadeWithAnotherAt(seq)
 	e.start(true)
 	e.workedOff(1)
 	e.wantHeadersAlone(seq)
