@@ -51,6 +51,11 @@ type ConsumeRequest struct {
 	// REST, where the kernel's buffers take the stream's writes, a caller
 	// that stops reading cannot be told apart otherwise.
 	Silence time.Duration
+	// KeepOnEnd is how long the replica keeps the stream's leases alive
+	// after a stream that ends without its caller leaving (NATS went away):
+	// a pusher's requests in flight run on. 0: until their deadlines (a
+	// gRPC caller extends its own).
+	KeepOnEnd time.Duration
 }
 
 // Consume leases messages to send as they come, never holding more than
@@ -69,7 +74,7 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 	}
 	k := &consumeStream{pl: pl, o: lease.NewOwner(), send: send, lastSend: time.Now(), pin: pri.PinID, claimed: make(chan struct{}, 1)}
 	var last *pull.Pull // the pull the stream left open, to the orphan pool
-	defer func() { k.end(k.sendFailed || ctx.Err() != nil, last) }()
+	defer func() { k.end(k.sendFailed || ctx.Err() != nil, last, req.KeepOnEnd) }()
 	if req.AutoExtend {
 		// Also on a goroutine of its own: a send that waits for a slow
 		// reader (up to the stall guard's 30s) must not let the leases
@@ -258,10 +263,18 @@ func (k *consumeStream) extend(ctx context.Context, principal string, maxLease t
 // ended (while open, it would take a nak'ed message straight back), so that
 // they are redelivered at once rather than after ack_wait. When the stream
 // ended for another reason (NATS went away), the caller may still be
-// working on them: they stay its own until their deadlines.
-func (k *consumeStream) end(callerLeft bool, last *pull.Pull) {
+// working on them: they stay its own until their deadlines, or are kept
+// alive for keep.
+func (k *consumeStream) end(callerLeft bool, last *pull.Pull, keep time.Duration) {
 	pl := k.pl
-	ls := pl.leases.Disown(k.o)
+	var until time.Time
+	if keep > 0 && !callerLeft {
+		until = time.Now().Add(keep)
+	}
+	ls := pl.leases.Disown(k.o, until)
+	if !until.IsZero() && len(ls) > 0 {
+		pl.wake() // the issuer keeps them alive (Run)
+	}
 	if len(ls) == 0 || !callerLeft {
 		return
 	}

@@ -76,8 +76,10 @@ func (t *Table) Silent(o *Owner, now time.Time) time.Duration {
 	return now.Sub(time.Unix(0, o.heard))
 }
 
-// Disown lets go of every lease o holds and returns them, live still.
-func (t *Table) Disown(o *Owner) []Lease {
+// Disown lets go of every lease o holds and returns them, live still. With
+// keep set, its issuer keeps each alive until then (KeptDue), as after an
+// Extend with a duration: for a caller still working on them.
+func (t *Table) Disown(o *Owner, keep time.Time) []Lease {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make([]Lease, 0, len(o.sizes))
@@ -85,6 +87,10 @@ func (t *Table) Disown(o *Owner) []Lease {
 		if e := t.entries[seq]; e != nil {
 			out = append(out, e.Lease)
 			e.owner = nil
+			if keep.After(e.Deadline) && keep.UnixMilli() > e.keep {
+				e.keep = keep.UnixMilli()
+				t.keeps[seq] = struct{}{}
+			}
 		}
 	}
 	clear(o.sizes)

@@ -119,7 +119,7 @@ func TestDisownAndClaimMoveLeasesBetweenOwners(t *testing.T) {
 	wantLeft(t, o, true)
 	tb.Claim(other, []Ref{{StreamSeq: 99, Delivered: 1}}, []int64{5})
 	wantLoad(t, tb, other, 1, 7)
-	ls := tb.Disown(o)
+	ls := tb.Disown(o, time.Time{})
 	if len(ls) != 2 || tb.Live() != 3 {
 		t.Fatalf("disowned %v with %d live; want 2 leases, 3 live", ls, tb.Live())
 	}
