@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/natstest"
@@ -24,14 +23,7 @@ func TestAPushInFlightThroughANATSRestartKeepsItsLease(t *testing.T) {
 	ns := natstest.StartIn(t, dir, -1)
 	port := ns.Addr().(*net.TCPAddr).Port
 	fast := []nats.Option{nats.ReconnectWait(50 * time.Millisecond), nats.MaxReconnects(-1)}
-	nc := natstest.Connect(t, ns, fast...)
-	natstest.Stream(t, nc, stream, "orders.>")
-	natstest.Stream(t, nc, "DEAD", "dead.>")
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, ns: ns, nc: nc, js: js}
+	e := newEnvOn(t, ns, fast...)
 	rc := newReceiver(t)
 	release := make(chan struct{})
 	rc.answerWith(func(n int, p pushed, w http.ResponseWriter) {

@@ -110,9 +110,11 @@ type env struct {
 	js jetstream.JetStream
 }
 
-func newEnv(t *testing.T) *env {
-	ns := natstest.Start(t)
-	nc := natstest.Connect(t, ns)
+func newEnv(t *testing.T) *env { return newEnvOn(t, natstest.Start(t)) }
+
+// newEnvOn is newEnv on ns, its connection made with opts.
+func newEnvOn(t *testing.T, ns *natsserver.Server, opts ...nats.Option) *env {
+	nc := natstest.Connect(t, ns, opts...)
 	natstest.Stream(t, nc, stream, "orders.>")
 	natstest.Stream(t, nc, "DEAD", "dead.>")
 	js, err := jetstream.New(nc)
