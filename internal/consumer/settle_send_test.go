@@ -26,10 +26,7 @@ func TestASettleThatWaitedPastItsDeadlineIsNotSent(t *testing.T) {
 	if len(res.Messages) != 1 {
 		t.Fatalf("fetch: %d messages", len(res.Messages))
 	}
-	cl, err := e.keys.Open(res.Messages[0].Token, stream, name, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl := e.c.ClaimsOf(res.Messages[0])
 	var other jetstream.Msg
 	e.setAwake(func(context.Context) error {
 		other = e.pullPlain(5 * time.Second) // the server's redelivery, after ack_wait
@@ -97,14 +94,7 @@ func TestAStreamBlockedInItsSendStillExtendsItsLeases(t *testing.T) {
 		t.Fatalf("stream sequence %d was redelivered while the stream's send waited", md.Sequence.Stream)
 	}
 	close(release)
-	var cs []token.Claims
-	for _, d := range []*consumer.Delivery{first, second} {
-		cl, err := e.keys.Open(d.Token, stream, name, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		cs = append(cs, cl)
-	}
+	cs := []token.Claims{e.c.ClaimsOf(first), e.c.ClaimsOf(second)}
 	for i, o := range e.c.Settle(context.Background(), lease.OpAck, cs, settle.Args{}) {
 		if o.Err != nil {
 			t.Errorf("ack of message %d after the send waited: %v", i+1, o.Err)

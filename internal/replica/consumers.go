@@ -204,30 +204,49 @@ func (m *manager) underQuota(ctx context.Context, principal string) error {
 		return nil
 	}
 	n := 0
-	names := m.js.StreamNames(ctx)
+	err := m.binder.eachCreated(ctx, func(string) bool { return true }, func(_ string, ci *jetstream.ConsumerInfo) {
+		if ci.Config.Metadata[consumer.CreatedBy] == principal {
+			n++
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("count the consumers of %q: %w", principal, err)
+	}
+	if n >= a.MaxPerPrincipal {
+		return fmt.Errorf("%w: %q has created %d consumers; the admin block allows %d", errs.ErrConsumerQuota, principal, n, a.MaxPerPrincipal)
+	}
+	return nil
+}
+
+// eachCreated calls f with each consumer created through the API on the
+// streams the admin block allows and may admits (never jetgate's own): the
+// stream names, then every CONSUMER.LIST page of each. A stream deleted
+// meanwhile is passed over.
+func (bd *binder) eachCreated(ctx context.Context, may func(stream string) bool, f func(stream string, ci *jetstream.ConsumerInfo)) error {
+	names := bd.js.StreamNames(ctx)
 	for stream := range names.Name() {
-		if !a.StreamAllowed(stream) {
+		if !bd.admin.StreamAllowed(stream) || natsname.Internal(stream) || !may(stream) {
 			continue
 		}
-		s, err := m.binder.stream(ctx, stream)
+		s, err := bd.stream(ctx, stream)
+		if errors.Is(err, errs.ErrConsumerNotFound) {
+			continue // deleted since the names were read
+		}
 		if err != nil {
 			return err
 		}
 		list := s.ListConsumers(ctx)
 		for ci := range list.Info() {
-			if ci.Config.Metadata[consumer.CreatedBy] == principal {
-				n++
+			if ci.Config.Metadata[consumer.CreatedBy] != "" {
+				f(stream, ci)
 			}
 		}
 		if err := list.Err(); err != nil {
-			return fmt.Errorf("%w: count the consumers of %q: %v", errs.ErrUnavailable, principal, err)
+			return fmt.Errorf("%w: list the consumers of stream %q: %v", errs.ErrUnavailable, stream, err)
 		}
 	}
 	if err := names.Err(); err != nil {
 		return fmt.Errorf("%w: list streams: %v", errs.ErrUnavailable, err)
-	}
-	if n >= a.MaxPerPrincipal {
-		return fmt.Errorf("%w: %q has created %d consumers; the admin block allows %d", errs.ErrConsumerQuota, principal, n, a.MaxPerPrincipal)
 	}
 	return nil
 }

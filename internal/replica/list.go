@@ -16,7 +16,6 @@ import (
 
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/errs"
-	"github.com/jetgate/jetgate/internal/natsname"
 )
 
 // lister answers what callers may read of the streams and consumers a
@@ -39,8 +38,9 @@ func (l *lister) stop() {
 
 // Listing, for operators and the console (DESIGN section 16). What the
 // lists cost the NATS server: one stream info per stream listed (with an
-// admin block, the stream names and a CONSUMER.LIST page of each stream it
-// allows, to find the consumers created through the API), one
+// admin block, the stream names and every CONSUMER.LIST page of each stream
+// it allows that the caller may read, to find the consumers created through
+// the API: binder.eachCreated), one
 // $JS.API.CONSUMER.LIST page per stream (up to 256 consumers), and per
 // consumer no more than its GetConsumer would (a read of its oldest
 // unacknowledged message, a count of its dead letters).
@@ -106,38 +106,22 @@ func (l *lister) Streams(ctx context.Context, visible Visible) ([]StreamSummary,
 }
 
 // countCreated adds to counts, by stream, the consumers created through
-// the API that visible lets the caller see and that are not counted yet:
-// the stream names, then the CONSUMER.LIST pages of each stream the admin
-// block allows and the caller may see some consumer of.
+// the API that visible lets the caller see and that are not counted yet,
+// on the streams the caller may see some consumer of.
 func (l *lister) countCreated(ctx context.Context, visible Visible, counted map[consumerKey]bool, counts map[string]int) error {
-	admin := l.binder.admin
-	if admin == nil {
+	if l.binder.admin == nil {
 		return nil
 	}
-	names := l.js.StreamNames(ctx)
-	for stream := range names.Name() {
-		if !admin.StreamAllowed(stream) || natsname.Internal(stream) || !visible(stream, "") {
-			continue // nothing to list there, for this caller: not read
+	may := func(stream string) bool { return visible(stream, "") }
+	err := l.binder.eachCreated(ctx, may, func(stream string, ci *jetstream.ConsumerInfo) {
+		if l.binder.admin.Matches(stream, ci.Name) && visible(stream, ci.Name) && !counted[consumerKey{stream, ci.Name}] {
+			counts[stream]++
 		}
-		infos, err := l.consumerInfos(ctx, stream, math.MaxInt, func(name string) bool {
-			return admin.Matches(stream, name) && visible(stream, name) && !counted[consumerKey{stream, name}]
-		})
-		if errors.Is(err, errs.ErrStreamNotFound) {
-			continue // deleted since the names were read
-		}
-		if err != nil {
-			return err
-		}
-		for _, ci := range infos {
-			if ci.Config.Metadata[consumer.CreatedBy] != "" {
-				counts[stream]++
-			}
-		}
+	})
+	if ctx.Err() != nil {
+		return ctx.Err() // the caller's own end, not NATS's
 	}
-	if err := names.Err(); err != nil {
-		return natsError(ctx, "list streams", err)
-	}
-	return nil
+	return err
 }
 
 // Consumers lists the consumers of stream the replica serves that visible
