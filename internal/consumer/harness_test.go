@@ -81,12 +81,22 @@ func startWith(t *testing.T, cfg consumer.Config, settles func(*natsserver.Serve
 // connection of its own to ns.
 func bindOn(t *testing.T, ns *natsserver.Server, own *nats.Conn, cfg consumer.Config, settles func(*natsserver.Server) *nats.Conn, timeout time.Duration) *env {
 	t.Helper()
-	return bindTelling(t, ns, own, cfg, settles, timeout, nil)
+	return bindTelling(t, ns, own, cfg, settles, timeout, nil, false)
 }
 
-// bindTelling is bindOn with the Consumer's OnReset (nil: none).
+// startLedgered is start with the settle ledger every replica has.
+func startLedgered(t *testing.T, cfg consumer.Config) *env {
+	t.Helper()
+	ns := natstest.Start(t)
+	own := natstest.Connect(t, ns)
+	natstest.Stream(t, own, stream, "orders.>")
+	return bindTelling(t, ns, own, cfg, nil, 2*time.Second, nil, true)
+}
+
+// bindTelling is bindOn with the Consumer's OnReset (nil: none), and with
+// the settle ledger if ledgered.
 func bindTelling(t *testing.T, ns *natsserver.Server, own *nats.Conn, cfg consumer.Config, settles func(*natsserver.Server) *nats.Conn,
-	timeout time.Duration, onReset func(id string, peers int)) *env {
+	timeout time.Duration, onReset func(id string, peers int), ledgered bool) *env {
 	t.Helper()
 	js, err := jetstream.New(own)
 	if err != nil {
@@ -116,7 +126,14 @@ func bindTelling(t *testing.T, ns *natsserver.Server, own *nats.Conn, cfg consum
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
+	var ledger *settle.Ledger
+	if ledgered {
+		if ledger, err = settle.OpenLedger(ctx, gjs, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
 	e.c, err = consumer.Bind(ctx, gjs, cfg, consumer.Deps{
+		Ledger:  ledger,
 		Conn:    e.nc,
 		Sender:  sender,
 		Keys:    e.keys,

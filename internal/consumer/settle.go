@@ -114,6 +114,11 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	}
 	s.awaitInFlight(ctx, &busy, begin, out)
 	s.retriedNaks(ctx, op, cs, out)
+	if len(idx) > 0 && s.ledger.Consulted(op, w) && !s.caughtUp(ctx, op, cs, out, idx) {
+		// Before the ledger records them: a settle that cannot be sent
+		// must leave no claim, which its retry would take for done.
+		return out
+	}
 	subjects, idx = s.consultLedger(ctx, op, cs, w, out, subjects, idx)
 	if subjects, idx = s.stillLeased(ctx, op, cs, out, subjects, idx, resetBefore); len(subjects) == 0 {
 		return out
@@ -150,27 +155,13 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 }
 
 // stillLeased keeps, of the settles begun at idx, those that may be sent
-// now; each one it drops has its outcome in out. The ledger's verdicts take
-// a NATS round trip, and a reset noticed since resetBefore voided the leases
-// (the table holds them no more): nothing is sent, and each is
-// LEASE_EXPIRED. A replica that may have slept since catches up with NATS
-// first (Deps.Awake); when it cannot, the leases are live again and each
-// fails as it did. A lease whose deadline passed while its settle waited is
-// LEASE_EXPIRED too (lease.Table.Overdue).
+// now (caughtUp first), each one it drops with its outcome in out: a reset
+// noticed since resetBefore voided them all, and a lease whose deadline
+// passed while its settle waited (lease.Table.Overdue) is LEASE_EXPIRED.
 func (s *settler) stillLeased(ctx context.Context, op lease.Op, cs []token.Claims, out []settle.Outcome,
 	subjects []string, idx []int, resetBefore time.Time) ([]string, []int) {
-	if len(idx) == 0 {
+	if len(idx) == 0 || !s.caughtUp(ctx, op, cs, out, idx) {
 		return nil, nil
-	}
-	if s.awake != nil {
-		if err := s.awake(ctx); err != nil {
-			now := time.Now()
-			for _, i := range idx {
-				s.leases.Finish(ref(cs[i]), op, false, now, lease.Extension{})
-				out[i].Err = err
-			}
-			return nil, nil
-		}
 	}
 	if !s.server.resetAt().Equal(resetBefore) {
 		for _, i := range idx {
@@ -196,6 +187,25 @@ func (s *settler) stillLeased(ctx context.Context, op lease.Op, cs []token.Claim
 		keepSubj, keepIdx = append(keepSubj, subjects[j]), append(keepIdx, i)
 	}
 	return keepSubj, keepIdx
+}
+
+// caughtUp reports whether a replica that may have slept has caught up
+// with NATS (Deps.Awake); when it cannot, the leases of idx are live again,
+// and each fails as it did.
+func (s *settler) caughtUp(ctx context.Context, op lease.Op, cs []token.Claims, out []settle.Outcome, idx []int) bool {
+	if s.awake == nil {
+		return true
+	}
+	err := s.awake(ctx)
+	if err == nil {
+		return true
+	}
+	now := time.Now()
+	for _, i := range idx {
+		s.leases.Finish(ref(cs[i]), op, false, now, lease.Extension{})
+		out[i].Err = err
+	}
+	return false
 }
 
 // awaitInFlight begins again, as the settles in flight before them end,

@@ -101,3 +101,27 @@ func TestAStreamBlockedInItsSendStillExtendsItsLeases(t *testing.T) {
 		}
 	}
 }
+
+// A Nak that cannot catch up with NATS fails before the ledger records it:
+// its retry finds no claim to take for done, is sent, and the message comes
+// back at once rather than after ack_wait, as the OK promises.
+func TestANakThatCannotCatchUpLeavesNoClaim(t *testing.T) {
+	e := startLedgered(t, consumer.Config{AckWait: 30 * time.Second, MaxAckPending: 1024})
+	e.publish("orders.1", "one")
+	res := e.fetch(consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second})
+	if len(res.Messages) != 1 {
+		t.Fatalf("fetch: %d messages", len(res.Messages))
+	}
+	cl := e.c.ClaimsOf(res.Messages[0])
+	e.setAwake(func(context.Context) error { return errs.ErrUnavailable })
+	if out := e.c.Settle(context.Background(), lease.OpNak, []token.Claims{cl}, settle.Args{}); !errors.Is(out[0].Err, errs.ErrUnavailable) {
+		t.Fatalf("the Nak that could not catch up: %v; want UNAVAILABLE", out[0].Err)
+	}
+	e.setAwake(nil)
+	if out := e.c.Settle(context.Background(), lease.OpNak, []token.Claims{cl}, settle.Args{}); out[0].Err != nil {
+		t.Fatalf("the retried Nak: %v", out[0].Err)
+	}
+	if m := e.pullPlain(5 * time.Second); m == nil {
+		t.Fatal("the message did not come back: the retried Nak was never sent")
+	}
+}
