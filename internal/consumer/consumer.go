@@ -258,6 +258,7 @@ func (c *Consumer) attend(ctx context.Context) {
 		case now := <-t.C:
 			c.leases.Sweep(now)
 			c.settler.keepAlive(ctx, now)
+			c.settler.retryTerms(ctx)
 			c.settler.nak(ctx, c.orphans.due(now))
 			if open, _, _ := c.waiting.counts(); open > 0 && now.Sub(c.onServer.view().at) >= viewEvery {
 				_, _ = c.onServer.ask(ctx, time.Second)

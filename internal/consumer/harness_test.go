@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/natstest"
 	"github.com/jetgate/jetgate/internal/pull"
 	"github.com/jetgate/jetgate/internal/settle"
@@ -41,9 +43,23 @@ type env struct {
 	keys  *token.Keyring
 	self  token.IssuerID
 
-	mu    sync.Mutex
-	peers []string                        // what Deps.Peers names (setPeers)
-	awake func(ctx context.Context) error // what Deps.Awake does (nil: nothing)
+	mu     sync.Mutex
+	peers  []string                        // what Deps.Peers names (setPeers)
+	awake  func(ctx context.Context) error // what Deps.Awake does (nil: nothing)
+	termed []termRecord                    // what Deps.Terminated was told (withTermRecords)
+}
+
+// termRecord is a Term the server confirmed, as Deps.Terminated is told.
+type termRecord struct {
+	lease.Ref
+	reason string
+}
+
+// terms is what Deps.Terminated has been told so far.
+func (e *env) terms() []termRecord {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.termed)
 }
 
 // setAwake makes Deps.Awake run f.
@@ -81,7 +97,7 @@ func startWith(t *testing.T, cfg consumer.Config, settles func(*natsserver.Serve
 // connection of its own to ns.
 func bindOn(t *testing.T, ns *natsserver.Server, own *nats.Conn, cfg consumer.Config, settles func(*natsserver.Server) *nats.Conn, timeout time.Duration) *env {
 	t.Helper()
-	return bindTelling(t, ns, own, cfg, settles, timeout, nil, false)
+	return bindTelling(t, ns, own, cfg, settles, timeout, nil, 0)
 }
 
 // startLedgered is start with the settle ledger every replica has.
@@ -90,13 +106,31 @@ func startLedgered(t *testing.T, cfg consumer.Config) *env {
 	ns := natstest.Start(t)
 	own := natstest.Connect(t, ns)
 	natstest.Stream(t, own, stream, "orders.>")
-	return bindTelling(t, ns, own, cfg, nil, 2*time.Second, nil, true)
+	return bindTelling(t, ns, own, cfg, nil, 2*time.Second, nil, withLedger)
 }
 
+// startRecordingTerms is startWith with the Terms the server confirms
+// recorded (Deps.Terminated: env.termed).
+func startRecordingTerms(t *testing.T, cfg consumer.Config, settles func(*natsserver.Server) *nats.Conn, timeout time.Duration) *env {
+	t.Helper()
+	ns := natstest.Start(t)
+	own := natstest.Connect(t, ns)
+	natstest.Stream(t, own, stream, "orders.>")
+	return bindTelling(t, ns, own, cfg, settles, timeout, nil, withTermRecords)
+}
+
+// extras are what a replica gives a Consumer that bindOn leaves out.
+type extras uint8
+
+const (
+	withLedger      extras = 1 << iota // the settle ledger every replica has
+	withTermRecords                    // Deps.Terminated, into env.termed
+)
+
 // bindTelling is bindOn with the Consumer's OnReset (nil: none), and with
-// the settle ledger if ledgered.
+// the extras of with.
 func bindTelling(t *testing.T, ns *natsserver.Server, own *nats.Conn, cfg consumer.Config, settles func(*natsserver.Server) *nats.Conn,
-	timeout time.Duration, onReset func(id string, peers int), ledgered bool) *env {
+	timeout time.Duration, onReset func(id string, peers int), with extras) *env {
 	t.Helper()
 	js, err := jetstream.New(own)
 	if err != nil {
@@ -127,20 +161,31 @@ func bindTelling(t *testing.T, ns *natsserver.Server, own *nats.Conn, cfg consum
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	var ledger *settle.Ledger
-	if ledgered {
+	if with&withLedger != 0 {
 		if ledger, err = settle.OpenLedger(ctx, gjs, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
+	var terminated func(context.Context, string, string, string, []lease.Ref)
+	if with&withTermRecords != 0 {
+		terminated = func(_ context.Context, _, _, reason string, ds []lease.Ref) {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			for _, d := range ds {
+				e.termed = append(e.termed, termRecord{d, reason})
+			}
+		}
+	}
 	e.c, err = consumer.Bind(ctx, gjs, cfg, consumer.Deps{
-		Ledger:  ledger,
-		Conn:    e.nc,
-		Sender:  sender,
-		Keys:    e.keys,
-		Self:    e.self,
-		Timeout: 2 * time.Second,
-		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-		OnReset: onReset,
+		Terminated: terminated,
+		Ledger:     ledger,
+		Conn:       e.nc,
+		Sender:     sender,
+		Keys:       e.keys,
+		Self:       e.self,
+		Timeout:    2 * time.Second,
+		Log:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+		OnReset:    onReset,
 		Peers: func(context.Context, string, string) ([]string, error) {
 			e.mu.Lock()
 			defer e.mu.Unlock()

@@ -136,3 +136,18 @@ func (f *inFlight) close(upTo uint64) {
 		}
 	}
 }
+
+// untilVoided is ctx, ended too once givenUp ends if reset then says a
+// reset was noticed since the settle began. stop releases it.
+func untilVoided(ctx, givenUp context.Context, reset func() bool) (_ context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	unregister := context.AfterFunc(givenUp, func() {
+		if reset() {
+			cancel()
+		}
+	})
+	return ctx, func() {
+		unregister()
+		cancel()
+	}
+}

@@ -25,7 +25,7 @@ func tellingEnv(t *testing.T, cfg consumer.Config) (*env, <-chan word) {
 	own := natstest.Connect(t, ns)
 	natstest.Stream(t, own, stream, "orders.>")
 	words := make(chan word, 16)
-	e := bindTelling(t, ns, own, cfg, nil, 2*time.Second, func(id string, peers int) { words <- word{id, peers} }, false)
+	e := bindTelling(t, ns, own, cfg, nil, 2*time.Second, func(id string, peers int) { words <- word{id, peers} }, 0)
 	return e, words
 }
 

@@ -33,6 +33,7 @@ type settler struct {
 	awake        func(ctx context.Context) error // Deps.Awake; nil: nothing to catch up with
 	// terminated is Deps.Terminated; nil: no Term is recorded.
 	terminated func(ctx context.Context, stream, name, reason string, ds []lease.Ref)
+	unsure     unsureTerms // the Terms sent whose answer never came
 }
 
 // ref is the delivery a token names: the consumer sequence and deadline
@@ -141,6 +142,9 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 			sent[j] = errs.ErrLeaseExpired // a reset voided it, and the server left it unanswered
 		case errors.Is(sent[j], settle.ErrUnconfirmed):
 			s.leases.Unsure(ref(cl), op)
+			if op == lease.OpTerm && s.terminated != nil {
+				s.unsure.add([]token.Claims{cl}, args, w) // sent again while the lease lasts (unsure.go)
+			}
 		case sent[j] == nil && op == lease.OpExtend:
 			out[i].NewToken, out[i].Deadline = s.extended(cl, timing, args, now, done)
 		default:
@@ -266,21 +270,6 @@ func (s *settler) send(ctx, givenUp context.Context, resetBefore time.Time, op l
 	subjects[low], subjects[last] = subjects[last], subjects[low]
 	idx[low], idx[last] = idx[last], idx[low]
 	return s.sender.SendInOrder(ctx, subjects, payload)
-}
-
-// untilVoided is ctx, ended too once givenUp ends if reset then says a
-// reset was noticed since the settle began. stop releases it.
-func untilVoided(ctx, givenUp context.Context, reset func() bool) (_ context.Context, stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	unregister := context.AfterFunc(givenUp, func() {
-		if reset() {
-			cancel()
-		}
-	})
-	return ctx, func() {
-		unregister()
-		cancel()
-	}
 }
 
 // entry is the ledger's record of the delivery cl names.

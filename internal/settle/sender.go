@@ -39,12 +39,18 @@ type Sender struct {
 	mu     sync.Mutex
 	next   uint64
 	routes map[uint64]func(*nats.Msg)
+	// dropped is closed as the connection drops, and then replaced: a reply
+	// to a settle sent on the dropped connection never comes.
+	dropped chan struct{}
+	status  chan nats.Status
+	watched chan struct{} // closed once watch has returned
 }
 
 // NewSender subscribes to its reply subjects. timeout bounds how long a
 // batch waits for its confirmations.
 func NewSender(nc *nats.Conn, timeout time.Duration) (*Sender, error) {
-	s := &Sender{nc: nc, timeout: timeout, prefix: nats.NewInbox(), routes: make(map[uint64]func(*nats.Msg))}
+	s := &Sender{nc: nc, timeout: timeout, prefix: nats.NewInbox(), routes: make(map[uint64]func(*nats.Msg)),
+		dropped: make(chan struct{}), watched: make(chan struct{})}
 	sub, err := nc.Subscribe(s.prefix+".*", s.dispatch)
 	if err != nil {
 		return nil, fmt.Errorf("subscribe settle inbox: %w", err)
@@ -56,11 +62,30 @@ func NewSender(nc *nats.Conn, timeout time.Duration) (*Sender, error) {
 		return nil, fmt.Errorf("settle inbox limits: %w", err)
 	}
 	s.sub = sub
+	s.status = nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
+	go s.watch()
 	return s, nil
 }
 
 // Close stops the reply subscription.
-func (s *Sender) Close() error { return s.sub.Unsubscribe() }
+func (s *Sender) Close() error {
+	s.nc.RemoveStatusListener(s.status)
+	<-s.watched
+	return s.sub.Unsubscribe()
+}
+
+// watch closes dropped each time the connection drops, so that the settles
+// waiting on it are unconfirmed at once rather than after the timeout: their
+// retry, once NATS is back, may still be within their leases.
+func (s *Sender) watch() {
+	defer close(s.watched)
+	for range s.status {
+		s.mu.Lock()
+		close(s.dropped)
+		s.dropped = make(chan struct{})
+		s.mu.Unlock()
+	}
+}
 
 // open returns a fresh reply subject whose messages go to fn, and the id that
 // closes it. fn runs on the subscription's goroutine and must not block.
@@ -95,7 +120,8 @@ func (s *Sender) dispatch(m *nats.Msg) {
 // Send publishes payload to every subject as a request and waits for all the
 // replies, pipelined: nothing waits for one reply before sending the next.
 // Each error is nil (confirmed), ErrNoResponders, ErrUnconfirmed (sent, no
-// answer in time or the caller left) or errs.ErrUnavailable (not sent).
+// answer in time, the connection dropped, or the caller left) or
+// errs.ErrUnavailable (not sent).
 func (s *Sender) Send(ctx context.Context, subjects []string, payload []byte) []error {
 	res := make([]error, len(subjects))
 	if err := ctx.Err(); err != nil {
@@ -107,6 +133,9 @@ func (s *Sender) Send(ctx context.Context, subjects []string, payload []byte) []
 	}
 	replies := make(chan reply, len(subjects))
 	ids := make([]uint64, 0, len(subjects))
+	s.mu.Lock()
+	dropped := s.dropped // before any is sent
+	s.mu.Unlock()
 	defer func() {
 		for _, id := range ids {
 			s.close(id)
@@ -144,6 +173,8 @@ func (s *Sender) Send(ctx context.Context, subjects []string, payload []byte) []
 			}
 		case <-timer.C:
 			return markUnanswered(res, answered, fmt.Errorf("%w in %v", ErrUnconfirmed, s.timeout))
+		case <-dropped:
+			return markUnanswered(res, answered, fmt.Errorf("%w: the connection to NATS dropped", ErrUnconfirmed))
 		case <-ctx.Done():
 			return markUnanswered(res, answered, fmt.Errorf("%w: %w", ErrUnconfirmed, ctx.Err()))
 		}

@@ -385,3 +385,38 @@ func TestSendWhenNotConnected(t *testing.T) {
 		}
 	})
 }
+
+// A settle in flight as the connection drops is unconfirmed at once: its
+// reply, if the server sent one, went to the dropped connection, and a retry
+// made only after the request timeout could be past its lease's deadline.
+func TestSendInFlightAsTheConnectionDropsIsUnconfirmedAtOnce(t *testing.T) {
+	ns := natstest.Start(t)
+	nc := natstest.Connect(t, ns, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	watch := natstest.Connect(t, ns)
+	got := make(chan struct{}, 2)
+	subscribe(t, watch, "silent.>", func(*nats.Msg) { got <- struct{}{} })
+	s := newSender(t, nc, time.Minute)
+	type result struct{ errs []error }
+	done := make(chan result, 1)
+	go func() {
+		done <- result{s.Send(context.Background(), []string{"silent.a", "silent.b"}, []byte("+TERM"))}
+	}()
+	for range 2 {
+		select {
+		case <-got:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the settles were not sent")
+		}
+	}
+	ns.Shutdown()
+	select {
+	case r := <-done:
+		for i, err := range r.errs {
+			if !errors.Is(err, settle.ErrUnconfirmed) || !errors.Is(err, errs.ErrUnavailable) {
+				t.Errorf("settle %d: %v, want ErrUnconfirmed (sent, its outcome unknown)", i, err)
+			}
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Send still waited 20s after the connection dropped, for a minute's timeout")
+	}
+}

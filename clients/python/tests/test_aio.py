@@ -27,9 +27,14 @@ def test_aio_client_and_subscriber(gateway):
             ack = await c.publish(STREAM, "orders.aio", b"first", headers={"k": ["v1", "v2"]})
             (m,) = await c.fetch(STREAM, "aio", batch=5, expires=2.0)
             assert m.metadata.stream_seq == ack.seq and m.headers == {"k": ["v1", "v2"]}
-            old = m.token
+            old, old_deadline = m.token, m.lease_deadline
+            # A token carries its deadline to the millisecond, and an extend
+            # in the same millisecond as the fetch gives the same deadline, so
+            # the same token: extend a few milliseconds later.
+            fetched = time.monotonic()
+            await until(lambda: time.monotonic() - fetched > 0.005, 1, "5ms")
             await m.extend()
-            assert m.token != old
+            assert m.token != old and m.lease_deadline > old_deadline
             await m.ack()
             with pytest.raises(jetgate.SettleError) as e:
                 await m.term("late")
