@@ -138,3 +138,21 @@ func TestADeadLetterOfARecordWhoseStreamWasMadeAgainHasNotItsNewMessage(t *testi
 	e.workedOff(1)
 	e.wantHeadersAlone(seq)
 }
+
+// The same where the dead-letter stream's max_msg_size, not NATS's
+// max_payload, is what the letter is over: the stream refuses it for ever.
+func TestADeadLetterOverItsStreamsMaxMsgSizeHasItsHeadersAlone(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	if _, err := e.js.UpdateStream(ctx, jetstream.StreamConfig{Name: "DLQ", Subjects: []string{"dlq.>"}, MaxMsgSize: 2048}); err != nil {
+		t.Fatal(err)
+	}
+	e.start(true)
+	if _, err := e.js.Publish(ctx, "orders.1", []byte(strings.Repeat("x", 4096))); err != nil {
+		t.Fatal(err)
+	}
+	seq := e.term()
+	e.workedOff(1)
+	e.wantHeadersAlone(seq)
+}

@@ -344,10 +344,12 @@ func (w *Worker) copy(ctx context.Context, r Route, s jetstream.Stream, a adviso
 		dl.Header.Set(HeaderTermReason, a.Reason)
 	}
 	ack, err := w.js.PublishMsg(ctx, dl, jetstream.WithMsgID(id))
-	if errors.Is(err, nats.ErrMaxPayload) {
-		// The message and the dead letter's headers are over what NATS
-		// takes: retried, it would never be; the letter keeps its headers.
-		w.log.Warn("a dead letter with its message is over NATS's max_payload: it is stored without it", "stream", a.Stream, "stream_seq", a.StreamSeq, "size", len(dl.Data))
+	if tooBig(err) {
+		// The message and the dead letter's headers are over what NATS or
+		// the dead-letter stream (max_msg_size) takes: retried, it would
+		// never be; the letter keeps its headers.
+		w.log.Warn("a dead letter with its message is over NATS's max_payload or its stream's max_msg_size: it is stored without it",
+			"stream", a.Stream, "stream_seq", a.StreamSeq, "size", len(dl.Data), "err", err)
 		for k := range dl.Header {
 			if !deadHeader(k) || k == HeaderSubject {
 				delete(dl.Header, k)
@@ -360,6 +362,12 @@ func (w *Worker) copy(ctx context.Context, r Route, s jetstream.Stream, a adviso
 		return false, err
 	}
 	return !ack.Duplicate, nil
+}
+
+// tooBig reports whether a publish failed for its size: over NATS's
+// max_payload, or over its stream's max_msg_size.
+func tooBig(err error) bool {
+	return errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, jetstream.ErrStreamMessageExceedsMaximum)
 }
 
 // deadHeader is one of the headers a dead letter is given (Jetgate-Dead-*):
