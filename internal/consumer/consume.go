@@ -3,6 +3,7 @@ package consumer
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -56,7 +57,18 @@ type ConsumeRequest struct {
 	// a pusher's requests in flight run on. 0: until their deadlines (a
 	// gRPC caller extends its own).
 	KeepOnEnd time.Duration
+	// Outlast keeps the stream through NATS going away: a pull that fails
+	// for it (UNAVAILABLE) is made again once NATS is back, and the
+	// stream's leases stay its own meanwhile, extended as they come due
+	// (those NATS was away too long for lapse), rather than let go with
+	// the stream: a pusher's held-back messages would otherwise each lose
+	// a delivery to every NATS blip.
+	Outlast bool
 }
+
+// outlastMax bounds the wait between two pulls of a stream that outlasts
+// NATS going away.
+const outlastMax = 2 * time.Second
 
 // Consume leases messages to send as they come, never holding more than
 // req.MaxMessages (and req.MaxBytes) unsettled leases at once: it pulls
@@ -85,6 +97,7 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 		wg.Go(func() { k.extendUntil(ectx, req.Principal, cmp.Or(req.MaxLease, pl.maxLease)) })
 		defer func() { stop(); wg.Wait() }() // before end, which runs last
 	}
+	var away time.Duration // how long the stream waits before it pulls again while NATS is away (Outlast)
 	for {
 		if err := cmp.Or(ctx.Err(), pl.server.servable()); err != nil {
 			return err
@@ -119,9 +132,14 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 			empty, left, err := pl.pullLoop(ctx, lim, k)
 			last = cmp.Or(left, last)
 			switch {
+			case err != nil && req.Outlast && errors.Is(err, errs.ErrUnavailable) && ctx.Err() == nil:
+				away = min(max(2*away, 50*time.Millisecond), outlastMax)
+				k.waitForRoom(ctx, away) // or a lease leaving, for the room of the next pull
+				continue
 			case err != nil:
 				return err
 			case empty != EmptyMaxBytes:
+				away = 0
 				continue
 			case n == 0:
 				// The next message does not fit in the bytes left, and

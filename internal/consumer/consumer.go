@@ -222,6 +222,7 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 // pulls are open, refreshes what the server says of the consumer every
 // viewEvery; idle, it waits and costs nothing.
 func (c *Consumer) Run(ctx context.Context) {
+	defer c.settler.unsure.wg.Wait()
 	for {
 		select {
 		case <-ctx.Done():
@@ -258,7 +259,7 @@ func (c *Consumer) attend(ctx context.Context) {
 		case now := <-t.C:
 			c.leases.Sweep(now)
 			c.settler.keepAlive(ctx, now)
-			c.settler.retryTerms(ctx)
+			c.settler.retryUnsure(ctx)
 			c.settler.nak(ctx, c.orphans.due(now))
 			if open, _, _ := c.waiting.counts(); open > 0 && now.Sub(c.onServer.view().at) >= viewEvery {
 				_, _ = c.onServer.ask(ctx, time.Second)
@@ -317,6 +318,10 @@ func (c *Consumer) Idle() bool {
 	open, _, queued := c.waiting.counts()
 	return open == 0 && queued == 0 && c.leases.Live() == 0 && c.orphans.len() == 0 && c.orphans.pulls(time.Now()) == 0
 }
+
+// Holds reports whether d's lease is still this replica's, live: not
+// settled, expired, or voided by a reset.
+func (c *Consumer) Holds(d *Delivery) bool { return c.leases.Holds(ref(c.ClaimsOf(d)), time.Now()) }
 
 // ClaimsOf are what d's token says: whose lease it is and of which delivery.
 func (c *Consumer) ClaimsOf(d *Delivery) token.Claims { return c.tokens.claims(d) }

@@ -40,3 +40,9 @@ func (c *Consumer) EndInFlight(cl token.Claims, op lease.Op) {
 // LeasesHeld counts the leases the table holds, settled ones kept for
 // retries included: only a sweep drops one past its deadline.
 func (c *Consumer) LeasesHeld() int { return c.leases.Held() }
+
+// RetryingTerms reports whether the consumer holds Terms whose answer never
+// came, to send again, or sends them now.
+func (c *Consumer) RetryingTerms() bool {
+	return c.settler.unsure.any() || c.settler.unsure.running.Load()
+}

@@ -111,12 +111,13 @@ func startLedgered(t *testing.T, cfg consumer.Config) *env {
 
 // startRecordingTerms is startWith with the Terms the server confirms
 // recorded (Deps.Terminated: env.termed).
-func startRecordingTerms(t *testing.T, cfg consumer.Config, settles func(*natsserver.Server) *nats.Conn, timeout time.Duration) *env {
+// And with the extras of with.
+func startRecordingTerms(t *testing.T, cfg consumer.Config, settles func(*natsserver.Server) *nats.Conn, timeout time.Duration, with extras) *env {
 	t.Helper()
 	ns := natstest.Start(t)
 	own := natstest.Connect(t, ns)
 	natstest.Stream(t, own, stream, "orders.>")
-	return bindTelling(t, ns, own, cfg, settles, timeout, nil, withTermRecords)
+	return bindTelling(t, ns, own, cfg, settles, timeout, nil, withTermRecords|with)
 }
 
 // extras are what a replica gives a Consumer that bindOn leaves out.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/lease"
@@ -29,17 +30,20 @@ import (
 type unsureTerm struct {
 	cl   token.Claims
 	args settle.Args
-	w    settle.Whose
 }
 
-// unsureTerms are the Terms a consumer sends again.
+// unsureTerms are the Terms a consumer sends again, on a goroutine of
+// their own (a Term the server leaves unanswered would hold Run's timers
+// for a request timeout a try).
 type unsureTerms struct {
-	mu    sync.Mutex
-	terms []unsureTerm
+	mu      sync.Mutex
+	terms   []unsureTerm
+	running atomic.Bool    // a goroutine sends them
+	wg      sync.WaitGroup // that goroutine
 }
 
 // add keeps the Terms of cs to be sent again, each delivery once.
-func (u *unsureTerms) add(cs []token.Claims, args settle.Args, w settle.Whose) {
+func (u *unsureTerms) add(cs []token.Claims, args settle.Args) {
 	if len(cs) == 0 {
 		return
 	}
@@ -47,7 +51,7 @@ func (u *unsureTerms) add(cs []token.Claims, args settle.Args, w settle.Whose) {
 	defer u.mu.Unlock()
 	for _, cl := range cs {
 		if !slices.ContainsFunc(u.terms, func(t unsureTerm) bool { return ref(t.cl) == ref(cl) }) {
-			u.terms = append(u.terms, unsureTerm{cl, args, w})
+			u.terms = append(u.terms, unsureTerm{cl, args})
 		}
 	}
 }
@@ -61,28 +65,49 @@ func (u *unsureTerms) take() []unsureTerm {
 	return ts
 }
 
-// retryTerms sends again each Term whose answer never came, one at a time
-// (each has its own args), and keeps those NATS could not take yet: not
-// connected, or unanswered again.
-func (s *settler) retryTerms(ctx context.Context) {
-	ts := s.unsure.take()
-	if len(ts) == 0 {
+// any reports whether Terms are kept.
+func (u *unsureTerms) any() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.terms) > 0
+}
+
+// retryUnsure starts sending the kept Terms again, unless a goroutine does
+// already; Run waits for it (unsure.wg) before it returns.
+func (s *settler) retryUnsure(ctx context.Context) {
+	if !s.unsure.any() || !s.unsure.running.CompareAndSwap(false, true) {
 		return
 	}
+	s.unsure.wg.Go(func() {
+		defer s.unsure.running.Store(false)
+		s.retryTerms(ctx)
+	})
+}
+
+// retryTerms sends again each Term whose answer never came, one at a time
+// (each has its own args), and keeps those NATS could not take yet: not
+// connected, or unanswered again. Each consults the ledger as a Term of an
+// adopted lease does, though this replica issued it: the caller, told
+// NATS_UNAVAILABLE, may have settled its token otherwise meanwhile through
+// another replica that took this one for gone (a Nak, whose redelivery
+// this Term would land on; an Ack), and that settle's claim then refuses
+// it.
+func (s *settler) retryTerms(ctx context.Context) {
+	ts := s.unsure.take()
 	ctx, cancel := context.WithTimeout(ctx, s.server.timeout)
 	defer cancel()
 	for i, t := range ts {
 		if ctx.Err() != nil {
 			for _, t := range ts[i:] {
-				s.unsure.add([]token.Claims{t.cl}, t.args, t.w)
+				s.unsure.add([]token.Claims{t.cl}, t.args)
 			}
 			return
 		}
-		err := s.settle(ctx, lease.OpTerm, []token.Claims{t.cl}, t.args, t.w)[0].Err
+		err := s.settle(ctx, lease.OpTerm, []token.Claims{t.cl}, t.args, settle.Adopted)[0].Err
 		switch {
 		case err == nil, errors.Is(err, settle.ErrUnconfirmed): // sent, or settle kept it again
 		case errors.Is(err, errs.ErrUnavailable), errors.Is(err, errs.ErrSettleInProgress):
-			s.unsure.add([]token.Claims{t.cl}, t.args, t.w)
+			s.unsure.add([]token.Claims{t.cl}, t.args)
 		default:
 			s.log.Warn("a Term whose answer was lost could not be sent again: if the server applied it, its message has no dead letter",
 				"stream_seq", t.cl.StreamSeq, "err", err)

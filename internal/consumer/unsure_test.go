@@ -3,6 +3,7 @@ package consumer_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,13 +14,14 @@ import (
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/pull"
 	"github.com/jetgate/jetgate/internal/settle"
 	"github.com/jetgate/jetgate/internal/token"
 )
 
 // cutOff starts a consumer whose settles go through a proxy, with Terms
 // recorded, and returns it, the proxy and the settles' connection.
-func cutOff(t *testing.T, ackWait time.Duration) (*env, *natstest.Proxy, *nats.Conn) {
+func cutOff(t *testing.T, ackWait time.Duration, with extras) (*env, *natstest.Proxy, *nats.Conn) {
 	t.Helper()
 	var proxy *natstest.Proxy
 	var settles *nats.Conn
@@ -27,13 +29,14 @@ func cutOff(t *testing.T, ackWait time.Duration) (*env, *natstest.Proxy, *nats.C
 		proxy = natstest.StartProxy(t, ns.Addr().String())
 		settles = proxy.Connect(t)
 		return settles
-	}, 300*time.Millisecond)
+	}, 300*time.Millisecond, with)
 	return e, proxy, settles
 }
 
 // termLost fetches one message and Terms it with the Term swallowed on its
-// way (a NATS gone before it answered), and returns its claims.
-func termLost(t *testing.T, e *env, proxy *natstest.Proxy) token.Claims {
+// way (a NATS gone before it answered), and returns its claims. The
+// consumer's own tries again wait until hold is closed (nil: they do not).
+func termLost(t *testing.T, e *env, proxy *natstest.Proxy, hold chan struct{}) token.Claims {
 	t.Helper()
 	e.publish("orders.1", "one")
 	res := e.fetch(consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second})
@@ -41,9 +44,21 @@ func termLost(t *testing.T, e *env, proxy *natstest.Proxy) token.Claims {
 		t.Fatalf("fetch: %d messages", len(res.Messages))
 	}
 	cl := e.c.ClaimsOf(res.Messages[0])
-	e.setAwake(func(context.Context) error { proxy.Blackhole(); return nil })
+	var once sync.Once // the consumer's own retry must not black-hole the proxy again
+	e.setAwake(func(ctx context.Context) error {
+		first := false
+		once.Do(func() { proxy.Blackhole(); first = true })
+		if first || hold == nil {
+			return nil
+		}
+		select {
+		case <-hold:
+			return nil
+		case <-ctx.Done():
+			return errs.ErrUnavailable
+		}
+	})
 	out := e.c.Settle(context.Background(), lease.OpTerm, []token.Claims{cl}, settle.Args{Reason: "bad"})
-	e.setAwake(nil)
 	if !errors.Is(out[0].Err, settle.ErrUnconfirmed) {
 		t.Fatalf("the Term whose answer was lost: %v; want it unconfirmed", out[0].Err)
 	}
@@ -65,8 +80,21 @@ func reconnect(t *testing.T, proxy *natstest.Proxy, settles *nats.Conn) {
 // lost, it would otherwise have none, and no redelivery either. The caller's
 // own retry is then answered as done.
 func TestATermWhoseAnswerWasLostIsSentAgainAndRecorded(t *testing.T) {
-	e, proxy, settles := cutOff(t, 30*time.Second)
-	cl := termLost(t, e, proxy)
+	t.Run("never applied", func(t *testing.T) { termSentAgain(t, false) })
+	// The server applied the Term and then stopped, its answer lost: it
+	// answers the second Term of a message it no longer holds.
+	t.Run("applied", func(t *testing.T) { termSentAgain(t, true) })
+}
+
+func termSentAgain(t *testing.T, applied bool) {
+	e, proxy, settles := cutOff(t, 30*time.Second, 0)
+	cl := termLost(t, e, proxy, nil)
+	if applied {
+		subj := pull.AckSubject(stream, name, cl.Delivered, cl.StreamSeq, cl.ConsumerSeq)
+		if _, err := e.nc.Request(subj, []byte("+TERM bad"), within); err != nil {
+			t.Fatalf("the Term applied on the server: %v", err)
+		}
+	}
 	if rs := e.terms(); len(rs) != 0 {
 		t.Fatalf("recorded %v before the server confirmed the Term", rs)
 	}
@@ -94,8 +122,8 @@ func TestATermWhoseAnswerWasLostIsSentAgainAndRecorded(t *testing.T) {
 // again, nor recorded: the server may have redelivered its message to
 // another holder, whose delivery it would terminate.
 func TestATermWhoseAnswerWasLostIsGivenUpAtItsDeadline(t *testing.T) {
-	e, proxy, settles := cutOff(t, time.Second)
-	cl := termLost(t, e, proxy)
+	e, proxy, settles := cutOff(t, time.Second, 0)
+	cl := termLost(t, e, proxy, nil)
 	m := e.pullPlain(5 * time.Second) // the server's redelivery, after ack_wait
 	if m == nil {
 		t.Fatal("the server did not redeliver the message whose Term it never got")
@@ -116,5 +144,47 @@ func TestATermWhoseAnswerWasLostIsGivenUpAtItsDeadline(t *testing.T) {
 	}
 	if err := m.Ack(); err != nil {
 		t.Errorf("the other holder's Ack: %v", err)
+	}
+}
+
+// A Term whose answer never came is not sent again once its token was
+// settled otherwise through another replica, which took this one for gone
+// (NATS_UNAVAILABLE, the caller Naks instead): the ledger holds that Nak,
+// and the Term would land on its redelivery.
+func TestATermWhoseAnswerWasLostIsNotSentAgainOverAnotherReplicasNak(t *testing.T) {
+	e, proxy, settles := cutOff(t, 30*time.Second, withLedger)
+	hold := make(chan struct{}) // the consumer's retries wait for the other replica's Nak
+	cl := termLost(t, e, proxy, hold)
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	other, err := settle.OpenLedger(ctx, e.js, 1) // the other replica's
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := settle.Entry{Stream: stream, Consumer: name, StreamSeq: cl.StreamSeq, Delivered: cl.Delivered, TTL: 30 * time.Second}
+	if prior, fails := other.Claim(ctx, lease.OpNak, []settle.Entry{entry}); fails[0] != nil || prior[0] != 0 {
+		t.Fatalf("the other replica's claim: %v %v", prior[0], fails[0])
+	}
+	subj := pull.AckSubject(stream, name, cl.Delivered, cl.StreamSeq, cl.ConsumerSeq)
+	if _, err := e.nc.Request(subj, []byte("-NAK"), within); err != nil {
+		t.Fatalf("the other replica's Nak: %v", err)
+	}
+	m := e.pullPlain(5 * time.Second) // the redelivery, to another holder
+	if m == nil {
+		t.Fatal("the nak'ed message was not redelivered")
+	}
+	close(hold)
+	reconnect(t, proxy, settles)
+	// The consumer's retry meets the Nak's claim: refused, nothing sent.
+	natstest.Eventually(t, within, "the Term tried again", func() bool { return !e.c.RetryingTerms() })
+	if rs := e.terms(); len(rs) != 0 {
+		t.Errorf("recorded %+v: a Term over another replica's Nak", rs)
+	}
+	if err := m.Ack(); err != nil {
+		t.Errorf("the other holder's Ack: %v", err)
+	}
+	natstest.Eventually(t, within, "the other holder's Ack applied", func() bool { return e.info().NumAckPending == 0 })
+	if ci := e.info(); ci.AckFloor.Stream != cl.StreamSeq {
+		t.Errorf("ack floor %d; want %d", ci.AckFloor.Stream, cl.StreamSeq)
 	}
 }

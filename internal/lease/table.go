@@ -152,12 +152,13 @@ func (t *Table) HoldsLater(r Ref, now time.Time) bool {
 	return e.Delivered < r.Delivered || (e.Delivered == r.Delivered && e.First > r.Deadline.UnixMilli())
 }
 
-// Holds reports whether delivery r is leased live, before its deadline.
+// Holds reports whether delivery r is leased live, before its deadline: not
+// being settled, though an Extend in flight leaves it leased.
 func (t *Table) Holds(r Ref, now time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.lookup(r)
-	return e != nil && e.state == stateLive && now.Before(e.Deadline)
+	return e != nil && (e.state == stateLive || e.op == OpExtend) && now.Before(e.Deadline)
 }
 
 // Void drops every lease: the consumer was reset, and no lease from before

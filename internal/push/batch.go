@@ -114,6 +114,10 @@ func (p *Pusher) render(ctx context.Context, js []*job) []*job {
 	out := js[:0]
 	var size int64 = 1 // [ and ]
 	for i, j := range js {
+		if !p.c.Holds(j.d) { // its lease lapsed or was voided: the server has it again
+			p.flow.dropped(1)
+			continue
+		}
 		if j.elem == nil {
 			b, err := element(p.cfg.Format, j.d)
 			if err != nil {

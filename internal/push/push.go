@@ -184,8 +184,11 @@ func (p *Pusher) Run(ctx context.Context) {
 	p.transport.CloseIdleConnections()
 }
 
-// consume holds the stream of leases that feeds the flow, again after NATS
-// went away, until ctx ends.
+// consume holds the stream of leases that feeds the flow until ctx ends. It
+// outlasts NATS going away: the messages pulled and not pushed yet keep
+// their leases (extended once NATS is back), so that an endpoint outage
+// costs no deliveries through a NATS blip either. A stream that ends for
+// another reason (its consumer deleted) is opened again.
 func (p *Pusher) consume(ctx context.Context) {
 	req := consumer.ConsumeRequest{
 		MaxMessages: p.cfg.leases(), Heartbeat: time.Hour, AutoExtend: true, MaxLease: forever,
@@ -194,6 +197,7 @@ func (p *Pusher) consume(ctx context.Context) {
 		// flight running: their leases are kept alive as long as one may
 		// run, not left to lapse and be pushed again meanwhile.
 		KeepOnEnd: p.cfg.Timeout,
+		Outlast:   true,
 	}
 	const firstWait = 100 * time.Millisecond
 	for wait := firstWait; ; wait = min(wait*2, 5*time.Second) {
@@ -279,8 +283,14 @@ func (p *Pusher) retrier(ctx context.Context) {
 	}
 }
 
-// push sends j once and acts on the answer.
+// push sends j once and acts on the answer. One whose lease lapsed (NATS
+// away longer than it lasts) or was voided (a reset) is dropped unsent:
+// the server has it again, and its next delivery is pushed.
 func (p *Pusher) push(ctx context.Context, j *job) {
+	if !p.c.Holds(j.d) {
+		p.flow.dropped(1)
+		return
+	}
 	started := time.Now()
 	p.m.inFlight.Inc()
 	a := p.send(ctx, j.d, started)
