@@ -124,7 +124,10 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	if subjects, idx = s.stillLeased(ctx, op, cs, out, subjects, idx, resetBefore); len(subjects) == 0 {
 		return out
 	}
-	sent := s.whyNoResponders(ctx, s.send(ctx, givenUp, resetBefore, op, args, cs, subjects, idx))
+	sent := s.send(ctx, givenUp, resetBefore, op, args, cs, subjects, idx)
+	if slices.Contains(sent, settle.ErrNoResponders) {
+		s.whyNoResponders(ctx, sent)
+	}
 	done := time.Now()
 	for j, i := range idx {
 		cl := cs[i]
@@ -152,17 +155,13 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 
 // whyNoResponders replaces each settle.ErrNoResponders of sent with what
 // it means (the consumer deleted, its leader being elected, NATS away).
-func (s *settler) whyNoResponders(ctx context.Context, sent []error) []error {
-	if !slices.Contains(sent, settle.ErrNoResponders) {
-		return sent
-	}
+func (s *settler) whyNoResponders(ctx context.Context, sent []error) {
 	gone := s.server.noResponders(ctx)
 	for j, err := range sent {
 		if err == settle.ErrNoResponders {
 			sent[j] = gone
 		}
 	}
-	return sent
 }
 
 // stillLeased keeps, of the settles begun at idx, those that may be sent
