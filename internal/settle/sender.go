@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -41,7 +42,7 @@ type Sender struct {
 	routes map[uint64]func(*nats.Msg)
 	// dropped is closed as the connection drops, and then replaced: a reply
 	// to a settle sent on the dropped connection never comes.
-	dropped chan struct{}
+	dropped atomic.Pointer[chan struct{}]
 	status  chan nats.Status
 	watched chan struct{} // closed once watch has returned
 }
@@ -49,8 +50,9 @@ type Sender struct {
 // NewSender subscribes to its reply subjects. timeout bounds how long a
 // batch waits for its confirmations.
 func NewSender(nc *nats.Conn, timeout time.Duration) (*Sender, error) {
-	s := &Sender{nc: nc, timeout: timeout, prefix: nats.NewInbox(), routes: make(map[uint64]func(*nats.Msg)),
-		dropped: make(chan struct{}), watched: make(chan struct{})}
+	s := &Sender{nc: nc, timeout: timeout, prefix: nats.NewInbox(), routes: make(map[uint64]func(*nats.Msg)), watched: make(chan struct{})}
+	first := make(chan struct{})
+	s.dropped.Store(&first)
 	sub, err := nc.Subscribe(s.prefix+".*", s.dispatch)
 	if err != nil {
 		return nil, fmt.Errorf("subscribe settle inbox: %w", err)
@@ -80,10 +82,8 @@ func (s *Sender) Close() error {
 func (s *Sender) watch() {
 	defer close(s.watched)
 	for range s.status {
-		s.mu.Lock()
-		close(s.dropped)
-		s.dropped = make(chan struct{})
-		s.mu.Unlock()
+		fresh := make(chan struct{})
+		close(*s.dropped.Swap(&fresh))
 	}
 }
 
@@ -133,9 +133,7 @@ func (s *Sender) Send(ctx context.Context, subjects []string, payload []byte) []
 	}
 	replies := make(chan reply, len(subjects))
 	ids := make([]uint64, 0, len(subjects))
-	s.mu.Lock()
-	dropped := s.dropped // before any is sent
-	s.mu.Unlock()
+	dropped := *s.dropped.Load() // before any is sent
 	defer func() {
 		for _, id := range ids {
 			s.close(id)
