@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -67,8 +68,12 @@ type ConsumeRequest struct {
 }
 
 // outlastMax bounds the wait between two pulls of a stream that outlasts
-// NATS going away.
-const outlastMax = 2 * time.Second
+// NATS going away; extendAwayWait is the least wait between two tries to
+// extend its leases meanwhile.
+const (
+	outlastMax     = 2 * time.Second
+	extendAwayWait = 100 * time.Millisecond
+)
 
 // Consume leases messages to send as they come, never holding more than
 // req.MaxMessages (and req.MaxBytes) unsettled leases at once: it pulls
@@ -245,8 +250,14 @@ func extendLead(timing lease.Policy, delivered uint64) time.Duration {
 // consumeMaxWait has passed.
 func (k *consumeStream) extendUntil(ctx context.Context, principal string, maxLease time.Duration) {
 	for {
-		k.extend(ctx, principal, maxLease, time.Now())
-		t := time.NewTimer(min(k.untilNextDue(true, maxLease, time.Now()), consumeMaxWait))
+		away := k.extend(ctx, principal, maxLease, time.Now())
+		wait := min(k.untilNextDue(true, maxLease, time.Now()), consumeMaxWait)
+		if away {
+			// NATS away (a stream that outlasts it): not again at once for
+			// the leases still due.
+			wait = max(wait, extendAwayWait)
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -260,7 +271,7 @@ func (k *consumeStream) extendUntil(ctx context.Context, principal string, maxLe
 
 // extend renews the leases the stream holds whose deadline is near,
 // unless they have been held for maxLease.
-func (k *consumeStream) extend(ctx context.Context, principal string, maxLease time.Duration, now time.Time) {
+func (k *consumeStream) extend(ctx context.Context, principal string, maxLease time.Duration, now time.Time) (away bool) {
 	pl := k.pl
 	timing := pl.server.timing()
 	var due []token.Claims
@@ -269,11 +280,13 @@ func (k *consumeStream) extend(ctx context.Context, principal string, maxLease t
 			due = append(due, pl.tokens.claimsOfLease(l))
 		}
 	})
-	if len(due) > 0 {
-		// The table moves the deadlines of those it extends; one settled
-		// meanwhile, or NATS away, keeps its own.
-		pl.settles.settle(ctx, lease.OpExtend, due, settle.Args{Principal: principal, KeepAlive: true}, settle.Issued)
+	if len(due) == 0 {
+		return false
 	}
+	// The table moves the deadlines of those it extends; one settled
+	// meanwhile, or NATS away, keeps its own.
+	out := pl.settles.settle(ctx, lease.OpExtend, due, settle.Args{Principal: principal, KeepAlive: true}, settle.Issued)
+	return slices.ContainsFunc(out, func(o settle.Outcome) bool { return errors.Is(o.Err, errs.ErrUnavailable) })
 }
 
 // end lets go of the stream's leases. When its caller left (ctx

@@ -152,13 +152,14 @@ func (t *Table) HoldsLater(r Ref, now time.Time) bool {
 	return e.Delivered < r.Delivered || (e.Delivered == r.Delivered && e.First > r.Deadline.UnixMilli())
 }
 
-// Holds reports whether delivery r is leased live, before its deadline: not
-// being settled, though an Extend in flight leaves it leased.
+// Holds reports whether delivery r is leased live, before its deadline and
+// not being settled; or being extended, whatever its deadline: the Extend
+// may yet land, and it is live again.
 func (t *Table) Holds(r Ref, now time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.lookup(r)
-	return e != nil && (e.state == stateLive || e.op == OpExtend) && now.Before(e.Deadline)
+	return e != nil && (e.state == stateLive && now.Before(e.Deadline) || e.state == stateSettling && e.op == OpExtend)
 }
 
 // Void drops every lease: the consumer was reset, and no lease from before

@@ -535,3 +535,44 @@ func TestLeaseTableOverdue(t *testing.T) {
 	}
 	checkCount(t, tb)
 }
+
+// Holds: a live lease before its deadline; not one being acked, nor one
+// past its deadline; but one being extended, whatever its deadline, for
+// the Extend may yet land (a pusher drops a job its replica does not hold,
+// and one dropped as its Extend lands would be kept alive unpushed).
+func TestLeaseTableHolds(t *testing.T) {
+	tb := NewTable(retention)
+	live := Lease{StreamSeq: 1, ConsumerSeq: 1, Delivered: 1, Deadline: at(10 * time.Second), AckSubject: "subj.1"}
+	acked := Lease{StreamSeq: 2, ConsumerSeq: 2, Delivered: 1, Deadline: at(10 * time.Second), AckSubject: "subj.2"}
+	extended := Lease{StreamSeq: 3, ConsumerSeq: 3, Delivered: 1, Deadline: at(10 * time.Second), AckSubject: "subj.3"}
+	for _, l := range []Lease{live, acked, extended} {
+		tb.Add(l)
+	}
+	if _, err := tb.Begin(acked.Ref(), OpAck, at(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tb.Begin(extended.Ref(), OpExtend, at(9*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what string
+		r    Ref
+		now  time.Time
+		want bool
+	}{
+		{"live, before its deadline", live.Ref(), at(5 * time.Second), true},
+		{"live, at its deadline", live.Ref(), at(10 * time.Second), false},
+		{"being acked", acked.Ref(), at(5 * time.Second), false},
+		{"being extended, before its deadline", extended.Ref(), at(5 * time.Second), true},
+		{"being extended, past its deadline", extended.Ref(), at(11 * time.Second), true},
+		{"not in the table", Ref{StreamSeq: 4, Delivered: 1}, at(5 * time.Second), false},
+	} {
+		if got := tb.Holds(c.r, c.now); got != c.want {
+			t.Errorf("Holds of a lease %s: %v; want %v", c.what, got, c.want)
+		}
+	}
+	tb.Finish(extended.Ref(), OpExtend, false, at(11*time.Second), Extension{})
+	if tb.Holds(extended.Ref(), at(11*time.Second)) {
+		t.Error("Holds of a lease whose Extend failed past its deadline: true; want false")
+	}
+}

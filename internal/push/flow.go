@@ -69,7 +69,7 @@ func (f *flow) poke() {
 func (f *flow) add(js ...*job) {
 	f.mu.Lock()
 	f.queue = append(f.queue, js...)
-	wake := len(f.failed) > 0 // else the retrier has nothing to look at
+	wake := len(f.failed) > 0 || f.held // else the retrier has nothing to look at
 	batching := f.batching
 	f.mu.Unlock()
 	// One job, one worker: waking them all would have them fight for it.
@@ -204,11 +204,14 @@ func (f *flow) putBack(js []*job) {
 func (f *flow) retryDue() (j *job, wait time.Duration, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.stopped || len(f.failed) == 0 || (!f.held && (f.inFlight > 0 || len(f.queue) > 0)) {
+	probe := f.held && len(f.queue) > 0 // held back with nothing failed (those dropped as their leases lapsed): a queued job
+	if f.stopped || len(f.failed) == 0 && !probe || (!f.held && (f.inFlight > 0 || len(f.queue) > 0)) {
 		return nil, 0, false
 	}
-	j = f.failed[0]
-	if f.held && f.probeQueued && len(f.queue) > 0 {
+	if len(f.failed) > 0 {
+		j = f.failed[0]
+	}
+	if probe && (f.probeQueued || j == nil) {
 		j = f.queue[0]
 	}
 	// A job the endpoint asked to wait waits that long, success or not.

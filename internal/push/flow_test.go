@@ -85,6 +85,42 @@ func TestHeldBackTriesAQueuedJobToo(t *testing.T) {
 	}
 }
 
+// Held back, with every failed job dropped (their leases lapsed while NATS
+// was away), a job queued since is still tried: else nothing would ever be
+// pushed again, the workers waiting for the hold to end and the retrier for
+// a failed job.
+func TestHeldBackWithNothingFailedTriesAQueuedJob(t *testing.T) {
+	f, _ := heldBack()
+	for {
+		r, _, ok := f.retryDue()
+		if !ok {
+			break
+		}
+		if !f.take(r) {
+			t.Fatal("could not take the job due")
+		}
+		f.dropped(1) // its lease lapsed: dropped unpushed
+	}
+	if _, held := f.state(); !held {
+		t.Fatal("the hold ended with no answer from the endpoint")
+	}
+	select { // what was in the changed channel
+	case <-f.changed:
+	default:
+	}
+	fresh := jobs(1)[0] // the redelivery, pulled again
+	f.add(fresh)
+	select {
+	case <-f.changed:
+	default:
+		t.Fatal("a job queued while held did not wake the retrier")
+	}
+	r, _, ok := f.retryDue()
+	if !ok || r != fresh || !f.take(r) {
+		t.Fatalf("held back with nothing failed: retryDue gave %v %v; want the queued job", r, ok)
+	}
+}
+
 // queued adds n jobs that have waited long enough (their batch is due) of
 // the given element size.
 func queued(f *flow, n int, size int64, added time.Time) []*job {
