@@ -289,8 +289,9 @@ func (c *Consumer) wake() {
 }
 
 // Close naks back the orphans whose pull has ended, so that they are
-// redelivered at once rather than after ack_wait, and waits for the words
-// of resets to end. Run must have returned.
+// redelivered at once rather than after ack_wait, sends once more the Terms
+// whose answer never came, and waits for the words of resets to end. Run
+// must have returned.
 // It first waits, a little, for the pulls that orphans still wait on: a
 // Consume stream's (a pusher's) last pull ends within consumeMaxWait, and
 // its leases are given back only then. Other pulls still open on the
@@ -307,6 +308,7 @@ func (c *Consumer) Close(ctx context.Context) {
 		}
 	}
 	c.settler.nak(ctx, c.orphans.ended(time.Now()))
+	c.settler.retryTerms(ctx) // once more: those left would have no dead letter
 	c.onServer.words.Close()
 	c.onServer.words.Wait()
 }

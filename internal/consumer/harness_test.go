@@ -47,6 +47,9 @@ type env struct {
 	peers  []string                        // what Deps.Peers names (setPeers)
 	awake  func(ctx context.Context) error // what Deps.Awake does (nil: nothing)
 	termed []termRecord                    // what Deps.Terminated was told (withTermRecords)
+	// stopRun ends the Consumer's Run and waits for it, as a replica does
+	// before it closes the Consumer (the test's end does too).
+	stopRun func()
 }
 
 // termRecord is a Term the server confirmed, as Deps.Terminated is told.
@@ -212,10 +215,11 @@ func bindTelling(t *testing.T, ns *natsserver.Server, own *nats.Conn, cfg consum
 		defer close(ran)
 		e.c.Run(runCtx)
 	}()
+	var stopOnce sync.Once
+	e.stopRun = func() { stopOnce.Do(func() { stop(); <-ran }) }
 	// Registered after the connections: runs before they close.
 	t.Cleanup(func() {
-		stop()
-		<-ran
+		e.stopRun()
 		ctx, cancel := context.WithTimeout(context.Background(), within)
 		defer cancel()
 		e.c.Close(ctx)

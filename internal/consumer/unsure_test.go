@@ -188,3 +188,27 @@ func TestATermWhoseAnswerWasLostIsNotSentAgainOverAnotherReplicasNak(t *testing.
 		t.Errorf("ack floor %d; want %d", ci.AckFloor.Stream, cl.StreamSeq)
 	}
 }
+
+// A replica that stops sends once more, as it closes, the Terms whose
+// answer never came: those it still held would have no dead letter.
+func TestATermWhoseAnswerWasLostIsSentAgainAsTheConsumerCloses(t *testing.T) {
+	e, proxy, settles := cutOff(t, 30*time.Second, 0)
+	hold := make(chan struct{}) // the consumer's own retries wait, until Run has returned
+	cl := termLost(t, e, proxy, hold)
+	reconnect(t, proxy, settles)
+	if err := settles.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	e.stopRun() // its retry, waiting in the hold, gives up with Run and keeps the Term
+	close(hold)
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	e.c.Close(ctx)
+	rs := e.terms()
+	if len(rs) != 1 || rs[0].StreamSeq != cl.StreamSeq {
+		t.Fatalf("recorded %+v as the consumer closed; want the Term of stream sequence %d", rs, cl.StreamSeq)
+	}
+	if n := e.info().NumAckPending; n != 0 {
+		t.Errorf("%d messages await an ack on the server; want 0, the Term applied", n)
+	}
+}
