@@ -54,9 +54,9 @@ type ConsumeRequest struct {
 	// that stops reading cannot be told apart otherwise.
 	Silence time.Duration
 	// KeepOnEnd is how long the replica keeps the stream's leases alive
-	// after a stream that ends without its caller leaving (NATS went away):
-	// a pusher's requests in flight run on. 0: until their deadlines (a
-	// gRPC caller extends its own).
+	// after a stream that ends without its caller leaving (NATS went away,
+	// unless Outlast; the consumer refused): a pusher's requests in flight
+	// run on. 0: until their deadlines (a gRPC caller extends its own).
 	KeepOnEnd time.Duration
 	// Outlast keeps the stream through NATS going away: a pull that fails
 	// for it (UNAVAILABLE) is made again once NATS is back, and the
@@ -69,7 +69,8 @@ type ConsumeRequest struct {
 
 // outlastMax bounds the wait between two pulls of a stream that outlasts
 // NATS going away; extendAwayWait is the least wait between two tries to
-// extend its leases meanwhile.
+// extend its leases meanwhile (extendUntil's: the stream's loop leaves them
+// to it then).
 const (
 	outlastMax     = 2 * time.Second
 	extendAwayWait = 100 * time.Millisecond
@@ -109,7 +110,9 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 		}
 		now := time.Now()
 		pl.leases.Sweep(now) // leases past their deadline give their room back
-		if req.AutoExtend {
+		// While NATS is away, extendUntil alone extends, at most every
+		// extendAwayWait.
+		if req.AutoExtend && away == 0 {
 			k.extend(ctx, req.Principal, cmp.Or(req.MaxLease, pl.maxLease), now)
 		}
 		if s := pl.leases.Silent(k.o, now); req.Silence > 0 && s >= req.Silence {
@@ -136,15 +139,16 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 		if (n == 0 || lim.batch*2 >= req.MaxMessages) && lim.maxBytes > 0 && !closed(req.Stop) {
 			empty, left, err := pl.pullLoop(ctx, lim, k)
 			last = cmp.Or(left, last)
-			switch {
-			case err != nil && req.Outlast && errors.Is(err, errs.ErrUnavailable) && ctx.Err() == nil:
+			if err != nil && req.Outlast && errors.Is(err, errs.ErrUnavailable) && ctx.Err() == nil {
 				away = min(max(2*away, 50*time.Millisecond), outlastMax)
 				k.waitForRoom(ctx, away) // or a lease leaving, for the room of the next pull
 				continue
+			}
+			away = 0
+			switch {
 			case err != nil:
 				return err
 			case empty != EmptyMaxBytes:
-				away = 0
 				continue
 			case n == 0:
 				// The next message does not fit in the bytes left, and

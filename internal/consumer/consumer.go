@@ -88,7 +88,9 @@ type Deps struct {
 	// Terminated, if set, is told of the deliveries whose Term the server
 	// has just confirmed (their StreamSeq and Delivered), and the Term's
 	// reason, before the Term is reported: the replica records them for
-	// the dead letters of consumers with on_term.
+	// the dead letters of consumers with on_term. Only a consumer bound
+	// with a Config whose DeadLetter has OnTerm tells it (withTermRecords),
+	// and sends again the Terms whose answer never came (unsure.go).
 	Terminated func(ctx context.Context, stream, name, reason string, ds []lease.Ref)
 	// Traced keeps each delivery's creation context, for spans.
 	Traced bool
@@ -142,7 +144,7 @@ func Bind(ctx context.Context, js jetstream.JetStream, cfg Config, d Deps) (*Con
 	if err != nil {
 		return nil, err
 	}
-	return newConsumer(s, cons, d), nil
+	return newConsumer(s, cons, d.withTermRecords(cfg)), nil
 }
 
 // BindIn is Bind in a stream already looked up.
@@ -151,7 +153,7 @@ func BindIn(ctx context.Context, s jetstream.Stream, cfg Config, d Deps) (*Consu
 	if err != nil {
 		return nil, err
 	}
-	return newConsumer(s, cons, d), nil
+	return newConsumer(s, cons, d.withTermRecords(cfg)), nil
 }
 
 // Attach serves the durable consumer name of stream s as it is on the
@@ -170,7 +172,7 @@ func Attach(ctx context.Context, s jetstream.Stream, name string, d Deps) (*Cons
 	if r := refusalOf(cons.CachedInfo().Config); r != "" {
 		return nil, unservable(stream, name, r)
 	}
-	return newConsumer(s, cons, d), nil
+	return newConsumer(s, cons, d.withTermRecords(Config{})), nil // no dead letter: not configured
 }
 
 func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer {
@@ -308,7 +310,7 @@ func (c *Consumer) Close(ctx context.Context) {
 		}
 	}
 	c.settler.nak(ctx, c.orphans.ended(time.Now()))
-	c.settler.retryTerms(ctx) // once more: those left would have no dead letter
+	c.settler.retryTermsLast(ctx)
 	c.onServer.words.Close()
 	c.onServer.words.Wait()
 }
@@ -321,8 +323,9 @@ func (c *Consumer) Idle() bool {
 	return open == 0 && queued == 0 && c.leases.Live() == 0 && c.orphans.len() == 0 && c.orphans.pulls(time.Now()) == 0
 }
 
-// Holds reports whether d's lease is still this replica's, live: not
-// settled, expired, or voided by a reset.
+// Holds reports whether d's lease is still this replica's, live: not past
+// its deadline, settled or being settled, or voided by a reset; or being
+// extended, whatever its deadline (lease.Table.Holds).
 func (c *Consumer) Holds(d *Delivery) bool { return c.leases.Holds(ref(c.ClaimsOf(d)), time.Now()) }
 
 // ClaimsOf are what d's token says: whose lease it is and of which delivery.

@@ -74,7 +74,8 @@ func (s *settler) Adopt(ctx context.Context, op lease.Op, cs []token.Claims, arg
 // settle settles a batch of leases. The table gives a Consume stream's room
 // back as one of its leases is settled, and keeps an Extend's deadline. An
 // Extend of 0s gives the leases back: a Nak, reported as an Extend whose
-// deadline is the moment they went back.
+// deadline is the moment they went back. A Term whose answer never came is
+// kept to be sent again (unsure.go).
 func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args, w settle.Whose) []settle.Outcome {
 	if op == lease.OpExtend && args.Duration != nil && *args.Duration == 0 {
 		out := s.settle(ctx, lease.OpNak, cs, settle.Args{Principal: args.Principal}, w)
@@ -138,7 +139,7 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 		case errors.Is(sent[j], settle.ErrUnconfirmed):
 			s.leases.Unsure(ref(cl), op)
 			if op == lease.OpTerm && s.terminated != nil {
-				s.unsure.add([]token.Claims{cl}, args) // sent again while the lease lasts (unsure.go)
+				s.unsure.add(cl, args) // sent again while the lease lasts (unsure.go)
 			}
 		case sent[j] == nil && op == lease.OpExtend:
 			out[i].NewToken, out[i].Deadline = s.extended(cl, timing, args, now, done)

@@ -3,7 +3,6 @@ package consumer
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -19,8 +18,9 @@ import (
 // so, the message is never redelivered, and with no answer and no advisory
 // it would have no dead letter. So the replica sends such a Term again
 // itself, as soon as NATS is back and while its lease lasts: the server
-// answers a Term of a message it no longer holds as it answers the first,
-// and the answer is what records the dead letter (Deps.Terminated). Before
+// answers a Term of a message it no longer holds as it answers the first
+// (and advises it again), and the answer records the dead letter
+// (Deps.Terminated); they make one letter, by its id. Before
 // the lease's deadline the server has redelivered nothing, so the second
 // Term cannot land on another holder's delivery; past it, the Term is
 // LEASE_EXPIRED and given up. The caller's own retry meanwhile is answered
@@ -32,36 +32,39 @@ type unsureTerm struct {
 	args settle.Args
 }
 
+// unsureKey names one delivery of a message, whatever its token's deadline
+// (an Extend's token names the same one).
+type unsureKey struct{ streamSeq, delivered uint64 }
+
 // unsureTerms are the Terms a consumer sends again, on a goroutine of
 // their own (a Term the server leaves unanswered would hold Run's timers
 // for a request timeout a try).
 type unsureTerms struct {
 	mu      sync.Mutex
-	terms   []unsureTerm
+	terms   map[unsureKey]unsureTerm
 	running atomic.Bool    // a goroutine sends them
 	wg      sync.WaitGroup // that goroutine
 }
 
-// add keeps the Terms of cs to be sent again, each delivery once.
-func (u *unsureTerms) add(cs []token.Claims, args settle.Args) {
-	if len(cs) == 0 {
-		return
-	}
+// add keeps the Term of cl to be sent again, once per delivery.
+func (u *unsureTerms) add(cl token.Claims, args settle.Args) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	for _, cl := range cs {
-		if !slices.ContainsFunc(u.terms, func(t unsureTerm) bool { return ref(t.cl) == ref(cl) }) {
-			u.terms = append(u.terms, unsureTerm{cl, args})
-		}
+	if u.terms == nil {
+		u.terms = make(map[unsureKey]unsureTerm)
 	}
+	u.terms[unsureKey{cl.StreamSeq, cl.Delivered}] = unsureTerm{cl, args}
 }
 
 // take returns the Terms kept, and keeps none.
 func (u *unsureTerms) take() []unsureTerm {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	ts := u.terms
-	u.terms = nil
+	ts := make([]unsureTerm, 0, len(u.terms))
+	for _, t := range u.terms {
+		ts = append(ts, t)
+	}
+	clear(u.terms)
 	return ts
 }
 
@@ -85,8 +88,9 @@ func (s *settler) retryUnsure(ctx context.Context) {
 }
 
 // retryTerms sends again each Term whose answer never came, one at a time
-// (each has its own args), and keeps those NATS could not take yet: not
-// connected, or unanswered again. Each consults the ledger as a Term of an
+// (each has its own args), and keeps those NATS could not take yet (not
+// connected, or unanswered again) and those another settle of the lease
+// held up (SETTLE_IN_PROGRESS). Each consults the ledger as a Term of an
 // adopted lease does, though this replica issued it: the caller, told
 // NATS_UNAVAILABLE, may have settled its token otherwise meanwhile through
 // another replica that took this one for gone (a Nak, whose redelivery
@@ -99,7 +103,7 @@ func (s *settler) retryTerms(ctx context.Context) {
 	for i, t := range ts {
 		if ctx.Err() != nil {
 			for _, t := range ts[i:] {
-				s.unsure.add([]token.Claims{t.cl}, t.args)
+				s.unsure.add(t.cl, t.args)
 			}
 			return
 		}
@@ -107,10 +111,30 @@ func (s *settler) retryTerms(ctx context.Context) {
 		switch {
 		case err == nil, errors.Is(err, settle.ErrUnconfirmed): // sent, or settle kept it again
 		case errors.Is(err, errs.ErrUnavailable), errors.Is(err, errs.ErrSettleInProgress):
-			s.unsure.add([]token.Claims{t.cl}, t.args)
+			s.unsure.add(t.cl, t.args)
 		default:
 			s.log.Warn("a Term whose answer was lost could not be sent again: if the server applied it, its message has no dead letter",
 				"stream_seq", t.cl.StreamSeq, "err", err)
 		}
 	}
+}
+
+// retryTermsLast sends the Terms kept once more, as the consumer closes,
+// and says how many it could not.
+func (s *settler) retryTermsLast(ctx context.Context) {
+	s.retryTerms(ctx)
+	if left := s.unsure.take(); len(left) > 0 {
+		s.log.Warn("Terms whose answer was lost could not be sent again as the consumer closed: any the server applied has no dead letter",
+			"terms", len(left))
+	}
+}
+
+// withTermRecords is d with Terminated only for a consumer with
+// dead_letter.on_term: no other has a dead letter of its Terms to record,
+// nor sends again a Term whose answer never came.
+func (d Deps) withTermRecords(cfg Config) Deps {
+	if cfg.DeadLetter == nil || !cfg.DeadLetter.OnTerm {
+		d.Terminated = nil
+	}
+	return d
 }

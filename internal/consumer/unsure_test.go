@@ -19,13 +19,19 @@ import (
 	"github.com/jetgate/jetgate/internal/token"
 )
 
-// cutOff starts a consumer whose settles go through a proxy, with Terms
-// recorded, and returns it, the proxy and the settles' connection.
-func cutOff(t *testing.T, ackWait time.Duration, with extras) (*env, *natstest.Proxy, *nats.Conn) {
+// onTerm is a consumer's configuration with ackWait and a dead letter of
+// its Terms too.
+func onTerm(ackWait time.Duration) consumer.Config {
+	return consumer.Config{AckWait: ackWait, MaxAckPending: 1024, DeadLetter: &consumer.DeadLetter{Subject: "dead.orders", OnTerm: true}}
+}
+
+// cutOff starts a consumer of cfg whose settles go through a proxy, with
+// Terms recorded, and returns it, the proxy and the settles' connection.
+func cutOff(t *testing.T, cfg consumer.Config, with extras) (*env, *natstest.Proxy, *nats.Conn) {
 	t.Helper()
 	var proxy *natstest.Proxy
 	var settles *nats.Conn
-	e := startRecordingTerms(t, consumer.Config{AckWait: ackWait, MaxAckPending: 1024}, func(ns *natsserver.Server) *nats.Conn {
+	e := startRecordingTerms(t, cfg, func(ns *natsserver.Server) *nats.Conn {
 		proxy = natstest.StartProxy(t, ns.Addr().String())
 		settles = proxy.Connect(t)
 		return settles
@@ -87,7 +93,7 @@ func TestATermWhoseAnswerWasLostIsSentAgainAndRecorded(t *testing.T) {
 }
 
 func termSentAgain(t *testing.T, applied bool) {
-	e, proxy, settles := cutOff(t, 30*time.Second, 0)
+	e, proxy, settles := cutOff(t, onTerm(30*time.Second), 0)
 	cl := termLost(t, e, proxy, nil)
 	if applied {
 		subj := pull.AckSubject(stream, name, cl.Delivered, cl.StreamSeq, cl.ConsumerSeq)
@@ -122,7 +128,7 @@ func termSentAgain(t *testing.T, applied bool) {
 // again, nor recorded: the server may have redelivered its message to
 // another holder, whose delivery it would terminate.
 func TestATermWhoseAnswerWasLostIsGivenUpAtItsDeadline(t *testing.T) {
-	e, proxy, settles := cutOff(t, time.Second, 0)
+	e, proxy, settles := cutOff(t, onTerm(time.Second), 0)
 	cl := termLost(t, e, proxy, nil)
 	m := e.pullPlain(5 * time.Second) // the server's redelivery, after ack_wait
 	if m == nil {
@@ -152,7 +158,7 @@ func TestATermWhoseAnswerWasLostIsGivenUpAtItsDeadline(t *testing.T) {
 // (NATS_UNAVAILABLE, the caller Naks instead): the ledger holds that Nak,
 // and the Term would land on its redelivery.
 func TestATermWhoseAnswerWasLostIsNotSentAgainOverAnotherReplicasNak(t *testing.T) {
-	e, proxy, settles := cutOff(t, 30*time.Second, withLedger)
+	e, proxy, settles := cutOff(t, onTerm(30*time.Second), withLedger)
 	hold := make(chan struct{}) // the consumer's retries wait for the other replica's Nak
 	cl := termLost(t, e, proxy, hold)
 	ctx, cancel := context.WithTimeout(context.Background(), within)
@@ -192,7 +198,7 @@ func TestATermWhoseAnswerWasLostIsNotSentAgainOverAnotherReplicasNak(t *testing.
 // A replica that stops sends once more, as it closes, the Terms whose
 // answer never came: those it still held would have no dead letter.
 func TestATermWhoseAnswerWasLostIsSentAgainAsTheConsumerCloses(t *testing.T) {
-	e, proxy, settles := cutOff(t, 30*time.Second, 0)
+	e, proxy, settles := cutOff(t, onTerm(30*time.Second), 0)
 	hold := make(chan struct{}) // the consumer's own retries wait, until Run has returned
 	cl := termLost(t, e, proxy, hold)
 	reconnect(t, proxy, settles)
@@ -210,5 +216,26 @@ func TestATermWhoseAnswerWasLostIsSentAgainAsTheConsumerCloses(t *testing.T) {
 	}
 	if n := e.info().NumAckPending; n != 0 {
 		t.Errorf("%d messages await an ack on the server; want 0, the Term applied", n)
+	}
+}
+
+// A consumer without dead_letter.on_term has no dead letter of its Terms to
+// record: a Term whose answer never came is not sent again (its caller's
+// retry, within the lease, still is).
+func TestATermWhoseAnswerWasLostIsNotKeptWithoutOnTerm(t *testing.T) {
+	e, proxy, settles := cutOff(t, consumer.Config{AckWait: 30 * time.Second, MaxAckPending: 1024}, 0)
+	cl := termLost(t, e, proxy, nil)
+	if e.c.RetryingTerms() {
+		t.Error("a Term of a consumer without on_term kept to be sent again")
+	}
+	reconnect(t, proxy, settles)
+	if err := settles.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if out := e.c.Settle(context.Background(), lease.OpTerm, []token.Claims{cl}, settle.Args{Reason: "bad"}); out[0].Err != nil {
+		t.Errorf("the caller's retry of the Term: %v", out[0].Err)
+	}
+	if rs := e.terms(); len(rs) != 0 {
+		t.Errorf("recorded %+v for a consumer without on_term", rs)
 	}
 }

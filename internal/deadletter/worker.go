@@ -306,7 +306,8 @@ func letterID(a advisory, reason string) string {
 // stream s (nil: deleted), and reports whether it was stored: false where
 // the stream had it already (its Nats-Msg-Id). A letter whose message is
 // gone, or is another (the stream was made again since the event), or
-// would be over NATS's max_payload, is stored with its headers alone.
+// would be over NATS's max_payload or its stream's max_msg_size, is stored
+// with its headers alone.
 func (w *Worker) copy(ctx context.Context, r Route, s jetstream.Stream, a advisory, reason, id string) (stored bool, _ error) {
 	dl := &nats.Msg{Subject: r.Subject, Header: nats.Header{}}
 	var orig *jetstream.RawStreamMsg

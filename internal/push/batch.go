@@ -108,8 +108,9 @@ func (p *Pusher) strangers(failed map[string]failure, found map[string]bool) {
 }
 
 // render renders the jobs' elements, terminates a message that cannot be
-// rendered, and returns the jobs the body has room for: up to max_bytes,
-// at least one. The rest go back to the queue.
+// rendered, drops a job whose lease the replica no longer holds (as push
+// does), and returns the jobs the body has room for: up to max_bytes, at
+// least one. The rest go back to the queue.
 func (p *Pusher) render(ctx context.Context, js []*job) []*job {
 	out := js[:0]
 	var size int64 = 1 // [ and ]

@@ -199,8 +199,9 @@ func (f *flow) putBack(js []*job) {
 // retryDue returns the job to try next, and when: a failed one, while held
 // back or when nothing else is pushed that could tell the endpoint is up.
 // Held back, every other try is a queued job instead, so that messages that
-// fail on their own cannot keep the endpoint held. ok is false when there
-// is none to try.
+// fail on their own cannot keep the endpoint held, and so is every try when
+// no failed job is left (those dropped as their leases lapsed). ok is false
+// when there is none to try.
 func (f *flow) retryDue() (j *job, wait time.Duration, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

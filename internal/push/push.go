@@ -193,9 +193,10 @@ func (p *Pusher) consume(ctx context.Context) {
 	req := consumer.ConsumeRequest{
 		MaxMessages: p.cfg.leases(), Heartbeat: time.Hour, AutoExtend: true, MaxLease: forever,
 		Principal: "push", Stop: p.stop,
-		// A stream that ends with NATS going away leaves the requests in
-		// flight running: their leases are kept alive as long as one may
-		// run, not left to lapse and be pushed again meanwhile.
+		// A stream that ends without the pusher leaving (its consumer
+		// refused) leaves the requests in flight running: their leases are
+		// kept alive as long as one may run, not left to lapse and be pushed
+		// again meanwhile.
 		KeepOnEnd: p.cfg.Timeout,
 		Outlast:   true,
 	}

@@ -190,7 +190,7 @@ func (s *Sender) Send(ctx context.Context, subjects []string, payload []byte) []
 //
 // A batch whose connection was re-established before the reply came may
 // have lost what it sent on the old one: all but the last are then
-// unconfirmed. The caller orders the batch: a settle the server would not
+// unconfirmed, and the last too where Send noticed the drop first. The caller orders the batch: a settle the server would not
 // answer (an ack above the consumer's next delivery, after a reset) must
 // not be last.
 func (s *Sender) SendInOrder(ctx context.Context, subjects []string, payload []byte) []error {

@@ -120,7 +120,7 @@ func TestSendInOrderOutcomesFollowTheLast(t *testing.T) {
 // to what it sent mostly goes to the dropped connection, and the sender
 // stops waiting as the connection drops; this one comes after the
 // reconnect, and races the sender's noticing.
-func TestSendInOrderAcrossAReconnectConfirmsOnlyTheLast(t *testing.T) {
+func TestSendInOrderAcrossAReconnectConfirmsAtMostTheLast(t *testing.T) {
 	ns := natstest.Start(t)
 	nc := natstest.Connect(t, ns, nats.MaxReconnects(-1), nats.ReconnectWait(10*time.Millisecond))
 	s := newSender(t, nc, 10*time.Second)
