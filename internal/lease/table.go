@@ -254,6 +254,12 @@ func (t *Table) Begin(r Ref, op Op, now time.Time) (string, error) {
 	if e.maybe != 0 && e.maybe != op {
 		return "", errs.ErrLeaseSettled
 	}
+	if e.maybe == OpNak {
+		// A Nak that may have been applied is not sent again: applied, the
+		// server redelivered at once, and a second would land on that
+		// delivery. Done; at worst the message returns after its wait.
+		return "", nil
+	}
 	if !now.Before(e.Deadline) {
 		return "", errs.ErrLeaseExpired
 	}
@@ -322,8 +328,9 @@ func (t *Table) Finish(r Ref, op Op, ok bool, now time.Time, ext Extension) (dea
 
 // Unsure records a settle that Begin started, that was sent, and whose
 // outcome is unknown (its confirmation timed out, or the caller left). The
-// lease is live again for a retry of the same settle; any other is refused,
-// since the first may have been applied.
+// lease is live again for a retry of the same settle (of a Nak, answered
+// as done without sending it); any other is refused, since the first may
+// have been applied.
 func (t *Table) Unsure(r Ref, op Op) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

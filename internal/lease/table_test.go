@@ -454,29 +454,51 @@ func TestLeaseTableUnconfirmedSettleAllowsOnlyItsRetry(t *testing.T) {
 	tb := NewTable(retention)
 	c := Lease{StreamSeq: 7, ConsumerSeq: 7, Delivered: 1, Deadline: at(time.Minute)}
 	tb.Add(leaseOf(c, "subj.7"))
+	if _, err := tb.Begin(c.Ref(), OpAck, at(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	tb.Unsure(c.Ref(), OpAck) // sent, never confirmed: it may have been applied
+	for _, op := range []Op{OpNak, OpTerm, OpExtend} {
+		if _, err := tb.Begin(c.Ref(), op, at(2*time.Second)); !errors.Is(err, errs.ErrLeaseSettled) {
+			t.Fatalf("%v after an unconfirmed ack: %v, want errs.ErrLeaseSettled", op, err)
+		}
+	}
+	subj, err := tb.Begin(c.Ref(), OpAck, at(2*time.Second))
+	if err != nil || subj != "subj.7" {
+		t.Fatalf("retrying the ack: %q %v", subj, err)
+	}
+	tb.Finish(c.Ref(), OpAck, false, at(3*time.Second), Extension{}) // not sent this time: still unsure
+	if _, err := tb.Begin(c.Ref(), OpNak, at(3*time.Second)); !errors.Is(err, errs.ErrLeaseSettled) {
+		t.Fatalf("nak after a failed retry of an unconfirmed ack: %v", err)
+	}
+	if _, err := tb.Begin(c.Ref(), OpAck, at(3*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	tb.Finish(c.Ref(), OpAck, true, at(3*time.Second), Extension{})
+	if subj, err := tb.Begin(c.Ref(), OpAck, at(4*time.Second)); err != nil || subj != "" {
+		t.Fatalf("repeat of the confirmed ack: %q %v", subj, err)
+	}
+}
+
+// A Nak that may have been applied is not sent again: applied, the server
+// redelivered the message at once, and the second would land on that
+// delivery (the settle ledger, which also says so, may have lost its record
+// with a server killed hard). Its retry is done, unsent; others are refused.
+func TestLeaseTableUnconfirmedNakIsNotSentAgain(t *testing.T) {
+	tb := NewTable(retention)
+	c := Lease{StreamSeq: 9, ConsumerSeq: 9, Delivered: 1, Deadline: at(time.Minute)}
+	tb.Add(leaseOf(c, "subj.9"))
 	if _, err := tb.Begin(c.Ref(), OpNak, at(time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	tb.Unsure(c.Ref(), OpNak) // sent, never confirmed: it may have been applied
+	tb.Unsure(c.Ref(), OpNak)
+	if subj, err := tb.Begin(c.Ref(), OpNak, at(2*time.Second)); err != nil || subj != "" {
+		t.Fatalf("retrying the unconfirmed nak: %q %v; want done, nothing to send", subj, err)
+	}
 	for _, op := range []Op{OpAck, OpTerm, OpExtend} {
 		if _, err := tb.Begin(c.Ref(), op, at(2*time.Second)); !errors.Is(err, errs.ErrLeaseSettled) {
 			t.Fatalf("%v after an unconfirmed nak: %v, want errs.ErrLeaseSettled", op, err)
 		}
-	}
-	subj, err := tb.Begin(c.Ref(), OpNak, at(2*time.Second))
-	if err != nil || subj != "subj.7" {
-		t.Fatalf("retrying the nak: %q %v", subj, err)
-	}
-	tb.Finish(c.Ref(), OpNak, false, at(3*time.Second), Extension{}) // not sent this time: still unsure
-	if _, err := tb.Begin(c.Ref(), OpAck, at(3*time.Second)); !errors.Is(err, errs.ErrLeaseSettled) {
-		t.Fatalf("ack after a failed retry of an unconfirmed nak: %v", err)
-	}
-	if _, err := tb.Begin(c.Ref(), OpNak, at(3*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	tb.Finish(c.Ref(), OpNak, true, at(3*time.Second), Extension{})
-	if subj, err := tb.Begin(c.Ref(), OpNak, at(4*time.Second)); err != nil || subj != "" {
-		t.Fatalf("repeat of the confirmed nak: %q %v", subj, err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package settle
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -120,8 +121,8 @@ func (s *Sender) dispatch(m *nats.Msg) {
 // Send publishes payload to every subject as a request and waits for all the
 // replies, pipelined: nothing waits for one reply before sending the next.
 // Each error is nil (confirmed), ErrNoResponders, ErrUnconfirmed (sent, no
-// answer in time, the connection dropped, or the caller left) or
-// errs.ErrUnavailable (not sent).
+// answer in time, the connection dropped (but for a Nak: isNak), or the
+// caller left) or errs.ErrUnavailable (not sent).
 func (s *Sender) Send(ctx context.Context, subjects []string, payload []byte) []error {
 	res := make([]error, len(subjects))
 	if err := ctx.Err(); err != nil {
@@ -133,7 +134,10 @@ func (s *Sender) Send(ctx context.Context, subjects []string, payload []byte) []
 	}
 	replies := make(chan reply, len(subjects))
 	ids := make([]uint64, 0, len(subjects))
-	dropped := *s.dropped.Load() // before any is sent
+	var dropped <-chan struct{} // nil: a Nak waits on
+	if !isNak(payload) {
+		dropped = *s.dropped.Load() // before any is sent
+	}
 	defer func() {
 		for _, id := range ids {
 			s.close(id)
@@ -220,6 +224,14 @@ func (s *Sender) SendInOrder(ctx context.Context, subjects []string, payload []b
 	}
 	return res
 }
+
+// isNak reports whether payload is a Nak's. A Nak in flight as the
+// connection drops waits out its timeout rather than ending at once: one
+// the server applied redelivered its message at once, and its retry, sent
+// within the lease, would land on that delivery where nothing else says it
+// took (the settle ledger can lose its record with a server killed hard).
+// Past the timeout a short lease has ended, and the retry is refused.
+func isNak(payload []byte) bool { return bytes.HasPrefix(payload, []byte("-NAK")) }
 
 // publish sends one settle, with a reply subject or none, or says why it
 // did not.

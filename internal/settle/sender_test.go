@@ -420,3 +420,36 @@ func TestSendInFlightAsTheConnectionDropsIsUnconfirmedAtOnce(t *testing.T) {
 		t.Fatal("Send still waited 5s after the connection dropped, for a minute's timeout")
 	}
 }
+
+// A Nak in flight as the connection drops waits out its timeout: applied,
+// it had the server redeliver at once, and a retry sent within the lease
+// would land on that delivery.
+func TestSendOfANakWaitsOutItsTimeoutAsTheConnectionDrops(t *testing.T) {
+	ns := natstest.Start(t)
+	nc := natstest.Connect(t, ns, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
+	watch := natstest.Connect(t, ns)
+	got := make(chan struct{}, 1)
+	subscribe(t, watch, "silent.>", func(*nats.Msg) { got <- struct{}{} })
+	const timeout = time.Second
+	s := newSender(t, nc, timeout)
+	done := make(chan []error, 1)
+	start := time.Now()
+	go func() { done <- s.Send(context.Background(), []string{"silent.a"}, []byte("-NAK")) }()
+	select {
+	case <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Nak was not sent")
+	}
+	ns.Shutdown()
+	select {
+	case res := <-done:
+		if !errors.Is(res[0], settle.ErrUnconfirmed) {
+			t.Errorf("the Nak: %v; want ErrUnconfirmed", res[0])
+		}
+		if took := time.Since(start); took < timeout {
+			t.Errorf("the Nak gave up after %v, before its %v timeout", took, timeout)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Send did not return")
+	}
+}
