@@ -55,11 +55,21 @@ func (e *env) deleteStream(name string) {
 	}
 }
 
+// termCaptured is term, and waits until the advisory stream holds the
+// Term's advisory: the server queues it on the consumer's own send queue,
+// which a stream deleted at once drops with its consumers.
+func (e *env) termCaptured() uint64 {
+	e.t.Helper()
+	seq := e.term()
+	natstest.Eventually(e.t, within, "the Term's advisory captured", func() bool { return e.streamState(AdvisoryStream).LastSeq >= 1 })
+	return seq
+}
+
 func TestADeadLetterOfADeletedStreamHasItsHeadersAlone(t *testing.T) {
 	e := newEnv(t)
 	e.captured()
 	e.publish("one")
-	seq := e.term()
+	seq := e.termCaptured()
 	e.deleteStream("ORDERS")
 	e.start(true)
 	e.workedOff(1)
@@ -72,7 +82,7 @@ func TestADeadLetterOfAStreamMadeAgainHasNotItsNewMessage(t *testing.T) {
 	e := newEnv(t)
 	e.captured()
 	e.publish("failed")
-	seq := e.term()
+	seq := e.termCaptured()
 	e.remadeWithAnotherAt(seq)
 	e.start(true)
 	e.workedOff(1)
