@@ -194,9 +194,9 @@ func (s *Sender) Send(ctx context.Context, subjects []string, payload []byte) []
 //
 // A batch whose connection was re-established before the reply came may
 // have lost what it sent on the old one: all but the last are then
-// unconfirmed, and the last too where Send noticed the drop first. The caller orders the batch: a settle the server would not
-// answer (an ack above the consumer's next delivery, after a reset) must
-// not be last.
+// unconfirmed, and the last too where Send noticed the drop first. The
+// caller orders the batch: a settle the server would not answer (an ack
+// above the consumer's next delivery, after a reset) must not be last.
 func (s *Sender) SendInOrder(ctx context.Context, subjects []string, payload []byte) []error {
 	last := len(subjects) - 1
 	if last < 1 {
@@ -227,10 +227,11 @@ func (s *Sender) SendInOrder(ctx context.Context, subjects []string, payload []b
 
 // isNak reports whether payload is a Nak's. A Nak in flight as the
 // connection drops waits out its timeout rather than ending at once: one
-// the server applied redelivered its message at once, and its retry, sent
-// within the lease, would land on that delivery where nothing else says it
-// took (the settle ledger can lose its record with a server killed hard).
-// Past the timeout a short lease has ended, and the retry is refused.
+// the server applied redelivered its message at once, and a retry sent
+// within the lease would land on that delivery. Its issuer answers a retry
+// as done (lease.Table.Begin); a replica adopting its token has only the
+// settle ledger, which can lose its record with a server killed hard. Past
+// the timeout a short lease has ended, and the retry is refused.
 func isNak(payload []byte) bool { return bytes.HasPrefix(payload, []byte("-NAK")) }
 
 // publish sends one settle, with a reply subject or none, or says why it
