@@ -28,7 +28,7 @@ func SetDrainWait(d time.Duration) (restore func()) {
 // leaves it in flight, as the issuer's keep-alive or a library's extend
 // beside an ack would; EndInFlight ends it as failed (the lease live again).
 func (c *Consumer) BeginInFlight(cl token.Claims, op lease.Op) error {
-	_, err := c.leases.Begin(ref(cl), op, time.Now())
+	_, _, err := c.leases.Begin(ref(cl), op, time.Now())
 	return err
 }
 

@@ -100,7 +100,14 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	var subjects []string
 	var idx, busy []int
 	begin := func(i int, now time.Time) {
-		subj, err := s.leases.Begin(ref(cs[i]), op, now)
+		subj, retry, err := s.leases.Begin(ref(cs[i]), op, now)
+		if retry {
+			// The retry of a settle whose answer never came: its caller may
+			// have nak'ed the token through another replica meanwhile, which
+			// took this one for gone. The ledger tells, as for an adopted
+			// lease; sent blind, it would land on the Nak's redelivery.
+			w = settle.Adopted
+		}
 		switch {
 		case errors.Is(err, errs.ErrSettleInProgress) && !args.KeepAlive:
 			busy = append(busy, i)

@@ -9,6 +9,7 @@ import (
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/errs"
@@ -44,6 +45,12 @@ func cutOff(t *testing.T, cfg consumer.Config, with extras) (*env, *natstest.Pro
 // consumer's own tries again wait until hold is closed (nil: they do not).
 func termLost(t *testing.T, e *env, proxy *natstest.Proxy, hold chan struct{}) token.Claims {
 	t.Helper()
+	return settleLost(t, e, proxy, hold, lease.OpTerm)
+}
+
+// settleLost is termLost for a settle of op.
+func settleLost(t *testing.T, e *env, proxy *natstest.Proxy, hold chan struct{}, op lease.Op) token.Claims {
+	t.Helper()
 	e.publish("orders.1", "one")
 	res := e.fetch(consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second})
 	if len(res.Messages) != 1 {
@@ -64,9 +71,9 @@ func termLost(t *testing.T, e *env, proxy *natstest.Proxy, hold chan struct{}) t
 			return errs.ErrUnavailable
 		}
 	})
-	out := e.c.Settle(context.Background(), lease.OpTerm, []token.Claims{cl}, settle.Args{Reason: "bad"})
+	out := e.c.Settle(context.Background(), op, []token.Claims{cl}, settle.Args{Reason: "bad"})
 	if !errors.Is(out[0].Err, settle.ErrUnconfirmed) {
-		t.Fatalf("the Term whose answer was lost: %v; want it unconfirmed", out[0].Err)
+		t.Fatalf("the %v whose answer was lost: %v; want it unconfirmed", op, out[0].Err)
 	}
 	return cl
 }
@@ -161,6 +168,28 @@ func TestATermWhoseAnswerWasLostIsNotSentAgainOverAnotherReplicasNak(t *testing.
 	e, proxy, settles := cutOff(t, onTerm(30*time.Second), withLedger)
 	hold := make(chan struct{}) // the consumer's retries wait for the other replica's Nak
 	cl := termLost(t, e, proxy, hold)
+	m := nakedElsewhere(t, e, cl)
+	close(hold)
+	reconnect(t, proxy, settles)
+	// The consumer's retry meets the Nak's claim: refused, nothing sent.
+	natstest.Eventually(t, within, "the Term tried again", func() bool { return !e.c.RetryingTerms() })
+	if rs := e.terms(); len(rs) != 0 {
+		t.Errorf("recorded %+v: a Term over another replica's Nak", rs)
+	}
+	if err := m.Ack(); err != nil {
+		t.Errorf("the other holder's Ack: %v", err)
+	}
+	natstest.Eventually(t, within, "the other holder's Ack applied", func() bool { return e.info().NumAckPending == 0 })
+	if ci := e.info(); ci.AckFloor.Stream != cl.StreamSeq {
+		t.Errorf("ack floor %d; want %d", ci.AckFloor.Stream, cl.StreamSeq)
+	}
+}
+
+// nakedElsewhere naks the delivery of cl as another replica that adopted
+// its lease does (its claim in the ledger, then the Nak), and returns the
+// redelivery, pulled by another holder.
+func nakedElsewhere(t *testing.T, e *env, cl token.Claims) jetstream.Msg {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	other, err := settle.OpenLedger(ctx, e.js, 1) // the other replica's
@@ -175,23 +204,41 @@ func TestATermWhoseAnswerWasLostIsNotSentAgainOverAnotherReplicasNak(t *testing.
 	if _, err := e.nc.Request(subj, []byte("-NAK"), within); err != nil {
 		t.Fatalf("the other replica's Nak: %v", err)
 	}
-	m := e.pullPlain(5 * time.Second) // the redelivery, to another holder
+	m := e.pullPlain(5 * time.Second)
 	if m == nil {
 		t.Fatal("the nak'ed message was not redelivered")
 	}
-	close(hold)
-	reconnect(t, proxy, settles)
-	// The consumer's retry meets the Nak's claim: refused, nothing sent.
-	natstest.Eventually(t, within, "the Term tried again", func() bool { return !e.c.RetryingTerms() })
-	if rs := e.terms(); len(rs) != 0 {
-		t.Errorf("recorded %+v: a Term over another replica's Nak", rs)
-	}
-	if err := m.Ack(); err != nil {
-		t.Errorf("the other holder's Ack: %v", err)
-	}
-	natstest.Eventually(t, within, "the other holder's Ack applied", func() bool { return e.info().NumAckPending == 0 })
-	if ci := e.info(); ci.AckFloor.Stream != cl.StreamSeq {
-		t.Errorf("ack floor %d; want %d", ci.AckFloor.Stream, cl.StreamSeq)
+	return m
+}
+
+// The caller's own retry of an Ack or Term whose answer never came is
+// refused once it nak'ed the token through another replica meanwhile (told
+// NATS_UNAVAILABLE, it may): that replica took this one for gone and
+// adopted the lease, and the retry would land on the Nak's redelivery, now
+// another holder's. The retry consults the ledger, as an adopted lease's
+// settle does.
+func TestACallersRetryOfASettleWhoseAnswerWasLostIsRefusedOverAnotherReplicasNak(t *testing.T) {
+	for _, op := range []lease.Op{lease.OpAck, lease.OpTerm} {
+		t.Run(op.String(), func(t *testing.T) {
+			// Without on_term: the consumer sends no Term again itself.
+			e, proxy, settles := cutOff(t, consumer.Config{AckWait: 30 * time.Second, MaxAckPending: 1024}, withLedger)
+			cl := settleLost(t, e, proxy, nil, op)
+			m := nakedElsewhere(t, e, cl)
+			reconnect(t, proxy, settles)
+			if err := settles.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			out := e.c.Settle(context.Background(), op, []token.Claims{cl}, settle.Args{Reason: "bad"})
+			if !errors.Is(out[0].Err, errs.ErrLeaseSettled) {
+				t.Errorf("the caller's retry over another replica's Nak: %v; want LEASE_SETTLED", out[0].Err)
+			}
+			if n := e.info().NumAckPending; n != 1 {
+				t.Errorf("%d messages await an ack on the server; want 1, the other holder's", n)
+			}
+			if err := m.DoubleAck(context.Background()); err != nil {
+				t.Errorf("the other holder's Ack: %v", err)
+			}
+		})
 	}
 }
 

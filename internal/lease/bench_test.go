@@ -15,7 +15,7 @@ func BenchmarkLeaseCycle(b *testing.B) {
 		seq++
 		l := Lease{StreamSeq: seq, ConsumerSeq: seq, Delivered: 1, Deadline: now.Add(time.Minute), AckSubject: "x"}
 		t.Add(l)
-		if _, err := t.Begin(l.Ref(), OpAck, now); err != nil {
+		if _, _, err := t.Begin(l.Ref(), OpAck, now); err != nil {
 			b.Fatal(err)
 		}
 		t.Finish(l.Ref(), OpAck, true, now, Extension{})

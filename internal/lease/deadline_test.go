@@ -100,15 +100,15 @@ func TestSetTimingRedatesOnlyWhatTheServerWillNotHonour(t *testing.T) {
 		t.Fatalf("moved %d leases; want 1, the one dated by 30s", moved)
 	}
 	late := start.Add(2 * time.Second)
-	if _, err := tb.Begin(Ref{StreamSeq: 1, Delivered: 1}, OpAck, late); err == nil {
+	if _, _, err := tb.Begin(Ref{StreamSeq: 1, Delivered: 1}, OpAck, late); err == nil {
 		t.Fatal("the lease dated by 30s is still live at the server's 2s")
 	}
-	if _, err := tb.Begin(Ref{StreamSeq: 2, Delivered: 1}, OpAck, start.Add(time.Second)); err != nil {
+	if _, _, err := tb.Begin(Ref{StreamSeq: 2, Delivered: 1}, OpAck, start.Add(time.Second)); err != nil {
 		t.Fatalf("the lease dated by 2s: %v", err)
 	}
 	// Recorded after the change, though dated before it.
 	tb.Add(Lease{StreamSeq: 3, ConsumerSeq: 3, Delivered: 1, Deadline: long.Deadline(start, 1), Wait: 30 * time.Second, AckSubject: "c"})
-	if _, err := tb.Begin(Ref{StreamSeq: 3, Delivered: 1}, OpAck, late); err == nil {
+	if _, _, err := tb.Begin(Ref{StreamSeq: 3, Delivered: 1}, OpAck, late); err == nil {
 		t.Fatal("a lease dated by the old timing and recorded after the change outlives the server's 2s")
 	}
 }

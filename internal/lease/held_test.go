@@ -17,7 +17,7 @@ func TestHeldCountsSettledLeasesUntilTheirRetentionEnds(t *testing.T) {
 	if live, held := tb.Live(), tb.Held(); live != 1 || held != 1 {
 		t.Fatalf("a lease handed out: %d live, %d held; want 1 and 1", live, held)
 	}
-	if _, err := tb.Begin(dlv1.Ref(), OpAck, at(time.Second)); err != nil {
+	if _, _, err := tb.Begin(dlv1.Ref(), OpAck, at(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	tb.Finish(dlv1.Ref(), OpAck, true, at(time.Second), Extension{})

@@ -69,7 +69,7 @@ func TestSettledLeaseMemory(t *testing.T) {
 		l := Lease{StreamSeq: uint64(i + 1), ConsumerSeq: uint64(i + 1), Delivered: 1, Deadline: deadline,
 			AckSubject: "$JS.ACK.ORDERS.billing.1." + strconv.Itoa(i+1) + "." + strconv.Itoa(i+1) + ".1764547200000000000.12345"}
 		tb.Add(l)
-		if _, err := tb.Begin(l.Ref(), OpAck, now); err != nil {
+		if _, _, err := tb.Begin(l.Ref(), OpAck, now); err != nil {
 			t.Fatal(err)
 		}
 		tb.Finish(l.Ref(), OpAck, true, now, Extension{})

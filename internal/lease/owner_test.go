@@ -55,7 +55,7 @@ func TestAnOwnedLeaseLeavesItsOwnerWithTheTable(t *testing.T) {
 		n     int
 	}{
 		{"settled", func(tb *Table, rs []Ref) {
-			if _, err := tb.Begin(rs[0], OpAck, at(time.Second)); err != nil {
+			if _, _, err := tb.Begin(rs[0], OpAck, at(time.Second)); err != nil {
 				t.Fatal(err)
 			}
 			tb.Finish(rs[0], OpAck, true, at(time.Second), Extension{})
@@ -84,12 +84,12 @@ func TestAnOwnedLeaseLeavesItsOwnerWithTheTable(t *testing.T) {
 func TestAnOwnedLeaseStaysThroughExtendsAndFailures(t *testing.T) {
 	tb, o, rs := ownedTable(t)
 	for _, op := range []Op{OpAck, OpExtend} {
-		if _, err := tb.Begin(rs[0], op, at(time.Second)); err != nil {
+		if _, _, err := tb.Begin(rs[0], op, at(time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		tb.Finish(rs[0], op, op == OpExtend, at(time.Second), Extension{Deadline: at(time.Minute)})
 	}
-	if _, err := tb.Begin(rs[1], OpNak, at(time.Second)); err != nil {
+	if _, _, err := tb.Begin(rs[1], OpNak, at(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	tb.Unsure(rs[1], OpNak)

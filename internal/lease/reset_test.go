@@ -23,13 +23,13 @@ func TestAResetDeliveryVoidsEveryLeaseHeldBefore(t *testing.T) {
 	if tb.Add(after) != AddedReset {
 		t.Fatal("a delivery counted as often as the one held is a reset")
 	}
-	if _, err := tb.Begin(Ref{StreamSeq: 6, Delivered: 1, ConsumerSeq: 6, Deadline: other.Deadline}, OpAck, now); !errors.Is(err, errs.ErrLeaseExpired) {
+	if _, _, err := tb.Begin(Ref{StreamSeq: 6, Delivered: 1, ConsumerSeq: 6, Deadline: other.Deadline}, OpAck, now); !errors.Is(err, errs.ErrLeaseExpired) {
 		t.Errorf("another lease from before the reset: %v; want LEASE_EXPIRED", err)
 	}
-	if _, err := tb.Begin(Ref{StreamSeq: 5, Delivered: 1, ConsumerSeq: 5, Deadline: before.Deadline}, OpAck, now); !errors.Is(err, errs.ErrLeaseExpired) {
+	if _, _, err := tb.Begin(Ref{StreamSeq: 5, Delivered: 1, ConsumerSeq: 5, Deadline: before.Deadline}, OpAck, now); !errors.Is(err, errs.ErrLeaseExpired) {
 		t.Errorf("the earlier delivery of the same message: %v; want LEASE_EXPIRED", err)
 	}
-	subj, err := tb.Begin(Ref{StreamSeq: 5, Delivered: 1, ConsumerSeq: 1, Deadline: after.Deadline}, OpAck, now)
+	subj, _, err := tb.Begin(Ref{StreamSeq: 5, Delivered: 1, ConsumerSeq: 1, Deadline: after.Deadline}, OpAck, now)
 	if err != nil || subj != "new" {
 		t.Errorf("the delivery after the reset: %q %v; want its own ack subject", subj, err)
 	}
@@ -46,7 +46,7 @@ func TestTheDeadlineTellsDeliveriesOfOneSequenceApart(t *testing.T) {
 	if tb.Add(again) != AddedReset {
 		t.Fatal("not taken for a reset")
 	}
-	if _, err := tb.Begin(Ref{StreamSeq: 1, Delivered: 1, ConsumerSeq: 1, Deadline: first.Deadline}, OpAck, now); !errors.Is(err, errs.ErrLeaseExpired) {
+	if _, _, err := tb.Begin(Ref{StreamSeq: 1, Delivered: 1, ConsumerSeq: 1, Deadline: first.Deadline}, OpAck, now); !errors.Is(err, errs.ErrLeaseExpired) {
 		t.Errorf("a token of the first delivery: %v; want LEASE_EXPIRED", err)
 	}
 	if !tb.HoldsLater(Ref{StreamSeq: 1, Delivered: 1, ConsumerSeq: 1, Deadline: first.Deadline}, now) {
@@ -56,7 +56,7 @@ func TestTheDeadlineTellsDeliveriesOfOneSequenceApart(t *testing.T) {
 		t.Error("HoldsLater: not later than its own token")
 	}
 	// An Extend's token carries a later deadline and still names the lease.
-	if _, err := tb.Begin(Ref{StreamSeq: 1, Delivered: 1, ConsumerSeq: 1, Deadline: again.Deadline.Add(time.Minute)}, OpAck, now); err != nil {
+	if _, _, err := tb.Begin(Ref{StreamSeq: 1, Delivered: 1, ConsumerSeq: 1, Deadline: again.Deadline.Add(time.Minute)}, OpAck, now); err != nil {
 		t.Errorf("an extended token of the current delivery: %v", err)
 	}
 }
@@ -70,7 +70,7 @@ func TestALateCopyOfAnOlderDeliveryIsNoReset(t *testing.T) {
 	if tb.Add(Lease{StreamSeq: 1, ConsumerSeq: 1, Delivered: 1, Deadline: now.Add(-time.Second), AckSubject: "first"}) == AddedReset {
 		t.Fatal("a late copy of an older delivery taken for a reset")
 	}
-	if subj, err := tb.Begin(Ref{StreamSeq: 1, Delivered: 2}, OpAck, now); err != nil || subj != "second" {
+	if subj, _, err := tb.Begin(Ref{StreamSeq: 1, Delivered: 2}, OpAck, now); err != nil || subj != "second" {
 		t.Fatalf("the newer delivery: %q %v", subj, err)
 	}
 }

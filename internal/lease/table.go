@@ -233,38 +233,42 @@ func (t *Table) lookupSettled(r Ref) (settled, bool) {
 
 // Begin starts settling delivery r with op. It returns the ack subject to
 // send to, or "" when the same settle was already done (an idempotent retry:
-// nothing to send). Every other outcome is an error: errs.ErrLeaseExpired,
-// errs.ErrLeaseSettled or errs.ErrSettleInProgress.
-func (t *Table) Begin(r Ref, op Op, now time.Time) (string, error) {
+// nothing to send), and whether it is the retry of a settle whose outcome
+// is unknown (Unsure): its caller, told so, may have settled the token
+// otherwise through another replica meanwhile, so such a retry asks the
+// ledger first, as a settle of an adopted lease does. Every other outcome
+// is an error: errs.ErrLeaseExpired, errs.ErrLeaseSettled or
+// errs.ErrSettleInProgress.
+func (t *Table) Begin(r Ref, op Op, now time.Time) (subject string, retry bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.lookup(r)
 	if e == nil {
 		if s, ok := t.lookupSettled(r); ok {
 			if s.op == op && op != OpExtend {
-				return "", nil
+				return "", false, nil
 			}
-			return "", errs.ErrLeaseSettled
+			return "", false, errs.ErrLeaseSettled
 		}
-		return "", errs.ErrLeaseExpired
+		return "", false, errs.ErrLeaseExpired
 	}
 	if e.state == stateSettling {
-		return "", errs.ErrSettleInProgress
+		return "", false, errs.ErrSettleInProgress
 	}
 	if e.maybe != 0 && e.maybe != op {
-		return "", errs.ErrLeaseSettled
+		return "", false, errs.ErrLeaseSettled
 	}
 	if e.maybe == OpNak {
 		// A Nak that may have been applied is not sent again: applied, the
 		// server redelivered at once, and a second would land on that
 		// delivery. Done; at worst the message returns after its wait.
-		return "", nil
+		return "", false, nil
 	}
 	if !now.Before(e.Deadline) {
-		return "", errs.ErrLeaseExpired
+		return "", false, errs.ErrLeaseExpired
 	}
 	e.state, e.op = stateSettling, op
-	return e.AckSubject, nil
+	return e.AckSubject, e.maybe != 0, nil
 }
 
 // Overdue returns the indexes of the deliveries rs whose settle with op

@@ -55,7 +55,7 @@ func adoptStep(c Lease, subject string) step {
 func beginStep(c Lease, op Op, now time.Duration, wantSubject string, wantErr error) step {
 	return step{fmt.Sprintf("begin(delivered %d, %s, t0+%s)", c.Delivered, op, now), func(t *testing.T, tb *Table) {
 		t.Helper()
-		got, err := tb.Begin(c.Ref(), op, at(now))
+		got, _, err := tb.Begin(c.Ref(), op, at(now))
 		if got != wantSubject || !errors.Is(err, wantErr) || (wantErr == nil && err != nil) {
 			t.Fatalf("begin = %q, %v; want %q, %v", got, err, wantSubject, wantErr)
 		}
@@ -334,11 +334,11 @@ func TestLeaseTableSweep(t *testing.T) {
 	for _, c := range []Lease{live10, live20, live60, settled, settling} {
 		tb.Add(leaseOf(c, fmt.Sprintf("subj.%d", c.StreamSeq)))
 	}
-	if _, err := tb.Begin(settled.Ref(), OpAck, at(5*time.Second)); err != nil {
+	if _, _, err := tb.Begin(settled.Ref(), OpAck, at(5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	tb.Finish(settled.Ref(), OpAck, true, at(5*time.Second), Extension{})
-	if _, err := tb.Begin(settling.Ref(), OpNak, at(5*time.Second)); err != nil {
+	if _, _, err := tb.Begin(settling.Ref(), OpNak, at(5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -372,7 +372,7 @@ func TestLeaseTableSweep(t *testing.T) {
 		checkCount(t, tb)
 	}
 	// A settle of a lease swept after its retention is no longer a retry.
-	if _, err := tb.Begin(settled.Ref(), OpAck, at(2*time.Minute)); !errors.Is(err, errs.ErrLeaseExpired) {
+	if _, _, err := tb.Begin(settled.Ref(), OpAck, at(2*time.Minute)); !errors.Is(err, errs.ErrLeaseExpired) {
 		t.Errorf("begin on a swept settled lease = %v, want errs.ErrLeaseExpired", err)
 	}
 }
@@ -388,7 +388,7 @@ func TestLeaseTableLiveCount(t *testing.T) {
 		t.Fatalf("live() = %d after 10 adds, want 10", n)
 	}
 	for i, c := range cs[:4] {
-		if _, err := tb.Begin(c.Ref(), OpAck, at(time.Second)); err != nil {
+		if _, _, err := tb.Begin(c.Ref(), OpAck, at(time.Second)); err != nil {
 			t.Fatal(err)
 		}
 		tb.Finish(c.Ref(), OpAck, i%2 == 0, at(time.Second), Extension{})
@@ -425,7 +425,7 @@ func TestLeaseTableConcurrentBegin(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			op := []Op{OpAck, OpNak, OpTerm, OpExtend}[i%4]
-			subject, err := tb.Begin(dlv1.Ref(), op, at(time.Second))
+			subject, _, err := tb.Begin(dlv1.Ref(), op, at(time.Second))
 			mu.Lock()
 			defer mu.Unlock()
 			if subject != "" {
@@ -454,28 +454,28 @@ func TestLeaseTableUnconfirmedSettleAllowsOnlyItsRetry(t *testing.T) {
 	tb := NewTable(retention)
 	c := Lease{StreamSeq: 7, ConsumerSeq: 7, Delivered: 1, Deadline: at(time.Minute)}
 	tb.Add(leaseOf(c, "subj.7"))
-	if _, err := tb.Begin(c.Ref(), OpAck, at(time.Second)); err != nil {
-		t.Fatal(err)
+	if _, retry, err := tb.Begin(c.Ref(), OpAck, at(time.Second)); err != nil || retry {
+		t.Fatalf("the first ack: retry %v, %v", retry, err)
 	}
 	tb.Unsure(c.Ref(), OpAck) // sent, never confirmed: it may have been applied
 	for _, op := range []Op{OpNak, OpTerm, OpExtend} {
-		if _, err := tb.Begin(c.Ref(), op, at(2*time.Second)); !errors.Is(err, errs.ErrLeaseSettled) {
+		if _, _, err := tb.Begin(c.Ref(), op, at(2*time.Second)); !errors.Is(err, errs.ErrLeaseSettled) {
 			t.Fatalf("%v after an unconfirmed ack: %v, want errs.ErrLeaseSettled", op, err)
 		}
 	}
-	subj, err := tb.Begin(c.Ref(), OpAck, at(2*time.Second))
-	if err != nil || subj != "subj.7" {
-		t.Fatalf("retrying the ack: %q %v", subj, err)
+	subj, retry, err := tb.Begin(c.Ref(), OpAck, at(2*time.Second))
+	if err != nil || subj != "subj.7" || !retry {
+		t.Fatalf("retrying the ack: %q %v, retry %v; want it told a retry (the ledger is asked first)", subj, err, retry)
 	}
 	tb.Finish(c.Ref(), OpAck, false, at(3*time.Second), Extension{}) // not sent this time: still unsure
-	if _, err := tb.Begin(c.Ref(), OpNak, at(3*time.Second)); !errors.Is(err, errs.ErrLeaseSettled) {
+	if _, _, err := tb.Begin(c.Ref(), OpNak, at(3*time.Second)); !errors.Is(err, errs.ErrLeaseSettled) {
 		t.Fatalf("nak after a failed retry of an unconfirmed ack: %v", err)
 	}
-	if _, err := tb.Begin(c.Ref(), OpAck, at(3*time.Second)); err != nil {
+	if _, _, err := tb.Begin(c.Ref(), OpAck, at(3*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	tb.Finish(c.Ref(), OpAck, true, at(3*time.Second), Extension{})
-	if subj, err := tb.Begin(c.Ref(), OpAck, at(4*time.Second)); err != nil || subj != "" {
+	if subj, _, err := tb.Begin(c.Ref(), OpAck, at(4*time.Second)); err != nil || subj != "" {
 		t.Fatalf("repeat of the confirmed ack: %q %v", subj, err)
 	}
 }
@@ -488,15 +488,15 @@ func TestLeaseTableUnconfirmedNakIsNotSentAgain(t *testing.T) {
 	tb := NewTable(retention)
 	c := Lease{StreamSeq: 9, ConsumerSeq: 9, Delivered: 1, Deadline: at(time.Minute)}
 	tb.Add(leaseOf(c, "subj.9"))
-	if _, err := tb.Begin(c.Ref(), OpNak, at(time.Second)); err != nil {
+	if _, _, err := tb.Begin(c.Ref(), OpNak, at(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	tb.Unsure(c.Ref(), OpNak)
-	if subj, err := tb.Begin(c.Ref(), OpNak, at(2*time.Second)); err != nil || subj != "" {
+	if subj, _, err := tb.Begin(c.Ref(), OpNak, at(2*time.Second)); err != nil || subj != "" {
 		t.Fatalf("retrying the unconfirmed nak: %q %v; want done, nothing to send", subj, err)
 	}
 	for _, op := range []Op{OpAck, OpTerm, OpExtend} {
-		if _, err := tb.Begin(c.Ref(), op, at(2*time.Second)); !errors.Is(err, errs.ErrLeaseSettled) {
+		if _, _, err := tb.Begin(c.Ref(), op, at(2*time.Second)); !errors.Is(err, errs.ErrLeaseSettled) {
 			t.Fatalf("%v after an unconfirmed nak: %v, want errs.ErrLeaseSettled", op, err)
 		}
 	}
@@ -506,11 +506,11 @@ func TestLeaseTableUnconfirmedExtendChangesNothing(t *testing.T) {
 	tb := NewTable(retention)
 	c := Lease{StreamSeq: 8, ConsumerSeq: 8, Delivered: 1, Deadline: at(time.Minute)}
 	tb.Add(leaseOf(c, "subj.8"))
-	if _, err := tb.Begin(c.Ref(), OpExtend, at(time.Second)); err != nil {
+	if _, _, err := tb.Begin(c.Ref(), OpExtend, at(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	tb.Unsure(c.Ref(), OpExtend)
-	if subj, err := tb.Begin(c.Ref(), OpAck, at(2*time.Second)); err != nil || subj == "" {
+	if subj, _, err := tb.Begin(c.Ref(), OpAck, at(2*time.Second)); err != nil || subj == "" {
 		t.Fatalf("ack after an unconfirmed extend: %q %v", subj, err)
 	}
 }
@@ -531,7 +531,7 @@ func TestLeaseTableOverdue(t *testing.T) {
 		l  Lease
 		op Op
 	}{{early, OpAck}, {late, OpAck}, {other, OpNak}} {
-		if _, err := tb.Begin(b.l.Ref(), b.op, at(5*time.Second)); err != nil {
+		if _, _, err := tb.Begin(b.l.Ref(), b.op, at(5*time.Second)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -548,7 +548,7 @@ func TestLeaseTableOverdue(t *testing.T) {
 	if st, _ := stateOf(tb, other.StreamSeq); st != stateSettling {
 		t.Errorf("a Nak begun is %v after an Overdue of Acks; want settling", st)
 	}
-	if _, err := tb.Begin(early.Ref(), OpAck, at(10*time.Second)); !errors.Is(err, errs.ErrLeaseExpired) {
+	if _, _, err := tb.Begin(early.Ref(), OpAck, at(10*time.Second)); !errors.Is(err, errs.ErrLeaseExpired) {
 		t.Errorf("begin of the overdue lease: %v; want LEASE_EXPIRED", err)
 	}
 	tb.Sweep(at(11 * time.Second))
@@ -570,10 +570,10 @@ func TestLeaseTableHolds(t *testing.T) {
 	for _, l := range []Lease{live, acked, extended} {
 		tb.Add(l)
 	}
-	if _, err := tb.Begin(acked.Ref(), OpAck, at(time.Second)); err != nil {
+	if _, _, err := tb.Begin(acked.Ref(), OpAck, at(time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tb.Begin(extended.Ref(), OpExtend, at(9*time.Second)); err != nil {
+	if _, _, err := tb.Begin(extended.Ref(), OpExtend, at(9*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {

@@ -19,7 +19,7 @@ func TestAKeptLeaseIsDueUntilItsKeep(t *testing.T) {
 	lead := func(uint64) time.Duration { return time.Second }
 	extend := func(at time.Time, ext Extension) (time.Time, time.Time) {
 		t.Helper()
-		if _, err := tb.Begin(l.Ref(), OpExtend, at); err != nil {
+		if _, _, err := tb.Begin(l.Ref(), OpExtend, at); err != nil {
 			t.Fatal(err)
 		}
 		ext.Deadline, ext.Wait = p.Deadline(at, 1), p.AckWaitFor(1)
@@ -43,7 +43,7 @@ func TestAKeptLeaseIsDueUntilItsKeep(t *testing.T) {
 	if dl, asked := extend(at, Extension{KeepAlive: true}); !asked.Equal(until) || !dl.After(until) {
 		t.Fatalf("last keep-alive: server's deadline %v, asked %v; want the server's past the one asked for", dl, asked)
 	}
-	if _, err := tb.Begin(l.Ref(), OpAck, until); err == nil {
+	if _, _, err := tb.Begin(l.Ref(), OpAck, until); err == nil {
 		t.Fatal("the lease is live at the deadline asked for")
 	}
 	if due := tb.KeptDue(until.Add(-100*time.Millisecond), lead); len(due) != 0 {
@@ -73,7 +73,7 @@ func TestShortenCutsALeaseOnceUntilItIsExtended(t *testing.T) {
 	if n := tb.Shorten(); n != 0 || !deadline().Equal(dlv1.Deadline.Add(-RestorePrecision)) {
 		t.Fatalf("second Shorten: %d cut, deadline %v; want none, the deadline left", n, deadline())
 	}
-	if _, err := tb.Begin(dlv1.Ref(), OpExtend, at(time.Second)); err != nil {
+	if _, _, err := tb.Begin(dlv1.Ref(), OpExtend, at(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	extended := at(31 * time.Second)
@@ -95,7 +95,7 @@ func TestACutLeaseStaysCutByAdoptAndByAnExtendInFlight(t *testing.T) {
 	if got := tb.entries[seq].Deadline; !got.Equal(cut) {
 		t.Fatalf("adopted from its first token: deadline %v; want it left cut at %v", got, cut)
 	}
-	if _, err := tb.Begin(dlv1.Ref(), OpExtend, at(time.Second)); err != nil {
+	if _, _, err := tb.Begin(dlv1.Ref(), OpExtend, at(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	tb.Shorten() // while the Extend is in flight
