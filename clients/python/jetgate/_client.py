@@ -225,13 +225,21 @@ class Client:
         *,
         nak_delay: float = 1.0,
         max_nak_delay: float = 60.0,
+        group: str = "",
+        min_pending: int = 0,
+        min_ack_pending: int = 0,
+        priority: int = 0,
     ) -> "Subscriber":
         """Runs handler on the consumer's messages in a pool of threads until
-        the returned Subscriber is closed. See the README for the rules."""
+        the returned Subscriber is closed. See the README for the rules.
+        group, min_pending, min_ack_pending and priority are for priority
+        groups, as for fetch; a pinned_client group's pin is kept by the
+        subscriber itself."""
         from jetgate._sync import Subscriber
 
         opts = dict(
             max_messages=max_messages, max_bytes=max_bytes, max_lease=max_lease, ack_batch=ack_batch,
             nak_delay=nak_delay, max_nak_delay=max_nak_delay, on_error=on_error,
+            group=group, min_pending=min_pending, min_ack_pending=min_ack_pending, priority=priority,
         )
         return Subscriber(self.address, self._api_key, self._tls, stream, consumer, handler, concurrency, opts)

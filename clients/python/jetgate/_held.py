@@ -41,6 +41,7 @@ class Conn:
         self.call: Any = None
         self.last_response = time.monotonic()
         self.heard = False  # it answered at least once
+        self.pin = ""  # the pin it was opened with (a pinned_client group)
 
     def reserved(self) -> tuple[int, int]:
         """The room it takes from the subscriber's limits: its window while it
@@ -130,3 +131,10 @@ class Options:
     max_nak_delay: float = 60.0
     on_error: Optional[Callable[[Exception], Any]] = None
     timeout: float = 10.0
+    # Priority groups, as for fetch: the group (unset: the consumer's only
+    # one), overflow's min_pending and min_ack_pending, prioritized's
+    # priority. A pinned_client group's pin is the subscriber's own (Streams).
+    group: str = ""
+    min_pending: int = 0
+    min_ack_pending: int = 0
+    priority: int = 0

@@ -36,7 +36,14 @@ class Streams:
     for the room that frees up while an ended stream's leases are finished
     (the room of an ended stream is what it still holds). So the windows of
     the streams and the leases of ended ones never add up to more than
-    max_messages (and max_bytes)."""
+    max_messages (and max_bytes).
+
+    Of a pinned_client group, the pin is the subscriber's: each stream opens
+    with the last pin any of them was given, so that one opened again (the
+    gateway restarted, a blip) keeps it rather than wait out the group's
+    priority_timeout while the server holds the pin for a stream that is
+    gone. A stream that ends PIN_ID_MISMATCH (unpinned, or the pin timed
+    out) lets it go: the next opens without one, to be pinned again."""
 
     def __init__(self, engine: Any, stub: Any, metadata: Any) -> None:
         self._engine, self._stub, self._md = engine, stub, metadata
@@ -47,6 +54,7 @@ class Streams:
         self._backoff = BACKOFF_MIN
         self._next_try = 0.0
         self._stopping = False
+        self.pin = ""
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._manage())
@@ -98,9 +106,12 @@ class Streams:
     def _open(self, window: int, window_bytes: Optional[int]) -> None:
         e = self._engine
         c = Conn(window, window_bytes)
+        o = e.opts
+        c.pin = self.pin
         req = consumer_pb2.ConsumeRequest(
             stream=e.stream, consumer=e.consumer, max_messages=window,
-            heartbeat=_message.duration(HEARTBEAT), auto_extend=True,
+            heartbeat=_message.duration(HEARTBEAT), auto_extend=True, group=o.group,
+            min_pending=o.min_pending, min_ack_pending=o.min_ack_pending, priority=o.priority, pin_id=c.pin,
         )
         if window_bytes is not None:
             req.max_bytes = window_bytes
@@ -117,6 +128,8 @@ class Streams:
                 c.last_response = time.monotonic()
                 c.heard = True
                 self._backoff = BACKOFF_MIN
+                if resp.pin_id:
+                    self.pin = c.pin = resp.pin_id
                 for m in resp.messages:
                     self._engine.receive(c, m)
         except grpc.RpcError as ex:
@@ -135,6 +148,8 @@ class Streams:
             x = from_rpc(err, StreamError)
         else:
             x = StreamError("STREAM_ENDED", "the gateway ended the Consume stream")
+        if x.reason == "PIN_ID_MISMATCH" and self.pin == c.pin:
+            self.pin = ""  # lost: the next stream waits to be pinned again
         if not c.heard and x.code in FATAL_ON_OPEN:
             self._stopping = True  # no stream opens again
             e.fail(x)

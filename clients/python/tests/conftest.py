@@ -36,12 +36,16 @@ CONSUMERS = {
     "admin": "30s", "batchpub": "30s", "leases": "30s", "dlq": "30s", "pinned": "30s", "logs": "30s",
     "logdrop": "2s", "waits": "30s", "aioadmin": "30s",
     "seek": "30s", "seektime": "30s", "seekfloor": "30s",
+    "pinsub": "30s", "pinagain": "30s", "groups": "30s",
 }
 
 # Fields beyond ack_wait, max_ack_pending and the filter, by consumer.
 EXTRA = {
     "dlq": "dead_letter: {subject: dead.dlq, on_term: true}",
     "pinned": "priority_groups: [main], priority_policy: pinned_client, priority_timeout: 2m",
+    "pinsub": "priority_groups: [main], priority_policy: pinned_client, priority_timeout: 2m",
+    "pinagain": "priority_groups: [main], priority_policy: pinned_client, priority_timeout: 2m",
+    "groups": "priority_groups: [a, b], priority_policy: overflow",
 }
 
 
@@ -63,11 +67,12 @@ def wait_for(cond, timeout: float, what: str, every: float = 0.02):
         time.sleep(every)
 
 
-def config_yaml(data_dir: str, key_file: str, grpc_addr: str, http_addr: str, more: str = "") -> str:
+def config_yaml(data_dir: str, key_file: str, grpc_addr: str, http_addr: str, more: str = "", nats: str = "") -> str:
     """The gateway's file: ORDERS and DEAD, the consumers above, and more
-    (top-level YAML) at the end."""
+    (top-level YAML) at the end. nats: the NATS it uses (nats://…), else the
+    TCP listener of its embedded one, if any (for another replica)."""
     lines = [
-        f'embedded: {{data_dir: "{data_dir}"}}',
+        f'nats: {{url: "{nats}"}}' if nats.startswith("nats:") else f'embedded: {{data_dir: "{data_dir}", listen: "{nats}"}}',
         f'listen: {{grpc: "{grpc_addr}", http: "{http_addr}"}}',
         f'tokens: {{key_files: ["{key_file}"]}}',
         "streams:",
@@ -87,17 +92,18 @@ class Gateway:
     """One jetgate process; restart() starts it again on the same ports, data
     dir and token key."""
 
-    def __init__(self, binary: str, workdir: str, more: str = "") -> None:
+    def __init__(self, binary: str, workdir: str, more: str = "", nats: str = "", key: str = "") -> None:
         self.binary = binary
         self.dir = workdir
         self.grpc = f"127.0.0.1:{free_port()}"
         self.http = f"127.0.0.1:{free_port()}"
-        key = os.path.join(workdir, "token.key")
-        with open(key, "w") as f:
-            f.write(secrets.token_hex(32) + "\n")
+        self.key = key or os.path.join(workdir, "token.key")
+        if not key:
+            with open(self.key, "w") as f:
+                f.write(secrets.token_hex(32) + "\n")
         self.config = os.path.join(workdir, "jetgate.yaml")
         with open(self.config, "w") as f:
-            f.write(config_yaml(os.path.join(workdir, "data"), key, self.grpc, self.http, more))
+            f.write(config_yaml(os.path.join(workdir, "data"), self.key, self.grpc, self.http, more, nats))
         self.proc: subprocess.Popen | None = None
         self.log = open(os.path.join(workdir, "jetgate.log"), "ab")
 
@@ -161,6 +167,24 @@ def gateway(binary):
     gw, d = _gateway(binary)
     yield gw
     gw.stop()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def replicas(binary):
+    """Two jetgates on one NATS, the first's embedded one, sharing a token
+    key: a deployment's replicas. The second may be killed and restarted
+    while NATS, and what it holds, stays."""
+    d = tempfile.mkdtemp(prefix="jetgate-py-")
+    os.mkdir(os.path.join(d, "second"))
+    listen = f"127.0.0.1:{free_port()}"
+    first = Gateway(binary, d, nats=listen)
+    first.start()
+    second = Gateway(binary, os.path.join(d, "second"), nats=f"nats://{listen}", key=first.key)
+    second.start()
+    yield first, second
+    second.stop()
+    first.stop()
     shutil.rmtree(d, ignore_errors=True)
 
 

@@ -26,6 +26,14 @@ export interface SubscribeOptions {
     };
     /** The stream's heartbeat; no word for 3 heartbeats and it is opened again (default 5s). */
     heartbeat?: number;
+    /** The consumer's priority group, as for fetch (unset: its only one). */
+    group?: string;
+    /** Overflow policy, as for fetch. */
+    minPending?: number;
+    /** Overflow policy, as for fetch. */
+    minAckPending?: number;
+    /** Prioritized policy, as for fetch: 0 is served first, 9 last. */
+    priority?: number;
 }
 /** Options of Subscription.close. */
 export interface CloseOptions {

@@ -1,6 +1,6 @@
 import { ConnectError } from "@connectrpc/connect";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
-import { LeaseError, SettleError, fatalOnOpen, isFinal } from "./errors.js";
+import { LeaseError, SettleError, fatalOnOpen, isFinal, reasonOf } from "./errors.js";
 import { Message } from "./message.js";
 import { Sender } from "./sender.js";
 import { runInTraceContext } from "./trace.js";
@@ -17,6 +17,12 @@ export class Subscription {
     #consumer;
     #handler;
     #o;
+    // A pinned_client group's pin, the subscription's own: a stream opened
+    // again (the gateway restarted, a blip) keeps it, rather than wait out the
+    // group's priority_timeout while the server holds it for a stream that is
+    // gone. A stream that ends PIN_ID_MISMATCH (unpinned, or timed out) lets
+    // it go, and the next opens without one, to be pinned anew.
+    #pin = "";
     #onError;
     #sender;
     #entries = new Map(); // by stream sequence: the lease in hand of that message
@@ -53,6 +59,10 @@ export class Subscription {
             heartbeat: opts.heartbeat ?? 5_000,
             retryMin: opts.retry?.min ?? 1_000,
             retryMax: opts.retry?.max ?? 600_000,
+            group: opts.group ?? "",
+            minPending: opts.minPending ?? 0,
+            minAckPending: opts.minAckPending ?? 0,
+            priority: opts.priority ?? 0,
         };
         const onError = opts.onError;
         const where = `jetgate: subscription ${stream}/${consumer}`;
@@ -148,6 +158,7 @@ export class Subscription {
             this.#abort = ac;
             let err = new ConnectError("the stream ended");
             let heard = false;
+            let pin = this.#pin; // this stream's
             let watchdog;
             const arm = () => {
                 clearTimeout(watchdog);
@@ -161,11 +172,19 @@ export class Subscription {
                     maxMessages: this.#o.maxMessages,
                     maxBytes: this.#o.maxBytes !== undefined ? BigInt(this.#o.maxBytes) : undefined,
                     heartbeat: durationFromMs(this.#o.heartbeat),
+                    group: this.#o.group,
+                    minPending: BigInt(this.#o.minPending),
+                    minAckPending: BigInt(this.#o.minAckPending),
+                    priority: this.#o.priority,
+                    pinId: pin,
                 }, { signal: ac.signal });
                 for await (const res of responses) {
                     arm();
                     heard = true;
                     this.#live = true;
+                    if (res.pinId) {
+                        this.#pin = pin = res.pinId;
+                    }
                     this.#receive(res.messages);
                 }
             }
@@ -181,6 +200,9 @@ export class Subscription {
             }
             if (heard) {
                 attempt = 0;
+            }
+            if (reasonOf(err).reason === "PIN_ID_MISMATCH" && this.#pin === pin) {
+                this.#pin = ""; // lost: the next stream waits to be pinned again
             }
             if (!heard && fatalOnOpen(err) && !ac.signal.aborted) {
                 this.#error = err;

@@ -1,7 +1,7 @@
 import { ConnectError, type Client as RpcClient } from "@connectrpc/connect";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { ConsumerService, type Message as WireMessage } from "./gen/jetgate/v1/consumer_pb.js";
-import { LeaseError, SettleError, fatalOnOpen, isFinal } from "./errors.js";
+import { LeaseError, SettleError, fatalOnOpen, isFinal, reasonOf } from "./errors.js";
 import { Message, type MessageOwner } from "./message.js";
 import { Sender, type Op } from "./sender.js";
 import { runInTraceContext } from "./trace.js";
@@ -40,6 +40,12 @@ export class Subscription implements MessageOwner {
   readonly #consumer: string;
   readonly #handler: Handler;
   readonly #o: Required<Omit<SubscribeOptions, "maxBytes" | "onError" | "retry">> & { maxBytes?: number; retryMin: number; retryMax: number };
+  // A pinned_client group's pin, the subscription's own: a stream opened
+  // again (the gateway restarted, a blip) keeps it, rather than wait out the
+  // group's priority_timeout while the server holds it for a stream that is
+  // gone. A stream that ends PIN_ID_MISMATCH (unpinned, or timed out) lets
+  // it go, and the next opens without one, to be pinned anew.
+  #pin = "";
   readonly #onError: (err: unknown, m?: Message) => void;
   readonly #sender: Sender;
   #entries = new Map<number, Entry>(); // by stream sequence: the lease in hand of that message
@@ -77,6 +83,10 @@ export class Subscription implements MessageOwner {
       heartbeat: opts.heartbeat ?? 5_000,
       retryMin: opts.retry?.min ?? 1_000,
       retryMax: opts.retry?.max ?? 600_000,
+      group: opts.group ?? "",
+      minPending: opts.minPending ?? 0,
+      minAckPending: opts.minAckPending ?? 0,
+      priority: opts.priority ?? 0,
     };
     const onError = opts.onError;
     const where = `jetgate: subscription ${stream}/${consumer}`;
@@ -176,6 +186,7 @@ export class Subscription implements MessageOwner {
       this.#abort = ac;
       let err: unknown = new ConnectError("the stream ended");
       let heard = false;
+      let pin = this.#pin; // this stream's
       let watchdog: NodeJS.Timeout | undefined;
       const arm = () => {
         clearTimeout(watchdog);
@@ -189,11 +200,19 @@ export class Subscription implements MessageOwner {
           maxMessages: this.#o.maxMessages,
           maxBytes: this.#o.maxBytes !== undefined ? BigInt(this.#o.maxBytes) : undefined,
           heartbeat: durationFromMs(this.#o.heartbeat),
+          group: this.#o.group,
+          minPending: BigInt(this.#o.minPending),
+          minAckPending: BigInt(this.#o.minAckPending),
+          priority: this.#o.priority,
+          pinId: pin,
         }, { signal: ac.signal });
         for await (const res of responses) {
           arm();
           heard = true;
           this.#live = true;
+          if (res.pinId) {
+            this.#pin = pin = res.pinId;
+          }
           this.#receive(res.messages);
         }
       } catch (e) {
@@ -207,6 +226,9 @@ export class Subscription implements MessageOwner {
       }
       if (heard) {
         attempt = 0;
+      }
+      if (reasonOf(err).reason === "PIN_ID_MISMATCH" && this.#pin === pin) {
+        this.#pin = ""; // lost: the next stream waits to be pinned again
       }
       if (!heard && fatalOnOpen(err) && !ac.signal.aborted) {
         this.#error = err;

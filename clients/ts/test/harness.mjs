@@ -29,7 +29,7 @@ export function jetgateBinary() {
   return built;
 }
 
-function freePort() {
+export function freePort() {
   return new Promise((resolve, reject) => {
     const s = createServer();
     s.on("error", reject);
@@ -73,13 +73,16 @@ function consumerYaml(c) {
  * reading subject test.<name> of stream TEST, and opts.more (top-level YAML,
  * e.g. an admin block) in its file. It resolves once /readyz says 200. The
  * result's kill() and start() stop and start the same process again (same
- * ports, data directory and token key).
+ * ports, data directory and token key). opts.args: more flags (another
+ * replica's --nats-url); opts.keyFile: the token key of another replica.
  */
 export async function startJetgate(consumers, t, opts = {}) {
   const bin = await jetgateBinary();
   const dir = mkdtempSync(path.join(tmpdir(), "jetgate-ts-"));
-  const keyFile = path.join(dir, "token.key");
-  writeFileSync(keyFile, `${randomBytes(32).toString("hex")}\n`, { mode: 0o600 });
+  const keyFile = opts.keyFile ?? path.join(dir, "token.key");
+  if (!opts.keyFile) {
+    writeFileSync(keyFile, `${randomBytes(32).toString("hex")}\n`, { mode: 0o600 });
+  }
   const config = path.join(dir, "jetgate.yaml");
   const streams = "streams:\n  - {name: TEST, subjects: [\"test.>\"], allow_msg_ttl: true, allow_atomic: true}\n" +
     "  - {name: DEAD, subjects: [\"dead.>\"]}\n"; // for dead letters
@@ -88,11 +91,12 @@ export async function startJetgate(consumers, t, opts = {}) {
     grpc: `127.0.0.1:${await freePort()}`,
     http: `127.0.0.1:${await freePort()}`,
     dir,
+    keyFile,
     proc: undefined,
     log: [],
     async start() {
       const args = ["--config", config, "--grpc-addr", g.grpc, "--http-addr", g.http, "--data-dir", path.join(dir, "data"),
-        "--token-key-file", keyFile, "--log-level", "warn"];
+        "--token-key-file", keyFile, "--log-level", "warn", ...(opts.args ?? [])];
       const p = spawn(bin, args, { stdio: ["ignore", "ignore", "pipe"] });
       p.stderr.on("data", (b) => g.log.push(b.toString()));
       g.proc = p;

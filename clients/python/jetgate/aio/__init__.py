@@ -177,12 +177,19 @@ class Client:
         *,
         nak_delay: float = 1.0,
         max_nak_delay: float = 60.0,
+        group: str = "",
+        min_pending: int = 0,
+        min_ack_pending: int = 0,
+        priority: int = 0,
     ) -> "Subscriber":
         """Starts running handler on the consumer's messages, as tasks of the
-        running loop, until the Subscriber is closed (await sub.close())."""
+        running loop, until the Subscriber is closed (await sub.close()).
+        group, min_pending, min_ack_pending and priority: as for
+        jetgate.Client.subscribe."""
         opts = Options(
             max_messages=max_messages, max_bytes=max_bytes, max_lease=max_lease, ack_batch=ack_batch,
             nak_delay=nak_delay, max_nak_delay=max_nak_delay, on_error=on_error, timeout=self._timeout,
+            group=group, min_pending=min_pending, min_ack_pending=min_ack_pending, priority=priority,
         )
         return Subscriber(self, stream, consumer, handler, concurrency or max_messages, opts)
 

@@ -1,0 +1,108 @@
+"""Subscribers of priority groups: the group and its policy's options reach
+the gateway, and a pinned_client group's pin is the subscriber's own, kept
+when a stream is opened again and let go when the group is unpinned."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import jetgate
+from conftest import STREAM, wait_for
+
+
+class Handled:
+    """The stream sequences a handler was given, in order."""
+
+    def __init__(self) -> None:
+        self.seqs: list[int] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, m) -> None:
+        with self._lock:
+            self.seqs.append(m.metadata.stream_seq)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self.seqs)
+
+
+def publish(client, subject, n):
+    return [client.publish(STREAM, subject, b"p").seq for _ in range(n)]
+
+
+def test_a_pinned_subscriber_keeps_its_pin_when_its_replica_restarts(replicas):
+    # The server holds a pinned_client group's pin for priority_timeout
+    # (2m here) after the pinned client's last pull. A subscriber whose
+    # stream is opened again without its pin would wait that long, and a
+    # rival would take the group; with it, it goes on at once.
+    first, second = replicas
+    pub, via_second = jetgate.Client(first.grpc), jetgate.Client(second.grpc)
+    pinned, rival = Handled(), Handled()
+    errors: list[Exception] = []
+    sub = via_second.subscribe(STREAM, "pinsub", pinned, group="main", on_error=errors.append)
+    other = None
+    try:
+        seqs = publish(pub, "orders.pinsub", 5)
+        wait_for(lambda: sub.stats.acked >= 5, 20, "the first five handled and acked")
+        # A rival, once the group is pinned to the subscriber.
+        other = pub.subscribe(STREAM, "pinsub", rival, group="main", on_error=lambda e: None)
+        second.restart()  # SIGKILL: its streams end; NATS, and the pin, stay
+        seqs += publish(pub, "orders.pinsub", 5)
+        wait_for(lambda: len(pinned) >= 10, 20, "the next five handled by the pinned subscriber, pin kept")
+        assert sorted(set(pinned.seqs)) == seqs
+        assert rival.seqs == []
+        assert sub.stats.reconnects >= 1
+        assert not any(getattr(e, "reason", "") == "PIN_ID_MISMATCH" for e in errors)
+    finally:
+        if other is not None:
+            other.close()
+        sub.close()
+        pub.close()
+        via_second.close()
+
+
+def test_a_subscriber_whose_group_was_unpinned_is_pinned_again(client):
+    # Unpinned, the subscriber's streams end PIN_ID_MISMATCH; the pin they
+    # carried is let go, and the next stream, opened without it, is pinned
+    # anew. Sent again, the stale pin would be refused for ever.
+    handled = Handled()
+    errors: list[Exception] = []
+    sub = client.subscribe(STREAM, "pinagain", handled, group="main", on_error=errors.append)
+    try:
+        publish(client, "orders.pinagain", 3)
+        wait_for(lambda: len(handled) >= 3, 20, "three handled")
+        client.unpin(STREAM, "pinagain", group="main")
+        publish(client, "orders.pinagain", 3)
+        wait_for(lambda: len(handled) >= 6, 20, "three more handled, once pinned again")
+        wait_for(lambda: any(getattr(e, "reason", "") == "PIN_ID_MISMATCH" for e in errors), 5, "the stream's end reported")
+        (group,) = client.get_consumer(STREAM, "pinagain").state.priority_groups
+        assert group.pinned
+    finally:
+        sub.close()
+
+
+def test_a_subscriber_of_one_of_several_groups(client):
+    handled = Handled()
+    sub = client.subscribe(STREAM, "groups", handled, group="b", min_pending=1)
+    try:
+        seqs = publish(client, "orders.groups", 3)
+        wait_for(lambda: len(handled) >= 3, 20, "three handled in group b")
+        assert sorted(handled.seqs) == seqs
+    finally:
+        sub.close()
+
+
+@pytest.mark.parametrize("opts", [{"group": "nope"}, {"group": "a", "priority": 10}, {}])
+def test_a_subscriber_with_priority_options_the_gateway_refuses_fails(client, opts):
+    # Refused on opening (INVALID_ARGUMENT): no retry can mend it, so the
+    # subscriber stops and wait() raises it. {}: a consumer of two groups
+    # needs one named.
+    sub = client.subscribe(STREAM, "groups", lambda m: None, **opts)
+    try:
+        with pytest.raises(jetgate.StreamError) as e:
+            sub.wait(20)
+        assert e.value.code == "INVALID_ARGUMENT", e.value
+    finally:
+        sub.close()
