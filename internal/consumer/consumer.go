@@ -186,7 +186,7 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 	}
 	c.counts.Since = time.Now()
 	c.tokens = issuer{self: d.Self, keys: d.Keys, stream: c.Stream, name: c.Name, leases: c.leases}
-	c.onServer = newOnServer(s, cons, d, c.log, c.leases.Void, &c.counts.Resets)
+	c.onServer = newOnServer(s, cons, d, c.log, c.leases.Void, &c.counts)
 	c.settler = &settler{
 		stream: c.Stream, name: c.Name, sender: d.Sender, ledger: d.Ledger, log: c.log,
 		server: c.onServer, leases: c.leases, tokens: &c.tokens, counts: &c.counts, wake: c.wake, awake: d.Awake,

@@ -23,6 +23,10 @@ type Counts struct {
 	// PolicyChanges counts the changes of the consumer's redelivery timing
 	// or limits seen on the server (Consumer.policyChanged).
 	PolicyChanges atomic.Uint64
+	// DrainsGivenUp counts the waits of a reset for the settles sent before
+	// its void that gave up, one the server left unanswered (inFlight.drain):
+	// the reset's deliveries went out with it still in flight.
+	DrainsGivenUp atomic.Uint64
 	mu            sync.Mutex               // guards failed
 	failed        map[SettleFailure]uint64 // tokens not settled, by op and reason
 }

@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -43,6 +44,7 @@ type inFlight struct {
 	givenUp context.Context
 	giveUp  context.CancelFunc
 	closed  map[uint64]context.CancelFunc
+	gaveUp  *atomic.Uint64 // counts the drains that gave up; nil: none
 }
 
 // init makes the maps and the current generation's context, on first use;
@@ -119,6 +121,9 @@ func (f *inFlight) drain(ctx context.Context) bool {
 		case <-ended:
 		case <-ctx.Done():
 			f.close(upTo)
+			if f.gaveUp != nil {
+				f.gaveUp.Add(1)
+			}
 			return false
 		}
 	}

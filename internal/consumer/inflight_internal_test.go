@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -15,7 +16,8 @@ func TestADrainWaitsForTheSettlesBegunBeforeTheVoidAlone(t *testing.T) {
 	was := drainWait
 	defer func() { drainWait = was }()
 	drainWait = time.Minute
-	var f inFlight
+	var gaveUp atomic.Uint64
+	f := inFlight{gaveUp: &gaveUp}
 	early, _ := f.begin()
 	if !f.drain(context.Background()) {
 		t.Fatal("a drain with no void yet waited for a settle")
@@ -53,6 +55,9 @@ func TestADrainWaitsForTheSettlesBegunBeforeTheVoidAlone(t *testing.T) {
 	if f.drain(ctx) {
 		t.Fatal("a drain whose context ended reported a settle in flight ended")
 	}
+	if n := gaveUp.Load(); n != 1 {
+		t.Fatalf("%d drains counted given up; want 1", n)
+	}
 	if afterGivenUp.Err() == nil {
 		t.Fatal("a drain that gave up did not say so to the settle it waited for")
 	}
@@ -71,6 +76,9 @@ func TestADrainWaitsForTheSettlesBegunBeforeTheVoidAlone(t *testing.T) {
 	f.end(later)
 	if !f.drain(context.Background()) { // nothing in flight: at once
 		t.Fatal("a drain with nothing in flight reported settles unanswered")
+	}
+	if n := gaveUp.Load(); n != 2 {
+		t.Fatalf("%d drains counted given up; want 2", n)
 	}
 }
 

@@ -184,6 +184,9 @@ func TestASettleTheServerLeftUnansweredAfterAResetIsLeaseExpired(t *testing.T) {
 	if o := <-acked; !errors.Is(o.Err, errs.ErrLeaseExpired) {
 		t.Fatalf("an Ack begun before a reset, left unanswered past the drain: %v; want LEASE_EXPIRED", o.Err)
 	}
+	if n := e.c.Counts().DrainsGivenUp.Load(); n != 1 {
+		t.Errorf("%d drains given up counted; want 1", n)
+	}
 	replies.release()
 	if n := e.c.Leases(); n != 0 {
 		t.Fatalf("%d leases live after the reset; want none", n)
@@ -216,5 +219,8 @@ func TestAWordOfAResetNoticedAlreadyLeavesLaterSettlesAlone(t *testing.T) {
 	replies.release()
 	if o := <-acked; o.Err != nil {
 		t.Fatalf("the later Ack: %v; want it confirmed", o.Err)
+	}
+	if n := e.c.Counts().DrainsGivenUp.Load(); n != 0 {
+		t.Errorf("%d drains given up counted; want none (nothing was in flight before the void)", n)
 	}
 }

@@ -75,7 +75,7 @@ type onServer struct {
 // newOnServer takes what the server said of cons when it was bound: its
 // policy and groups stand; whether full or paused is asked anew. void
 // voids every lease, counted in resets.
-func newOnServer(s jetstream.Stream, cons jetstream.Consumer, d Deps, log *slog.Logger, void func(), resets *atomic.Uint64) *onServer {
+func newOnServer(s jetstream.Stream, cons jetstream.Consumer, d Deps, log *slog.Logger, void func(), counts *Counts) *onServer {
 	ci := cons.CachedInfo()
 	o := &onServer{
 		stream: ci.Stream, name: ci.Name,
@@ -89,8 +89,9 @@ func newOnServer(s jetstream.Stream, cons jetstream.Consumer, d Deps, log *slog.
 	// pull sent later is numbered above it, unless the consumer is reset.
 	bySeq := ci.Config.DeliverPolicy != jetstream.DeliverLastPerSubjectPolicy
 	o.resets = newResetWatch(ci.Delivered.Consumer, ci.Delivered.Stream, bySeq, void)
-	o.resets.count = resets
+	o.resets.count = &counts.Resets
 	o.resets.voided = o.settles.voided
+	o.settles.gaveUp = &counts.DrainsGivenUp
 	o.peers = func(ctx context.Context) []string {
 		if d.Peers == nil {
 			return nil

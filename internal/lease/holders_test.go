@@ -22,7 +22,7 @@ func TestHolders(t *testing.T) {
 	tb.Hand([]Ref{ref(5)}, "", now)                             // a gateway without auth
 	tb.Hand([]Ref{{StreamSeq: 6, Delivered: 2}}, "carol", now)  // not the delivery held
 	tb.Hand([]Ref{{StreamSeq: 99, Delivered: 1}}, "carol", now) // not held at all
-	if _, _, err := tb.Begin(ref(2), OpAck, now); err != nil {     // settling: still held
+	if _, _, err := tb.Begin(ref(2), OpAck, now); err != nil {  // settling: still held
 		t.Fatal(err)
 	}
 	latest := now.Add(time.Minute)

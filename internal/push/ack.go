@@ -70,8 +70,17 @@ func (p *Pusher) settle(ctx context.Context, op lease.Op, ds []*consumer.Deliver
 	}
 }
 
-// nakDelay is the delay of the Nak after j's own failure: the retry delay,
-// or the endpoint's Retry-After if longer, at most retry.max.
+// nakDelay is the delay of the Nak after j's own failure (retryDelay).
 func (p *Pusher) nakDelay(j *job) time.Duration {
-	return min(max(retryDelay(p.cfg.RetryMin, p.cfg.RetryMax, j.d.Meta.Delivered), j.retryAfter), p.cfg.RetryMax)
+	return p.retryDelay(j.d.Meta.Delivered, j.retryAfter)
+}
+
+// retryDelay is the delay of the Nak of a message's delivery after a
+// failure, the endpoint having asked for asked (a Retry-After, or a batch
+// answer's retry_after; 0: nothing): the retry delay, or asked if longer,
+// at most retry.max. What the endpoint asks lengthens the wait, never
+// shortens it below the operator's retry.min, so an endpoint answering 0
+// cannot spend a message's deliveries at once.
+func (p *Pusher) retryDelay(delivered uint64, asked time.Duration) time.Duration {
+	return min(max(retryDelay(p.cfg.RetryMin, p.cfg.RetryMax, delivered), asked), p.cfg.RetryMax)
 }

@@ -101,7 +101,7 @@ func TestFailuresOfABatch(t *testing.T) {
 		{`{"ok":true}`, nil, false},
 		{`{"failures":[]}`, nil, false},
 		{`{"failures":[{"id":"S.1","retry_after":"5s"},{"id":"S.2"},{"id":"S.3","retry_after":2.5},{"id":"S.4","retry_after":"soon"},{"id":"S.5","retry_after":"-1s"}]}`,
-			map[string]failure{"S.1": {5 * time.Second, true}, "S.2": {}, "S.3": {2500 * time.Millisecond, true}, "S.4": {}, "S.5": {}}, false},
+			map[string]failure{"S.1": {5 * time.Second}, "S.2": {}, "S.3": {2500 * time.Millisecond}, "S.4": {}, "S.5": {}}, false},
 		{`{"failures":[{"retry_after":"5s"}]}`, nil, true},
 		{`{"failures":[{"id":""}]}`, nil, true},
 		{`{"failures":"S.1"}`, nil, true},

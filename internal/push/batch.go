@@ -46,10 +46,7 @@ func (p *Pusher) pushBatch(ctx context.Context, js []*job) {
 				continue
 			}
 			ids[id] = true
-			delay := retryDelay(p.cfg.RetryMin, p.cfg.RetryMax, j.d.Meta.Delivered)
-			if f.given {
-				delay = min(f.retryAfter, p.cfg.RetryMax)
-			}
+			delay := p.retryDelay(j.d.Meta.Delivered, f.retryAfter)
 			naks[delay] = append(naks[delay], j.d)
 		}
 		p.m.requests.acked.Add(float64(n - len(ids)))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/pull"
 	"github.com/jetgate/jetgate/internal/push"
 	"github.com/jetgate/jetgate/internal/replica"
 )
@@ -178,6 +179,70 @@ func TestABatchsFailuresAreNakedAndPushedAgain(t *testing.T) {
 	if len(lines) != 1 || !strings.Contains(lines[0], "ORDERS.999") || !strings.Contains(lines[0], "count=1") {
 		t.Fatalf("log lines about the unknown id: %q", lines)
 	}
+}
+
+// A batch answer's retry_after lengthens a failed message's wait as a
+// single push's Retry-After does, never shortens it below the retry delay:
+// an endpoint answering 0 would otherwise spend the message's deliveries at
+// once. Capped at retry.max. Seen on the Naks the replica sends.
+func TestABatchFailuresRetryAfterOnlyLengthensItsWait(t *testing.T) {
+	e := newEnv(t)
+	naks := make(chan *nats.Msg, 16)
+	sub, err := e.nc.ChanSubscribe("$JS.ACK."+stream+"."+name+".>", naks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := e.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	asked := map[string]string{"0": `"0s"`, "1": `"500ms"`, "2": `"1h"`, "3": `null`}
+	rc := newReceiver(t)
+	rc.answerWith(func(n int, p pushed, w http.ResponseWriter) {
+		var els []element
+		if n != 1 || json.Unmarshal(p.body, &els) != nil {
+			return
+		}
+		var fs []string
+		for _, el := range els {
+			fs = append(fs, fmt.Sprintf(`{"id":%q,"retry_after":%s}`, el.ID, asked[string(el.Data)]))
+		}
+		fmt.Fprintf(w, `{"failures":[%s]}`, strings.Join(fs, ","))
+	})
+	e.replica(consumerCfg(func(c *consumer.Config) { c.AckWait = 10 * time.Second }),
+		batched(rc.URL, push.Batch{MaxMessages: 4, MaxWait: 10 * time.Second})) // retry 100ms to 1s
+	seqs := map[uint64]string{}
+	for _, data := range []string{"0", "1", "2", "3"} {
+		seqs[e.publish("orders.new", data, nil)] = data
+	}
+	want := map[string]string{"0": "100ms", "1": "500ms", "2": "1s", "3": "100ms"}
+	got := map[string]string{}
+	for len(got) < len(want) {
+		select {
+		case m := <-naks:
+			md, err := pull.ParseAckSubject(m.Subject)
+			if err != nil || !strings.HasPrefix(string(m.Data), "-NAK") {
+				continue
+			}
+			var d struct {
+				Delay time.Duration `json:"delay"`
+			}
+			if b := bytes.TrimSpace(bytes.TrimPrefix(m.Data, []byte("-NAK"))); len(b) > 0 { // none: at once
+				if err := json.Unmarshal(b, &d); err != nil {
+					t.Fatalf("the Nak %q: %v", m.Data, err)
+				}
+			}
+			got[seqs[md.StreamSeq]] = d.Delay.String()
+		case <-time.After(10 * time.Second):
+			t.Fatalf("Naks seen: %v; want one of each of %v", got, want)
+		}
+	}
+	for data, w := range want {
+		if got[data] != w {
+			t.Errorf("retry_after %s: nak'ed with a delay of %s, want %s", asked[data], got[data], w)
+		}
+	}
+	e.drained(10 * time.Second)
 }
 
 // A 5xx fails every message of the batch: with nothing else pushed, the

@@ -280,8 +280,7 @@ const maxAnswer = 1 << 20
 
 // failure is one message of a batch the endpoint failed in a 2xx.
 type failure struct {
-	retryAfter time.Duration
-	given      bool // retryAfter was given
+	retryAfter time.Duration // 0: none given (Pusher.retryDelay)
 }
 
 // failures reads the failures of a 2xx to a batch, by Webhook-Id. An empty
@@ -313,26 +312,24 @@ func failures(body []byte) (map[string]failure, error) {
 		if f.ID == nil || *f.ID == "" {
 			return nil, errors.New("a failure has no id")
 		}
-		d, ok := retryAfterValue(f.RetryAfter)
-		out[*f.ID] = failure{retryAfter: d, given: ok}
+		out[*f.ID] = failure{retryAfter: retryAfterValue(f.RetryAfter)}
 	}
 	return out, nil
 }
 
 // retryAfterValue reads a failure's retry_after: a duration ("5s", "1m30s")
-// or seconds (5, 0.5). Absent, null, negative or not one of those: not
-// given.
-func retryAfterValue(raw json.RawMessage) (time.Duration, bool) {
+// or seconds (5, 0.5). Absent, null, negative or not one of those: 0, none.
+func retryAfterValue(raw json.RawMessage) time.Duration {
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
 		if d, err := time.ParseDuration(strings.TrimSpace(s)); err == nil && d >= 0 {
-			return d, true
+			return d
 		}
-		return 0, false
+		return 0
 	}
 	var sec float64
 	if err := json.Unmarshal(raw, &sec); err == nil && sec >= 0 && sec < float64(24*time.Hour/time.Second) {
-		return time.Duration(sec * float64(time.Second)), true
+		return time.Duration(sec * float64(time.Second))
 	}
-	return 0, false
+	return 0
 }

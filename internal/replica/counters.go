@@ -31,6 +31,9 @@ var (
 	counterPolicy = prometheus.NewDesc("jetgate_consumer_policy_changes_total",
 		"Changes of the consumer's redelivery timing (ack_wait, backoff) or limits that this replica saw on the server (an operator's edit, a restart with other settings); leases are re-dated where the server now redelivers sooner.",
 		consumerLabels, nil)
+	counterDrains = prometheus.NewDesc("jetgate_consumer_reset_drains_given_up_total",
+		"Waits of a consumer reset for the settles sent before it voided the leases that gave up, the server leaving one unanswered: the reset's deliveries went out with it in flight (it then fails LEASE_EXPIRED). Each reset waits on every replica; one a reset is a slow NATS, many a settle path to look at.",
+		consumerLabels, nil)
 )
 
 var emptyReasonNames = [...]string{consumer.EmptyNone: "", consumer.EmptyNoMessages: "no_messages",
@@ -40,7 +43,7 @@ var emptyReasonNames = [...]string{consumer.EmptyNone: "", consumer.EmptyNoMessa
 var settledOps = [...]lease.Op{lease.OpAck, lease.OpNak, lease.OpTerm, lease.OpExtend}
 
 func (g *consumerCounters) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range [...]*prometheus.Desc{counterFetched, counterEmpty, counterSettles, counterOrphans, counterResets, counterPolicy} {
+	for _, d := range [...]*prometheus.Desc{counterFetched, counterEmpty, counterSettles, counterOrphans, counterResets, counterPolicy, counterDrains} {
 		ch <- d
 	}
 }
@@ -70,6 +73,7 @@ func (g *consumerCounters) Collect(ch chan<- prometheus.Metric) {
 		}
 		count(counterResets, k.Resets.Load())
 		count(counterPolicy, k.PolicyChanges.Load())
+		count(counterDrains, k.DrainsGivenUp.Load())
 	}
 }
 

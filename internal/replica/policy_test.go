@@ -72,6 +72,10 @@ func TestAnOperatorsAckWaitCutIsFollowedWithoutPolling(t *testing.T) {
 	if n := infos.Load(); n > 6 {
 		t.Fatalf("%d infos asked to follow one edit; want a few", n)
 	}
+	// Beside it, from the start at zero: the resets' drains given up.
+	if m := seriesOf(t, reg, "jetgate_consumer_reset_drains_given_up_total", "team-a"); m == nil || m.GetCounter().GetValue() != 0 {
+		t.Fatalf("jetgate_consumer_reset_drains_given_up_total of team-a: %v; want 0", m)
+	}
 
 	b, err := plain.Fetch(1, jetstream.FetchMaxWait(10*time.Second))
 	if err != nil {
