@@ -1,6 +1,9 @@
 package server_test
 
 import (
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -330,5 +333,53 @@ func TestAStreamWithAConsumerCreatedThroughTheAPIIsListed(t *testing.T) {
 		if err != nil || len(ss.GetStreams()) != 1 || ss.GetStreams()[0].GetName() != stream || ss.GetStreams()[0].GetConsumers() != 1 {
 			t.Errorf("replica %d lists %v %v; want %s with the one consumer created through the API", i, ss, err, stream)
 		}
+	}
+}
+
+// Creates that race past the quota check each count the others once made:
+// all but the earliest back out, deleting theirs, so the quota holds. Two
+// replicas take them, as a deployment's would.
+func TestConcurrentCreatesKeepTheQuota(t *testing.T) {
+	h := newHarness(t)
+	gws := h.adminGateways(2, coreconsumer.Admin{MaxPerPrincipal: 2})
+	if _, err := create(h, gws[0], &jetgatev1.ConsumerConfig{DurableName: "team-0"}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 6
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			_, errs[i] = create(h, gws[i%2], &jetgatev1.ConsumerConfig{DurableName: fmt.Sprintf("team-race-%d", i)})
+		})
+	}
+	close(start)
+	wg.Wait()
+	created := 0
+	for i, err := range errs {
+		switch c, r := codeAndReason(err); {
+		case err == nil:
+			created++
+		case c != codes.ResourceExhausted || r != "CONSUMER_QUOTA_EXCEEDED":
+			t.Errorf("create %d: %v; want it made or CONSUMER_QUOTA_EXCEEDED", i, err)
+		}
+	}
+	if created != 1 {
+		t.Errorf("%d of %d racing creates made their consumer; want 1, the quota's last place", created, n)
+	}
+	left := 0
+	st, err := h.js.Stream(h.ctx(), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range st.ConsumerNames(h.ctx()).Name() {
+		if strings.HasPrefix(name, "team-") {
+			left++
+		}
+	}
+	if left != 2 {
+		t.Errorf("%d consumers of the creator left; want 2, the quota", left)
 	}
 }

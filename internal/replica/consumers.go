@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -58,6 +59,9 @@ func (m *manager) CreateConsumer(ctx context.Context, principal, stream string, 
 		return nil, fmt.Errorf("%w: stream %q has a consumer %q already", errs.ErrConsumerExists, stream, cfg.Durable)
 	case err != nil:
 		return nil, serverRefusal("create", err)
+	}
+	if err := m.keptInQuota(ctx, s, cmp.Or(principal, anonymous), cons.CachedInfo()); err != nil {
+		return nil, err
 	}
 	m.log.Info("a consumer was created through the API", "stream", stream, "consumer", cfg.Durable, "principal", principal)
 	return cons.CachedInfo(), nil
@@ -216,6 +220,44 @@ func (m *manager) underQuota(ctx context.Context, principal string) error {
 		return fmt.Errorf("%w: %q has created %d consumers; the admin block allows %d", errs.ErrConsumerQuota, principal, n, a.MaxPerPrincipal)
 	}
 	return nil
+}
+
+// keptInQuota checks, once ci is made, that it is within its creator's
+// quota: creates that raced past underQuota each count the others, and
+// those not among the first MaxPerPrincipal of the creator's (by the
+// server's creation time, then stream and name: the same order on every
+// replica) back out, deleting theirs, so exactly the places left are taken.
+// A count that fails keeps it: the consumer exists, and the caller was
+// admitted by underQuota.
+func (m *manager) keptInQuota(ctx context.Context, s jetstream.Stream, principal string, ci *jetstream.ConsumerInfo) error {
+	a := m.binder.admin
+	if a.MaxPerPrincipal == 0 {
+		return nil
+	}
+	type made struct {
+		at           time.Time
+		stream, name string
+	}
+	ours := made{ci.Created, ci.Stream, ci.Name}
+	before := 0 // the creator's consumers made before ours
+	err := m.binder.eachCreated(ctx, func(string) bool { return true }, func(stream string, c *jetstream.ConsumerInfo) {
+		o := made{c.Created, stream, c.Name}
+		if c.Config.Metadata[consumer.CreatedBy] == principal &&
+			cmp.Or(o.at.Compare(ours.at), cmp.Compare(o.stream, ours.stream), cmp.Compare(o.name, ours.name)) < 0 {
+			before++
+		}
+	})
+	if err != nil {
+		m.log.Warn("could not count the creator's consumers after a create; it is kept", "stream", ci.Stream, "consumer", ci.Name, "principal", principal, "err", err)
+		return nil
+	}
+	if before < a.MaxPerPrincipal {
+		return nil
+	}
+	if err := s.DeleteConsumer(ctx, ci.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		m.log.Warn("could not delete a consumer created past its creator's quota", "stream", ci.Stream, "consumer", ci.Name, "principal", principal, "err", err)
+	}
+	return fmt.Errorf("%w: %q has created %d consumers (others were made meanwhile); the admin block allows %d", errs.ErrConsumerQuota, principal, before, a.MaxPerPrincipal)
 }
 
 // eachCreated calls f with each consumer created through the API on the
