@@ -99,14 +99,14 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	now, timing := time.Now(), s.server.timing()
 	var subjects []string
 	var idx, busy []int
+	var retried map[int]bool // of cs: retries of a settle whose answer never came (consultLedger)
 	begin := func(i int, now time.Time) {
 		subj, retry, err := s.leases.Begin(ref(cs[i]), op, now)
 		if retry {
-			// The retry of a settle whose answer never came: its caller may
-			// have nak'ed the token through another replica meanwhile, which
-			// took this one for gone. The ledger tells, as for an adopted
-			// lease; sent blind, it would land on the Nak's redelivery.
-			w = settle.Adopted
+			if retried == nil {
+				retried = make(map[int]bool)
+			}
+			retried[i] = true
 		}
 		switch {
 		case errors.Is(err, errs.ErrSettleInProgress) && !args.KeepAlive:
@@ -123,12 +123,13 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	}
 	s.awaitInFlight(ctx, &busy, begin, out)
 	s.retriedNaks(ctx, op, cs, out)
-	if len(idx) > 0 && s.ledger.Consulted(op, w) && !s.caughtUp(ctx, op, cs, out, idx) {
+	consulted := s.ledger.Consulted(op, w) || len(retried) > 0 && s.ledger.Consulted(op, settle.Adopted)
+	if len(idx) > 0 && consulted && !s.caughtUp(ctx, op, cs, out, idx) {
 		// Before the ledger records them: a settle that cannot be sent
 		// must leave no claim, which its retry would take for done.
 		return out
 	}
-	subjects, idx = s.consultLedger(ctx, op, cs, w, out, subjects, idx)
+	subjects, idx = s.consultLedger(ctx, op, cs, w, retried, out, subjects, idx)
 	if subjects, idx = s.stillLeased(ctx, op, cs, out, subjects, idx, resetBefore); len(subjects) == 0 {
 		return out
 	}
@@ -297,9 +298,27 @@ func (s *settler) entry(cl token.Claims) settle.Entry {
 
 // consultLedger asks the ledger's verdict on the settles begun at idx and
 // keeps only those to send; each one it drops is finished in the table, with
-// its outcome in out.
-func (s *settler) consultLedger(ctx context.Context, op lease.Op, cs []token.Claims, w settle.Whose, out []settle.Outcome,
-	subjects []string, idx []int) ([]string, []int) {
+// its outcome in out. Those of retried (indexes of cs) retry a settle whose
+// answer never came: the caller, told so, may have nak'ed the token through
+// another replica meanwhile, which took this one for gone, and sent blind
+// the retry would land on the Nak's redelivery. They ask as an adopted
+// lease's settles do; the rest of the batch as w's.
+func (s *settler) consultLedger(ctx context.Context, op lease.Op, cs []token.Claims, w settle.Whose, retried map[int]bool,
+	out []settle.Outcome, subjects []string, idx []int) ([]string, []int) {
+	if len(retried) > 0 && w != settle.Adopted {
+		var rs, fs []string
+		var ri, fi []int
+		for j, i := range idx {
+			if retried[i] {
+				rs, ri = append(rs, subjects[j]), append(ri, i)
+			} else {
+				fs, fi = append(fs, subjects[j]), append(fi, i)
+			}
+		}
+		rs, ri = s.consultLedger(ctx, op, cs, settle.Adopted, nil, out, rs, ri)
+		fs, fi = s.consultLedger(ctx, op, cs, w, nil, out, fs, fi)
+		return append(rs, fs...), append(ri, fi...)
+	}
 	if len(idx) == 0 || !s.ledger.Consulted(op, w) {
 		return subjects, idx
 	}

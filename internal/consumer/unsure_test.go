@@ -242,6 +242,48 @@ func TestACallersRetryOfASettleWhoseAnswerWasLostIsRefusedOverAnotherReplicasNak
 	}
 }
 
+// In a batch with such a retry, the first tries do not ask the ledger: one
+// that then fails (here the replica cannot catch up with NATS once the
+// ledger was asked) leaves no claim behind, and the caller's Nak of it
+// afterwards is sent, not refused LEASE_SETTLED.
+func TestAFirstTryBatchedWithARetryLeavesNoClaim(t *testing.T) {
+	e, proxy, settles := cutOff(t, consumer.Config{AckWait: 30 * time.Second, MaxAckPending: 1024}, withLedger)
+	retry := settleLost(t, e, proxy, nil, lease.OpAck)
+	reconnect(t, proxy, settles)
+	if err := settles.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	e.publish("orders.2", "two")
+	res := e.fetch(consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second})
+	if len(res.Messages) != 1 {
+		t.Fatalf("fetch: %d messages", len(res.Messages))
+	}
+	first := e.c.ClaimsOf(res.Messages[0])
+	var calls sync.Mutex
+	n := 0
+	e.setAwake(func(context.Context) error { // caught up before the ledger, not after
+		calls.Lock()
+		defer calls.Unlock()
+		if n++; n == 1 {
+			return nil
+		}
+		return errs.ErrUnavailable
+	})
+	out := e.c.Settle(context.Background(), lease.OpAck, []token.Claims{retry, first}, settle.Args{})
+	for i, o := range out {
+		if !errors.Is(o.Err, errs.ErrUnavailable) {
+			t.Fatalf("settle %d of the batch: %v; want NATS_UNAVAILABLE (no catch-up)", i, o.Err)
+		}
+	}
+	e.setAwake(nil)
+	if out := e.c.Settle(context.Background(), lease.OpNak, []token.Claims{first}, settle.Args{}); out[0].Err != nil {
+		t.Fatalf("the Nak of the first try's token: %v; want it sent", out[0].Err)
+	}
+	if m := e.pullPlain(5 * time.Second); m == nil || string(m.Data()) != "two" {
+		t.Fatalf("the nak'ed message was not redelivered at once: %v", m)
+	}
+}
+
 // A replica that stops sends once more, as it closes, the Terms whose
 // answer never came: those it still held would have no dead letter.
 func TestATermWhoseAnswerWasLostIsSentAgainAsTheConsumerCloses(t *testing.T) {

@@ -42,6 +42,12 @@ class Engine:
             raise ValueError("max_bytes must be at least 1")
         if opts.max_lease <= 0:
             raise ValueError("max_lease must be positive")
+        for name in ("min_pending", "min_ack_pending", "priority"):
+            v = getattr(opts, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise ValueError(f"{name} must be a whole number, 0 or more (got {v!r})")
+        if not isinstance(opts.group, str):
+            raise ValueError(f"group must be a string (got {opts.group!r})")
         self.stream, self.consumer, self.opts = stream, consumer, opts
         self.stats = Stats()
         self._concurrency = max(1, concurrency)

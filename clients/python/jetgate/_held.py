@@ -41,7 +41,7 @@ class Conn:
         self.call: Any = None
         self.last_response = time.monotonic()
         self.heard = False  # it answered at least once
-        self.pin = ""  # the pin it was opened with (a pinned_client group)
+        self.pin = ""  # its pin of a pinned_client group: opened with, or given since
 
     def reserved(self) -> tuple[int, int]:
         """The room it takes from the subscriber's limits: its window while it

@@ -170,17 +170,22 @@ def gateway(binary):
     shutil.rmtree(d, ignore_errors=True)
 
 
+# Consumers through the API (test_seek.py): every stream and name, within
+# bounds the tests stay inside.
+ADMIN = 'admin: {streams: ["*"], consumers: ["*"]}\n'
+
+
 @pytest.fixture
 def replicas(binary):
     """Two jetgates on one NATS, the first's embedded one, sharing a token
-    key: a deployment's replicas. The second may be killed and restarted
-    while NATS, and what it holds, stays."""
+    key and an admin block: a deployment's replicas. The second may be
+    killed and restarted while NATS, and what it holds, stays."""
     d = tempfile.mkdtemp(prefix="jetgate-py-")
     os.mkdir(os.path.join(d, "second"))
     listen = f"127.0.0.1:{free_port()}"
-    first = Gateway(binary, d, nats=listen)
+    first = Gateway(binary, d, ADMIN, nats=listen)
     first.start()
-    second = Gateway(binary, os.path.join(d, "second"), nats=f"nats://{listen}", key=first.key)
+    second = Gateway(binary, os.path.join(d, "second"), ADMIN, nats=f"nats://{listen}", key=first.key)
     second.start()
     yield first, second
     second.stop()
@@ -195,11 +200,6 @@ def own_gateway(binary):
     yield gw
     gw.stop()
     shutil.rmtree(d, ignore_errors=True)
-
-
-# Consumers through the API (test_seek.py): every stream and name, within
-# bounds the tests stay inside.
-ADMIN = 'admin: {streams: ["*"], consumers: ["*"]}\n'
 
 
 @pytest.fixture(scope="module")

@@ -106,3 +106,40 @@ def test_a_subscriber_with_priority_options_the_gateway_refuses_fails(client, op
         assert e.value.code == "INVALID_ARGUMENT", e.value
     finally:
         sub.close()
+
+
+@pytest.mark.parametrize("opts", [{"min_pending": 1.5}, {"priority": -1}, {"min_ack_pending": True}, {"group": 3}])
+def test_priority_options_that_are_not_whole_numbers_are_refused(client, opts):
+    with pytest.raises(ValueError):
+        client.subscribe(STREAM, "groups", lambda m: None, **opts)
+
+
+def test_a_pinned_subscriber_goes_on_once_its_consumer_is_pinned_no_more(replicas):
+    # The consumer's policy is changed from pinned_client, and the
+    # subscriber's stream is opened again (its replica restarted) with the
+    # pin it had: the gateway refuses a pin for that consumer
+    # (INVALID_ARGUMENT), and the subscriber lets it go rather than stop.
+    # (The server itself serves only the old pin until priority_timeout,
+    # short here.)
+    first, second = replicas
+    admin, via_second = jetgate.Client(first.grpc), jetgate.Client(second.grpc)
+    admin.create_consumer(STREAM, {
+        "durable_name": "pinedit", "filter_subjects": ["orders.pinedit"], "priority_groups": ["main"],
+        "priority_policy": "pinned_client", "priority_timeout": 2.0,
+    })
+    handled = Handled()
+    errors: list[Exception] = []
+    sub = via_second.subscribe(STREAM, "pinedit", handled, group="main", on_error=errors.append)
+    try:
+        publish(admin, "orders.pinedit", 2)
+        wait_for(lambda: sub.stats.acked >= 2, 20, "two handled while pinned")
+        admin.update_consumer(STREAM, "pinedit", {"priority_policy": "overflow"}, ["priority_policy"])
+        second.restart()
+        publish(admin, "orders.pinedit", 2)
+        wait_for(lambda: len(handled) >= 4, 20, "two more handled once pinned no more")
+        assert sub.wait(0) is False  # still running
+        assert any(getattr(e, "code", "") == "INVALID_ARGUMENT" for e in errors), errors
+    finally:
+        sub.close()
+        admin.close()
+        via_second.close()

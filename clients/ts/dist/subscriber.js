@@ -1,4 +1,4 @@
-import { ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { LeaseError, SettleError, fatalOnOpen, isFinal, reasonOf } from "./errors.js";
 import { Message } from "./message.js";
@@ -49,6 +49,12 @@ export class Subscription {
         this.#stream = stream;
         this.#consumer = consumer;
         this.#handler = handler;
+        for (const k of ["minPending", "minAckPending", "priority"]) {
+            const v = opts[k];
+            if (v !== undefined && !(Number.isSafeInteger(v) && v >= 0)) {
+                throw new RangeError(`subscribe: ${k} must be a whole number, 0 or more (got ${v})`);
+            }
+        }
         const maxMessages = Math.max(1, opts.maxMessages ?? 100);
         this.#o = {
             maxMessages,
@@ -201,10 +207,19 @@ export class Subscription {
             if (heard) {
                 attempt = 0;
             }
-            if (reasonOf(err).reason === "PIN_ID_MISMATCH" && this.#pin === pin) {
+            const { reason, code } = reasonOf(err);
+            let unpinned = false;
+            if (reason === "PIN_ID_MISMATCH" && this.#pin === pin) {
                 this.#pin = ""; // lost: the next stream waits to be pinned again
             }
-            if (!heard && fatalOnOpen(err) && !ac.signal.aborted) {
+            else if (!heard && code === Code.InvalidArgument && pin !== "" && this.#pin === pin) {
+                // A pin the consumer takes no more (its policy was changed from
+                // pinned_client): let go, and tried once more without it before the
+                // error ends the subscription.
+                this.#pin = "";
+                unpinned = true;
+            }
+            if (!heard && !unpinned && fatalOnOpen(err) && !ac.signal.aborted) {
                 this.#error = err;
                 this.#onError(err);
                 void this.close({ mode: "nak" });

@@ -1,4 +1,4 @@
-import { ConnectError, type Client as RpcClient } from "@connectrpc/connect";
+import { Code, ConnectError, type Client as RpcClient } from "@connectrpc/connect";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { ConsumerService, type Message as WireMessage } from "./gen/jetgate/v1/consumer_pb.js";
 import { LeaseError, SettleError, fatalOnOpen, isFinal, reasonOf } from "./errors.js";
@@ -73,6 +73,12 @@ export class Subscription implements MessageOwner {
     this.#stream = stream;
     this.#consumer = consumer;
     this.#handler = handler;
+    for (const k of ["minPending", "minAckPending", "priority"] as const) {
+      const v = opts[k];
+      if (v !== undefined && !(Number.isSafeInteger(v) && v >= 0)) {
+        throw new RangeError(`subscribe: ${k} must be a whole number, 0 or more (got ${v})`);
+      }
+    }
     const maxMessages = Math.max(1, opts.maxMessages ?? 100);
     this.#o = {
       maxMessages,
@@ -227,10 +233,18 @@ export class Subscription implements MessageOwner {
       if (heard) {
         attempt = 0;
       }
-      if (reasonOf(err).reason === "PIN_ID_MISMATCH" && this.#pin === pin) {
+      const { reason, code } = reasonOf(err);
+      let unpinned = false;
+      if (reason === "PIN_ID_MISMATCH" && this.#pin === pin) {
         this.#pin = ""; // lost: the next stream waits to be pinned again
+      } else if (!heard && code === Code.InvalidArgument && pin !== "" && this.#pin === pin) {
+        // A pin the consumer takes no more (its policy was changed from
+        // pinned_client): let go, and tried once more without it before the
+        // error ends the subscription.
+        this.#pin = "";
+        unpinned = true;
       }
-      if (!heard && fatalOnOpen(err) && !ac.signal.aborted) {
+      if (!heard && !unpinned && fatalOnOpen(err) && !ac.signal.aborted) {
         this.#error = err;
         this.#onError(err);
         void this.close({ mode: "nak" });

@@ -4,7 +4,8 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Client, reasonOf } from "../dist/index.js";
+import { Code } from "@connectrpc/connect";
+import { Client, PriorityPolicy, reasonOf } from "../dist/index.js";
 import { startJetgate, waitFor, publishN, freePort } from "./harness.mjs";
 
 const pinned = "priority_groups: [main], priority_policy: pinned_client, priority_timeout: 2m";
@@ -16,36 +17,83 @@ const consumers = [
 
 const sorted = (xs) => [...xs].sort((a, b) => a - b);
 
+// replicas starts two jetgates on one NATS, the first's embedded one, with
+// a token key and an admin block shared: a deployment's replicas.
+async function replicas(t) {
+  const listen = `127.0.0.1:${await freePort()}`;
+  const more = 'admin: {streams: ["*"], consumers: ["*"]}\n';
+  const first = await startJetgate(consumers, t, { args: ["--nats-listen", listen], more });
+  const second = await startJetgate(consumers, t, { args: ["--nats-url", `nats://${listen}`], keyFile: first.keyFile, more });
+  return [first, second];
+}
+
 test("a pinned subscription keeps its pin when its replica restarts", async (t) => {
   // The server holds the pin for priority_timeout (2m) after the pinned
   // client's last pull: a stream opened again without it would wait that
   // long, and a rival would take the group.
-  const listen = `127.0.0.1:${await freePort()}`;
-  const first = await startJetgate(consumers, t, { args: ["--nats-listen", listen] });
-  const second = await startJetgate(consumers, t, { args: ["--nats-url", `nats://${listen}`], keyFile: first.keyFile });
+  const [first, second] = await replicas(t);
   const pub = new Client({ address: first.grpc });
   const viaSecond = new Client({ address: second.grpc });
-  t.after(() => { pub.close(); viaSecond.close(); });
   const handled = [];
   const rival = [];
   const errors = [];
   const sub = viaSecond.subscribe("TEST", "pinsub", async (m) => { handled.push(m.metadata.streamSeq); },
     { group: "main", heartbeat: 1_000, onError: (e) => errors.push(e) });
-  t.after(() => sub.close());
-  const seqs = await publishN(pub, "pinsub", 5);
-  await waitFor(() => sub.stats.acked >= 5, 20_000, "the first five handled and acked");
-  // A rival, once the group is pinned to the subscription.
-  const other = pub.subscribe("TEST", "pinsub", async (m) => { rival.push(m.metadata.streamSeq); },
-    { group: "main", onError: () => {} });
-  t.after(() => other.close());
-  await second.kill("SIGKILL"); // its stream ends; NATS, and the pin, stay
-  await second.start();
-  seqs.push(...await publishN(pub, "pinsub", 5));
-  await waitFor(() => handled.length >= 10, 20_000, "the next five handled by the pinned subscription, its pin kept");
-  assert.deepEqual(sorted(new Set(handled)), sorted(seqs));
-  assert.deepEqual(rival, []);
-  assert.ok(sub.stats.reconnects >= 1, "no reconnect counted");
-  assert.ok(!errors.some((e) => reasonOf(e).reason === "PIN_ID_MISMATCH"), "the pin was refused");
+  let other;
+  try {
+    const seqs = await publishN(pub, "pinsub", 5);
+    await waitFor(() => sub.stats.acked >= 5, 20_000, "the first five handled and acked");
+    // A rival, once the group is pinned to the subscription.
+    other = pub.subscribe("TEST", "pinsub", async (m) => { rival.push(m.metadata.streamSeq); },
+      { group: "main", onError: () => {} });
+    await second.kill("SIGKILL"); // its stream ends; NATS, and the pin, stay
+    await second.start();
+    seqs.push(...await publishN(pub, "pinsub", 5));
+    await waitFor(() => handled.length >= 10, 20_000, "the next five handled by the pinned subscription, its pin kept");
+    assert.deepEqual(sorted(new Set(handled)), sorted(seqs));
+    assert.deepEqual(rival, []);
+    assert.ok(sub.stats.reconnects >= 1, "no reconnect counted");
+    assert.ok(!errors.some((e) => reasonOf(e).reason === "PIN_ID_MISMATCH"), "the pin was refused");
+  } finally { // before the gateways stop
+    await other?.close();
+    await sub.close();
+    pub.close();
+    viaSecond.close();
+  }
+});
+
+test("a pinned subscription goes on once its consumer is pinned no more", async (t) => {
+  // The consumer's policy is changed from pinned_client, and the stream is
+  // opened again (its replica restarted) with the pin it had: the gateway
+  // refuses a pin for that consumer (INVALID_ARGUMENT), and the
+  // subscription lets it go rather than end. (The server itself serves only
+  // the old pin until priority_timeout, short here.)
+  const [first, second] = await replicas(t);
+  const admin = new Client({ address: first.grpc });
+  const viaSecond = new Client({ address: second.grpc });
+  await admin.createConsumer("TEST", {
+    durableName: "pinedit", filterSubjects: ["test.pinedit"], priorityGroups: ["main"],
+    priorityPolicy: PriorityPolicy.PINNED_CLIENT, priorityTimeout: 2_000,
+  });
+  const handled = [];
+  const errors = [];
+  const sub = viaSecond.subscribe("TEST", "pinedit", async (m) => { handled.push(m.metadata.streamSeq); },
+    { group: "main", heartbeat: 1_000, onError: (e) => errors.push(e) });
+  try {
+    await publishN(admin, "pinedit", 2);
+    await waitFor(() => sub.stats.acked >= 2, 20_000, "two handled while pinned");
+    await admin.updateConsumer("TEST", "pinedit", { priorityPolicy: PriorityPolicy.OVERFLOW }, "priorityPolicy");
+    await second.kill("SIGKILL");
+    await second.start();
+    await publishN(admin, "pinedit", 2);
+    await waitFor(() => handled.length >= 4, 20_000, "two more handled once pinned no more");
+    assert.equal(sub.error, undefined);
+    assert.ok(errors.some((e) => reasonOf(e).code === Code.InvalidArgument), "the refused pin was not reported");
+  } finally {
+    await sub.close();
+    admin.close();
+    viaSecond.close();
+  }
 });
 
 test("priority options", async (t) => {
@@ -93,4 +141,10 @@ test("priority options", async (t) => {
       assert.equal(sub.error?.code, 3, `error ${sub.error}`); // INVALID_ARGUMENT: no retry mends it
     });
   }
+
+  await t.test("priority options that are not whole numbers are refused", () => {
+    for (const opts of [{ minPending: 1.5 }, { priority: -1 }, { minAckPending: 2 ** 60 }]) {
+      assert.throws(() => client.subscribe("TEST", "groups", async () => {}, opts), RangeError);
+    }
+  });
 });
