@@ -90,6 +90,16 @@ func (m *manager) UpdateConsumer(ctx context.Context, principal, stream, name st
 	if err != nil {
 		return nil, serverRefusal("update", err)
 	}
+	if cur.Config.PriorityPolicy == jetstream.PriorityPolicyPinned && cfg.PriorityPolicy != jetstream.PriorityPolicyPinned {
+		// The server keeps the pin of a consumer no longer pinned_client,
+		// and serves none but its holder until priority_timeout: let it go.
+		for _, g := range cfg.PriorityGroups {
+			if err := s.UnpinConsumer(ctx, name, g); err != nil {
+				m.log.Warn("could not unpin a consumer whose policy is no longer pinned_client; only the old pin's holder is served until its priority_timeout",
+					"stream", stream, "consumer", name, "group", g, "err", err)
+			}
+		}
+	}
 	m.log.Info("a consumer was updated through the API", "stream", stream, "consumer", name, "principal", principal)
 	return cons.CachedInfo(), nil
 }

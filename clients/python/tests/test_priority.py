@@ -119,8 +119,6 @@ def test_a_pinned_subscriber_goes_on_once_its_consumer_is_pinned_no_more(replica
     # subscriber's stream is opened again (its replica restarted) with the
     # pin it had: the gateway refuses a pin for that consumer
     # (INVALID_ARGUMENT), and the subscriber lets it go rather than stop.
-    # (The server itself serves only the old pin until priority_timeout,
-    # short here.)
     first, second = replicas
     admin, via_second = jetgate.Client(first.grpc), jetgate.Client(second.grpc)
     admin.create_consumer(STREAM, {

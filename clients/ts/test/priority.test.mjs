@@ -66,8 +66,7 @@ test("a pinned subscription goes on once its consumer is pinned no more", async 
   // The consumer's policy is changed from pinned_client, and the stream is
   // opened again (its replica restarted) with the pin it had: the gateway
   // refuses a pin for that consumer (INVALID_ARGUMENT), and the
-  // subscription lets it go rather than end. (The server itself serves only
-  // the old pin until priority_timeout, short here.)
+  // subscription lets it go rather than end.
   const [first, second] = await replicas(t);
   const admin = new Client({ address: first.grpc });
   const viaSecond = new Client({ address: second.grpc });
