@@ -386,34 +386,51 @@ func TestConcurrentCreatesKeepTheQuota(t *testing.T) {
 
 // A consumer's policy changed from pinned_client through the API is
 // unpinned: the server keeps the old pin otherwise, and serves no other
-// caller until priority_timeout (a minute here).
+// caller until priority_timeout (a minute here). To another policy with its
+// groups, or to none (no group left to unpin by once updated).
 func TestAConsumerNoLongerPinnedIsUnpinned(t *testing.T) {
 	h := newHarness(t)
 	a := h.adminGateways(1, coreconsumer.Admin{})[0]
-	_, err := create(h, a, &jetgatev1.ConsumerConfig{DurableName: "team-pin", FilterSubjects: []string{"orders.pin"},
-		PriorityGroups: []string{"main"}, PriorityPolicy: jetgatev1.PriorityPolicy_PRIORITY_POLICY_PINNED_CLIENT, PriorityTimeout: durationpb.New(time.Minute)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fetch := func(pin string) *jetgatev1.FetchResponse {
-		t.Helper()
-		r, err := a.Fetch(h.ctx(), &jetgatev1.FetchRequest{Stream: stream, Consumer: "team-pin", Batch: 1, Group: "main", PinId: pin, Expires: durationpb.New(5 * time.Second)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
-	h.publishRaw("orders.pin", nil, "one")
-	if r := fetch(""); len(r.GetMessages()) != 1 || r.GetPinId() == "" {
-		t.Fatalf("the first fetch: %d messages, pin %q; want one, pinned", len(r.GetMessages()), r.GetPinId())
-	}
-	_, err = a.UpdateConsumer(h.ctx(), &jetgatev1.UpdateConsumerRequest{Stream: stream, Consumer: "team-pin",
-		Config: &jetgatev1.ConsumerConfig{PriorityPolicy: jetgatev1.PriorityPolicy_PRIORITY_POLICY_OVERFLOW}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"priority_policy"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.publishRaw("orders.pin", nil, "two")
-	if r := fetch(""); len(r.GetMessages()) != 1 {
-		t.Fatalf("a fetch once the policy is overflow: %d messages (empty: %v); want the message, the old pin let go", len(r.GetMessages()), r.GetEmptyReason())
+	for _, to := range []*jetgatev1.ConsumerConfig{
+		{PriorityPolicy: jetgatev1.PriorityPolicy_PRIORITY_POLICY_OVERFLOW},
+		{PriorityPolicy: jetgatev1.PriorityPolicy_PRIORITY_POLICY_UNSPECIFIED},
+	} {
+		t.Run(to.GetPriorityPolicy().String(), func(t *testing.T) {
+			name := "team-pin-" + strings.ToLower(strings.TrimPrefix(to.GetPriorityPolicy().String(), "PRIORITY_POLICY_"))
+			name = strings.ReplaceAll(name, "_", "-")
+			subject := "orders." + name
+			_, err := create(h, a, &jetgatev1.ConsumerConfig{DurableName: name, FilterSubjects: []string{subject},
+				PriorityGroups: []string{"main"}, PriorityPolicy: jetgatev1.PriorityPolicy_PRIORITY_POLICY_PINNED_CLIENT, PriorityTimeout: durationpb.New(time.Minute)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fetch := func(group string) *jetgatev1.FetchResponse {
+				t.Helper()
+				r, err := a.Fetch(h.ctx(), &jetgatev1.FetchRequest{Stream: stream, Consumer: name, Batch: 1, Group: group, Expires: durationpb.New(5 * time.Second)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
+			h.publishRaw(subject, nil, "one")
+			if r := fetch("main"); len(r.GetMessages()) != 1 || r.GetPinId() == "" {
+				t.Fatalf("the first fetch: %d messages, pin %q; want one, pinned", len(r.GetMessages()), r.GetPinId())
+			}
+			mask := []string{"priority_policy"}
+			group := "main"
+			if to.GetPriorityPolicy() == jetgatev1.PriorityPolicy_PRIORITY_POLICY_UNSPECIFIED {
+				mask, group = append(mask, "priority_groups", "priority_timeout"), ""
+			}
+			_, err = a.UpdateConsumer(h.ctx(), &jetgatev1.UpdateConsumerRequest{Stream: stream, Consumer: name,
+				Config: to, UpdateMask: &fieldmaskpb.FieldMask{Paths: mask}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.publishRaw(subject, nil, "two")
+			if r := fetch(group); len(r.GetMessages()) != 1 {
+				t.Fatalf("a fetch once the policy is %v: %d messages (empty: %v); want the message, the old pin let go",
+					to.GetPriorityPolicy(), len(r.GetMessages()), r.GetEmptyReason())
+			}
+		})
 	}
 }

@@ -86,19 +86,18 @@ func (m *manager) UpdateConsumer(ctx context.Context, principal, stream, name st
 	if err != nil {
 		return nil, err
 	}
+	unpin := cur.Config.PriorityPolicy == jetstream.PriorityPolicyPinned && cfg.PriorityPolicy != jetstream.PriorityPolicyPinned
+	if unpin && len(cfg.PriorityGroups) == 0 {
+		// No group left to unpin by once updated: before, then (a pull in
+		// between may take a pin the update then keeps).
+		m.unpin(ctx, s, name, cur.Config.PriorityGroups)
+	}
 	cons, err := s.UpdateConsumer(ctx, cfg)
 	if err != nil {
 		return nil, serverRefusal("update", err)
 	}
-	if cur.Config.PriorityPolicy == jetstream.PriorityPolicyPinned && cfg.PriorityPolicy != jetstream.PriorityPolicyPinned {
-		// The server keeps the pin of a consumer no longer pinned_client,
-		// and serves none but its holder until priority_timeout: let it go.
-		for _, g := range cfg.PriorityGroups {
-			if err := s.UnpinConsumer(ctx, name, g); err != nil {
-				m.log.Warn("could not unpin a consumer whose policy is no longer pinned_client; only the old pin's holder is served until its priority_timeout",
-					"stream", stream, "consumer", name, "group", g, "err", err)
-			}
-		}
+	if unpin {
+		m.unpin(ctx, s, name, cfg.PriorityGroups)
 	}
 	m.log.Info("a consumer was updated through the API", "stream", stream, "consumer", name, "principal", principal)
 	return cons.CachedInfo(), nil
@@ -232,18 +231,35 @@ func (m *manager) underQuota(ctx context.Context, principal string) error {
 	return nil
 }
 
+// unpin lets go of the pin of a consumer whose policy is no longer
+// pinned_client: the server keeps it otherwise, and serves none but its
+// holder until priority_timeout. One pin holds for the whole consumer, so
+// one of groups (of its configuration as the server has it) does.
+func (m *manager) unpin(ctx context.Context, s jetstream.Stream, name string, groups []string) {
+	if len(groups) == 0 {
+		return
+	}
+	if err := s.UnpinConsumer(ctx, name, groups[0]); err != nil {
+		m.log.Warn("could not unpin a consumer whose policy is no longer pinned_client; only the old pin's holder is served until its priority_timeout",
+			"stream", s.CachedInfo().Config.Name, "consumer", name, "err", err)
+	}
+}
+
 // keptInQuota checks, once ci is made, that it is within its creator's
 // quota: creates that raced past underQuota each count the others, and
 // those not among the first MaxPerPrincipal of the creator's (by the
 // server's creation time, then stream and name: the same order on every
-// replica) back out, deleting theirs, so exactly the places left are taken.
-// A count that fails keeps it: the consumer exists, and the caller was
-// admitted by underQuota.
+// replica) back out, deleting theirs. A count that fails keeps it: the
+// consumer exists, and the caller was admitted by underQuota. Both the
+// count and the delete outlast the caller's going away: the consumer exists
+// by then.
 func (m *manager) keptInQuota(ctx context.Context, s jetstream.Stream, principal string, ci *jetstream.ConsumerInfo) error {
 	a := m.binder.admin
 	if a.MaxPerPrincipal == 0 {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*m.binder.timeout)
+	defer cancel()
 	type made struct {
 		at           time.Time
 		stream, name string
@@ -264,10 +280,22 @@ func (m *manager) keptInQuota(ctx context.Context, s jetstream.Stream, principal
 	if before < a.MaxPerPrincipal {
 		return nil
 	}
-	if err := s.DeleteConsumer(ctx, ci.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+	left := func(err error) error {
 		m.log.Warn("could not delete a consumer created past its creator's quota", "stream", ci.Stream, "consumer", ci.Name, "principal", principal, "err", err)
+		return fmt.Errorf("%w: consumer %q was created past %q's quota of %d (others were made meanwhile), and could not be deleted; delete it: %v",
+			errs.ErrUnavailable, ci.Name, principal, a.MaxPerPrincipal, err)
 	}
-	return fmt.Errorf("%w: %q has created %d consumers (others were made meanwhile); the admin block allows %d", errs.ErrConsumerQuota, principal, before, a.MaxPerPrincipal)
+	switch cur, err := s.Consumer(ctx, ci.Name); {
+	case errors.Is(err, jetstream.ErrConsumerNotFound): // gone already (a racer of the same name)
+	case err != nil:
+		return left(err)
+	case !cur.CachedInfo().Created.Equal(ci.Created): // made again under its name since: not ours
+	default:
+		if err := s.DeleteConsumer(ctx, ci.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return left(err)
+		}
+	}
+	return fmt.Errorf("%w: %q is at its quota of %d consumers (others were made meanwhile)", errs.ErrConsumerQuota, principal, a.MaxPerPrincipal)
 }
 
 // eachCreated calls f with each consumer created through the API on the

@@ -42,10 +42,10 @@ class Engine:
             raise ValueError("max_bytes must be at least 1")
         if opts.max_lease <= 0:
             raise ValueError("max_lease must be positive")
-        for name in ("min_pending", "min_ack_pending", "priority"):
+        for name, most in (("min_pending", 2**63 - 1), ("min_ack_pending", 2**63 - 1), ("priority", 9)):
             v = getattr(opts, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise ValueError(f"{name} must be a whole number, 0 or more (got {v!r})")
+            if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= most:
+                raise ValueError(f"{name} must be a whole number from 0 to {most} (got {v!r})")
         if not isinstance(opts.group, str):
             raise ValueError(f"group must be a string (got {opts.group!r})")
         self.stream, self.consumer, self.opts = stream, consumer, opts

@@ -150,11 +150,13 @@ class Streams:
             x = StreamError("STREAM_ENDED", "the gateway ended the Consume stream")
         if x.reason == "PIN_ID_MISMATCH" and self.pin == c.pin:
             self.pin = ""  # lost: the next stream waits to be pinned again
-        elif not c.heard and x.code == "INVALID_ARGUMENT" and c.pin and self.pin == c.pin:
+        elif not c.heard and x.code == "INVALID_ARGUMENT" and c.pin:
             # A pin the consumer takes no more (its policy was changed from
             # pinned_client): let go, and tried once more without it before
-            # the error stops the subscriber.
-            self.pin = ""
+            # the error stops the subscriber (another stream may have let
+            # it go already).
+            if self.pin == c.pin:
+                self.pin = ""
         elif not c.heard and x.code in FATAL_ON_OPEN:
             self._stopping = True  # no stream opens again
             e.fail(x)

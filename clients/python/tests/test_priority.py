@@ -94,7 +94,7 @@ def test_a_subscriber_of_one_of_several_groups(client):
         sub.close()
 
 
-@pytest.mark.parametrize("opts", [{"group": "nope"}, {"group": "a", "priority": 10}, {}])
+@pytest.mark.parametrize("opts", [{"group": "nope"}, {"group": "a", "priority": 3}, {}])
 def test_a_subscriber_with_priority_options_the_gateway_refuses_fails(client, opts):
     # Refused on opening (INVALID_ARGUMENT): no retry can mend it, so the
     # subscriber stops and wait() raises it. {}: a consumer of two groups
@@ -108,7 +108,8 @@ def test_a_subscriber_with_priority_options_the_gateway_refuses_fails(client, op
         sub.close()
 
 
-@pytest.mark.parametrize("opts", [{"min_pending": 1.5}, {"priority": -1}, {"min_ack_pending": True}, {"group": 3}])
+@pytest.mark.parametrize("opts", [{"min_pending": 1.5}, {"priority": -1}, {"priority": 10}, {"min_ack_pending": True},
+                                  {"min_ack_pending": 2**63}, {"group": 3}])
 def test_priority_options_that_are_not_whole_numbers_are_refused(client, opts):
     with pytest.raises(ValueError):
         client.subscribe(STREAM, "groups", lambda m: None, **opts)

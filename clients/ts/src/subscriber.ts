@@ -73,10 +73,10 @@ export class Subscription implements MessageOwner {
     this.#stream = stream;
     this.#consumer = consumer;
     this.#handler = handler;
-    for (const k of ["minPending", "minAckPending", "priority"] as const) {
+    for (const [k, most] of [["minPending", Number.MAX_SAFE_INTEGER], ["minAckPending", Number.MAX_SAFE_INTEGER], ["priority", 9]] as const) {
       const v = opts[k];
-      if (v !== undefined && !(Number.isSafeInteger(v) && v >= 0)) {
-        throw new RangeError(`subscribe: ${k} must be a whole number, 0 or more (got ${v})`);
+      if (v !== undefined && !(Number.isSafeInteger(v) && v >= 0 && v <= most)) {
+        throw new RangeError(`subscribe: ${k} must be a whole number from 0 to ${most} (got ${v})`);
       }
     }
     const maxMessages = Math.max(1, opts.maxMessages ?? 100);
@@ -237,7 +237,7 @@ export class Subscription implements MessageOwner {
       let unpinned = false;
       if (reason === "PIN_ID_MISMATCH" && this.#pin === pin) {
         this.#pin = ""; // lost: the next stream waits to be pinned again
-      } else if (!heard && code === Code.InvalidArgument && pin !== "" && this.#pin === pin) {
+      } else if (!heard && code === Code.InvalidArgument && pin !== "") {
         // A pin the consumer takes no more (its policy was changed from
         // pinned_client): let go, and tried once more without it before the
         // error ends the subscription.

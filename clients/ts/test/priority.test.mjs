@@ -132,7 +132,7 @@ test("priority options", async (t) => {
     }
   });
 
-  for (const [what, opts] of [["an unknown group", { group: "nope" }], ["a priority over 9", { group: "a", priority: 10 }],
+  for (const [what, opts] of [["an unknown group", { group: "nope" }], ["a priority of an overflow consumer", { group: "a", priority: 3 }],
     ["no group of a consumer of two", {}]]) {
     await t.test(`a subscription with ${what} fails on opening`, async () => {
       const sub = client.subscribe("TEST", "groups", async () => {}, { ...opts, onError: () => {} });
@@ -142,7 +142,7 @@ test("priority options", async (t) => {
   }
 
   await t.test("priority options that are not whole numbers are refused", () => {
-    for (const opts of [{ minPending: 1.5 }, { priority: -1 }, { minAckPending: 2 ** 60 }]) {
+    for (const opts of [{ minPending: 1.5 }, { priority: -1 }, { priority: 10 }, { minAckPending: 2 ** 60 }]) {
       assert.throws(() => client.subscribe("TEST", "groups", async () => {}, opts), RangeError);
     }
   });
