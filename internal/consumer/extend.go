@@ -57,3 +57,15 @@ func (s *settler) keepAlive(ctx context.Context, now time.Time) {
 		}
 	}
 }
+
+// giveBack settles an Extend of 0s, which gives the leases back: a Nak,
+// reported as an Extend whose deadline is the moment they went back.
+func (s *settler) giveBack(ctx context.Context, cs []token.Claims, args settle.Args, w settle.Whose) []settle.Outcome {
+	out := s.settle(ctx, lease.OpNak, cs, settle.Args{Principal: args.Principal}, w)
+	for i := range out {
+		if out[i].Err == nil {
+			out[i].Deadline = time.Now().Truncate(time.Millisecond)
+		}
+	}
+	return out
+}
