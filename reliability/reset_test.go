@@ -24,10 +24,18 @@ import (
 // settled that later one (the server settles by stream sequence alone). A
 // lease's deadline keeps plain redeliveries out of it; after a consumer
 // reset, only jetgate's noticing the reset does.
+//
+// A settle is tried again only after an attempt whose outcome is unknown,
+// which may have landed. An Ack's or Term's landing redelivers nothing, so a
+// later delivery means no earlier attempt of theirs landed: the last one is
+// what did. A Nak's landing redelivers the message at once, and jetgate
+// answers the retry of a Nak that may have landed as done without sending
+// it: the later delivery may be the first attempt's own redelivery, so a
+// Nak is held to its first attempt.
 type deliveryCheck struct {
 	mu       sync.Mutex
 	latest   map[uint64]handed    // by stream sequence: the last delivery handed out
-	attempts map[string]time.Time // by token: when its last settle attempt was sent
+	attempts map[string]time.Time // by token: when its settle attempt was sent (the last; a Nak's first)
 	wrong    []string             // settles that landed on a later delivery
 }
 
@@ -50,11 +58,14 @@ func (c *deliveryCheck) Delivered(m *jetgatev1.Message, at time.Time) {
 	}
 }
 
-func (c *deliveryCheck) Settling(_ Action, ms []*jetgatev1.Message) {
+func (c *deliveryCheck) Settling(a Action, ms []*jetgatev1.Message) {
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, m := range ms {
+		if _, tried := c.attempts[m.GetToken()]; tried && a == Nak {
+			continue
+		}
 		c.attempts[m.GetToken()] = now
 	}
 }
