@@ -128,6 +128,7 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	}
 	sent := s.send(ctx, givenUp, resetBefore, op, args, cs, subjects, idx)
 	if slices.Contains(sent, settle.ErrNoResponders) {
+		s.release(ctx, op, cs, idx, func(j int) bool { return sent[j] == settle.ErrNoResponders })
 		s.whyNoResponders(ctx, sent)
 	}
 	done := time.Now()
@@ -172,7 +173,11 @@ func (s *settler) whyNoResponders(ctx context.Context, sent []error) {
 // passed while its settle waited (lease.Table.Overdue) is LEASE_EXPIRED.
 func (s *settler) stillLeased(ctx context.Context, op lease.Op, cs []token.Claims, out []settle.Outcome,
 	subjects []string, idx []int, resetBefore time.Time) ([]string, []int) {
-	if len(idx) == 0 || !s.caughtUp(ctx, op, cs, out, idx) {
+	if len(idx) == 0 {
+		return nil, nil
+	}
+	if !s.caughtUp(ctx, op, cs, out, idx) {
+		s.release(ctx, op, cs, idx, nil) // claimed, and now not sent
 		return nil, nil
 	}
 	if !s.server.resetAt().Equal(resetBefore) {

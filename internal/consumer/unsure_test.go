@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -242,6 +243,42 @@ func TestACallersRetryOfASettleWhoseAnswerWasLostIsRefusedOverAnotherReplicasNak
 	}
 }
 
+// fetchOne publishes data and fetches it alone, and returns its claims.
+func fetchOne(t *testing.T, e *env, data string) token.Claims {
+	t.Helper()
+	e.publish("orders."+data, data)
+	res := e.fetch(consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second})
+	if len(res.Messages) != 1 {
+		t.Fatalf("fetch: %d messages", len(res.Messages))
+	}
+	return e.c.ClaimsOf(res.Messages[0])
+}
+
+// nakComesBack naks cl with the replica caught up again, and checks that
+// the message (data) is redelivered at once: the Nak was sent.
+func nakComesBack(t *testing.T, e *env, cl token.Claims, data string) {
+	t.Helper()
+	e.setAwake(nil)
+	if out := e.c.Settle(context.Background(), lease.OpNak, []token.Claims{cl}, settle.Args{}); out[0].Err != nil {
+		t.Fatalf("the Nak: %v; want it sent", out[0].Err)
+	}
+	if m := e.pullPlain(5 * time.Second); m == nil || string(m.Data()) != data {
+		t.Fatalf("the nak'ed message was not redelivered at once: %v", m)
+	}
+}
+
+// caughtUpOnce has the replica catch up with NATS once (before the ledger
+// is asked) and never again (after it), until setAwake(nil).
+func caughtUpOnce(e *env) {
+	var calls atomic.Int32
+	e.setAwake(func(context.Context) error {
+		if calls.Add(1) == 1 {
+			return nil
+		}
+		return errs.ErrUnavailable
+	})
+}
+
 // In a batch with such a retry, the first tries do not ask the ledger: one
 // that then fails (here the replica cannot catch up with NATS once the
 // ledger was asked) leaves no claim behind, and the caller's Nak of it
@@ -253,35 +290,29 @@ func TestAFirstTryBatchedWithARetryLeavesNoClaim(t *testing.T) {
 	if err := settles.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	e.publish("orders.2", "two")
-	res := e.fetch(consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second})
-	if len(res.Messages) != 1 {
-		t.Fatalf("fetch: %d messages", len(res.Messages))
-	}
-	first := e.c.ClaimsOf(res.Messages[0])
-	var calls sync.Mutex
-	n := 0
-	e.setAwake(func(context.Context) error { // caught up before the ledger, not after
-		calls.Lock()
-		defer calls.Unlock()
-		if n++; n == 1 {
-			return nil
-		}
-		return errs.ErrUnavailable
-	})
+	first := fetchOne(t, e, "two")
+	caughtUpOnce(e)
 	out := e.c.Settle(context.Background(), lease.OpAck, []token.Claims{retry, first}, settle.Args{})
 	for i, o := range out {
 		if !errors.Is(o.Err, errs.ErrUnavailable) {
 			t.Fatalf("settle %d of the batch: %v; want NATS_UNAVAILABLE (no catch-up)", i, o.Err)
 		}
 	}
-	e.setAwake(nil)
-	if out := e.c.Settle(context.Background(), lease.OpNak, []token.Claims{first}, settle.Args{}); out[0].Err != nil {
-		t.Fatalf("the Nak of the first try's token: %v; want it sent", out[0].Err)
+	nakComesBack(t, e, first, "two")
+}
+
+// A Nak claimed in the ledger and then, for sure, not sent (here the replica
+// cannot catch up with NATS once the ledger was asked) lets its claim go:
+// the caller's retry is sent, and the message comes back at once, rather
+// than be answered as done and come back only after ack_wait.
+func TestANakClaimedAndNotSentLetsItsClaimGo(t *testing.T) {
+	e, _, _ := cutOff(t, consumer.Config{AckWait: 30 * time.Second, MaxAckPending: 1024}, withLedger)
+	cl := fetchOne(t, e, "one")
+	caughtUpOnce(e)
+	if out := e.c.Settle(context.Background(), lease.OpNak, []token.Claims{cl}, settle.Args{}); !errors.Is(out[0].Err, errs.ErrUnavailable) {
+		t.Fatalf("the Nak: %v; want NATS_UNAVAILABLE (no catch-up)", out[0].Err)
 	}
-	if m := e.pullPlain(5 * time.Second); m == nil || string(m.Data()) != "two" {
-		t.Fatalf("the nak'ed message was not redelivered at once: %v", m)
-	}
+	nakComesBack(t, e, cl, "one")
 }
 
 // A replica that stops sends once more, as it closes, the Terms whose

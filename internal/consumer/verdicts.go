@@ -72,6 +72,30 @@ func (s *settler) consultLedger(ctx context.Context, op lease.Op, cs []token.Cla
 	return keepSubj, keepIdx
 }
 
+// release lets go of the ledger's records of the Naks at idx (those unsent
+// says, all if nil) that this batch claimed and then, for sure, did not send:
+// the caller's retry would otherwise find the delivery nak'ed and be
+// answered as done without a send, and the message come back only after its
+// ack wait. A consumer leader being elected (no responders) or a replica
+// that cannot catch up with NATS does that.
+func (s *settler) release(ctx context.Context, op lease.Op, cs []token.Claims, idx []int, unsent func(j int) bool) {
+	if op != lease.OpNak || !s.ledger.Consulted(op, settle.Issued) {
+		return
+	}
+	var es []settle.Entry
+	for j, i := range idx {
+		if unsent == nil || unsent(j) {
+			es = append(es, s.entry(cs[i]))
+		}
+	}
+	if len(es) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.server.timeout)
+	defer cancel()
+	s.ledger.Release(ctx, op, es)
+}
+
 // retriedNaks turns LEASE_EXPIRED into success for a Nak whose delivery the
 // ledger shows nak'ed already: a retry whose first try took (the
 // redelivery may be out, or the deadline past). Not for a lease received

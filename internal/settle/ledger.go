@@ -78,6 +78,25 @@ func (l *Ledger) Claim(ctx context.Context, op lease.Op, es []Entry) ([]lease.Op
 	})
 }
 
+// Release deletes the record of each entry that holds op: a settle that was
+// claimed and then, for sure, not sent (its request found no responders,
+// or it was not sent at all), so that its retry claims it again rather
+// than find it done. Only that record is deleted, by its revision: a
+// settle claimed after it, by Claim's compare-and-set, is kept. Best
+// effort: an entry that cannot be released keeps its record.
+func (l *Ledger) Release(ctx context.Context, op lease.Op, es []Entry) {
+	if l == nil || len(es) == 0 {
+		return
+	}
+	l.each(ctx, es, func(ctx context.Context, e Entry) (lease.Op, error) {
+		kve, err := l.kv.Get(ctx, e.key())
+		if err != nil || len(kve.Value()) != 1 || lease.Op(kve.Value()[0]) != op {
+			return 0, nil // none, another's, or unknown: kept
+		}
+		return 0, l.kv.Delete(ctx, e.key(), jetstream.LastRevision(kve.Revision()))
+	})
+}
+
 // Lookup returns the op recorded for each entry, 0 for none.
 func (l *Ledger) Lookup(ctx context.Context, es []Entry) ([]lease.Op, []error) {
 	return l.each(ctx, es, l.lookup)

@@ -96,3 +96,30 @@ func TestNakedAlreadyIgnoresARecordFromBeforeAReset(t *testing.T) {
 		t.Fatal("a Nak recorded before the last reset: naked; want not (another delivery of the same count)")
 	}
 }
+
+// Release deletes a record of the op given alone: a Nak released is claimed
+// afresh by its retry, while another op's record, or none, is left as it
+// is.
+func TestLedgerReleaseLetsOnlyItsOwnOpGo(t *testing.T) {
+	l, ctx := testLedger(t)
+	for seq, op := range map[uint64]lease.Op{1: lease.OpNak, 2: lease.OpAck} {
+		if _, fails := l.Claim(ctx, op, entry(seq)); fails[0] != nil {
+			t.Fatal(fails[0])
+		}
+	}
+	for _, seq := range []uint64{1, 2, 3} {
+		l.Release(ctx, lease.OpNak, entry(seq))
+	}
+	for seq, want := range map[uint64]lease.Op{1: 0, 2: lease.OpAck, 3: 0} {
+		if got, fails := l.Lookup(ctx, entry(seq)); fails[0] != nil || got[0] != want {
+			t.Errorf("seq %d after a release of its Nak: %v (%v); want %v", seq, got[0], fails[0], want)
+		}
+	}
+	prior, fails := l.Claim(ctx, lease.OpNak, entry(1))
+	if fails[0] != nil || prior[0] != 0 {
+		t.Fatalf("the retry's claim of the released Nak: prior %v (%v); want none, claimed afresh", prior[0], fails[0])
+	}
+	if vs, _ := l.Verdicts(ctx, lease.OpNak, Issued, entry(1)); vs[0] != Done {
+		t.Fatalf("a Nak after the fresh claim: %v; want Done", vs[0])
+	}
+}
