@@ -31,7 +31,10 @@ import (
 // what did. A Nak's landing redelivers the message at once, and jetgate
 // answers the retry of a Nak that may have landed as done without sending
 // it: the later delivery may be the first attempt's own redelivery, so a
-// Nak is held to its first attempt.
+// Nak (with a delay or without) is held to its first attempt. (The driver
+// also retries a Nak refused NATS_UNAVAILABLE for sure, not sent: one whose
+// retry then landed on a redelivery would pass unseen. jetgate's deadline
+// checks, tested on their own, are what stop that.)
 type deliveryCheck struct {
 	mu       sync.Mutex
 	latest   map[uint64]handed    // by stream sequence: the last delivery handed out
@@ -63,7 +66,7 @@ func (c *deliveryCheck) Settling(a Action, ms []*jetgatev1.Message) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, m := range ms {
-		if _, tried := c.attempts[m.GetToken()]; tried && a == Nak {
+		if _, tried := c.attempts[m.GetToken()]; tried && (a == Nak || a == NakDelay) {
 			continue
 		}
 		c.attempts[m.GetToken()] = now

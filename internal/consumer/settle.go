@@ -122,13 +122,16 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 		// must leave no claim, which its retry would take for done.
 		return out
 	}
+	claimedAt := time.Now() // no later than the ledger's claims of this batch
 	subjects, idx = s.consultLedger(ctx, op, cs, w, retried, out, subjects, idx)
-	if subjects, idx = s.stillLeased(ctx, op, cs, out, subjects, idx, resetBefore); len(subjects) == 0 {
+	if subjects, idx = s.stillLeased(ctx, op, cs, out, subjects, idx, resetBefore, claimedAt); len(subjects) == 0 {
 		return out
 	}
-	sent := s.send(ctx, givenUp, resetBefore, op, args, cs, subjects, idx)
+	sent, inOrder := s.send(ctx, givenUp, resetBefore, op, args, cs, subjects, idx)
 	if slices.Contains(sent, settle.ErrNoResponders) {
-		s.release(ctx, op, cs, idx, func(j int) bool { return sent[j] == settle.ErrNoResponders })
+		if !inOrder { // in order, the last one's answer stands for the others, which may have landed
+			s.release(ctx, op, cs, idx, claimedAt, func(j int) bool { return sent[j] == settle.ErrNoResponders })
+		}
 		s.whyNoResponders(ctx, sent)
 	}
 	done := time.Now()
@@ -172,12 +175,12 @@ func (s *settler) whyNoResponders(ctx context.Context, sent []error) {
 // noticed since resetBefore voided them all, and a lease whose deadline
 // passed while its settle waited (lease.Table.Overdue) is LEASE_EXPIRED.
 func (s *settler) stillLeased(ctx context.Context, op lease.Op, cs []token.Claims, out []settle.Outcome,
-	subjects []string, idx []int, resetBefore time.Time) ([]string, []int) {
+	subjects []string, idx []int, resetBefore, claimedAt time.Time) ([]string, []int) {
 	if len(idx) == 0 {
 		return nil, nil
 	}
 	if !s.caughtUp(ctx, op, cs, out, idx) {
-		s.release(ctx, op, cs, idx, nil) // claimed, and now not sent
+		s.release(ctx, op, cs, idx, claimedAt, nil) // claimed, and now not sent
 		return nil, nil
 	}
 	if !s.server.resetAt().Equal(resetBefore) {
@@ -267,12 +270,13 @@ func (s *settler) awaitInFlight(ctx context.Context, busy *[]int, begin func(int
 // and the server has not answered. A lease adopted into the table just
 // after a void, in the generation the void closed, is live: its settle
 // waits on.
-func (s *settler) send(ctx, givenUp context.Context, resetBefore time.Time, op lease.Op, args settle.Args, cs []token.Claims, subjects []string, idx []int) []error {
+func (s *settler) send(ctx, givenUp context.Context, resetBefore time.Time, op lease.Op, args settle.Args, cs []token.Claims,
+	subjects []string, idx []int) (sent []error, inOrder bool) {
 	ctx, stop := untilVoided(ctx, givenUp, func() bool { return !s.server.resetAt().Equal(resetBefore) })
 	defer stop()
 	payload := settle.Payload(op, args)
 	if !s.server.view().inOrder {
-		return s.sender.Send(ctx, subjects, payload)
+		return s.sender.Send(ctx, subjects, payload), false
 	}
 	last, low := len(idx)-1, 0
 	for j, i := range idx {
@@ -282,7 +286,7 @@ func (s *settler) send(ctx, givenUp context.Context, resetBefore time.Time, op l
 	}
 	subjects[low], subjects[last] = subjects[last], subjects[low]
 	idx[low], idx[last] = idx[last], idx[low]
-	return s.sender.SendInOrder(ctx, subjects, payload)
+	return s.sender.SendInOrder(ctx, subjects, payload), true
 }
 
 // Superseded reports, for each lease another replica issued, whether this

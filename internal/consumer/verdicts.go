@@ -73,19 +73,22 @@ func (s *settler) consultLedger(ctx context.Context, op lease.Op, cs []token.Cla
 }
 
 // release lets go of the ledger's records of the Naks at idx (those unsent
-// says, all if nil) that this batch claimed and then, for sure, did not send:
-// the caller's retry would otherwise find the delivery nak'ed and be
-// answered as done without a send, and the message come back only after its
-// ack wait. A consumer leader being elected (no responders) or a replica
-// that cannot catch up with NATS does that.
-func (s *settler) release(ctx context.Context, op lease.Op, cs []token.Claims, idx []int, unsent func(j int) bool) {
+// says, all if nil) that this batch claimed, no earlier than claimedAt, and
+// then, for sure, did not send: the caller's retry would otherwise find the
+// delivery nak'ed and be answered as done without a send, and the message
+// come back only after its ack wait. A consumer leader being elected (no
+// responders) or a replica that cannot catch up with NATS does that. A
+// record is let go only within its entry's TTL of claimedAt: it is then
+// surely this batch's own, no other claim of the delivery possible while
+// it lasts.
+func (s *settler) release(ctx context.Context, op lease.Op, cs []token.Claims, idx []int, claimedAt time.Time, unsent func(j int) bool) {
 	if op != lease.OpNak || !s.ledger.Consulted(op, settle.Issued) {
 		return
 	}
 	var es []settle.Entry
 	for j, i := range idx {
-		if unsent == nil || unsent(j) {
-			es = append(es, s.entry(cs[i]))
+		if e := s.entry(cs[i]); (unsent == nil || unsent(j)) && time.Since(claimedAt) < e.TTL {
+			es = append(es, e)
 		}
 	}
 	if len(es) == 0 {

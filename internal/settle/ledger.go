@@ -70,20 +70,29 @@ func (e Entry) key() string {
 // learn (errs.ErrUnavailable).
 func (l *Ledger) Claim(ctx context.Context, op lease.Op, es []Entry) ([]lease.Op, []error) {
 	return l.each(ctx, es, func(ctx context.Context, e Entry) (lease.Op, error) {
-		_, err := l.kv.Create(ctx, e.key(), []byte{byte(op)}, jetstream.KeyTTL(e.TTL+ledgerSlack))
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			return l.lookup(ctx, e)
+		for try := 0; ; try++ {
+			_, err := l.kv.Create(ctx, e.key(), []byte{byte(op)}, jetstream.KeyTTL(e.TTL+ledgerSlack))
+			if !errors.Is(err, jetstream.ErrKeyExists) {
+				return 0, err
+			}
+			prior, err := l.lookup(ctx, e)
+			if prior != 0 || err != nil || try == 2 {
+				return prior, err
+			}
+			// Released (Release) between the create and the lookup: again.
 		}
-		return 0, err
 	})
 }
 
-// Release deletes the record of each entry that holds op: a settle that was
-// claimed and then, for sure, not sent (its request found no responders,
-// or it was not sent at all), so that its retry claims it again rather
-// than find it done. Only that record is deleted, by its revision: a
-// settle claimed after it, by Claim's compare-and-set, is kept. Best
-// effort: an entry that cannot be released keeps its record.
+// Release purges the record of each entry that holds op: a settle its
+// caller claimed and then, for sure, did not send (its request found no
+// responders, or it was not sent at all), so that its retry claims it
+// again rather than find it done. The caller releases only a record that
+// is surely its own (within its TTL of the claim: no other claim of the
+// delivery can be made meanwhile); the purge is by the revision read, so a
+// record written since is kept, and its marker ages out as the record
+// would have. Best effort: an entry that cannot be released keeps its
+// record.
 func (l *Ledger) Release(ctx context.Context, op lease.Op, es []Entry) {
 	if l == nil || len(es) == 0 {
 		return
@@ -91,9 +100,9 @@ func (l *Ledger) Release(ctx context.Context, op lease.Op, es []Entry) {
 	l.each(ctx, es, func(ctx context.Context, e Entry) (lease.Op, error) {
 		kve, err := l.kv.Get(ctx, e.key())
 		if err != nil || len(kve.Value()) != 1 || lease.Op(kve.Value()[0]) != op {
-			return 0, nil // none, another's, or unknown: kept
+			return 0, nil // none, another op, or unknown: kept
 		}
-		return 0, l.kv.Delete(ctx, e.key(), jetstream.LastRevision(kve.Revision()))
+		return 0, l.kv.Purge(ctx, e.key(), jetstream.LastRevision(kve.Revision()), jetstream.PurgeTTL(e.TTL+ledgerSlack))
 	})
 }
 

@@ -115,6 +115,9 @@ func TestLedgerReleaseLetsOnlyItsOwnOpGo(t *testing.T) {
 			t.Errorf("seq %d after a release of its Nak: %v (%v); want %v", seq, got[0], fails[0], want)
 		}
 	}
+	if l.NakedAlready(ctx, entry(1), time.Time{})[0] {
+		t.Fatal("a released Nak still counts as nak'ed")
+	}
 	prior, fails := l.Claim(ctx, lease.OpNak, entry(1))
 	if fails[0] != nil || prior[0] != 0 {
 		t.Fatalf("the retry's claim of the released Nak: prior %v (%v); want none, claimed afresh", prior[0], fails[0])
