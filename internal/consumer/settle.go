@@ -128,12 +128,7 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 		return out
 	}
 	sent, inOrder := s.send(ctx, givenUp, resetBefore, op, args, cs, subjects, idx)
-	if slices.Contains(sent, settle.ErrNoResponders) {
-		if !inOrder { // in order, the last one's answer stands for the others, which may have landed
-			s.release(ctx, op, cs, idx, claimedAt, func(j int) bool { return sent[j] == settle.ErrNoResponders })
-		}
-		s.whyNoResponders(ctx, sent)
-	}
+	s.noResponders(ctx, op, cs, idx, sent, inOrder, claimedAt)
 	done := time.Now()
 	for j, i := range idx {
 		cl := cs[i]
@@ -159,9 +154,18 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	return out
 }
 
-// whyNoResponders replaces each settle.ErrNoResponders of sent with what
-// it means (the consumer deleted, its leader being elected, NATS away).
-func (s *settler) whyNoResponders(ctx context.Context, sent []error) {
+// noResponders replaces each settle.ErrNoResponders of sent (the settles
+// begun at idx) with what it means (the consumer deleted, its leader being
+// elected, NATS away), once the Naks among them have let their claims go:
+// none of them was applied. Sent in order, the last one's answer stands for
+// the others, which may have landed: those keep theirs.
+func (s *settler) noResponders(ctx context.Context, op lease.Op, cs []token.Claims, idx []int, sent []error, inOrder bool, claimedAt time.Time) {
+	if !slices.Contains(sent, settle.ErrNoResponders) {
+		return
+	}
+	if !inOrder {
+		s.release(ctx, op, cs, idx, claimedAt, func(j int) bool { return sent[j] == settle.ErrNoResponders })
+	}
 	gone := s.server.noResponders(ctx)
 	for j, err := range sent {
 		if err == settle.ErrNoResponders {
