@@ -96,7 +96,10 @@ func (s *settler) release(ctx context.Context, op lease.Op, cs []token.Claims, i
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.server.timeout)
 	defer cancel()
-	s.ledger.Release(ctx, op, es)
+	if err := errors.Join(s.ledger.Release(ctx, op, es)...); err != nil {
+		s.log.Warn("could not let go of the ledger's claim of Naks that were not sent; their callers' retries are answered as done, and the messages come back after their ack wait",
+			"stream", s.stream, "consumer", s.name, "err", err)
+	}
 }
 
 // retriedNaks turns LEASE_EXPIRED into success for a Nak whose delivery the

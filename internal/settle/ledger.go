@@ -92,18 +92,24 @@ func (l *Ledger) Claim(ctx context.Context, op lease.Op, es []Entry) ([]lease.Op
 // delivery can be made meanwhile); the purge is by the revision read, so a
 // record written since is kept, and its marker ages out as the record
 // would have. Best effort: an entry that cannot be released keeps its
-// record.
-func (l *Ledger) Release(ctx context.Context, op lease.Op, es []Entry) {
+// record, and has an error (errs.ErrUnavailable).
+func (l *Ledger) Release(ctx context.Context, op lease.Op, es []Entry) []error {
 	if l == nil || len(es) == 0 {
-		return
+		return make([]error, len(es))
 	}
-	l.each(ctx, es, func(ctx context.Context, e Entry) (lease.Op, error) {
+	_, fails := l.each(ctx, es, func(ctx context.Context, e Entry) (lease.Op, error) {
 		kve, err := l.kv.Get(ctx, e.key())
-		if err != nil || len(kve.Value()) != 1 || lease.Op(kve.Value()[0]) != op {
-			return 0, nil // none, another op, or unknown: kept
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
+			return 0, nil // none left to release
+		case err != nil:
+			return 0, err
+		case len(kve.Value()) != 1 || lease.Op(kve.Value()[0]) != op:
+			return 0, nil // another op's: kept
 		}
 		return 0, l.kv.Purge(ctx, e.key(), jetstream.LastRevision(kve.Revision()), jetstream.PurgeTTL(e.TTL+ledgerSlack))
 	})
+	return fails
 }
 
 // Lookup returns the op recorded for each entry, 0 for none.

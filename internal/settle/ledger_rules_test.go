@@ -108,7 +108,9 @@ func TestLedgerReleaseLetsOnlyItsOwnOpGo(t *testing.T) {
 		}
 	}
 	for _, seq := range []uint64{1, 2, 3} {
-		l.Release(ctx, lease.OpNak, entry(seq))
+		if fails := l.Release(ctx, lease.OpNak, entry(seq)); fails[0] != nil {
+			t.Fatalf("release of seq %d: %v", seq, fails[0])
+		}
 	}
 	for seq, want := range map[uint64]lease.Op{1: 0, 2: lease.OpAck, 3: 0} {
 		if got, fails := l.Lookup(ctx, entry(seq)); fails[0] != nil || got[0] != want {
