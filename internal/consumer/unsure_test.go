@@ -58,6 +58,14 @@ func settleLost(t *testing.T, e *env, proxy *natstest.Proxy, hold chan struct{},
 		t.Fatalf("fetch: %d messages", len(res.Messages))
 	}
 	cl := e.c.ClaimsOf(res.Messages[0])
+	loseSettle(t, e, proxy, hold, op, cl)
+	return cl
+}
+
+// loseSettle settles cl by op with the settle swallowed on its way, as
+// settleLost does.
+func loseSettle(t *testing.T, e *env, proxy *natstest.Proxy, hold chan struct{}, op lease.Op, cl token.Claims) {
+	t.Helper()
 	var once sync.Once // the consumer's own retry must not black-hole the proxy again
 	e.setAwake(func(ctx context.Context) error {
 		first := false
@@ -76,7 +84,6 @@ func settleLost(t *testing.T, e *env, proxy *natstest.Proxy, hold chan struct{},
 	if !errors.Is(out[0].Err, settle.ErrUnconfirmed) {
 		t.Fatalf("the %v whose answer was lost: %v; want it unconfirmed", op, out[0].Err)
 	}
-	return cl
 }
 
 // reconnect lets the settles' connection through the proxy again.

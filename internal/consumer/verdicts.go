@@ -15,12 +15,14 @@ import (
 // settle about to be sent must learn of the other settles of its delivery,
 // and whether a Nak past its deadline is the retry of one that took.
 
-// entry is the ledger's record of the delivery cl names.
-func (s *settler) entry(cl token.Claims) settle.Entry {
+// entry is the ledger's record of the delivery cl names, made after the
+// reset noticed at since (zero: not known to be).
+func (s *settler) entry(cl token.Claims, since time.Time) settle.Entry {
 	return settle.Entry{
 		Stream: s.stream, Consumer: s.name,
 		StreamSeq: cl.StreamSeq, Delivered: cl.Delivered,
-		TTL: s.server.timing().AckWaitFor(cl.Delivered),
+		TTL:   s.server.timing().AckWaitFor(cl.Delivered),
+		Since: since,
 	}
 }
 
@@ -31,28 +33,43 @@ func (s *settler) entry(cl token.Claims) settle.Entry {
 // another replica meanwhile, which took this one for gone, and sent blind
 // the retry would land on the Nak's redelivery. They ask as an adopted
 // lease's settles do; the rest of the batch as w's.
+//
+// A lease this replica issued is in its table, and so was received after
+// the last reset it noticed (each voids those before it): a record from
+// before that reset is an earlier delivery's (settle.Entry's Since). Not so
+// an adopted lease, known from its token alone.
 func (s *settler) consultLedger(ctx context.Context, op lease.Op, cs []token.Claims, w settle.Whose, retried map[int]bool,
 	out []settle.Outcome, subjects []string, idx []int) ([]string, []int) {
-	if len(retried) > 0 && w != settle.Adopted {
-		var rs, fs []string
-		var ri, fi []int
-		for j, i := range idx {
-			if retried[i] {
-				rs, ri = append(rs, subjects[j]), append(ri, i)
-			} else {
-				fs, fi = append(fs, subjects[j]), append(fi, i)
-			}
-		}
-		rs, ri = s.consultLedger(ctx, op, cs, settle.Adopted, nil, out, rs, ri)
-		fs, fi = s.consultLedger(ctx, op, cs, w, nil, out, fs, fi)
-		return append(rs, fs...), append(ri, fi...)
+	var since time.Time
+	if w == settle.Issued {
+		since = s.server.resetAt()
 	}
+	if len(retried) == 0 {
+		return s.verdicts(ctx, op, cs, w, since, out, subjects, idx)
+	}
+	var rs, fs []string
+	var ri, fi []int
+	for j, i := range idx {
+		if retried[i] {
+			rs, ri = append(rs, subjects[j]), append(ri, i)
+		} else {
+			fs, fi = append(fs, subjects[j]), append(fi, i)
+		}
+	}
+	rs, ri = s.verdicts(ctx, op, cs, settle.Adopted, since, out, rs, ri)
+	fs, fi = s.verdicts(ctx, op, cs, w, since, out, fs, fi)
+	return append(rs, fs...), append(ri, fi...)
+}
+
+// verdicts is consultLedger for settles of leases asking as w's.
+func (s *settler) verdicts(ctx context.Context, op lease.Op, cs []token.Claims, w settle.Whose, since time.Time,
+	out []settle.Outcome, subjects []string, idx []int) ([]string, []int) {
 	if len(idx) == 0 || !s.ledger.Consulted(op, w) {
 		return subjects, idx
 	}
 	es := make([]settle.Entry, len(idx))
 	for j, i := range idx {
-		es[j] = s.entry(cs[i])
+		es[j] = s.entry(cs[i], since)
 	}
 	verdicts, fails := s.ledger.Verdicts(ctx, op, w, es)
 	keepSubj, keepIdx := subjects[:0], idx[:0]
@@ -87,7 +104,7 @@ func (s *settler) release(ctx context.Context, op lease.Op, cs []token.Claims, i
 	}
 	var es []settle.Entry
 	for j, i := range idx {
-		if e := s.entry(cs[i]); (unsent == nil || unsent(j)) && time.Since(claimedAt) < e.TTL {
+		if e := s.entry(cs[i], time.Time{}); (unsent == nil || unsent(j)) && time.Since(claimedAt) < e.TTL {
 			es = append(es, e)
 		}
 	}
@@ -122,11 +139,11 @@ func (s *settler) retriedNaks(ctx context.Context, op lease.Op, cs []token.Claim
 		// The token's deadline less a whole ack_wait is no later than when
 		// its delivery was received.
 		if received := cs[i].Deadline.Add(-s.server.timing().AckWaitFor(cs[i].Delivered)); !reset.After(received) {
-			es = append(es, s.entry(cs[i]))
+			es = append(es, s.entry(cs[i], reset))
 			idx = append(idx, i)
 		}
 	}
-	for j, naked := range s.ledger.NakedAlready(ctx, es, reset) {
+	for j, naked := range s.ledger.NakedAlready(ctx, es) {
 		if naked {
 			out[idx[j]].Err = nil
 		}

@@ -58,6 +58,12 @@ type Entry struct {
 	Stream, Consumer     string
 	StreamSeq, Delivered uint64
 	TTL                  time.Duration // how long a token of the delivery may still be live
+	// Since is, for a delivery known to be made after it, when the last
+	// consumer reset was noticed. A reset restarts the delivery counts, so
+	// a record stored before it is of an earlier delivery with the same
+	// key: it counts as none, and Claim takes its place. Zero: every
+	// record counts (the delivery may be from before the reset).
+	Since time.Time
 }
 
 func (e Entry) key() string {
@@ -75,9 +81,19 @@ func (l *Ledger) Claim(ctx context.Context, op lease.Op, es []Entry) ([]lease.Op
 			if !errors.Is(err, jetstream.ErrKeyExists) {
 				return 0, err
 			}
-			prior, err := l.lookup(ctx, e)
-			if prior != 0 || err != nil || try == 2 {
+			prior, earlier, err := l.record(ctx, e)
+			switch {
+			case prior != 0 || err != nil:
 				return prior, err
+			case try == 2:
+				return 0, errors.New("the record of " + e.key() + " changed under every claim")
+			case earlier != 0:
+				// An earlier delivery's: purged by its revision (a record
+				// written since is kept), and claimed again.
+				err := l.kv.Purge(ctx, e.key(), jetstream.LastRevision(earlier), jetstream.PurgeTTL(e.TTL+ledgerSlack))
+				if err != nil && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+					return 0, err
+				}
 			}
 			// Released (Release) between the create and the lookup: again.
 		}
@@ -107,7 +123,11 @@ func (l *Ledger) Release(ctx context.Context, op lease.Op, es []Entry) []error {
 		case len(kve.Value()) != 1 || lease.Op(kve.Value()[0]) != op:
 			return 0, nil // another op's: kept
 		}
-		return 0, l.kv.Purge(ctx, e.key(), jetstream.LastRevision(kve.Revision()), jetstream.PurgeTTL(e.TTL+ledgerSlack))
+		err = l.kv.Purge(ctx, e.key(), jetstream.LastRevision(kve.Revision()), jetstream.PurgeTTL(e.TTL+ledgerSlack))
+		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return 0, nil // written since: kept
+		}
+		return 0, err
 	})
 	return fails
 }
@@ -122,18 +142,21 @@ func (l *Ledger) lookup(ctx context.Context, e Entry) (lease.Op, error) {
 	return op, err
 }
 
-// record is the settle recorded for e, and when the server stored it.
-func (l *Ledger) record(ctx context.Context, e Entry) (lease.Op, time.Time, error) {
+// record is the settle recorded for e, 0 for none. A record stored before
+// e.Since counts as none; earlier is then its revision.
+func (l *Ledger) record(ctx context.Context, e Entry) (op lease.Op, earlier uint64, err error) {
 	kve, err := l.kv.Get(ctx, e.key())
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
-		return 0, time.Time{}, nil
+		return 0, 0, nil
 	case err != nil:
-		return 0, time.Time{}, err
+		return 0, 0, err
 	case len(kve.Value()) != 1:
-		return 0, time.Time{}, fmt.Errorf("ledger entry %s holds %d bytes", e.key(), len(kve.Value()))
+		return 0, 0, fmt.Errorf("ledger entry %s holds %d bytes", e.key(), len(kve.Value()))
+	case kve.Created().Before(e.Since):
+		return 0, kve.Revision(), nil
 	}
-	return lease.Op(kve.Value()[0]), kve.Created(), nil
+	return lease.Op(kve.Value()[0]), 0, nil
 }
 
 // each runs fn for every entry, claimWorkers at a time.
@@ -224,24 +247,17 @@ func (l *Ledger) Consulted(op lease.Op, w Whose) bool {
 	return l != nil && (w == Adopted || op == lease.OpNak)
 }
 
-// NakedAlready reports for each entry whether the ledger shows it nak'ed
-// since the moment given: a Nak whose lease is past its deadline may be the
-// retry of one that took, which is done, not a failure (and must not be
-// sent again). A record from before since does not count: since is the last
-// consumer reset noticed, which restarts the delivery counts, so that record
-// is of another delivery with the same count, and the Nak a first try.
-func (l *Ledger) NakedAlready(ctx context.Context, es []Entry, since time.Time) []bool {
+// NakedAlready reports for each entry whether the ledger shows it nak'ed:
+// a Nak whose lease is past its deadline may be the retry of one that took,
+// which is done, not a failure (and must not be sent again). A record from
+// before the entry's Since is of another delivery with the same count, and
+// the Nak a first try.
+func (l *Ledger) NakedAlready(ctx context.Context, es []Entry) []bool {
 	naked := make([]bool, len(es))
 	if l == nil || len(es) == 0 {
 		return naked
 	}
-	prior, fails := l.each(ctx, es, func(ctx context.Context, e Entry) (lease.Op, error) {
-		op, at, err := l.record(ctx, e)
-		if at.Before(since) {
-			return 0, err
-		}
-		return op, err
-	})
+	prior, fails := l.Lookup(ctx, es)
 	for j := range es {
 		naked[j] = fails[j] == nil && prior[j] == lease.OpNak
 	}

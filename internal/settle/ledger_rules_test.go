@@ -69,10 +69,27 @@ func TestNakedAlreadyOnlyForANak(t *testing.T) {
 		}
 	}
 	for seq, want := range map[uint64]bool{1: true, 2: false, 3: false, 4: false} {
-		if got := l.NakedAlready(ctx, entry(seq), time.Time{})[0]; got != want {
+		if got := l.NakedAlready(ctx, entry(seq))[0]; got != want {
 			t.Errorf("seq %d: naked %v, want %v", seq, got, want)
 		}
 	}
+}
+
+// since is entry(seq) made after a reset noticed at t.
+func since(seq uint64, t time.Time) []Entry {
+	es := entry(seq)
+	es[0].Since = t
+	return es
+}
+
+// recordedAt is when the server stored the record of entry(seq).
+func recordedAt(t *testing.T, l *Ledger, ctx context.Context, seq uint64) time.Time {
+	t.Helper()
+	kve, err := l.kv.Get(ctx, entry(seq)[0].key())
+	if err != nil {
+		t.Fatalf("the record of %d: %v", seq, err)
+	}
+	return kve.Created()
 }
 
 // A Nak recorded before the last consumer reset the replica noticed is of
@@ -85,15 +102,54 @@ func TestNakedAlreadyIgnoresARecordFromBeforeAReset(t *testing.T) {
 	if _, fails := l.Claim(ctx, lease.OpNak, entry(1)); fails[0] != nil {
 		t.Fatal(fails[0])
 	}
-	_, recorded, err := l.record(ctx, entry(1)[0])
-	if err != nil || recorded.IsZero() {
-		t.Fatalf("the record's time: %v %v", recorded, err)
-	}
-	if !l.NakedAlready(ctx, entry(1), recorded.Add(-time.Second))[0] {
+	recorded := recordedAt(t, l, ctx, 1)
+	if !l.NakedAlready(ctx, since(1, recorded.Add(-time.Second)))[0] {
 		t.Fatal("a Nak recorded after the last reset: not naked; want naked")
 	}
-	if l.NakedAlready(ctx, entry(1), recorded.Add(time.Second))[0] {
+	if l.NakedAlready(ctx, since(1, recorded.Add(time.Second)))[0] {
 		t.Fatal("a Nak recorded before the last reset: naked; want not (another delivery of the same count)")
+	}
+}
+
+// A settle of a delivery made after a reset claims it over a record from
+// before the reset (an earlier delivery's, with the same key): a Nak is not
+// taken for done, nor an Ack refused, and the new claim is what the next
+// settle of that delivery finds. A record made after the reset still
+// counts.
+func TestAClaimAfterAResetTakesTheEarlierDeliverysPlace(t *testing.T) {
+	l, ctx := testLedger(t)
+	for seq, op := range map[uint64]lease.Op{1: lease.OpNak, 2: lease.OpNak, 3: lease.OpAck} {
+		if _, fails := l.Claim(ctx, op, entry(seq)); fails[0] != nil {
+			t.Fatal(fails[0])
+		}
+	}
+	for i, step := range []struct {
+		seq   uint64
+		op    lease.Op
+		w     Whose
+		after bool // the entry's Since is a second after the record
+		want  Verdict
+	}{
+		{1, lease.OpNak, Issued, false, Done},    // the same delivery's Nak: done
+		{1, lease.OpNak, Issued, true, Send},     // an earlier delivery's: claimed afresh
+		{1, lease.OpNak, Issued, false, Done},    // and that claim counts
+		{2, lease.OpAck, Adopted, false, Refuse}, // another holder's Nak
+		{2, lease.OpAck, Adopted, true, Send},
+		{2, lease.OpNak, Adopted, false, Refuse}, // the new claim is the Ack's
+		{3, lease.OpNak, Issued, true, Send},
+		{3, lease.OpAck, Adopted, false, Refuse},
+	} {
+		var at time.Time
+		if step.after {
+			at = recordedAt(t, l, ctx, step.seq).Add(time.Second)
+		}
+		vs, fails := l.Verdicts(ctx, step.op, step.w, since(step.seq, at))
+		if fails[0] != nil || vs[0] != step.want {
+			t.Fatalf("step %d, %v of %d: verdict %v (%v), want %v", i, step.op, step.seq, vs[0], fails[0], step.want)
+		}
+	}
+	if got, fails := l.Lookup(ctx, since(1, recordedAt(t, l, ctx, 1).Add(time.Second))); fails[0] != nil || got[0] != 0 {
+		t.Fatalf("a lookup after a reset: %v (%v); want none", got[0], fails[0])
 	}
 }
 
@@ -117,7 +173,7 @@ func TestLedgerReleaseLetsOnlyItsOwnOpGo(t *testing.T) {
 			t.Errorf("seq %d after a release of its Nak: %v (%v); want %v", seq, got[0], fails[0], want)
 		}
 	}
-	if l.NakedAlready(ctx, entry(1), time.Time{})[0] {
+	if l.NakedAlready(ctx, entry(1))[0] {
 		t.Fatal("a released Nak still counts as nak'ed")
 	}
 	prior, fails := l.Claim(ctx, lease.OpNak, entry(1))
