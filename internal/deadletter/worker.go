@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -100,7 +99,11 @@ type Options struct {
 	JS       jetstream.JetStream
 	Routes   []Route
 	Replicas int // of the advisory stream: as many as the streams it serves
-	Log      *slog.Logger
+	// Agreed is the KV bucket where every replica of every deployment
+	// agrees on the advisory stream's subjects before it adds its own
+	// (capture.go); nil: added without agreement (one replica alone).
+	Agreed jetstream.KeyValue
+	Log    *slog.Logger
 	// Copied counts dead letters by stream, consumer and reason; nil keeps
 	// no count.
 	Copied *prometheus.CounterVec
@@ -140,17 +143,7 @@ func Start(ctx context.Context, o Options) (*Worker, error) {
 		MaxAge:      14 * 24 * time.Hour,
 		Replicas:    max(o.Replicas, 1),
 	}
-	s, err := o.JS.Stream(ctx, AdvisoryStream)
-	switch {
-	case errors.Is(err, jetstream.ErrStreamNotFound):
-		s, err = o.JS.CreateStream(ctx, cfg)
-	case err == nil:
-		have := s.CachedInfo().Config
-		if missing := slices.DeleteFunc(slices.Clone(subjects), func(x string) bool { return slices.Contains(have.Subjects, x) }); len(missing) > 0 {
-			have.Subjects = append(have.Subjects, missing...)
-			s, err = o.JS.UpdateStream(ctx, have)
-		}
-	}
+	s, err := capture(ctx, o.JS, o.Agreed, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("advisory stream %s: %w", AdvisoryStream, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/jetgate/jetgate/internal/deadletter"
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/lease"
+	"github.com/jetgate/jetgate/internal/settle"
 )
 
 // deadLetters copy the letters of consumers with a dead_letter into its
@@ -151,9 +152,14 @@ func (dead *deadLetters) start(ctx context.Context, cs []consumer.Config) error 
 	if len(routes) == 0 {
 		return nil
 	}
-	var err error
+	// The ledger's bucket, opened before, holds the advisory stream's
+	// agreed subjects too.
+	agreed, err := dead.js.KeyValue(ctx, settle.LedgerBucket)
+	if err != nil {
+		return fmt.Errorf("the KV bucket %s: %w", settle.LedgerBucket, err)
+	}
 	dead.worker, err = deadletter.Start(ctx, deadletter.Options{
-		JS: dead.js, Routes: routes, Replicas: dead.stateReplicas, Log: dead.log, Copied: dead.metrics.deadLetters,
+		JS: dead.js, Routes: routes, Replicas: dead.stateReplicas, Log: dead.log, Copied: dead.metrics.deadLetters, Agreed: agreed,
 	})
 	if err != nil {
 		return err
