@@ -123,7 +123,7 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 		return out
 	}
 	claimedAt := time.Now() // no later than the ledger's claims of this batch
-	subjects, idx = s.consultLedger(ctx, op, cs, w, retried, out, subjects, idx)
+	subjects, idx = s.consultLedger(ctx, op, cs, w, resetBefore, retried, out, subjects, idx)
 	if subjects, idx = s.stillLeased(ctx, op, cs, out, subjects, idx, resetBefore, claimedAt); len(subjects) == 0 {
 		return out
 	}
@@ -188,6 +188,9 @@ func (s *settler) stillLeased(ctx context.Context, op lease.Op, cs []token.Claim
 		return nil, nil
 	}
 	if !s.server.resetAt().Equal(resetBefore) {
+		// Claimed, and now not sent: a claim left would stand against the
+		// delivery after the reset, made with the same key.
+		s.release(ctx, op, cs, idx, claimedAt, nil)
 		for _, i := range idx {
 			out[i].Err = errs.ErrLeaseExpired
 		}

@@ -90,8 +90,8 @@ func (s *settler) retryUnsure(ctx context.Context) {
 // retryTerms sends again each Term whose answer never came, one at a time
 // (each has its own args), and keeps those NATS could not take yet (not
 // connected, or unanswered again) and those another settle of the lease
-// held up (SETTLE_IN_PROGRESS). Each is a retry (lease.Table.Begin), and so
-// consults the ledger as a Term of an adopted lease does: the caller, told
+// held up (SETTLE_IN_PROGRESS). Each consults the ledger as a Term of an
+// adopted lease does, though this replica issued it: the caller, told
 // NATS_UNAVAILABLE, may have settled its token otherwise meanwhile through
 // another replica that took this one for gone (a Nak, whose redelivery
 // this Term would land on; an Ack), and that settle's claim then refuses
@@ -107,7 +107,7 @@ func (s *settler) retryTerms(ctx context.Context) {
 			}
 			return
 		}
-		err := s.settle(ctx, lease.OpTerm, []token.Claims{t.cl}, t.args, settle.Issued)[0].Err
+		err := s.settle(ctx, lease.OpTerm, []token.Claims{t.cl}, t.args, settle.Adopted)[0].Err
 		switch {
 		case err == nil, errors.Is(err, settle.ErrUnconfirmed): // sent, or settle kept it again
 		case errors.Is(err, errs.ErrUnavailable), errors.Is(err, errs.ErrSettleInProgress):

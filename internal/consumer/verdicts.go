@@ -34,15 +34,16 @@ func (s *settler) entry(cl token.Claims, since time.Time) settle.Entry {
 // the retry would land on the Nak's redelivery. They ask as an adopted
 // lease's settles do; the rest of the batch as w's.
 //
-// A lease this replica issued is in its table, and so was received after
-// the last reset it noticed (each voids those before it): a record from
-// before that reset is an earlier delivery's (settle.Entry's Since). Not so
-// an adopted lease, known from its token alone.
-func (s *settler) consultLedger(ctx context.Context, op lease.Op, cs []token.Claims, w settle.Whose, retried map[int]bool,
-	out []settle.Outcome, subjects []string, idx []int) ([]string, []int) {
+// A lease this replica issued and still holds after resetBefore (the last
+// reset noticed as its settle began) was received after that reset: each
+// voids those received before it. So a record from before resetBefore is an
+// earlier delivery's (settle.Entry's Since). Not so for an adopted lease,
+// known from its token alone, which counts every record.
+func (s *settler) consultLedger(ctx context.Context, op lease.Op, cs []token.Claims, w settle.Whose, resetBefore time.Time,
+	retried map[int]bool, out []settle.Outcome, subjects []string, idx []int) ([]string, []int) {
 	var since time.Time
 	if w == settle.Issued {
-		since = s.server.resetAt()
+		since = resetBefore
 	}
 	if len(retried) == 0 {
 		return s.verdicts(ctx, op, cs, w, since, out, subjects, idx)

@@ -16,16 +16,18 @@ import (
 // with one's alone: the other's dead letters would go uncaptured, silently,
 // until it starts again. So the subjects are agreed first, in a KV record
 // written with compare-and-set (Options.Agreed), and each replica, having
-// brought the stream up to the record, checks that the record did not move
-// on meanwhile. If it did, a replica that read an older record may have
-// updated the stream after it, and it updates again: the last to update the
-// stream always does so with the whole record. Subjects are only ever added.
+// brought the stream up to the record, proves that the record did not move
+// on meanwhile by writing it again at the revision it read (a read may be
+// answered by a lagging replica of the bucket). If it moved, a replica that
+// read an older record may have updated the stream after it, and it updates
+// again: the last to update the stream always does so with the whole
+// record. Subjects are only ever added.
 
 // agreedKey is the KV key of the agreed subjects.
 const agreedKey = "advisory_subjects"
 
-// captureTries bounds the updates of one capture: each retry follows
-// another replica's new subjects, agreed meanwhile.
+// captureTries bounds the tries of one capture, and of each agreement:
+// each try again follows another replica's write of the record.
 const captureTries = 64
 
 // capture makes the advisory stream (cfg, made if missing) capture cfg's
@@ -35,10 +37,13 @@ func capture(ctx context.Context, js jetstream.JetStream, agreed jetstream.KeyVa
 	if agreed == nil {
 		return ensure(ctx, js, cfg)
 	}
+	failed := func(err error) error {
+		return fmt.Errorf("agree on its subjects (KV %s, key %s): %w", agreed.Bucket(), agreedKey, err)
+	}
 	for range captureTries {
 		rev, all, err := agree(ctx, agreed, cfg.Subjects)
 		if err != nil {
-			return nil, fmt.Errorf("agree on its subjects (KV %s, key %s): %w", agreed.Bucket(), agreedKey, err)
+			return nil, failed(err)
 		}
 		c := cfg
 		c.Subjects = all
@@ -46,21 +51,24 @@ func capture(ctx context.Context, js jetstream.JetStream, agreed jetstream.KeyVa
 		if err != nil {
 			return nil, err
 		}
-		now, _, err := agreedSubjects(ctx, agreed)
+		data, err := json.Marshal(all)
 		if err != nil {
-			return nil, fmt.Errorf("agree on its subjects (KV %s, key %s): %w", agreed.Bucket(), agreedKey, err)
+			return nil, err
 		}
-		if now == rev {
+		switch _, err := agreed.Update(ctx, agreedKey, data, rev); {
+		case err == nil:
 			return s, nil
+		case !errors.Is(err, jetstream.ErrKeyRevisionMismatch):
+			return nil, failed(err)
 		}
 	}
-	return nil, fmt.Errorf("its subjects changed under each of %d updates", captureTries)
+	return nil, failed(fmt.Errorf("the record changed under each of %d tries", captureTries))
 }
 
 // agree adds subjects to the agreed record, and returns the record and its
 // revision.
 func agree(ctx context.Context, kv jetstream.KeyValue, subjects []string) (uint64, []string, error) {
-	for {
+	for range captureTries {
 		rev, have, err := agreedSubjects(ctx, kv)
 		if err != nil {
 			return 0, nil, err
@@ -86,6 +94,7 @@ func agree(ctx context.Context, kv jetstream.KeyValue, subjects []string) (uint6
 		}
 		// Another replica's subjects came first: add to those.
 	}
+	return 0, nil, fmt.Errorf("the record changed under each of %d tries", captureTries)
 }
 
 // agreedSubjects is the agreed record and its revision (0: none yet).

@@ -71,14 +71,16 @@ func (e Entry) key() string {
 }
 
 // Claim records op for each entry unless a settle of that delivery is
-// recorded already. For each entry it returns 0 when op was recorded now, or
-// the op recorded before; an error marks an entry whose outcome it could not
-// learn (errs.ErrUnavailable).
+// recorded already (a record from before the entry's Since is not: it is
+// purged, and op recorded in its place). For each entry it returns 0 when
+// op was recorded now, or the op recorded before; an error marks an entry
+// whose outcome it could not learn (errs.ErrUnavailable), such as one whose
+// record changed under each of its three tries.
 func (l *Ledger) Claim(ctx context.Context, op lease.Op, es []Entry) ([]lease.Op, []error) {
 	return l.each(ctx, es, func(ctx context.Context, e Entry) (lease.Op, error) {
 		for try := 0; ; try++ {
 			_, err := l.kv.Create(ctx, e.key(), []byte{byte(op)}, jetstream.KeyTTL(e.TTL+ledgerSlack))
-			if !errors.Is(err, jetstream.ErrKeyExists) {
+			if !written(err) {
 				return 0, err
 			}
 			prior, earlier, err := l.record(ctx, e)
@@ -98,6 +100,17 @@ func (l *Ledger) Claim(ctx context.Context, op lease.Op, es []Entry) ([]lease.Op
 			// Released (Release) between the create and the lookup: again.
 		}
 	})
+}
+
+// written reports whether a Create failed because the key was written
+// meanwhile. nats.go says so with ErrKeyExists, except for a Create over a
+// delete or purge marker (a record released or taken over), which returns
+// the server's error as it is: on a replicated bucket, code 10164, which
+// ErrKeyExists (10071) does not match.
+func written(err error) bool {
+	var api *jetstream.APIError
+	return errors.Is(err, jetstream.ErrKeyExists) ||
+		errors.As(err, &api) && api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
 }
 
 // Release purges the record of each entry that holds op: a settle its

@@ -2,6 +2,8 @@ package settle
 
 import (
 	"context"
+	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -113,43 +115,98 @@ func TestNakedAlreadyIgnoresARecordFromBeforeAReset(t *testing.T) {
 
 // A settle of a delivery made after a reset claims it over a record from
 // before the reset (an earlier delivery's, with the same key): a Nak is not
-// taken for done, nor an Ack refused, and the new claim is what the next
-// settle of that delivery finds. A record made after the reset still
-// counts.
+// taken for done, nor an Ack refused, and the new claim, made after the
+// reset, is what the next settle of that delivery finds, with the same
+// Since. Without a Since every record counts.
 func TestAClaimAfterAResetTakesTheEarlierDeliverysPlace(t *testing.T) {
 	l, ctx := testLedger(t)
+	reset := make(map[uint64]time.Time) // a reset noticed just after each record
 	for seq, op := range map[uint64]lease.Op{1: lease.OpNak, 2: lease.OpNak, 3: lease.OpAck} {
 		if _, fails := l.Claim(ctx, op, entry(seq)); fails[0] != nil {
 			t.Fatal(fails[0])
 		}
+		reset[seq] = recordedAt(t, l, ctx, seq).Add(time.Nanosecond)
 	}
 	for i, step := range []struct {
 		seq   uint64
 		op    lease.Op
 		w     Whose
-		after bool // the entry's Since is a second after the record
+		after bool // the delivery is made after the reset: Since is the reset
 		want  Verdict
 	}{
-		{1, lease.OpNak, Issued, false, Done},    // the same delivery's Nak: done
+		{1, lease.OpNak, Issued, false, Done},    // not known to be after: the record counts
 		{1, lease.OpNak, Issued, true, Send},     // an earlier delivery's: claimed afresh
-		{1, lease.OpNak, Issued, false, Done},    // and that claim counts
+		{1, lease.OpNak, Issued, true, Done},     // and that claim counts
 		{2, lease.OpAck, Adopted, false, Refuse}, // another holder's Nak
 		{2, lease.OpAck, Adopted, true, Send},
-		{2, lease.OpNak, Adopted, false, Refuse}, // the new claim is the Ack's
+		{2, lease.OpNak, Adopted, true, Refuse}, // the new claim is the Ack's
 		{3, lease.OpNak, Issued, true, Send},
-		{3, lease.OpAck, Adopted, false, Refuse},
+		{3, lease.OpAck, Adopted, true, Refuse},
 	} {
 		var at time.Time
 		if step.after {
-			at = recordedAt(t, l, ctx, step.seq).Add(time.Second)
+			at = reset[step.seq]
 		}
 		vs, fails := l.Verdicts(ctx, step.op, step.w, since(step.seq, at))
 		if fails[0] != nil || vs[0] != step.want {
 			t.Fatalf("step %d, %v of %d: verdict %v (%v), want %v", i, step.op, step.seq, vs[0], fails[0], step.want)
 		}
 	}
-	if got, fails := l.Lookup(ctx, since(1, recordedAt(t, l, ctx, 1).Add(time.Second))); fails[0] != nil || got[0] != 0 {
+	if got, fails := l.Lookup(ctx, since(1, recordedAt(t, l, ctx, 1).Add(time.Nanosecond))); fails[0] != nil || got[0] != 0 {
 		t.Fatalf("a lookup after a reset: %v (%v); want none", got[0], fails[0])
+	}
+}
+
+// On a replicated bucket, claims that race each other over a record let go
+// (released, or taken over after a reset) all learn the one that was
+// recorded: the create over the purge marker fails with the server's own
+// code there (10164), not nats.go's ErrKeyExists, and was taken for NATS
+// being away.
+func TestRacingClaimsOverAReleasedRecordOnAClusterLearnTheWinner(t *testing.T) {
+	nodes := natstest.StartCluster(t, 3)
+	js, err := jetstream.New(natstest.Connect(t, nodes[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := OpenLedger(ctx, js, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const keys, racers = 50, 4
+	var es []Entry
+	for seq := range uint64(keys) {
+		es = append(es, entry(seq+1)...)
+	}
+	if _, fails := l.Claim(ctx, lease.OpNak, es); errors.Join(fails...) != nil {
+		t.Fatal(errors.Join(fails...))
+	}
+	if err := errors.Join(l.Release(ctx, lease.OpNak, es)...); err != nil {
+		t.Fatal(err)
+	}
+	got := make([][]lease.Op, racers)
+	var wg sync.WaitGroup
+	for r := range racers {
+		wg.Go(func() {
+			ops, fails := l.Claim(ctx, lease.OpNak, es)
+			if err := errors.Join(fails...); err != nil {
+				t.Errorf("racer %d: %v", r, err)
+			}
+			got[r] = ops
+		})
+	}
+	wg.Wait()
+	for k := range keys {
+		recorded := 0
+		for r := range racers {
+			if got[r][k] == 0 {
+				recorded++
+			}
+		}
+		if recorded != 1 {
+			t.Fatalf("key %d: %d of %d racing claims recorded it; want 1, the others told of it", k, recorded, racers)
+		}
 	}
 }
 
