@@ -336,6 +336,34 @@ func TestAStreamWithAConsumerCreatedThroughTheAPIIsListed(t *testing.T) {
 	}
 }
 
+// raceCreates sends n creates at once, the i-th of consumer name(i)
+// through gws[i%len(gws)], and returns how many made their consumer; each
+// other must be refused with code and reason.
+func raceCreates(t *testing.T, h *harness, gws []jetgatev1.ConsumerServiceClient, n int, name func(i int) string, code codes.Code, reason string) int {
+	t.Helper()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			_, errs[i] = create(h, gws[i%len(gws)], &jetgatev1.ConsumerConfig{DurableName: name(i)})
+		})
+	}
+	close(start)
+	wg.Wait()
+	created := 0
+	for i, err := range errs {
+		switch c, r := codeAndReason(err); {
+		case err == nil:
+			created++
+		case c != code || r != reason:
+			t.Errorf("create %d: %v; want it made or %s", i, err, reason)
+		}
+	}
+	return created
+}
+
 // Creates that race past the quota check each count the others once made:
 // all but the earliest back out, deleting theirs, so the quota holds. Two
 // replicas take them, as a deployment's would.
@@ -346,26 +374,8 @@ func TestConcurrentCreatesKeepTheQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 6
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			_, errs[i] = create(h, gws[i%2], &jetgatev1.ConsumerConfig{DurableName: fmt.Sprintf("team-race-%d", i)})
-		})
-	}
-	close(start)
-	wg.Wait()
-	created := 0
-	for i, err := range errs {
-		switch c, r := codeAndReason(err); {
-		case err == nil:
-			created++
-		case c != codes.ResourceExhausted || r != "CONSUMER_QUOTA_EXCEEDED":
-			t.Errorf("create %d: %v; want it made or CONSUMER_QUOTA_EXCEEDED", i, err)
-		}
-	}
+	created := raceCreates(t, h, gws, n, func(i int) string { return fmt.Sprintf("team-race-%d", i) },
+		codes.ResourceExhausted, "CONSUMER_QUOTA_EXCEEDED")
 	if created != 1 {
 		t.Errorf("%d of %d racing creates made their consumer; want 1, the quota's last place", created, n)
 	}
@@ -381,6 +391,21 @@ func TestConcurrentCreatesKeepTheQuota(t *testing.T) {
 	}
 	if left != 2 {
 		t.Errorf("%d consumers of the creator left; want 2, the quota", left)
+	}
+}
+
+// Identical creates of one name that race past the check for a consumer of
+// that name each reach the server, which takes a create of a consumer that
+// exists with the same configuration as done: one is made, and every other
+// is told CONSUMER_EXISTS, as a create of a name taken before is, rather
+// than each caller told it made the consumer the others made.
+func TestIdenticalCreatesAtOnceMakeOneConsumer(t *testing.T) {
+	h := newHarness(t)
+	gws := h.adminGateways(2, coreconsumer.Admin{})
+	const n = 6
+	created := raceCreates(t, h, gws, n, func(int) string { return "team-same" }, codes.AlreadyExists, "CONSUMER_EXISTS")
+	if created != 1 {
+		t.Errorf("%d of %d identical creates at once were told they made the consumer; want 1", created, n)
 	}
 }
 

@@ -101,3 +101,9 @@ func matchAny(patterns []string, s string) bool {
 // CreatedBy is the metadata key that names the principal that created a
 // consumer through the API; a consumer without it was made otherwise.
 const CreatedBy = "jetgate.created_by"
+
+// CreateID is the metadata key of a nonce of the create that made a
+// consumer through the API: the server takes a create of a consumer that
+// exists with the same configuration as done, and two identical creates at
+// once would both be answered as made.
+const CreateID = "jetgate.create_id"

@@ -3,6 +3,7 @@ package replica
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"maps"
@@ -35,6 +36,7 @@ func (m *manager) CreateConsumer(ctx context.Context, principal, stream string, 
 	}
 	cfg.Name = cfg.Durable
 	cfg.Metadata = withCreator(cfg.Metadata, cmp.Or(principal, anonymous))
+	cfg.Metadata[consumer.CreateID] = rand.Text() // the second of two identical creates is refused
 	if err := m.admitted(&cfg); err != nil {
 		return nil, err
 	}
