@@ -147,6 +147,11 @@ var fields = []field{
 		return nil
 	}},
 	{name: "filter_subjects", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+		for i, f := range in.GetFilterSubjects() {
+			if why := natsname.SubjectProblem(f, true); why != "" {
+				return fmt.Errorf("%w: config.filter_subjects[%d] %q %s", errs.ErrInvalidArgument, i, f, why)
+			}
+		}
 		c.FilterSubject, c.FilterSubjects = "", in.GetFilterSubjects()
 		if len(c.FilterSubjects) == 1 {
 			c.FilterSubject, c.FilterSubjects = c.FilterSubjects[0], nil

@@ -173,6 +173,13 @@ func TestConsumersThroughTheAPIRefusals(t *testing.T) {
 		{"max_deliver above the bound", &jetgatev1.ConsumerConfig{DurableName: "team-x", MaxDeliver: 6}, codes.InvalidArgument, "ADMIN_BOUND"},
 		{"max_ack_pending above the bound", &jetgatev1.ConsumerConfig{DurableName: "team-x", MaxAckPending: 101}, codes.InvalidArgument, "ADMIN_BOUND"},
 		{"a jetgate metadata key", &jetgatev1.ConsumerConfig{DurableName: "team-x", Metadata: map[string]string{"jetgate.created_by": "someone"}}, codes.InvalidArgument, "INVALID_ARGUMENT"},
+		// Under a second, the server rescans the pending messages without rest.
+		{"ack_wait under a second", &jetgatev1.ConsumerConfig{DurableName: "team-x", AckWait: durationpb.New(time.Millisecond)}, codes.InvalidArgument, "INVALID_ARGUMENT"},
+		{"a backoff step under a second", &jetgatev1.ConsumerConfig{DurableName: "team-x", Backoff: []*durationpb.Duration{durationpb.New(2 * time.Second), durationpb.New(1)}}, codes.InvalidArgument, "INVALID_ARGUMENT"},
+		{"as many backoff steps as max_deliver", &jetgatev1.ConsumerConfig{DurableName: "team-x", MaxDeliver: 2, Backoff: []*durationpb.Duration{durationpb.New(time.Second), durationpb.New(2 * time.Second)}}, codes.InvalidArgument, "INVALID_ARGUMENT"},
+		{"a filter subject with an empty token", &jetgatev1.ConsumerConfig{DurableName: "team-x", FilterSubjects: []string{"orders..x"}}, codes.InvalidArgument, "INVALID_ARGUMENT"},
+		{"a filter subject with a wildcard in a token", &jetgatev1.ConsumerConfig{DurableName: "team-x", FilterSubjects: []string{"orders.>x"}}, codes.InvalidArgument, "INVALID_ARGUMENT"},
+		{"a filter subject with a space", &jetgatev1.ConsumerConfig{DurableName: "team-x", FilterSubjects: []string{"orders.a", "orders. x"}}, codes.InvalidArgument, "INVALID_ARGUMENT"},
 		{"the file's consumer", &jetgatev1.ConsumerConfig{DurableName: consumer}, codes.FailedPrecondition, "CONSUMER_CONFIGURED"},
 	}
 	for _, tc := range cases {
@@ -216,6 +223,11 @@ func TestConsumersThroughTheAPIRefusals(t *testing.T) {
 	wantCode(t, upd("team-1", nil), codes.InvalidArgument, "INVALID_ARGUMENT")
 	wantCode(t, upd("team-1", mask("durable_name")), codes.InvalidArgument, "INVALID_ARGUMENT")
 	wantCode(t, upd("team-1", mask("ack_wait")), codes.InvalidArgument, "ADMIN_BOUND")
+	for _, bad := range []*jetgatev1.ConsumerConfig{{AckWait: durationpb.New(500 * time.Millisecond)}, {FilterSubjects: []string{"orders. x"}}} {
+		_, err := a.UpdateConsumer(h.ctx(), &jetgatev1.UpdateConsumerRequest{Stream: stream, Consumer: "team-1", Config: bad,
+			UpdateMask: mask("ack_wait", "filter_subjects")})
+		wantCode(t, err, codes.InvalidArgument, "INVALID_ARGUMENT")
+	}
 	wantCode(t, upd("team-cli", mask("description")), codes.FailedPrecondition, "CONSUMER_NOT_CREATED_BY_API")
 	_, err = a.DeleteConsumer(h.ctx(), &jetgatev1.DeleteConsumerRequest{Stream: stream, Consumer: "team-cli"})
 	wantCode(t, err, codes.FailedPrecondition, "CONSUMER_NOT_CREATED_BY_API")
@@ -228,6 +240,32 @@ func TestConsumersThroughTheAPIRefusals(t *testing.T) {
 	if ci := h.info("team-cli"); ci.Config.AckWait != 30*time.Second {
 		t.Errorf("refused update changed team-cli: ack_wait %v", ci.Config.AckWait)
 	}
+}
+
+// What the admin block fills in where a create leaves it unset keeps within
+// the stream's own limits for its consumers, which the server holds every
+// consumer to: the create is not refused for a value its caller never gave.
+func TestAdminDefaultsKeepWithinTheStreamsConsumerLimits(t *testing.T) {
+	h := newHarness(t)
+	si, err := h.js.Stream(h.ctx(), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := si.CachedInfo().Config
+	cfg.ConsumerLimits = jetstream.StreamConsumerLimits{MaxAckPending: 2000, InactiveThreshold: time.Hour}
+	if _, err := h.js.UpdateStream(h.ctx(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	a := h.adminGateways(1, coreconsumer.Admin{MaxAckPending: 5000, InactiveThreshold: 24 * time.Hour})[0]
+	r, err := create(h, a, &jetgatev1.ConsumerConfig{DurableName: "team-limited"})
+	if err != nil {
+		t.Fatalf("a create that sets neither max_ack_pending nor inactive_threshold: %v", err)
+	}
+	if got, gotIdle := r.GetConfig().GetMaxAckPending(), r.GetConfig().GetInactiveThreshold().AsDuration(); got != 2000 || gotIdle != time.Hour {
+		t.Errorf("max_ack_pending %d, inactive_threshold %v; want the stream's limits, 2000 and 1h", got, gotIdle)
+	}
+	_, err = create(h, a, &jetgatev1.ConsumerConfig{DurableName: "team-above", MaxAckPending: 3000})
+	wantCode(t, err, codes.FailedPrecondition, "MANAGE_REFUSED") // asked for: the server's refusal, in its words
 }
 
 // Without an admin block, the RPCs are off.

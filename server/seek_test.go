@@ -77,6 +77,16 @@ func TestSeekToASequenceReplaysFromIt(t *testing.T) {
 		tokens[i] = m.GetToken()
 	}
 	wantNoFailures(t, ack(t, h, h.cons, tokens...))
+
+	// Just past the last message: only what is stored from now on, the
+	// furthest a seek to a sequence may go.
+	if _, err := h.seek(h.cons, seekSeq(seqs[4]+1)); err != nil {
+		t.Fatalf("seek just past the last message: %v", err)
+	}
+	next := h.publish(1)
+	if m := h.fetchOne(5 * time.Second); m.GetMetadata().GetStreamSeq() != next[0] {
+		t.Errorf("after a seek just past the last message: seq %d; want the next one stored, %d", m.GetMetadata().GetStreamSeq(), next[0])
+	}
 }
 
 // A seek to a time delivers every message stored at or after it; a time
@@ -177,6 +187,8 @@ func TestSeekRefusals(t *testing.T) {
 		{"sequence 0", seekSeq(0), codes.InvalidArgument, "INVALID_ARGUMENT"},
 		{"ack_floor false", &jetgatev1.SeekRequest{Target: &jetgatev1.SeekRequest_AckFloor{}}, codes.InvalidArgument, "INVALID_ARGUMENT"},
 		{"a time to come", &jetgatev1.SeekRequest{Target: &jetgatev1.SeekRequest_Time{Time: timestamppb.New(time.Now().Add(time.Hour))}}, codes.InvalidArgument, "SEEK_TIME_IN_FUTURE"},
+		// The server would take it, and the consumer wait, silent, that far on.
+		{"a sequence past the end", seekSeq(1_000_000), codes.InvalidArgument, "INVALID_ARGUMENT"},
 	}
 	for _, tc := range cases {
 		_, err := h.seek(h.cons, tc.req)

@@ -9,15 +9,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/jetgate/jetgate/internal/auth"
+	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/natsname"
 )
 
 // Bounds the configuration is held to.
 const (
-	MinAckWait       = time.Second
+	MinAckWait       = consumer.MinAckWait
 	MinMaxExpires    = time.Second
 	MinMaxBodyBytes  = 1 << 10
 	MinMaxFetchBytes = 1 << 10
@@ -191,7 +191,7 @@ func (c *validator) validateStreams() *Error {
 			return c.errorf(p+".subjects", "stream %s needs at least one subject (it is created with them when missing)", quote(s.Name))
 		}
 		for j, subj := range s.Subjects {
-			if why := subjectProblem(subj, true); why != "" {
+			if why := natsname.SubjectProblem(subj, true); why != "" {
 				return c.errorf(index(p+".subjects", j), "%s %s", quote(subj), why)
 			}
 		}
@@ -243,7 +243,7 @@ func (c *validator) validateConsumer(p string, k Consumer) *Error {
 		return c.errorf(p+".max_ack_pending", "%d: must be at least 1 (jetgate holds a lease for every message pending)", k.MaxAckPending)
 	}
 	for j, f := range k.FilterSubjects {
-		if why := subjectProblem(f, true); why != "" {
+		if why := natsname.SubjectProblem(f, true); why != "" {
 			return c.errorf(index(p+".filter_subjects", j), "%s %s", quote(f), why)
 		}
 	}
@@ -305,7 +305,7 @@ func (c *validator) validateDeadLetter(p string, k Consumer, taken map[string]st
 	if subj == "" {
 		return c.errorf(dp, "the dead-letter subject is required")
 	}
-	if why := subjectProblem(subj, false); why != "" {
+	if why := natsname.SubjectProblem(subj, false); why != "" {
 		return c.errorf(dp, "%s %s", quote(subj), why)
 	}
 	if strings.HasPrefix(subj, "$") {
@@ -342,34 +342,6 @@ func (c *validator) validateLimits() *Error {
 		return c.errorf("limits.max_connections", "%d: must be at least 1 (the default is %d)", l.MaxConnections, defaultLimits().MaxConnections)
 	}
 	return nil
-}
-
-// subjectProblem says what is wrong with a subject, or "" if nothing is.
-// With wildcards, * and > may stand for whole tokens (> only last).
-func subjectProblem(s string, wildcards bool) string {
-	switch {
-	case s == "":
-		return "is empty"
-	case strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }):
-		return "is not a valid subject (it contains white space)"
-	}
-	tokens := strings.Split(s, ".")
-	for i, t := range tokens {
-		switch {
-		case t == "":
-			return "is not a valid subject (an empty token)"
-		case t == "*" || t == ">":
-			if !wildcards {
-				return "is not a literal subject (no wildcards)"
-			}
-			if t == ">" && i != len(tokens)-1 {
-				return "is not a valid subject (> must be the last token)"
-			}
-		case strings.ContainsAny(t, "*>"):
-			return "is not a valid subject (a wildcard must be a whole token)"
-		}
-	}
-	return ""
 }
 
 // subjectMatches reports whether the literal subject matches pattern.

@@ -20,6 +20,10 @@ const (
 	// tokens of 256 characters fit with room to spare, and so does a modest
 	// Publish.
 	DefaultMaxBodyBytes = 4 << 20
+	// MinAckWait is the least ack_wait, or backoff step, of a consumer
+	// jetgate creates: under a shorter one the server rescans its pending
+	// messages for redelivery all but without rest.
+	MinAckWait = time.Second
 )
 
 // OnDemand serves durable consumers that exist on the server but not in the

@@ -37,11 +37,11 @@ func (m *manager) CreateConsumer(ctx context.Context, principal, stream string, 
 	cfg.Name = cfg.Durable
 	cfg.Metadata = withCreator(cfg.Metadata, cmp.Or(principal, anonymous))
 	cfg.Metadata[consumer.CreateID] = rand.Text() // the second of two identical creates is refused
-	if err := m.admitted(&cfg); err != nil {
-		return nil, err
-	}
 	s, err := m.binder.stream(ctx, stream)
 	if err != nil {
+		return nil, err
+	}
+	if err := m.admitted(&cfg, s.CachedInfo().Config.ConsumerLimits); err != nil {
 		return nil, err
 	}
 	// The server takes a create of a consumer that exists with the same
@@ -81,11 +81,11 @@ func (m *manager) UpdateConsumer(ctx context.Context, principal, stream, name st
 		return nil, err
 	}
 	cfg.Metadata = withCreator(cfg.Metadata, cur.Config.Metadata[consumer.CreatedBy]) // the creator stays
-	if err := m.admitted(&cfg); err != nil {
-		return nil, err
-	}
 	s, err := m.binder.stream(ctx, stream)
 	if err != nil {
+		return nil, err
+	}
+	if err := m.admitted(&cfg, s.CachedInfo().Config.ConsumerLimits); err != nil {
 		return nil, err
 	}
 	unpin := cur.Config.PriorityPolicy == jetstream.PriorityPolicyPinned && cfg.PriorityPolicy != jetstream.PriorityPolicyPinned
@@ -166,29 +166,35 @@ func (m *manager) created(ctx context.Context, stream, name string) (*jetstream.
 }
 
 // admitted checks cfg is a consumer jetgate serves, within the admin
-// bounds, and fills what the bounds set where the caller left it unset.
-func (m *manager) admitted(cfg *jetstream.ConsumerConfig) error {
+// bounds, and fills what the bounds set where the caller left it unset: the
+// bound, or the stream's own limit for its consumers where that is lower
+// (the server refuses a consumer above it, and fills its own defaults
+// within it).
+func (m *manager) admitted(cfg *jetstream.ConsumerConfig, limits jetstream.StreamConsumerLimits) error {
 	a := m.binder.admin
 	if cfg.AckPolicy != jetstream.AckExplicitPolicy {
 		return fmt.Errorf("%w: config.ack_policy: jetgate serves consumers with explicit acks only", errs.ErrInvalidArgument)
 	}
-	bound := func(field string, v *int, most int) error {
+	bound := func(field string, v *int, most, limit int) error {
 		switch {
 		case most == 0:
 		case *v == 0 || *v == -1 && field == "max_deliver":
 			*v = most
+			if limit > 0 {
+				*v = min(most, limit)
+			}
 		case *v > most || *v < 0:
 			return fmt.Errorf("%w: config.%s %d: the admin block allows at most %d", errs.ErrAdminBound, field, *v, most)
 		}
 		return nil
 	}
-	if err := bound("max_deliver", &cfg.MaxDeliver, a.MaxDeliver); err != nil {
+	if err := bound("max_deliver", &cfg.MaxDeliver, a.MaxDeliver, 0); err != nil {
 		return err
 	}
-	if err := bound("max_ack_pending", &cfg.MaxAckPending, a.MaxAckPending); err != nil {
+	if err := bound("max_ack_pending", &cfg.MaxAckPending, a.MaxAckPending, limits.MaxAckPending); err != nil {
 		return err
 	}
-	if err := bound("max_waiting", &cfg.MaxWaiting, a.MaxWaiting); err != nil {
+	if err := bound("max_waiting", &cfg.MaxWaiting, a.MaxWaiting, 0); err != nil {
 		return err
 	}
 	if cfg.AckWait == 0 {
@@ -197,16 +203,28 @@ func (m *manager) admitted(cfg *jetstream.ConsumerConfig) error {
 			cfg.AckWait = min(cfg.AckWait, a.MaxAckWait)
 		}
 	}
-	if a.MaxAckWait > 0 && cfg.AckWait > a.MaxAckWait {
+	switch {
+	case cfg.AckWait < consumer.MinAckWait:
+		return fmt.Errorf("%w: config.ack_wait %v: must be at least %v", errs.ErrInvalidArgument, cfg.AckWait, consumer.MinAckWait)
+	case a.MaxAckWait > 0 && cfg.AckWait > a.MaxAckWait:
 		return fmt.Errorf("%w: config.ack_wait %v: the admin block allows at most %v", errs.ErrAdminBound, cfg.AckWait, a.MaxAckWait)
 	}
 	for i, b := range cfg.BackOff {
-		if a.MaxAckWait > 0 && b > a.MaxAckWait {
+		switch {
+		case b < consumer.MinAckWait:
+			return fmt.Errorf("%w: config.backoff[%d] %v: every step must be at least %v", errs.ErrInvalidArgument, i, b, consumer.MinAckWait)
+		case a.MaxAckWait > 0 && b > a.MaxAckWait:
 			return fmt.Errorf("%w: config.backoff[%d] %v: the admin block allows at most %v", errs.ErrAdminBound, i, b, a.MaxAckWait)
 		}
 	}
+	if n := len(cfg.BackOff); n > 0 && cfg.MaxDeliver > 0 && cfg.MaxDeliver <= n {
+		return fmt.Errorf("%w: config.max_deliver %d: must be more than the %d steps of backoff (the server requires it)", errs.ErrInvalidArgument, cfg.MaxDeliver, n)
+	}
 	if a.InactiveThreshold > 0 && (cfg.InactiveThreshold == 0 || cfg.InactiveThreshold > a.InactiveThreshold) {
 		cfg.InactiveThreshold = a.InactiveThreshold
+		if l := limits.InactiveThreshold; l > 0 {
+			cfg.InactiveThreshold = min(cfg.InactiveThreshold, l)
+		}
 	}
 	return nil
 }

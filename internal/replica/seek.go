@@ -82,12 +82,40 @@ func (m *manager) seekSeq(ctx context.Context, stream string, to SeekTarget) (ui
 		if to.Seq == 0 {
 			return 0, fmt.Errorf("%w: sequence: must be 1 or more", errs.ErrInvalidArgument)
 		}
-		return to.Seq, nil
+		return to.Seq, m.notPastTheEnd(ctx, stream, to.Seq)
 	}
 	if to.Time.After(time.Now()) {
 		return 0, fmt.Errorf("%w: time %s has not come yet", errs.ErrSeekTimeInFuture, to.Time.UTC().Format(time.RFC3339))
 	}
 	return m.seqAt(ctx, stream, to.Time)
+}
+
+// notPastTheEnd refuses a Seek to a sequence past the one the next message
+// stored will have: the server takes it, and the consumer then waits,
+// silent, for a message that far on (a typo stops delivery).
+func (m *manager) notPastTheEnd(ctx context.Context, stream string, seq uint64) error {
+	last, err := m.lastSeq(ctx, stream)
+	if err != nil {
+		return err
+	}
+	if seq > last+1 {
+		return fmt.Errorf("%w: sequence %d is past the end of stream %q (its last message is %d): seek to %d or less, %d for only the messages stored from now on",
+			errs.ErrInvalidArgument, seq, stream, last, last+1, last+1)
+	}
+	return nil
+}
+
+// lastSeq is the sequence of the last message of stream.
+func (m *manager) lastSeq(ctx context.Context, stream string) (uint64, error) {
+	s, err := m.binder.stream(ctx, stream)
+	if err != nil {
+		return 0, err
+	}
+	si, err := s.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("%w: stream info: %v", errs.ErrUnavailable, err)
+	}
+	return si.State.LastSeq, nil
 }
 
 // seqAt is the sequence of the first message of stream stored at or after
@@ -108,15 +136,8 @@ func (m *manager) seqAt(ctx context.Context, stream string, t time.Time) (uint64
 	}
 	switch {
 	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
-		s, err := m.binder.stream(ctx, stream)
-		if err != nil {
-			return 0, err
-		}
-		si, err := s.Info(ctx)
-		if err != nil {
-			return 0, fmt.Errorf("%w: stream info: %v", errs.ErrUnavailable, err)
-		}
-		return si.State.LastSeq + 1, nil
+		last, err := m.lastSeq(ctx, stream)
+		return last + 1, err
 	case resp.Error != nil:
 		return 0, fmt.Errorf("%w: finding the message at %s: %s", errs.ErrManageRefused, t.UTC().Format(time.RFC3339), resp.Error.Description)
 	case resp.Message == nil:
