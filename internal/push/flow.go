@@ -16,7 +16,7 @@ type job struct {
 	d          *consumer.Delivery
 	failedAt   time.Time     // its last retryable failure; zero: none
 	retryAfter time.Duration // the endpoint's Retry-After at that failure; 0: none
-	retry      bool          // the retrier took it: its failure grows the delay
+	retry      bool          // tried before (the retrier took it, or held back it went out again): its failure grows the delay
 	added      time.Time     // queued: a batch waits max_wait from its first job's
 	size       int64         // of its element in a batch body: estimated, exact once rendered
 	elem       []byte        // its element in a batch body, once rendered
@@ -98,7 +98,6 @@ func (f *flow) next() *job {
 	j := f.queue[0]
 	f.queue = f.queue[1:]
 	f.inFlight++
-	j.retry = false
 	return j
 }
 
@@ -140,9 +139,6 @@ func (f *flow) nextBatch(maxN int, maxBytes int64, maxWait time.Duration) []*job
 			copy(b, f.queue)
 			f.queue = f.queue[n:]
 			f.inFlight += n
-			for _, j := range b {
-				j.retry = false
-			}
 			if len(f.queue) > 0 {
 				f.cond.Signal() // the rest, for another worker
 			}
@@ -357,14 +353,20 @@ func (f *flow) dropped(n int) {
 	f.poke()
 }
 
-// unholdLocked ends holding back: the failed jobs go out again first.
+// unholdLocked ends holding back: the failed jobs go out again first, as
+// retries. Their failures counted once: failing again, they do not hold
+// the endpoint back again, and wait for a push started after them to
+// succeed, which makes them the messages' own (nak'ed, their deliveries
+// counted). Counted afresh, a few messages failing on their own while
+// slower ones succeeded held the endpoint back, were put back unnak'ed by
+// the next success, and went round so for ever, max_deliver never reached.
 func (f *flow) unholdLocked() {
 	if !f.held {
 		return
 	}
 	f.held = false
 	for _, j := range f.failed {
-		j.failedAt = time.Time{}
+		j.failedAt, j.retry = time.Time{}, true
 	}
 	f.queue = append(f.failed, f.queue...)
 	f.failed = nil

@@ -27,7 +27,7 @@ func (ps *pushers) start(runCtx context.Context, cfgs []push.Config, reg prometh
 		return nil
 	}
 	m := push.NewMetrics(reg)
-	ps.by = make(map[consumerKey]*push.Pusher, len(cfgs))
+	made := make(map[consumerKey]*push.Pusher, len(cfgs))
 	for _, cfg := range cfgs {
 		key := consumerKey{cfg.Stream, cfg.Consumer}
 		c := ps.binder.bound(key.stream, key.name)
@@ -38,10 +38,16 @@ func (ps *pushers) start(runCtx context.Context, cfgs []push.Config, reg prometh
 		if err != nil {
 			return err
 		}
-		ps.by[key] = p
+		made[key] = p
 	}
-	for _, p := range ps.by {
-		ps.run.Go(func() { p.Run(runCtx) })
+	// Only pushers that run are kept: StopPush waits for each one's Run
+	// to return (one of a later block that could not be made, left
+	// unrun, hung the replica's close for ever).
+	ps.by = make(map[consumerKey]*push.Pusher, len(made))
+	for key, p := range made {
+		if ps.run.Go(func() { p.Run(runCtx) }) {
+			ps.by[key] = p
+		}
 	}
 	return nil
 }
