@@ -102,6 +102,9 @@ func TestFailuresOfABatch(t *testing.T) {
 		{`{"failures":[]}`, nil, false},
 		{`{"failures":[{"id":"S.1","retry_after":"5s"},{"id":"S.2"},{"id":"S.3","retry_after":2.5},{"id":"S.4","retry_after":"soon"},{"id":"S.5","retry_after":"-1s"}]}`,
 			map[string]failure{"S.1": {5 * time.Second}, "S.2": {}, "S.3": {2500 * time.Millisecond}, "S.4": {}, "S.5": {}}, false},
+		// Longer than a day: a day, as the Retry-After header's.
+		{`{"failures":[{"id":"S.1","retry_after":86401},{"id":"S.2","retry_after":"48h"},{"id":"S.3","retry_after":1e300}]}`,
+			map[string]failure{"S.1": {24 * time.Hour}, "S.2": {24 * time.Hour}, "S.3": {24 * time.Hour}}, false},
 		{`{"failures":[{"retry_after":"5s"}]}`, nil, true},
 		{`{"failures":[{"id":""}]}`, nil, true},
 		{`{"failures":"S.1"}`, nil, true},

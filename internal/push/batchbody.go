@@ -318,18 +318,21 @@ func failures(body []byte) (map[string]failure, error) {
 }
 
 // retryAfterValue reads a failure's retry_after: a duration ("5s", "1m30s")
-// or seconds (5, 0.5). Absent, null, negative or not one of those: 0, none.
+// or seconds (5, 0.5), a day at most, as the header's (the Nak's delay is
+// cut to retry.max after). Absent, null, negative or not one of those: 0,
+// none.
 func retryAfterValue(raw json.RawMessage) time.Duration {
+	const most = 24 * time.Hour
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
 		if d, err := time.ParseDuration(strings.TrimSpace(s)); err == nil && d >= 0 {
-			return d
+			return min(d, most)
 		}
 		return 0
 	}
 	var sec float64
-	if err := json.Unmarshal(raw, &sec); err == nil && sec >= 0 && sec < float64(24*time.Hour/time.Second) {
-		return time.Duration(sec * float64(time.Second))
+	if err := json.Unmarshal(raw, &sec); err == nil && sec >= 0 {
+		return time.Duration(min(sec, most.Seconds()) * float64(time.Second))
 	}
 	return 0
 }

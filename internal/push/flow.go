@@ -372,11 +372,12 @@ func (f *flow) unholdLocked() {
 	f.failed = nil
 }
 
-// drop forgets the jobs not in flight: their leases were let go.
+// drop forgets the jobs not in flight: their leases were let go. An
+// endpoint held back stays so, as the metric and the log have it, until
+// one of the next stream's pushes is answered.
 func (f *flow) drop() {
 	f.mu.Lock()
 	f.queue, f.failed = nil, nil
-	f.held, f.streak = false, 0
 	f.mu.Unlock()
 	f.poke()
 }

@@ -209,3 +209,56 @@ func TestTakeBatchTakesTheJobsThatFailedTogether(t *testing.T) {
 		t.Fatalf("%d left failed, want the second batch's 2", len(f.failed))
 	}
 }
+
+// A stream that ends while the endpoint is held back drops its jobs, not
+// the hold: the metric and the log still say down, and so must the flow
+// (GetConsumer), until one of the next stream's jobs, tried alone, is
+// answered.
+func TestAStreamEndingKeepsTheHold(t *testing.T) {
+	f, _ := heldBack()
+	f.drop()
+	if _, held := f.state(); !held {
+		t.Fatal("the hold ended with the stream")
+	}
+	if _, _, ok := f.retryDue(); ok {
+		t.Fatal("something to try with every job dropped")
+	}
+	next := jobs(2)
+	f.add(next...)
+	j, _, ok := f.retryDue()
+	if !ok || j != next[0] || !f.take(j) {
+		t.Fatalf("held back, the next stream's first job is not tried alone: %v %v", j, ok)
+	}
+	f.succeeded(time.Now(), 1)
+	if _, held := f.state(); held || len(f.queue) != 1 {
+		t.Fatalf("after the try succeeded: held %v, %d queued; want up, the other job queued", held, len(f.queue))
+	}
+}
+
+// A job held back, put back when the endpoint answers, goes out as a retry:
+// failing again it does not count towards another hold, and a push started
+// after it that succeeds makes its failure its own (nak'ed).
+func TestAJobPutBackByAnAnswerIsARetry(t *testing.T) {
+	f, _ := heldBack()
+	j, _, _ := f.retryDue()
+	f.take(j)
+	f.succeeded(time.Now(), 1) // up again: the other failed jobs go out first
+	var again []*job
+	for range 2 {
+		again = append(again, f.next())
+	}
+	at := time.Now()
+	for _, a := range again {
+		if !a.retry {
+			t.Fatal("a job put back by the answer is not a retry")
+		}
+		f.failedRetryable(at, a)
+	}
+	if _, held := f.state(); held {
+		t.Fatal("two put-back jobs failing again held the endpoint back")
+	}
+	later := f.next() // the queued one, started after those failures
+	if own := f.succeeded(at.Add(time.Millisecond), 1); len(own) != 2 || later == nil {
+		t.Fatalf("%d failures taken for the messages' own after a later push succeeded; want 2", len(own))
+	}
+}

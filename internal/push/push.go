@@ -320,7 +320,11 @@ func (p *Pusher) push(ctx context.Context, j *job) {
 			p.flow.dropped(1)
 		}
 		p.failed(a.err)
-		p.settle(ctx, lease.OpTerm, []*consumer.Delivery{j.d}, settle.Args{Reason: fmt.Sprintf("HTTP %d", a.status)})
+		reason := "the request could not be made" // as for a batch's message
+		if a.status != 0 {
+			reason = fmt.Sprintf("HTTP %d", a.status)
+		}
+		p.settle(ctx, lease.OpTerm, []*consumer.Delivery{j.d}, settle.Args{Reason: reason})
 	case retry:
 		p.m.requests.retried.Inc()
 		p.failed(a.err)
