@@ -3,8 +3,10 @@ package gateway
 import (
 	"crypto/x509"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -18,6 +20,15 @@ import (
 func authenticate(o Options) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if o.LocalOnly && !loopbackHost(r.Host) {
+				err := fmt.Errorf("%w: the request names host %q: this gateway runs without authentication and serves loopback alone, so it takes requests for localhost, 127.0.0.1 or [::1] only (a web page given this machine's address under its own name would otherwise reach it); call it by one of those, or configure auth",
+					auth.ErrPermissionDenied, r.Host)
+				if o.Denied != nil {
+					o.Denied(r, err)
+				}
+				writeStatus(w, http.StatusForbidden, status.New(codes.PermissionDenied, err.Error()), "PERMISSION_DENIED")
+				return
+			}
 			if len(r.Header.Values("Authorization")) > 1 {
 				st := status.New(codes.InvalidArgument, "send one Authorization header, not several")
 				writeStatus(w, http.StatusBadRequest, st, "INVALID_ARGUMENT")
@@ -59,6 +70,21 @@ func granted(o Options, action auth.Action, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// loopbackHost reports whether the host a request names (its Host header,
+// with or without a port) is a loopback one.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func verifiedCert(r *http.Request) *x509.Certificate {

@@ -71,6 +71,12 @@ type Options struct {
 	// Denied, if set, is told of each call refused here (for the log and
 	// the denial metric).
 	Denied func(r *http.Request, err error)
+	// LocalOnly is set where authentication is off and the listener takes
+	// loopback connections alone: a request must then name a loopback host
+	// (localhost, 127.0.0.1, [::1]). A web page whose own name an attacker
+	// points at 127.0.0.1 (DNS rebinding) is, to the browser, the same
+	// origin as this gateway; its requests name the page's host.
+	LocalOnly bool
 	// CORSOrigins are the origins whose pages may call the API from a
 	// browser; none by default.
 	CORSOrigins []string

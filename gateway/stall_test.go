@@ -36,7 +36,7 @@ func TestRESTConsumeOfACallerThatReadsNothingEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := `{"maxMessages":100,"heartbeat":"0.2s"}`
-	if _, err := fmt.Fprintf(conn, "POST %s:consume HTTP/1.1\r\nHost: jetgate\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+	if _, err := fmt.Fprintf(conn, "POST %s:consume HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
 		consumerPath, len(body), body); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestRESTConsumeOfASilentCallerEndsThoughEveryWriteFits(t *testing.T) {
 	}
 	defer conn.Close()
 	body := `{"maxMessages":10,"heartbeat":"0.2s","autoExtend":true}`
-	if _, err := fmt.Fprintf(conn, "POST %s:consume HTTP/1.1\r\nHost: jetgate\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+	if _, err := fmt.Fprintf(conn, "POST %s:consume HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
 		consumerPath, len(body), body); err != nil {
 		t.Fatal(err)
 	}

@@ -176,7 +176,8 @@ func TestConsumersThroughTheAPIRefusals(t *testing.T) {
 		// Under a second, the server rescans the pending messages without rest.
 		{"ack_wait under a second", &jetgatev1.ConsumerConfig{DurableName: "team-x", AckWait: durationpb.New(time.Millisecond)}, codes.InvalidArgument, "INVALID_ARGUMENT"},
 		{"a backoff step under a second", &jetgatev1.ConsumerConfig{DurableName: "team-x", Backoff: []*durationpb.Duration{durationpb.New(2 * time.Second), durationpb.New(1)}}, codes.InvalidArgument, "INVALID_ARGUMENT"},
-		{"as many backoff steps as max_deliver", &jetgatev1.ConsumerConfig{DurableName: "team-x", MaxDeliver: 2, Backoff: []*durationpb.Duration{durationpb.New(time.Second), durationpb.New(2 * time.Second)}}, codes.InvalidArgument, "INVALID_ARGUMENT"},
+		{"more backoff steps than max_deliver", &jetgatev1.ConsumerConfig{DurableName: "team-x", MaxDeliver: 2, Backoff: []*durationpb.Duration{durationpb.New(time.Second), durationpb.New(2 * time.Second), durationpb.New(3 * time.Second)}}, codes.InvalidArgument, "INVALID_ARGUMENT"},
+		{"more backoff steps than the block's max_deliver", &jetgatev1.ConsumerConfig{DurableName: "team-x", Backoff: []*durationpb.Duration{durationpb.New(time.Second), durationpb.New(time.Second), durationpb.New(time.Second), durationpb.New(time.Second), durationpb.New(time.Second), durationpb.New(time.Second)}}, codes.InvalidArgument, "ADMIN_BOUND"},
 		{"a filter subject with an empty token", &jetgatev1.ConsumerConfig{DurableName: "team-x", FilterSubjects: []string{"orders..x"}}, codes.InvalidArgument, "INVALID_ARGUMENT"},
 		{"a filter subject with a wildcard in a token", &jetgatev1.ConsumerConfig{DurableName: "team-x", FilterSubjects: []string{"orders.>x"}}, codes.InvalidArgument, "INVALID_ARGUMENT"},
 		{"a filter subject with a space", &jetgatev1.ConsumerConfig{DurableName: "team-x", FilterSubjects: []string{"orders.a", "orders. x"}}, codes.InvalidArgument, "INVALID_ARGUMENT"},
@@ -191,13 +192,18 @@ func TestConsumersThroughTheAPIRefusals(t *testing.T) {
 	if _, err := h.js.Consumer(h.ctx(), stream, "team-x"); err == nil {
 		t.Error("a refused create made the consumer")
 	}
-	// The quota: two, then RESOURCE_EXHAUSTED.
+	// The quota: two, then RESOURCE_EXHAUSTED. team-2 has as many backoff
+	// steps as deliveries, which the server takes.
 	for _, name := range []string{"team-1", "team-2"} {
-		r, err := create(h, a, &jetgatev1.ConsumerConfig{DurableName: name})
+		cfg := &jetgatev1.ConsumerConfig{DurableName: name}
+		if name == "team-2" {
+			cfg.MaxDeliver, cfg.Backoff = 2, []*durationpb.Duration{durationpb.New(time.Second), durationpb.New(2 * time.Second)}
+		}
+		r, err := create(h, a, cfg)
 		if err != nil {
 			t.Fatalf("create %s: %v", name, err)
 		}
-		if got := r.GetConfig().GetMaxDeliver(); got != 5 {
+		if got := r.GetConfig().GetMaxDeliver(); name == "team-1" && got != 5 {
 			t.Errorf("max_deliver unset: %d; want the bound, 5", got)
 		}
 	}

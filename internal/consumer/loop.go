@@ -71,6 +71,10 @@ type pullLimits struct {
 	gap, linger time.Duration
 }
 
+// MaxFetchBytes is the most bytes one of its pulls asks for: a message
+// larger than that is never received.
+func (pl *puller) MaxFetchBytes() int64 { return pl.maxFetchBytes }
+
 // limits are the loop's limits for a caller's batch, bytes and expiry:
 // maxBytes within the gateway's bound, and the wait within the server's
 // max_request_expires and, less deadlineSlack, the caller's own deadline.

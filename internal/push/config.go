@@ -121,18 +121,15 @@ func (c Config) leases() int {
 
 // leaseBytes is how many bytes of messages a batching pusher holds at most
 // (0: no bound but leases): a request's max_bytes for each of its workers,
-// and room for one message as large as NATS carries (maxPayload, and its
-// subject), so that one too large for a batch still comes, alone. Without
-// it, batches of large messages held max_messages of them per worker, each
-// lease kept alive away from the other replicas.
-func (c Config) leaseBytes(maxPayload int64) int64 {
+// and room for the largest message one pull takes (pullMax), so that one
+// too large for a batch still comes, alone, as it did before the bound.
+// Without it, batches of large messages held max_messages of them per
+// worker, each lease kept alive away from the other replicas.
+func (c Config) leaseBytes(pullMax int64) int64 {
 	if c.Batch == nil {
 		return 0
 	}
-	if maxPayload <= 0 { // not known: the most NATS allows
-		maxPayload = 64 << 20
-	}
-	return int64(c.Concurrency)*c.Batch.MaxBytes + maxPayload + 64<<10
+	return int64(c.Concurrency)*c.Batch.MaxBytes + pullMax
 }
 
 // FieldError names the field of a push block that is wrong.

@@ -39,6 +39,7 @@ type flow struct {
 	inFlight int
 	streak   int // retryable failures since the last success
 	held     bool
+	heldAt   time.Time // when the endpoint was last held back
 	stopped  bool
 	// probeQueued: held back, the next try is a queued job's.
 	probeQueued bool
@@ -283,7 +284,10 @@ func (f *flow) succeeded(started time.Time, n int) (own []*job) {
 	f.streak = 0
 	f.delay = f.retryMin
 	if f.held {
-		f.unholdLocked()
+		// A push started before the hold, answered only now, overlapped
+		// the failures: the endpoint served meanwhile, and they were the
+		// messages' own. One started since (a probe) says it is back.
+		f.unholdLocked(started.Before(f.heldAt))
 		f.cond.Broadcast()
 		return nil
 	}
@@ -320,8 +324,8 @@ func (f *flow) failedRetryable(at time.Time, js ...*job) (held bool) {
 	} else {
 		f.streak++
 	}
-	if f.streak >= holdAfter {
-		f.held = true
+	if f.streak >= holdAfter && !f.held {
+		f.held, f.heldAt = true, at
 	}
 	// The endpoint asked for a wait: the next try waits that long at least
 	// (at least retry.min, at most retry.max).
@@ -336,7 +340,7 @@ func (f *flow) answered(n int) {
 	f.mu.Lock()
 	f.inFlight -= n
 	f.streak = 0
-	f.unholdLocked()
+	f.unholdLocked(false)
 	f.mu.Unlock()
 	f.cond.Broadcast()
 	f.poke()
@@ -353,20 +357,23 @@ func (f *flow) dropped(n int) {
 	f.poke()
 }
 
-// unholdLocked ends holding back: the failed jobs go out again first, as
-// retries. Their failures counted once: failing again, they do not hold
-// the endpoint back again, and wait for a push started after them to
-// succeed, which makes them the messages' own (nak'ed, their deliveries
-// counted). Counted afresh, a few messages failing on their own while
-// slower ones succeeded held the endpoint back, were put back unnak'ed by
-// the next success, and went round so for ever, max_deliver never reached.
-func (f *flow) unholdLocked() {
+// unholdLocked ends holding back: the failed jobs go out again first.
+// With own (a push that overlapped their failures succeeded: theirs, not
+// the endpoint's), as retries: failing again, they do not hold the
+// endpoint back again, and wait for a push started after them to succeed,
+// which makes them the messages' own (nak'ed, their deliveries counted).
+// Counted afresh, a few messages failing fast while slower ones succeeded
+// held the endpoint back, were put back unnak'ed by the next success, and
+// went round so for ever, max_deliver never reached. Without (the endpoint
+// is back), afresh: down again, they hold it back again, and an outage
+// with a moment up in it costs no delivery.
+func (f *flow) unholdLocked(own bool) {
 	if !f.held {
 		return
 	}
 	f.held = false
 	for _, j := range f.failed {
-		j.failedAt, j.retry = time.Time{}, true
+		j.failedAt, j.retry = time.Time{}, own
 	}
 	f.queue = append(f.failed, f.queue...)
 	f.failed = nil

@@ -235,30 +235,72 @@ func TestAStreamEndingKeepsTheHold(t *testing.T) {
 	}
 }
 
-// A job held back, put back when the endpoint answers, goes out as a retry:
-// failing again it does not count towards another hold, and a push started
-// after it that succeeds makes its failure its own (nak'ed).
-func TestAJobPutBackByAnAnswerIsARetry(t *testing.T) {
-	f, _ := heldBack()
-	j, _, _ := f.retryDue()
-	f.take(j)
-	f.succeeded(time.Now(), 1) // up again: the other failed jobs go out first
+// A job held back, put back by the success of a push that started before
+// the hold (it overlapped the failures: the endpoint served meanwhile), goes
+// out as a retry: failing again it does not count towards another hold, and
+// a push started after it that succeeds makes its failure its own (nak'ed).
+func TestAJobPutBackByASuccessThatOverlappedItsFailureIsARetry(t *testing.T) {
+	f := newFlow(time.Millisecond, time.Second)
+	f.add(jobs(5)...)
+	slow := f.next()
+	started := time.Now() // before any failure
+	for range 3 {
+		f.failedRetryable(time.Now(), f.next())
+	}
+	if _, held := f.state(); !held || slow == nil {
+		t.Fatal("three failures in a row did not hold the endpoint back")
+	}
+	f.succeeded(started, 1) // the slow push, answered only now
 	var again []*job
-	for range 2 {
+	for range 3 {
 		again = append(again, f.next())
 	}
 	at := time.Now()
 	for _, a := range again {
 		if !a.retry {
-			t.Fatal("a job put back by the answer is not a retry")
+			t.Fatal("a job put back by an overlapping success is not a retry")
 		}
 		f.failedRetryable(at, a)
 	}
 	if _, held := f.state(); held {
-		t.Fatal("two put-back jobs failing again held the endpoint back")
+		t.Fatal("three put-back jobs failing again held the endpoint back")
 	}
 	later := f.next() // the queued one, started after those failures
-	if own := f.succeeded(at.Add(time.Millisecond), 1); len(own) != 2 || later == nil {
-		t.Fatalf("%d failures taken for the messages' own after a later push succeeded; want 2", len(own))
+	if own := f.succeeded(at.Add(time.Millisecond), 1); len(own) != 3 || later == nil {
+		t.Fatalf("%d failures taken for the messages' own after a later push succeeded; want 3", len(own))
+	}
+}
+
+// An endpoint up for a moment within an outage (a probe that started after
+// the hold succeeds) puts the failed jobs back afresh: down again, they
+// hold it back again, and the end of the outage naks none of them. As
+// retries, they counted towards no hold, and the first success after the
+// outage nak'ed them all: each moment up cost every held message a
+// delivery.
+func TestAMomentUpWithinAnOutageCostsNoDelivery(t *testing.T) {
+	f, _ := heldBack()
+	j, _, ok := f.retryDue()
+	if !ok || !f.take(j) {
+		t.Fatal("nothing to try while held")
+	}
+	f.succeeded(time.Now(), 1) // the probe, started after the hold: up
+	if _, held := f.state(); held {
+		t.Fatal("still held after the probe succeeded")
+	}
+	at := time.Now()
+	for range 3 { // down again: the two put back, and the one queued
+		n := f.next()
+		if n.retry {
+			t.Fatal("a job put back by a probe's success is a retry")
+		}
+		f.failedRetryable(at, n)
+	}
+	if _, held := f.state(); !held {
+		t.Fatal("three failures in a row after a moment up did not hold the endpoint back again")
+	}
+	p, _, _ := f.retryDue()
+	f.take(p)
+	if own := f.succeeded(time.Now(), 1); len(own) != 0 {
+		t.Fatalf("the end of the outage nak'ed %d held jobs; want none", len(own))
 	}
 }

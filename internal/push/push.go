@@ -43,9 +43,6 @@ type Pusher struct {
 	log       *slog.Logger
 	up        *endpointLog
 	tracer    trace.Tracer // the batch spans'; nil while tracing is off
-	// maxPayload is the largest message NATS carries: a batching pusher
-	// holds room for one besides its batches (Config.leaseBytes).
-	maxPayload int64
 
 	stop     chan struct{} // closed by Stop: pull no more, start no push
 	stopOnce sync.Once
@@ -61,10 +58,9 @@ type Pusher struct {
 	lastErrAt time.Time
 }
 
-// New makes the pusher of c that cfg (defaults filled) describes, on a
-// connection that carries messages of up to maxPayload bytes; it reads the
-// block's files.
-func New(cfg Config, c *consumer.Consumer, maxPayload int64, m *Metrics, log *slog.Logger, trc *tracing.Tracing) (*Pusher, error) {
+// New makes the pusher of c that cfg (defaults filled) describes; it reads
+// the block's files.
+func New(cfg Config, c *consumer.Consumer, m *Metrics, log *slog.Logger, trc *tracing.Tracing) (*Pusher, error) {
 	if err := cfg.check(); err != nil {
 		return nil, fmt.Errorf("push of %s/%s: %w", cfg.Stream, cfg.Consumer, err)
 	}
@@ -77,7 +73,7 @@ func New(cfg Config, c *consumer.Consumer, maxPayload int64, m *Metrics, log *sl
 		return nil, fmt.Errorf("push of %s/%s: %w", cfg.Stream, cfg.Consumer, err)
 	}
 	p := &Pusher{
-		cfg: cfg, c: c, tmpl: tmpl, maxPayload: maxPayload,
+		cfg: cfg, c: c, tmpl: tmpl,
 		flow: newFlow(cfg.RetryMin, cfg.RetryMax), m: m.bind(cfg.Stream, cfg.Consumer),
 		log:  log.With("stream", cfg.Stream, "consumer", cfg.Consumer, "push", redact(cfg.URL)),
 		stop: make(chan struct{}), done: make(chan struct{}),
@@ -195,7 +191,7 @@ func (p *Pusher) Run(ctx context.Context) {
 // another reason (its consumer deleted) is opened again.
 func (p *Pusher) consume(ctx context.Context) {
 	req := consumer.ConsumeRequest{
-		MaxMessages: p.cfg.leases(), MaxBytes: p.cfg.leaseBytes(p.maxPayload),
+		MaxMessages: p.cfg.leases(), MaxBytes: p.cfg.leaseBytes(p.c.MaxFetchBytes()),
 		Heartbeat: time.Hour, AutoExtend: true, MaxLease: forever,
 		Principal: "push", Stop: p.stop,
 		// A stream that ends without the pusher leaving (its consumer

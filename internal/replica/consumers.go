@@ -41,7 +41,11 @@ func (m *manager) CreateConsumer(ctx context.Context, principal, stream string, 
 	if err != nil {
 		return nil, err
 	}
-	if err := m.admitted(&cfg, s.CachedInfo().Config.ConsumerLimits); err != nil {
+	limits, err := consumerLimits(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.admitted(&cfg, limits); err != nil {
 		return nil, err
 	}
 	// The server takes a create of a consumer that exists with the same
@@ -85,7 +89,11 @@ func (m *manager) UpdateConsumer(ctx context.Context, principal, stream, name st
 	if err != nil {
 		return nil, err
 	}
-	if err := m.admitted(&cfg, s.CachedInfo().Config.ConsumerLimits); err != nil {
+	limits, err := consumerLimits(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.admitted(&cfg, limits); err != nil {
 		return nil, err
 	}
 	unpin := cur.Config.PriorityPolicy == jetstream.PriorityPolicyPinned && cfg.PriorityPolicy != jetstream.PriorityPolicyPinned
@@ -165,6 +173,17 @@ func (m *manager) created(ctx context.Context, stream, name string) (*jetstream.
 	return ci, nil
 }
 
+// consumerLimits are the stream's limits for its consumers as the server
+// has them now (an operator may have changed them since the stream was
+// looked up).
+func consumerLimits(ctx context.Context, s jetstream.Stream) (jetstream.StreamConsumerLimits, error) {
+	si, err := s.Info(ctx)
+	if err != nil {
+		return jetstream.StreamConsumerLimits{}, fmt.Errorf("%w: stream info: %v", errs.ErrUnavailable, err)
+	}
+	return si.Config.ConsumerLimits, nil
+}
+
 // admitted checks cfg is a consumer jetgate serves, within the admin
 // bounds, and fills what the bounds set where the caller left it unset: the
 // bound, or the stream's own limit for its consumers where that is lower
@@ -188,6 +207,7 @@ func (m *manager) admitted(cfg *jetstream.ConsumerConfig, limits jetstream.Strea
 		}
 		return nil
 	}
+	askedMaxDeliver := cfg.MaxDeliver
 	if err := bound("max_deliver", &cfg.MaxDeliver, a.MaxDeliver, 0); err != nil {
 		return err
 	}
@@ -217,8 +237,12 @@ func (m *manager) admitted(cfg *jetstream.ConsumerConfig, limits jetstream.Strea
 			return fmt.Errorf("%w: config.backoff[%d] %v: the admin block allows at most %v", errs.ErrAdminBound, i, b, a.MaxAckWait)
 		}
 	}
-	if n := len(cfg.BackOff); n > 0 && cfg.MaxDeliver > 0 && cfg.MaxDeliver <= n {
-		return fmt.Errorf("%w: config.max_deliver %d: must be more than the %d steps of backoff (the server requires it)", errs.ErrInvalidArgument, cfg.MaxDeliver, n)
+	if n := len(cfg.BackOff); cfg.MaxDeliver > 0 && n > cfg.MaxDeliver {
+		why := errs.ErrInvalidArgument
+		if askedMaxDeliver == 0 || askedMaxDeliver == -1 {
+			why = errs.ErrAdminBound // the block's bound, filled in
+		}
+		return fmt.Errorf("%w: config.backoff: %d steps, more than max_deliver %d deliveries (the server requires no more)", why, n, cfg.MaxDeliver)
 	}
 	if a.InactiveThreshold > 0 && (cfg.InactiveThreshold == 0 || cfg.InactiveThreshold > a.InactiveThreshold) {
 		cfg.InactiveThreshold = a.InactiveThreshold

@@ -34,7 +34,7 @@ func (ps *pushers) start(runCtx context.Context, cfgs []push.Config, reg prometh
 		if c == nil {
 			return fmt.Errorf("push of %s/%s: the consumer is not configured", cfg.Stream, cfg.Consumer)
 		}
-		p, err := push.New(cfg.WithDefaults(), c, ps.nc.MaxPayload(), m, ps.log, trc)
+		p, err := push.New(cfg.WithDefaults(), c, m, ps.log, trc)
 		if err != nil {
 			return err
 		}

@@ -64,6 +64,9 @@ func (m *manager) Seek(ctx context.Context, stream, name string, to SeekTarget) 
 		if err := seekAllowed(ci.Config, seq); err != nil {
 			return SeekResult{}, err
 		}
+		if err := m.notPastTheEnd(ctx, stream, seq); err != nil {
+			return SeekResult{}, err
+		}
 		payload, _ = json.Marshal(struct {
 			Seq uint64 `json:"seq"`
 		}{seq})
@@ -82,7 +85,7 @@ func (m *manager) seekSeq(ctx context.Context, stream string, to SeekTarget) (ui
 		if to.Seq == 0 {
 			return 0, fmt.Errorf("%w: sequence: must be 1 or more", errs.ErrInvalidArgument)
 		}
-		return to.Seq, m.notPastTheEnd(ctx, stream, to.Seq)
+		return to.Seq, nil
 	}
 	if to.Time.After(time.Now()) {
 		return 0, fmt.Errorf("%w: time %s has not come yet", errs.ErrSeekTimeInFuture, to.Time.UTC().Format(time.RFC3339))
