@@ -232,7 +232,6 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 		}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.MaxHeaderListSize(maxHeaderBytes),
-		grpc.InTapHandle(guard.Tap()), // authenticated as the headers arrive, before any work
 		grpc.ChainUnaryInterceptor(chain...), grpc.ChainStreamInterceptor(guard.Stream()))
 	if p.tls != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(p.tls)))
@@ -253,7 +252,7 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 		Local: func(conn grpc.ClientConnInterface) grpc.ClientConnInterface {
 			return server.NewLocal(p.replica, p.log, restChain, conn)
 		},
-		Auth: authn, Denied: guard.DeniedHTTP, LocalOnly: authn == nil && loopbackListener(p.httpLis),
+		Auth: authn, Denied: guard.DeniedHTTP, LocalOnly: authn == nil && !p.cfg.Auth.AllowUnauthenticated && loopbackListener(p.httpLis),
 		Console: p.cfg.Console.Enabled, WriteStall: p.stall,
 	})
 }

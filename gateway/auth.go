@@ -21,7 +21,7 @@ func authenticate(o Options) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if o.LocalOnly && !loopbackHost(r.Host) {
-				err := fmt.Errorf("%w: the request names host %q: this gateway runs without authentication and serves loopback alone, so it takes requests for localhost, 127.0.0.1 or [::1] only (a web page given this machine's address under its own name would otherwise reach it); call it by one of those, or configure auth",
+				err := fmt.Errorf("%w: the request names host %q: this gateway runs without authentication and serves loopback alone, so it takes requests for localhost, 127.0.0.1 or [::1] only (a web page given this machine's address under its own name would otherwise reach it); call it by one of those (a proxy in front: have it send one as Host), or configure auth, or set auth.allow_unauthenticated to serve any host",
 					auth.ErrPermissionDenied, r.Host)
 				if o.Denied != nil {
 					o.Denied(r, err)

@@ -71,7 +71,8 @@ type Options struct {
 	// Denied, if set, is told of each call refused here (for the log and
 	// the denial metric).
 	Denied func(r *http.Request, err error)
-	// LocalOnly is set where authentication is off and the listener takes
+	// LocalOnly is set where authentication is off (and not explicitly
+	// allowed to be: auth.allow_unauthenticated) and the listener takes
 	// loopback connections alone: a request must then name a loopback host
 	// (localhost, 127.0.0.1, [::1]). A web page whose own name an attacker
 	// points at 127.0.0.1 (DNS rebinding) is, to the browser, the same

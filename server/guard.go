@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
-	"google.golang.org/grpc/tap"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	"github.com/jetgate/jetgate/internal/auth"
@@ -176,33 +175,7 @@ func (g *Guard) check(ctx context.Context, method string, req any) (context.Cont
 	return ctx, nil
 }
 
-// tapped is the context key of the principal Tap authenticated.
-type tapped struct{}
-
-// Tap authenticates a call on the gRPC listener as its headers arrive,
-// before grpc starts a handler for it or reads its request: a caller
-// without credentials holds no goroutine and no message buffer. Before it,
-// a few bytes of headers held both, and a request announced large and sent
-// slowly held its whole size, for as long as the caller kept the
-// connection alive, authenticated or not. The principal goes on in the
-// call's context, where the interceptors take it and authorize.
-func (g *Guard) Tap() tap.ServerInHandle {
-	return func(ctx context.Context, info *tap.Info) (context.Context, error) {
-		if open(info.FullMethodName) {
-			return ctx, nil
-		}
-		p, err := g.authenticate(metadata.NewIncomingContext(ctx, info.Header))
-		if err != nil {
-			return nil, g.deny(ctx, info.FullMethodName, "", nil, err)
-		}
-		return context.WithValue(ctx, tapped{}, p), nil
-	}
-}
-
 func (g *Guard) authenticate(ctx context.Context) (string, error) {
-	if p, ok := ctx.Value(tapped{}).(string); ok {
-		return p, nil
-	}
 	md, _ := metadata.FromIncomingContext(ctx)
 	if ps := md.Get(auth.AssertedPrincipal); len(ps) > 0 {
 		if !g.asserted || len(ps) != 1 {

@@ -317,12 +317,19 @@ func (f *flow) failedRetryable(at time.Time, js ...*job) (held bool) {
 		asked = max(asked, j.retryAfter)
 	}
 	f.failed = append(f.failed, js...)
-	if js[0].retry {
-		// A retry's failure does not count: one message failing again and
-		// again is no sign that the endpoint is down.
-		f.delay = min(f.delay*2, f.retryMax)
-	} else {
+	// A retry's failure counts only where it is all there is to go by: no
+	// other push in flight (which may succeed, and make it the message's
+	// own), and other messages failed too. One message failing again and
+	// again is no sign that the endpoint is down; retries failing one after
+	// another, every held message alike, are (else an outage that began
+	// while slow pushes still succeeded was never held back, and its end
+	// nak'ed every held message).
+	alone := !f.held && f.inFlight == 0 && len(f.failed) > len(js)
+	if !js[0].retry || alone {
 		f.streak++
+	}
+	if js[0].retry {
+		f.delay = min(f.delay*2, f.retryMax)
 	}
 	if f.streak >= holdAfter && !f.held {
 		f.held, f.heldAt = true, at

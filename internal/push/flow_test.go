@@ -304,3 +304,45 @@ func TestAMomentUpWithinAnOutageCostsNoDelivery(t *testing.T) {
 		t.Fatalf("the end of the outage nak'ed %d held jobs; want none", len(own))
 	}
 }
+
+// An outage that begins while slow pushes still succeed: a slow push that
+// started before the hold succeeds and ends it, putting the failed jobs
+// back as retries, and they fail again. Failing one after another with
+// nothing else in flight, every held message alike, they hold the endpoint
+// back again, and the end of the outage naks none of them. Not counted,
+// the endpoint was never held again, and its end nak'ed every held
+// message.
+func TestAnOutageBegunUnderSlowSuccessesIsHeldBackAgain(t *testing.T) {
+	f := newFlow(time.Millisecond, time.Second)
+	f.add(jobs(4)...)
+	slow := f.next()
+	started := time.Now()
+	for range 3 {
+		f.failedRetryable(time.Now(), f.next())
+	}
+	f.succeeded(started, 1) // the slow one, answered after the outage began
+	if _, held := f.state(); held || slow == nil {
+		t.Fatal("still held after the slow push succeeded")
+	}
+	for range 3 { // pushed again at once, side by side: down
+		f.failedRetryable(time.Now(), f.next())
+	}
+	for i := 0; ; i++ {
+		if _, held := f.state(); held {
+			break
+		}
+		if i == 3 {
+			t.Fatal("the retries failing one after another, alone, did not hold the endpoint back")
+		}
+		j, _, ok := f.retryDue()
+		if !ok || !f.take(j) {
+			t.Fatal("nothing to try")
+		}
+		f.failedRetryable(time.Now(), j)
+	}
+	p, _, _ := f.retryDue()
+	f.take(p)
+	if own := f.succeeded(time.Now(), 1); len(own) != 0 {
+		t.Fatalf("the end of the outage nak'ed %d held jobs; want none", len(own))
+	}
+}

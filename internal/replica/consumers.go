@@ -178,7 +178,10 @@ func (m *manager) created(ctx context.Context, stream, name string) (*jetstream.
 // looked up).
 func consumerLimits(ctx context.Context, s jetstream.Stream) (jetstream.StreamConsumerLimits, error) {
 	si, err := s.Info(ctx)
-	if err != nil {
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return jetstream.StreamConsumerLimits{}, fmt.Errorf("%w: stream %q was deleted", errs.ErrStreamNotFound, s.CachedInfo().Config.Name)
+	case err != nil:
 		return jetstream.StreamConsumerLimits{}, fmt.Errorf("%w: stream info: %v", errs.ErrUnavailable, err)
 	}
 	return si.Config.ConsumerLimits, nil
@@ -207,7 +210,6 @@ func (m *manager) admitted(cfg *jetstream.ConsumerConfig, limits jetstream.Strea
 		}
 		return nil
 	}
-	askedMaxDeliver := cfg.MaxDeliver
 	if err := bound("max_deliver", &cfg.MaxDeliver, a.MaxDeliver, 0); err != nil {
 		return err
 	}
@@ -239,8 +241,8 @@ func (m *manager) admitted(cfg *jetstream.ConsumerConfig, limits jetstream.Strea
 	}
 	if n := len(cfg.BackOff); cfg.MaxDeliver > 0 && n > cfg.MaxDeliver {
 		why := errs.ErrInvalidArgument
-		if askedMaxDeliver == 0 || askedMaxDeliver == -1 {
-			why = errs.ErrAdminBound // the block's bound, filled in
+		if a.MaxDeliver > 0 && n > a.MaxDeliver {
+			why = errs.ErrAdminBound // no max_deliver the block allows would do
 		}
 		return fmt.Errorf("%w: config.backoff: %d steps, more than max_deliver %d deliveries (the server requires no more)", why, n, cfg.MaxDeliver)
 	}
