@@ -257,12 +257,6 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 	})
 }
 
-// loopbackListener reports whether l takes loopback connections alone.
-func loopbackListener(l net.Listener) bool {
-	a, ok := l.Addr().(*net.TCPAddr)
-	return ok && a.IP.IsLoopback()
-}
-
 // authenticator is the configured authentication, nil when it is off.
 func (p *process) authenticator() (*auth.Authenticator, error) {
 	if p.cfg.Auth.Enabled() {

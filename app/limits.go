@@ -124,3 +124,9 @@ func (h *boundedHealth) admit(ctx context.Context) (release func(), err error) {
 		h.total.Add(-1)
 	}, nil
 }
+
+// loopbackListener reports whether l takes loopback connections alone.
+func loopbackListener(l net.Listener) bool {
+	a, ok := l.Addr().(*net.TCPAddr)
+	return ok && a.IP.IsLoopback()
+}
