@@ -16,7 +16,7 @@ type job struct {
 	d          *consumer.Delivery
 	failedAt   time.Time     // its last retryable failure; zero: none
 	retryAfter time.Duration // the endpoint's Retry-After at that failure; 0: none
-	retry      bool          // tried before (the retrier took it, or held back it went out again): its failure grows the delay
+	retry      bool          // tried before (the retrier took it, or put back as failing on its own): its failure grows the delay
 	added      time.Time     // queued: a batch waits max_wait from its first job's
 	size       int64         // of its element in a batch body: estimated, exact once rendered
 	elem       []byte        // its element in a batch body, once rendered
