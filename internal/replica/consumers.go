@@ -37,15 +37,11 @@ func (m *manager) CreateConsumer(ctx context.Context, principal, stream string, 
 	cfg.Name = cfg.Durable
 	cfg.Metadata = withCreator(cfg.Metadata, cmp.Or(principal, anonymous))
 	cfg.Metadata[consumer.CreateID] = rand.Text() // the second of two identical creates is refused
-	s, err := m.binder.stream(ctx, stream)
+	s, si, err := m.streamNow(ctx, stream)
 	if err != nil {
 		return nil, err
 	}
-	limits, err := consumerLimits(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	if err := m.admitted(&cfg, limits); err != nil {
+	if err := m.admitted(&cfg, si.Config.ConsumerLimits); err != nil {
 		return nil, err
 	}
 	// The server takes a create of a consumer that exists with the same
@@ -85,15 +81,11 @@ func (m *manager) UpdateConsumer(ctx context.Context, principal, stream, name st
 		return nil, err
 	}
 	cfg.Metadata = withCreator(cfg.Metadata, cur.Config.Metadata[consumer.CreatedBy]) // the creator stays
-	s, err := m.binder.stream(ctx, stream)
+	s, si, err := m.streamNow(ctx, stream)
 	if err != nil {
 		return nil, err
 	}
-	limits, err := consumerLimits(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	if err := m.admitted(&cfg, limits); err != nil {
+	if err := m.admitted(&cfg, si.Config.ConsumerLimits); err != nil {
 		return nil, err
 	}
 	unpin := cur.Config.PriorityPolicy == jetstream.PriorityPolicyPinned && cfg.PriorityPolicy != jetstream.PriorityPolicyPinned
@@ -173,18 +165,22 @@ func (m *manager) created(ctx context.Context, stream, name string) (*jetstream.
 	return ci, nil
 }
 
-// consumerLimits are the stream's limits for its consumers as the server
-// has them now (an operator may have changed them since the stream was
-// looked up).
-func consumerLimits(ctx context.Context, s jetstream.Stream) (jetstream.StreamConsumerLimits, error) {
+// streamNow is stream, with its info as the server has it now (an operator
+// may have changed its limits since it was looked up, and its last
+// sequence moves on).
+func (m *manager) streamNow(ctx context.Context, stream string) (jetstream.Stream, *jetstream.StreamInfo, error) {
+	s, err := m.binder.stream(ctx, stream)
+	if err != nil {
+		return nil, nil, err
+	}
 	si, err := s.Info(ctx)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		return jetstream.StreamConsumerLimits{}, fmt.Errorf("%w: stream %q was deleted", errs.ErrStreamNotFound, s.CachedInfo().Config.Name)
+		return nil, nil, fmt.Errorf("%w: stream %q was deleted", errs.ErrStreamNotFound, stream)
 	case err != nil:
-		return jetstream.StreamConsumerLimits{}, fmt.Errorf("%w: stream info: %v", errs.ErrUnavailable, err)
+		return nil, nil, fmt.Errorf("%w: stream info: %v", errs.ErrUnavailable, err)
 	}
-	return si.Config.ConsumerLimits, nil
+	return s, si, nil
 }
 
 // admitted checks cfg is a consumer jetgate serves, within the admin

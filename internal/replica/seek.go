@@ -110,13 +110,9 @@ func (m *manager) notPastTheEnd(ctx context.Context, stream string, seq uint64) 
 
 // lastSeq is the sequence of the last message of stream.
 func (m *manager) lastSeq(ctx context.Context, stream string) (uint64, error) {
-	s, err := m.binder.stream(ctx, stream)
+	_, si, err := m.streamNow(ctx, stream)
 	if err != nil {
 		return 0, err
-	}
-	si, err := s.Info(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("%w: stream info: %v", errs.ErrUnavailable, err)
 	}
 	return si.State.LastSeq, nil
 }
