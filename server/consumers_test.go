@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -272,6 +273,30 @@ func TestAdminDefaultsKeepWithinTheStreamsConsumerLimits(t *testing.T) {
 	}
 	_, err = create(h, a, &jetgatev1.ConsumerConfig{DurableName: "team-above", MaxAckPending: 3000})
 	wantCode(t, err, codes.FailedPrecondition, "MANAGE_REFUSED") // asked for: the server's refusal, in its words
+}
+
+// The account's max_ack_pending bounds the admin block's default too, its
+// tier's where the account's limits are tiered by replicas: the server
+// refuses a consumer above it.
+func TestAdminDefaultsKeepWithinTheAccountsLimit(t *testing.T) {
+	for _, tier := range []string{"", "R1"} {
+		limits := map[string]natsserver.JetStreamAccountLimits{
+			tier: {MaxMemory: -1, MaxStore: -1, MaxStreams: -1, MaxConsumers: -1, MaxAckPending: 300},
+		}
+		h := newHarness(t, maxAckPending(100), onServer(func(ns *natsserver.Server) {
+			if err := ns.GlobalAccount().UpdateJetStreamLimits(limits); err != nil {
+				t.Fatal(err)
+			}
+		}))
+		a := h.adminGateways(1, coreconsumer.Admin{MaxAckPending: 5000})[0]
+		r, err := create(h, a, &jetgatev1.ConsumerConfig{DurableName: "team-a"})
+		if err != nil {
+			t.Fatalf("tier %q: a create that leaves max_ack_pending unset: %v", tier, err)
+		}
+		if got := r.GetConfig().GetMaxAckPending(); got != 300 {
+			t.Errorf("tier %q: max_ack_pending %d; want the account's limit, 300", tier, got)
+		}
+	}
 }
 
 // Without an admin block, the RPCs are off.

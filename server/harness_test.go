@@ -30,6 +30,8 @@ type config struct {
 	maxAckPending int
 	keys          *token.Keyring
 	maxFetchBytes int64
+	// onServer runs on the server before the harness's stream is made.
+	onServer func(*natsserver.Server)
 }
 
 // harness is one real NATS server and one gateway served over gRPC on a
@@ -52,6 +54,9 @@ func newHarness(t *testing.T, opts ...func(*config)) *harness {
 		o(&cfg)
 	}
 	ns := natstest.Start(t)
+	if cfg.onServer != nil {
+		cfg.onServer(ns)
+	}
 	nc := natstest.Connect(t, ns)
 	natstest.Stream(t, nc, stream, "orders.>")
 	js, err := jetstream.New(nc)
@@ -67,6 +72,9 @@ func ackWait(d time.Duration) func(*config)   { return func(c *config) { c.ackWa
 func maxAckPending(n int) func(*config)       { return func(c *config) { c.maxAckPending = n } }
 func withKeys(k *token.Keyring) func(*config) { return func(c *config) { c.keys = k } }
 func maxFetchBytes(n int64) func(*config)     { return func(c *config) { c.maxFetchBytes = n } }
+
+// onServer sets up the server before the harness's stream is made.
+func onServer(f func(*natsserver.Server)) func(*config) { return func(c *config) { c.onServer = f } }
 
 // startGateway starts one more gateway replica on the harness's server,
 // with its own NATS connection and gRPC server.

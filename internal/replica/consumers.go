@@ -37,11 +37,11 @@ func (m *manager) CreateConsumer(ctx context.Context, principal, stream string, 
 	cfg.Name = cfg.Durable
 	cfg.Metadata = withCreator(cfg.Metadata, cmp.Or(principal, anonymous))
 	cfg.Metadata[consumer.CreateID] = rand.Text() // the second of two identical creates is refused
-	s, si, err := m.streamNow(ctx, stream)
+	s, limits, err := m.limitsNow(ctx, stream, cfg.Replicas)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.admitted(&cfg, si.Config.ConsumerLimits); err != nil {
+	if err := m.admitted(&cfg, limits); err != nil {
 		return nil, err
 	}
 	// The server takes a create of a consumer that exists with the same
@@ -81,11 +81,11 @@ func (m *manager) UpdateConsumer(ctx context.Context, principal, stream, name st
 		return nil, err
 	}
 	cfg.Metadata = withCreator(cfg.Metadata, cur.Config.Metadata[consumer.CreatedBy]) // the creator stays
-	s, si, err := m.streamNow(ctx, stream)
+	s, limits, err := m.limitsNow(ctx, stream, cfg.Replicas)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.admitted(&cfg, si.Config.ConsumerLimits); err != nil {
+	if err := m.admitted(&cfg, limits); err != nil {
 		return nil, err
 	}
 	unpin := cur.Config.PriorityPolicy == jetstream.PriorityPolicyPinned && cfg.PriorityPolicy != jetstream.PriorityPolicyPinned
@@ -165,29 +165,10 @@ func (m *manager) created(ctx context.Context, stream, name string) (*jetstream.
 	return ci, nil
 }
 
-// streamNow is stream, with its info as the server has it now (an operator
-// may have changed its limits since it was looked up, and its last
-// sequence moves on).
-func (m *manager) streamNow(ctx context.Context, stream string) (jetstream.Stream, *jetstream.StreamInfo, error) {
-	s, err := m.binder.stream(ctx, stream)
-	if err != nil {
-		return nil, nil, err
-	}
-	si, err := s.Info(ctx)
-	switch {
-	case errors.Is(err, jetstream.ErrStreamNotFound):
-		return nil, nil, fmt.Errorf("%w: stream %q was deleted", errs.ErrStreamNotFound, stream)
-	case err != nil:
-		return nil, nil, fmt.Errorf("%w: stream info: %v", errs.ErrUnavailable, err)
-	}
-	return s, si, nil
-}
-
 // admitted checks cfg is a consumer jetgate serves, within the admin
 // bounds, and fills what the bounds set where the caller left it unset: the
-// bound, or the stream's own limit for its consumers where that is lower
-// (the server refuses a consumer above it, and fills its own defaults
-// within it).
+// bound, or the server's limit where that is lower (limitsNow: the server
+// refuses a consumer above it, and fills its own defaults within it).
 func (m *manager) admitted(cfg *jetstream.ConsumerConfig, limits jetstream.StreamConsumerLimits) error {
 	a := m.binder.admin
 	if cfg.AckPolicy != jetstream.AckExplicitPolicy {
