@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import sys
 import time
 from typing import Any, Awaitable, Callable, Optional
 
@@ -114,7 +115,11 @@ class Engine:
                 await asyncio.wait_for(self._idle.wait(), max(0.0, end - loop.time()))
             except asyncio.TimeoutError:
                 pass
-        # Streams end first: after that nothing new arrives, and the gateway
+        # The settles of handlers that finished go first: a stream that ends
+        # has the gateway nak what it held, and a settle still lingering in
+        # its batch would then be refused and its message delivered again.
+        await self._batcher.flush_all()
+        # Streams end next: after that nothing new arrives, and the gateway
         # naks what they held, which the naks below only make quicker.
         await self._streams.stop()
         self._closed = True
@@ -255,7 +260,11 @@ class Engine:
                 op = ("term", e.reason)
                 self.stats.handler_errors += 1
                 self._report(HandlerError("HANDLER_FINAL", f"message {h.seq}: {e.reason}"), e)
-            except Exception as e:  # the handler's failure is the message's nak
+            except BaseException as e:  # the handler's failure is the message's nak
+                if self._cancelled(h):
+                    raise
+                # Anything else it raised (a CancelledError of a future it
+                # awaited, SystemExit from a blocking handler) is its own.
                 op = ("nak", self._nak_delay(h))
                 self.stats.handler_errors += 1
                 self._report(HandlerError("HANDLER_FAILED", f"message {h.seq}: {e!r}"), e)
@@ -273,6 +282,17 @@ class Engine:
         finally:
             await self._answer_successor(h)
             self._release(h)
+
+    def _cancelled(self, h: Held) -> bool:
+        """Whether the handler of h ended because its task was cancelled: by
+        a nak close, which gave its message back, or by the loop ending."""
+        if h.closed:
+            return True
+        task = asyncio.current_task()
+        cancelling = getattr(task, "cancelling", None)  # Python 3.11 and later
+        if cancelling is not None:
+            return task is not None and cancelling() > 0
+        return isinstance(sys.exc_info()[1], asyncio.CancelledError)
 
     def _handler_done(self) -> None:
         self._running -= 1

@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional
 
 import grpc
 
-from jetgate import _trace
+from jetgate import _client, _trace
 from jetgate._client import Message, call_metadata
 from jetgate._engine import Engine, Options
 from jetgate._errors import SettleError
@@ -80,7 +80,7 @@ class Subscriber:
             self._stopped.set()
 
     async def _main(self, address: str, api_key: Optional[str], tls: Any) -> None:
-        channel = grpc.aio.secure_channel(address, tls) if tls else grpc.aio.insecure_channel(address)
+        channel = _client.channel(grpc.aio, address, tls)
         try:
             stub = consumer_pb2_grpc.ConsumerServiceStub(channel)
             self._engine = Engine(

@@ -1,11 +1,13 @@
 """A subscriber's errors logged by default (and not with on_error), waiting
-on it, using it as a context manager, and stopping on an error no retry can
-mend."""
+on it, using it as a context manager, stopping on an error no retry can
+mend, a handler's every exception a nak, and a close that lands what its
+handlers finished."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import threading
 import time
 
@@ -132,3 +134,64 @@ def test_aio_wait_context_manager_and_failure(gateway, caplog):
 
     asyncio.run(main())
     assert any("ORDERS/nobody" in r.getMessage() for r in records(caplog, logging.ERROR))
+
+
+def test_a_handler_that_raises_any_base_exception_naks_its_message(gateway, client):
+    # A CancelledError of a future the handler awaited (not the subscriber's
+    # own cancel), or SystemExit from a blocking handler, is the handler's
+    # failure like any other: its message is nak'ed and comes back, and the
+    # subscriber, holding one message at most, goes on to the next.
+    client.publish(STREAM, "orders.exits", b"first")
+    seen, errors = [], []
+
+    def exits(m):
+        seen.append(m.metadata.num_delivered)
+        if m.metadata.num_delivered == 1:
+            sys.exit(3)
+
+    sub = client.subscribe(STREAM, "exits", exits, max_messages=1, nak_delay=0.1, on_error=errors.append)
+    try:
+        wait_for(lambda: seen == [1, 2], 10, "the message again after SystemExit")
+        wait_for(lambda: sub.stats.acked == 1, 10, "the redelivery acked")
+    finally:
+        sub.close()
+    assert sub.stats.handler_errors == 1 and sub.stats.naked == 1
+    assert [e.reason for e in errors] == ["HANDLER_FAILED"]
+
+    async def main():
+        async with jetgate.aio.Client(gateway.grpc) as c:
+            await c.publish(STREAM, "orders.cancelled", b"first")
+            twice = asyncio.Event()
+
+            async def handler(m):
+                if m.metadata.num_delivered == 1:
+                    f = asyncio.get_running_loop().create_future()
+                    f.cancel()  # a shared request, cancelled elsewhere
+                    await f
+                twice.set()
+
+            sub = c.subscribe(STREAM, "cancelled", handler, max_messages=1, nak_delay=0.1, on_error=lambda e: None)
+            try:
+                await asyncio.wait_for(twice.wait(), 10)
+            finally:
+                await sub.close()
+            assert sub.stats.handler_errors == 1 and sub.stats.naked == 1 and sub.stats.acked == 1
+
+    asyncio.run(main())
+
+
+def test_a_drain_close_lands_the_settles_of_handlers_that_finished(client):
+    # A handler that finished as the close began has its ack in the
+    # subscriber's batch for a few milliseconds: it is sent before the
+    # stream ends (the gateway naks what an ended stream holds, and an ack
+    # after that would be refused and its message delivered again).
+    for i in range(3):
+        client.publish(STREAM, "orders.drainacks", str(i).encode())
+        handled = threading.Event()
+        sub = client.subscribe(STREAM, "drainacks", lambda m: handled.set(), max_messages=1)
+        try:
+            wait_for(handled.is_set, 10, "the message handled")
+        finally:
+            sub.close(mode="drain", timeout=10)
+        assert sub.stats.settle_errors == 0 and sub.stats.acked == sub.stats.handled == 1, sub.stats
+    assert client.fetch(STREAM, "drainacks", batch=10, expires=0.5) == []

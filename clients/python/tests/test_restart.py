@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 
@@ -76,3 +77,38 @@ def test_extends_use_the_newest_token_across_a_restart(own_gateway):
         client.close()
     assert calls == [1] and tokens[0] != tokens[1]
     assert sub.stats.leases_lost == 0 and sub.stats.settle_errors == 0, errors
+
+
+def test_a_subscriber_tries_a_gateway_away_within_its_backoff():
+    # A broken stream is opened again with backoff, 0.1s doubling to 5s,
+    # and the channel under it tries the gateway as often: with gRPC's own
+    # reconnect backoff (1s growing by 1.6 to 120s) a gateway back after an
+    # outage went unreached for a quarter of a minute. A listener that
+    # closes every connection it takes stands in for a gateway away; the
+    # gaps between the subscriber's tries stay within 5s and gRPC's 20%
+    # jitter (its own backoff reaches 10.5s within 30s).
+    away = socket.create_server(("127.0.0.1", 0))
+    tries = []
+
+    def take():
+        while True:
+            try:
+                conn, _ = away.accept()
+            except OSError:
+                return
+            tries.append(time.monotonic())
+            conn.close()
+
+    threading.Thread(target=take, daemon=True).start()
+    client = jetgate.Client(f"127.0.0.1:{away.getsockname()[1]}")
+    sub = client.subscribe(STREAM, "away", lambda m: None, on_error=lambda e: None)
+    t0 = time.monotonic()
+    gaps = lambda: [b - a for a, b in zip(tries, tries[1:])]  # noqa: E731
+    try:
+        wait_for(lambda: time.monotonic() - t0 > 30 or any(g > 8 for g in gaps()), 35, "30s of tries", every=0.5)
+    finally:
+        sub.close(mode="nak", timeout=5)
+        client.close()
+        away.close()
+    assert max(gaps()) < 8, [round(g, 1) for g in gaps()]
+    assert len(tries) >= 8, [round(g, 1) for g in gaps()]

@@ -11,7 +11,7 @@ import grpc
 
 from jetgate import _api, _config, _message, _ops, _trace
 from jetgate._api import BatchAck, BatchMessage, FetchResult, PauseState, RedriveResult
-from jetgate._client import DEFAULT_TIMEOUT, call_metadata, one_result
+from jetgate._client import DEFAULT_TIMEOUT, call_metadata, channel, one_result
 from jetgate._engine import Engine, Options
 from jetgate._errors import Error, Final, SettleError, from_rpc
 from jetgate._held import Held, Stats
@@ -64,7 +64,7 @@ class Client:
         self.address = address
         self._timeout = timeout
         self._md = call_metadata(api_key)
-        self._channel = grpc.aio.secure_channel(address, tls) if tls else grpc.aio.insecure_channel(address)
+        self._channel = channel(grpc.aio, address, tls)
         self._consumers = consumer_pb2_grpc.ConsumerServiceStub(self._channel)
         self._streams = stream_pb2_grpc.StreamServiceStub(self._channel)
 
