@@ -164,6 +164,8 @@ func Attach(ctx context.Context, s jetstream.Stream, name string, d Deps) (*Cons
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
 		return nil, fmt.Errorf("%w: stream %q has no consumer %q", errs.ErrConsumerNotFound, stream, name)
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return nil, fmt.Errorf("%w: stream %q does not exist", errs.ErrConsumerNotFound, stream)
 	case errors.Is(err, jetstream.ErrNotPullConsumer):
 		return nil, unservable(stream, name, refusalOf(jetstream.ConsumerConfig{DeliverSubject: "?"}))
 	case err != nil:

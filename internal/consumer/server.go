@@ -217,7 +217,7 @@ func (s *onServer) deleted() error {
 // deleted (NOT_FOUND), or its leader is being elected or the server is
 // unreachable (UNAVAILABLE, worth a retry).
 func (s *onServer) noResponders(ctx context.Context) error {
-	if _, err := s.ask(context.WithoutCancel(ctx), time.Second); errors.Is(err, jetstream.ErrConsumerNotFound) {
+	if _, err := s.ask(context.WithoutCancel(ctx), time.Second); gone(err) {
 		return s.deleted()
 	}
 	return fmt.Errorf("%w: no JetStream responder for the consumer (a leader election, or the server is unreachable)", errs.ErrUnavailable)
@@ -227,7 +227,7 @@ func (s *onServer) noResponders(ctx context.Context) error {
 func (s *onServer) Info(ctx context.Context) (*jetstream.ConsumerInfo, error) {
 	ci, err := s.ask(ctx, s.timeout)
 	switch {
-	case errors.Is(err, jetstream.ErrConsumerNotFound):
+	case gone(err):
 		return nil, s.deleted()
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
@@ -279,7 +279,7 @@ func (s *onServer) Unpin(ctx context.Context, group string) error {
 func (s *onServer) manageError(what string, err error) error {
 	var apiErr *jetstream.APIError
 	switch {
-	case errors.Is(err, jetstream.ErrConsumerNotFound):
+	case gone(err):
 		return s.deleted()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
@@ -320,4 +320,9 @@ func (s *onServer) OldestUnackedAge(ctx context.Context, ci *jetstream.ConsumerI
 		return 0, nil
 	}
 	return max(time.Since(oldest), 0), nil
+}
+
+// gone reports whether err says the consumer, or its stream, no longer exists.
+func gone(err error) bool {
+	return errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound)
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/deadletter"
-	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/settle"
 )
@@ -114,14 +113,9 @@ type RedriveResult struct {
 // Redrive republishes the consumer's dead letters at seqs (all when empty)
 // to their original subjects.
 func (dead *deadLetters) Redrive(ctx context.Context, stream, name string, seqs []uint64) (RedriveResult, error) {
-	_, done, err := dead.binder.consumer(ctx, stream, name)
+	route, err := dead.route(ctx, stream, name)
 	if err != nil {
 		return RedriveResult{}, err
-	}
-	defer done()
-	route, ok := dead.routes[consumerKey{stream, name}]
-	if !ok {
-		return RedriveResult{}, fmt.Errorf("%w: consumer %q of stream %q has no dead_letter in this gateway's configuration", errs.ErrNoDeadLetter, name, stream)
 	}
 	n, fails, err := deadletter.Redrive(ctx, dead.js, route, seqs, func(ctx context.Context, subject string) error {
 		return dead.publisher.publishTarget(ctx, stream, subject)

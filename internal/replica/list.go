@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/deadletter"
 	"github.com/jetgate/jetgate/internal/errs"
 )
 
@@ -97,6 +98,9 @@ func (l *lister) Streams(ctx context.Context, visible Visible) ([]StreamSummary,
 	out := make([]StreamSummary, 0, len(counts))
 	for _, name := range slices.Sorted(maps.Keys(counts)) {
 		s, err := l.js.Stream(ctx, name)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			continue // deleted on the server since its consumer was bound
+		}
 		if err != nil {
 			return nil, natsError(ctx, fmt.Sprintf("stream %q", name), err)
 		}
@@ -192,8 +196,9 @@ func (l *lister) summary(ctx context.Context, c *consumer.Consumer, ci *jetstrea
 	if s.OldestUnackedAge, err = c.OldestUnackedAge(ctx, ci); err != nil {
 		return s, err
 	}
-	if _, s.DeadLetter = l.deadLetters.routes[consumerKey{c.Stream, c.Name}]; s.DeadLetter {
-		if s.DeadLetters, err = l.deadLetters.count(ctx, c.Stream, c.Name); err != nil {
+	var route deadletter.Route
+	if route, s.DeadLetter = l.deadLetters.routes[consumerKey{c.Stream, c.Name}]; s.DeadLetter {
+		if s.DeadLetters, err = l.deadLetters.count(ctx, route); err != nil {
 			return s, err
 		}
 	}
