@@ -8,17 +8,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jetgate/jetgate/app"
 )
 
-// REST streams a Consume as newline-delimited JSON, one {"result": …} per
-// line, flushed as each comes: a heartbeat while idle, then the messages.
-func TestRESTConsumeStreamsLineByLine(t *testing.T) {
-	a := startApp(t, nil)
-	c := newREST(t, a)
+// restConsume opens a REST Consume of body and returns its lines, each a
+// JSON object, until the stream or the test ends.
+func restConsume(t *testing.T, a app.Addrs, body string) <-chan map[string]any {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+a.HTTP+consumerPath+":consume",
-		strings.NewReader(`{"maxMessages":5,"heartbeat":"0.2s"}`))
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+a.HTTP+consumerPath+":consume", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,15 +27,15 @@ func TestRESTConsumeStreamsLineByLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
 	lines := make(chan map[string]any)
 	go func() {
+		defer resp.Body.Close()
 		defer close(lines)
 		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		sc.Buffer(make([]byte, 64<<20), 64<<20)
 		for sc.Scan() {
 			var v map[string]any
 			if json.Unmarshal(sc.Bytes(), &v) == nil {
@@ -47,35 +47,72 @@ func TestRESTConsumeStreamsLineByLine(t *testing.T) {
 			}
 		}
 	}()
-	next := func() []any {
-		t.Helper()
-		select {
-		case v, ok := <-lines:
-			if !ok {
-				t.Fatal("the stream ended")
-			}
-			r, ok := v["result"].(map[string]any)
-			if !ok {
-				t.Fatalf("line %v has no result", v)
-			}
-			ms, _ := r["messages"].([]any)
-			return ms
-		case <-time.After(5 * time.Second):
-			t.Fatal("no line within 5s")
+	return lines
+}
+
+// nextLine is the messages of the next line of lines (none: a heartbeat).
+func nextLine(t *testing.T, lines <-chan map[string]any) []any {
+	t.Helper()
+	select {
+	case v, ok := <-lines:
+		if !ok {
+			t.Fatal("the stream ended")
 		}
-		return nil
+		r, ok := v["result"].(map[string]any)
+		if !ok {
+			t.Fatalf("line %.300v has no result", v)
+		}
+		ms, _ := r["messages"].([]any)
+		return ms
+	case <-time.After(10 * time.Second):
+		t.Fatal("no line within 10s")
 	}
-	if ms := next(); len(ms) != 0 {
+	return nil
+}
+
+// REST streams a Consume as newline-delimited JSON, one {"result": …} per
+// line, flushed as each comes: a heartbeat while idle, then the messages.
+func TestRESTConsumeStreamsLineByLine(t *testing.T) {
+	a := startApp(t, nil)
+	c := newREST(t, a)
+	lines := restConsume(t, a, `{"maxMessages":5,"heartbeat":"0.2s"}`)
+	if ms := nextLine(t, lines); len(ms) != 0 {
 		t.Fatalf("first line has %d messages; want a heartbeat", len(ms))
 	}
 	c.post(publishPath, `{"subject":"orders.new","data":"aGk="}`).ok(t)
 	for {
-		ms := next()
+		ms := nextLine(t, lines)
 		if len(ms) == 0 {
 			continue // another heartbeat
 		}
 		tok, _ := ms[0].(map[string]any)["token"].(string)
 		noFailures(t, c.post(consumerPath+":ack", map[string]any{"tokens": []string{tok}}), "ack")
 		return
+	}
+}
+
+// A gateway whose limits.max_fetch_bytes is raised over a default gRPC
+// client's 4 MiB streams its larger bursts over REST as it returns them to
+// a Fetch: the REST side's own connection to its backend refused them
+// (ResourceExhausted), the stream ended and its leases were nak'ed, a
+// delivery burnt each round.
+func TestRESTConsumeOfARaisedMaxFetchBytes(t *testing.T) {
+	a := startApp(t, func(o *app.Options) { o.MaxFetchBytes = 8 << 20 })
+	js := jetStream(t, a)
+	data := make([]byte, 100_000)
+	for range 60 {
+		if _, err := js.Publish(t.Context(), "orders.mid", data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := restConsume(t, a, `{"maxMessages":100,"heartbeat":"1s"}`)
+	for got := 0; got < 60; {
+		for _, m := range nextLine(t, lines) {
+			md, _ := m.(map[string]any)["metadata"].(map[string]any)
+			if n, _ := md["numDelivered"].(string); n != "1" {
+				t.Fatalf("a message delivered again: %v", md)
+			}
+			got++
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"mime"
 	"net/http"
 	"strings"
@@ -107,7 +108,13 @@ func New(ctx context.Context, o Options) (*REST, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	dial := append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, o.DialOptions...)
+	// The REST side takes its backend's responses whole: its callers read
+	// JSON, with no gRPC client's 4 MiB limit, and a Consume burst of a
+	// gateway whose max_fetch_bytes is raised is larger.
+	dial := append([]grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32)),
+	}, o.DialOptions...)
 	conn, err := grpc.NewClient(o.GRPCAddr, dial...)
 	if err != nil {
 		return nil, fmt.Errorf("dial gRPC server %s: %w", o.GRPCAddr, err)

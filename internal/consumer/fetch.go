@@ -101,8 +101,13 @@ func (pl *puller) Fetch(ctx context.Context, req FetchRequest) (FetchResult, err
 		pl.wake()
 		return FetchResult{}, ctx.Err()
 	case len(s.got) > 0:
-		pl.counts.Fetched.Add(uint64(len(s.got)))
-		return FetchResult{Messages: s.got, PinID: PinOf(s.got)}, nil
+		got, rest := fit(s.got, pl.budget(req.Batch))
+		if len(rest) > 0 { // the next Fetch's (response.go)
+			pl.orphans.keep(rest, left, time.Now())
+			pl.wake()
+		}
+		pl.counts.Fetched.Add(uint64(len(got)))
+		return FetchResult{Messages: got, PinID: PinOf(got)}, nil
 	case err != nil:
 		return FetchResult{}, err
 	case empty == EmptyNone:

@@ -4,7 +4,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 
@@ -15,24 +14,6 @@ import (
 // UTF-8: protobuf strings and JSON must be UTF-8, and one such message must
 // not fail the batch it is in.
 const replacement = "\uFFFD"
-
-// valid reports whether subject and every header name and value are UTF-8.
-func valid(subject string, h nats.Header) bool {
-	if !utf8.ValidString(subject) {
-		return false
-	}
-	for k, vs := range h {
-		if !utf8.ValidString(k) {
-			return false
-		}
-		for _, v := range vs {
-			if !utf8.ValidString(v) {
-				return false
-			}
-		}
-	}
-	return true
-}
 
 // setInvalid sets m's subject and headers from a subject or headers that
 // are not all UTF-8: each invalid byte replaced in subject and headers, and

@@ -38,7 +38,7 @@ func Messages(ds []*consumer.Delivery) []*jetgatev1.Message {
 		w.md.Timestamp = &w.ts
 		w.m.Token, w.m.Subject, w.m.Data = d.Token, d.Subject, d.Data
 		w.m.LeaseDeadline, w.m.Metadata = &w.deadline, &w.md
-		if !valid(d.Subject, d.Header) {
+		if !d.UTF8() {
 			setInvalid(&w.m, d.Subject, d.Header)
 		} else if len(d.Header) > 0 {
 			w.m.Headers = make(map[string]*jetgatev1.HeaderValues, len(d.Header))

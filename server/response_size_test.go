@@ -1,0 +1,86 @@
+package server_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+)
+
+// A response fits a default gRPC client's 4 MiB (DESIGN section 3) whatever
+// its messages carry. Headers that are not UTF-8 go out about three times
+// over (each lone invalid byte replaced by U+FFFD, three bytes, and the raw
+// bytes beside them), past what the pull's max_bytes counted: 50 messages
+// with a 60 KB header of alternating invalid bytes were a Fetch the client
+// refused, and a Consume burst that ended the stream, its leases nak'ed, a
+// delivery burnt each round.
+
+// publishBinaryHeaders publishes n messages with a 60 KB header that is
+// half bytes no UTF-8 has.
+func publishBinaryHeaders(h *harness, n int) {
+	v := make([]byte, 60_000)
+	for i := range v {
+		v[i] = "\xffa"[i%2]
+	}
+	for range n {
+		m := nats.NewMsg("orders.bin")
+		m.Header.Set("X-Bin", string(v))
+		if _, err := h.js.PublishMsg(h.ctx(), m); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
+// What does not fit one Fetch is the next Fetch's, not delivered again.
+func TestAFetchOfHeadersThatAreNotUTF8FitsADefaultClient(t *testing.T) {
+	h := newHarness(t)
+	publishBinaryHeaders(h, 50)
+	seen := map[uint64]bool{}
+	for fetches := 0; len(seen) < 50; fetches++ {
+		if fetches == 50 {
+			t.Fatalf("%d of 50 messages in 50 Fetches", len(seen))
+		}
+		resp, err := h.cons.Fetch(h.ctx(), &jetgatev1.FetchRequest{Stream: stream, Consumer: consumer, Batch: 50, Expires: durationpb.New(time.Second)})
+		if err != nil {
+			t.Fatalf("Fetch %d, with a default client: %v", fetches+1, err)
+		}
+		if size := proto.Size(resp); size > 4<<20 {
+			t.Fatalf("Fetch %d: %d bytes", fetches+1, size)
+		}
+		for _, m := range resp.GetMessages() {
+			if md := m.GetMetadata(); md.GetNumDelivered() != 1 || seen[md.GetStreamSeq()] {
+				t.Fatalf("message %d again (delivery %d)", md.GetStreamSeq(), md.GetNumDelivered())
+			}
+			seen[m.GetMetadata().GetStreamSeq()] = true
+		}
+	}
+}
+
+// A Consume burst goes out in responses a default client reads.
+func TestAConsumeBurstOfHeadersThatAreNotUTF8FitsADefaultClient(t *testing.T) {
+	h := newHarness(t)
+	publishBinaryHeaders(h, 50)
+	cs := h.consume(h.cons, &jetgatev1.ConsumeRequest{MaxMessages: 100, Heartbeat: durationpb.New(time.Second)})
+	seen := map[uint64]bool{}
+	deadline := time.After(20 * time.Second)
+	for len(seen) < 50 {
+		select {
+		case r, ok := <-cs.resps:
+			if !ok {
+				t.Fatalf("the stream ended after %d of 50 messages: %v", len(seen), <-cs.done)
+			}
+			for _, m := range r.GetMessages() {
+				if md := m.GetMetadata(); md.GetNumDelivered() != 1 || seen[md.GetStreamSeq()] {
+					t.Fatalf("message %d again (delivery %d)", md.GetStreamSeq(), md.GetNumDelivered())
+				}
+				seen[m.GetMetadata().GetStreamSeq()] = true
+			}
+		case <-deadline:
+			t.Fatalf("%d of 50 messages within 20s", len(seen))
+		}
+	}
+}
