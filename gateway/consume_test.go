@@ -116,3 +116,25 @@ func TestRESTConsumeOfARaisedMaxFetchBytes(t *testing.T) {
 		}
 	}
 }
+
+// A REST caller with a long job extends its message by the time the job
+// takes (README), and is not silent meanwhile: its stream ended after the
+// silence (1s here), its lease nak'ed while it still worked on it.
+func TestRESTConsumeOfACallerThatExtendedByADurationIsNotSilent(t *testing.T) {
+	a := startApp(t, func(o *app.Options) { o.ConsumeWriteStall = time.Second })
+	c := newREST(t, a)
+	lines := restConsume(t, a, `{"maxMessages":5,"heartbeat":"0.2s","autoExtend":true}`)
+	c.post(publishPath, `{"subject":"orders.new","data":"aGk="}`).ok(t)
+	var ms []any
+	for len(ms) == 0 {
+		ms = nextLine(t, lines)
+	}
+	tok, _ := ms[0].(map[string]any)["token"].(string)
+	noFailures(t, c.post(consumerPath+":extend", map[string]any{"tokens": []string{tok}, "duration": "20s"}), "extend")
+	for range 15 { // 3s of heartbeats: three silences
+		if ms := nextLine(t, lines); len(ms) != 0 {
+			t.Fatalf("the stream sent %d messages; want heartbeats", len(ms))
+		}
+	}
+	noFailures(t, c.post(consumerPath+":ack", map[string]any{"tokens": []string{tok}}), "ack after the job")
+}

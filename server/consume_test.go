@@ -246,3 +246,32 @@ func TestConsumeRefusesBadRequests(t *testing.T) {
 		t.Errorf("unknown consumer: %v; want NOT_FOUND", err)
 	}
 }
+
+// A lease its caller extended by a duration is kept alive for it when its
+// stream ends (DESIGN 17: the keep-alive ends with its replica), not
+// nak'ed with the others: a client library opening its stream again still
+// works on it.
+func TestALeaseExtendedByADurationOutlivesItsStream(t *testing.T) {
+	h := newHarness(t)
+	h.publish(2)
+	cs := h.consume(h.cons, &jetgatev1.ConsumeRequest{MaxMessages: 2, Heartbeat: durationpb.New(time.Second)})
+	var msgs []*jetgatev1.Message
+	for len(msgs) < 2 {
+		got, _ := cs.next(t, 5*time.Second)
+		msgs = append(msgs, got...)
+	}
+	resp, err := h.cons.Extend(h.ctx(), &jetgatev1.ExtendRequest{Stream: stream, Consumer: consumer, Tokens: tokens(msgs[:1]), Duration: durationpb.New(time.Minute)})
+	if err != nil || len(resp.GetFailures()) > 0 {
+		t.Fatalf("extend: %v %v", err, resp.GetFailures())
+	}
+	cs.cancel()
+	// The other one comes back at once; the one extended does not.
+	back := h.fetch(h.cons, consumer, 2, 5*time.Second).GetMessages()
+	if len(back) != 1 || back[0].GetMetadata().GetStreamSeq() != msgs[1].GetMetadata().GetStreamSeq() {
+		t.Fatalf("after the stream ended: %v; want message %d alone", back, msgs[1].GetMetadata().GetStreamSeq())
+	}
+	ack, err := h.cons.Ack(h.ctx(), &jetgatev1.AckRequest{Stream: stream, Consumer: consumer, Tokens: append(tokens(back), resp.GetLeases()[0].GetToken())})
+	if err != nil || len(ack.GetFailures()) > 0 {
+		t.Fatalf("ack: %v %v", err, ack.GetFailures())
+	}
+}

@@ -14,7 +14,8 @@ type Owner struct {
 	left  chan struct{}
 	// heard is when the stream's caller last showed it works on what it
 	// holds (unix ns): a settle or an Extend of one of its leases, or the
-	// first lease claimed while it held none.
+	// first lease claimed while it held none; after an Extend with a
+	// duration, the time it asked for (it works on it until then).
 	heard int64
 }
 
@@ -66,31 +67,40 @@ func (t *Table) Owned(o *Owner, f func(l *Lease, handed time.Time)) {
 }
 
 // Silent is how long o's caller has not been heard of while o holds
-// leases (0 while it holds none).
+// leases (0 while it holds none, or while it works on one it extended by a
+// duration).
 func (t *Table) Silent(o *Owner, now time.Time) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(o.sizes) == 0 {
 		return 0
 	}
-	return now.Sub(time.Unix(0, o.heard))
+	return max(now.Sub(time.Unix(0, o.heard)), 0)
 }
 
-// Disown lets go of every lease o holds and returns them, live still. With
-// keep set, its issuer keeps each alive until then (KeptDue), as after an
-// Extend with a duration: for a caller still working on them.
+// Disown lets go of every lease o holds and returns them, live still, but
+// for those its caller extended by a duration that has not passed: their
+// issuer keeps them alive until then, as it was asked (KeptDue). With keep
+// set, it keeps each of the others alive until then too, for a caller
+// still working on them.
 func (t *Table) Disown(o *Owner, keep time.Time) []Lease {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make([]Lease, 0, len(o.sizes))
+	now := time.Now().UnixMilli()
 	for seq := range o.sizes {
-		if e := t.entries[seq]; e != nil {
+		e := t.entries[seq]
+		if e == nil {
+			continue
+		}
+		e.owner = nil
+		kept := e.keep > now
+		if keep.After(e.Deadline) && keep.UnixMilli() > e.keep {
+			e.keep = keep.UnixMilli()
+			t.keeps[seq] = struct{}{}
+		}
+		if !kept {
 			out = append(out, e.Lease)
-			e.owner = nil
-			if keep.After(e.Deadline) && keep.UnixMilli() > e.keep {
-				e.keep = keep.UnixMilli()
-				t.keeps[seq] = struct{}{}
-			}
 		}
 	}
 	clear(o.sizes)

@@ -119,6 +119,9 @@ func (t *Table) keepUntil(e *entry, ext Extension) time.Time {
 		until = time.UnixMilli(e.keep)
 	}
 	e.keep = 0
+	if o := e.owner; o != nil && !ext.KeepAlive && !until.IsZero() {
+		o.heard = max(o.heard, until.UnixNano()) // at work on it until then (Silent)
+	}
 	switch {
 	case until.IsZero():
 		return time.Time{}
