@@ -275,3 +275,32 @@ func TestALeaseExtendedByADurationOutlivesItsStream(t *testing.T) {
 		t.Fatalf("ack: %v %v", err, ack.GetFailures())
 	}
 }
+
+// A Consume stream at its max_messages, with no pull open, ends NOT_FOUND
+// once its consumer is deleted on the server (the advisory voids the
+// leases): it sent heartbeats over a void lease until the lease's deadline.
+func TestAFullConsumeStreamEndsWhenItsConsumerIsDeleted(t *testing.T) {
+	h := newHarness(t)
+	h.publish(2)
+	cs := h.consume(h.cons, &jetgatev1.ConsumeRequest{MaxMessages: 1, Heartbeat: durationpb.New(200 * time.Millisecond)})
+	if msgs, _ := cs.next(t, 5*time.Second); len(msgs) != 1 {
+		t.Fatalf("%d messages; want 1", len(msgs))
+	}
+	cs.beats(t, 2) // full: no pull open
+	if err := h.js.DeleteConsumer(h.ctx(), stream, consumer); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(10 * time.Second) // ack_wait is 30s
+	for {
+		select {
+		case _, ok := <-cs.resps:
+			if ok {
+				continue // heartbeats
+			}
+			wantCode(t, <-cs.done, codes.NotFound, "CONSUMER_NOT_FOUND")
+			return
+		case <-deadline:
+			t.Fatal("the stream still runs 10s after its consumer was deleted")
+		}
+	}
+}

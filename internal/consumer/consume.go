@@ -90,7 +90,7 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 	if err != nil {
 		return err
 	}
-	k := &consumeStream{pl: pl, o: lease.NewOwner(), send: send, lastSend: time.Now(), pin: pri.PinID, claimed: make(chan struct{}, 1), budget: pl.budget(req.MaxMessages)}
+	k := &consumeStream{pl: pl, o: lease.NewOwner(), send: send, lastSend: time.Now(), pin: pri.PinID, claimed: make(chan struct{}, 1), budget: budget(pl.maxFetchBytes, req.MaxMessages)}
 	var last *pull.Pull // the pull the stream left open, to the orphan pool
 	defer func() { k.end(k.sendFailed || ctx.Err() != nil, last, req.KeepOnEnd) }()
 	if req.AutoExtend {
@@ -105,7 +105,7 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 	}
 	var away time.Duration // how long the stream waits before it pulls again while NATS is away (Outlast)
 	for {
-		if err := cmp.Or(ctx.Err(), pl.server.servable()); err != nil {
+		if err := cmp.Or(ctx.Err(), pl.server.servable(), k.deleted(ctx)); err != nil {
 			return err
 		}
 		now := time.Now()
@@ -219,6 +219,28 @@ func closed(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// Deleted follows the server's word that the consumer was deleted (its
+// advisory): a Consume stream at its max_messages, with no pull open to
+// learn it from, asks the server and ends NOT_FOUND, rather than wait out
+// its leases (consumeStream.deleted). Its tokens settle nothing now, which
+// their settles learn from the server too.
+func (c *Consumer) Deleted() {
+	c.onServer.update(func(v *serverView) { v.deleted = true })
+}
+
+// deleted is CONSUMER_NOT_FOUND once the server's advisory has said the
+// consumer was deleted and its info agrees (if it was made again, the info
+// clears the word); nil while it cannot be asked.
+func (k *consumeStream) deleted(ctx context.Context) error {
+	if !k.pl.server.view().deleted {
+		return nil
+	}
+	if _, err := k.pl.server.Info(ctx); errors.Is(err, errs.ErrConsumerNotFound) {
+		return err
+	}
+	return nil
 }
 
 // waitForRoom waits up to d for a settle to give credit back.

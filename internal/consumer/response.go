@@ -50,10 +50,11 @@ func (d *Delivery) wireSize(utf8 bool) int64 {
 	return n
 }
 
-// budget is the most bytes of messages one response of pl carries: the
-// response budget, or what one of its pulls may bring where that is more.
-func (pl *puller) budget(batch int) int64 {
-	return max(responseBudget, pl.maxFetchBytes+int64(batch)*perMessage)
+// budget is the most bytes of messages one response carries of a pull of
+// batch messages and at most maxFetchBytes: the response budget, or what
+// the pull may bring where that is more.
+func budget(maxFetchBytes int64, batch int) int64 {
+	return max(responseBudget, maxFetchBytes+int64(batch)*perMessage)
 }
 
 // fit splits ds into the first that fit budget (one at least, whatever its

@@ -38,9 +38,12 @@ type serverView struct {
 	// host is the server that holds a consumer with no raft log ("" for a
 	// replicated one): its restart is heard only by a replica connected to
 	// it, as a reconnect (timing).
-	host   string
-	at     time.Time
-	ticket uint64 // the order in which the info was asked: a later one replaces it
+	host string
+	// deleted: the server's advisory said the consumer was deleted since
+	// this info; the next info says whether it still is (Consumer.Deleted).
+	deleted bool
+	at      time.Time
+	ticket  uint64 // the order in which the info was asked: a later one replaces it
 }
 
 // limits are the consumer's bounds on what its clients ask of it.

@@ -166,12 +166,16 @@ func (rl *relay) onLeader(m *nats.Msg) {
 	}
 }
 
-// onDelete unbinds an on-demand consumer deleted on the server; a
-// configured one stays bound, answering NOT_FOUND until it is made again.
+// onDelete voids the leases of a consumer deleted on the server, and
+// unbinds it if it is served on demand; a configured one stays bound,
+// answering NOT_FOUND until it is made again.
 func (rl *relay) onDelete(m *nats.Msg) {
 	key, ok := consumerOf(m.Subject, deleteAdvisories)
 	if !ok || !rl.ours(m.Data) {
 		return
+	}
+	if c := rl.binder.bound(key.stream, key.name); c != nil {
+		c.Deleted()
 	}
 	rl.run.Go(func() {
 		ctx, cancel := context.WithTimeout(rl.run.ctx, rl.timeout)
