@@ -103,7 +103,12 @@ export class Sender {
         }
         items.forEach((it, i) => {
             const f = failed.get(i);
-            if (f) {
+            if (f && (f.code === Code.Unavailable || f.code === Code.DeadlineExceeded)) {
+                // The gateway or NATS could not settle this token now: sent again
+                // while its lease lives, as a call that failed whole is.
+                this.#again(g, [it], { reason: f.reason || "FAILED", code: f.code, message: f.message }, true);
+            }
+            else if (f) {
                 it.reject(new SettleError(f.reason || "FAILED", f.code, f.message));
             }
             else if (g.op === "extend") {
@@ -128,8 +133,14 @@ export class Sender {
     // not LEASE_EXPIRED: it may have taken, and then its message does not come
     // back.
     #failed(g, items, err) {
-        const { reason, code, message } = reasonOf(err);
-        const again = retryable(err) || code === Code.Canceled;
+        const why = reasonOf(err);
+        this.#again(g, items, why, retryable(err) || why.code === Code.Canceled);
+    }
+    // again sends items once more after a failure (why) while their leases
+    // live, if again says it may; else, or once a lease has ended, rejects
+    // them with it.
+    #again(g, items, why, again) {
+        const { reason, code, message } = why;
         const now = Date.now();
         for (const it of items) {
             const wait = Math.min(100 * 2 ** it.attempt, 2_000);

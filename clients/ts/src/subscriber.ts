@@ -277,7 +277,7 @@ export class Subscription implements MessageOwner {
       const msg = new Message(wm, this.#sender, this);
       const leaseMs = msg.leaseDeadline.getTime() - now;
       const e: Entry = {
-        msg, seq, size: sizeOf(wm), receivedAt: now, lead: Math.min(Math.max(leaseMs / 3, 20), 10_000),
+        msg, seq, size: sizeOf(wm), receivedAt: now, lead: Math.max(leaseMs / 3, 20),
         state: "waiting", held: false, extending: false, letGo: false, settleDone: false, retired: false,
       };
       this.#byMsg.set(msg, e);

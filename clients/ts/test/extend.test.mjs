@@ -121,3 +121,29 @@ test("extend by a duration", async (t) => {
     assert.equal((await state(client, "givebacksub")).numAckPending, 0);
   });
 });
+
+test("a held lease is extended a third of its lease before its deadline, however long the lease", async (t) => {
+  // The lead was capped at 10s: with ack_wait 45s, a lease extended 10s
+  // before its deadline (not 15s) was lost to a blip of 10s.
+  const g = await startJetgate([{ name: "third", ackWait: "45s" }], t);
+  const client = new Client({ address: g.grpc });
+  t.after(() => client.close());
+  await client.publish("TEST", "test.third", "t");
+  let got;
+  let release;
+  const done = new Promise((r) => (release = r));
+  const sub = client.subscribe("TEST", "third", async (m) => {
+    got = { at: Date.now(), deadline: m.leaseDeadline.getTime() };
+    await done;
+  });
+  try {
+    await waitFor(() => got, 10_000, "the message");
+    await waitFor(() => sub.stats.extended >= 1, 45_000, "the first extend");
+    const lease = got.deadline - got.at;
+    const left = got.deadline - Date.now();
+    assert.ok(left > lease / 3 - 2_500, `extended ${Math.round(left / 1000)}s before the deadline of a ${Math.round(lease / 1000)}s lease; want about a third, ${Math.round(lease / 3000)}s`);
+  } finally {
+    release();
+    await sub.close();
+  }
+});

@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Client } from "../dist/index.js";
-import { startJetgate, waitFor, publishN, state } from "./harness.mjs";
+import { startJetgate, waitFor, publishN, state, freePort } from "./harness.mjs";
 
 const work = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -45,4 +45,21 @@ test("a jetgate restart mid-stream loses nothing and runs no message twice at on
   assert.deepEqual(overlaps, [], "messages ran in two handlers at once");
   assert.ok(sub.stats.reconnects >= 1, "no reconnect counted");
   assert.ok(errors.length >= 1, "the stream's break was not reported");
+});
+
+test("a settle made while NATS is away is taken once NATS is back, within its lease", async (t) => {
+  // The gateway answers UNAVAILABLE, for the call or for the token in its
+  // failures; either way the sender tries again while the lease lives.
+  const listen = `127.0.0.1:${await freePort()}`;
+  const nats = await startJetgate([{ name: "natsaway", ackWait: "60s" }], t, { args: ["--nats-listen", listen] });
+  const g = await startJetgate([{ name: "natsaway", ackWait: "60s" }], t, { args: ["--nats-url", `nats://${listen}`] });
+  const client = new Client({ address: g.grpc });
+  t.after(() => client.close());
+  await publishN(client, "natsaway", 1);
+  const [m] = await client.fetch("TEST", "natsaway", { expires: 5_000 });
+  await nats.kill();
+  const acked = m.ack();
+  await nats.start();
+  await acked;
+  assert.equal((await state(client, "natsaway")).numAckPending, 0);
 });
