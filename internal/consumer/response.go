@@ -5,7 +5,7 @@ import "unicode/utf8"
 // What one response carries. The pull's max_bytes bounds what the server
 // sends, counted as the server counts it; a response also carries each
 // message's token and lease, and a subject or header that is not UTF-8
-// twice (wire.Message: each run of invalid bytes replaced by U+FFFD, three bytes,
+// twice (wire.Message: each invalid byte replaced by U+FFFD, three bytes,
 // and the exact bytes beside them). So a Fetch answers with what fits a
 // default gRPC client (DESIGN section 3) and keeps the rest for the next
 // Fetch, and a Consume burst goes out in as many responses as it takes.

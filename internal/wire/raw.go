@@ -10,13 +10,13 @@ import (
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 )
 
-// replacement stands for each run of bytes of a subject or header that is not
+// replacement stands for each byte of a subject or header that is not
 // UTF-8: protobuf strings and JSON must be UTF-8, and one such message must
 // not fail the batch it is in.
 const replacement = "\uFFFD"
 
 // setInvalid sets m's subject and headers from a subject or headers that
-// are not all UTF-8: each run of invalid bytes replaced in subject and headers, and
+// are not all UTF-8: each invalid byte replaced in subject and headers, and
 // the exact bytes of both in raw.
 func setInvalid(m *jetgatev1.Message, subject string, h nats.Header) {
 	m.Subject = strings.ToValidUTF8(subject, replacement)
