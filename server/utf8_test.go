@@ -20,20 +20,20 @@ func (h *harness) publishRaw(subject string, hdr nats.Header, data string) {
 }
 
 // wantRaw checks a message whose subject or headers are not UTF-8: the
-// strings with U+FFFD, the exact bytes in raw.
+// strings with U+FFFD for each invalid byte, the exact bytes in raw.
 func wantRaw(t *testing.T, m *jetgatev1.Message) {
 	t.Helper()
 	raw := m.GetRaw()
 	if m.GetSubject() != "orders.\uFFFD" || !bytes.Equal(raw.GetSubject(), []byte("orders.\xff")) {
 		t.Fatalf("subject %q raw %q", m.GetSubject(), raw.GetSubject())
 	}
-	if v := m.GetHeaders()["X-Bad"].GetValues(); len(v) != 2 || v[0] != "a\uFFFDb" || v[1] != "ok" {
+	if v := m.GetHeaders()["X-Bad"].GetValues(); len(v) != 2 || v[0] != "a\uFFFD\uFFFDb" || v[1] != "ok" {
 		t.Fatalf("headers %v", m.GetHeaders())
 	}
 	var names []string
 	for _, rh := range raw.GetHeaders() {
 		names = append(names, string(rh.GetName()))
-		if string(rh.GetName()) == "X-Bad" && !bytes.Equal(rh.GetValues()[0], []byte("a\xfeb")) {
+		if string(rh.GetName()) == "X-Bad" && !bytes.Equal(rh.GetValues()[0], []byte("a\xfe\xfeb")) {
 			t.Fatalf("raw X-Bad %q", rh.GetValues())
 		}
 	}
@@ -47,7 +47,7 @@ func wantRaw(t *testing.T, m *jetgatev1.Message) {
 // it are delivered with it, by Fetch and by Consume.
 func TestMessagesThatAreNotUTF8AreDeliveredLosslessly(t *testing.T) {
 	h := newHarness(t)
-	bad := nats.Header{"X-Bad": {"a\xfeb", "ok"}, "X-Good": {"yes"}}
+	bad := nats.Header{"X-Bad": {"a\xfe\xfeb", "ok"}, "X-Good": {"yes"}}
 	for round := 0; round < 2; round++ {
 		h.publish(1)
 		h.publishRaw("orders.\xff", bad, "bad")

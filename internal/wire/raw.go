@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 
@@ -19,21 +20,41 @@ const replacement = "\uFFFD"
 // are not all UTF-8: each invalid byte replaced in subject and headers, and
 // the exact bytes of both in raw.
 func setInvalid(m *jetgatev1.Message, subject string, h nats.Header) {
-	m.Subject = strings.ToValidUTF8(subject, replacement)
+	m.Subject = replaced(subject)
 	raw := &jetgatev1.RawMessage{Subject: []byte(subject), Headers: make([]*jetgatev1.RawHeader, 0, len(h))}
 	m.Headers = make(map[string]*jetgatev1.HeaderValues, len(h))
 	for _, k := range slices.Sorted(maps.Keys(h)) {
 		rh := &jetgatev1.RawHeader{Name: []byte(k), Values: make([][]byte, len(h[k]))}
-		hv := m.Headers[strings.ToValidUTF8(k, replacement)]
+		hv := m.Headers[replaced(k)]
 		if hv == nil {
 			hv = &jetgatev1.HeaderValues{}
-			m.Headers[strings.ToValidUTF8(k, replacement)] = hv
+			m.Headers[replaced(k)] = hv
 		}
 		for i, v := range h[k] {
 			rh.Values[i] = []byte(v)
-			hv.Values = append(hv.Values, strings.ToValidUTF8(v, replacement))
+			hv.Values = append(hv.Values, replaced(v))
 		}
 		raw.Headers = append(raw.Headers, rh)
 	}
 	m.Raw = raw
+}
+
+// replaced is s with each byte that is not part of a UTF-8 character
+// replaced (strings.ToValidUTF8 replaces a run of them with one).
+func replaced(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 2*len(replacement))
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteString(replacement)
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
