@@ -24,6 +24,11 @@ type Letter struct {
 	Time    time.Time
 }
 
+// maxListScan bounds the messages one page reads: letters of other
+// consumers on a shared subject are read past one request each, and a
+// page that meets this many ends short, its next page where it stopped.
+const maxListScan = 1000
+
 // List reads up to n of r's dead letters from the sequence from on, oldest
 // first, and the sequence of the next one (0 when there is none): one
 // request a letter, and one more to learn whether another follows.
@@ -33,7 +38,10 @@ func List(ctx context.Context, js jetstream.JetStream, r Route, from uint64, n i
 		return nil, 0, fmt.Errorf("%w: %v", errs.ErrUnavailable, err)
 	}
 	var out []Letter
-	for next := max(from, 1); ; {
+	for next, read := max(from, 1), 0; ; read++ {
+		if read == maxListScan {
+			return out, next, nil
+		}
 		m, err := r.dead.GetMsg(ctx, next, jetstream.WithGetMsgSubject(r.Subject))
 		switch {
 		case errors.Is(err, jetstream.ErrMsgNotFound):
