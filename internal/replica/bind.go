@@ -285,12 +285,14 @@ func (bd *binder) serve(c *consumer.Consumer, onDemand bool) *binding {
 		// is stored.
 		counted = c.HoldUntilCounted()
 	}
+	// The roster's membership changes with the map, under its lock: an
+	// unbind's Leave after a new bind's Join would undo it.
 	bd.binds.mu.Lock()
 	bd.binds.m[consumerKey{c.Stream, c.Name}] = b
-	bd.binds.mu.Unlock()
 	if bd.roster != nil {
 		bd.roster.Join(c.Stream, c.Name, c.SetReplicas, counted)
 	}
+	bd.binds.mu.Unlock()
 	if !bd.run.Go(func() {
 		defer close(b.done)
 		c.Run(rctx)
@@ -299,6 +301,9 @@ func (bd *binder) serve(c *consumer.Consumer, onDemand bool) *binding {
 		close(b.done)
 		bd.binds.mu.Lock()
 		delete(bd.binds.m, consumerKey{c.Stream, c.Name})
+		if bd.roster != nil {
+			bd.roster.Leave(c.Stream, c.Name)
+		}
 		bd.binds.mu.Unlock()
 		return nil
 	}
@@ -315,10 +320,10 @@ func (bd *binder) unbind(ctx context.Context, key consumerKey, why string, when 
 		return
 	}
 	delete(bd.binds.m, key)
-	bd.binds.mu.Unlock()
 	if bd.roster != nil {
 		bd.roster.Leave(key.stream, key.name)
 	}
+	bd.binds.mu.Unlock()
 	b.stop()
 	<-b.done
 	b.c.Close(ctx)
