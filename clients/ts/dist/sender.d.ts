@@ -20,6 +20,6 @@ export declare class Sender {
     send(stream: string, consumer: string, op: Op, token: string, deadline: number, arg?: string | number): Promise<Extended | undefined>;
     /** flush sends everything waiting now. */
     flush(): void;
-    /** idle resolves once nothing is waiting or in flight. */
+    /** idle resolves once nothing is waiting, in flight, or to be sent again. */
     idle(): Promise<void>;
 }

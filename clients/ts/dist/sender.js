@@ -59,10 +59,13 @@ export class Sender {
             }
         }
     }
-    /** idle resolves once nothing is waiting or in flight. */
+    /** idle resolves once nothing is waiting, in flight, or to be sent again. */
     async idle() {
-        this.flush();
-        while (this.#inFlight.size > 0) {
+        for (;;) {
+            this.flush();
+            if (this.#inFlight.size === 0) {
+                return;
+            }
             await Promise.allSettled([...this.#inFlight]);
         }
     }
@@ -152,7 +155,13 @@ export class Sender {
             }
             else {
                 it.attempt++;
-                setTimeout(() => this.#add(g.stream, g.consumer, g.op, g.arg, it), wait);
+                // In flight meanwhile: a drain close waits for it (idle).
+                const p = new Promise((resolve) => setTimeout(() => {
+                    this.#add(g.stream, g.consumer, g.op, g.arg, it);
+                    resolve();
+                }, wait));
+                this.#inFlight.add(p);
+                void p.finally(() => this.#inFlight.delete(p));
             }
         }
     }

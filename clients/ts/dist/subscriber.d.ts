@@ -5,8 +5,10 @@ import { type Op } from "./sender.js";
 import type { CloseOptions, Handler, SubscribeOptions, SubscriptionStats } from "./options.js";
 export type { CloseOptions, Handler, SubscribeOptions, SubscriptionStats } from "./options.js";
 /**
- * Subscription runs a handler on a consumer's messages over one Consume
- * stream at a time. Create it with Client.subscribe; stop it with close.
+ * Subscription runs a handler on a consumer's messages over Consume streams:
+ * one, and after a stream breaks, the next at once with the room the
+ * messages still in hand leave, and another as they free half of it.
+ * Create it with Client.subscribe; stop it with close.
  */
 export declare class Subscription implements MessageOwner {
     #private;

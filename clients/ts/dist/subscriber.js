@@ -6,8 +6,10 @@ import { Sender } from "./sender.js";
 import { runInTraceContext } from "./trace.js";
 const settleDelayMs = 5;
 /**
- * Subscription runs a handler on a consumer's messages over one Consume
- * stream at a time. Create it with Client.subscribe; stop it with close.
+ * Subscription runs a handler on a consumer's messages over Consume streams:
+ * one, and after a stream breaks, the next at once with the room the
+ * messages still in hand leave, and another as they free half of it.
+ * Create it with Client.subscribe; stop it with close.
  */
 export class Subscription {
     /** Resolves once the subscription has stopped (after close, or an error no retry can mend). */
@@ -30,10 +32,11 @@ export class Subscription {
     #byMsg = new WeakMap();
     #queue = [];
     #closing = false;
-    #live = false; // a stream is open and has answered
-    #givenBack = false; // close ended the stream: nothing in hand is ours to settle
+    #conns = new Set(); // streams open, and those ended whose messages are still held
+    #nextTry = 0; // when the next stream may open, after one broke
+    #backoff = 100; // ms before the next stream after one that broke unheard
+    #givenBack = false; // close ended the streams: nothing in hand is ours to settle
     #closeDone;
-    #abort;
     #extendTimer;
     #extendAt = Infinity;
     #waiters = new Set();
@@ -118,26 +121,30 @@ export class Subscription {
             await this.#until(() => this.#stats.running === 0, timeout);
             await this.#sender.idle();
         }
-        // What is still in hand goes back. With the stream open, ending it does
+        // What is still in hand goes back. Of a stream open, ending it does
         // that: the gateway naks the stream's unsettled leases once its pull has
         // ended. A nak sent while that pull is open would bring the message
         // straight back into it, a delivery burnt. Leases of a stream that broke
         // earlier are nak'ed here.
-        const live = this.#live;
+        const live = new Set([...this.#conns].filter((c) => c.alive && c.heard));
         this.#givenBack = true;
-        this.#abort?.abort();
+        for (const c of this.#conns) {
+            c.abort.abort();
+        }
         this.#notify();
         await this.#loop;
         const left = [...this.#inHand()].filter((e) => e.held && !e.msg.settleAsked);
+        const naks = [];
         for (const e of left) {
+            if (live.has(e.conn)) {
+                this.#stats.returned++;
+            }
+            else {
+                naks.push(e);
+            }
             this.#unhold(e);
         }
-        if (live) {
-            this.#stats.returned += left.length;
-        }
-        else {
-            await Promise.allSettled(left.map((e) => e.msg.settleBy("nak", 0)));
-        }
+        await Promise.allSettled(naks.map((e) => e.msg.settleBy("nak", 0)));
         clearTimeout(this.#extendTimer);
         this.#extendTimer = undefined;
     }
@@ -147,92 +154,129 @@ export class Subscription {
             yield* es;
         }
     }
-    // run keeps one Consume stream open, reconnecting with backoff. After a
-    // break it first works off what it still holds (extending it meanwhile):
-    // a new stream's credit plus the old leases would exceed maxMessages, and
-    // the old ones may come back as redeliveries.
+    // run keeps Consume streams open, as Python's library does: one while
+    // none is, with the room that the messages in hand leave (those of a
+    // stream that broke stay in hand, extended and settled by their tokens),
+    // and one more while one is, once half the room is free. A stream that
+    // breaks is followed by the next after a backoff.
     async #run() {
-        let attempt = 0;
-        for (let first = true; !this.#closing; first = false) {
-            if (!first) {
-                await this.#until(() => this.#stats.held === 0 || this.#closing !== false, Infinity);
-                if (this.#closing) {
-                    break;
-                }
+        const readers = new Set();
+        while (!this.#closing) {
+            const room = this.#room();
+            const wait = this.#nextTry - Date.now();
+            if (room && wait <= 0) {
+                const c = { window: room[0], windowBytes: room[1], count: 0, bytes: 0, alive: true, heard: false, abort: new AbortController() };
+                this.#conns.add(c);
+                const r = this.#read(c).finally(() => readers.delete(r));
+                readers.add(r);
+                continue;
             }
-            const ac = new AbortController();
-            this.#abort = ac;
-            let err = new ConnectError("the stream ended");
-            let heard = false;
-            let pin = this.#pin; // this stream's
-            let watchdog;
-            const arm = () => {
-                clearTimeout(watchdog);
-                watchdog = setTimeout(() => ac.abort(new ConnectError("no heartbeat from the stream")), 3 * this.#o.heartbeat);
-            };
-            try {
-                arm();
-                const responses = this.#api.consume({
-                    stream: this.#stream,
-                    consumer: this.#consumer,
-                    maxMessages: this.#o.maxMessages,
-                    maxBytes: this.#o.maxBytes !== undefined ? BigInt(this.#o.maxBytes) : undefined,
-                    heartbeat: durationFromMs(this.#o.heartbeat),
-                    group: this.#o.group,
-                    minPending: BigInt(this.#o.minPending),
-                    minAckPending: BigInt(this.#o.minAckPending),
-                    priority: this.#o.priority,
-                    pinId: pin,
-                }, { signal: ac.signal });
-                for await (const res of responses) {
-                    arm();
-                    heard = true;
-                    this.#live = true;
-                    if (res.pinId) {
-                        this.#pin = pin = res.pinId;
-                    }
-                    this.#receive(res.messages);
-                }
+            if (room) {
+                await this.#until(() => this.#closing !== false, wait); // the backoff after a break
             }
-            catch (e) {
-                err = e;
+            else {
+                await this.#until(() => this.#closing !== false || this.#room() !== undefined, Infinity);
             }
-            finally {
-                clearTimeout(watchdog);
-                this.#live = false;
-            }
-            if (this.#closing) {
-                break;
-            }
-            if (heard) {
-                attempt = 0;
-            }
-            const { reason, code } = reasonOf(err);
-            let unpinned = false;
-            if (reason === "PIN_ID_MISMATCH" && this.#pin === pin) {
-                this.#pin = ""; // lost: the next stream waits to be pinned again
-            }
-            else if (!heard && code === Code.InvalidArgument && pin !== "") {
-                // A pin the consumer takes no more (its policy was changed from
-                // pinned_client): let go, and tried once more without it before the
-                // error ends the subscription.
-                this.#pin = "";
-                unpinned = true;
-            }
-            if (!heard && !unpinned && fatalOnOpen(err) && !ac.signal.aborted) {
-                this.#error = err;
-                this.#onError(err);
-                void this.close({ mode: "nak" });
-                break;
-            }
-            this.#onError(err);
-            this.#stats.reconnects++;
-            const wait = heard ? 100 : Math.min(100 * 2 ** attempt, 5_000);
-            attempt++;
-            await this.#until(() => this.#closing !== false, wait * (0.5 + Math.random() / 2));
         }
+        await Promise.all(readers); // close ends them once it may
     }
-    #receive(ms) {
+    // room is the room of a stream to open now: what no stream has taken (a
+    // stream open takes its window, or what it holds if more; one ended what
+    // it still holds), if at least one message's while none is open, else
+    // half the limits.
+    #room() {
+        let n = 0;
+        let b = 0;
+        let alive = false;
+        for (const c of this.#conns) {
+            alive ||= c.alive;
+            n += c.alive ? Math.max(c.window, c.count) : c.count;
+            b += c.alive ? Math.max(c.windowBytes ?? 0, c.bytes) : c.bytes;
+        }
+        const { maxMessages, maxBytes } = this.#o;
+        const free = maxMessages - n;
+        const freeBytes = maxBytes === undefined ? undefined : maxBytes - b;
+        const need = alive ? Math.max(1, Math.floor(maxMessages / 2)) : 1;
+        const needBytes = maxBytes === undefined ? 0 : alive ? Math.max(1, Math.floor(maxBytes / 2)) : 1;
+        return free >= need && (freeBytes === undefined || freeBytes >= needBytes) ? [free, freeBytes] : undefined;
+    }
+    // read reads stream c until it ends, and says when the next may open.
+    async #read(c) {
+        let err = new ConnectError("the stream ended");
+        let pin = this.#pin; // this stream's
+        let watchdog;
+        const arm = () => {
+            clearTimeout(watchdog);
+            watchdog = setTimeout(() => c.abort.abort(new ConnectError("no heartbeat from the stream")), 3 * this.#o.heartbeat);
+        };
+        try {
+            arm();
+            const responses = this.#api.consume({
+                stream: this.#stream,
+                consumer: this.#consumer,
+                maxMessages: c.window,
+                maxBytes: c.windowBytes !== undefined ? BigInt(c.windowBytes) : undefined,
+                heartbeat: durationFromMs(this.#o.heartbeat),
+                group: this.#o.group,
+                minPending: BigInt(this.#o.minPending),
+                minAckPending: BigInt(this.#o.minAckPending),
+                priority: this.#o.priority,
+                pinId: pin,
+            }, { signal: c.abort.signal });
+            for await (const res of responses) {
+                arm();
+                c.heard = true;
+                this.#backoff = 100;
+                if (res.pinId) {
+                    this.#pin = pin = res.pinId;
+                }
+                this.#receive(c, res.messages);
+            }
+        }
+        catch (e) {
+            err = e;
+        }
+        finally {
+            clearTimeout(watchdog);
+            c.alive = false;
+            if (c.count === 0) {
+                this.#conns.delete(c);
+            }
+            this.#notify();
+        }
+        if (this.#closing) {
+            return;
+        }
+        const { reason, code } = reasonOf(err);
+        let unpinned = false;
+        if (reason === "PIN_ID_MISMATCH" && this.#pin === pin) {
+            this.#pin = ""; // lost: the next stream waits to be pinned again
+        }
+        else if (!c.heard && code === Code.InvalidArgument && pin !== "") {
+            // A pin the consumer takes no more (its policy was changed from
+            // pinned_client): let go, and tried once more without it before the
+            // error ends the subscription.
+            if (this.#pin === pin) {
+                this.#pin = "";
+            }
+            unpinned = true;
+        }
+        if (!c.heard && !unpinned && fatalOnOpen(err) && !c.abort.signal.aborted) {
+            this.#error = err;
+            this.#onError(err);
+            void this.close({ mode: "nak" });
+            return;
+        }
+        this.#onError(err);
+        this.#stats.reconnects++;
+        const wait = c.heard ? 100 : this.#backoff;
+        if (!c.heard) {
+            this.#backoff = Math.min(this.#backoff * 2, 5_000);
+        }
+        this.#nextTry = Math.max(this.#nextTry, Date.now() + wait * (0.5 + Math.random() / 2));
+        this.#notify();
+    }
+    #receive(c, ms) {
         const now = Date.now();
         const leased = [];
         for (const wm of ms) {
@@ -244,6 +288,8 @@ export class Subscription {
                 // that has it settles the new lease, and no second handler starts.
                 cur.msg.adopt(wm);
                 this.#stats.adopted++;
+                this.#unhold(cur); // its lease is the new stream's now
+                cur.conn = c;
                 this.#hold(cur);
                 leased.push(cur);
                 continue;
@@ -251,7 +297,7 @@ export class Subscription {
             const msg = new Message(wm, this.#sender, this);
             const leaseMs = msg.leaseDeadline.getTime() - now;
             const e = {
-                msg, seq, size: sizeOf(wm), receivedAt: now, lead: Math.max(leaseMs / 3, 20),
+                conn: c, msg, seq, size: sizeOf(wm), receivedAt: now, lead: Math.max(leaseMs / 3, 20),
                 state: "waiting", held: false, extending: false, letGo: false, settleDone: false, retired: false,
             };
             this.#byMsg.set(msg, e);
@@ -339,6 +385,8 @@ export class Subscription {
             e.held = true;
             this.#stats.held++;
             this.#stats.heldBytes += e.size;
+            e.conn.count++;
+            e.conn.bytes += e.size;
         }
     }
     #unhold(e) {
@@ -346,6 +394,12 @@ export class Subscription {
             e.held = false;
             this.#stats.held--;
             this.#stats.heldBytes -= e.size;
+            const c = e.conn;
+            c.count--;
+            c.bytes -= e.size;
+            if (!c.alive && c.count === 0) {
+                this.#conns.delete(c); // its room is free
+            }
         }
     }
     // retire forgets an entry that no handler runs and nothing settles any

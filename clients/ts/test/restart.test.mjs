@@ -63,3 +63,35 @@ test("a settle made while NATS is away is taken once NATS is back, within its le
   await acked;
   assert.equal((await state(client, "natsaway")).numAckPending, 0);
 });
+
+test("a stream that breaks is opened again at once, beside a handler still running", async (t) => {
+  // The next stream opened only once every message in hand was finished:
+  // one long job held back all other work after a blip.
+  const g = await startJetgate([{ name: "beside", ackWait: "30s" }], t);
+  const client = new Client({ address: g.grpc });
+  t.after(() => client.close());
+  let release;
+  const gate = new Promise((r) => (release = r));
+  const handled = [];
+  const sub = client.subscribe("TEST", "beside", async (m) => {
+    const text = Buffer.from(m.data).toString();
+    if (text === "long") {
+      await gate;
+    }
+    handled.push(text);
+  }, { maxMessages: 4, onError: () => {} });
+  try {
+    await client.publish("TEST", "test.beside", "long");
+    await waitFor(() => sub.stats.running === 1, 10_000, "the long job running");
+    await g.kill();
+    await g.start();
+    await client.publish("TEST", "test.beside", "next");
+    await waitFor(() => handled.includes("next"), 15_000, "the next message handled while the long job runs");
+    assert.equal(sub.stats.running, 1);
+    assert.ok(sub.stats.held <= 4);
+  } finally {
+    release();
+    await sub.close();
+  }
+  assert.deepEqual(handled.sort(), ["long", "next"]);
+});
