@@ -277,8 +277,9 @@ func TestALeaseExtendedByADurationOutlivesItsStream(t *testing.T) {
 }
 
 // A Consume stream at its max_messages, with no pull open, ends NOT_FOUND
-// once its consumer is deleted on the server (the advisory voids the
-// leases): it sent heartbeats over a void lease until the lease's deadline.
+// once its consumer is deleted on the server (the advisory has it ask the
+// server): it sent heartbeats over a deleted consumer's lease until the
+// lease's deadline.
 func TestAFullConsumeStreamEndsWhenItsConsumerIsDeleted(t *testing.T) {
 	h := newHarness(t)
 	h.publish(2)

@@ -227,7 +227,8 @@ func closed(ch <-chan struct{}) bool {
 // its leases (consumeStream.deleted). Its tokens settle nothing now, which
 // their settles learn from the server too.
 func (c *Consumer) Deleted() {
-	c.onServer.update(func(v *serverView) { v.deleted = true })
+	ticket := c.onServer.tickets.Add(1) // an info asked before it does not clear it
+	c.onServer.update(func(v *serverView) { v.deleted, v.ticket = true, ticket })
 }
 
 // deleted is CONSUMER_NOT_FOUND once the server's advisory has said the
@@ -237,7 +238,9 @@ func (k *consumeStream) deleted(ctx context.Context) error {
 	if !k.pl.server.view().deleted {
 		return nil
 	}
-	if _, err := k.pl.server.Info(ctx); errors.Is(err, errs.ErrConsumerNotFound) {
+	ictx, cancel := context.WithTimeout(ctx, time.Second) // the stream's heartbeats wait meanwhile
+	defer cancel()
+	if _, err := k.pl.server.Info(ictx); errors.Is(err, errs.ErrConsumerNotFound) {
 		return err
 	}
 	return nil

@@ -12,12 +12,20 @@ import (
 // for the next Fetch, once its pull has ended, before it is nak'ed back.
 const orphanHold = 250 * time.Millisecond
 
-// orphan is a leased message whose caller had gone before it could have it.
+// orphan is a leased message whose caller had gone before it could have it,
+// or that did not fit its Fetch's response.
 type orphan struct {
 	d       *Delivery
 	from    *pull.Pull // its pull while that may still be open, then nil
 	readyAt time.Time  // when it may be nak'ed; zero while its pull is open
+	// until is how long it waits for the next Fetch at least: the rest of
+	// a Fetch is the next Fetch's until shortly before its lease ends.
+	until time.Time
 }
+
+// spareMargin is how long before its lease's end the rest of a Fetch that
+// no Fetch has taken is nak'ed back.
+const spareMargin = time.Second
 
 // orphanPool keeps what callers that left leave behind: the pulls of
 // canceled Fetches, which stay open on the server until it ends them
@@ -81,6 +89,23 @@ func (o *orphanPool) keep(ds []*Delivery, from *pull.Pull, now time.Time) {
 	o.wake()
 }
 
+// spare takes deliveries of a Fetch that did not fit its response (from is
+// their pull, nil if it has ended): they are the next Fetch's, and nak'ed
+// back only shortly before their leases end if no Fetch takes them.
+func (o *orphanPool) spare(ds []*Delivery, from *pull.Pull, now time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := len(o.held)
+	o.held = o.appendFrom(o.held, ds, from, now)
+	for _, h := range o.held[n:] {
+		h.until = h.d.Deadline.Add(-spareMargin)
+		if h.from == nil && h.until.After(h.readyAt) {
+			h.readyAt = h.until
+		}
+	}
+	o.wake()
+}
+
 // giveBack takes the leases of an ended Consume stream, to be nak'ed once
 // last, the pull the stream left open (nil if none), has ended: while it is
 // open, a nak'ed message would go straight back into it.
@@ -125,6 +150,9 @@ func (o *orphanPool) drain(now time.Time) {
 		for _, h := range o.held {
 			if h.from == mp.Pull {
 				h.from, h.readyAt = nil, endedAt.Add(orphanHold)
+				if h.until.After(h.readyAt) {
+					h.readyAt = h.until
+				}
 			}
 		}
 		for _, h := range o.returned {

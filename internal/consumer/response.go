@@ -44,6 +44,9 @@ func (d *Delivery) UTF8() bool {
 // replacement of three bytes for each, and each once more raw).
 func (d *Delivery) wireSize(utf8 bool) int64 {
 	n := d.size() + int64(len(d.Token)) + perMessage
+	for _, vs := range d.Header {
+		n += 8 + 3*int64(len(vs)) // a header's map entry and each value's framing
+	}
 	if !utf8 {
 		n += 3 * (d.size() - int64(len(d.Data)))
 	}
@@ -51,10 +54,14 @@ func (d *Delivery) wireSize(utf8 bool) int64 {
 }
 
 // budget is the most bytes of messages one response carries of a pull of
-// batch messages and at most maxFetchBytes: the response budget, or what
-// the pull may bring where that is more.
+// batch messages and at most maxFetchBytes: the response budget, or, where
+// max_fetch_bytes is raised past it (its callers raised their limits), what
+// the pull may bring.
 func budget(maxFetchBytes int64, batch int) int64 {
-	return max(responseBudget, maxFetchBytes+int64(batch)*perMessage)
+	if maxFetchBytes <= responseBudget {
+		return responseBudget
+	}
+	return maxFetchBytes + int64(batch)*perMessage
 }
 
 // fit splits ds into the first that fit budget (one at least, whatever its

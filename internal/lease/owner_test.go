@@ -127,3 +127,39 @@ func TestDisownAndClaimMoveLeasesBetweenOwners(t *testing.T) {
 	tb.Void()
 	wantLoad(t, tb, other, 0, 0)
 }
+
+// An Extend by a duration has its owner heard until the time asked, and a
+// settle of another of its leases after it does not take that back (it set
+// heard to now: the stream went silent while its caller still worked on
+// the lease it had extended for an hour).
+func TestAnExtendByADurationIsHeardUntilTheTimeAsked(t *testing.T) {
+	now := time.Now().Truncate(time.Millisecond)
+	p := Policy{AckWait: 30 * time.Second}
+	tb := NewTable(time.Minute)
+	tb.SetTiming(p)
+	o := NewOwner()
+	var rs []Ref
+	for s := uint64(1); s <= 2; s++ {
+		l := Lease{StreamSeq: s, ConsumerSeq: s, Delivered: 1, Deadline: p.Deadline(now, 1), Wait: p.AckWait, AckSubject: "a"}
+		tb.Add(l)
+		rs = append(rs, l.Ref())
+	}
+	tb.Claim(o, rs, []int64{1, 1})
+	if _, _, err := tb.Begin(rs[0], OpExtend, now); err != nil {
+		t.Fatal(err)
+	}
+	tb.Finish(rs[0], OpExtend, true, now, Extension{Deadline: p.Deadline(now, 1), Wait: p.AckWait, Until: now.Add(time.Hour)})
+	if s := tb.Silent(o, now.Add(31*time.Second)); s != 0 {
+		t.Fatalf("silent %v right after the extend by an hour", s)
+	}
+	if _, _, err := tb.Begin(rs[1], OpAck, now.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	tb.Finish(rs[1], OpAck, true, now.Add(time.Second), Extension{})
+	if s := tb.Silent(o, now.Add(40*time.Second)); s != 0 {
+		t.Errorf("silent %v, 40s into the hour asked for the lease it still holds, after an ack of the other", s)
+	}
+	if s := tb.Silent(o, now.Add(time.Hour+time.Minute)); s != time.Minute {
+		t.Errorf("silent %v a minute past the hour asked; want a minute", s)
+	}
+}

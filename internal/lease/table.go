@@ -304,7 +304,7 @@ func (t *Table) Finish(r Ref, op Op, ok bool, now time.Time, ext Extension) (dea
 		return ext.Deadline, ext.Until
 	}
 	if o := e.owner; o != nil && ok && !ext.KeepAlive {
-		o.heard = now.UnixNano() // the caller's own settle
+		o.heard = max(o.heard, now.UnixNano()) // the caller's own settle (heard until later: an Extend's duration)
 	}
 	switch {
 	case !ok || op == OpExtend:

@@ -37,7 +37,7 @@ func (m *manager) CreateConsumer(ctx context.Context, principal, stream string, 
 	cfg.Name = cfg.Durable
 	cfg.Metadata = withCreator(cfg.Metadata, cmp.Or(principal, anonymous))
 	cfg.Metadata[consumer.CreateID] = rand.Text() // the second of two identical creates is refused
-	s, limits, err := m.limitsNow(ctx, stream, cfg.Replicas)
+	s, limits, err := m.limitsNow(ctx, stream, &cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (m *manager) UpdateConsumer(ctx context.Context, principal, stream, name st
 		return nil, err
 	}
 	cfg.Metadata = withCreator(cfg.Metadata, cur.Config.Metadata[consumer.CreatedBy]) // the creator stays
-	s, limits, err := m.limitsNow(ctx, stream, cfg.Replicas)
+	s, limits, err := m.limitsNow(ctx, stream, &cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -166,7 +166,7 @@ func (rl *relay) onLeader(m *nats.Msg) {
 	}
 }
 
-// onDelete voids the leases of a consumer deleted on the server, and
+// onDelete tells a consumer deleted on the server (Consumer.Deleted), and
 // unbinds it if it is served on demand; a configured one stays bound,
 // answering NOT_FOUND until it is made again.
 func (rl *relay) onDelete(m *nats.Msg) {

@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-import sys
 import time
+import weakref
 from typing import Any, Awaitable, Callable, Optional
 
 from jetgate import _ops
@@ -61,6 +61,7 @@ class Engine:
         self._running = 0
         self._tasks: set[asyncio.Task] = set()
         self._handlers: set[asyncio.Task] = set()
+        self._cancelled_handlers: "weakref.WeakSet[asyncio.Task]" = weakref.WeakSet()  # by cancel_handlers
         self._stop_dispatch = False
         self._closed = False
         self._keeper_wake = asyncio.Event()
@@ -137,6 +138,7 @@ class Engine:
     def cancel_handlers(self) -> None:
         """Cancels the handlers still running (asyncio: after a nak close)."""
         for t in list(self._handlers):
+            self._cancelled_handlers.add(t)
             t.cancel()
 
     async def _nak_for_close(self, h: Held, end: float) -> None:
@@ -261,7 +263,7 @@ class Engine:
                 self.stats.handler_errors += 1
                 self._report(HandlerError("HANDLER_FINAL", f"message {h.seq}: {e.reason}"), e)
             except BaseException as e:  # the handler's failure is the message's nak
-                if self._cancelled(h):
+                if isinstance(e, asyncio.CancelledError) and self._cancelled():
                     raise
                 # Anything else it raised (a CancelledError of a future it
                 # awaited, SystemExit from a blocking handler) is its own.
@@ -283,16 +285,15 @@ class Engine:
             await self._answer_successor(h)
             self._release(h)
 
-    def _cancelled(self, h: Held) -> bool:
-        """Whether the handler of h ended because its task was cancelled: by
-        a nak close, which gave its message back, or by the loop ending."""
-        if h.closed:
-            return True
+    def _cancelled(self) -> bool:
+        """Whether the running handler's task was cancelled, rather than its
+        handler meeting a CancelledError of its own: by a nak close, which
+        gave its message back (cancel_handlers), or by the loop ending."""
         task = asyncio.current_task()
+        if task in self._cancelled_handlers:
+            return True
         cancelling = getattr(task, "cancelling", None)  # Python 3.11 and later
-        if cancelling is not None:
-            return task is not None and cancelling() > 0
-        return isinstance(sys.exc_info()[1], asyncio.CancelledError)
+        return cancelling is not None and cancelling() > 0
 
     def _handler_done(self) -> None:
         self._running -= 1

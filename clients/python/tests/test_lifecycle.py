@@ -10,6 +10,9 @@ import logging
 import sys
 import threading
 import time
+import types
+import weakref
+from unittest import mock
 
 import pytest
 
@@ -195,3 +198,24 @@ def test_a_drain_close_lands_the_settles_of_handlers_that_finished(client):
             sub.close(mode="drain", timeout=10)
         assert sub.stats.settle_errors == 0 and sub.stats.acked == sub.stats.handled == 1, sub.stats
     assert client.fetch(STREAM, "drainacks", batch=10, expires=0.5) == []
+
+
+def test_only_the_subscribers_own_cancel_is_not_the_handlers_failure():
+    # On Python 3.9 and 3.10 (no Task.cancelling) every CancelledError was
+    # taken for the subscriber's own cancel, and a handler's own was
+    # re-raised, its message never nak'ed. The subscriber's own cancels
+    # (cancel_handlers, after a nak close) are those it made.
+    from jetgate import _engine
+
+    class Before311:  # a task as 3.9 and 3.10 have it, for this check
+        pass
+
+    async def main():
+        engine = types.SimpleNamespace(_cancelled_handlers=weakref.WeakSet())
+        with mock.patch.object(_engine.asyncio, "current_task", lambda: Before311()):
+            assert _engine.Engine._cancelled(engine) is False
+        assert _engine.Engine._cancelled(engine) is False  # 3.11 and later: not cancelling
+        engine._cancelled_handlers.add(asyncio.current_task())
+        assert _engine.Engine._cancelled(engine) is True
+
+    asyncio.run(main())
