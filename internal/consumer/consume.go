@@ -90,7 +90,7 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 	if err != nil {
 		return err
 	}
-	k := &consumeStream{pl: pl, o: lease.NewOwner(), send: send, lastSend: time.Now(), pin: pri.PinID, claimed: make(chan struct{}, 1), budget: budget(pl.maxFetchBytes, req.MaxMessages)}
+	k := &consumeStream{pl: pl, o: lease.NewOwner(), send: send, lastSend: time.Now(), pin: pri.PinID, claimed: make(chan struct{}, 1), batch: req.MaxMessages}
 	var last *pull.Pull // the pull the stream left open, to the orphan pool
 	defer func() { k.end(k.sendFailed || ctx.Err() != nil, last, req.KeepOnEnd) }()
 	if req.AutoExtend {
@@ -170,7 +170,7 @@ type consumeStream struct {
 	lastSend   time.Time
 	sendFailed bool   // the caller is gone
 	pin        string // pinned_client: the pin the stream holds
-	budget     int64  // the bytes of one response (response.go)
+	batch      int    // its max_messages: the most one of its pulls brings (fit)
 	// claimed tells auto_extend (extendUntil) of leases the stream took.
 	claimed chan struct{}
 }
@@ -193,7 +193,7 @@ func (k *consumeStream) take(_ context.Context, ds []*Delivery, _ bool) (bool, e
 	}
 	for len(ds) > 0 { // in responses a default client reads (response.go)
 		var burst []*Delivery
-		burst, ds = fit(ds, k.budget)
+		burst, ds = fit(ds, k.pl.maxFetchBytes, k.batch)
 		if err := k.deliver(burst); err != nil {
 			return false, err
 		}

@@ -101,7 +101,7 @@ func (pl *puller) Fetch(ctx context.Context, req FetchRequest) (FetchResult, err
 		pl.wake()
 		return FetchResult{}, ctx.Err()
 	case len(s.got) > 0:
-		got, rest := fit(s.got, budget(pl.maxFetchBytes, req.Batch))
+		got, rest := fit(s.got, pl.maxFetchBytes, req.Batch)
 		if len(rest) > 0 { // the next Fetch's (response.go)
 			pl.orphans.spare(rest, left, time.Now())
 			pl.wake()

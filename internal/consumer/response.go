@@ -12,8 +12,8 @@ import "unicode/utf8"
 
 // responseBudget is the most bytes of messages one response carries: a
 // default gRPC client's 4 MiB, less room for the response's own fields.
-// The pull of a gateway whose limits.max_fetch_bytes is raised above the
-// default may carry more (budget).
+// The pull of a gateway whose limits.max_fetch_bytes is raised above it
+// may carry more (fit).
 const responseBudget = 4<<20 - 64<<10
 
 // perMessage is at most what a message's lease, metadata and field framing
@@ -53,21 +53,17 @@ func (d *Delivery) wireSize(utf8 bool) int64 {
 	return n
 }
 
-// budget is the most bytes of messages one response carries of a pull of
-// batch messages and at most maxFetchBytes: the response budget, or, where
-// max_fetch_bytes is raised past it (its callers raised their limits), what
-// the pull may bring.
-func budget(maxFetchBytes int64, batch int) int64 {
-	if maxFetchBytes <= responseBudget {
-		return responseBudget
+// fit splits ds, of a pull of batch messages and at most maxFetchBytes,
+// into the first that fit one response (one at least, whatever its size:
+// its own response) and the rest. A response carries responseBudget, or,
+// where max_fetch_bytes is raised past it (its callers raised their
+// limits), what the pull may bring. It reads no header's bytes unless ds
+// could be over with every subject and header not UTF-8.
+func fit(ds []*Delivery, maxFetchBytes int64, batch int) (fits, rest []*Delivery) {
+	budget := int64(responseBudget)
+	if maxFetchBytes > responseBudget {
+		budget = maxFetchBytes + int64(batch)*perMessage
 	}
-	return maxFetchBytes + int64(batch)*perMessage
-}
-
-// fit splits ds into the first that fit budget (one at least, whatever its
-// size: its own response) and the rest. It reads no header unless ds could
-// be over budget with every subject and header not UTF-8.
-func fit(ds []*Delivery, budget int64) (fits, rest []*Delivery) {
 	var most int64
 	for _, d := range ds {
 		most += d.wireSize(false)
