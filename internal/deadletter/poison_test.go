@@ -140,7 +140,7 @@ func TestADeadLetterOfARecordWhoseStreamWasMadeAgainHasNotItsNewMessage(t *testi
 	e := newEnv(t)
 	e.captured()
 	seq := e.publish("failed")
-	if err := RecordTerms(context.Background(), e.js, "ORDERS", "billing", "malformed", []Termed{{StreamSeq: seq, Deliveries: 1}}); err != nil {
+	if err := RecordTerms(context.Background(), e.js, "", "ORDERS", "billing", "malformed", []Termed{{StreamSeq: seq, Deliveries: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	e.remadeWithAnotherAt(seq)

@@ -41,14 +41,17 @@ type termRecord struct {
 	Consumer string   `json:"consumer"`
 	Reason   string   `json:"reason"`
 	Terms    []Termed `json:"terms"` // none: a probe (ProbeRecords)
+	// Domain is the JetStream domain of the consumer, as the server's
+	// advisories name it: the record crosses a leaf node as they do.
+	Domain string `json:"domain,omitempty"`
 }
 
 // RecordTerms stores the record of the Terms of ts, of the consumer name of
-// stream, with their reason, in the advisory stream, and returns once it is
-// stored. The record carries a Nats-Msg-Id of its deliveries, so that a
-// record made again is stored once.
-func RecordTerms(ctx context.Context, js jetstream.JetStream, stream, name, reason string, ts []Termed) error {
-	data, err := json.Marshal(termRecord{Stream: stream, Consumer: name, Reason: strings.TrimSpace(reason), Terms: ts}) // the reason as the server's advisory says it
+// stream in JetStream domain domain, with their reason, in the advisory
+// stream, and returns once it is stored. The record carries a Nats-Msg-Id
+// of its deliveries, so that a record made again is stored once.
+func RecordTerms(ctx context.Context, js jetstream.JetStream, domain, stream, name, reason string, ts []Termed) error {
+	data, err := json.Marshal(termRecord{Stream: stream, Consumer: name, Reason: strings.TrimSpace(reason), Terms: ts, Domain: domain}) // the reason as the server's advisory says it
 	if err != nil {
 		return err
 	}

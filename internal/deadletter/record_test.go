@@ -20,7 +20,7 @@ func TestATermsRecordAloneIsDeadLettered(t *testing.T) {
 	seq := e.publish("payload")
 	other := e.publish("another")
 	e.next() // delivered once, and not terminated: the record is what the worker trusts
-	if err := RecordTerms(context.Background(), e.js, "ORDERS", "billing", " malformed ", []Termed{{StreamSeq: seq, Deliveries: 1}, {StreamSeq: other, Deliveries: 2}}); err != nil {
+	if err := RecordTerms(context.Background(), e.js, "", "ORDERS", "billing", " malformed ", []Termed{{StreamSeq: seq, Deliveries: 1}, {StreamSeq: other, Deliveries: 2}}); err != nil {
 		t.Fatal(err)
 	}
 	e.workedOff(1) // one record of both Terms
@@ -65,7 +65,7 @@ func TestATermRecordedAndAdvisedIsOneDeadLetter(t *testing.T) {
 		t.Fatal("no MSG_TERMINATED advisory seen")
 	}
 	for range 2 {
-		if err := RecordTerms(ctx, e.js, "ORDERS", "billing", "malformed", []Termed{{StreamSeq: seq, Deliveries: 1}}); err != nil {
+		if err := RecordTerms(ctx, e.js, "", "ORDERS", "billing", "malformed", []Termed{{StreamSeq: seq, Deliveries: 1}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -88,13 +88,13 @@ func TestATermRecordedAndAdvisedIsOneDeadLetter(t *testing.T) {
 func TestATermsRecordWithoutOnTerm(t *testing.T) {
 	e := newEnv(t)
 	seq := e.publish("payload")
-	if err := RecordTerms(context.Background(), e.js, "ORDERS", "billing", "", []Termed{{StreamSeq: seq, Deliveries: 1}}); err == nil {
+	if err := RecordTerms(context.Background(), e.js, "", "ORDERS", "billing", "", []Termed{{StreamSeq: seq, Deliveries: 1}}); err == nil {
 		t.Fatal("a record stored with no advisory stream")
 	}
 	stop := e.start(true)
 	stop()
 	e.start(false)
-	if err := RecordTerms(context.Background(), e.js, "ORDERS", "billing", "", []Termed{{StreamSeq: seq, Deliveries: 1}}); err != nil {
+	if err := RecordTerms(context.Background(), e.js, "", "ORDERS", "billing", "", []Termed{{StreamSeq: seq, Deliveries: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	e.workedOff(1)
@@ -121,5 +121,21 @@ func TestRecentLettersAreBounded(t *testing.T) {
 	r.add("2", later) // stored again: held from then
 	if r.has("1", later) || !r.has("2", later) {
 		t.Errorf("after recentFor: has 1 %v, has 2 (stored again) %v; want 1 forgotten, 2 held", r.has("1", later), r.has("2", later))
+	}
+}
+
+// A record of another JetStream domain's consumer of the same names makes
+// no dead letter: records cross a leaf node as the server's advisories do,
+// and this worker's consumer never gave the message up.
+func TestARecordOfAnotherDomainIsNotDeadLettered(t *testing.T) {
+	e := newEnv(t)
+	e.start(true)
+	seq := e.publish("payload")
+	if err := RecordTerms(context.Background(), e.js, "leaf", "ORDERS", "billing", "malformed", []Termed{{StreamSeq: seq, Deliveries: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	e.workedOff(1)
+	if dls := e.deadLetters(); len(dls) != 0 {
+		t.Fatalf("%d dead letters of another domain's record; want none", len(dls))
 	}
 }

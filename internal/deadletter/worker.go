@@ -99,6 +99,10 @@ type Options struct {
 	JS       jetstream.JetStream
 	Routes   []Route
 	Replicas int // of the advisory stream: as many as the streams it serves
+	// Domain is the JetStream domain of the routes' consumers, as the
+	// server's advisories name it ("" without domains): those of another
+	// domain are not theirs.
+	Domain string
 	// Agreed is the KV bucket where every replica of every deployment
 	// agrees on the advisory stream's subjects before it adds its own
 	// (capture.go); nil: added without agreement (one replica alone).
@@ -117,6 +121,7 @@ type Worker struct {
 	copied *prometheus.CounterVec
 	cc     jetstream.ConsumeContext
 	recent recentLetters
+	domain string // the routes' consumers' JetStream domain
 }
 
 // Start makes sure each route's dead-letter subject is bound to a stream
@@ -125,7 +130,7 @@ type Worker struct {
 // stream, which other deployments may share) and starts working them off.
 // Stop ends it.
 func Start(ctx context.Context, o Options) (*Worker, error) {
-	w := &Worker{js: o.JS, routes: make(map[[2]string]Route), log: o.Log, copied: o.Copied}
+	w := &Worker{js: o.JS, routes: make(map[[2]string]Route), log: o.Log, copied: o.Copied, domain: o.Domain}
 	var subjects []string
 	for _, r := range o.Routes {
 		r, err := resolved(ctx, o.JS, r)
@@ -180,6 +185,7 @@ type advisory struct {
 	Deliveries uint64    `json:"deliveries"`
 	Reason     string    `json:"reason"`    // MSG_TERMINATED: the Term's reason
 	Time       time.Time `json:"timestamp"` // when the server gave up on the message (zero: not said)
+	Domain     string    `json:"domain"`    // the consumer's JetStream domain
 }
 
 func (w *Worker) handle(m jetstream.Msg) {
@@ -207,6 +213,11 @@ func (w *Worker) handle(m jetstream.Msg) {
 		_ = m.Term()
 		return
 	case len(as) == 0: // ProbeRecords'
+		_ = m.Ack()
+		return
+	case as[0].Domain != w.domain:
+		// Of another JetStream domain's consumer of the same names: the
+		// server's advisories, and jetgate's records, cross a leaf node.
 		_ = m.Ack()
 		return
 	}
@@ -275,7 +286,7 @@ func parseEvent(m jetstream.Msg) (stream, consumer string, as []advisory, _ erro
 			if t.StreamSeq == 0 {
 				return "", "", nil, errors.New("a Term of stream sequence 0")
 			}
-			as = append(as, advisory{Stream: rec.Stream, Consumer: rec.Consumer, StreamSeq: t.StreamSeq, Deliveries: t.Deliveries, Reason: rec.Reason})
+			as = append(as, advisory{Stream: rec.Stream, Consumer: rec.Consumer, StreamSeq: t.StreamSeq, Deliveries: t.Deliveries, Reason: rec.Reason, Domain: rec.Domain})
 		}
 		return rec.Stream, rec.Consumer, as, nil
 	}

@@ -23,6 +23,9 @@ type deadLetters struct {
 	// onTerm holds the consumers with dead_letter.on_term, whose Terms are
 	// recorded; set before any consumer is bound, and never changed.
 	onTerm map[consumerKey]bool
+	// served is the JetStream domain served, as advisories name it; set
+	// as the replica opens, before any consumer is bound.
+	served string
 }
 
 // newDeadLetters is the dead letters of the consumers cs.
@@ -52,7 +55,7 @@ func (dead *deadLetters) recordTerms(ctx context.Context, stream, name, reason s
 	record := func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, dead.timeout)
 		defer cancel()
-		return deadletter.RecordTerms(ctx, dead.js, stream, name, reason, ts)
+		return deadletter.RecordTerms(ctx, dead.js, dead.served, stream, name, reason, ts)
 	}
 	err := record(context.WithoutCancel(ctx))
 	if err == nil {
@@ -153,7 +156,7 @@ func (dead *deadLetters) start(ctx context.Context, cs []consumer.Config) error 
 		return fmt.Errorf("the KV bucket %s: %w", settle.LedgerBucket, err)
 	}
 	dead.worker, err = deadletter.Start(ctx, deadletter.Options{
-		JS: dead.js, Routes: routes, Replicas: dead.stateReplicas, Log: dead.log, Copied: dead.metrics.deadLetters, Agreed: agreed,
+		JS: dead.js, Routes: routes, Replicas: dead.stateReplicas, Log: dead.log, Copied: dead.metrics.deadLetters, Agreed: agreed, Domain: dead.served,
 	})
 	if err != nil {
 		return err

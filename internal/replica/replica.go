@@ -225,6 +225,7 @@ func (r *Replica) open(ctx context.Context, o Options) error {
 	if r.relay.jsDomain, err = servedDomain(ctx, r.js, r.domain); err != nil {
 		return err
 	}
+	r.deadLetters.served = r.relay.jsDomain
 	if err := r.subscribe(); err != nil {
 		return err
 	}
