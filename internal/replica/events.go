@@ -26,6 +26,10 @@ type relay struct {
 	// as the server's advisories name it ("": none); env's domain is the one
 	// configured to reach them ("": the connection's own).
 	jsDomain string
+	// watchAPI is the prefix the requests are seen under: the domain's, or
+	// $JS.API. where the connection's server is of the domain (it maps the
+	// domain's prefix before delivering).
+	watchAPI string
 	subs     []*nats.Subscription
 	// handled counts, by subscription, the messages its handler finished
 	// with: catchUp waits until it matches what NATS delivered.
@@ -124,9 +128,9 @@ func (rl *relay) onPause(m *nats.Msg) {
 // serves: the leases it shortens are cut at once, and the consumer asks its
 // info until the change shows.
 func (rl *relay) onUpdate(m *nats.Msg) {
-	prefix := rl.api + createRequests
-	if strings.HasPrefix(m.Subject, rl.api+durableCreateRequests) {
-		prefix = rl.api + durableCreateRequests
+	prefix := rl.watchAPI + createRequests
+	if strings.HasPrefix(m.Subject, rl.watchAPI+durableCreateRequests) {
+		prefix = rl.watchAPI + durableCreateRequests
 	}
 	stream, name, _ := strings.Cut(strings.TrimPrefix(m.Subject, prefix), ".")
 	name, _, _ = strings.Cut(name, ".") // what follows is the filter subject
@@ -191,13 +195,13 @@ func (rl *relay) subscribe() error {
 		subject string
 		handler nats.MsgHandler
 	}{
-		{rl.api + resetRequests + ">", rl.onResetRequest},
+		{rl.watchAPI + resetRequests + ">", rl.onResetRequest},
 		{consumer.ResetWordPrefix + ">", rl.onResetWord},
 		{pauseAdvisories + ">", rl.onPause},
 		{deleteAdvisories + ">", rl.onDelete},
 		{leaderAdvisories + ">", rl.onLeader},
-		{rl.api + createRequests + ">", rl.onUpdate},
-		{rl.api + durableCreateRequests + ">", rl.onUpdate},
+		{rl.watchAPI + createRequests + ">", rl.onUpdate},
+		{rl.watchAPI + durableCreateRequests + ">", rl.onUpdate},
 	}
 	for _, s := range subs {
 		handler, handled := s.handler, new(atomic.Int64)
@@ -216,7 +220,7 @@ func (rl *relay) subscribe() error {
 // onResetRequest voids the leases of a consumer this replica serves whose
 // reset request passed; the request's reply subject names the reset.
 func (rl *relay) onResetRequest(m *nats.Msg) {
-	stream, name, ok := strings.Cut(strings.TrimPrefix(m.Subject, rl.api+resetRequests), ".")
+	stream, name, ok := strings.Cut(strings.TrimPrefix(m.Subject, rl.watchAPI+resetRequests), ".")
 	if !ok {
 		return
 	}

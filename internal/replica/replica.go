@@ -226,6 +226,19 @@ func (r *Replica) open(ctx context.Context, o Options) error {
 		return err
 	}
 	r.deadLetters.served = r.relay.jsDomain
+	r.relay.watchAPI = r.api
+	if r.domain != "" {
+		// A connection to a server of the domain itself sees the domain's
+		// requests as $JS.API (its server maps the prefix before
+		// delivering them).
+		plain, err := jetstream.New(o.Conn)
+		if err != nil {
+			return err
+		}
+		if own, err := servedDomain(ctx, plain, ""); err == nil && own == r.domain {
+			r.relay.watchAPI = pull.API("")
+		}
+	}
 	if err := r.subscribe(); err != nil {
 		return err
 	}
