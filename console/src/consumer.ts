@@ -25,15 +25,19 @@ export async function renderConsumer(
   el: HTMLElement, stream: string, consumer: string, first: boolean, live: () => boolean, refresh: () => void,
 ): Promise<void> {
   const key = `${stream}/${consumer}`;
+  const known = first ? undefined : deadLetterConfigured.get(key);
   const [got, held, listed] = await Promise.allSettled([
     call<GetConsumer>("GET", paths.consumer(stream, consumer)),
     call<Leases>("GET", paths.leases(stream, consumer)),
-    // GetConsumer does not say whether a dead-letter subject is configured; the listing does.
-    call<{ consumers?: ConsumerSummary[] }>("GET", paths.consumers(stream)),
+    known === undefined ? call<{ consumers?: ConsumerSummary[] }>("GET", paths.consumers(stream)) : Promise.resolve(undefined),
   ]);
   const info = settled(got);
   const leases = settled(held);
-  const deadLetter = (settled(listed).consumers ?? []).some((c) => c.name === consumer && c.deadLetterConfigured === true);
+  let deadLetter = known ?? false;
+  if (known === undefined && listed.status === "fulfilled") { // else asked again at the next poll
+    deadLetter = (listed.value?.consumers ?? []).some((c) => c.name === consumer && c.deadLetterConfigured === true);
+    deadLetterConfigured.set(key, deadLetter);
+  }
   if (!live()) return;
   const now = Date.now();
   history.add(key, sampleOf(now, { ...info.state, oldestUnackedAge: info.oldestUnackedAge }));
@@ -56,6 +60,11 @@ export async function renderConsumer(
     ? loadDeadLetters(stream, consumer, info, refresh)
     : replace(p.parts.dead, h("p", {}, "No dead-letter subject is configured for this consumer.")));
 }
+
+// Whether each consumer has a dead-letter subject: GetConsumer does not say,
+// the stream's listing does, which reads every consumer of the stream. So
+// it is asked as a consumer's page opens, not at every poll.
+const deadLetterConfigured = new Map<string, boolean>();
 
 function settled<T>(r: PromiseSettledResult<T>): T {
   if (r.status === "rejected") throw r.reason;

@@ -162,7 +162,9 @@ export function preview(b64: string | undefined, size: number): { text: string; 
   const bytes = Uint8Array.from(bin, (c) => c.charCodeAt(0));
   const more = size > bytes.length ? ` … (${size} bytes)` : "";
   try {
-    const text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    // The gateway cuts a preview at a byte count: a character it split at
+    // the end is left out, not taken for bytes that are not text.
+    const text = new TextDecoder("utf-8", { fatal: true }).decode(more ? whole(bytes) : bytes);
     // eslint-disable-next-line no-control-regex
     if (!/[\u0000-\u0008\u000e-\u001f\u007f]/.test(text)) return { text: text + more, binary: false };
   } catch {
@@ -170,6 +172,16 @@ export function preview(b64: string | undefined, size: number): { text: string; 
   }
   const hex = [...bytes.slice(0, 256)].map((b) => b.toString(16).padStart(2, "0")).join(" ");
   return { text: hex + (bytes.length > 256 || more ? ` … (${size} bytes)` : ""), binary: true };
+}
+
+/** whole is bytes less the start of a UTF-8 character they end in the middle of. */
+function whole(bytes: Uint8Array): Uint8Array {
+  let i = bytes.length - 1;
+  for (let k = 0; i >= 0 && k < 3 && (bytes[i] & 0xc0) === 0x80; k++) i--;
+  if (i < 0) return bytes;
+  const lead = bytes[i];
+  const want = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  return want > bytes.length - i ? bytes.subarray(0, i) : bytes;
 }
 
 /** What an API error says, from the JSON grpc-gateway writes. */

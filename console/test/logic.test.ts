@@ -107,6 +107,16 @@ describe("dead letter previews", () => {
     expect(preview(b64([104, 105, 1]), 3).binary).toBe(true); // a control character
     expect(preview(undefined, 0)).toEqual({ text: "", binary: false });
   });
+  test("text the gateway cut in the middle of a character shows as text, less that character", () => {
+    // The preview is the first 1024 bytes: accented or CJK text cut there
+    // was shown as a hex dump, marked binary.
+    const enc = (s: string) => Array.from(new TextEncoder().encode(s));
+    const cjk = enc("注文".repeat(400));
+    expect(preview(b64(cjk.slice(0, 1024)), cjk.length)).toEqual({ text: "注文".repeat(170) + "注 … (2400 bytes)", binary: false });
+    const accents = enc("é".repeat(600));
+    expect(preview(b64(accents.slice(0, 1023)), accents.length)).toEqual({ text: "é".repeat(511) + " … (1200 bytes)", binary: false });
+    expect(preview(b64(enc("ab").concat([0xe6, 0xb3])), 4).binary).toBe(true); // not cut: not text
+  });
 });
 
 describe("bidirectional controls in names", () => {

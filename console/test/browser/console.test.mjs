@@ -428,3 +428,20 @@ test("Replay from… a sequence and a time, each confirmed with its count; who c
   await reader.close();
   assert.deepEqual(problems, []);
 });
+
+test("a consumer's page lists the stream's consumers as it opens, not at every refresh", async () => {
+  // It re-listed every consumer of the stream (their oldest messages and
+  // dead letters read on the server) every 5s, to learn whether this one
+  // has a dead-letter subject.
+  const page = await signedIn(OPERATOR_KEY, { width: 1280, height: 800 });
+  const lists = [];
+  page.on("request", (r) => { if (/\/v1\/streams\/ORDERS\/consumers$/.test(new URL(r.url()).pathname)) lists.push(r.url()); });
+  await page.goto(`${jg.base}/console/#/streams/ORDERS/consumers/billing`);
+  await page.locator("#dead-body p.meta").waitFor();
+  const opened = lists.length;
+  const n = await loads(page);
+  await until("two more refreshes", async () => (await loads(page)) > n + 1);
+  assert.equal(lists.length, opened, `the stream listed ${lists.length - opened} more times over two refreshes`);
+  await page.close();
+  assert.deepEqual(problems, []);
+});
