@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
 // Changing nats.url rolls the pods: the URL reaches them through the
@@ -74,5 +76,29 @@ func TestTheDockerfileStampsTheVersion(t *testing.T) {
 	build, _, _ := strings.Cut(string(b), "FROM scratch")
 	if !strings.Contains(build, "ARG VERSION") || !strings.Contains(build, "-X github.com/jetgate/jetgate/app.version=${VERSION}") {
 		t.Errorf("the Dockerfile's build stage does not stamp app.version from ARG VERSION:\n%s", build)
+	}
+}
+
+// With TLS on the listeners, the ServiceMonitor takes a tlsConfig (the CA
+// and server name Prometheus verifies jetgate's certificate by): it said
+// https alone, Prometheus verified a cluster certificate against its system
+// roots and a pod IP, every scrape failed and JetgateDown fired.
+func TestTheServiceMonitorTakesATLSConfig(t *testing.T) {
+	tlsConfig := map[string]any{"ca": map[string]any{"secret": map[string]any{"name": "jetgate-ca", "key": "ca.crt"}}, "serverName": "jetgate.jetgate.svc"}
+	vals := with(baseValues(), "config.listen", map[string]any{"tls": map[string]any{"cert": "/tls/tls.crt", "key": "/tls/tls.key"}},
+		"extraVolumes", []any{map[string]any{"name": "tls", "secret": map[string]any{"secretName": "jetgate-tls"}}},
+		"extraVolumeMounts", []any{map[string]any{"name": "tls", "mountPath": "/tls", "readOnly": true}},
+		"serviceMonitor.enabled", true, "serviceMonitor.tlsConfig", tlsConfig)
+	out, err := render(vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sm map[string]any
+	if err := yaml.Unmarshal([]byte(out["jetgate/templates/servicemonitor.yaml"]), &sm); err != nil {
+		t.Fatal(err)
+	}
+	ep := sm["spec"].(map[string]any)["endpoints"].([]any)[0].(map[string]any)
+	if ep["scheme"] != "https" || !reflect.DeepEqual(ep["tlsConfig"], tlsConfig) {
+		t.Errorf("ServiceMonitor endpoint %v; want https with the tlsConfig given", ep)
 	}
 }
