@@ -70,7 +70,7 @@ func TestBadFiles(t *testing.T) {
 		{"unknown consumer field", badFile(12, "    ack_wiat: 1m"), "consumers[1].ack_wiat", 12, `unknown field "ack_wiat" (consumers[1] takes stream, name, ack_wait,`},
 		{"unknown field in a flow mapping", badFile(13, "    dead_letter: {subject: dead.audit, on_trem: true}"), "consumers[1].dead_letter.on_trem", 13, `unknown field "on_trem"`},
 		{"auth key without its hash", good + "auth: {api_keys: [{principal: p, sha256: secret}]}\n", "auth.api_keys[0].sha256", 14, "never the key itself"},
-		{"auth unknown action", good + "auth: {api_keys: [{principal: p, sha256: " + strings.Repeat("ab", 32) + "}], grants: [{principal: p, stream: S, actions: [delete]}]}\n", "auth.grants[0].actions[0]", 14, "is not one of"},
+		{"auth unknown action", good + "auth: {api_keys: [{principal: p, sha256: " + strings.Repeat("ab", 32) + "}], grants: [{principal: p, stream: S, actions: [delete]}]}\n", "auth.grants[0].actions[0]", 14, "is not one of fetch, settle, read, publish, redrive, manage, seek, admin, metrics"},
 		{"mtls without a client CA", good + "auth: {mtls: true}\n", "auth.mtls", 14, "needs listen.tls.client_ca"},
 		{"beyond loopback without auth", good + "listen: {grpc: \"0.0.0.0:9090\"}\n", "listen.grpc", 14, "beyond loopback without authentication"},
 		{"bad duration", badFile(12, "    ack_wait: 3x"), "consumers[1].ack_wait", 12, `"3x" is not a duration`},

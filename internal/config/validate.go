@@ -132,11 +132,11 @@ func (c *validator) validateAuth() *Error {
 		case g.Stream == "":
 			return c.errorf(p+".stream", `required ("*" for any stream)`)
 		case len(g.Actions) == 0:
-			return c.errorf(p+".actions", "give at least one of fetch, settle, read, publish, redrive, manage, metrics")
+			return c.errorf(p+".actions", "give at least one of %s", actionNames())
 		}
 		for j, act := range g.Actions {
 			if !slices.Contains(auth.Actions, auth.Action(act)) {
-				return c.errorf(index(p+".actions", j), "%s is not one of fetch, settle, read, publish, redrive, manage, metrics", quote(act))
+				return c.errorf(index(p+".actions", j), "%s is not one of %s", quote(act), actionNames())
 			}
 		}
 	}
@@ -369,4 +369,14 @@ func (c *validator) checkName(path, name string) *Error {
 		return c.errorf(path, "%s", strings.TrimPrefix(err.Error(), "name "))
 	}
 	return nil
+}
+
+// actionNames lists the actions a grant may name, as the configuration
+// spells them.
+func actionNames() string {
+	names := make([]string, len(auth.Actions))
+	for i, a := range auth.Actions {
+		names[i] = string(a)
+	}
+	return strings.Join(names, ", ")
 }
