@@ -35,7 +35,6 @@ import (
 	"github.com/jetgate/jetgate/internal/config"
 	"github.com/jetgate/jetgate/internal/keycheck"
 	"github.com/jetgate/jetgate/internal/replica"
-	"github.com/jetgate/jetgate/internal/tlsfiles"
 	"github.com/jetgate/jetgate/internal/tracing"
 	"github.com/jetgate/jetgate/server"
 )
@@ -189,10 +188,8 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 	if err != nil {
 		return err
 	}
-	if t := p.cfg.Listen.TLS; t.Cert != "" {
-		if p.tls, err = tlsfiles.Config(tlsfiles.Files{Cert: t.Cert, Key: t.Key, ClientCA: t.ClientCA}, p.log); err != nil {
-			return p.cfg.Errorf("listen.tls", "%v", err)
-		}
+	if err := p.loadTLS(); err != nil {
+		return err
 	}
 	// The REST side's road (the in-memory server of its streams, and Local)
 	// takes the principal the gateway asserts; the gRPC listener refuses it.
@@ -254,6 +251,7 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 		},
 		Auth: authn, Denied: guard.DeniedHTTP, LocalOnly: authn == nil && !p.cfg.Auth.AllowUnauthenticated && loopbackListener(p.httpLis),
 		Console: p.cfg.Console.Enabled, WriteStall: p.stall,
+		ClientCertRequired: p.cfg.Listen.TLS.ClientCA != "",
 	})
 }
 
@@ -296,7 +294,7 @@ func (p *process) buildREST(ctx context.Context, o gateway.Options) error {
 		IdleTimeout:    time.Duration(p.cfg.Limits.IdleTimeout),
 		MaxHeaderBytes: maxHeaderBytes,
 		ErrorLog:       slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
-		TLSConfig:      p.tls,
+		TLSConfig:      p.httpTLS(),
 	}
 	return nil
 }

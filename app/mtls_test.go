@@ -19,8 +19,11 @@ import (
 )
 
 // With TLS and client certificates on both listeners, the certificate is
-// the caller's identity: its Common Name ("client") is the principal. No
-// certificate, or one from another CA, gets no further than the handshake.
+// the caller's identity: its Common Name ("client") is the principal. One
+// from another CA gets no further than the handshake, and on gRPC no
+// certificate either. On REST a request without one is answered 401, but
+// for the probes, which the kubelet calls with none: a pod with client
+// certificates never became ready, and was restarted for its liveness.
 func TestMutualTLSListeners(t *testing.T) {
 	p, other := newPKI(t), newPKI(t)
 	file := writeConfig(t, fmt.Sprintf(`
@@ -57,26 +60,38 @@ auth:
 		t.Errorf("gRPC with the right certificate: %v", err)
 	}
 
-	get := func(certs ...tls.Certificate) (int, error) {
+	do := func(method, path string, certs ...tls.Certificate) (int, string, error) {
 		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: p.pool, Certificates: certs, MinVersion: tls.VersionTLS12}}
 		defer tr.CloseIdleConnections()
-		req, _ := http.NewRequest(http.MethodPost, "https://"+proc.HTTP+"/v1/streams/ORDERS/consumers/billing:fetch", strings.NewReader(`{"expires":"0s"}`))
+		req, _ := http.NewRequest(method, "https://"+proc.HTTP+path, strings.NewReader(`{"expires":"0s"}`))
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Do(req)
 		if err != nil {
-			return 0, err
+			return 0, "", err
 		}
 		defer resp.Body.Close()
-		_, _ = io.ReadAll(resp.Body)
-		return resp.StatusCode, nil
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body), nil
 	}
-	if code, err := get(); err == nil {
-		t.Errorf("REST without a client certificate: status %d; want the handshake refused", code)
+	const fetchPath = "/v1/streams/ORDERS/consumers/billing:fetch"
+	for _, path := range []string{fetchPath, "/metrics", "/openapi.json", "/console/"} {
+		method := http.MethodGet
+		if path == fetchPath {
+			method = http.MethodPost
+		}
+		if code, body, err := do(method, path); err != nil || code != http.StatusUnauthorized || !strings.Contains(body, "client certificate is required") {
+			t.Errorf("REST %s without a client certificate: %d %.200s %v; want 401 saying one is required", path, code, body, err)
+		}
 	}
-	if code, err := get(other.client); err == nil {
+	for _, probe := range []string{"/healthz", "/readyz"} {
+		if code, _, err := do(http.MethodGet, probe); err != nil || code != http.StatusOK {
+			t.Errorf("the probe %s without a client certificate (as the kubelet calls it): %d %v", probe, code, err)
+		}
+	}
+	if code, _, err := do(http.MethodPost, fetchPath, other.client); err == nil {
 		t.Errorf("REST with a certificate of another CA: status %d; want the handshake refused", code)
 	}
-	if code, err := get(p.client); err != nil || code != http.StatusOK {
+	if code, _, err := do(http.MethodPost, fetchPath, p.client); err != nil || code != http.StatusOK {
 		t.Errorf("REST with the right certificate: %d %v", code, err)
 	}
 	// Plaintext is not served at all.

@@ -79,6 +79,11 @@ type Options struct {
 	// points at 127.0.0.1 (DNS rebinding) is, to the browser, the same
 	// origin as this gateway; its requests name the page's host.
 	LocalOnly bool
+	// ClientCertRequired is set where the listener asks for client
+	// certificates (listen.tls.client_ca) but takes a handshake without one
+	// (tlsfiles.CertIfGiven): every request but the probes needs a verified
+	// one.
+	ClientCertRequired bool
 	// CORSOrigins are the origins whose pages may call the API from a
 	// browser; none by default.
 	CORSOrigins []string
@@ -146,7 +151,26 @@ func New(ctx context.Context, o Options) (*REST, error) {
 		return nil, err
 	}
 	root.Handle("/", cors(o.CORSOrigins, authn(routes.routes(admitBody(streaming(calls, cmp.Or(o.WriteStall, DefaultWriteStall)), o.MaxBodyBytes)))))
+	if o.ClientCertRequired {
+		return &REST{Handler: clientCertRequired(root), conn: conn}, nil
+	}
 	return &REST{Handler: root, conn: conn}, nil
+}
+
+// clientCertRequired answers 401 to a request without a verified client
+// certificate, but for the probes: the listener takes a handshake without
+// one (tlsfiles.CertIfGiven) so that the kubelet, which presents none, can
+// call them.
+func clientCertRequired(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		probe := r.Method == http.MethodGet && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz")
+		if !probe && (r.TLS == nil || len(r.TLS.VerifiedChains) == 0) {
+			writeStatus(w, http.StatusUnauthorized, status.New(codes.Unauthenticated,
+				"a client certificate is required: this gateway takes only callers with one that chains to its listen.tls.client_ca"), "UNAUTHENTICATED")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // apiHandler serves the API's routes: unary calls to the services in

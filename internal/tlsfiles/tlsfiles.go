@@ -42,6 +42,31 @@ func Config(f Files, log *slog.Logger) (*tls.Config, error) {
 	return r.serverConfig(), nil
 }
 
+// CertIfGiven is cfg (of Config) for a listener that asks for a client
+// certificate but takes a handshake without one: a certificate given must
+// still verify against the client CA, and the server requires one per
+// request where it must (the REST listener: everything but the probes,
+// which the kubelet calls without one).
+func CertIfGiven(cfg *tls.Config) *tls.Config {
+	out := cfg.Clone()
+	if out.ClientAuth != tls.RequireAndVerifyClientCert {
+		return out
+	}
+	out.ClientAuth = tls.VerifyClientCertIfGiven
+	if get := cfg.GetConfigForClient; get != nil {
+		out.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+			c, err := get(hello)
+			if err != nil || c == nil {
+				return c, err
+			}
+			c = c.Clone()
+			c.ClientAuth = tls.VerifyClientCertIfGiven
+			return c, nil
+		}
+	}
+	return out
+}
+
 // nextProtos is what every config offers in ALPN, in server preference order;
 // a fresh slice each time, as callers may append to a config's NextProtos.
 func nextProtos() []string { return []string{"h2", "http/1.1"} }
