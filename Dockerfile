@@ -6,13 +6,13 @@
 FROM --platform=$BUILDPLATFORM golang:1.26.8 AS build
 ARG TARGETOS=linux
 ARG TARGETARCH
-ARG VERSION=dev
+ARG VERSION=""
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -trimpath -ldflags="-s -w -buildid= -X github.com/jetgate/jetgate/app.version=${VERSION}" -o /out/usr/local/bin/jetgate ./cmd/jetgate
+    go build -trimpath -ldflags="-s -w -buildid= ${VERSION:+-X github.com/jetgate/jetgate/app.version=${VERSION}}" -o /out/usr/local/bin/jetgate ./cmd/jetgate
 # The root filesystem besides the binary: the user, /tmp, the working
 # directory (the embedded server's default data_dir lives there).
 RUN mkdir -p /out/etc /out/tmp /out/var/lib/jetgate \

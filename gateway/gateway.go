@@ -163,7 +163,7 @@ func New(ctx context.Context, o Options) (*REST, error) {
 // call them.
 func clientCertRequired(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		probe := r.Method == http.MethodGet && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz")
+		probe := (r.Method == http.MethodGet || r.Method == http.MethodHead) && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz")
 		if !probe && (r.TLS == nil || len(r.TLS.VerifiedChains) == 0) {
 			writeStatus(w, http.StatusUnauthorized, status.New(codes.Unauthenticated,
 				"a client certificate is required: this gateway takes only callers with one that chains to its listen.tls.client_ca"), "UNAUTHENTICATED")

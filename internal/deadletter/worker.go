@@ -215,9 +215,11 @@ func (w *Worker) handle(m jetstream.Msg) {
 	case len(as) == 0: // ProbeRecords'
 		_ = m.Ack()
 		return
-	case as[0].Domain != w.domain:
+	case as[0].Domain != w.domain && !(as[0].Domain == "" && strings.HasPrefix(m.Subject(), recordTermed)):
 		// Of another JetStream domain's consumer of the same names: the
 		// server's advisories, and jetgate's records, cross a leaf node.
+		// (A record naming no domain is of a replica from before records
+		// named theirs: taken as this domain's.)
 		_ = m.Ack()
 		return
 	}

@@ -183,7 +183,10 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		reg = prometheus.NewRegistry()
 	}
 	e.metrics = newMetrics(reg, r.binder, r.deadLetters)
-	e.stateReplicas = stateReplicas(ctx, js, o.Consumers)
+	if e.stateReplicas, err = stateReplicas(ctx, js, o.Consumers); err != nil {
+		r.Close()
+		return nil, err
+	}
 	if err := r.open(ctx, o); err != nil {
 		r.Close()
 		return nil, err
@@ -235,7 +238,11 @@ func (r *Replica) open(ctx context.Context, o Options) error {
 		if err != nil {
 			return err
 		}
-		if own, err := servedDomain(ctx, plain, ""); err == nil && own == r.domain {
+		switch own, err := servedDomain(ctx, plain, ""); {
+		case err != nil:
+			r.log.Warn("the connection's own JetStream domain could not be read ($JS.API.INFO): requests are watched under the configured domain's prefix, where a server of that domain delivers none",
+				"domain", r.domain, "error", err)
+		case own == r.domain:
 			r.relay.watchAPI = pull.API("")
 		}
 	}

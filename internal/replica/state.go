@@ -2,6 +2,8 @@ package replica
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -16,22 +18,35 @@ import (
 // and never fewer than its buckets have already. Another replica, serving
 // streams of more replicas from its file, made them so: one that serves
 // fewer (on demand alone, say) must not scale them down under it.
-func stateReplicas(ctx context.Context, js jetstream.JetStream, cs []consumer.Config) int {
+func stateReplicas(ctx context.Context, js jetstream.JetStream, cs []consumer.Config) (int, error) {
 	n := 1
+	of := func(stream string) error {
+		s, err := js.Stream(ctx, stream)
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			return nil // made later, or not at all
+		case err != nil:
+			// Not known is not one: counting it so could scale the
+			// buckets down.
+			return fmt.Errorf("look up stream %q for the replicas of jetgate's own buckets: %w", stream, err)
+		}
+		n = max(n, s.CachedInfo().Config.Replicas)
+		return nil
+	}
 	seen := make(map[string]bool)
 	for _, c := range cs {
 		if seen[c.Stream] {
 			continue
 		}
 		seen[c.Stream] = true
-		if s, err := js.Stream(ctx, c.Stream); err == nil {
-			n = max(n, s.CachedInfo().Config.Replicas)
+		if err := of(c.Stream); err != nil {
+			return 0, err
 		}
 	}
 	for _, bucket := range []string{settle.LedgerBucket, roster.Bucket} {
-		if s, err := js.Stream(ctx, "KV_"+bucket); err == nil {
-			n = max(n, s.CachedInfo().Config.Replicas)
+		if err := of("KV_" + bucket); err != nil {
+			return 0, err
 		}
 	}
-	return n
+	return n, nil
 }
