@@ -341,8 +341,9 @@ func (p *process) serve(ctx context.Context, o Options) error {
 	return err
 }
 
-// shutdown stops HTTP, then gRPC, gracefully within grace, and cuts what is
-// left when it runs out; meanwhile the pushers finish what is in flight.
+// shutdown stops HTTP and gRPC at once, gracefully within grace (neither
+// takes a new call while the other's calls finish), and cuts what is left
+// when it runs out; meanwhile the pushers finish what is in flight.
 func (p *process) shutdown(grace time.Duration) {
 	p.health.Shutdown()
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
@@ -353,13 +354,18 @@ func (p *process) shutdown(grace time.Duration) {
 		close(pushed)
 	}()
 	defer func() { <-pushed }()
+	public := make(chan struct{})
+	go func() {
+		p.public.GracefulStop()
+		close(public)
+	}()
 	if err := p.http.Shutdown(ctx); err != nil {
 		_ = p.http.Close() // the grace ran out: cut the long polls
 	}
 	stopped := make(chan struct{})
 	go func() {
-		p.public.GracefulStop()
 		p.inner.GracefulStop() // REST calls ended with the HTTP server
+		<-public
 		close(stopped)
 	}()
 	select {
