@@ -41,14 +41,20 @@ func (d *Delivery) UTF8() bool {
 
 // wireSize is at most the bytes d takes in a response; utf8 says whether
 // to count its subject and headers as UTF-8 (else four times: a
-// replacement of three bytes for each, and each once more raw).
+// replacement of three bytes for each, and each once more raw). Its
+// headers are read once: it runs for every message of every response.
 func (d *Delivery) wireSize(utf8 bool) int64 {
-	n := d.size() + int64(len(d.Token)) + perMessage
-	for _, vs := range d.Header {
-		n += 8 + 3*int64(len(vs)) // a header's map entry and each value's framing
+	names := int64(len(d.Subject)) // subject and headers, as size counts them
+	var framing int64              // a header's map entry and each value's
+	for k, vs := range d.Header {
+		framing += 8 + 3*int64(len(vs))
+		for _, v := range vs {
+			names += int64(len(k) + len(v) + 4)
+		}
 	}
+	n := names + int64(len(d.Data)) + int64(len(d.Token)) + perMessage + framing
 	if !utf8 {
-		n += 3 * (d.size() - int64(len(d.Data)))
+		n += 3 * names
 	}
 	return n
 }
