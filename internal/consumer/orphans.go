@@ -23,6 +23,14 @@ type orphan struct {
 	until time.Time
 }
 
+// readyFrom sets when h may be nak'ed: at, or its until where that is later.
+func (h *orphan) readyFrom(at time.Time) {
+	h.readyAt = at
+	if h.until.After(at) {
+		h.readyAt = h.until
+	}
+}
+
 // spareMargin is how long before its lease's end the rest of a Fetch that
 // no Fetch has taken is nak'ed back.
 const spareMargin = time.Second
@@ -99,8 +107,8 @@ func (o *orphanPool) spare(ds []*Delivery, from *pull.Pull, now time.Time) {
 	o.held = o.appendFrom(o.held, ds, from, now)
 	for _, h := range o.held[n:] {
 		h.until = h.d.Deadline.Add(-spareMargin)
-		if h.from == nil && h.until.After(h.readyAt) {
-			h.readyAt = h.until
+		if h.from == nil {
+			h.readyFrom(h.readyAt)
 		}
 	}
 	o.wake()
@@ -149,10 +157,8 @@ func (o *orphanPool) drain(now time.Time) {
 		}
 		for _, h := range o.held {
 			if h.from == mp.Pull {
-				h.from, h.readyAt = nil, endedAt.Add(orphanHold)
-				if h.until.After(h.readyAt) {
-					h.readyAt = h.until
-				}
+				h.from = nil
+				h.readyFrom(endedAt.Add(orphanHold))
 			}
 		}
 		for _, h := range o.returned {

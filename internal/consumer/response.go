@@ -63,8 +63,8 @@ func (d *Delivery) wireSize(utf8 bool) int64 {
 // into the first that fit one response (one at least, whatever its size:
 // its own response) and the rest. A response carries responseBudget, or,
 // where max_fetch_bytes is raised past it (its callers raised their
-// limits), what the pull may bring. It reads no header's bytes unless ds
-// could be over with every subject and header not UTF-8.
+// limits), what the pull may bring. It checks no subject or header for
+// UTF-8 unless ds could be over with every one of them not UTF-8.
 func fit(ds []*Delivery, maxFetchBytes int64, batch int) (fits, rest []*Delivery) {
 	budget := int64(responseBudget)
 	if maxFetchBytes > responseBudget {
