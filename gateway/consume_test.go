@@ -138,3 +138,50 @@ func TestRESTConsumeOfACallerThatExtendedByADurationIsNotSilent(t *testing.T) {
 	}
 	noFailures(t, c.post(consumerPath+":ack", map[string]any{"tokens": []string{tok}}), "ack after the job")
 }
+
+// A REST Consume answers its status and headers as soon as its stream is
+// open: a caller whose HTTP client waits for the headers (most do, with a
+// timeout) waited for the first message or heartbeat, 15s by default.
+func TestRESTConsumeAnswersItsHeadersOnceOpen(t *testing.T) {
+	a := startApp(t, nil)
+	c := newREST(t, a)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // the heartbeat is 5m
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+a.HTTP+consumerPath+":consume", strings.NewReader(`{"maxMessages":5,"heartbeat":"300s"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("no headers before the first line: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("status %d, Content-Type %q; want 200, application/json", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	c.post(publishPath, `{"subject":"orders.new","data":"aGk="}`).ok(t)
+	line, err := bufio.NewReader(resp.Body).ReadBytes('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Result struct {
+			Messages []struct{ Token string }
+		}
+	}
+	if err := json.Unmarshal(line, &v); err != nil || len(v.Result.Messages) != 1 {
+		t.Fatalf("first line %s (%v); want the message", line, err)
+	}
+	noFailures(t, c.post(consumerPath+":ack", map[string]any{"tokens": []string{v.Result.Messages[0].Token}}), "ack")
+}
+
+// A Consume refused before its stream opens still answers its own status.
+func TestRESTConsumeRefusedAnswersItsStatus(t *testing.T) {
+	a := startApp(t, nil)
+	c := newREST(t, a)
+	r := c.post("/v1/streams/ORDERS/consumers/nobody:consume", `{"maxMessages":5}`)
+	if r.status != http.StatusNotFound {
+		t.Fatalf("status %d, body %s; want 404", r.status, r.raw)
+	}
+}

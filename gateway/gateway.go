@@ -180,6 +180,7 @@ func apiHandler(ctx context.Context, o Options, conn *grpc.ClientConn) (http.Han
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, newMarshaler()),
 		runtime.WithErrorHandler(errorHandler(o.Logger)),
 		runtime.WithStreamErrorHandler(streamErrorHandler(o.Logger)),
+		runtime.WithForwardResponseOption(opened),
 		// No header from outside becomes gRPC metadata (Grpc-Metadata-*
 		// included): the caller's identity reaches the gRPC chain only as
 		// the assertion made here.

@@ -27,6 +27,7 @@ func (s *consumerService) Consume(req *jetgatev1.ConsumeRequest, out grpc.Server
 	}
 	ctx := out.Context()
 	cr.Principal = auth.Principal(ctx)
+	cr.Opened = func() { _ = out.SendHeader(nil) } // an error ends the stream at its first send
 	pin := cr.Priority.PinID
 	g := newStallGuard(out, s.lim.SendStall)
 	defer g.close()

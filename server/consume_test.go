@@ -305,3 +305,33 @@ func TestAFullConsumeStreamEndsWhenItsConsumerIsDeleted(t *testing.T) {
 		}
 	}
 }
+
+// A Consume sends its headers once its stream is open, before any message
+// or heartbeat: a caller can tell an open stream from one still being
+// refused; one refused answers its status alone.
+func TestAConsumeSendsItsHeadersOnceOpen(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // the heartbeat is 5m
+	defer cancel()
+	st, err := h.cons.Consume(ctx, &jetgatev1.ConsumeRequest{Stream: stream, Consumer: consumer, MaxMessages: 5, Heartbeat: durationpb.New(5 * time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Header(); err != nil {
+		t.Fatalf("no headers before the first response: %v", err)
+	}
+	h.publish(1)
+	r, err := st.Recv()
+	if err != nil || len(r.GetMessages()) != 1 {
+		t.Fatalf("first response %v (%v); want the message", r, err)
+	}
+
+	st, err = h.cons.Consume(ctx, &jetgatev1.ConsumeRequest{Stream: stream, Consumer: "nobody", MaxMessages: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Header(); err == nil {
+		_, err = st.Recv()
+		wantCode(t, err, codes.NotFound, "CONSUMER_NOT_FOUND")
+	}
+}

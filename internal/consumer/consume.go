@@ -65,6 +65,11 @@ type ConsumeRequest struct {
 	// the stream: a pusher's held-back messages would otherwise each lose
 	// a delivery to every NATS blip.
 	Outlast bool
+	// Opened, if set, is called once the stream is open (its consumer
+	// servable), before its first pull: the gRPC face sends the stream's
+	// headers then, so that a caller (a REST one above all) hears that it is
+	// open without waiting for a first message or heartbeat.
+	Opened func()
 }
 
 // outlastMax bounds the wait between two pulls of a stream that outlasts
@@ -107,6 +112,10 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 	for {
 		if err := cmp.Or(ctx.Err(), pl.server.servable(), k.deleted(ctx)); err != nil {
 			return err
+		}
+		if req.Opened != nil {
+			req.Opened()
+			req.Opened = nil
 		}
 		now := time.Now()
 		pl.leases.Sweep(now) // leases past their deadline give their room back
