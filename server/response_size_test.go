@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -87,5 +88,39 @@ func TestAConsumeBurstOfHeadersThatAreNotUTF8FitsADefaultClient(t *testing.T) {
 		case <-deadline:
 			t.Fatalf("%d of 50 messages within 20s", len(seen))
 		}
+	}
+}
+
+// The rest of a pinned caller's Fetch is for its next Fetch, the one that
+// names its pin: a caller without the pin took it, and the pin with it, and
+// two callers held the group's pin at once.
+func TestTheRestOfAPinnedFetchIsForThePin(t *testing.T) {
+	o := newOperated(t, jetstream.ConsumerConfig{Durable: "pinned", PriorityGroups: []string{"main"},
+		PriorityPolicy: jetstream.PriorityPolicyPinned, PinnedTTL: time.Minute}, 1)
+	publishBinaryHeaders(o.harness, 50)
+	c := o.replicas[0]
+	first, err := o.fetch(t, c, &jetgatev1.FetchRequest{Batch: 50, Expires: durationpb.New(time.Second)})
+	if err != nil || first.GetPinId() == "" || len(first.GetMessages()) == 0 || len(first.GetMessages()) == 50 {
+		t.Fatalf("first Fetch: %d messages, pin %q, %v; want some of 50 and a pin", len(first.GetMessages()), first.GetPinId(), err)
+	}
+	other, err := o.fetch(t, c, &jetgatev1.FetchRequest{Batch: 50})
+	if err != nil || len(other.GetMessages()) != 0 || other.GetPinId() != "" {
+		t.Fatalf("a Fetch without the pin: %d messages, pin %q, %v; want none", len(other.GetMessages()), other.GetPinId(), err)
+	}
+	seen := len(first.GetMessages())
+	for fetches := 0; seen < 50; fetches++ {
+		if fetches == 10 {
+			t.Fatalf("%d of 50 messages", seen)
+		}
+		r, err := o.fetch(t, c, &jetgatev1.FetchRequest{Batch: 50, PinId: first.GetPinId(), Expires: durationpb.New(time.Second)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range r.GetMessages() {
+			if m.GetMetadata().GetNumDelivered() != 1 {
+				t.Fatalf("message %d delivered again", m.GetMetadata().GetStreamSeq())
+			}
+		}
+		seen += len(r.GetMessages())
 	}
 }

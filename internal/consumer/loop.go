@@ -249,7 +249,7 @@ func (pl *puller) read(ctx context.Context, p *markedPull, lim pullLimits, s sin
 // held; took reports that it did. Orphans that come after it looked close
 // arrivals.
 func (pl *puller) takeOrphans(ctx context.Context, lim pullLimits, s sink) (took bool, arrivals <-chan struct{}, err error) {
-	held, arrivals := pl.orphans.take(lim.batch, lim.maxBytes, time.Now())
+	held, arrivals := pl.orphans.take(lim.batch, lim.maxBytes, lim.priority.PinID, time.Now())
 	if len(held) == 0 {
 		return false, arrivals, nil
 	}

@@ -172,12 +172,15 @@ func (o *orphanPool) drain(now time.Time) {
 }
 
 // take hands up to n orphans of at most maxBytes in all, whose leases are
-// still live, to a Fetch. Those past their deadline, or voided by a reset,
-// are dropped: the server redelivers them. arrivals is closed when orphans
+// still live, to a Fetch that names pin (or none). An orphan of a pinned
+// group's pin goes only to a Fetch that names that pin: its caller would
+// learn the pin with it, and share it with the caller that holds it. Those
+// past their deadline, or voided by a reset, are dropped: the server
+// redelivers them. arrivals is closed when orphans
 // may have come after it looked: a Fetch waiting on a pull of its own
 // listens to it, so that a message an abandoned pull takes goes to a caller
 // already waiting, not only to the next Fetch.
-func (o *orphanPool) take(n int, maxBytes int64, now time.Time) (_ []*orphan, arrivals <-chan struct{}) {
+func (o *orphanPool) take(n int, maxBytes int64, pin string, now time.Time) (_ []*orphan, arrivals <-chan struct{}) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.drain(now)
@@ -187,7 +190,7 @@ func (o *orphanPool) take(n int, maxBytes int64, now time.Time) (_ []*orphan, ar
 		switch size := h.d.size(); {
 		case !o.live(h.d, now):
 			return true
-		case len(out) < n && bytes+size <= maxBytes:
+		case len(out) < n && bytes+size <= maxBytes && forPin(h.d, pin):
 			out = append(out, h)
 			bytes += size
 			return true
@@ -195,6 +198,13 @@ func (o *orphanPool) take(n int, maxBytes int64, now time.Time) (_ []*orphan, ar
 		return false
 	})
 	return out, o.more
+}
+
+// forPin reports whether d may go to a Fetch that names pin: d carries no
+// pin, or that one.
+func forPin(d *Delivery, pin string) bool {
+	p := d.Header.Get(pull.PinHeader)
+	return p == "" || p == pin
 }
 
 // putBack returns orphans a Fetch took but could not hand out, as they were.
