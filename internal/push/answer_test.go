@@ -109,7 +109,14 @@ func TestFailuresOfABatch(t *testing.T) {
 		{`{"failures":[{"id":""}]}`, nil, true},
 		{`{"failures":"S.1"}`, nil, true},
 		{`{"failures":[{"id":"S.1"}`, nil, true},
-		{`{"failures":[{"id":"S.1"}],"pad":"` + strings.Repeat("x", maxAnswer) + `"}`, nil, true},
+		// Over maxAnswer: its failures are read from its first maxAnswer
+		// bytes, and none begun there is none at all.
+		{`{"failures":[{"id":"S.1"}],"pad":"` + strings.Repeat("x", maxAnswer) + `"}`, map[string]failure{"S.1": {}}, false},
+		{`{"ok":true,"results":"` + strings.Repeat("x", maxAnswer) + `"}`, nil, false},
+		{`{"results":["` + strings.Repeat("x", maxAnswer/2) + `"],"failures":[{"id":"S.1"}],"pad":"` + strings.Repeat("x", maxAnswer) + `"}`, map[string]failure{"S.1": {}}, false},
+		{`{"failures":[{"id":"S.1","why":"` + strings.Repeat("x", maxAnswer) + `"}]}`, nil, true},
+		{`{"a":1,,"failures":[{"id":"S.1"}],"pad":"` + strings.Repeat("x", maxAnswer) + `"}`, nil, true},
+		{`{}` + strings.Repeat(" ", maxAnswer), nil, false},
 	}
 	for _, tt := range tests {
 		got, err := failures([]byte(tt.body))

@@ -484,3 +484,22 @@ func TestAnOutageBurnsNoDeliveriesInBatches(t *testing.T) {
 		t.Fatalf("%d redelivered", ci.NumRedelivered)
 	}
 }
+
+// A 2xx to a batch whose body is a large object naming no failures (a result
+// for each message, over the 1 MiB read for failures) acks the batch: it
+// failed the whole batch, which was pushed again for ever, held back.
+func TestALargeAnswerWithoutFailuresAcksTheBatch(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t)
+	big := `{"ok":true,"results":"` + strings.Repeat("x", 1<<20+10) + `"}`
+	rc.answerWith(func(_ int, _ pushed, w http.ResponseWriter) { _, _ = w.Write([]byte(big)) })
+	e.replica(consumerCfg(), batched(rc.URL, push.Batch{MaxMessages: 3, MaxWait: 10 * time.Second}))
+	for i := range 3 {
+		e.publish("orders.new", fmt.Sprint(i), nil)
+	}
+	if got := elements(t, rc.next(t, 10*time.Second)); len(got) != 3 {
+		t.Fatalf("a batch of %d, want 3", len(got))
+	}
+	rc.none(t, 2*time.Second)
+	e.drained(2 * time.Second)
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/textproto"
 	"strconv"
@@ -283,38 +284,84 @@ type failure struct {
 	retryAfter time.Duration // 0: none given (Pusher.retryDelay)
 }
 
+// failureList is the failures member of a 2xx to a batch.
+type failureList []struct {
+	ID         *string         `json:"id"`
+	RetryAfter json.RawMessage `json:"retry_after"`
+}
+
 // failures reads the failures of a 2xx to a batch, by Webhook-Id. An empty
 // body, one that is not a JSON object, and an object without failures fail
 // nothing; a failures list that cannot be read is an error (the batch
-// fails, as SQS's partial batch responses do).
+// fails, as SQS's partial batch responses do). Of a body over maxAnswer,
+// only its first maxAnswer bytes are read: a failures member there is the
+// answer's, one not begun there names none (the batch was taken: the rest
+// of a large answer is the endpoint's own, a result list, say).
 func failures(body []byte) (map[string]failure, error) {
-	body = bytes.TrimSpace(body)
+	body = bytes.TrimLeft(body, " \t\r\n")
 	if len(body) == 0 || body[0] != '{' {
 		return nil, nil
 	}
-	if len(body) > maxAnswer {
-		return nil, fmt.Errorf("the answer is over %d bytes", maxAnswer)
+	var list failureList
+	if len(body) <= maxAnswer {
+		var a struct {
+			Failures failureList `json:"failures"`
+		}
+		if err := json.Unmarshal(body, &a); err != nil {
+			return nil, fmt.Errorf("its failures cannot be read: %v", err)
+		}
+		list = a.Failures
+	} else if err := failuresAhead(body[:maxAnswer], &list); err != nil {
+		return nil, err
 	}
-	var a struct {
-		Failures []struct {
-			ID         *string         `json:"id"`
-			RetryAfter json.RawMessage `json:"retry_after"`
-		} `json:"failures"`
-	}
-	if err := json.Unmarshal(body, &a); err != nil {
-		return nil, fmt.Errorf("its failures cannot be read: %v", err)
-	}
-	if len(a.Failures) == 0 {
+	if len(list) == 0 {
 		return nil, nil
 	}
-	out := make(map[string]failure, len(a.Failures))
-	for _, f := range a.Failures {
+	out := make(map[string]failure, len(list))
+	for _, f := range list {
 		if f.ID == nil || *f.ID == "" {
 			return nil, errors.New("a failure has no id")
 		}
 		out[*f.ID] = failure{retryAfter: retryAfterValue(f.RetryAfter)}
 	}
 	return out, nil
+}
+
+// failuresAhead reads the failures member of an object cut short (the first
+// maxAnswer bytes of an answer) into list, if it begins there: it must end
+// there too.
+func failuresAhead(prefix []byte, list *failureList) error {
+	dec := json.NewDecoder(bytes.NewReader(prefix))
+	cut := func(err error) bool { return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) }
+	if _, err := dec.Token(); err != nil { // the object's '{'
+		return fmt.Errorf("its failures cannot be read: %v", err)
+	}
+	for {
+		k, err := dec.Token()
+		if cut(err) {
+			return nil // no failures member in the part read
+		}
+		if err != nil {
+			return fmt.Errorf("its failures cannot be read: %v", err)
+		}
+		if k == json.Delim('}') {
+			return nil // the object ended: no failures member
+		}
+		if k == "failures" {
+			if err := dec.Decode(list); cut(err) {
+				return fmt.Errorf("its failures do not end within its first %d bytes", maxAnswer)
+			} else if err != nil {
+				return fmt.Errorf("its failures cannot be read: %v", err)
+			}
+			return nil
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); cut(err) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("its failures cannot be read: %v", err)
+		}
+	}
 }
 
 // retryAfterValue reads a failure's retry_after: a duration ("5s", "1m30s")
