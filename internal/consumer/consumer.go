@@ -358,6 +358,9 @@ func (c *Consumer) LeaderElected() {
 	}
 }
 
+// Paused reports whether the consumer is paused, as the server last said.
+func (c *Consumer) Paused() bool { return c.view().paused }
+
 // Leases counts the leases this replica holds on the consumer, unsettled.
 func (c *Consumer) Leases() int { return c.leases.Live() }
 

@@ -41,6 +41,10 @@ type flow struct {
 	held     bool
 	heldAt   time.Time // when the endpoint was last held back
 	stopped  bool
+	// paused: the consumer is paused, and nothing is pushed, retries
+	// included (DESIGN 11); the leases are kept meanwhile, not nak'ed, so
+	// that a pause costs no message a delivery.
+	paused bool
 	// probeQueued: held back, the next try is a queued job's.
 	probeQueued bool
 	collecting  bool          // a worker waits for a batch to fill, its timer set
@@ -90,7 +94,7 @@ func (f *flow) add(js ...*job) {
 func (f *flow) next() *job {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for !f.stopped && (f.held || len(f.queue) == 0) {
+	for !f.stopped && (f.held || f.paused || len(f.queue) == 0) {
 		f.cond.Wait()
 	}
 	if f.stopped {
@@ -112,7 +116,7 @@ func (f *flow) retryDue() (j *job, wait time.Duration, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	probe := f.held && len(f.queue) > 0 // held back with nothing failed (those dropped as their leases lapsed): a queued job
-	if f.stopped || len(f.failed) == 0 && !probe || (!f.held && (f.inFlight > 0 || len(f.queue) > 0)) {
+	if f.stopped || f.paused || len(f.failed) == 0 && !probe || (!f.held && (f.inFlight > 0 || len(f.queue) > 0)) {
 		return nil, 0, false
 	}
 	if len(f.failed) > 0 {
@@ -276,6 +280,19 @@ func (f *flow) drop() {
 	f.poke()
 }
 
+// setPaused holds every push while the consumer is paused, and lets them
+// go when it is not; it reports whether it was paused before.
+func (f *flow) setPaused(paused bool) (was bool) {
+	f.mu.Lock()
+	was, f.paused = f.paused, paused
+	f.mu.Unlock()
+	if was && !paused {
+		f.cond.Broadcast()
+	}
+	f.poke() // the retrier checks again, or starts to watch the pause
+	return was
+}
+
 // stop wakes every worker to leave; what is queued or failed is left to
 // the stream, which gives it back.
 func (f *flow) stop() {
@@ -291,4 +308,11 @@ func (f *flow) state() (inFlight int, held bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.inFlight, f.held
+}
+
+// isPaused reports whether the consumer is paused, as the flow was told.
+func (f *flow) isPaused() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.paused
 }

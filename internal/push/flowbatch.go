@@ -27,7 +27,7 @@ func (f *flow) nextBatch(maxN int, maxBytes int64, maxWait time.Duration) []*job
 			}
 			return nil
 		}
-		if f.held || len(f.queue) == 0 {
+		if f.held || f.paused || len(f.queue) == 0 {
 			if collector { // nothing to collect: another may, when jobs come
 				collector, f.collecting = false, false
 			}

@@ -149,6 +149,7 @@ func (p *Pusher) Run(ctx context.Context) {
 	defer stop()
 	defer p.cancel()
 	ctx = p.ctx
+	p.flow.setPaused(p.c.Paused()) // as the server said at the bind
 	for range p.cfg.Concurrency {
 		p.workers.Add(1)
 		go func() {
@@ -256,13 +257,30 @@ func (p *Pusher) Stop(ctx context.Context) {
 	<-p.done
 }
 
-// retrier tries the failed jobs again, one at a time, when flow says.
+// SetPaused holds every push while the consumer is paused (its pause
+// advisory said so), and lets them go when it is resumed.
+func (p *Pusher) SetPaused(paused bool) {
+	if p.flow.setPaused(paused) != paused {
+		p.log.Info("the pushed consumer is paused or resumed", "paused", paused)
+	}
+}
+
+// pauseRecheck is how often a paused pusher asks the server whether its
+// consumer is paused still: a resume advisory missed (NATS away when it
+// came) would otherwise hold it for ever.
+const pauseRecheck = 30 * time.Second
+
+// retrier tries the failed jobs again, one at a time, when flow says, and
+// watches a pause.
 func (p *Pusher) retrier(ctx context.Context) {
 	for {
 		j, wait, ok := p.flow.retryDue()
-		var timer <-chan time.Time
+		var timer, recheck <-chan time.Time
 		if ok && wait > 0 {
 			timer = time.After(wait)
+		}
+		if p.flow.isPaused() {
+			recheck = time.After(pauseRecheck)
 		}
 		if ok && wait <= 0 {
 			if b := p.cfg.Batch; b != nil {
@@ -281,6 +299,10 @@ func (p *Pusher) retrier(ctx context.Context) {
 			return
 		case <-p.flow.changed:
 		case <-timer:
+		case <-recheck:
+			if ci, err := p.c.Info(ctx); err == nil {
+				p.SetPaused(ci.Paused)
+			}
 		}
 	}
 }

@@ -21,7 +21,8 @@ import (
 // subscription each per replica, not per consumer.
 type relay struct {
 	*env
-	binder *binder
+	binder  *binder
+	pushers *pushers // told of pauses
 	// jsDomain is the JetStream domain of the consumers the replica serves,
 	// as the server's advisories name it ("": none); env's domain is the one
 	// configured to reach them ("": the connection's own).
@@ -121,6 +122,7 @@ func (rl *relay) onPause(m *nats.Msg) {
 	}
 	if c := rl.binder.bound(key.stream, key.name); c != nil {
 		c.SetPaused(a.Paused)
+		rl.pushers.paused(key, a.Paused)
 	}
 }
 

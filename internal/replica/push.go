@@ -65,6 +65,14 @@ func (ps *pushers) StopPush(ctx context.Context) {
 	})
 }
 
+// paused tells the pusher of a consumer, if any, that it was paused or
+// resumed.
+func (ps *pushers) paused(key consumerKey, paused bool) {
+	if p, ok := ps.by[key]; ok {
+		p.SetPaused(paused)
+	}
+}
+
 // pushState is c's pusher's state, nil when c is not pushed.
 func (ps *pushers) pushState(c *consumer.Consumer) *push.State {
 	p, ok := ps.by[consumerKey{c.Stream, c.Name}]

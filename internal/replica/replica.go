@@ -174,7 +174,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	r.deadLetters = newDeadLetters(e, r.binder, r.publisher, o.Consumers)
 	r.pushers = &pushers{env: e, binder: r.binder}
 	r.lister = &lister{env: e, binder: r.binder, pushers: r.pushers, deadLetters: r.deadLetters}
-	r.relay = &relay{env: e, binder: r.binder}
+	r.relay = &relay{env: e, binder: r.binder, pushers: r.pushers}
 	r.relay.wakes.begin(time.Now())
 	r.forwarder.relay = r.relay
 	r.manager = &manager{env: e, binder: r.binder}
