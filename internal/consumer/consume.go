@@ -110,7 +110,7 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 	}
 	var away time.Duration // how long the stream waits before it pulls again while NATS is away (Outlast)
 	for {
-		if err := cmp.Or(ctx.Err(), pl.server.servable(), k.deleted(ctx)); err != nil {
+		if err := cmp.Or(ctx.Err(), pl.server.servable(), deletedNow(ctx, pl.server)); err != nil {
 			return err
 		}
 		if req.Opened != nil {
@@ -233,23 +233,26 @@ func closed(ch <-chan struct{}) bool {
 // Deleted follows the server's word that the consumer was deleted (its
 // advisory): a Consume stream at its max_messages, with no pull open to
 // learn it from, asks the server and ends NOT_FOUND, rather than wait out
-// its leases (consumeStream.deleted). Its tokens settle nothing now, which
-// their settles learn from the server too.
+// its leases (deletedNow). Its leases are void, as a reset
+// voids them: a settle of one would land on the delivery of the same
+// message by the consumer made again under its name.
 func (c *Consumer) Deleted() {
 	ticket := c.onServer.tickets.Add(1) // an info asked before it does not clear it
 	c.onServer.update(func(v *serverView) { v.deleted, v.ticket = true, ticket })
+	c.onServer.resets.gone()
+	c.log.Warn("the consumer was deleted on the server: the leases this replica held are void")
 }
 
-// deleted is CONSUMER_NOT_FOUND once the server's advisory has said the
+// deletedNow is CONSUMER_NOT_FOUND once the server's advisory has said the
 // consumer was deleted and its info agrees (if it was made again, the info
 // clears the word); nil while it cannot be asked.
-func (k *consumeStream) deleted(ctx context.Context) error {
-	if !k.pl.server.view().deleted {
+func deletedNow(ctx context.Context, s *onServer) error {
+	if !s.view().deleted {
 		return nil
 	}
-	ictx, cancel := context.WithTimeout(ctx, time.Second) // the stream's heartbeats wait meanwhile
+	ictx, cancel := context.WithTimeout(ctx, time.Second) // a stream's heartbeats wait meanwhile
 	defer cancel()
-	if _, err := k.pl.server.Info(ictx); errors.Is(err, errs.ErrConsumerNotFound) {
+	if _, err := s.Info(ictx); errors.Is(err, errs.ErrConsumerNotFound) {
 		return err
 	}
 	return nil

@@ -95,6 +95,10 @@ type resetWatch struct {
 	// unclaimed counts the resets deliveries showed whose requests have not
 	// passed yet: each may still come, late, and must not void again.
 	unclaimed int
+	// created is when the consumer served was made, as the server said;
+	// zero: not known (it was deleted), the next said is taken as is. A
+	// later one is the consumer deleted and made again under its name.
+	created time.Time
 }
 
 // shownReset begins the id a replica makes up for a reset it saw shown
@@ -155,6 +159,35 @@ func (w *resetWatch) noticeRequest(id string) bool {
 		return false
 	}
 	return w.noticeID(id)
+}
+
+// gone voids every lease, as a reset does, for a consumer the server
+// deleted: what it delivered is gone with it, and a settle of it would land
+// on a delivery of the consumer made again under its name.
+func (w *resetWatch) gone() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.noticeLocked(true)
+	w.unclaimed, w.created = 0, time.Time{}
+}
+
+// remade reports whether an info's created, later than the one known, shows
+// the consumer deleted and made again unnoticed (its advisory missed), and
+// voids every lease then.
+func (w *resetWatch) remade(created time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case created.IsZero() || !created.After(w.created):
+		return false
+	case w.created.IsZero():
+		w.created = created
+		return false
+	}
+	w.created = created
+	w.noticeLocked(true)
+	w.unclaimed = 0
+	return true
 }
 
 // remember records id as the reset just noticed.
@@ -341,6 +374,12 @@ func (s *onServer) admit(m *seqMark, d delivery, add func() lease.Added) bool {
 // deliveries are numbered above all it has seen in the new count and would
 // not show it, while another replica may hold a lease from before it).
 func (s *onServer) observeInfo(before seqMark, ci *jetstream.ConsumerInfo) {
+	if s.resets.remade(ci.Created) {
+		// Its peers see it for themselves: a word would void what they
+		// leased of the new consumer since.
+		s.log.Warn("the consumer was deleted and made again under its name: the leases this replica held are void")
+		return
+	}
 	if s.resets.informed(before, ci.Delivered) {
 		s.tellReset("its info counts fewer deliveries than this replica received", "delivered", ci.Delivered.Consumer)
 	}

@@ -3,6 +3,7 @@ package consumer
 import (
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -223,5 +224,35 @@ func TestAPeersWordOvertakingTheRequestOfAShownResetVoidsNothing(t *testing.T) {
 	s.ResetTold("_INBOX.r2")
 	if voids != 3 {
 		t.Fatalf("a peer's word of another reset's request voided nothing (%d voids)", voids)
+	}
+}
+
+// A consumer deleted voids every lease (gone); an info of a consumer made
+// later under its name voids them once more only where the deletion was
+// missed: after gone, the first creation said is taken as is, and an info
+// answered out of order (an earlier creation) changes nothing.
+func TestADeletedOrRemadeConsumerVoids(t *testing.T) {
+	voids := 0
+	w := newResetWatch(5, 5, true, func() { voids++ })
+	t0 := time.Unix(1000, 0)
+	w.created = t0
+	if w.remade(t0) || w.remade(time.Time{}) || voids != 0 {
+		t.Fatalf("the same creation voided (%d)", voids)
+	}
+	if !w.remade(t0.Add(time.Second)) || voids != 1 {
+		t.Fatalf("a later creation, the deletion missed: %d voids; want 1", voids)
+	}
+	if w.remade(t0) || voids != 1 {
+		t.Fatal("an earlier creation, answered late, voided")
+	}
+	w.gone()
+	if voids != 2 || w.mark().Floor != 0 {
+		t.Fatalf("deleted: %d voids, floor %d; want 2, 0", voids, w.mark().Floor)
+	}
+	if w.remade(t0.Add(2*time.Second)) || voids != 2 {
+		t.Fatal("the consumer made again after a deletion heard voided again")
+	}
+	if !w.remade(t0.Add(3*time.Second)) || voids != 3 {
+		t.Fatal("made again once more, unheard: no void")
 	}
 }

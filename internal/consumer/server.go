@@ -89,6 +89,7 @@ func newOnServer(s jetstream.Stream, cons jetstream.Consumer, d Deps, log *slog.
 	// pull sent later is numbered above it, unless the consumer is reset.
 	bySeq := ci.Config.DeliverPolicy != jetstream.DeliverLastPerSubjectPolicy
 	o.resets = newResetWatch(ci.Delivered.Consumer, ci.Delivered.Stream, bySeq, void)
+	o.resets.created = ci.Created
 	o.resets.count = &counts.Resets
 	o.resets.voided = o.settles.voided
 	o.settles.gaveUp = &counts.DrainsGivenUp

@@ -79,6 +79,13 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	if op == lease.OpExtend && args.Duration != nil && *args.Duration == 0 {
 		return s.giveBack(ctx, cs, args, w)
 	}
+	if err := deletedNow(ctx, s.server); err != nil { // its leases are void: say why
+		out := make([]settle.Outcome, len(cs))
+		for i := range out {
+			out[i].Err = err
+		}
+		return out
+	}
 	var termed []lease.Ref // the Terms the server confirmed, told once a reset no longer waits for this settle
 	defer func() {
 		if len(termed) > 0 && s.terminated != nil {
