@@ -26,7 +26,7 @@ func (s *settler) extended(cl token.Claims, timing lease.Policy, args settle.Arg
 	// The token names the delivery by a deadline no earlier than its first
 	// (lease.Ref): one kept alive by the one asked, with the server's for a
 	// replica acting alone; one cut short by the server's.
-	cl.Deadline, cl.Unkept = server, time.Time{}
+	cl.Deadline, cl.Unkept, cl.Start = server, time.Time{}, sent
 	if asked.After(server) {
 		cl.Deadline, cl.Unkept = asked, server
 	}

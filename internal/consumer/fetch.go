@@ -24,6 +24,7 @@ type Delivery struct {
 	Meta     pull.Metadata
 	Deadline time.Time
 	Origin   trace.SpanContext // its creation context, while tracing
+	start    time.Time         // its receipt, the start of its Deadline (Claims.Start)
 }
 
 // size is about what the server counts against a pull's max_bytes.
@@ -152,6 +153,7 @@ func (pl *puller) receive(mark *seqMark, m pull.Msg) (*Delivery, bool) {
 		Header:   m.Header,
 		Meta:     md,
 		Deadline: timing.Deadline(m.At, md.Delivered),
+		start:    m.At,
 	}
 	l := lease.Lease{
 		StreamSeq:   md.StreamSeq,

@@ -25,6 +25,7 @@ func (is *issuer) claims(d *Delivery) token.Claims {
 		ConsumerSeq: d.Meta.ConsumerSeq,
 		Delivered:   d.Meta.Delivered,
 		Deadline:    d.Deadline,
+		Start:       d.start,
 	}
 }
 

@@ -52,19 +52,37 @@ func (s *settler) Settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 // Adopt settles leases whose issuer is gone, from their tokens alone: each
 // is recorded in this replica's table (unless it knows a newer delivery, or
 // the same one settled) and, once the ledger shows that no other settle of
-// that delivery came first, settled on its rebuilt ack subject.
+// that delivery came first, settled on its rebuilt ack subject. A token is
+// dated from its start by the consumer's timing now (the issuer dated it by
+// the one then: a shorter ack_wait since has the server redeliver sooner),
+// and one that started before a reset noticed since is not recorded: its
+// settle fails LEASE_EXPIRED, as it would at its issuer, rather than land on
+// a delivery made after the reset.
 func (s *settler) Adopt(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args) []settle.Outcome {
 	gen, _ := s.server.settles.begin() // from before the table holds them: a void meanwhile waits for them
 	defer s.server.settles.end(gen)
+	timing, resetAt := s.server.timing(), s.server.resetAt()
 	for _, cl := range cs {
+		// A lease its issuer kept alive lasts, without the issuer, only
+		// until the server's redelivery as of its last known +WPI.
+		deadline := cmp.Or(cl.Unkept, cl.Deadline)
+		start := cl.Start
+		if start.IsZero() { // a token of an earlier release: its start as the timing now has it
+			start = deadline.Add(-timing.Lasts(cl.Delivered))
+		}
+		if start.Before(resetAt) {
+			continue
+		}
+		if now := timing.Deadline(start, cl.Delivered); now.Before(deadline) {
+			deadline = now
+		}
 		s.leases.Adopt(lease.Lease{
 			StreamSeq:   cl.StreamSeq,
 			ConsumerSeq: cl.ConsumerSeq,
 			Delivered:   cl.Delivered,
-			// A lease its issuer kept alive lasts, without the issuer, only
-			// until the server's redelivery as of its last known +WPI.
-			Deadline:   cmp.Or(cl.Unkept, cl.Deadline),
-			AckSubject: pull.AckSubject(s.stream, s.name, cl.Delivered, cl.StreamSeq, cl.ConsumerSeq),
+			Deadline:    deadline,
+			Wait:        timing.AckWaitFor(cl.Delivered),
+			AckSubject:  pull.AckSubject(s.stream, s.name, cl.Delivered, cl.StreamSeq, cl.ConsumerSeq),
 		})
 	}
 	s.wake() // the table holds them now

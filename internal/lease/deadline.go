@@ -54,14 +54,14 @@ func (p Policy) AckWaitFor(delivered uint64) time.Duration {
 // receipt, or a +WPI), ends: the server's wait minus Margin, and Early. It
 // is cut to the millisecond, as tokens carry it.
 func (p Policy) Deadline(start time.Time, delivered uint64) time.Time {
-	return start.Add(p.lasts(delivered)).Truncate(time.Millisecond)
+	return start.Add(p.Lasts(delivered)).Truncate(time.Millisecond)
 }
 
-// lasts is how long a lease of the given delivery lasts from its start:
+// Lasts is how long a lease of the given delivery lasts from its start:
 // the wait less its margin, less Early, which takes at most half of what
 // the margin leaves (a short wait still gives a lease a caller can use,
 // and the server's restart within it is a rare thing).
-func (p Policy) lasts(delivered uint64) time.Duration {
+func (p Policy) Lasts(delivered uint64) time.Duration {
 	w := p.AckWaitFor(delivered)
 	left := w - Margin(w)
 	return left - min(p.Early, left/2)

@@ -22,10 +22,14 @@ import (
 //	version(1) keyID(4) issuer(8) consumerTag(2) principalTag(2)
 //	uvarint streamSeq, consumerSeq, delivered, deadline (unix ms)
 //	[version 3: uvarint unkept (unix ms)]
+//	[version 4: uvarint deadline-start+1 (ms; 0: no start), unkept (unix ms; 0: none)]
 //	mac(16)
 //
-// Version 3 is version 2 with one more field, for a lease its issuer keeps
-// alive (Claims.Unkept); every other token is sealed as version 2.
+// Version 4, the one sealed, is version 2 with two more fields: when the
+// server's clock of the lease started (Claims.Start), and for a lease its
+// issuer keeps alive, Claims.Unkept. Versions 2 and 3 (version 2 and
+// unkept) are tokens of earlier releases, still opened; a replica of one of
+// those refuses version 4 as invalid.
 //
 // In version 2 the MAC is two halves of HMAC-SHA256: one over the bytes
 // before it, one over them and stream, consumer and principal, so a token
@@ -35,12 +39,13 @@ import (
 // verified them. Version 1 (one MAC over all of it, tags read when it
 // fails) is still opened: tokens of replicas of an earlier release.
 const (
-	tokenVersion  = 2
+	tokenV2       = 2
 	tokenV1       = 1
 	tokenKept     = 3
+	tokenVersion  = 4
 	macLen        = 16
 	headerLen     = 1 + 4 + 8 + 4
-	maxTokenBytes = headerLen + 5*binary.MaxVarintLen64 + macLen
+	maxTokenBytes = headerLen + 6*binary.MaxVarintLen64 + macLen
 	// MaxTokenLen is the longest token text the gateway issues or accepts.
 	MaxTokenLen = 256
 	minKeyLen   = 32
@@ -70,6 +75,12 @@ type Claims struct {
 	ConsumerSeq uint64
 	Delivered   uint64
 	Deadline    time.Time // cut to the millisecond
+	// Start is when the server's clock of the delivery last started: its
+	// receipt, or the +WPI of the Extend that issued the token, cut to the
+	// millisecond. A replica acting on the token alone dates the lease from
+	// it by the consumer's timing now, and knows it from before a reset
+	// noticed since. Zero: not said (a token of an earlier release).
+	Start time.Time
 	// Unkept is, for a lease its issuer keeps alive until Deadline (an
 	// Extend with a duration), when it ends if the issuer stops keeping it
 	// (the server's redelivery without the keep-alive): a replica acting on
@@ -119,9 +130,6 @@ func (s Sealer) Seal(c Claims) string {
 	defer s.key.macs.Put(st)
 	b := st.token[:headerLen]
 	b[0] = tokenVersion
-	if !c.Unkept.IsZero() {
-		b[0] = tokenKept
-	}
 	binary.BigEndian.PutUint32(b[1:5], s.key.id)
 	copy(b[5:13], c.Issuer[:])
 	copy(b[13:17], s.tag[:])
@@ -129,9 +137,15 @@ func (s Sealer) Seal(c Claims) string {
 	b = binary.AppendUvarint(b, c.ConsumerSeq)
 	b = binary.AppendUvarint(b, c.Delivered)
 	b = binary.AppendUvarint(b, uint64(c.Deadline.UnixMilli()))
-	if b[0] == tokenKept {
-		b = binary.AppendUvarint(b, uint64(c.Unkept.UnixMilli()))
+	var since, unkept uint64
+	if !c.Start.IsZero() {
+		since = uint64(max(c.Deadline.UnixMilli()-c.Start.UnixMilli(), 0)) + 1
 	}
+	if !c.Unkept.IsZero() {
+		unkept = uint64(c.Unkept.UnixMilli())
+	}
+	b = binary.AppendUvarint(b, since)
+	b = binary.AppendUvarint(b, unkept)
 	b = append(b, st.macV2(b, s.fields)...)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
@@ -147,7 +161,7 @@ func (kr *Keyring) Open(tok, stream, consumer, principal string) (Claims, error)
 	b, err := base64.RawURLEncoding.Strict().DecodeString(tok)
 	// Strict decoding still skips line breaks; only the canonical text of
 	// the bytes is the token.
-	if err != nil || len(b) < headerLen+4+macLen || (b[0] != tokenVersion && b[0] != tokenV1 && b[0] != tokenKept) ||
+	if err != nil || len(b) < headerLen+4+macLen || b[0] < tokenV1 || b[0] > tokenVersion ||
 		base64.RawURLEncoding.EncodedLen(len(b)) != len(tok) {
 		return c, errs.ErrTokenInvalid
 	}
@@ -161,11 +175,8 @@ func (kr *Keyring) Open(tok, stream, consumer, principal string) (Claims, error)
 	}
 	copy(c.Issuer[:], payload[5:13])
 	rest := payload[headerLen:]
-	var fields [5]uint64
-	n := 4
-	if payload[0] == tokenKept {
-		n = 5
-	}
+	var fields [6]uint64
+	n := [...]int{tokenV1: 4, tokenV2: 4, tokenKept: 5, tokenVersion: 6}[payload[0]]
 	for i := range fields[:n] {
 		v, k := binary.Uvarint(rest)
 		if k <= 0 {
@@ -173,13 +184,20 @@ func (kr *Keyring) Open(tok, stream, consumer, principal string) (Claims, error)
 		}
 		fields[i], rest = v, rest[k:]
 	}
-	if len(rest) != 0 || fields[3] > 1<<62 || fields[4] > 1<<62 {
+	if len(rest) != 0 || fields[3] > 1<<62 || fields[4] > 1<<62 || fields[5] > 1<<62 {
 		return Claims{}, errs.ErrTokenInvalid
 	}
 	c.StreamSeq, c.ConsumerSeq, c.Delivered = fields[0], fields[1], fields[2]
 	c.Deadline = time.UnixMilli(int64(fields[3]))
-	if n == 5 {
-		c.Unkept = time.UnixMilli(int64(fields[4]))
+	unkept := fields[4] // version 3's fifth field
+	if n == 6 {
+		if since := fields[4]; since > 0 {
+			c.Start = c.Deadline.Add(-time.Duration(since-1) * time.Millisecond)
+		}
+		unkept = fields[5]
+	}
+	if unkept > 0 {
+		c.Unkept = time.UnixMilli(int64(unkept))
 	}
 	return c, nil
 }

@@ -78,12 +78,16 @@ func TestTokenRoundTrip(t *testing.T) {
 			Deadline:    time.UnixMilli(1 << 62),
 		}, strings.Repeat("p", 1000)},
 		{"kept alive", Claims{Deadline: time.UnixMilli(1_800_000_000_000), Unkept: time.UnixMilli(1_799_999_970_000)}, tokPrincipal},
+		{"started", Claims{Deadline: time.UnixMilli(1_800_000_000_000), Start: time.UnixMilli(1_799_999_971_500)}, tokPrincipal},
+		{"started as it ends", Claims{Deadline: time.UnixMilli(1_800_000_000_000), Start: time.UnixMilli(1_800_000_000_000)}, tokPrincipal},
+		{"started and kept alive", Claims{Deadline: time.UnixMilli(1_800_000_600_000), Start: time.UnixMilli(1_799_999_971_500), Unkept: time.UnixMilli(1_800_000_000_000)}, tokPrincipal},
 		{"kept alive, max fields", Claims{
 			Issuer:      IssuerID{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
 			StreamSeq:   math.MaxUint64,
 			ConsumerSeq: math.MaxUint64,
 			Delivered:   math.MaxUint64,
 			Deadline:    time.UnixMilli(1 << 62),
+			Start:       time.UnixMilli(1),
 			Unkept:      time.UnixMilli(1 << 62),
 		}, strings.Repeat("p", 1000)},
 	}
@@ -172,12 +176,14 @@ func TestTokenEveryByteAlterationFails(t *testing.T) {
 	}
 }
 
-// A kept lease's token (version 3) is as tamper-proof as any: every byte
-// altered fails, and so does dropping its extra field.
+// A token with every field (a kept lease's, with its start) is as
+// tamper-proof as any: every byte altered fails, and so does relabelling it
+// a version with fewer fields.
 func TestKeptTokenEveryByteAlterationFails(t *testing.T) {
 	kr := mustKeyring(t, keyA)
 	c := testClaims()
 	c.Unkept = c.Deadline.Add(-time.Minute)
+	c.Start = c.Unkept.Add(-28 * time.Second)
 	raw, err := base64.RawURLEncoding.DecodeString(kr.Seal(c, tokStream, tokConsumer, tokPrincipal))
 	if err != nil {
 		t.Fatal(err)
@@ -189,10 +195,12 @@ func TestKeptTokenEveryByteAlterationFails(t *testing.T) {
 			t.Fatalf("byte %d altered: open = %+v, %v; want a token error", i, got, err)
 		}
 	}
-	b := bytes.Clone(raw)
-	b[0] = tokenVersion // claim to be version 2: the fifth field is then left over
-	if _, err := kr.Open(base64.RawURLEncoding.EncodeToString(b), tokStream, tokConsumer, tokPrincipal); !isTokenError(err) {
-		t.Fatalf("a kept token relabelled version 2 opened: %v", err)
+	for _, v := range []byte{tokenV2, tokenKept} { // fields left over
+		b := bytes.Clone(raw)
+		b[0] = v
+		if _, err := kr.Open(base64.RawURLEncoding.EncodeToString(b), tokStream, tokConsumer, tokPrincipal); !isTokenError(err) {
+			t.Fatalf("a token relabelled version %d opened: %v", v, err)
+		}
 	}
 }
 
@@ -609,25 +617,28 @@ func FuzzForge(f *testing.F) {
 	})
 }
 
-// The bytes of a token do not change between releases: replicas of two
-// versions, side by side in a rolling upgrade, open each other's tokens.
-// A version 1 token (releases before the split MAC) still opens.
+// The bytes of a token are fixed: a replica opens the tokens of the releases
+// before it, versions 1 (before the split MAC), 2 and 3 (before Start), and
+// seals version 4 as this release does.
 func TestTokenFormatIsStable(t *testing.T) {
 	kr, err := NewKeyring([]byte("0123456789abcdef0123456789abcdef"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := Claims{Issuer: IssuerID{1, 2, 3, 4, 5, 6, 7, 8}, StreamSeq: 1234567, ConsumerSeq: 7654321, Delivered: 3, Deadline: time.UnixMilli(1764547200123)}
-	const want = "ArcLMikBAgMEBQYHCIZWC4mHrUuxl9MDA_uI1rmtM2X0czZ4lJEUmWmSdjAg_q8"
-	if got := kr.Seal(c, "ORDERS", "billing", "alice"); got != want {
-		t.Fatalf("token %s, want %s as every earlier release sealed it", got, want)
+	started := c
+	started.Start = c.Deadline.Add(-27 * time.Second)
+	const want = "BLcLMikBAgMEBQYHCIZWC4mHrUuxl9MDA_uI1rmtM_nSAQDEFfynmYUCI3uz0d6HoeJz"
+	if got := kr.Seal(started, "ORDERS", "billing", "alice"); got != want {
+		t.Fatalf("token %s, want %s", got, want)
 	}
-	if got := kr.Sealer("ORDERS", "billing", "alice").Seal(c); got != want {
+	if got := kr.Sealer("ORDERS", "billing", "alice").Seal(started); got != want {
 		t.Fatalf("Sealer: token %s, want %s", got, want)
 	}
+	const v2 = "ArcLMikBAgMEBQYHCIZWC4mHrUuxl9MDA_uI1rmtM2X0czZ4lJEUmWmSdjAg_q8"
 	const v1 = "AbcLMikBAgMEBQYHCIZWC4mHrUuxl9MDA_uI1rmtM4z3PY9HYBQ0rJ2R3bG1SGM"
-	for _, tok := range []string{want, v1} {
-		if got, err := kr.Open(tok, "ORDERS", "billing", "alice"); err != nil || got != c {
+	for tok, claims := range map[string]Claims{want: started, v2: c, v1: c} {
+		if got, err := kr.Open(tok, "ORDERS", "billing", "alice"); err != nil || got != claims {
 			t.Fatalf("open %s: %+v, %v", tok, got, err)
 		}
 		if _, err := kr.Open(tok, "ORDERS", "audit", "alice"); !errors.Is(err, errs.ErrTokenWrongConsumer) {
