@@ -109,6 +109,7 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 		defer func() { stop(); wg.Wait() }() // before end, which runs last
 	}
 	var away time.Duration // how long the stream waits before it pulls again while NATS is away (Outlast)
+	regrouped := false     // the stream took its priority again once, after the server refused it
 	for {
 		if err := cmp.Or(ctx.Err(), pl.server.servable(), deletedNow(ctx, pl.server)); err != nil {
 			return err
@@ -154,7 +155,21 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 				continue
 			}
 			away = 0
+			if err == nil {
+				regrouped = false
+			}
 			switch {
+			case groupsRefused(err) && !regrouped:
+				// The consumer's groups changed under the stream (Fetch):
+				// its priority is taken again from what the server says.
+				regrouped = true
+				if _, err := pl.server.ask(ctx, pl.server.timeout); err != nil {
+					return err
+				}
+				if pri, err = pl.server.view().priority(pl.server.name, req.Priority); err != nil {
+					return err
+				}
+				continue
 			case err != nil:
 				return err
 			case empty != EmptyMaxBytes:

@@ -3,7 +3,9 @@ package consumer
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -84,6 +86,27 @@ const (
 // soon as the server has sent what it had. When it returns, no pull of its own is left to a caller: one the
 // caller left is the orphan pool's.
 func (pl *puller) Fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
+	r, err := pl.fetch(ctx, req)
+	if groupsRefused(err) {
+		// The pull was checked against the consumer's groups as the view
+		// had them: an operator changed them, and the view had not caught
+		// up (the follow of the update is under way). The server's info
+		// says what they are now, and the Fetch is tried once more by it.
+		if _, aerr := pl.server.ask(ctx, pl.server.timeout); aerr == nil {
+			return pl.fetch(ctx, req)
+		}
+	}
+	return r, err
+}
+
+// groupsRefused reports whether the server refused a pull for its priority
+// fields (a group missing, unknown, or not of the consumer's policy).
+func groupsRefused(err error) bool {
+	var se *pull.StatusError
+	return errors.As(err, &se) && se.Code == "400" && strings.Contains(se.Description, "Priority")
+}
+
+func (pl *puller) fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
 	if err := cmp.Or(ctx.Err(), pl.server.servable()); err != nil {
 		return FetchResult{}, err
 	}

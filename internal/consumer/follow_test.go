@@ -31,6 +31,13 @@ func TestAnInfoFromBeforeAnUpdateDoesNotShowIt(t *testing.T) {
 		{"ack_wait cut, info from after", jetstream.ConsumerConfig{AckWait: 3 * time.Second}, jetstream.ConsumerConfig{AckWait: 3 * time.Second}, true},
 		{"ack_wait left to the server", jetstream.ConsumerConfig{AckWait: 30 * time.Second}, jetstream.ConsumerConfig{}, true},
 		{"max_ack_pending changed, info from before", noBackoff, jetstream.ConsumerConfig{AckWait: time.Second, MaxAckPending: 10}, false},
+		// An info from before an update that gives the consumer a group
+		// stopped the follow, and Fetches were refused until the next info.
+		{"a group added, info from before", noBackoff, jetstream.ConsumerConfig{AckWait: time.Second, PriorityGroups: []string{"jobs"}, PriorityPolicy: jetstream.PriorityPolicyOverflow}, false},
+		{"a group added, info from after", jetstream.ConsumerConfig{AckWait: time.Second, PriorityGroups: []string{"jobs"}, PriorityPolicy: jetstream.PriorityPolicyOverflow},
+			jetstream.ConsumerConfig{AckWait: time.Second, PriorityGroups: []string{"jobs"}, PriorityPolicy: jetstream.PriorityPolicyOverflow}, true},
+		{"the policy changed, info from before", jetstream.ConsumerConfig{AckWait: time.Second, PriorityGroups: []string{"jobs"}, PriorityPolicy: jetstream.PriorityPolicyOverflow},
+			jetstream.ConsumerConfig{AckWait: time.Second, PriorityGroups: []string{"jobs"}, PriorityPolicy: jetstream.PriorityPolicyPinned}, false},
 	}
 	for _, tc := range cases {
 		if got := shows(tc.cfg, tc.asked); got != tc.want {

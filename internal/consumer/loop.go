@@ -321,5 +321,5 @@ func (pl *puller) ending(ctx context.Context, err error, maxBytes int64) pullEnd
 	// A limit of the consumer's (max_batch, max_expires, max_bytes) or a
 	// status unknown.
 	pl.log.Error("the server refused a pull request", "err", err)
-	return pullEnd{err: fmt.Errorf("%w: %v", errs.ErrPullRefused, err)}
+	return pullEnd{err: fmt.Errorf("%w: %w", errs.ErrPullRefused, err)}
 }

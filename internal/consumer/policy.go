@@ -113,7 +113,8 @@ func requestedTiming(cfg jetstream.ConsumerConfig) lease.Policy {
 // serverAckWait is the server's ack_wait for a consumer that names none.
 const serverAckWait = 30 * time.Second
 
-// shows reports whether the server's config has the timing asked. An
+// shows reports whether the server's config has the timing and the priority
+// groups asked. An
 // update carries the whole configuration, so a backoff it leaves out is
 // removed, not left as it was (the server's first info may predate the
 // update, still with the old backoff); with a backoff the server sets
@@ -121,6 +122,7 @@ const serverAckWait = 30 * time.Second
 // or max_ack_pending left out takes the server's default.
 func shows(cfg, asked jetstream.ConsumerConfig) bool {
 	return slices.Equal(cfg.BackOff, asked.BackOff) &&
+		slices.Equal(cfg.PriorityGroups, asked.PriorityGroups) && cfg.PriorityPolicy == asked.PriorityPolicy &&
 		(asked.AckWait == 0 || len(asked.BackOff) > 0 || cfg.AckWait == asked.AckWait) &&
 		(asked.MaxAckPending == 0 || cfg.MaxAckPending == asked.MaxAckPending)
 }
