@@ -87,7 +87,7 @@ const (
 // caller left is the orphan pool's.
 func (pl *puller) Fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
 	r, err := pl.fetch(ctx, req)
-	if groupsRefused(err) {
+	if err != nil && groupsRefused(err) {
 		// The pull was checked against the consumer's groups as the view
 		// had them: an operator changed them, and the view had not caught
 		// up (the follow of the update is under way). The server's info

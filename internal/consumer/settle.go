@@ -97,12 +97,14 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	if op == lease.OpExtend && args.Duration != nil && *args.Duration == 0 {
 		return s.giveBack(ctx, cs, args, w)
 	}
-	if err := deletedNow(ctx, s.server); err != nil { // its leases are void: say why
-		out := make([]settle.Outcome, len(cs))
-		for i := range out {
-			out[i].Err = err
+	if s.server.view().deleted { // its leases are void: say why, if it is deleted still
+		if err := deletedNow(ctx, s.server); err != nil {
+			out := make([]settle.Outcome, len(cs))
+			for i := range out {
+				out[i].Err = err
+			}
+			return out
 		}
-		return out
 	}
 	var termed []lease.Ref // the Terms the server confirmed, told once a reset no longer waits for this settle
 	defer func() {
