@@ -96,3 +96,53 @@ func TestAConsumeStreamFollowsAPriorityGroupAddedByAnOperator(t *testing.T) {
 		}
 	}
 }
+
+// A stream holding the pin of a pinned_client consumer whose policy an
+// operator changes to overflow goes on: it put its old pin on every pull
+// after it took its priority again, refused once more, and ended
+// PULL_REFUSED. (The server keeps its pin after the change and holds pulls
+// without it until the pin's TTL passes: hence the short pinned_ttl.)
+func TestAConsumeStreamHoldingAPinFollowsAPolicyChange(t *testing.T) {
+	o := newOperated(t, jetstream.ConsumerConfig{Durable: "pinp", AckWait: 30 * time.Second,
+		PriorityGroups: []string{"jobs"}, PriorityPolicy: jetstream.PriorityPolicyPinned, PinnedTTL: 2 * time.Second}, 1)
+	ctx, cancel := context.WithCancel(o.ctx())
+	defer cancel()
+	st, err := o.replicas[0].Consume(ctx, &jetgatev1.ConsumeRequest{Stream: stream, Consumer: "pinp", MaxMessages: 10, Heartbeat: durationpb.New(200 * time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.publish(1)
+	for {
+		r, err := st.Recv()
+		if err != nil {
+			t.Fatalf("before the edit, the stream ended: %v", err)
+		}
+		if len(r.GetMessages()) == 1 {
+			if r.GetPinId() == "" {
+				t.Fatal("no pin given")
+			}
+			break
+		}
+	}
+	cfg := jetstream.ConsumerConfig{Durable: "pinp", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second,
+		PriorityGroups: []string{"jobs"}, PriorityPolicy: jetstream.PriorityPolicyOverflow}
+	if _, err := o.js.UpdateConsumer(o.ctx(), stream, cfg); err != nil {
+		t.Fatalf("operator's update: %v", err)
+	}
+	for range 8 { // heartbeats past the pull open at the update
+		if _, err := st.Recv(); err != nil {
+			c, reason := codeAndReason(err)
+			t.Fatalf("the stream ended after the operator changed the policy to overflow: %v %v %v", c, reason, err)
+		}
+	}
+	o.publish(1)
+	for {
+		r, err := st.Recv()
+		if err != nil {
+			t.Fatalf("the stream ended: %v", err)
+		}
+		if len(r.GetMessages()) == 1 {
+			return
+		}
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/pull"
@@ -168,6 +170,9 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 				}
 				if pri, err = pl.server.view().priority(pl.server.name, req.Priority); err != nil {
 					return err
+				}
+				if pl.server.view().policy != jetstream.PriorityPolicyPinned {
+					k.pin = "" // a pin is of pinned_client's alone
 				}
 				continue
 			case err != nil:

@@ -95,10 +95,12 @@ type resetWatch struct {
 	// unclaimed counts the resets deliveries showed whose requests have not
 	// passed yet: each may still come, late, and must not void again.
 	unclaimed int
-	// created is when the consumer served was made, as the server said;
-	// zero: not known (it was deleted), the next said is taken as is. A
-	// later one is the consumer deleted and made again under its name.
+	// created is when the consumer served was made, as the server said
+	// (zero: not known). A later one is the consumer deleted and made again
+	// under its name; once its deletion was heard (deleted), the next later
+	// one is taken as is.
 	created time.Time
+	deleted bool
 }
 
 // shownReset begins the id a replica makes up for a reset it saw shown
@@ -168,7 +170,7 @@ func (w *resetWatch) gone() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.noticeLocked(true)
-	w.unclaimed, w.created = 0, time.Time{}
+	w.unclaimed, w.deleted = 0, true
 }
 
 // remade reports whether an info's created, later than the one known, shows
@@ -178,10 +180,10 @@ func (w *resetWatch) remade(created time.Time) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
-	case created.IsZero() || !created.After(w.created):
+	case created.IsZero() || !created.After(w.created): // the same, or an info answered late
 		return false
-	case w.created.IsZero():
-		w.created = created
+	case w.created.IsZero() || w.deleted:
+		w.created, w.deleted = created, false
 		return false
 	}
 	w.created = created

@@ -256,3 +256,23 @@ func TestADeletedOrRemadeConsumerVoids(t *testing.T) {
 		t.Fatal("made again once more, unheard: no void")
 	}
 }
+
+// An info asked before a deletion and answered after its advisory carries
+// the deleted consumer's creation: it set the watch back to it, and the
+// first info of the consumer made again voided the leases taken of it.
+func TestALateInfoOfTheDeletedConsumerDoesNotVoidTheNewOnesLeases(t *testing.T) {
+	voids := 0
+	w := newResetWatch(5, 5, true, func() { voids++ })
+	t0 := time.Unix(1000, 0)
+	w.created = t0
+	w.gone() // the delete advisory: the old consumer's leases void
+	if voids != 1 {
+		t.Fatalf("gone: %d voids", voids)
+	}
+	w.remade(t0) // a late info of the deleted consumer
+	// The consumer is made again (t0+2s); this replica leases its
+	// deliveries, then an info of it comes.
+	if w.remade(t0.Add(2*time.Second)) || voids != 1 {
+		t.Fatalf("the first info of the consumer made again voided its leases (%d voids; want 1): a stale info after the deletion re-armed the watch", voids)
+	}
+}

@@ -125,3 +125,21 @@ func TestFailuresOfABatch(t *testing.T) {
 		}
 	}
 }
+
+// A failures key cut by the end of the part read ("fail|ures") is failures
+// begun there: they must end there too. It was read as no failures member,
+// and the batch acked whole, the messages named as failed with it.
+func TestAFailuresKeyCutAtTheBoundaryFailsTheBatch(t *testing.T) {
+	head := `{"results":"`
+	tail := `","failures":[{"id":"S.1"}]}`
+	// the pad puts the boundary inside the "failures" key
+	pad := maxAnswer - len(head) - len(`","fail`)
+	body := head + strings.Repeat("x", pad) + tail + strings.Repeat(" ", 10)
+	if !strings.HasSuffix(body[:maxAnswer], `"fail`) {
+		t.Fatalf("the boundary is not in the key: %q", body[maxAnswer-10:maxAnswer])
+	}
+	got, err := failures([]byte(body)[:maxAnswer+1]) // as sendBatchIn reads it
+	if err == nil && len(got) == 0 {
+		t.Fatalf("failures begun in the first %d bytes, their key cut there: read as none (%v, %v): S.1 would be acked", maxAnswer, got, err)
+	}
+}

@@ -339,7 +339,12 @@ func failuresAhead(prefix []byte, list *failureList) error {
 	for {
 		k, err := dec.Token()
 		if cut(err) {
-			return nil // no failures member in the part read
+			// No failures member in the part read, unless the key cut
+			// short is its beginning.
+			if key := bytes.TrimLeft(prefix[dec.InputOffset():], " \t\r\n,"); len(key) > 0 && strings.HasPrefix(`"failures"`, string(key)) {
+				return fmt.Errorf("its failures do not end within its first %d bytes", maxAnswer)
+			}
+			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("its failures cannot be read: %v", err)

@@ -53,6 +53,8 @@ type Pusher struct {
 	acked    chan struct{}           // the acker has sent every Ack it was given
 	done     chan struct{}           // Run returned
 
+	pauseMu sync.Mutex // orders the words of a pause (PauseChanged)
+
 	mu        sync.Mutex
 	lastErr   string
 	lastErrAt time.Time
@@ -149,7 +151,7 @@ func (p *Pusher) Run(ctx context.Context) {
 	defer stop()
 	defer p.cancel()
 	ctx = p.ctx
-	p.flow.setPaused(p.c.Paused()) // as the server said at the bind
+	p.PauseChanged() // as the server said at the bind
 	for range p.cfg.Concurrency {
 		p.workers.Add(1)
 		go func() {
@@ -257,9 +259,14 @@ func (p *Pusher) Stop(ctx context.Context) {
 	<-p.done
 }
 
-// SetPaused holds every push while the consumer is paused (its pause
-// advisory said so), and lets them go when it is resumed.
-func (p *Pusher) SetPaused(paused bool) {
+// PauseChanged holds every push while the consumer is paused, as it says
+// now (its pause advisory, an info), and lets them go when it is not. The
+// consumer is read under pauseMu: a caller that read it earlier cannot
+// write its word over a later one's.
+func (p *Pusher) PauseChanged() {
+	p.pauseMu.Lock()
+	defer p.pauseMu.Unlock()
+	paused := p.c.Paused()
 	if p.flow.setPaused(paused) != paused {
 		p.log.Info("the pushed consumer is paused or resumed", "paused", paused)
 	}
@@ -300,8 +307,8 @@ func (p *Pusher) retrier(ctx context.Context) {
 		case <-p.flow.changed:
 		case <-timer:
 		case <-recheck:
-			if ci, err := p.c.Info(ctx); err == nil {
-				p.SetPaused(ci.Paused)
+			if _, err := p.c.Info(ctx); err == nil { // which the consumer takes
+				p.PauseChanged()
 			}
 		}
 	}

@@ -122,7 +122,7 @@ func (rl *relay) onPause(m *nats.Msg) {
 	}
 	if c := rl.binder.bound(key.stream, key.name); c != nil {
 		c.SetPaused(a.Paused)
-		rl.pushers.paused(key, a.Paused)
+		rl.pushers.paused(key)
 	}
 }
 

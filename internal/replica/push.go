@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -16,8 +17,18 @@ import (
 type pushers struct {
 	*env
 	binder *binder
-	by     map[consumerKey]*push.Pusher // written only by New
-	stop   sync.Once
+	// by holds the pushers that run, published once start has them all:
+	// the relay's pause advisories read it from the bind on.
+	by   atomic.Pointer[map[consumerKey]*push.Pusher]
+	stop sync.Once
+}
+
+// all is the pushers that run, by consumer (none before start).
+func (ps *pushers) all() map[consumerKey]*push.Pusher {
+	if by := ps.by.Load(); by != nil {
+		return *by
+	}
+	return nil
 }
 
 // startPushers starts a pusher for each consumer with a push block; they
@@ -43,11 +54,15 @@ func (ps *pushers) start(runCtx context.Context, cfgs []push.Config, reg prometh
 	// Only pushers that run are kept: StopPush waits for each one's Run
 	// to return (one of a later block that could not be made, left
 	// unrun, hung the replica's close for ever).
-	ps.by = make(map[consumerKey]*push.Pusher, len(made))
+	by := make(map[consumerKey]*push.Pusher, len(made))
 	for key, p := range made {
 		if ps.run.Go(func() { p.Run(runCtx) }) {
-			ps.by[key] = p
+			by[key] = p
 		}
+	}
+	ps.by.Store(&by)
+	for _, p := range by {
+		p.PauseChanged() // an advisory before the map was published was not told to it
 	}
 	return nil
 }
@@ -58,7 +73,7 @@ func (ps *pushers) start(runCtx context.Context, cfgs []push.Config, reg prometh
 func (ps *pushers) StopPush(ctx context.Context) {
 	ps.stop.Do(func() {
 		var wg sync.WaitGroup
-		for _, p := range ps.by {
+		for _, p := range ps.all() {
 			wg.Go(func() { p.Stop(ctx) })
 		}
 		wg.Wait()
@@ -67,15 +82,15 @@ func (ps *pushers) StopPush(ctx context.Context) {
 
 // paused tells the pusher of a consumer, if any, that it was paused or
 // resumed.
-func (ps *pushers) paused(key consumerKey, paused bool) {
-	if p, ok := ps.by[key]; ok {
-		p.SetPaused(paused)
+func (ps *pushers) paused(key consumerKey) {
+	if p, ok := ps.all()[key]; ok {
+		p.PauseChanged()
 	}
 }
 
 // pushState is c's pusher's state, nil when c is not pushed.
 func (ps *pushers) pushState(c *consumer.Consumer) *push.State {
-	p, ok := ps.by[consumerKey{c.Stream, c.Name}]
+	p, ok := ps.all()[consumerKey{c.Stream, c.Name}]
 	if !ok {
 		return nil
 	}
