@@ -88,8 +88,8 @@ func TestExampleConfigServesTwoConsumers(t *testing.T) {
 		}
 	}
 	billing := consumerInfo(t, p.NATS, "ORDERS", "billing").Config
-	if billing.MaxDeliver != 5 || !reflect.DeepEqual(billing.BackOff, []time.Duration{time.Second, 10 * time.Second, time.Minute}) ||
-		billing.AckWait != time.Second { // the server takes the first backoff step as ack_wait
+	if billing.MaxDeliver != 5 || !reflect.DeepEqual(billing.BackOff, []time.Duration{30 * time.Second, time.Minute, 5 * time.Minute}) ||
+		billing.AckWait != 30*time.Second { // the server takes the first backoff step as ack_wait
 		t.Errorf("billing: max_deliver %d, backoff %v, ack_wait %v", billing.MaxDeliver, billing.BackOff, billing.AckWait)
 	}
 	ledger := consumerInfo(t, p.NATS, "PAYMENTS", "ledger").Config

@@ -161,6 +161,7 @@ func TestBadFilesInBlockForm(t *testing.T) {
 	}{
 		{"    deliver_policy: by_start_time\n    opt_start_time: 2026-01-02 15:04", "consumers[1].opt_start_time", 13, `"2026-01-02 15:04": give an RFC 3339 time`},
 		{"    max_deliver: 2\n    backoff: [1s, 2s]", "consumers[1].max_deliver", 12, "2: must be more than the 2 steps of backoff"},
+		{"    ack_wait: 30s\n    backoff: [1s, 10s]", "consumers[1].ack_wait", 12, "30s with backoff: the server takes the backoff's first step (1s) as the wait of a first delivery"},
 		{"    priority_groups: [main]\n    priority_policy: sticky", "consumers[1].priority_policy", 13, `"sticky" is not a priority policy`},
 		{"    priority_groups: [main]\n    priority_timeout: 1m", "consumers[1].priority_groups", 12, "need priority_policy"},
 		{"    priority_groups: [main, \"no spaces\"]\n    priority_policy: overflow", "consumers[1].priority_groups[1]", 12, "a group is 1 to 16 characters"},
@@ -261,7 +262,7 @@ func TestExampleFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got, want := c.Streams, []Stream{
-		{Name: "ORDERS", Subjects: []string{"orders.>"}},
+		{Name: "ORDERS", Subjects: []string{"orders.>"}, AllowMsgTTL: true, AllowAtomic: true},
 		{Name: "PAYMENTS", Subjects: []string{"payments.>"}},
 		{Name: "DEAD_LETTERS", Subjects: []string{"dead.>"}},
 	}; !reflect.DeepEqual(got, want) {
@@ -270,7 +271,7 @@ func TestExampleFile(t *testing.T) {
 	all := jetstream.DeliverAllPolicy
 	want := []consumer.Config{
 		{Stream: "ORDERS", Name: "billing", AckWait: 30 * time.Second, MaxAckPending: 1024, DeliverPolicy: &all,
-			MaxDeliver: 5, BackOff: []time.Duration{time.Second, 10 * time.Second, time.Minute},
+			MaxDeliver: 5, BackOff: []time.Duration{30 * time.Second, time.Minute, 5 * time.Minute},
 			DeadLetter: &consumer.DeadLetter{Subject: "dead.billing", OnTerm: true}},
 		{Stream: "PAYMENTS", Name: "ledger", AckWait: time.Minute, FilterSubjects: []string{"payments.card.>", "payments.bank.>"},
 			MaxDeliver: 3, DeadLetter: &consumer.DeadLetter{Subject: "dead.ledger"}},
