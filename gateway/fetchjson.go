@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"time"
@@ -38,7 +40,23 @@ func (m *marshaler) Marshal(v any) ([]byte, error) {
 			return b, nil
 		}
 	}
-	return m.JSONPb.Marshal(v)
+	b, err := m.JSONPb.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return compact(b), nil
+}
+
+// compact takes out the spaces protojson puts in its output at random (so
+// that no one depends on its form): the same answer reads the same from
+// every build, as the README shows it.
+func compact(b []byte) []byte {
+	var buf bytes.Buffer
+	buf.Grow(len(b))
+	if json.Compact(&buf, b) != nil {
+		return b
+	}
+	return buf.Bytes()
 }
 
 // fetchResponseSize is about the length of r's JSON, to allocate once.

@@ -302,6 +302,7 @@ func writeStatus(w http.ResponseWriter, code int, st *status.Status, reason stri
 	if err != nil {
 		b = []byte(`{"code":13,"message":"internal error"}`)
 	}
+	b = compact(b)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_, _ = w.Write(b)
