@@ -120,6 +120,11 @@ func TestRESTMalformedBodiesSayWhereAndWhat(t *testing.T) {
 		{"two objects", consumerPath + ":fetch", `{"batch":1}{}`, []string{"line 1:12"}},
 		{"a bad duration", publishPath, `{"subject":"orders.x","data":"!!"}`, []string{"PublishRequest", "data"}},
 		{"a stream body", consumerPath + ":consume", `{"maxMessages":"x"}`, []string{"ConsumeRequest", "maxMessages"}},
+		// What the API's JSON takes, where a body is most often written
+		// otherwise.
+		{"data not base64", publishPath, `{"subject":"orders.x","data":"hello world"}`, []string{"data", `bytes are base64: "aGVsbG8=" is "hello"`}},
+		{"a header as a string", publishPath, `{"subject":"orders.x","headers":{"X-A":"b"}}`, []string{`headers map each name to {"values": [...]}`}},
+		{"a header as a list", publishPath, "{\"subject\":\"orders.x\",\n \"headers\":{\"X-A\":[\"b\"]}}", []string{`headers map each name to {"values": [...]}`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

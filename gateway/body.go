@@ -91,6 +91,35 @@ func describeMalformed(msg proto.Message, body []byte, err error) error {
 		col := 1 + len(body) - (bytes.LastIndexByte(body, '\n') + 1)
 		what = fmt.Sprintf("(line %d:%d): the body ends before its JSON does", line, col)
 	}
-	return fmt.Errorf("the request body is not a valid %s: %s; send one JSON object with the fields of the API (see /openapi.json)",
-		msg.ProtoReflect().Descriptor().Name(), what)
+	return fmt.Errorf("the request body is not a valid %s: %s%s; send one JSON object with the fields of the API (see /openapi.json)",
+		msg.ProtoReflect().Descriptor().Name(), what, hint(body, what))
+}
+
+// hint says what the API's JSON takes where a body is most often written
+// otherwise: bytes in base64, and a message's headers as lists of values.
+func hint(body []byte, what string) string {
+	if strings.Contains(what, "invalid value for bytes field") {
+		return ` (bytes are base64: "aGVsbG8=" is "hello")`
+	}
+	var line, col int
+	i := strings.Index(what, "(line ")
+	if i < 0 {
+		return ""
+	}
+	if _, err := fmt.Sscanf(what[i:], "(line %d:%d)", &line, &col); err != nil {
+		return ""
+	}
+	at := 0 // the offset of the error in body
+	for range line - 1 {
+		i := bytes.IndexByte(body[at:], '\n')
+		if i < 0 {
+			return ""
+		}
+		at += i + 1
+	}
+	at += col - 1
+	if h := bytes.Index(body, []byte(`"headers"`)); h >= 0 && h < at && at <= len(body) && !bytes.Contains(body[h:at], []byte("}}")) {
+		return ` (headers map each name to {"values": [...]}: {"X-Trace": {"values": ["a"]}})`
+	}
+	return ""
 }

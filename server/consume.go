@@ -59,7 +59,7 @@ func validateConsume(req *jetgatev1.ConsumeRequest, lim Limits) (consumer.Consum
 	case cr.MaxMessages == 0:
 		cr.MaxMessages = consumer.DefaultConsumeMessages
 	case cr.MaxMessages > lim.MaxBatch:
-		return cr, fmt.Errorf("%w: max_messages %d is above the maximum of %d", errs.ErrInvalidArgument, cr.MaxMessages, lim.MaxBatch)
+		return cr, fmt.Errorf("%w: max_messages %d is above the maximum of %d (the gateway's limits.max_batch, --max-batch)", errs.ErrInvalidArgument, cr.MaxMessages, lim.MaxBatch)
 	}
 	if req.MaxBytes != nil {
 		if req.GetMaxBytes() <= 0 {

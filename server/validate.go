@@ -40,7 +40,7 @@ func validateFetch(req *jetgatev1.FetchRequest, lim Limits) (consumer.FetchReque
 	case fr.Batch == 0:
 		fr.Batch = 1
 	case fr.Batch > lim.MaxBatch:
-		return consumer.FetchRequest{}, fmt.Errorf("%w: batch %d is above the maximum of %d", errs.ErrInvalidArgument, fr.Batch, lim.MaxBatch)
+		return consumer.FetchRequest{}, fmt.Errorf("%w: batch %d is above the maximum of %d (the gateway's limits.max_batch, --max-batch)", errs.ErrInvalidArgument, fr.Batch, lim.MaxBatch)
 	}
 	if e := req.GetExpires(); e != nil {
 		if err := e.CheckValid(); err != nil || e.AsDuration() < 0 {
