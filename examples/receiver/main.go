@@ -63,6 +63,13 @@ type receiver struct {
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 8<<20))
 	id := r.Header.Get("Webhook-Id")
+	// A request not signed with the secret is not jetgate's: nothing of it
+	// is taken.
+	if sig := rc.verify(r, body); strings.HasPrefix(sig, "BAD") {
+		fmt.Fprintf(rc.out, "%s %s signature %s -> 401\n", r.Method, id, sig)
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
 	if r.Header.Get("Jetgate-Batch-Size") != "" {
 		rc.batch(w, r, id, body)
 		return

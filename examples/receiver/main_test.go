@@ -104,3 +104,17 @@ func TestABatchIsAnsweredWithTheFailuresOfItsMessages(t *testing.T) {
 		}
 	}
 }
+
+// A request whose signature does not verify is answered 401 and taken for
+// nothing: a demo that people copy must not act on what anyone posts.
+func TestAnUnsignedRequestIsRefused(t *testing.T) {
+	var out strings.Builder
+	rc := &receiver{verify: func(*http.Request, []byte) string { return "BAD: no signature" }, out: &out, seen: map[string]bool{}}
+	r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader("503"))
+	r.Header.Set("Webhook-Id", "ORDERS.1")
+	w := httptest.NewRecorder()
+	rc.ServeHTTP(w, r)
+	if w.Code != http.StatusUnauthorized || !strings.Contains(out.String(), "-> 401") || len(rc.seen) != 0 {
+		t.Fatalf("status %d, printed %q, seen %v; want 401 and nothing taken", w.Code, out.String(), rc.seen)
+	}
+}
