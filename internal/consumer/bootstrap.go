@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"reflect"
 	"slices"
@@ -101,7 +102,7 @@ func (c Config) overlay(cfg *jetstream.ConsumerConfig) {
 
 // bootstrap creates the durable consumer c describes, or updates the named
 // fields of the one that exists, and returns it with its stream.
-func bootstrap(ctx context.Context, js jetstream.JetStream, c Config) (jetstream.Stream, jetstream.Consumer, error) {
+func bootstrap(ctx context.Context, js jetstream.JetStream, c Config, log *slog.Logger) (jetstream.Stream, jetstream.Consumer, error) {
 	s, err := js.Stream(ctx, c.Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, nil, fmt.Errorf("stream %q does not exist: create it, or configure its subjects so that jetgate creates it", c.Stream)
@@ -109,11 +110,13 @@ func bootstrap(ctx context.Context, js jetstream.JetStream, c Config) (jetstream
 	if err != nil {
 		return nil, nil, fmt.Errorf("look up stream %q: %w", c.Stream, err)
 	}
-	cons, err := bindConsumer(ctx, s, c)
+	cons, err := bindConsumer(ctx, s, c, log)
 	return s, cons, err
 }
 
-func bindConsumer(ctx context.Context, s jetstream.Stream, c Config) (jetstream.Consumer, error) {
+// bindConsumer creates the consumer c describes, or updates the fields it
+// names, and logs what it changed.
+func bindConsumer(ctx context.Context, s jetstream.Stream, c Config, log *slog.Logger) (jetstream.Consumer, error) {
 	existing, err := s.Consumer(ctx, c.Name)
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
@@ -127,6 +130,11 @@ func bindConsumer(ctx context.Context, s jetstream.Stream, c Config) (jetstream.
 		}
 		c.overlay(&cfg)
 		cons, err := s.CreateConsumer(ctx, cfg)
+		if err == nil {
+			got := cons.CachedInfo().Config
+			log.Info("created the consumer", "stream", c.Stream, "consumer", c.Name, "ack_wait", got.AckWait, "backoff", got.BackOff,
+				"max_ack_pending", got.MaxAckPending, "max_deliver", got.MaxDeliver)
+		}
 		return cons, refused(c, "create", err)
 	case err != nil:
 		return nil, fmt.Errorf("stream %q consumer %q: look up: %w", c.Stream, c.Name, err)
@@ -151,9 +159,14 @@ func bindConsumer(ctx context.Context, s jetstream.Stream, c Config) (jetstream.
 		// The server may answer the first update after it started with
 		// the consumer as it recovered it, from before the update: the
 		// policy is read from an info asked after it.
-		if _, err := cons.Info(ctx); err != nil {
+		ci, err := cons.Info(ctx)
+		if err != nil {
 			return nil, fmt.Errorf("stream %q consumer %q: info after update: %w", c.Stream, c.Name, err)
 		}
+		got := ci.Config
+		log.Info("updated the consumer to the fields configured", "stream", c.Stream, "consumer", c.Name,
+			"ack_wait", got.AckWait, "was_ack_wait", found.AckWait, "backoff", got.BackOff, "was_backoff", found.BackOff,
+			"max_ack_pending", got.MaxAckPending, "was_max_ack_pending", found.MaxAckPending, "max_deliver", got.MaxDeliver, "was_max_deliver", found.MaxDeliver)
 	}
 	return cons, c.pause(ctx, s, found.PauseUntil)
 }

@@ -140,7 +140,7 @@ type Consumer struct {
 // Bind creates or updates the durable consumer cfg describes and returns the
 // Consumer that serves it. Run must then run until the Consumer is closed.
 func Bind(ctx context.Context, js jetstream.JetStream, cfg Config, d Deps) (*Consumer, error) {
-	s, cons, err := bootstrap(ctx, js, cfg)
+	s, cons, err := bootstrap(ctx, js, cfg, d.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +149,7 @@ func Bind(ctx context.Context, js jetstream.JetStream, cfg Config, d Deps) (*Con
 
 // BindIn is Bind in a stream already looked up.
 func BindIn(ctx context.Context, s jetstream.Stream, cfg Config, d Deps) (*Consumer, error) {
-	cons, err := bindConsumer(ctx, s, cfg)
+	cons, err := bindConsumer(ctx, s, cfg, d.Log)
 	if err != nil {
 		return nil, err
 	}
