@@ -578,3 +578,21 @@ func TestRunAgainstAMissingStreamNamesIt(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A second jetgate on the store of one running is refused at start: two
+// embedded servers writing one store each corrupt what the other keeps. The
+// store is free again once the first has stopped.
+func TestASecondJetgateOnOneStoreIsRefused(t *testing.T) {
+	o := testOptions(t)
+	p1 := start(t, o)
+	o2 := testOptions(t)
+	o2.DataDir = o.DataDir
+	err := runErr(t, o2)
+	if err == nil || !strings.Contains(err.Error(), "data-dir") || !strings.Contains(err.Error(), "in use by another process") {
+		t.Fatalf("second jetgate on one store: %v; want --data-dir in use", err)
+	}
+	if err := p1.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	start(t, o2)
+}

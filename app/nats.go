@@ -176,6 +176,11 @@ func (p *process) connect() error {
 		nats.ReconnectBufSize(-1),
 	}, p.watch.options()...)
 	if p.cfg.NATS.URL == "" {
+		unlock, err := embedded.Lock(p.cfg.Embedded.DataDir)
+		if err != nil {
+			return p.cfg.Errorf("embedded.data_dir", "%v", err)
+		}
+		p.onClose(unlock) // once the server has stopped
 		ns, creds, err := startEmbedded(p.cfg, p.log)
 		if err != nil {
 			return err

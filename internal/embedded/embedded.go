@@ -10,6 +10,9 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
+// lockFile is the file in a store's directory that Lock holds.
+const lockFile = "jetgate.lock"
+
 // Options of an embedded server.
 type Options struct {
 	Name     string // server name; "" lets the server pick one
