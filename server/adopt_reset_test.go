@@ -42,3 +42,30 @@ func TestAnAdoptedTokenFromBeforeAResetSettlesNothing(t *testing.T) {
 	wantFailure(t, fs, 0, "LEASE_EXPIRED")
 	tp.none(t, "the stale Ack")
 }
+
+// As above, through D, a replica started after the reset (a rolling
+// restart, a scale-up): it noticed no reset itself, adopted the token, and
+// its Ack landed on B's caller's delivery. B recorded the reset in the
+// ledger when it noticed it, and D reads it there.
+func TestAnAdoptedTokenFromBeforeAResetSettlesNothingOnAReplicaStartedSince(t *testing.T) {
+	h := newHarness(t, ackWait(30*time.Second), withKeys(token.RandomKeyring()))
+	regB := prometheus.NewRegistry()
+	_, b, _ := h.startGatewayWith(regB)
+	h.publish(1)
+	old := h.fetchOne(time.Second) // through A
+	h.gw.Close()                   // A goes away; its token stays in the caller's hands
+	h.resetConsumer(consumer)
+	natstest.Eventually(t, 5*time.Second, "B notices the reset", func() bool { return resetsNoticed(t, regB) == 1 })
+	r := h.fetch(b, consumer, 1, 2*time.Second).GetMessages()
+	if len(r) != 1 || r[0].GetMetadata().GetStreamSeq() != old.GetMetadata().GetStreamSeq() || r[0].GetMetadata().GetNumDelivered() != 1 {
+		t.Fatalf("after the reset, through B: %v", r)
+	}
+	_, d, _ := h.startGateway() // D: started after the reset
+	tp := h.tap()
+	fs := ack(t, h, d, old.GetToken())
+	if n := h.info(consumer).NumAckPending; n != 1 {
+		t.Errorf("B's post-reset delivery is no longer pending on the server (%d pending): the stale Ack through D landed on it; failures %v", n, fs)
+	}
+	wantFailure(t, fs, 0, "LEASE_EXPIRED")
+	tp.none(t, "the stale Ack")
+}

@@ -260,6 +260,7 @@ func (c *Consumer) Deleted() {
 	ticket := c.onServer.tickets.Add(1) // an info asked before it does not clear it
 	c.onServer.update(func(v *serverView) { v.deleted, v.ticket = true, ticket })
 	c.onServer.resets.gone()
+	shareReset(c.onServer)
 	c.log.Warn("the consumer was deleted on the server: the leases this replica held are void")
 }
 

@@ -380,6 +380,7 @@ func (s *onServer) observeInfo(before seqMark, ci *jetstream.ConsumerInfo) {
 		// Its peers see it for themselves: a word would void what they
 		// leased of the new consumer since.
 		s.log.Warn("the consumer was deleted and made again under its name: the leases this replica held are void")
+		shareReset(s)
 		return
 	}
 	if s.resets.informed(before, ci.Delivered) {

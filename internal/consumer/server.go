@@ -70,6 +70,9 @@ type onServer struct {
 	retime func(lease.Policy)
 	// replicas is how many replicas serve the consumer, itself included.
 	replicas func() int
+	// resetRecord records a reset noticed for the replicas that bind the
+	// consumer later (settle.Ledger.RecordReset); nil: none (shareReset).
+	resetRecord func(ctx context.Context, at time.Time) error
 }
 
 // newOnServer takes what the server said of cons when it was bound: its
@@ -102,6 +105,11 @@ func newOnServer(s jetstream.Stream, cons jetstream.Consumer, d Deps, log *slog.
 			log.Warn("could not bring the roster up to date before naming the replicas to tell of a consumer reset; one that just bound may not be waited for", "err", err)
 		}
 		return ids
+	}
+	if d.Ledger != nil {
+		o.resetRecord = func(ctx context.Context, at time.Time) error {
+			return d.Ledger.RecordReset(ctx, ci.Stream, ci.Name, at)
+		}
 	}
 	o.connected.Store(serverName(d.Conn))
 	v := viewOf(ci)

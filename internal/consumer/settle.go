@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -62,6 +63,17 @@ func (s *settler) Adopt(ctx context.Context, op lease.Op, cs []token.Claims, arg
 	gen, _ := s.server.settles.begin() // from before the table holds them: a void meanwhile waits for them
 	defer s.server.settles.end(gen)
 	timing, resetAt := s.server.timing(), s.server.resetAt()
+	// A reset another replica noticed before this one bound the consumer
+	// (one that started since) is in the ledger.
+	if shared, err := s.ledger.LastReset(ctx, s.stream, s.name); err != nil {
+		out := make([]settle.Outcome, len(cs))
+		for i := range out {
+			out[i].Err = fmt.Errorf("%w: the ledger's record of the consumer's resets: %v", errs.ErrUnavailable, err)
+		}
+		return out
+	} else if shared.After(resetAt) {
+		resetAt = shared
+	}
 	for _, cl := range cs {
 		// A lease its issuer kept alive lasts, without the issuer, only
 		// until the server's redelivery as of its last known +WPI.

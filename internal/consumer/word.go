@@ -95,6 +95,7 @@ func (s *onServer) HearResetWord(m *nats.Msg) {
 // on a goroutine of its own (Close waits for it): by Deps.OnReset where one
 // is set, else by say (none without a connection: the own settles alone).
 func (s *onServer) tell(id string) {
+	shareReset(s)
 	release := s.held.hold()
 	closed := !s.words.Go(func() {
 		defer release()
@@ -121,6 +122,24 @@ func (s *onServer) tell(id string) {
 	if closed { // the consumer is no longer served here: nothing to hand out
 		release()
 	}
+}
+
+// shareReset records the reset just noticed for the replicas that bind the
+// consumer later, on a goroutine of the consumer's: they adopt no token of a
+// gone issuer made before it (settler.Adopt). Peers serving it now hear
+// the word; this is for those that start after.
+func shareReset(s *onServer) {
+	if s.resetRecord == nil {
+		return
+	}
+	at := s.resetAt()
+	s.words.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+		defer cancel()
+		if err := s.resetRecord(ctx, at); err != nil {
+			s.log.Warn("could not record a consumer reset for the replicas that bind it later: one may settle, for a gone issuer, a token from before it", "err", err)
+		}
+	})
 }
 
 // say tells the consumer's peers of reset id and waits, until ctx ends, for

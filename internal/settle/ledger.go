@@ -276,3 +276,38 @@ func (l *Ledger) NakedAlready(ctx context.Context, es []Entry) []bool {
 	}
 	return naked
 }
+
+// resetKey is the key of the last reset of a consumer noticed: a replica
+// that binds the consumer after a reset learns of it there.
+func resetKey(stream, consumer string) string { return natsname.Key(stream, consumer) + ".reset" }
+
+// RecordReset records that a reset of the consumer was noticed at at, for
+// the replicas that bind it later (LastReset): a token a gone issuer made
+// before it must not be settled on their word. The last noticed stands.
+func (l *Ledger) RecordReset(ctx context.Context, stream, consumer string, at time.Time) error {
+	if l == nil {
+		return nil
+	}
+	_, err := l.kv.Put(ctx, resetKey(stream, consumer), strconv.AppendInt(nil, at.UnixMilli(), 10))
+	return err
+}
+
+// LastReset is when a reset of the consumer was last noticed by any replica
+// (RecordReset); zero if none was.
+func (l *Ledger) LastReset(ctx context.Context, stream, consumer string) (time.Time, error) {
+	if l == nil {
+		return time.Time{}, nil
+	}
+	kve, err := l.kv.Get(ctx, resetKey(stream, consumer))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
+		return time.Time{}, nil
+	case err != nil:
+		return time.Time{}, err
+	}
+	ms, err := strconv.ParseInt(string(kve.Value()), 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("ledger entry %s: %q is no time", resetKey(stream, consumer), kve.Value())
+	}
+	return time.UnixMilli(ms), nil
+}

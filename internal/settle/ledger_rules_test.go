@@ -241,3 +241,28 @@ func TestLedgerReleaseLetsOnlyItsOwnOpGo(t *testing.T) {
 		t.Fatalf("a Nak after the fresh claim: %v; want Done", vs[0])
 	}
 }
+
+// The last reset of a consumer noticed is there for a replica that binds it
+// later; none noticed is zero, and another consumer's is its own.
+func TestTheLastResetNoticedIsRecorded(t *testing.T) {
+	l, ctx := testLedger(t)
+	if at, err := l.LastReset(ctx, "ORDERS", "billing"); err != nil || !at.IsZero() {
+		t.Fatalf("none noticed: %v, %v; want zero", at, err)
+	}
+	first, second := time.UnixMilli(1_800_000_000_000), time.UnixMilli(1_800_000_005_000)
+	for _, at := range []time.Time{first, second} {
+		if err := l.RecordReset(ctx, "ORDERS", "billing", at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if at, err := l.LastReset(ctx, "ORDERS", "billing"); err != nil || !at.Equal(second) {
+		t.Fatalf("last reset %v, %v; want %v", at, err, second)
+	}
+	if at, err := l.LastReset(ctx, "ORDERS", "audit"); err != nil || !at.IsZero() {
+		t.Fatalf("another consumer's: %v, %v; want zero", at, err)
+	}
+	var none *Ledger
+	if err := none.RecordReset(ctx, "ORDERS", "billing", first); err != nil {
+		t.Fatal(err)
+	}
+}
