@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/protobuf/proto"
@@ -109,17 +110,56 @@ func hint(body []byte, what string) string {
 	if _, err := fmt.Sscanf(what[i:], "(line %d:%d)", &line, &col); err != nil {
 		return ""
 	}
-	at := 0 // the offset of the error in body
-	for range line - 1 {
-		i := bytes.IndexByte(body[at:], '\n')
-		if i < 0 {
-			return ""
-		}
-		at += i + 1
-	}
-	at += col - 1
-	if h := bytes.Index(body, []byte(`"headers"`)); h >= 0 && h < at && at <= len(body) && !bytes.Contains(body[h:at], []byte("}}")) {
+	if at, ok := offset(body, line, col); ok && inHeaders(body, at) {
 		return ` (headers map each name to {"values": [...]}: {"X-Trace": {"values": ["a"]}})`
 	}
 	return ""
+}
+
+// offset is the byte offset in body of protojson's position: a line, and a
+// column counted in runes.
+func offset(body []byte, line, col int) (int, bool) {
+	at := 0
+	for range line - 1 {
+		i := bytes.IndexByte(body[at:], '\n')
+		if i < 0 {
+			return 0, false
+		}
+		at += i + 1
+	}
+	for range col - 1 {
+		if at >= len(body) {
+			return 0, false
+		}
+		_, n := utf8.DecodeRune(body[at:])
+		at += n
+	}
+	return at, at <= len(body)
+}
+
+// inHeaders reports whether offset at of body lies within the value of the
+// object's "headers" member: from the key to the brace that closes the
+// value, strings skipped.
+func inHeaders(body []byte, at int) bool {
+	h := bytes.Index(body, []byte(`"headers"`))
+	if h < 0 || h >= at {
+		return false
+	}
+	depth, inString := 0, false
+	for i := h + len(`"headers"`); i < at; i++ {
+		switch c := body[i]; {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			if depth--; depth <= 0 {
+				return false // the value ended before the error
+			}
+		}
+	}
+	return true
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,4 +50,48 @@ func TestCompactTakesOutProtojsonsSpaces(t *testing.T) {
 	if want := `{"stream":"ORDERS","seq":"8","note":"a, b: c","list":[1,2]}`; got != want {
 		t.Fatalf("compact = %s; want %s", got, want)
 	}
+}
+
+// protojson counts a column in runes: read as bytes, a hint went wrong
+// after non-ASCII text, and a headers object closed with a space between its
+// braces was taken for still open.
+func TestAHintReadsProtojsonsColumnInRunes(t *testing.T) {
+	m := newMarshaler()
+	tests := []struct {
+		name, body string
+		want       bool // the headers hint is right here
+	}{
+		// The error is at 5, after the headers object closed: no headers
+		// hint is due. The rune column falls inside the headers.
+		{"headers fine, error after them", `{"headers":{"X-Name":{"values":["ééééééééééééééééééééé"]}},"subject":5}`, false},
+		// The error is the header written as a string: the hint is due.
+		// The rune column falls before "headers".
+		// ASCII alone: the headers object closed with a space between its
+		// braces (as a formatter writes it); "}}" is not there.
+		{"headers fine and spaced, error after them", "{\"headers\": {\"X-A\": {\"values\": [\"b\"]} },\n \"subject\": 5}", false},
+		{"a header as a string after a non-ASCII subject", `{"subject":"ordres.` + strings.Repeat("é", 40) + `","headers":{"X-A":"b"}}`, true},
+	}
+	for _, tt := range tests {
+		err := m.unmarshal([]byte(tt.body), &jetgatev1.PublishRequest{})
+		if err == nil {
+			t.Fatalf("%s: no error", tt.name)
+		}
+		got := strings.Contains(err.Error(), "headers map each name to")
+		if got != tt.want {
+			t.Errorf("%s: headers hint given %v, want %v: %v", tt.name, got, tt.want, err)
+		}
+	}
+}
+
+// hint on any body, through the path REST takes (no panic).
+func FuzzHint(f *testing.F) {
+	for _, s := range []string{`{"subject":"x","headers":{"X":"b"}}`, "{\"headers\":\n{\"é\":[1]}}", `{"data":"hello"}`, `{"headers":{}} x`, `{"ttl":"1m","headers":{"a":{"values":[5]}}}`} {
+		f.Add([]byte(s))
+	}
+	m := newMarshaler()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		_ = m.unmarshal(body, &jetgatev1.PublishRequest{})
+		_ = m.unmarshal(body, &jetgatev1.PublishBatchRequest{})
+		_ = hint(body, string(body)) // what carrying any "(line n:m)"
+	})
 }

@@ -338,6 +338,13 @@ func (c *Config) AuthConfig() auth.Config {
 // pattern that would match jetgate's own streams, which are never served.
 func (c *Config) Warnings() []string {
 	var out []string
+	for i, k := range c.Consumers {
+		if k.AckWait != 0 && len(k.Backoff) > 0 && k.AckWait != k.Backoff[0] {
+			e := c.errorf(index("consumers", i)+".ack_wait", "%v with backoff: the server takes the backoff's first step (%v) as the wait of a first delivery, not ack_wait; leave ack_wait out, or make it the first step",
+				time.Duration(k.AckWait), time.Duration(k.Backoff[0]))
+			out = append(out, e.Error())
+		}
+	}
 	for i, m := range c.OnDemand.Match {
 		for _, s := range natsname.InternalStreams() {
 			if ok, _ := path.Match(m.Stream, s); ok {

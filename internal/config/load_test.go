@@ -161,7 +161,6 @@ func TestBadFilesInBlockForm(t *testing.T) {
 	}{
 		{"    deliver_policy: by_start_time\n    opt_start_time: 2026-01-02 15:04", "consumers[1].opt_start_time", 13, `"2026-01-02 15:04": give an RFC 3339 time`},
 		{"    max_deliver: 2\n    backoff: [1s, 2s]", "consumers[1].max_deliver", 12, "2: must be more than the 2 steps of backoff"},
-		{"    ack_wait: 30s\n    backoff: [1s, 10s]", "consumers[1].ack_wait", 12, "30s with backoff: the server takes the backoff's first step (1s) as the wait of a first delivery"},
 		{"    priority_groups: [main]\n    priority_policy: sticky", "consumers[1].priority_policy", 13, `"sticky" is not a priority policy`},
 		{"    priority_groups: [main]\n    priority_timeout: 1m", "consumers[1].priority_groups", 12, "need priority_policy"},
 		{"    priority_groups: [main, \"no spaces\"]\n    priority_policy: overflow", "consumers[1].priority_groups[1]", 12, "a group is 1 to 16 characters"},
@@ -367,5 +366,23 @@ func TestProductionExampleFile(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8") {
 		t.Errorf("check-config prints an API key hash:\n%s", out.String())
+	}
+}
+
+// An ack_wait beside a backoff whose first step differs is warned of, not
+// refused (DESIGN section 7's own example has one): the server waits for a
+// first delivery by the step, whatever ack_wait says.
+func TestAnAckWaitBesideABackoffIsWarnedOf(t *testing.T) {
+	c, err := Parse("jetgate.yaml", []byte("consumers:\n  - stream: ORDERS\n    name: billing\n    ack_wait: 30s\n    backoff: [1s, 10s]\n    max_deliver: 5\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := c.Warnings()
+	if len(ws) != 1 || !strings.Contains(ws[0], "consumers[0].ack_wait: 30s with backoff: the server takes the backoff's first step (1s)") {
+		t.Fatalf("warnings %q; want one of ack_wait beside a backoff", ws)
+	}
+	c, err = Parse("jetgate.yaml", []byte("consumers:\n  - stream: ORDERS\n    name: billing\n    ack_wait: 30s\n    backoff: [30s, 1m]\n"))
+	if err != nil || len(c.Warnings()) != 0 {
+		t.Fatalf("ack_wait its first step: %v, warnings %q; want none", err, c.Warnings())
 	}
 }

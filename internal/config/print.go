@@ -70,7 +70,10 @@ func Write(w io.Writer, c *Config) error {
 // name, "" if it names them all.
 func (k Consumer) seeds() string {
 	var s []string
-	if k.AckWait == 0 {
+	switch {
+	case k.AckWait == 0 && len(k.Backoff) > 0:
+		s = append(s, "ack_wait "+k.Backoff[0].String()+" (the backoff's first step, which the server takes)")
+	case k.AckWait == 0:
 		s = append(s, "ack_wait "+Duration(consumer.SeedAckWait).String())
 	}
 	if k.MaxAckPending == 0 {

@@ -68,7 +68,7 @@ consumers:
 		"key_files: [" + key + "]\n",
 		"data_dir: jetgate-data\n",
 		"grpc: 127.0.0.1:9090\n",
-		"name: billing # on create: ack_wait 30s, max_ack_pending 1024, deliver_policy all; an existing consumer keeps its own\n",
+		"name: billing # on create: ack_wait 1s (the backoff's first step, which the server takes), max_ack_pending 1024, deliver_policy all; an existing consumer keeps its own\n",
 		"backoff: [1s, 1m30s]\n",
 		"    name: ledger\n",
 		"max_body_bytes: 4194304\n",

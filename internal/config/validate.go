@@ -276,10 +276,6 @@ func (c *validator) validateConsumer(p string, k Consumer) *Error {
 			return c.errorf(index(p+".backoff", j), "%v: every step must be at least %v", d, MinAckWait)
 		}
 	}
-	if c.named(p+".ack_wait") && len(k.Backoff) > 0 && k.AckWait != k.Backoff[0] {
-		return c.errorf(p+".ack_wait", "%v with backoff: the server takes the backoff's first step (%v) as the wait of a first delivery, not ack_wait; leave ack_wait out, or make it the first step",
-			time.Duration(k.AckWait), time.Duration(k.Backoff[0]))
-	}
 	if k.MaxDeliver > 0 && len(k.Backoff) > 0 && k.MaxDeliver <= len(k.Backoff) {
 		return c.errorf(p+".max_deliver", "%d: must be more than the %d steps of backoff (the server requires it)", k.MaxDeliver, len(k.Backoff))
 	}

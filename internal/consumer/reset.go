@@ -378,9 +378,9 @@ func (s *onServer) admit(m *seqMark, d delivery, add func() lease.Added) bool {
 func (s *onServer) observeInfo(before seqMark, ci *jetstream.ConsumerInfo) {
 	if s.resets.remade(ci.Created) {
 		// Its peers see it for themselves: a word would void what they
-		// leased of the new consumer since.
+		// leased of the new consumer since, and so would a record of this
+		// late notice in the ledger (shareReset) for those that start.
 		s.log.Warn("the consumer was deleted and made again under its name: the leases this replica held are void")
-		shareReset(s)
 		return
 	}
 	if s.resets.informed(before, ci.Delivered) {

@@ -108,7 +108,7 @@ func newOnServer(s jetstream.Stream, cons jetstream.Consumer, d Deps, log *slog.
 	}
 	if d.Ledger != nil {
 		o.resetRecord = func(ctx context.Context, at time.Time) error {
-			return d.Ledger.RecordReset(ctx, ci.Stream, ci.Name, at)
+			return d.Ledger.RecordReset(ctx, ci.Stream, ci.Name, at, resetKept(o.timing()))
 		}
 	}
 	o.connected.Store(serverName(d.Conn))

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/jetgate/jetgate/internal/lease"
 )
 
 // The word of a reset to the consumer's other replicas: a replica that
@@ -140,6 +142,17 @@ func shareReset(s *onServer) {
 			s.log.Warn("could not record a consumer reset for the replicas that bind it later: one may settle, for a gone issuer, a token from before it", "err", err)
 		}
 	})
+}
+
+// resetKept is how long the ledger keeps a reset's record: a day, or twice
+// the consumer's longest wait where that is longer. A token from before the
+// reset is adopted no later than its start and one wait.
+func resetKept(p lease.Policy) time.Duration {
+	longest := p.AckWait
+	for _, w := range p.BackOff {
+		longest = max(longest, w)
+	}
+	return max(24*time.Hour, 2*longest)
 }
 
 // say tells the consumer's peers of reset id and waits, until ctx ends, for

@@ -283,13 +283,38 @@ func resetKey(stream, consumer string) string { return natsname.Key(stream, cons
 
 // RecordReset records that a reset of the consumer was noticed at at, for
 // the replicas that bind it later (LastReset): a token a gone issuer made
-// before it must not be settled on their word. The last noticed stands.
-func (l *Ledger) RecordReset(ctx context.Context, stream, consumer string, at time.Time) error {
+// before it must not be settled on their word. The latest noticed stands,
+// whatever order the replicas write in; it ages out after ttl (no token
+// from before it lasts that long).
+func (l *Ledger) RecordReset(ctx context.Context, stream, consumer string, at time.Time, ttl time.Duration) error {
 	if l == nil {
 		return nil
 	}
-	_, err := l.kv.Put(ctx, resetKey(stream, consumer), strconv.AppendInt(nil, at.UnixMilli(), 10))
-	return err
+	key, val := resetKey(stream, consumer), strconv.AppendInt(nil, at.UnixMilli(), 10)
+	for range 3 {
+		kve, err := l.kv.Get(ctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
+		case err != nil:
+			return err
+		default:
+			if ms, err := strconv.ParseInt(string(kve.Value()), 10, 64); err == nil && ms >= at.UnixMilli() {
+				return nil // a later one stands
+			}
+			// A TTL is set only by a create: the record is purged first.
+			if err := l.kv.Purge(ctx, key, jetstream.LastRevision(kve.Revision())); err != nil {
+				if written(err) { // written meanwhile
+					continue
+				}
+				return err
+			}
+		}
+		_, err = l.kv.Create(ctx, key, val, jetstream.KeyTTL(ttl))
+		if !written(err) {
+			return err
+		}
+	}
+	return fmt.Errorf("the record %s changed under each of three tries", key)
 }
 
 // LastReset is when a reset of the consumer was last noticed by any replica

@@ -243,26 +243,34 @@ func TestLedgerReleaseLetsOnlyItsOwnOpGo(t *testing.T) {
 }
 
 // The last reset of a consumer noticed is there for a replica that binds it
-// later; none noticed is zero, and another consumer's is its own.
+// later: the latest, whatever order the replicas write in, aged out after
+// its TTL; none noticed is zero, and another consumer's is its own.
 func TestTheLastResetNoticedIsRecorded(t *testing.T) {
 	l, ctx := testLedger(t)
 	if at, err := l.LastReset(ctx, "ORDERS", "billing"); err != nil || !at.IsZero() {
 		t.Fatalf("none noticed: %v, %v; want zero", at, err)
 	}
 	first, second := time.UnixMilli(1_800_000_000_000), time.UnixMilli(1_800_000_005_000)
-	for _, at := range []time.Time{first, second} {
-		if err := l.RecordReset(ctx, "ORDERS", "billing", at); err != nil {
+	for _, at := range []time.Time{first, second, first} { // the earlier written last
+		if err := l.RecordReset(ctx, "ORDERS", "billing", at, time.Hour); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if at, err := l.LastReset(ctx, "ORDERS", "billing"); err != nil || !at.Equal(second) {
-		t.Fatalf("last reset %v, %v; want %v", at, err, second)
+		t.Fatalf("last reset %v, %v; want %v, the later", at, err, second)
 	}
 	if at, err := l.LastReset(ctx, "ORDERS", "audit"); err != nil || !at.IsZero() {
 		t.Fatalf("another consumer's: %v, %v; want zero", at, err)
 	}
+	kve, err := l.kv.Get(ctx, resetKey("ORDERS", "billing"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.kv.Create(ctx, resetKey("ORDERS", "billing"), kve.Value()); err == nil {
+		t.Fatal("the record could be made again: it was not kept")
+	}
 	var none *Ledger
-	if err := none.RecordReset(ctx, "ORDERS", "billing", first); err != nil {
+	if err := none.RecordReset(ctx, "ORDERS", "billing", first, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 }

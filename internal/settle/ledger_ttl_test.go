@@ -67,3 +67,36 @@ func TestLedgerRecordOutlivesTheAckWait(t *testing.T) {
 		t.Fatalf("the record of a delivery with an ack wait of %v lives %v; want at least %v", ackWait, got, ackWait+ledgerSlack)
 	}
 }
+
+// A consumer's reset record ages out (RecordReset's TTL), written first or
+// over an earlier one: one key per consumer ever reset or deleted is not
+// kept for good.
+func TestAResetRecordAgesOut(t *testing.T) {
+	ns := natstest.Start(t)
+	js, err := jetstream.New(natstest.Connect(t, ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := OpenLedger(ctx, js, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(ctx, "KV_"+LedgerBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []time.Time{time.UnixMilli(1_800_000_000_000), time.UnixMilli(1_800_000_001_000)} {
+		if err := l.RecordReset(ctx, "ORDERS", "billing", at, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		m, err := s.GetLastMsgForSubject(ctx, "$KV."+LedgerBucket+"."+resetKey("ORDERS", "billing"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := parseTTL(t, m.Header.Get(jetstream.MsgTTLHeader)); got != time.Hour {
+			t.Fatalf("the record of the reset at %v lives %v; want 1h", at, got)
+		}
+	}
+}
