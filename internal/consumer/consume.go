@@ -101,14 +101,7 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 	var last *pull.Pull // the pull the stream left open, to the orphan pool
 	defer func() { k.end(k.sendFailed || ctx.Err() != nil, last, req.KeepOnEnd) }()
 	if req.AutoExtend {
-		// Also on a goroutine of its own: a send that waits for a slow
-		// reader (up to the stall guard's 30s) must not let the leases
-		// lapse. The loop extends too, as it wakes for anything else (a
-		// lease cut short by a new leader or an operator's edit).
-		ectx, stop := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		wg.Go(func() { k.extendUntil(ectx, req.Principal, cmp.Or(req.MaxLease, pl.maxLease)) })
-		defer func() { stop(); wg.Wait() }() // before end, which runs last
+		defer k.extendAlongside(ctx, req.Principal, cmp.Or(req.MaxLease, pl.maxLease))() // before end, which runs last
 	}
 	var away time.Duration // how long the stream waits before it pulls again while NATS is away (Outlast)
 	regrouped := false     // the stream took its priority again once, after the server refused it
@@ -156,23 +149,12 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 				k.waitForRoom(ctx, away) // or a lease leaving, for the room of the next pull
 				continue
 			}
-			away = 0
-			if err == nil {
-				regrouped = false
-			}
+			away, regrouped = 0, regrouped && err != nil
 			switch {
-			case groupsRefused(err) && !regrouped:
-				// The consumer's groups changed under the stream (Fetch):
-				// its priority is taken again from what the server says.
+			case err != nil && groupsRefused(err) && !regrouped:
 				regrouped = true
-				if _, err := pl.server.ask(ctx, pl.server.timeout); err != nil {
+				if pri, err = k.regroup(ctx, req.Priority); err != nil {
 					return err
-				}
-				if pri, err = pl.server.view().priority(pl.server.name, req.Priority); err != nil {
-					return err
-				}
-				if pl.server.view().policy != jetstream.PriorityPolicyPinned {
-					k.pin = "" // a pin is of pinned_client's alone
 				}
 				continue
 			case err != nil:
@@ -188,6 +170,33 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 		}
 		k.waitForRoom(ctx, wait)
 	}
+}
+
+// extendAlongside extends the stream's leases on a goroutine of its own, as
+// well as its loop does: a send that waits for a slow reader (up to the
+// stall guard's 30s) must not let them lapse. The loop extends too, as it
+// wakes for anything else (a lease cut short by a new leader or an
+// operator's edit). stop ends it and waits for it.
+func (k *consumeStream) extendAlongside(ctx context.Context, principal string, maxLease time.Duration) (stop func()) {
+	ectx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { k.extendUntil(ectx, principal, maxLease) })
+	return func() { cancel(); wg.Wait() }
+}
+
+// regroup takes the stream's priority again from what the server says, once
+// it refused a pull for groups an operator changed under the stream (as
+// Fetch does); a pin goes when the policy is no longer pinned_client.
+func (k *consumeStream) regroup(ctx context.Context, asked pull.Priority) (pull.Priority, error) {
+	s := k.pl.server
+	if _, err := s.ask(ctx, s.timeout); err != nil {
+		return pull.Priority{}, err
+	}
+	v := s.view()
+	if v.policy != jetstream.PriorityPolicyPinned {
+		k.pin = ""
+	}
+	return v.priority(s.name, asked)
 }
 
 // consumeStream is one Consume: the sink of its pulls, which passes its
@@ -262,21 +271,6 @@ func (c *Consumer) Deleted() {
 	c.onServer.resets.gone()
 	shareReset(c.onServer)
 	c.log.Warn("the consumer was deleted on the server: the leases this replica held are void")
-}
-
-// deletedNow is CONSUMER_NOT_FOUND once the server's advisory has said the
-// consumer was deleted and its info agrees (if it was made again, the info
-// clears the word); nil while it cannot be asked.
-func deletedNow(ctx context.Context, s *onServer) error {
-	if !s.view().deleted {
-		return nil
-	}
-	ictx, cancel := context.WithTimeout(ctx, time.Second) // a stream's heartbeats wait meanwhile
-	defer cancel()
-	if _, err := s.Info(ictx); errors.Is(err, errs.ErrConsumerNotFound) {
-		return err
-	}
-	return nil
 }
 
 // waitForRoom waits up to d for a settle to give credit back.

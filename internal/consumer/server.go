@@ -222,6 +222,21 @@ func (s *onServer) deleted() error {
 	return fmt.Errorf("%w: consumer %q of stream %q was deleted", errs.ErrConsumerNotFound, s.name, s.stream)
 }
 
+// deletedNow is CONSUMER_NOT_FOUND once the server's advisory has said the
+// consumer was deleted and its info agrees (if it was made again, the info
+// clears the word); nil while it cannot be asked.
+func deletedNow(ctx context.Context, s *onServer) error {
+	if !s.view().deleted {
+		return nil
+	}
+	ictx, cancel := context.WithTimeout(ctx, time.Second) // a stream's heartbeats wait meanwhile
+	defer cancel()
+	if _, err := s.Info(ictx); errors.Is(err, errs.ErrConsumerNotFound) {
+		return err
+	}
+	return nil
+}
+
 // noResponders explains why nothing answered for the consumer: it was
 // deleted (NOT_FOUND), or its leader is being elected or the server is
 // unreachable (UNAVAILABLE, worth a retry).

@@ -66,11 +66,7 @@ func (s *settler) Adopt(ctx context.Context, op lease.Op, cs []token.Claims, arg
 	// A reset another replica noticed before this one bound the consumer
 	// (one that started since) is in the ledger.
 	if shared, err := s.ledger.LastReset(ctx, s.stream, s.name); err != nil {
-		out := make([]settle.Outcome, len(cs))
-		for i := range out {
-			out[i].Err = fmt.Errorf("%w: the ledger's record of the consumer's resets: %v", errs.ErrUnavailable, err)
-		}
-		return out
+		return failedAll(len(cs), fmt.Errorf("%w: the ledger's record of the consumer's resets: %v", errs.ErrUnavailable, err))
 	} else if shared.After(resetAt) {
 		resetAt = shared
 	}
@@ -101,6 +97,15 @@ func (s *settler) Adopt(ctx context.Context, op lease.Op, cs []token.Claims, arg
 	return s.settle(ctx, op, cs, args, settle.Adopted)
 }
 
+// failedAll is the outcome of n settles that each failed with err.
+func failedAll(n int, err error) []settle.Outcome {
+	out := make([]settle.Outcome, n)
+	for i := range out {
+		out[i].Err = err
+	}
+	return out
+}
+
 // settle settles a batch of leases. The table gives a Consume stream's room
 // back as one of its leases is settled, and keeps an Extend's deadline (one
 // of 0s gives them back: giveBack). A Term whose answer never came is kept
@@ -111,11 +116,7 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	}
 	if s.server.view().deleted { // its leases are void: say why, if it is deleted still
 		if err := deletedNow(ctx, s.server); err != nil {
-			out := make([]settle.Outcome, len(cs))
-			for i := range out {
-				out[i].Err = err
-			}
-			return out
+			return failedAll(len(cs), err)
 		}
 	}
 	var termed []lease.Ref // the Terms the server confirmed, told once a reset no longer waits for this settle
@@ -126,18 +127,14 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	}()
 	gen, givenUp := s.server.settles.begin() // a reset's void waits for it (inFlight)
 	defer s.server.settles.end(gen)
-	resetBefore := s.server.resetAt()
+	resetBefore, now, timing := s.server.resetAt(), time.Now(), s.server.timing()
 	out := make([]settle.Outcome, len(cs))
-	now, timing := time.Now(), s.server.timing()
 	var subjects []string
 	var idx, busy []int
-	var retried map[int]bool // of cs: retries of a settle whose answer never came (consultLedger)
+	retried := make(map[int]bool) // of cs: retries of a settle whose answer never came (consultLedger)
 	begin := func(i int, now time.Time) {
 		subj, retry, err := s.leases.Begin(ref(cs[i]), op, now)
 		if retry {
-			if retried == nil {
-				retried = make(map[int]bool)
-			}
 			retried[i] = true
 		}
 		switch {
