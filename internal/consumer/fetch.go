@@ -106,6 +106,7 @@ func groupsRefused(err error) bool {
 	return errors.As(err, &se) && se.Code == "400" && strings.Contains(se.Description, "Priority")
 }
 
+// fetch is one try of Fetch.
 func (pl *puller) fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
 	if err := cmp.Or(ctx.Err(), pl.server.servable()); err != nil {
 		return FetchResult{}, err
