@@ -3,6 +3,7 @@ package token
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"io/fs"
 	"math"
@@ -528,9 +529,60 @@ func TestGatewayIDString(t *testing.T) {
 	}
 }
 
+// sealAs seals c as a replica sealing version v did: this release's Seal
+// for version 4, the layouts of earlier releases for 1, 2 and 3.
+func sealAs(kr *Keyring, v byte, c Claims, stream, consumer, principal string) string {
+	if v == tokenVersion {
+		return kr.Seal(c, stream, consumer, principal)
+	}
+	k := kr.signing
+	st := k.macs.Get().(*macState)
+	defer k.macs.Put(st)
+	b := make([]byte, headerLen, maxTokenBytes)
+	b[0] = v
+	binary.BigEndian.PutUint32(b[1:5], k.id)
+	copy(b[5:13], c.Issuer[:])
+	tag := tags(stream, consumer, principal)
+	copy(b[13:17], tag[:])
+	for _, f := range []uint64{c.StreamSeq, c.ConsumerSeq, c.Delivered, uint64(c.Deadline.UnixMilli())} {
+		b = binary.AppendUvarint(b, f)
+	}
+	if v == tokenKept {
+		b = binary.AppendUvarint(b, uint64(c.Unkept.UnixMilli()))
+	}
+	fields := appendFields(nil, stream, consumer, principal)
+	if v == tokenV1 {
+		b = append(b, st.mac(b, fields)...)
+	} else {
+		b = append(b, st.macV2(b, fields)...)
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// Tokens of earlier releases, sealed as those releases sealed them, open to
+// the claims they were sealed with.
+func TestTokensOfEarlierReleasesOpen(t *testing.T) {
+	kr := mustKeyring(t, keyA)
+	c := testClaims()
+	c.Deadline = c.Deadline.Truncate(time.Millisecond) // as tokens carry it
+	kept := c
+	kept.Unkept = c.Deadline.Add(-time.Minute)
+	for _, tt := range []struct {
+		v byte
+		c Claims
+	}{{tokenV1, c}, {tokenV2, c}, {tokenKept, kept}} {
+		tok := sealAs(kr, tt.v, tt.c, tokStream, tokConsumer, tokPrincipal)
+		got, err := kr.Open(tok, tokStream, tokConsumer, tokPrincipal)
+		if err != nil || !sameClaims(got, tt.c) {
+			t.Fatalf("version %d: open = %+v, %v; want %+v", tt.v, got, err, tt.c)
+		}
+	}
+}
+
 // FuzzOpenToken checks that open never panics and that the only text it
-// accepts is a token the keyring itself would issue: anything that opens
-// re-seals to the identical string.
+// accepts is a token a keyring would issue: anything that opens re-seals,
+// in its own version (this release's, or an earlier one's), to the
+// identical string.
 func FuzzOpenToken(f *testing.F) {
 	kr := mustKeyring(f, keyA)
 	for _, tok := range sealedTokens(f, kr) {
@@ -539,6 +591,14 @@ func FuzzOpenToken(f *testing.F) {
 		f.Add(tok + "A")
 	}
 	f.Add(kr.Seal(Claims{}, tokStream, tokConsumer, tokPrincipal))
+	for _, v := range []byte{tokenV1, tokenV2, tokenKept} { // tokens of earlier releases
+		c := testClaims()
+		c.Unkept = c.Deadline.Add(-time.Minute)
+		if v != tokenKept {
+			c.Unkept = time.Time{}
+		}
+		f.Add(sealAs(kr, v, c, tokStream, tokConsumer, tokPrincipal))
+	}
 	f.Add(mustKeyring(f, keyB).Seal(testClaims(), tokStream, tokConsumer, tokPrincipal))
 	f.Add(kr.Seal(testClaims(), "PAYMENTS", tokConsumer, tokPrincipal))
 	for _, junk := range []string{"", "A", "AQ", "AAAA", "!!!!", "====", "\n", strings.Repeat("A", MaxTokenLen), strings.Repeat("_", MaxTokenLen+1)} {
@@ -555,7 +615,8 @@ func FuzzOpenToken(f *testing.F) {
 			}
 			return
 		}
-		if again := kr.Seal(c, tokStream, tokConsumer, tokPrincipal); again != tok {
+		raw, _ := base64.RawURLEncoding.DecodeString(tok)
+		if again := sealAs(kr, raw[0], c, tokStream, tokConsumer, tokPrincipal); again != tok {
 			t.Fatalf("open accepted %q, which re-seals to %q", tok, again)
 		}
 		// The same genuine token never opens for another consumer or caller.
