@@ -35,9 +35,12 @@ func streaming(next http.Handler, stall time.Duration) http.Handler {
 // answer's headers would otherwise wait for a message or a heartbeat (15s
 // by default).
 func opened(ctx context.Context, w http.ResponseWriter, m proto.Message) error {
+	if m != nil {
+		return nil
+	}
 	// A stream refused before it opened answers trailers only, no headers:
 	// its status is then the answer's (grpc-gateway writes it at its error).
-	if md, _ := runtime.ServerMetadataFromContext(ctx); m == nil && len(md.HeaderMD) > 0 {
+	if md, _ := runtime.ServerMetadataFromContext(ctx); len(md.HeaderMD) > 0 {
 		w.Header().Set("Content-Type", "application/json")
 		if f, ok := w.(http.Flusher); ok {
 			f.Flush()
