@@ -213,9 +213,12 @@ func (s *onServer) recent(ctx context.Context) *serverView {
 	return s.last.Load()
 }
 
-// SetPaused records what the server's pause advisory said of the consumer.
+// SetPaused records what the server's pause advisory said of the consumer,
+// numbered as an info asked now: the answer to one asked before it does not
+// undo it.
 func (s *onServer) SetPaused(paused bool) {
-	s.update(func(v *serverView) { v.paused = paused })
+	ticket := s.tickets.Add(1)
+	s.update(func(v *serverView) { v.paused, v.ticket = paused, ticket })
 }
 
 func (s *onServer) deleted() error {
