@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"path"
 	"runtime"
 	"slices"
 	"time"
@@ -27,7 +26,6 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
-	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/jetgate/jetgate/gateway"
@@ -195,7 +193,7 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 	// takes the principal the gateway asserts; the gRPC listener refuses it.
 	guard := server.NewGuard(authn, p.log, reg)
 	rest := guard.ForREST()
-	obs := observe(p.log, reg)
+	obs, obsStream := observe(p.log, reg)
 	chain := []grpc.UnaryServerInterceptor{obs, guard.Unary()}
 	restChain := []grpc.UnaryServerInterceptor{obs, rest.Unary()}
 	opts := []grpc.ServerOption{
@@ -213,7 +211,7 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 	// connection.
 	p.innerLis = bufconn.Listen(1 << 20)
 	p.onClose(func() { _ = p.innerLis.Close() })
-	p.inner = grpc.NewServer(append(slices.Clone(opts), grpc.ChainUnaryInterceptor(restChain...), grpc.ChainStreamInterceptor(rest.Stream()))...)
+	p.inner = grpc.NewServer(append(slices.Clone(opts), grpc.ChainUnaryInterceptor(restChain...), grpc.ChainStreamInterceptor(obsStream, rest.Stream()))...)
 	server.RegisterREST(p.inner, p.replica, p.log, p.stall)
 	// A gRPC caller's connection runs at most 1024 RPCs at once, and one
 	// that stops reading (its answers queued unsent) is closed once it
@@ -229,7 +227,7 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 		}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.MaxHeaderListSize(maxHeaderBytes),
-		grpc.ChainUnaryInterceptor(chain...), grpc.ChainStreamInterceptor(guard.Stream()))
+		grpc.ChainUnaryInterceptor(chain...), grpc.ChainStreamInterceptor(obsStream, guard.Stream()))
 	if p.tls != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(p.tls)))
 	}
@@ -374,27 +372,5 @@ func (p *process) shutdown(grace time.Duration) {
 		p.public.Stop()
 		p.inner.Stop()
 		<-stopped
-	}
-}
-
-// observe times every RPC (REST calls included: they run the same chain)
-// and logs failures at debug level; the services log what callers do not
-// see.
-func observe(log *slog.Logger, reg prometheus.Registerer) grpc.UnaryServerInterceptor {
-	dur := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "jetgate_rpc_duration_seconds",
-		Help:    "RPC latency by method and gRPC code.",
-		Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
-	}, []string{"method", "code"})
-	reg.MustRegister(dur)
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		start := time.Now()
-		resp, err := h(ctx, req)
-		code := status.Code(err)
-		dur.WithLabelValues(path.Base(info.FullMethod), code.String()).Observe(time.Since(start).Seconds())
-		if err != nil {
-			log.Debug("rpc failed", "method", info.FullMethod, "code", code, "err", err)
-		}
-		return resp, err
 	}
 }

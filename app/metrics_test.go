@@ -66,3 +66,31 @@ func scrape(t *testing.T, url string) string {
 	}
 	return string(b)
 }
+
+// A Consume is timed as any call, over gRPC and REST: one refused (here,
+// a consumer jetgate does not serve) is a call failing with that code, as
+// the dashboard's calls by code and the NATS alert read it.
+func TestMetricsCountConsumeStreams(t *testing.T) {
+	p := start(t, testOptions(t))
+	cons, _ := grpcClients(t, p.GRPC)
+	st, err := cons.Consume(t.Context(), &jetgatev1.ConsumeRequest{Stream: "ORDERS", Consumer: "nobody"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(); err == nil {
+		t.Fatal("a Consume of a consumer jetgate does not serve was not refused")
+	}
+	resp, err := http.Post("http://"+p.HTTP+"/v1/streams/ORDERS/consumers/nobody:consume", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("REST Consume of a consumer jetgate does not serve: %d", resp.StatusCode)
+	}
+	want := `jetgate_rpc_duration_seconds_count{code="NotFound",method="Consume"} 2`
+	if body := scrape(t, "http://"+p.HTTP+"/metrics"); !strings.Contains(body, want) {
+		t.Errorf("/metrics lacks %s", want)
+	}
+}

@@ -208,6 +208,10 @@ func TestChartRefusesWhatJetgateWould(t *testing.T) {
 		{"the defaults: no auth", map[string]any{}, "config.auth"},
 		{"no consumer", with(baseValues(), "config.consumers", []any{}), "config.consumers"},
 		{"no NATS", with(baseValues(), "nats.url", ""), "nats.url"},
+		{"mtls without a client CA", with(baseValues(), "config.auth", map[string]any{"mtls": true},
+			"config.listen", map[string]any{"tls": map[string]any{"cert": "/tls/tls.crt", "key": "/tls/tls.key"}}), "config.listen.tls.client_ca"},
+		{"on_demand with no match", with(baseValues(), "config.consumers", []any{}, "config.on_demand", map[string]any{"idle_unbind": "10m"}), "config.consumers"},
+		{"admin with no streams", with(baseValues(), "config.consumers", []any{}, "config.admin", map[string]any{"max_ack_wait": "1m"}), "config.consumers"},
 	} {
 		_, err := render(tc.vals)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -17,7 +17,7 @@ type consumerCounters struct{ r *binder }
 
 var (
 	counterFetched = prometheus.NewDesc("jetgate_fetched_messages_total",
-		"Messages leased by Fetch.", consumerLabels, nil)
+		"Messages leased, by Fetch, Consume and push alike.", consumerLabels, nil)
 	counterEmpty = prometheus.NewDesc("jetgate_fetch_empty_total",
 		"Fetches that returned no message, by reason.", []string{"stream", "consumer", "reason"}, nil)
 	counterSettles = prometheus.NewDesc("jetgate_settles_total",

@@ -43,14 +43,21 @@ the chart makes, whose name no Secret of the user's may take. */}}
 {{- if $tls.cert }}true{{ end -}}
 {{- end -}}
 
-{{/* Refuse to render what jetgate would refuse to start with. */}}
+{{/* Refuse to render what jetgate would refuse to start with for want of
+    authentication or consumers; `jetgate check-config` checks the rest. */}}
 {{- define "jetgate.check" -}}
 {{- $auth := .Values.config.auth | default dict -}}
 {{- if not (or $auth.api_keys $auth.jwt $auth.mtls $auth.allow_unauthenticated) -}}
 {{- fail "config.auth: jetgate listens beyond loopback in a pod, so it needs authentication: set config.auth.api_keys, jwt or mtls (README \"Running in production\"), or config.auth.allow_unauthenticated: true to serve anyone who can reach the Service" -}}
 {{- end -}}
-{{- if not (or .Values.config.consumers .Values.config.on_demand .Values.config.admin) -}}
-{{- fail "config.consumers: no consumer is configured: list some, serve existing ones with config.on_demand, or let callers create them with config.admin (README \"Configuration\")" -}}
+{{- $tls := (.Values.config.listen | default dict).tls | default dict -}}
+{{- if and $auth.mtls (not $tls.client_ca) -}}
+{{- fail "config.auth.mtls: callers are known by their client certificates, so jetgate needs the CA that issues them: set config.listen.tls.client_ca (and cert and key; README \"Running in production\")" -}}
+{{- end -}}
+{{- $onDemand := .Values.config.on_demand | default dict -}}
+{{- $admin := .Values.config.admin | default dict -}}
+{{- if not (or .Values.config.consumers $onDemand.match $admin.streams) -}}
+{{- fail "config.consumers: no consumer is configured: list some, serve existing ones with config.on_demand.match, or let callers create them with config.admin.streams (README \"Configuration\")" -}}
 {{- end -}}
 {{- $own := splitList "\n" (include "jetgate.ownSecrets" .) -}}
 {{- $theirs := dict "nats.credsSecret" .Values.nats.credsSecret "nats.tls.secret" .Values.nats.tls.secret "nats.urlSecret" .Values.nats.urlSecret "tokenKey.existingSecret" .Values.tokenKey.existingSecret -}}
