@@ -184,6 +184,7 @@ func (pl *puller) receive(mark *seqMark, m pull.Msg) (*Delivery, bool) {
 		ConsumerSeq: md.ConsumerSeq,
 		Delivered:   md.Delivered,
 		Deadline:    d.Deadline,
+		Start:       m.At,
 		Wait:        timing.AckWaitFor(md.Delivered),
 		AckSubject:  m.Reply,
 	}

@@ -40,7 +40,7 @@ type settler struct {
 // ref is the delivery a token names: the consumer sequence and deadline
 // tell it from a delivery of the same message after a consumer reset.
 func ref(c token.Claims) lease.Ref {
-	return lease.Ref{StreamSeq: c.StreamSeq, Delivered: c.Delivered, ConsumerSeq: c.ConsumerSeq, Deadline: c.Deadline}
+	return lease.Ref{StreamSeq: c.StreamSeq, Delivered: c.Delivered, ConsumerSeq: c.ConsumerSeq, Deadline: c.Deadline, Start: c.Start}
 }
 
 // Settle settles leases this replica issued. Every settle to send is
@@ -89,6 +89,7 @@ func (s *settler) Adopt(ctx context.Context, op lease.Op, cs []token.Claims, arg
 			ConsumerSeq: cl.ConsumerSeq,
 			Delivered:   cl.Delivered,
 			Deadline:    deadline,
+			Start:       cl.Start,
 			Wait:        timing.AckWaitFor(cl.Delivered),
 			AckSubject:  pull.AckSubject(s.stream, s.name, cl.Delivered, cl.StreamSeq, cl.ConsumerSeq),
 		})

@@ -16,6 +16,10 @@ type Lease struct {
 	// as tokens carry it (set by the table): a token of this delivery
 	// carries no earlier one, though Deadline may be brought forward.
 	First int64
+	// Start is when the server's clock of the delivery started: its receipt
+	// (an adopted lease: its token's Start; zero, not known). A token of
+	// this delivery says it started no earlier.
+	Start time.Time
 	// Wait is the server's wait Deadline was dated by (the ack_wait or
 	// BackOff step then in force); 0: not known, never re-dated.
 	Wait       time.Duration
@@ -26,17 +30,20 @@ type Lease struct {
 }
 
 // Ref names one delivery of a message: a token's stream sequence and
-// delivery count and, when the token says, its consumer sequence and
-// deadline. After a consumer reset the server delivers a message again with
-// its delivery count restarted, so that count alone does not tell two
-// deliveries apart: the consumer sequence does, and where that restarted
-// too, the deadline (a token of the delivery carries its first deadline, or
-// an Extend's later one; a token of an earlier delivery, an earlier one).
+// delivery count and, when the token says, its consumer sequence, deadline
+// and start. After a consumer reset (or its deletion and making again) the
+// server delivers a message again with its delivery count restarted, so
+// that count alone does not tell two deliveries apart: the consumer
+// sequence does, and where that restarted too, the start (a token of the
+// delivery started at its receipt or later; a token of an earlier delivery,
+// before it, however long an Extend made it last) and the deadline (a token
+// of the delivery carries its first deadline or a later one).
 type Ref struct {
 	StreamSeq   uint64
 	Delivered   uint64
 	ConsumerSeq uint64    // 0: any
 	Deadline    time.Time // zero: any
+	Start       time.Time // zero: any (a token of an earlier release)
 }
 
 // Ref is the delivery l is a lease of.
@@ -54,8 +61,9 @@ func (l Lease) TokenDeadline() time.Time {
 }
 
 // names reports whether a lease of r's message, delivered delivered times
-// with consumer sequence cseq and first deadline first, is delivery r.
-func (r Ref) names(delivered, cseq uint64, first int64) bool {
+// with consumer sequence cseq, first deadline first and start start (unix
+// ms, 0: not known), is delivery r.
+func (r Ref) names(delivered, cseq uint64, first, start int64) bool {
 	switch {
 	case delivered != r.Delivered:
 		return false
@@ -63,6 +71,16 @@ func (r Ref) names(delivered, cseq uint64, first int64) bool {
 		return false // a delivery from before a reset
 	case !r.Deadline.IsZero() && r.Deadline.UnixMilli() < first:
 		return false // likewise, where the consumer sequence restarted too
+	case !r.Start.IsZero() && r.Start.UnixMilli() < start:
+		return false // likewise, where an Extend made it last longer
 	}
 	return true
+}
+
+// startMs is t in unix ms, 0 for the zero time (not known).
+func startMs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }

@@ -61,6 +61,35 @@ func TestTheDeadlineTellsDeliveriesOfOneSequenceApart(t *testing.T) {
 	}
 }
 
+// Where the consumer sequence restarted to the same number and the earlier
+// delivery's token was extended past the new one's deadline (or the new
+// ack_wait is shorter), the start tells them apart: a token of the new
+// delivery started at its receipt or later.
+func TestTheStartTellsDeliveriesOfOneSequenceApart(t *testing.T) {
+	now := time.Now()
+	tb := NewTable(time.Minute)
+	first := Lease{StreamSeq: 1, ConsumerSeq: 1, Delivered: 1, Start: now.Add(-time.Second), Deadline: now.Add(time.Minute), AckSubject: "old"}
+	tb.Add(first)
+	again := Lease{StreamSeq: 1, ConsumerSeq: 1, Delivered: 1, Start: now, Deadline: now.Add(2 * time.Second), AckSubject: "new"}
+	if tb.Add(again) != AddedReset {
+		t.Fatal("not taken for a reset")
+	}
+	extended := Ref{StreamSeq: 1, Delivered: 1, ConsumerSeq: 1, Start: now.Add(-500 * time.Millisecond), Deadline: now.Add(10 * time.Minute)}
+	if _, _, err := tb.Begin(extended, OpAck, now); !errors.Is(err, errs.ErrLeaseExpired) {
+		t.Errorf("an extended token of the first delivery: %v; want LEASE_EXPIRED", err)
+	}
+	if !tb.HoldsLater(extended, now) {
+		t.Error("HoldsLater: the table holds a later delivery than the first's extended token")
+	}
+	own := Ref{StreamSeq: 1, Delivered: 1, ConsumerSeq: 1, Start: now.Add(time.Second), Deadline: now.Add(time.Minute)}
+	if tb.HoldsLater(own, now) {
+		t.Error("HoldsLater: not later than its own extended token")
+	}
+	if _, _, err := tb.Begin(own, OpAck, now); err != nil {
+		t.Errorf("an extended token of the current delivery: %v", err)
+	}
+}
+
 // A copy of an older delivery that comes late (a canceled Fetch's pull,
 // drained after the redelivery came), its deadline past, is no reset.
 func TestALateCopyOfAnOlderDeliveryIsNoReset(t *testing.T) {

@@ -46,6 +46,7 @@ type settled struct {
 	delivered   uint64
 	consumerSeq uint64
 	first       int64 // as entry's
+	start       int64 // the entry's Start in unix ms (0: not known)
 	dropAt      int64 // unix ns: when it leaves the table
 	op          Op
 }
@@ -149,7 +150,10 @@ func (t *Table) HoldsLater(r Ref, now time.Time) bool {
 	if !ok || !now.Before(e.Deadline) {
 		return false
 	}
-	return e.Delivered < r.Delivered || (e.Delivered == r.Delivered && e.First > r.Deadline.UnixMilli())
+	if e.Delivered != r.Delivered {
+		return e.Delivered < r.Delivered
+	}
+	return e.First > r.Deadline.UnixMilli() || !r.Start.IsZero() && startMs(e.Start) > r.Start.UnixMilli()
 }
 
 // Holds reports whether delivery r is leased live, before its deadline and
@@ -219,7 +223,7 @@ func (t *Table) put(e *entry) {
 
 // lookup returns the unsettled entry of delivery r; t.mu is held.
 func (t *Table) lookup(r Ref) *entry {
-	if e, ok := t.entries[r.StreamSeq]; ok && r.names(e.Delivered, e.ConsumerSeq, e.First) {
+	if e, ok := t.entries[r.StreamSeq]; ok && r.names(e.Delivered, e.ConsumerSeq, e.First, startMs(e.Start)) {
 		return e
 	}
 	return nil
@@ -228,7 +232,7 @@ func (t *Table) lookup(r Ref) *entry {
 // lookupSettled returns the settled lease of delivery r; t.mu is held.
 func (t *Table) lookupSettled(r Ref) (settled, bool) {
 	s, ok := t.settled[r.StreamSeq]
-	return s, ok && r.names(s.delivered, s.consumerSeq, s.first)
+	return s, ok && r.names(s.delivered, s.consumerSeq, s.first, s.start)
 }
 
 // Begin starts settling delivery r with op. It returns the ack subject to
@@ -324,7 +328,7 @@ func (t *Table) Finish(r Ref, op Op, ok bool, now time.Time, ext Extension) (dea
 		dropAt := now.Add(t.retention)
 		t.unown(e)
 		delete(t.entries, e.StreamSeq)
-		t.settled[e.StreamSeq] = settled{delivered: e.Delivered, consumerSeq: e.ConsumerSeq, first: e.First, dropAt: dropAt.UnixNano(), op: op}
+		t.settled[e.StreamSeq] = settled{delivered: e.Delivered, consumerSeq: e.ConsumerSeq, first: e.First, start: startMs(e.Start), dropAt: dropAt.UnixNano(), op: op}
 		t.drops.push(e.StreamSeq, dropAt)
 	}
 	return time.Time{}, time.Time{}
