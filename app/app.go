@@ -218,8 +218,10 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 	// leaves a ping unanswered: what it held is freed within a minute.
 	// A connection with no RPC for limits.idle_timeout is closed, and one
 	// that has not finished its handshake (TLS, HTTP/2's preface) within it,
-	// 10s at most, too; one whose caller pings more often than every 10s is
+	// 10s at most, too, and so is a call whose request does not come within
+	// it (firstMessage); one whose caller pings more often than every 10s is
 	// told to go away; a request's headers are bounded as REST's are.
+	waitFirst := firstMessage{wait: min(time.Duration(p.cfg.Limits.IdleTimeout), maxHandshake)}
 	opts = append(opts, grpc.MaxConcurrentStreams(cmp.Or(p.streams, 1024)),
 		grpc.ConnectionTimeout(min(time.Duration(p.cfg.Limits.IdleTimeout), maxHandshake)),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
@@ -227,7 +229,9 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 		}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.MaxHeaderListSize(maxHeaderBytes),
-		grpc.ChainUnaryInterceptor(chain...), grpc.ChainStreamInterceptor(obsStream, guard.Stream()))
+		grpc.InTapHandle(waitFirst.tap),
+		grpc.ChainUnaryInterceptor(append([]grpc.UnaryServerInterceptor{waitFirst.unary}, chain...)...),
+		grpc.ChainStreamInterceptor(waitFirst.stream, obsStream, guard.Stream()))
 	if p.tls != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(p.tls)))
 	}
@@ -285,7 +289,7 @@ func (p *process) buildREST(ctx context.Context, o gateway.Options) error {
 	p.onClose(func() { _ = rest.Close() })
 	p.http = &http.Server{
 		Handler:           p.httpTracing(rest),
-		ReadHeaderTimeout: 5 * time.Second,
+		ReadHeaderTimeout: min(time.Duration(p.cfg.Limits.IdleTimeout), 5*time.Second),
 		ReadTimeout:       30 * time.Second,
 		// A Fetch may wait up to --max-expires before it writes.
 		WriteTimeout:   time.Duration(p.cfg.Limits.MaxExpires) + 30*time.Second,

@@ -137,3 +137,21 @@ func TestGRPCHeadersAndHealthWatchesAreBounded(t *testing.T) {
 		t.Fatalf("watch %d on one connection: %v; want RESOURCE_EXHAUSTED", healthWatchesPerConn+1, err)
 	}
 }
+
+// A connection that trickles a request's headers is closed once
+// idle_timeout (1s here) passes without them, not after HTTP's own 5s: the
+// 5s is a ceiling. (A server that waited 5s could not close it within 4s.)
+func TestHTTPHeadersAreBoundByIdleTimeout(t *testing.T) {
+	p := limitedConfig(t)
+	c, err := net.Dial("tcp", p.HTTP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if _, err := c.Write([]byte("POST /v1/streams/ORDERS/consumers/billing:ack HTTP/1.1\r\nHost: localhost\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if !closedWithin(c, 4*time.Second) {
+		t.Fatal("a connection whose headers never ended was held past 4s with idle_timeout 1s")
+	}
+}
