@@ -201,17 +201,32 @@ var fields = []field{
 		return duration("priority_timeout", in.GetPriorityTimeout(), &c.PinnedTTL)
 	}},
 	{name: "metadata", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
-		for k := range in.GetMetadata() {
-			if strings.HasPrefix(k, "_nats") || strings.HasPrefix(k, "jetgate.") {
-				return fmt.Errorf("%w: config.metadata key %q: keys starting _nats or jetgate. are the server's and jetgate's", errs.ErrInvalidArgument, k)
+		// The server's keys and jetgate's stay as they are: sent back as
+		// read (an update's read-modify-write, AIP-134), they are taken;
+		// changed or added, refused.
+		md := make(map[string]string, len(in.GetMetadata()))
+		for k, v := range c.Metadata {
+			if reservedKey(k) {
+				md[k] = v
 			}
 		}
-		c.Metadata = in.GetMetadata()
+		for k, v := range in.GetMetadata() {
+			if was, ok := c.Metadata[k]; reservedKey(k) && (!ok || was != v) {
+				return fmt.Errorf("%w: config.metadata key %q: keys starting _nats or jetgate. are the server's and jetgate's: send them as read, or leave them out", errs.ErrInvalidArgument, k)
+			}
+			md[k] = v
+		}
+		c.Metadata = md
 		return nil
 	}},
 	{name: "inactive_threshold", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
 		return duration("inactive_threshold", in.GetInactiveThreshold(), &c.InactiveThreshold)
 	}},
+}
+
+// reservedKey reports whether a metadata key is the server's or jetgate's.
+func reservedKey(k string) bool {
+	return strings.HasPrefix(k, "_nats") || strings.HasPrefix(k, "jetgate.")
 }
 
 // maskFields are the fields an update_mask names, which an update may

@@ -159,7 +159,7 @@ func nakNow(t *testing.T, h *harness, c jetgatev1.ConsumerServiceClient, tok str
 // own reason, and creates or changes nothing.
 func TestConsumersThroughTheAPIRefusals(t *testing.T) {
 	h := newHarness(t)
-	a := h.adminGateways(1, coreconsumer.Admin{MaxAckWait: time.Minute, MaxDeliver: 5, MaxAckPending: 100, MaxPerPrincipal: 2})[0]
+	a := h.adminGateways(1, coreconsumer.Admin{MaxAckWait: time.Minute, MaxDeliver: 5, MaxAckPending: 100, MaxPerPrincipal: 2, InactiveThreshold: time.Hour})[0]
 	cases := []struct {
 		name   string
 		cfg    *jetgatev1.ConsumerConfig
@@ -173,6 +173,8 @@ func TestConsumersThroughTheAPIRefusals(t *testing.T) {
 		{"ack_wait above the bound", &jetgatev1.ConsumerConfig{DurableName: "team-x", AckWait: durationpb.New(2 * time.Minute)}, codes.InvalidArgument, "ADMIN_BOUND"},
 		{"max_deliver above the bound", &jetgatev1.ConsumerConfig{DurableName: "team-x", MaxDeliver: 6}, codes.InvalidArgument, "ADMIN_BOUND"},
 		{"max_ack_pending above the bound", &jetgatev1.ConsumerConfig{DurableName: "team-x", MaxAckPending: 101}, codes.InvalidArgument, "ADMIN_BOUND"},
+		// It was cut to the bound, unsaid, where every other bound refuses.
+		{"inactive_threshold above the bound", &jetgatev1.ConsumerConfig{DurableName: "team-x", InactiveThreshold: durationpb.New(48 * time.Hour)}, codes.InvalidArgument, "ADMIN_BOUND"},
 		{"a jetgate metadata key", &jetgatev1.ConsumerConfig{DurableName: "team-x", Metadata: map[string]string{"jetgate.created_by": "someone"}}, codes.InvalidArgument, "INVALID_ARGUMENT"},
 		// Under a second, the server rescans the pending messages without rest.
 		{"ack_wait under a second", &jetgatev1.ConsumerConfig{DurableName: "team-x", AckWait: durationpb.New(time.Millisecond)}, codes.InvalidArgument, "INVALID_ARGUMENT"},

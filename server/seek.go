@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"time"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	"github.com/jetgate/jetgate/internal/errs"
@@ -33,10 +34,14 @@ func validateSeek(req *jetgatev1.SeekRequest) (replica.SeekTarget, error) {
 		}
 		return replica.SeekTarget{Seq: t.Sequence}, nil
 	case *jetgatev1.SeekRequest_Time:
-		if t.Time == nil || t.Time.CheckValid() != nil || t.Time.AsTime().IsZero() {
+		if t.Time == nil || t.Time.CheckValid() != nil {
 			return replica.SeekTarget{}, fmt.Errorf("%w: time must be a valid timestamp (RFC 3339 over REST)", errs.ErrInvalidArgument)
 		}
-		return replica.SeekTarget{Time: t.Time.AsTime()}, nil
+		at := t.Time.AsTime()
+		if at.IsZero() { // 0001-01-01T00:00:00Z, "from the beginning": as any time before the first message
+			at = time.Unix(0, 0).UTC()
+		}
+		return replica.SeekTarget{Time: at}, nil
 	case *jetgatev1.SeekRequest_AckFloor:
 		if !t.AckFloor {
 			return replica.SeekTarget{}, fmt.Errorf("%w: ack_floor must be true when set", errs.ErrInvalidArgument)

@@ -139,6 +139,9 @@ func validateSettle(req settleRequest, op lease.Op, principal string, lim Limits
 				return settle.Request{}, fmt.Errorf("%w: duration must be a duration of 0s or more (0s gives the message back now)", errs.ErrInvalidArgument)
 			}
 			dur := d.AsDuration()
+			if dur > 0 && dur < time.Millisecond {
+				return settle.Request{}, fmt.Errorf("%w: duration %v is under 1ms, over before it is answered: ask 1ms or more, or 0s to give the message back now", errs.ErrInvalidArgument, dur)
+			}
 			if lim.MaxLease > 0 && dur > lim.MaxLease {
 				return settle.Request{}, fmt.Errorf("%w: duration %v is longer than this gateway keeps a lease alive (limits.max_lease: %v)",
 					errs.ErrInvalidArgument, dur, lim.MaxLease)

@@ -95,5 +95,9 @@ func (c *validator) validateAdmin() *Error {
 			return c.errorf(f.path, "must not be negative (0 or absent is the default)")
 		}
 	}
+	if w := time.Duration(a.MaxAckWait); w > 0 && w < MinAckWait {
+		// Every create would be refused: no ack_wait under it is taken.
+		return c.errorf("admin.max_ack_wait", "%v: must be at least %v, the least ack_wait a consumer may have", w, MinAckWait)
+	}
 	return nil
 }

@@ -121,6 +121,8 @@ func TestBadFiles(t *testing.T) {
 		{"admin bad pattern", good + "admin: {streams: [\"[\"], consumers: [\"*\"]}\n", "admin.streams", 14, "is not a pattern"},
 		{"admin on jetgate's own", good + "admin: {streams: [JETGATE_ADVISORIES], consumers: [\"*\"]}\n", "admin.streams", 14, "jetgate's own streams"},
 		{"admin negative bound", good + "admin: {streams: [ORDERS], consumers: [\"*\"], max_deliver: -2}\n", "admin.max_deliver", 14, "must not be negative"},
+		// Every create would be refused: no ack_wait under a second is taken.
+		{"admin max_ack_wait under the least", good + "admin: {streams: [ORDERS], consumers: [\"*\"], max_ack_wait: 500ms}\n", "admin.max_ack_wait", 14, "must be at least 1s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

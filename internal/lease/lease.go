@@ -69,10 +69,14 @@ func (r Ref) names(delivered, cseq uint64, first, start int64) bool {
 		return false
 	case r.ConsumerSeq != 0 && r.ConsumerSeq != cseq:
 		return false // a delivery from before a reset
+	case !r.Start.IsZero() && start != 0 && r.Start.UnixMilli() != start:
+		// Where the consumer sequence restarted too: a token of this
+		// delivery started at its receipt or later (an Extend's, whatever
+		// deadline a shorter ack_wait gave it), one of an earlier delivery
+		// before, however long an Extend made it last.
+		return r.Start.UnixMilli() > start
 	case !r.Deadline.IsZero() && r.Deadline.UnixMilli() < first:
-		return false // likewise, where the consumer sequence restarted too
-	case !r.Start.IsZero() && r.Start.UnixMilli() < start:
-		return false // likewise, where an Extend made it last longer
+		return false // likewise, by the deadline: a token of an earlier release, or one started in the same millisecond
 	}
 	return true
 }

@@ -153,7 +153,10 @@ func (t *Table) HoldsLater(r Ref, now time.Time) bool {
 	if e.Delivered != r.Delivered {
 		return e.Delivered < r.Delivered
 	}
-	return e.First > r.Deadline.UnixMilli() || !r.Start.IsZero() && startMs(e.Start) > r.Start.UnixMilli()
+	if rs, es := startMs(r.Start), startMs(e.Start); rs != 0 && es != 0 && rs != es {
+		return es > rs // received after r started
+	}
+	return e.First > r.Deadline.UnixMilli()
 }
 
 // Holds reports whether delivery r is leased live, before its deadline and

@@ -202,6 +202,9 @@ func (bd *binder) bindOnDemand(ctx context.Context, key consumerKey) error {
 // attach looks the consumer up and starts serving it.
 func (bd *binder) attach(ctx context.Context, key consumerKey) error {
 	s, err := bd.stream(ctx, key.stream)
+	if errors.Is(err, errs.ErrStreamNotFound) {
+		return fmt.Errorf("%w: stream %q does not exist", errs.ErrConsumerNotFound, key.stream) // no consumer of it either
+	}
 	if err != nil {
 		return err
 	}
@@ -263,7 +266,7 @@ func (bd *binder) stream(ctx context.Context, name string) (jetstream.Stream, er
 	s, err := bd.js.Stream(ctx, name)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		return nil, fmt.Errorf("%w: stream %q does not exist", errs.ErrConsumerNotFound, name)
+		return nil, fmt.Errorf("%w: stream %q does not exist", errs.ErrStreamNotFound, name)
 	case err != nil:
 		return nil, fmt.Errorf("%w: look up stream %q: %v", errs.ErrUnavailable, name, err)
 	}

@@ -223,7 +223,10 @@ func (m *manager) admitted(cfg *jetstream.ConsumerConfig, limits jetstream.Strea
 		}
 		return fmt.Errorf("%w: config.backoff: %d steps, more than max_deliver %d deliveries (the server requires no more)", why, n, cfg.MaxDeliver)
 	}
-	if a.InactiveThreshold > 0 && (cfg.InactiveThreshold == 0 || cfg.InactiveThreshold > a.InactiveThreshold) {
+	switch {
+	case a.InactiveThreshold > 0 && cfg.InactiveThreshold > a.InactiveThreshold:
+		return fmt.Errorf("%w: config.inactive_threshold %v: the admin block allows at most %v", errs.ErrAdminBound, cfg.InactiveThreshold, a.InactiveThreshold)
+	case a.InactiveThreshold > 0 && cfg.InactiveThreshold == 0:
 		cfg.InactiveThreshold = a.InactiveThreshold
 		if l := limits.InactiveThreshold; l > 0 {
 			cfg.InactiveThreshold = min(cfg.InactiveThreshold, l)
@@ -332,7 +335,7 @@ func (bd *binder) eachCreated(ctx context.Context, may func(stream string) bool,
 			continue
 		}
 		s, err := bd.stream(ctx, stream)
-		if errors.Is(err, errs.ErrConsumerNotFound) {
+		if errors.Is(err, errs.ErrStreamNotFound) {
 			continue // deleted since the names were read
 		}
 		if err != nil {
