@@ -84,16 +84,20 @@ func TestConsumersOfAStreamThatDoesNotExist(t *testing.T) {
 }
 
 // 0001-01-01T00:00:00Z, the zero time, is a valid timestamp: a Seek to it
-// replays from the first message, as one to any time before it does.
-func TestSeekToTheZeroTimeReplaysFromTheFirst(t *testing.T) {
+// replays from the first message, as one to any time before it does. The
+// server reads a time in nanoseconds: one before 1678 overflowed into one
+// after 2262, and the consumer skipped every message.
+func TestSeekToAnEarlyTimeReplaysFromTheFirst(t *testing.T) {
 	h := newHarness(t)
 	seqs := h.publish(2)
-	wantNoFailures(t, ack(t, h, h.cons, h.fetchOne(time.Second).GetToken()))
-	resp, err := h.seek(h.cons, &jetgatev1.SeekRequest{Target: &jetgatev1.SeekRequest_Time{Time: timestamppb.New(time.Time{})}})
-	if err != nil {
-		t.Fatalf("seek to the zero time: %v", err)
-	}
-	if resp.GetResetSequence() != seqs[0] {
-		t.Errorf("reset_sequence %d; want %d, the first message", resp.GetResetSequence(), seqs[0])
+	for _, at := range []time.Time{{}, time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1677, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC)} {
+		wantNoFailures(t, ack(t, h, h.cons, h.fetchOne(time.Second).GetToken()))
+		resp, err := h.seek(h.cons, &jetgatev1.SeekRequest{Target: &jetgatev1.SeekRequest_Time{Time: timestamppb.New(at)}})
+		if err != nil {
+			t.Fatalf("seek to %v: %v", at, err)
+		}
+		if resp.GetResetSequence() != seqs[0] {
+			t.Errorf("seek to %v: reset_sequence %d; want %d, the first message", at, resp.GetResetSequence(), seqs[0])
+		}
 	}
 }

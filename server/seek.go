@@ -37,9 +37,13 @@ func validateSeek(req *jetgatev1.SeekRequest) (replica.SeekTarget, error) {
 		if t.Time == nil || t.Time.CheckValid() != nil {
 			return replica.SeekTarget{}, fmt.Errorf("%w: time must be a valid timestamp (RFC 3339 over REST)", errs.ErrInvalidArgument)
 		}
+		// Any time before 1970 (0001-01-01T00:00:00Z, "from the beginning",
+		// among them) is before the first message: as 1970, which the
+		// server reads in nanoseconds without the overflow of a time before
+		// 1678, taken for one after 2262 (and every message skipped).
 		at := t.Time.AsTime()
-		if at.IsZero() { // 0001-01-01T00:00:00Z, "from the beginning": as any time before the first message
-			at = time.Unix(0, 0).UTC()
+		if epoch := time.Unix(0, 0).UTC(); at.Before(epoch) {
+			at = epoch
 		}
 		return replica.SeekTarget{Time: at}, nil
 	case *jetgatev1.SeekRequest_AckFloor:

@@ -18,11 +18,7 @@ import (
 // is kept alive until then. It returns the new token (none for the
 // issuer's own keep-alive) and the deadline the caller may count on.
 func (s *settler) extended(cl token.Claims, timing lease.Policy, args settle.Args, sent, done time.Time) (string, time.Time) {
-	clock := sent // when the server's clock of the delivery starts again
-	if args.Shorten > 0 {
-		clock = sent.Add(args.Shorten - timing.AckWait) // the Nak's delay runs from ack_wait ago (shortening)
-	}
-	ext := lease.Extension{Deadline: timing.Deadline(clock, cl.Delivered), Wait: timing.AckWaitFor(cl.Delivered), KeepAlive: args.KeepAlive}
+	ext := lease.Extension{Deadline: timing.Deadline(sent, cl.Delivered), Wait: timing.AckWaitFor(cl.Delivered), KeepAlive: args.KeepAlive}
 	if d := args.Duration; d != nil {
 		ext.Until = sent.Add(*d).Truncate(time.Millisecond)
 	}
@@ -39,30 +35,6 @@ func (s *settler) extended(cl token.Claims, timing lease.Policy, args settle.Arg
 		return "", shown
 	}
 	return s.tokens.reissue(cl, args.Principal), shown
-}
-
-// shortening is the delay of the Nak an Extend is sent as (settle.Args's
-// Shorten), or 0 for +WPI: an Extend whose duration ends before a +WPI's
-// wait would, for every lease of the batch. The server takes a Nak's delay
-// as running from one ack_wait ago, and redelivers the message when its
-// wait from then has passed; the delay is set so that it does so at the
-// end of the time asked for the lease of the shortest wait (the margin
-// kept), later for the others. Not sent: +WPI, which would hold the
-// message from everyone until a whole wait on.
-func shortening(op lease.Op, args settle.Args, timing lease.Policy, cs []token.Claims) time.Duration {
-	if op != lease.OpExtend || args.Duration == nil || *args.Duration <= 0 || args.KeepAlive || len(cs) == 0 {
-		return 0
-	}
-	shortest := timing.Lasts(cs[0].Delivered)
-	for _, cl := range cs[1:] {
-		shortest = min(shortest, timing.Lasts(cl.Delivered))
-	}
-	if *args.Duration >= shortest {
-		return 0 // kept alive, if longer than a wait: +WPI
-	}
-	// From now on, the server's clock of the shortest runs out at the end of
-	// the time asked, as a +WPI's would at the end of its lease.
-	return max(*args.Duration-shortest+timing.AckWait, time.Millisecond)
 }
 
 // keepAlive extends the leases kept alive (an Extend with a duration) whose

@@ -129,7 +129,6 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	gen, givenUp := s.server.settles.begin() // a reset's void waits for it (inFlight)
 	defer s.server.settles.end(gen)
 	resetBefore, now, timing := s.server.resetAt(), time.Now(), s.server.timing()
-	args.Shorten = shortening(op, args, timing, cs)
 	out := make([]settle.Outcome, len(cs))
 	var subjects []string
 	var idx, busy []int

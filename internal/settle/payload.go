@@ -26,11 +26,6 @@ type Args struct {
 	// Consume's auto_extend), not its caller's: a lease's keep stays, and
 	// no new token is issued.
 	KeepAlive bool
-	// Shorten, set by the issuer, sends an Extend as a Nak with this delay
-	// rather than +WPI: the time asked ends before a +WPI's wait would, and
-	// the server then redelivers when it ends (ModifyAckDeadline's way),
-	// not one wait on.
-	Shorten time.Duration
 }
 
 // Payload is the body JetStream expects on a delivery's ack subject for op.
@@ -49,9 +44,6 @@ func Payload(op lease.Op, a Args) []byte {
 		}
 		return []byte("+TERM")
 	case lease.OpExtend:
-		if a.Shorten > 0 {
-			return Payload(lease.OpNak, Args{Delay: a.Shorten})
-		}
 		return []byte("+WPI")
 	}
 	return nil
