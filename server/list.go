@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -110,19 +111,32 @@ func (s *consumerService) ListDeadLetters(ctx context.Context, req *jetgatev1.Li
 	}
 	for i, l := range page.Letters {
 		dl := &jetgatev1.DeadLetter{
-			Seq: l.Seq, Subject: l.Header.Get(deadletter.HeaderSubject), DataPreview: l.Preview, DataSize: int64(l.Size),
-			Time: timestamppb.New(l.Time), Reason: l.Header.Get(deadletter.HeaderReason),
+			Seq: l.Seq, Subject: validUTF8(l.Header.Get(deadletter.HeaderSubject)), DataPreview: l.Preview, DataSize: int64(l.Size),
+			Time: timestamppb.New(l.Time), Reason: validUTF8(l.Header.Get(deadletter.HeaderReason)),
 			Headers: make(map[string]*jetgatev1.HeaderValues, len(l.Header)),
 		}
 		dl.StreamSeq, _ = strconv.ParseUint(l.Header.Get(deadletter.HeaderSeq), 10, 64)
 		dl.Deliveries, _ = strconv.ParseInt(l.Header.Get(deadletter.HeaderDeliveries), 10, 64)
 		for k, vs := range l.Header {
-			dl.Headers[k] = &jetgatev1.HeaderValues{Values: vs}
+			hv := dl.Headers[validUTF8(k)]
+			if hv == nil {
+				hv = &jetgatev1.HeaderValues{}
+				dl.Headers[validUTF8(k)] = hv
+			}
+			for _, v := range vs {
+				hv.Values = append(hv.Values, validUTF8(v))
+			}
 		}
 		out.DeadLetters[i] = dl
 	}
 	return out, nil
 }
+
+// validUTF8 is s with each run of bytes that are not UTF-8 as U+FFFD: a
+// dead letter's subject and headers are its message's, which any NATS
+// client may have published so, and protobuf strings carry none (one such
+// letter failed its whole page).
+func validUTF8(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // validateDeadLetterPage checks a ListDeadLetters request and returns the
 // sequence its page starts at and its size.

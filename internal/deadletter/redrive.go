@@ -51,11 +51,12 @@ func Redrive(ctx context.Context, js jetstream.JetStream, r Route, seqs []uint64
 	redriven := 0
 	var fails []Failure
 	one := func(m *jetstream.RawStreamMsg, seq uint64) {
-		if err := redriveOne(ctx, js, s, name, r, m, seq, target); err != nil {
+		switch err := redriveOne(ctx, js, s, name, r, m, seq, target); {
+		case err == nil:
+			redriven++
+		case !errors.Is(err, errRemovedMeanwhile):
 			fails = append(fails, Failure{seq, err})
-			return
 		}
-		redriven++
 	}
 	if len(seqs) > 0 {
 		for _, seq := range seqs {
@@ -86,6 +87,7 @@ func Redrive(ctx context.Context, js jetstream.JetStream, r Route, seqs []uint64
 		switch err := redriveOne(ctx, js, s, name, r, m, m.Sequence, target); {
 		case err == nil:
 			redriven++
+		case errors.Is(err, errRemovedMeanwhile):
 		case len(fails) < MaxRedrive: // those beyond are not listed
 			fails = append(fails, Failure{m.Sequence, err})
 		}
@@ -110,7 +112,11 @@ func redriveOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream,
 			out.Header[k] = vs
 		}
 	}
-	id := "jetgate-redrive:" + name + ":" + strconv.FormatUint(seq, 10)
+	// A redrive of the same letter twice (two replicas at once) stores it
+	// once. The letter's stored time is in the id: a dead-letter stream made
+	// again numbers its letters from 1 again, and another letter of the
+	// same sequence must not be taken for a duplicate, and deleted unstored.
+	id := "jetgate-redrive:" + name + ":" + strconv.FormatUint(seq, 10) + ":" + strconv.FormatInt(m.Time.UnixNano(), 10)
 	if _, err := js.PublishMsg(ctx, out, jetstream.WithMsgID(id), jetstream.WithExpectStream(r.Stream)); err != nil {
 		var apiErr *jetstream.APIError
 		if errors.As(err, &apiErr) {
@@ -118,10 +124,28 @@ func redriveOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream,
 		}
 		return fmt.Errorf("%w: republish dead letter %d: %v", errs.ErrUnavailable, seq, err)
 	}
-	if err := s.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+	if err := s.DeleteMsg(ctx, seq); err != nil {
+		if errors.Is(err, jetstream.ErrMsgNotFound) || gone(ctx, s, seq) {
+			return errRemovedMeanwhile
+		}
 		return fmt.Errorf("%w: dead letter %d was republished but not removed; redrive it again: %v", errs.ErrUnavailable, seq, err)
 	}
 	return nil
+}
+
+// errRemovedMeanwhile is a letter another Redrive removed while this one put
+// it back (two replicas at once): it is back in its stream once (the
+// message id), and counted by the Redrive that removed it, not a failure of
+// this one.
+var errRemovedMeanwhile = errors.New("removed by another redrive meanwhile")
+
+// gone reports whether the letter at seq has left its stream: a delete that
+// failed may have found it removed already (another Redrive of it at once;
+// the server then answers "no message found" under another code than
+// ErrMsgNotFound's).
+func gone(ctx context.Context, s jetstream.Stream, seq uint64) bool {
+	_, err := s.GetMsg(ctx, seq)
+	return errors.Is(err, jetstream.ErrMsgNotFound)
 }
 
 // Count is how many dead letters wait on r's subject: one request, once
