@@ -6,10 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/internal/natstest"
 )
 
 // A caller's max_bytes larger than the gateway's max fetch bytes does not
@@ -54,7 +56,12 @@ func TestFetchMaxBytesIsCappedByTheGatewayLimit(t *testing.T) {
 	if msg := statusMessage(err); !strings.Contains(msg, "65536") {
 		t.Fatalf("message %q does not name the gateway's limit", msg)
 	}
-	if ci := h.info(consumer); ci.NumAckPending != 0 || ci.NumPending != 1 {
-		t.Fatalf("consumer state %+v: the message over the limit was delivered", ci)
-	}
+	// The server counts the message pending again once the pull that met
+	// it has ended: a pull of jetgate's still open may hold it a moment
+	// (seen once in CI, on a loaded machine).
+	var ci *jetstream.ConsumerInfo
+	natstest.Eventually(t, 5*time.Second, "the message over the limit pending, not delivered", func() bool {
+		ci = h.info(consumer)
+		return ci.NumAckPending == 0 && ci.NumPending == 1 && ci.Delivered.Stream == 6
+	})
 }
