@@ -60,9 +60,19 @@ type receiver struct {
 	seen map[string]bool // ids answered 503 once
 }
 
+// maxBody is the largest body read: a batch's push.batch.max_bytes may be
+// up to 64 MiB. One cut short would fail its JSON (400) or its signature
+// (401), and jetgate terminates every message of a batch answered a 4xx.
+const maxBody = 64 << 20
+
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+	body, _ := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	id := r.Header.Get("Webhook-Id")
+	if len(body) > maxBody {
+		fmt.Fprintf(rc.out, "%s %s over %d bytes -> 413\n", r.Method, id, maxBody)
+		w.WriteHeader(http.StatusRequestEntityTooLarge)
+		return
+	}
 	// A request not signed with the secret is not jetgate's: nothing of it
 	// is taken.
 	if sig := rc.verify(r, body); strings.HasPrefix(sig, "BAD") {

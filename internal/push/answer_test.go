@@ -117,6 +117,11 @@ func TestFailuresOfABatch(t *testing.T) {
 		{`{"failures":[{"id":"S.1","why":"` + strings.Repeat("x", maxAnswer) + `"}]}`, nil, true},
 		{`{"a":1,,"failures":[{"id":"S.1"}],"pad":"` + strings.Repeat("x", maxAnswer) + `"}`, nil, true},
 		{`{}` + strings.Repeat(" ", maxAnswer), nil, false},
+		// A byte order mark before the object (some serialisers write one):
+		// taken for "not an object", it acked the messages named failed.
+		{"\xef\xbb\xbf{\"failures\":[{\"id\":\"S.1\"}]}", map[string]failure{"S.1": {}}, false},
+		{" \xef\xbb\xbf {\"failures\":[{\"id\":\"S.1\"}]}", map[string]failure{"S.1": {}}, false},
+		{"{ok}", nil, true},
 	}
 	for _, tt := range tests {
 		got, err := failures([]byte(tt.body))

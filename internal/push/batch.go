@@ -159,6 +159,17 @@ func (p *Pusher) sendBatch(ctx context.Context, js []*job, now time.Time) (answe
 }
 
 func (p *Pusher) sendBatchIn(ctx context.Context, js []*job, now time.Time) (answer, map[string]failure) {
+	// At most concurrency requests at once, each timed from when it may go.
+	// A batch's leases are concurrency × max_messages, so the retrier's
+	// batch beside the workers' made one request more than the endpoint's
+	// connections, and its wait for one was taken out of its timeout: a
+	// healthy endpoint was cut short, and the batch pushed twice.
+	select {
+	case p.requests <- struct{}{}:
+		defer func() { <-p.requests }()
+	case <-ctx.Done():
+		return answer{verdict: abandoned, err: "the pusher stopped"}, nil
+	}
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
 	resp, err := p.rt.RoundTrip(p.batchRequest(rctx, js, now))

@@ -40,6 +40,9 @@ type Pusher struct {
 	log       *slog.Logger
 	up        *endpointLog
 	tracer    trace.Tracer // the batch spans'; nil while tracing is off
+	// requests holds a place per batch request in flight, concurrency in
+	// all, the retrier's among them (sendBatchIn).
+	requests chan struct{}
 
 	stop     chan struct{} // closed by Stop: pull no more, start no push
 	stopOnce sync.Once
@@ -77,6 +80,7 @@ func New(cfg Config, c *consumer.Consumer, m *Metrics, log *slog.Logger, trc *tr
 		log:  log.With("stream", cfg.Stream, "consumer", cfg.Consumer, "push", redact(cfg.URL)),
 		stop: make(chan struct{}), done: make(chan struct{}),
 		toAck: make(chan *consumer.Delivery, cfg.leases()), acked: make(chan struct{}),
+		requests: make(chan struct{}, cfg.Concurrency),
 	}
 	if cfg.Batch != nil {
 		p.flow.batching = true
