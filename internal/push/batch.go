@@ -27,9 +27,14 @@ func (p *Pusher) pushBatch(ctx context.Context, js []*job) {
 		return
 	}
 	n := len(js)
+	if !p.mayGo(ctx) {
+		p.flow.dropped(n) // given back as the stream ends
+		return
+	}
 	started := time.Now()
 	p.m.inFlight.Inc()
 	a, failed := p.sendBatch(ctx, js, started)
+	<-p.requests
 	p.m.inFlight.Dec()
 	p.m.duration.Observe(time.Since(started).Seconds())
 	switch a.verdict {
@@ -137,6 +142,31 @@ func (p *Pusher) render(ctx context.Context, js []*job) []*job {
 	return out
 }
 
+// mayGo takes a place for a batch request, at most concurrency at once, the
+// retrier's among them, for the request to be timed and signed from when it
+// goes. A batch's leases are concurrency × max_messages, so the retrier's
+// batch beside the workers' made one request more than the endpoint's
+// connections, and its wait for one was taken out of its timeout: a
+// healthy endpoint was cut short, and the batch pushed twice. It is false
+// once the pusher stops: a batch that waited is not pushed (Stop starts no
+// push).
+func (p *Pusher) mayGo(ctx context.Context) bool {
+	select {
+	case <-p.stop:
+		return false
+	case <-ctx.Done():
+		return false
+	case p.requests <- struct{}{}:
+	}
+	select {
+	case <-p.stop: // it came as the place was taken
+		<-p.requests
+		return false
+	default:
+		return true
+	}
+}
+
 // sendBatch makes the request of the jobs and reads its answer, and of a
 // 2xx the failures it names. A span per batch, while tracing, links to
 // each message's creation context.
@@ -159,17 +189,6 @@ func (p *Pusher) sendBatch(ctx context.Context, js []*job, now time.Time) (answe
 }
 
 func (p *Pusher) sendBatchIn(ctx context.Context, js []*job, now time.Time) (answer, map[string]failure) {
-	// At most concurrency requests at once, each timed from when it may go.
-	// A batch's leases are concurrency × max_messages, so the retrier's
-	// batch beside the workers' made one request more than the endpoint's
-	// connections, and its wait for one was taken out of its timeout: a
-	// healthy endpoint was cut short, and the batch pushed twice.
-	select {
-	case p.requests <- struct{}{}:
-		defer func() { <-p.requests }()
-	case <-ctx.Done():
-		return answer{verdict: abandoned, err: "the pusher stopped"}, nil
-	}
 	rctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
 	resp, err := p.rt.RoundTrip(p.batchRequest(rctx, js, now))

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,7 +42,7 @@ type Pusher struct {
 	up        *endpointLog
 	tracer    trace.Tracer // the batch spans'; nil while tracing is off
 	// requests holds a place per batch request in flight, concurrency in
-	// all, the retrier's among them (sendBatchIn).
+	// all, the retrier's among them (mayGo).
 	requests chan struct{}
 
 	stop     chan struct{} // closed by Stop: pull no more, start no push
@@ -332,6 +333,7 @@ func (p *Pusher) send(ctx context.Context, d *consumer.Delivery, now time.Time) 
 
 // failed records the last thing that went wrong.
 func (p *Pusher) failed(what string) {
+	what = strings.ToValidUTF8(what, "\uFFFD") // an endpoint's status line may not be UTF-8: GetConsumer shows it
 	p.mu.Lock()
 	p.lastErr, p.lastErrAt = what, time.Now()
 	p.mu.Unlock()
