@@ -150,13 +150,10 @@ func (t *Table) HoldsLater(r Ref, now time.Time) bool {
 	if !ok || !now.Before(e.Deadline) {
 		return false
 	}
-	if e.Delivered != r.Delivered {
-		return e.Delivered < r.Delivered
+	if rs, es := startMs(r.Start), startMs(e.Start); e.Delivered == r.Delivered && rs != 0 && es != 0 && rs != es {
+		return es > rs // received after r started (Ref.names)
 	}
-	if rs, es := startMs(r.Start), startMs(e.Start); rs != 0 && es != 0 && rs != es {
-		return es > rs // received after r started
-	}
-	return e.First > r.Deadline.UnixMilli()
+	return e.Delivered < r.Delivered || e.Delivered == r.Delivered && e.First > r.Deadline.UnixMilli()
 }
 
 // Holds reports whether delivery r is leased live, before its deadline and
