@@ -120,7 +120,7 @@ func TestFailuresOfABatch(t *testing.T) {
 		// A byte order mark before the object (some serialisers write one):
 		// taken for "not an object", it acked the messages named failed.
 		{"\xef\xbb\xbf{\"failures\":[{\"id\":\"S.1\"}]}", map[string]failure{"S.1": {}}, false},
-		{" \xef\xbb\xbf {\"failures\":[{\"id\":\"S.1\"}]}", map[string]failure{"S.1": {}}, false},
+		{"\xef\xbb\xbf \r\n{\"failures\":[{\"id\":\"S.1\"}]}", map[string]failure{"S.1": {}}, false},
 		{"{ok}", nil, true},
 	}
 	for _, tt := range tests {

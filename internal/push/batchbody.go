@@ -293,14 +293,15 @@ type failureList []struct {
 // failures reads the failures of a 2xx to a batch, by Webhook-Id. An empty
 // body, one that is not a JSON object, and an object without failures fail
 // nothing; an object that cannot be read, or a failures list, is an error
-// (the batch fails, as SQS's partial batch responses do). A UTF-8 byte order
-// mark before it (some serialisers write one) is read past, as the
-// whitespace is: taken for "not an object", it acked the failed messages. Of a body over maxAnswer,
-// only its first maxAnswer bytes are read: a failures member there is the
-// answer's, one not begun there names none (the batch was taken: the rest
-// of a large answer is the endpoint's own, a result list, say).
+// (the batch fails, as SQS's partial batch responses do). A UTF-8 byte
+// order mark first (some serialisers write one) is read past: taken for
+// "not an object", it acked the messages named failed. Of a body over
+// maxAnswer, only its first maxAnswer bytes are read: a failures member
+// there is the answer's, one not begun there names none (the batch was
+// taken: the rest of a large answer is the endpoint's own, a result list,
+// say).
 func failures(body []byte) (map[string]failure, error) {
-	body = bytes.TrimLeft(bytes.TrimPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("\xef\xbb\xbf")), " \t\r\n")
+	body = bytes.TrimLeft(bytes.TrimPrefix(body, []byte("\xef\xbb\xbf")), " \t\r\n")
 	if len(body) == 0 || body[0] != '{' {
 		return nil, nil
 	}
