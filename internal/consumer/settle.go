@@ -37,8 +37,9 @@ type settler struct {
 	unsure     unsureTerms // the Terms sent whose answer never came
 }
 
-// ref is the delivery a token names: the consumer sequence and deadline
-// tell it from a delivery of the same message after a consumer reset.
+// ref is the delivery a token names: the consumer sequence, start and
+// deadline tell it from a delivery of the same message after a consumer
+// reset (lease.Ref).
 func ref(c token.Claims) lease.Ref {
 	return lease.Ref{StreamSeq: c.StreamSeq, Delivered: c.Delivered, ConsumerSeq: c.ConsumerSeq, Deadline: c.Deadline, Start: c.Start}
 }
