@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -16,6 +15,7 @@ import (
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/natsname"
 	"github.com/jetgate/jetgate/internal/replica"
+	"github.com/jetgate/jetgate/internal/wire"
 )
 
 // lister is what the listing RPCs need of the replica (DESIGN section 16).
@@ -111,32 +111,26 @@ func (s *consumerService) ListDeadLetters(ctx context.Context, req *jetgatev1.Li
 	}
 	for i, l := range page.Letters {
 		dl := &jetgatev1.DeadLetter{
-			Seq: l.Seq, Subject: validUTF8(l.Header.Get(deadletter.HeaderSubject)), DataPreview: l.Preview, DataSize: int64(l.Size),
-			Time: timestamppb.New(l.Time), Reason: validUTF8(l.Header.Get(deadletter.HeaderReason)),
+			Seq: l.Seq, Subject: wire.ValidUTF8(l.Header.Get(deadletter.HeaderSubject)), DataPreview: l.Preview, DataSize: int64(l.Size),
+			Time: timestamppb.New(l.Time), Reason: wire.ValidUTF8(l.Header.Get(deadletter.HeaderReason)),
 			Headers: make(map[string]*jetgatev1.HeaderValues, len(l.Header)),
 		}
 		dl.StreamSeq, _ = strconv.ParseUint(l.Header.Get(deadletter.HeaderSeq), 10, 64)
 		dl.Deliveries, _ = strconv.ParseInt(l.Header.Get(deadletter.HeaderDeliveries), 10, 64)
 		for k, vs := range l.Header {
-			hv := dl.Headers[validUTF8(k)]
+			hv := dl.Headers[wire.ValidUTF8(k)]
 			if hv == nil {
 				hv = &jetgatev1.HeaderValues{}
-				dl.Headers[validUTF8(k)] = hv
+				dl.Headers[wire.ValidUTF8(k)] = hv
 			}
 			for _, v := range vs {
-				hv.Values = append(hv.Values, validUTF8(v))
+				hv.Values = append(hv.Values, wire.ValidUTF8(v))
 			}
 		}
 		out.DeadLetters[i] = dl
 	}
 	return out, nil
 }
-
-// validUTF8 is s with each run of bytes that are not UTF-8 as U+FFFD: a
-// dead letter's subject and headers are its message's, which any NATS
-// client may have published so, and protobuf strings carry none (one such
-// letter failed its whole page).
-func validUTF8(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // validateDeadLetterPage checks a ListDeadLetters request and returns the
 // sequence its page starts at and its size.

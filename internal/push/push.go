@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/settle"
 	"github.com/jetgate/jetgate/internal/tracing"
+	"github.com/jetgate/jetgate/internal/wire"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -333,7 +333,7 @@ func (p *Pusher) send(ctx context.Context, d *consumer.Delivery, now time.Time) 
 
 // failed records the last thing that went wrong.
 func (p *Pusher) failed(what string) {
-	what = strings.ToValidUTF8(what, "\uFFFD") // an endpoint's status line may not be UTF-8: GetConsumer shows it
+	what = wire.ValidUTF8(what) // an endpoint's status line may not be UTF-8: GetConsumer shows it
 	p.mu.Lock()
 	p.lastErr, p.lastErrAt = what, time.Now()
 	p.mu.Unlock()
