@@ -21,27 +21,35 @@ import (
 // nothing (LEASE_EXPIRED)").
 
 // A lease kept alive by an Extend with a duration, then a Seek back over
-// its message.
+// its message: the kept-alive token acked through its issuer, or through a
+// replica that did not issue it.
 func TestAKeptAliveTokenFromBeforeASeekSettlesNothing(t *testing.T) {
-	h := newHarness(t)
-	seqs := h.publish(1)
-	m := h.fetchOne(time.Second)
-	e, err := h.cons.Extend(h.ctx(), &jetgatev1.ExtendRequest{Stream: stream, Consumer: consumer, Tokens: []string{m.GetToken()}, Duration: durationpb.New(10 * time.Minute)})
-	if err != nil || len(e.GetFailures()) != 0 {
-		t.Fatalf("extend: %v %v", err, e.GetFailures())
-	}
-	kept := e.GetLeases()[0].GetNewToken()
-	if _, err := h.seek(h.cons, seekSeq(seqs[0])); err != nil {
-		t.Fatalf("seek: %v", err)
-	}
-	again := h.fetchOne(2 * time.Second)
-	t.Logf("after the seek: seq %d cseq %d delivered %d", again.GetMetadata().GetStreamSeq(), again.GetMetadata().GetConsumerSeq(), again.GetMetadata().GetNumDelivered())
-	tp := h.tap()
-	fs := ack(t, h, h.cons, kept)
-	wantFailure(t, fs, 0, "LEASE_EXPIRED")
-	tp.none(t, "the stale Ack of the kept-alive token")
-	if n := h.info(consumer).NumAckPending; n != 1 {
-		t.Errorf("ack pending %d; want 1: the token from before the seek acked the delivery made after it", n)
+	for _, other := range []bool{false, true} {
+		t.Run(map[bool]string{false: "the issuer", true: "another replica"}[other], func(t *testing.T) {
+			h := newHarness(t)
+			via := h.cons
+			if other {
+				_, via, _ = h.startGateway()
+			}
+			seqs := h.publish(1)
+			m := h.fetchOne(time.Second)
+			e, err := h.cons.Extend(h.ctx(), &jetgatev1.ExtendRequest{Stream: stream, Consumer: consumer, Tokens: []string{m.GetToken()}, Duration: durationpb.New(10 * time.Minute)})
+			if err != nil || len(e.GetFailures()) != 0 {
+				t.Fatalf("extend: %v %v", err, e.GetFailures())
+			}
+			kept := e.GetLeases()[0].GetNewToken()
+			if _, err := h.seek(h.cons, seekSeq(seqs[0])); err != nil {
+				t.Fatalf("seek: %v", err)
+			}
+			again := h.fetchOne(2 * time.Second)
+			t.Logf("after the seek: seq %d cseq %d delivered %d", again.GetMetadata().GetStreamSeq(), again.GetMetadata().GetConsumerSeq(), again.GetMetadata().GetNumDelivered())
+			tp := h.tap()
+			wantFailure(t, ack(t, h, via, kept), 0, "LEASE_EXPIRED")
+			tp.none(t, "the stale Ack of the kept-alive token")
+			if n := h.info(consumer).NumAckPending; n != 1 {
+				t.Errorf("ack pending %d; want 1: the token from before the seek acked the delivery made after it", n)
+			}
+		})
 	}
 }
 
@@ -77,31 +85,6 @@ func TestATokenFromBeforeASeekAndAShorterAckWaitSettlesNothing(t *testing.T) {
 	wantFailure(t, r.GetFailures(), 0, "LEASE_EXPIRED")
 	if n := h.info("team-s").NumAckPending; n != 1 {
 		t.Errorf("ack pending %d; want 1: the token from before the seek acked the delivery made after it", n)
-	}
-}
-
-// The kept-alive token from before the Seek, acked through a replica that
-// did not issue it.
-func TestAKeptAliveTokenFromBeforeASeekSettlesNothingThroughAnotherReplica(t *testing.T) {
-	h := newHarness(t)
-	_, b, _ := h.startGateway()
-	seqs := h.publish(1)
-	m := h.fetchOne(time.Second)
-	e, err := h.cons.Extend(h.ctx(), &jetgatev1.ExtendRequest{Stream: stream, Consumer: consumer, Tokens: []string{m.GetToken()}, Duration: durationpb.New(10 * time.Minute)})
-	if err != nil || len(e.GetFailures()) != 0 {
-		t.Fatalf("extend: %v %v", err, e.GetFailures())
-	}
-	kept := e.GetLeases()[0].GetNewToken()
-	if _, err := h.seek(h.cons, seekSeq(seqs[0])); err != nil {
-		t.Fatalf("seek: %v", err)
-	}
-	_ = h.fetchOne(2 * time.Second)
-	tp := h.tap()
-	fs := ack(t, h, b, kept)
-	wantFailure(t, fs, 0, "LEASE_EXPIRED")
-	tp.none(t, "the stale Ack through B")
-	if n := h.info(consumer).NumAckPending; n != 1 {
-		t.Errorf("ack pending %d; want 1", n)
 	}
 }
 
