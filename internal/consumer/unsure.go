@@ -42,6 +42,7 @@ type unsureKey struct{ streamSeq, delivered uint64 }
 type unsureTerms struct {
 	mu      sync.Mutex
 	terms   map[unsureKey]unsureTerm
+	sending int            // taken to be sent again, not sent yet
 	running atomic.Bool    // a goroutine sends them
 	wg      sync.WaitGroup // that goroutine
 }
@@ -56,7 +57,8 @@ func (u *unsureTerms) add(cl token.Claims, args settle.Args) {
 	u.terms[unsureKey{cl.StreamSeq, cl.Delivered}] = unsureTerm{cl, args}
 }
 
-// take returns the Terms kept, and keeps none.
+// take returns the Terms kept, and keeps none; each is counted as being
+// sent until sent tells of it.
 func (u *unsureTerms) take() []unsureTerm {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -65,7 +67,22 @@ func (u *unsureTerms) take() []unsureTerm {
 		ts = append(ts, t)
 	}
 	clear(u.terms)
+	u.sending += len(ts)
 	return ts
+}
+
+// sent tells that n of the Terms taken were sent again (or kept again).
+func (u *unsureTerms) sent(n int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.sending -= n
+}
+
+// count is how many Terms are kept or being sent again.
+func (u *unsureTerms) count() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.terms) + u.sending
 }
 
 // any reports whether Terms are kept.
@@ -74,6 +91,10 @@ func (u *unsureTerms) any() bool {
 	defer u.mu.Unlock()
 	return len(u.terms) > 0
 }
+
+// UnsureTerms counts the Terms sent whose answer never came, to be sent
+// again while their leases last (unsure.go).
+func (c *Consumer) UnsureTerms() int { return c.settler.unsure.count() }
 
 // retryUnsure starts sending the kept Terms again, unless a goroutine does
 // already; Run waits for it (unsure.wg) before it returns.
@@ -105,6 +126,7 @@ func (s *settler) retryTerms(ctx context.Context) {
 			for _, t := range ts[i:] {
 				s.unsure.add(t.cl, t.args)
 			}
+			s.unsure.sent(len(ts) - i)
 			return
 		}
 		err := s.settle(ctx, lease.OpTerm, []token.Claims{t.cl}, t.args, settle.Adopted)[0].Err
@@ -116,6 +138,7 @@ func (s *settler) retryTerms(ctx context.Context) {
 			s.log.Warn("a Term whose answer was lost could not be sent again: if the server applied it, its message has no dead letter",
 				"stream_seq", t.cl.StreamSeq, "err", err)
 		}
+		s.unsure.sent(1)
 	}
 }
 

@@ -119,8 +119,12 @@ func termSentAgain(t *testing.T, applied bool) {
 	if rs := e.terms(); len(rs) != 0 {
 		t.Fatalf("recorded %v before the server confirmed the Term", rs)
 	}
+	if n := e.c.UnsureTerms(); n != 1 {
+		t.Errorf("UnsureTerms while NATS is away: %d; want 1 (jetgate_terms_unrecorded)", n)
+	}
 	reconnect(t, proxy, settles)
 	natstest.Eventually(t, within, "the Term sent again and recorded", func() bool { return len(e.terms()) > 0 })
+	natstest.Eventually(t, within, "UnsureTerms back at 0", func() bool { return e.c.UnsureTerms() == 0 })
 	rs := e.terms()
 	if len(rs) != 1 || rs[0].StreamSeq != cl.StreamSeq || rs[0].Delivered != cl.Delivered || rs[0].reason != "bad" {
 		t.Errorf("recorded %+v; want stream sequence %d, delivery %d, reason bad, once", rs, cl.StreamSeq, cl.Delivered)

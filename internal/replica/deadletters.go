@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jetgate/jetgate/internal/consumer"
@@ -26,6 +27,11 @@ type deadLetters struct {
 	// served is the JetStream domain served, as advisories name it; set
 	// as the replica opens, before any consumer is bound.
 	served string
+	// unstored counts, by consumer, the Terms confirmed whose record is
+	// being tried again (recordAgain).
+	unstoredMu sync.Mutex
+	unstored   map[consumerKey]int
+	allStored  chan struct{} // closed as unstored empties; nil: none waits
 }
 
 // newDeadLetters is the dead letters of the consumers cs.
@@ -65,9 +71,59 @@ func (dead *deadLetters) recordTerms(ctx context.Context, stream, name, reason s
 		dead.log.Warn("the record of a Term was not stored: its dead letter rests on the server's advisory alone",
 			"stream", stream, "consumer", name, "terms", len(ts), "err", err)
 	}
-	if !dead.run.Go(func() { dead.recordAgain(record, err, notStored) }) {
+	k := consumerKey{stream, name}
+	dead.countUnstored(k, len(ts))
+	if !dead.run.Go(func() {
+		defer dead.countUnstored(k, -len(ts))
+		dead.recordAgain(record, err, notStored)
+	}) {
+		dead.countUnstored(k, -len(ts))
 		notStored(err) // the replica is closing
 	}
+}
+
+// countUnstored adds n to the Terms of k whose record is being tried again.
+func (dead *deadLetters) countUnstored(k consumerKey, n int) {
+	dead.unstoredMu.Lock()
+	defer dead.unstoredMu.Unlock()
+	if dead.unstored == nil {
+		dead.unstored = make(map[consumerKey]int)
+	}
+	if dead.unstored[k] += n; dead.unstored[k] == 0 {
+		delete(dead.unstored, k)
+	}
+	if len(dead.unstored) == 0 && dead.allStored != nil {
+		close(dead.allStored)
+		dead.allStored = nil
+	}
+}
+
+// waitStored waits until no Term's record is being tried again, or until
+// ctx ends: a replica that stops gracefully gives the records its Terms
+// left its time to stop.
+func (dead *deadLetters) waitStored(ctx context.Context) {
+	dead.unstoredMu.Lock()
+	if len(dead.unstored) == 0 {
+		dead.unstoredMu.Unlock()
+		return
+	}
+	if dead.allStored == nil {
+		dead.allStored = make(chan struct{})
+	}
+	stored := dead.allStored
+	dead.unstoredMu.Unlock()
+	select {
+	case <-stored:
+	case <-ctx.Done():
+	}
+}
+
+// unstoredOf is how many Terms of the consumer name of stream have their
+// record being tried again.
+func (dead *deadLetters) unstoredOf(stream, name string) int {
+	dead.unstoredMu.Lock()
+	defer dead.unstoredMu.Unlock()
+	return dead.unstored[consumerKey{stream, name}]
 }
 
 // recordFor bounds how long a Term's record is tried again: the worker's

@@ -14,7 +14,10 @@ import (
 // consumerGauges reads the gauges of every consumer the replica serves from
 // the consumer itself when scraped: nothing to register or unregister as
 // consumers are bound and unbound.
-type consumerGauges struct{ r *binder }
+type consumerGauges struct {
+	r    *binder
+	dead *deadLetters
+}
 
 var (
 	consumerLabels = []string{"stream", "consumer"}
@@ -32,12 +35,15 @@ var (
 		"Fetches (and Consume pulls) waiting in line for a place among this gateway's pulls.", consumerLabels, nil)
 	gaugeReplicas = prometheus.NewDesc("jetgate_replicas",
 		"Gateway replicas serving the consumer, this one included, as the roster in NATS has them.", consumerLabels, nil)
+	gaugeTermsUnrecorded = prometheus.NewDesc("jetgate_terms_unrecorded",
+		"Terms whose dead letter rests on this gateway for now, NATS being away: sent with no answer (sent again once NATS is back), or confirmed with their record not stored yet (tried again). The server may have dropped their advisories as it stopped: while this is above 0, losing this gateway may lose those dead letters.",
+		consumerLabels, nil)
 	gaugeBound = prometheus.NewDesc("jetgate_consumers_bound",
 		"Consumers this gateway serves, by source: its configuration, or bound on demand.", []string{"source"}, nil)
 )
 
 func (g *consumerGauges) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range [...]*prometheus.Desc{gaugeLeases, gaugeOrphans, gaugePullsOpen, gaugePullsAllowed, gaugePullsAbandoned, gaugeQueued, gaugeReplicas, gaugeBound} {
+	for _, d := range [...]*prometheus.Desc{gaugeLeases, gaugeOrphans, gaugePullsOpen, gaugePullsAllowed, gaugePullsAbandoned, gaugeQueued, gaugeReplicas, gaugeTermsUnrecorded, gaugeBound} {
 		ch <- d
 	}
 }
@@ -56,6 +62,7 @@ func (g *consumerGauges) Collect(ch chan<- prometheus.Metric) {
 		gauge(gaugePullsAbandoned, c.AbandonedPulls(), c.Stream, c.Name)
 		gauge(gaugeQueued, queued, c.Stream, c.Name)
 		gauge(gaugeReplicas, c.Replicas(), c.Stream, c.Name)
+		gauge(gaugeTermsUnrecorded, c.UnsureTerms()+g.dead.unstoredOf(c.Stream, c.Name), c.Stream, c.Name)
 	}
 	config, onDemand := g.r.boundCounts()
 	gauge(gaugeBound, config, "config")

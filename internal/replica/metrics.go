@@ -46,7 +46,7 @@ func newMetrics(reg prometheus.Registerer, r *binder, dead *deadLetters) *metric
 	for _, result := range [...]string{"ok", "issuer_gone", "error", "forged"} {
 		m.forwards.WithLabelValues(result)
 	}
-	reg.MustRegister(&consumerGauges{r: r}, &consumerCounters{r: r}, &serverGauges{r: r, dead: dead, m: m})
+	reg.MustRegister(&consumerGauges{r: r, dead: dead}, &consumerCounters{r: r}, &serverGauges{r: r, dead: dead, m: m})
 	return m
 }
 

@@ -308,7 +308,8 @@ func (r *Replica) Ready() error {
 	return nil
 }
 
-// Close stops forwarding and background work and waits for it to end, then
+// Close stops forwarding and background work and waits for it to end (the
+// records of Terms still tried again, within the request timeout), then
 // naks back the messages that canceled Fetches left (those whose pull has
 // ended), so that they are redelivered at once rather than after ack_wait.
 func (r *Replica) Close() {
@@ -325,6 +326,7 @@ func (r *Replica) Close() {
 	r.lister.stop()
 	r.relay.stop()
 	r.deadLetters.stop()
+	r.deadLetters.waitStored(ctx)
 	r.run.cancel()
 	r.run.Wait()
 	for _, b := range r.binder.all() {
