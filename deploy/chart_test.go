@@ -145,7 +145,7 @@ func jetgateShutdown(t *testing.T) time.Duration {
 	t.Helper()
 	grace := durationIn(t, "../app/*.go", `ShutdownGrace:\s+(\d+) \* time\.Second`)
 	closing := durationIn(t, "../internal/consumer/defaults.go", `DefaultRequestTimeout\s+= (\d+) \* time\.Second`)
-	return grace + closing
+	return grace + 2*closing // the replica's close: a request timeout for the work in flight, another for its last naks
 }
 
 // durationIn finds a duration in seconds in the gateway's source, by re.

@@ -55,7 +55,7 @@ func TestATermRecordedAndAdvisedIsOneDeadLetter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(w.Stop)
+	t.Cleanup(func() { w.Stop(context.Background()) })
 	advised := e.termAdvisories()
 	e.publish("payload")
 	seq := e.term() // the server's advisory

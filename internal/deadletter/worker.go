@@ -170,10 +170,18 @@ func Start(ctx context.Context, o Options) (*Worker, error) {
 	return w, nil
 }
 
-// Stop stops taking advisories and waits for the one in hand.
-func (w *Worker) Stop() {
-	w.cc.Drain()
-	<-w.cc.Closed()
+// Stop stops taking advisories and waits for the one in hand, at most until
+// ctx ends.
+func (w *Worker) Stop(ctx context.Context) {
+	if w.js.Conn().IsConnected() {
+		w.cc.Drain() // what it has taken is worked off
+	} else {
+		w.cc.Stop() // a drain would wait on NATS (its flush); what it holds is redelivered to another worker
+	}
+	select {
+	case <-w.cc.Closed():
+	case <-ctx.Done():
+	}
 }
 
 // advisory is what the MAX_DELIVERIES and MSG_TERMINATED advisories say,

@@ -61,7 +61,7 @@ func (e *env) start(onTerm bool) (stop func()) {
 	stop = func() {
 		if !stopped {
 			stopped = true
-			w.Stop()
+			w.Stop(context.Background())
 		}
 	}
 	e.t.Cleanup(stop)

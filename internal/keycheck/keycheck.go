@@ -5,7 +5,9 @@
 // asker verifies each answer with its own keyring, and each answer says
 // whether the peer could verify the asker's MAC, so both directions count.
 // A rotation done as the README says (the new key verify-only everywhere
-// first) never shows as a mismatch.
+// first) never shows as a mismatch. While one does, the check runs again
+// every RecheckEvery, so that the count falls once the odd peer is
+// restarted with the right keys.
 package keycheck
 
 import (
@@ -29,6 +31,10 @@ const Subject = "_JETGATE.KEYCHECK"
 // DefaultWindow is how long a check waits for its peers' answers.
 const DefaultWindow = 2 * time.Second
 
+// RecheckEvery is how often a replica that found mismatched peers checks
+// again, until it finds none: one request to every replica each time.
+const RecheckEvery = 30 * time.Second
+
 // domain is the fixed text every MAC of the check covers.
 var domain = []byte("jetgate token key check")
 
@@ -43,6 +49,9 @@ type Options struct {
 	Metrics prometheus.Registerer
 	// Window is how long the check collects answers; 0 is DefaultWindow.
 	Window time.Duration
+	// Recheck is how often a check that found mismatches runs again; 0 is
+	// RecheckEvery.
+	Recheck time.Duration
 }
 
 // request is what the asker sends; answer is what each peer sends back.
@@ -50,6 +59,7 @@ type request struct {
 	ID    string `json:"id"`
 	Nonce string `json:"nonce"`
 	MAC   string `json:"mac"`
+	Again bool   `json:"again,omitempty"` // a check again: its peers warned at the first
 }
 
 type answer struct {
@@ -66,7 +76,8 @@ type Checker struct {
 	id         string
 	sub        *nats.Subscription
 	cancel     context.CancelFunc
-	done       chan struct{}
+	done       chan struct{} // the first check has reported
+	stopped    chan struct{} // the checks have ended
 	mismatched atomic.Int64
 	gauge      prometheus.Gauge
 }
@@ -77,13 +88,16 @@ func Start(o Options) (*Checker, error) {
 	if o.Window <= 0 {
 		o.Window = DefaultWindow
 	}
-	c := &Checker{o: o, log: o.Logger, id: rand.Text(), done: make(chan struct{})}
+	if o.Recheck <= 0 {
+		o.Recheck = RecheckEvery
+	}
+	c := &Checker{o: o, log: o.Logger, id: rand.Text(), done: make(chan struct{}), stopped: make(chan struct{})}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
 	c.gauge = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "jetgate_token_key_mismatch",
-		Help: "Peers whose token keys do not match this replica's, as its start-up check found them: settles between them fail. 0 when all match.",
+		Help: "Peers whose token keys do not match this replica's, as its start-up check found them (checked again every 30s while any do): settles between them fail. 0 when all match.",
 	})
 	if o.Metrics != nil {
 		if err := o.Metrics.Register(c.gauge); err != nil {
@@ -99,8 +113,27 @@ func Start(o Options) (*Checker, error) {
 	_ = o.Conn.FlushTimeout(o.Window)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	go c.check(ctx)
+	go c.run(ctx)
 	return c, nil
+}
+
+// run checks once, and again every Recheck while it finds mismatches.
+func (c *Checker) run(ctx context.Context) {
+	defer close(c.stopped)
+	bad := c.check(ctx, true)
+	close(c.done)
+	t := time.NewTicker(c.o.Recheck)
+	defer t.Stop()
+	for bad > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if bad = c.check(ctx, false); bad == 0 {
+			c.log.Info("token key check: every peer's key matches now", "key_id", c.keyID())
+		}
+	}
 }
 
 // Done is closed once the start-up check has reported, or was stopped.
@@ -113,7 +146,7 @@ func (c *Checker) Mismatched() int { return int(c.mismatched.Load()) }
 // Close stops the check and the answering.
 func (c *Checker) Close() {
 	c.cancel()
-	<-c.done
+	<-c.stopped
 	_ = c.sub.Unsubscribe()
 }
 
@@ -125,7 +158,7 @@ func (c *Checker) answer(m *nats.Msg) {
 		return
 	}
 	knows := c.o.Keys.Verify(req.MAC, domain, []byte(req.Nonce))
-	if !knows {
+	if !knows && !req.Again {
 		c.log.Warn("TOKEN KEY MISMATCH: a replica starting now signs with a token key this replica does not have; settles between the two will fail. Give every replica the same token key file",
 			"peer", req.ID, "peer_key_id", keyID(req.MAC), "key_id", c.keyID())
 	}
@@ -133,22 +166,22 @@ func (c *Checker) answer(m *nats.Msg) {
 	_ = m.Respond(b)
 }
 
-// check asks every peer once and reports those that do not match.
-func (c *Checker) check(ctx context.Context) {
-	defer close(c.done)
+// check asks every peer once, counts those that do not match, and returns
+// the count (-1: not run, or stopped); the first (loud) warns of each.
+func (c *Checker) check(ctx context.Context, loud bool) int {
 	nonce := rand.Text()
 	answers := make(chan *nats.Msg, 64)
 	inbox := c.o.Conn.NewRespInbox()
 	sub, err := c.o.Conn.ChanSubscribe(inbox, answers)
 	if err != nil {
 		c.log.Warn("token key check not run", "err", err)
-		return
+		return -1
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	req, _ := json.Marshal(request{ID: c.id, Nonce: nonce, MAC: c.o.Keys.Sign(domain, []byte(nonce))})
+	req, _ := json.Marshal(request{ID: c.id, Nonce: nonce, MAC: c.o.Keys.Sign(domain, []byte(nonce)), Again: !loud})
 	if err := c.o.Conn.PublishRequest(Subject, inbox, req); err != nil {
 		c.log.Warn("token key check not run", "err", err)
-		return
+		return -1
 	}
 	timer := time.NewTimer(c.o.Window)
 	defer timer.Stop()
@@ -156,7 +189,7 @@ func (c *Checker) check(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return -1
 		case m := <-answers:
 			var a answer
 			if json.Unmarshal(m.Data, &a) != nil || a.ID == "" || a.ID == c.id || peers[a.ID] {
@@ -165,16 +198,19 @@ func (c *Checker) check(ctx context.Context) {
 			peers[a.ID] = true
 			if ours := c.o.Keys.Verify(a.MAC, domain, []byte(nonce)); !ours || !a.KnowsYours {
 				bad++
+				if !loud {
+					continue
+				}
 				c.log.Warn("TOKEN KEY MISMATCH: a peer replica's token key does not match this one's; settles between the two will fail. Give every replica the same token key file",
 					"peer", a.ID, "peer_key_id", keyID(a.MAC), "key_id", c.keyID(), "we_verify_theirs", ours, "they_verify_ours", a.KnowsYours)
 			}
 		case <-timer.C:
 			c.mismatched.Store(int64(bad))
 			c.gauge.Set(float64(bad))
-			if bad == 0 {
+			if bad == 0 && loud {
 				c.log.Info("token key check", "peers", len(peers), "key_id", c.keyID())
 			}
-			return
+			return bad
 		}
 	}
 }

@@ -215,3 +215,38 @@ func TestStartOnAClosedConnectionFails(t *testing.T) {
 		t.Fatalf("Start on a closed connection: %v; want nats.ErrConnectionClosed", err)
 	}
 }
+
+// A replica that found a peer with another key checks again while any
+// does, so that jetgate_token_key_mismatch (and the critical alert on it)
+// falls once the odd one out is restarted with the right keys, as the
+// alert says to do: before, it stayed until this replica restarted too (a
+// helper's test). The recheck warns no more: the first check did.
+func TestTheMismatchCountFallsOnceThePeerIsMended(t *testing.T) {
+	url := natstest.Start(t).ClientURL()
+	b := startReplica(t, url, ring(t, "o"))
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	a := replica{logs: &logs{}, reg: prometheus.NewRegistry()}
+	if a.c, err = Start(Options{Conn: nc, Keys: ring(t, "n", "o"), Metrics: a.reg, Window: 300 * time.Millisecond, Recheck: 100 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(a.logs, nil))}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.c.Close)
+	<-a.c.Done()
+	if a.gauge(t) != 1 {
+		t.Fatalf("A's gauge %v; want 1 while B lacks the new key", a.gauge(t))
+	}
+	warned := a.logs.count("TOKEN KEY MISMATCH")
+	b.c.Close()
+	startReplica(t, url, ring(t, "n", "o"))
+	natstest.Eventually(t, 10*time.Second, "A's count back at 0", func() bool { return a.gauge(t) == 0 })
+	if n := a.logs.count("TOKEN KEY MISMATCH"); n != warned {
+		t.Errorf("A warned %d times more as it checked again", n-warned)
+	}
+	if n := b.logs.count("TOKEN KEY MISMATCH"); n != 1 {
+		t.Errorf("B warned %d times of A's key; want once, at A's first check", n)
+	}
+}

@@ -151,10 +151,10 @@ func (dead *deadLetters) recordAgain(record func(context.Context) error, err err
 	notStored(err)
 }
 
-// stop stops the worker.
-func (dead *deadLetters) stop() {
+// stop stops the worker, waiting at most until ctx ends.
+func (dead *deadLetters) stop(ctx context.Context) {
 	if dead.worker != nil {
-		dead.worker.Stop()
+		dead.worker.Stop(ctx)
 	}
 }
 

@@ -312,32 +312,40 @@ func (r *Replica) Ready() error {
 // records of Terms still tried again, within the request timeout), then
 // naks back the messages that canceled Fetches left (those whose pull has
 // ended), so that they are redelivered at once rather than after ack_wait.
+// Those naks have a request timeout of their own, and go while the replica
+// is still in the roster and hears resets: a reset made meanwhile through
+// another replica waits for this one's word and voids what it would nak,
+// so that no nak of a delivery from before it lands on one after it.
+// Callers' Fetches, Consumes and settles are refused UNAVAILABLE from the
+// start (calling).
 func (r *Replica) Close() {
 	if !r.run.Close() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
-	if r.roster != nil {
-		r.roster.Close(ctx)
-	}
 	r.StopPush(ctx)
 	r.forwarder.stop(ctx)
 	r.lister.stop()
-	r.relay.stop()
-	r.deadLetters.stop()
+	r.deadLetters.stop(ctx)
 	r.deadLetters.waitStored(ctx)
 	r.run.cancel()
 	r.run.Wait()
+	last, cancelLast := context.WithTimeout(context.Background(), r.timeout)
+	defer cancelLast()
 	for _, b := range r.binder.all() {
-		b.c.Close(ctx)
+		b.c.Close(last)
+	}
+	r.relay.stop()
+	if r.roster != nil {
+		r.roster.Close(last)
 	}
 	r.forwarder.close()
 }
 
 // Fetch leases up to req.Batch messages of a consumer.
 func (r *Replica) Fetch(ctx context.Context, stream, name string, req consumer.FetchRequest) (consumer.FetchResult, error) {
-	c, done, err := r.consumer(ctx, stream, name)
+	c, done, err := r.calling(ctx, stream, name)
 	if err != nil {
 		return consumer.FetchResult{}, err
 	}
@@ -372,7 +380,7 @@ func (r *Replica) Pulls(stream, name string) (PullUse, error) {
 // Consume streams leases of a consumer to send until ctx ends (see
 // consumer.Consume).
 func (r *Replica) Consume(ctx context.Context, stream, name string, req consumer.ConsumeRequest, send func([]*consumer.Delivery) error) error {
-	c, done, err := r.consumer(ctx, stream, name)
+	c, done, err := r.calling(ctx, stream, name)
 	if err != nil {
 		return err
 	}

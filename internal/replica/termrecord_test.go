@@ -102,25 +102,8 @@ type termRefused struct {
 // dead letter on_term, leases two messages and Terms them with the record
 // refused, and checks that jetgate_terms_unrecorded counts them.
 func termWithRecordRefused(t *testing.T) termRefused {
-	users := func(deny ...string) []*server.User {
-		return []*server.User{
-			{Username: "admin", Password: "admin"},
-			{Username: "jetgate", Password: "jetgate", Permissions: &server.Permissions{
-				Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: deny},
-			}},
-		}
-	}
-	opts := &server.Options{StoreDir: t.TempDir(), Users: users()}
-	ns := natstest.StartWith(t, opts)
-	e := termRefused{reload: func(deny ...string) {
-		t.Helper()
-		o := *opts
-		o.Host, o.Port, o.JetStream, o.NoLog, o.NoSigs = "127.0.0.1", ns.Addr().(*net.TCPAddr).Port, true, true, true
-		o.Users = users(deny...)
-		if err := ns.ReloadOptions(&o); err != nil {
-			t.Error(err)
-		}
-	}}
+	ns, reload := withReloadableUsers(t)
+	e := termRefused{reload: reload}
 	admin := natstest.Connect(t, ns, nats.UserInfo("admin", "admin"))
 	natstest.Stream(t, admin, "ORDERS", "orders.>")
 	natstest.Stream(t, admin, "DLQ", "dlq.>")
@@ -169,4 +152,29 @@ func termWithRecordRefused(t *testing.T) termRefused {
 		t.Fatalf("jetgate_terms_unrecorded after two Terms whose record was refused: %v, want 2", got)
 	}
 	return e
+}
+
+// withReloadableUsers starts a NATS server with users admin (every
+// permission) and jetgate (every permission but publishing on the subjects
+// that reload denies, none at first), and returns it with reload.
+func withReloadableUsers(t *testing.T) (*server.Server, func(deny ...string)) {
+	users := func(deny ...string) []*server.User {
+		return []*server.User{
+			{Username: "admin", Password: "admin"},
+			{Username: "jetgate", Password: "jetgate", Permissions: &server.Permissions{
+				Publish: &server.SubjectPermission{Allow: []string{">"}, Deny: deny},
+			}},
+		}
+	}
+	opts := &server.Options{StoreDir: t.TempDir(), Users: users()}
+	ns := natstest.StartWith(t, opts)
+	return ns, func(deny ...string) {
+		t.Helper()
+		o := *opts
+		o.Host, o.Port, o.JetStream, o.NoLog, o.NoSigs = "127.0.0.1", ns.Addr().(*net.TCPAddr).Port, true, true, true
+		o.Users = users(deny...)
+		if err := ns.ReloadOptions(&o); err != nil {
+			t.Error(err)
+		}
+	}
 }

@@ -370,9 +370,9 @@ func (r *Roster) Close(ctx context.Context) {
 		r.cancel()
 	}
 	r.wg.Wait()
-	if r.watch != nil {
-		_ = r.watch.Stop()
-	}
+	// The watch stops as its context ends (nats.go unsubscribes and deletes
+	// its consumer in the background): Stop here would wait on that delete,
+	// up to nats.go's own 5s while NATS does not answer, past ctx.
 	for _, k := range [...]string{livePrefix + r.self, servesPrefix + r.self} {
 		if err := r.kv.Delete(ctx, k); err != nil {
 			r.log.Warn("could not leave the roster; the other replicas forget this one once its liveness key ages out", "key", k, "err", err)

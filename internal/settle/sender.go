@@ -3,6 +3,8 @@ package settle
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -39,7 +41,6 @@ type Sender struct {
 	sub     *nats.Subscription
 
 	mu     sync.Mutex
-	next   uint64
 	routes map[uint64]func(*nats.Msg)
 	// dropped is closed as the connection drops, and then replaced: a reply
 	// to a settle sent on the dropped connection never comes.
@@ -90,13 +91,21 @@ func (s *Sender) watch() {
 
 // open returns a fresh reply subject whose messages go to fn, and the id that
 // closes it. fn runs on the subscription's goroutine and must not block.
+// The id is random: a client that saw some of the sender's reply subjects
+// (another user of the account who may publish on _INBOX.>) cannot answer
+// the next settle or forward in the server's or the issuer's place by
+// counting on, with a "no responders" status that no signature covers.
 func (s *Sender) open(fn func(*nats.Msg)) (string, uint64) {
+	var b [8]byte
 	s.mu.Lock()
-	s.next++
-	id := s.next
-	s.routes[id] = fn
-	s.mu.Unlock()
-	return s.prefix + "." + strconv.FormatUint(id, 10), id
+	defer s.mu.Unlock()
+	for {
+		_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+		if id := binary.LittleEndian.Uint64(b[:]); s.routes[id] == nil {
+			s.routes[id] = fn
+			return s.prefix + "." + strconv.FormatUint(id, 36), id
+		}
+	}
 }
 
 func (s *Sender) close(id uint64) {
@@ -106,7 +115,7 @@ func (s *Sender) close(id uint64) {
 }
 
 func (s *Sender) dispatch(m *nats.Msg) {
-	id, err := strconv.ParseUint(m.Subject[len(s.prefix)+1:], 10, 64)
+	id, err := strconv.ParseUint(m.Subject[len(s.prefix)+1:], 36, 64)
 	if err != nil {
 		return
 	}

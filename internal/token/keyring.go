@@ -113,6 +113,7 @@ func LoadKeyringFiles(paths ...string) (*Keyring, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read token key file: %w", err)
 		}
+		b = bytes.TrimPrefix(b, []byte("\ufeff")) // a BOM (PowerShell's UTF8, old Notepad) is no part of the first line
 		n := 0
 		sc := bufio.NewScanner(bytes.NewReader(b))
 		for sc.Scan() {
