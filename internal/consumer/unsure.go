@@ -147,6 +147,7 @@ func (s *settler) retryTerms(ctx context.Context) {
 func (s *settler) retryTermsLast(ctx context.Context) {
 	s.retryTerms(ctx)
 	if left := s.unsure.take(); len(left) > 0 {
+		s.unsure.sent(len(left)) // given up: counted no more
 		s.log.Warn("Terms whose answer was lost could not be sent again as the consumer closed: any the server applied has no dead letter",
 			"terms", len(left))
 	}

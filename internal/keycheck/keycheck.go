@@ -5,9 +5,9 @@
 // asker verifies each answer with its own keyring, and each answer says
 // whether the peer could verify the asker's MAC, so both directions count.
 // A rotation done as the README says (the new key verify-only everywhere
-// first) never shows as a mismatch. While one does, the check runs again
-// every RecheckEvery, so that the count falls once the odd peer is
-// restarted with the right keys.
+// first) never shows as a mismatch. The check runs again, quietly, every
+// RecheckEvery, so that the count falls once the odd peer is restarted with
+// the right keys, and rises for a peer whose answer the first missed.
 package keycheck
 
 import (
@@ -31,8 +31,8 @@ const Subject = "_JETGATE.KEYCHECK"
 // DefaultWindow is how long a check waits for its peers' answers.
 const DefaultWindow = 2 * time.Second
 
-// RecheckEvery is how often a replica that found mismatched peers checks
-// again, until it finds none: one request to every replica each time.
+// RecheckEvery is how often a replica checks again: one request, answered by
+// every replica.
 const RecheckEvery = 30 * time.Second
 
 // domain is the fixed text every MAC of the check covers.
@@ -49,8 +49,7 @@ type Options struct {
 	Metrics prometheus.Registerer
 	// Window is how long the check collects answers; 0 is DefaultWindow.
 	Window time.Duration
-	// Recheck is how often a check that found mismatches runs again; 0 is
-	// RecheckEvery.
+	// Recheck is how often the check runs again; 0 is RecheckEvery.
 	Recheck time.Duration
 }
 
@@ -97,7 +96,7 @@ func Start(o Options) (*Checker, error) {
 	}
 	c.gauge = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "jetgate_token_key_mismatch",
-		Help: "Peers whose token keys do not match this replica's, as its start-up check found them (checked again every 30s while any do): settles between them fail. 0 when all match.",
+		Help: "Peers whose token keys do not match this replica's, as its start-up check found them (checked again every 30s): settles between them fail. 0 when all match.",
 	})
 	if o.Metrics != nil {
 		if err := o.Metrics.Register(c.gauge); err != nil {
@@ -117,22 +116,31 @@ func Start(o Options) (*Checker, error) {
 	return c, nil
 }
 
-// run checks once, and again every Recheck while it finds mismatches.
+// run checks once, and again every Recheck until the checker closes; a
+// check that could not run (NATS away) leaves the count as it was.
 func (c *Checker) run(ctx context.Context) {
 	defer close(c.stopped)
-	bad := c.check(ctx, true)
+	bad := max(c.check(ctx, true), 0)
 	close(c.done)
 	t := time.NewTicker(c.o.Recheck)
 	defer t.Stop()
-	for bad > 0 {
+	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if bad = c.check(ctx, false); bad == 0 {
+		now := c.check(ctx, false)
+		switch {
+		case now < 0:
+			continue
+		case now == 0 && bad > 0:
 			c.log.Info("token key check: every peer's key matches now", "key_id", c.keyID())
+		case now > bad:
+			c.log.Warn("TOKEN KEY MISMATCH: more peer replicas' token keys do not match this one's; settles between them will fail. Give every replica the same token key file",
+				"peers", now, "key_id", c.keyID())
 		}
+		bad = now
 	}
 }
 
@@ -173,14 +181,18 @@ func (c *Checker) check(ctx context.Context, loud bool) int {
 	answers := make(chan *nats.Msg, 64)
 	inbox := c.o.Conn.NewRespInbox()
 	sub, err := c.o.Conn.ChanSubscribe(inbox, answers)
+	level := slog.LevelWarn
+	if !loud {
+		level = slog.LevelInfo // a check again, while NATS is away
+	}
 	if err != nil {
-		c.log.Warn("token key check not run", "err", err)
+		c.log.Log(ctx, level, "token key check not run", "err", err)
 		return -1
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	req, _ := json.Marshal(request{ID: c.id, Nonce: nonce, MAC: c.o.Keys.Sign(domain, []byte(nonce)), Again: !loud})
 	if err := c.o.Conn.PublishRequest(Subject, inbox, req); err != nil {
-		c.log.Warn("token key check not run", "err", err)
+		c.log.Log(ctx, level, "token key check not run", "err", err)
 		return -1
 	}
 	timer := time.NewTimer(c.o.Window)

@@ -66,8 +66,16 @@ func startReplica(t *testing.T, url string, kr *token.Keyring) replica {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
+	return startOn(t, nc, kr, 0)
+}
+
+// startOn starts a checker on nc that checks again every recheck (0: the
+// default) and waits until its start-up check has reported.
+func startOn(t *testing.T, nc *nats.Conn, kr *token.Keyring, recheck time.Duration) replica {
+	t.Helper()
 	r := replica{logs: &logs{}, reg: prometheus.NewRegistry()}
-	r.c, err = Start(Options{Conn: nc, Keys: kr, Metrics: r.reg, Window: 300 * time.Millisecond,
+	var err error
+	r.c, err = Start(Options{Conn: nc, Keys: kr, Metrics: r.reg, Window: 300 * time.Millisecond, Recheck: recheck,
 		Logger: slog.New(slog.NewTextHandler(r.logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -229,13 +237,7 @@ func TestTheMismatchCountFallsOnceThePeerIsMended(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	a := replica{logs: &logs{}, reg: prometheus.NewRegistry()}
-	if a.c, err = Start(Options{Conn: nc, Keys: ring(t, "n", "o"), Metrics: a.reg, Window: 300 * time.Millisecond, Recheck: 100 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(a.logs, nil))}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.c.Close)
-	<-a.c.Done()
+	a := startOn(t, nc, ring(t, "n", "o"), 100*time.Millisecond)
 	if a.gauge(t) != 1 {
 		t.Fatalf("A's gauge %v; want 1 while B lacks the new key", a.gauge(t))
 	}

@@ -162,7 +162,8 @@ func (bd *binder) consumer(ctx context.Context, stream, name string) (c *consume
 // calling is consumer for a caller's Fetch, Consume or settle: refused
 // UNAVAILABLE once the replica is closing, whose keep-alives and naks of
 // what callers leave have stopped (a caller retries on another replica).
-// A forwarded settle is still served while the forwards drain.
+// (Forwards that were being served as the close began are served still;
+// later ones find no responder, and their replica adopts the lease.)
 func (bd *binder) calling(ctx context.Context, stream, name string) (*consumer.Consumer, func(), error) {
 	if bd.run.Closed() {
 		return nil, nil, fmt.Errorf("%w: this gateway is stopping", errs.ErrUnavailable)

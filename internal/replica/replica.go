@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -308,16 +309,12 @@ func (r *Replica) Ready() error {
 	return nil
 }
 
-// Close stops forwarding and background work and waits for it to end (the
-// records of Terms still tried again, within the request timeout), then
-// naks back the messages that canceled Fetches left (those whose pull has
-// ended), so that they are redelivered at once rather than after ack_wait.
-// Those naks have a request timeout of their own, and go while the replica
-// is still in the roster and hears resets: a reset made meanwhile through
-// another replica waits for this one's word and voids what it would nak,
-// so that no nak of a delivery from before it lands on one after it.
-// Callers' Fetches, Consumes and settles are refused UNAVAILABLE from the
-// start (calling).
+// Close refuses callers (calling), stops forwarding and background work and
+// waits for it, the records of Terms still tried again included, within a
+// request timeout; then, within another, the consumers nak back what
+// canceled Fetches left while the replica is still in the roster and hears
+// resets (a reset made meanwhile through another replica waits for its word
+// and voids what it would nak); then it leaves the roster and the relay.
 func (r *Replica) Close() {
 	if !r.run.Close() {
 		return
@@ -331,15 +328,19 @@ func (r *Replica) Close() {
 	r.deadLetters.waitStored(ctx)
 	r.run.cancel()
 	r.run.Wait()
-	last, cancelLast := context.WithTimeout(context.Background(), r.timeout)
-	defer cancelLast()
+	naks, cancelNaks := context.WithTimeout(context.Background(), r.timeout*3/4)
+	defer cancelNaks()
+	var closing sync.WaitGroup // at once: no consumer's wait takes another's time
 	for _, b := range r.binder.all() {
-		b.c.Close(last)
+		closing.Go(func() { b.c.Close(naks) })
+	}
+	closing.Wait()
+	if r.roster != nil { // the relay still answers words: a peer's reset naming it waits for none
+		leave, cancelLeave := context.WithTimeout(context.Background(), r.timeout/4)
+		r.roster.Close(leave)
+		cancelLeave()
 	}
 	r.relay.stop()
-	if r.roster != nil {
-		r.roster.Close(last)
-	}
 	r.forwarder.close()
 }
 

@@ -1,0 +1,76 @@
+package keycheck
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/jetgate/jetgate/internal/natstest"
+)
+
+// A check again that cannot run (here NATS restarts, and the publish is
+// refused while the connection reconnects, as a replica's is with
+// ReconnectBufSize(-1)) leaves the count as it was, and the checks go on:
+// it falls once the odd peer is mended. Before, such a check ended them (a
+// reviewer's test).
+func TestTheMismatchCountFallsAfterACheckThatCouldNotRun(t *testing.T) {
+	dir := t.TempDir()
+	ns := natstest.StartIn(t, dir, -1)
+	port := ns.Addr().(*net.TCPAddr).Port
+	b := startReplica(t, ns.ClientURL(), ring(t, "o"))
+	nc, err := nats.Connect(ns.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(20*time.Millisecond), nats.ReconnectBufSize(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	a := startOn(t, nc, ring(t, "n", "o"), 50*time.Millisecond)
+	if a.gauge(t) != 1 {
+		t.Fatalf("A's gauge %v; want 1 while B lacks the new key", a.gauge(t))
+	}
+	b.c.Close()
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	natstest.Eventually(t, 10*time.Second, "a recheck while NATS is away", func() bool {
+		return a.logs.count("token key check not run") > 0
+	})
+	ns2 := natstest.StartIn(t, dir, port)
+	natstest.Eventually(t, 10*time.Second, "A reconnected", nc.IsConnected)
+	startReplica(t, ns2.ClientURL(), ring(t, "n", "o")) // B mended
+	natstest.Eventually(t, 10*time.Second, "A's count back at 0 once B is mended", func() bool { return a.gauge(t) == 0 })
+}
+
+// A check again that the odd peer does not answer within its window (its
+// connection reconnecting, a pause) counts no mismatch, but the checks go
+// on and count it again: before, they stopped at the first count of 0 for
+// good, the peer's key still wrong (a reviewer's test). Here B, which
+// started first and so never counted A itself, misses one window.
+func TestAMissedAnswerDoesNotClearTheMismatchForGood(t *testing.T) {
+	ns := natstest.Start(t)
+	url := ns.ClientURL()
+	b := startReplica(t, url, ring(t, "o"))
+	nc := natstest.Connect(t, ns)
+	a := startOn(t, nc, ring(t, "n"), 50*time.Millisecond)
+	if a.gauge(t) != 1 {
+		t.Fatalf("A's gauge %v; want 1", a.gauge(t))
+	}
+	// B's interest goes for a moment (its connection reconnecting), then
+	// comes back with the same, wrong, key.
+	bnc := b.c.o.Conn
+	if err := b.c.sub.Unsubscribe(); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 10*time.Second, "a recheck without B", func() bool { return a.gauge(t) == 0 })
+	var err error
+	if b.c.sub, err = bnc.Subscribe(Subject, b.c.answer); err != nil {
+		t.Fatal(err)
+	}
+	if err := bnc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if b.gauge(t) != 0 {
+		t.Fatalf("B's own gauge %v: it started first and never counted A", b.gauge(t))
+	}
+	natstest.Eventually(t, 3*time.Second, "A counts B's mismatch again", func() bool { return a.gauge(t) == 1 })
+}
