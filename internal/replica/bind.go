@@ -159,17 +159,12 @@ func (bd *binder) consumer(ctx context.Context, stream, name string) (c *consume
 	}
 }
 
-// calling is consumer for a caller's Fetch, Consume or settle: refused
-// UNAVAILABLE once the replica is closing, whose keep-alives and naks of
-// what callers leave have stopped (a caller retries on another replica).
-// (Forwards that were being served as the close began are served still;
-// later ones find no responder, and their replica adopts the lease.)
-func (bd *binder) calling(ctx context.Context, stream, name string) (*consumer.Consumer, func(), error) {
-	if bd.run.Closed() {
-		return nil, nil, fmt.Errorf("%w: this gateway is stopping", errs.ErrUnavailable)
-	}
-	return bd.consumer(ctx, stream, name)
-}
+// errStopping refuses a caller's Fetch, Consume or settle once the replica
+// is closing (env.closing), whose keep-alives and naks of what callers leave
+// have stopped: the caller retries on another replica. (Forwards that were
+// being served as the close began are served still; later ones find no
+// responder, and their replica adopts the lease.)
+var errStopping = fmt.Errorf("%w: this gateway is stopping", errs.ErrUnavailable)
 
 func notServed(key consumerKey) error {
 	return fmt.Errorf("%w: this gateway does not serve consumer %q of stream %q", errs.ErrConsumerNotFound, key.name, key.stream)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -119,6 +120,7 @@ type env struct {
 	// buckets.
 	stateReplicas int
 	run           *run
+	closing       atomic.Bool // Close has begun: callers are refused (errStopping)
 }
 
 // run is a replica's life: the goroutines its parts start, which Close
@@ -309,7 +311,7 @@ func (r *Replica) Ready() error {
 	return nil
 }
 
-// Close refuses callers (calling), stops forwarding and background work and
+// Close refuses callers (errStopping), stops forwarding and background work and
 // waits for it, the records of Terms still tried again included, within a
 // request timeout; then, within another, the consumers nak back what
 // canceled Fetches left while the replica is still in the roster and hears
@@ -319,6 +321,7 @@ func (r *Replica) Close() {
 	if !r.run.Close() {
 		return
 	}
+	r.closing.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
 	r.StopPush(ctx)
@@ -346,7 +349,10 @@ func (r *Replica) Close() {
 
 // Fetch leases up to req.Batch messages of a consumer.
 func (r *Replica) Fetch(ctx context.Context, stream, name string, req consumer.FetchRequest) (consumer.FetchResult, error) {
-	c, done, err := r.calling(ctx, stream, name)
+	if r.closing.Load() {
+		return consumer.FetchResult{}, errStopping
+	}
+	c, done, err := r.consumer(ctx, stream, name)
 	if err != nil {
 		return consumer.FetchResult{}, err
 	}
@@ -361,27 +367,13 @@ func (r *Replica) Fetch(ctx context.Context, stream, name string, req consumer.F
 	return res, err
 }
 
-// PullUse is how a replica uses its share of a consumer's waiting pulls.
-type PullUse struct {
-	Open, Allowed, Queued int // see consumer.Consumer.Pulls
-	Abandoned             int // left open by callers that went away
-	Replicas              int // serving the consumer, this one included
-}
-
-// Pulls reports how the replica uses its share of a consumer's pulls.
-func (r *Replica) Pulls(stream, name string) (PullUse, error) {
-	c := r.bound(stream, name)
-	if c == nil {
-		return PullUse{}, notServed(consumerKey{stream, name})
-	}
-	open, allowed, queued := c.Pulls()
-	return PullUse{Open: open, Allowed: allowed, Queued: queued, Abandoned: c.AbandonedPulls(), Replicas: c.Replicas()}, nil
-}
-
 // Consume streams leases of a consumer to send until ctx ends (see
 // consumer.Consume).
 func (r *Replica) Consume(ctx context.Context, stream, name string, req consumer.ConsumeRequest, send func([]*consumer.Delivery) error) error {
-	c, done, err := r.calling(ctx, stream, name)
+	if r.closing.Load() {
+		return errStopping
+	}
+	c, done, err := r.consumer(ctx, stream, name)
 	if err != nil {
 		return err
 	}

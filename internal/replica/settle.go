@@ -48,7 +48,10 @@ func (fw *forwarder) subscribe() error {
 // issuer is gone. A token given twice is settled once; both copies get its
 // outcome.
 func (fw *forwarder) Settle(ctx context.Context, req settle.Request) ([]settle.Outcome, error) {
-	c, done, err := fw.binder.calling(ctx, req.Stream, req.Consumer)
+	if fw.closing.Load() {
+		return nil, errStopping
+	}
+	c, done, err := fw.binder.consumer(ctx, req.Stream, req.Consumer)
 	if err != nil {
 		return nil, err
 	}

@@ -50,3 +50,20 @@ func (l *lister) status(ctx context.Context, c *consumer.Consumer) (ConsumerStat
 	}
 	return st, nil
 }
+
+// PullUse is how a replica uses its share of a consumer's waiting pulls.
+type PullUse struct {
+	Open, Allowed, Queued int // see consumer.Consumer.Pulls
+	Abandoned             int // left open by callers that went away
+	Replicas              int // serving the consumer, this one included
+}
+
+// Pulls reports how the replica uses its share of a consumer's pulls.
+func (r *Replica) Pulls(stream, name string) (PullUse, error) {
+	c := r.bound(stream, name)
+	if c == nil {
+		return PullUse{}, notServed(consumerKey{stream, name})
+	}
+	open, allowed, queued := c.Pulls()
+	return PullUse{Open: open, Allowed: allowed, Queued: queued, Abandoned: c.AbandonedPulls(), Replicas: c.Replicas()}, nil
+}
