@@ -15,6 +15,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"log/slog"
+	mrand "math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -31,9 +32,12 @@ const Subject = "_JETGATE.KEYCHECK"
 // DefaultWindow is how long a check waits for its peers' answers.
 const DefaultWindow = 2 * time.Second
 
-// RecheckEvery is how often a replica checks again: one request, answered by
-// every replica.
+// RecheckEvery is how often a replica checks again (within a tenth either
+// way): one request, answered by every replica.
 const RecheckEvery = 30 * time.Second
+
+// maxPeers bounds the answers one check takes.
+const maxPeers = 4096
 
 // domain is the fixed text every MAC of the check covers.
 var domain = []byte("jetgate token key check")
@@ -96,7 +100,7 @@ func Start(o Options) (*Checker, error) {
 	}
 	c.gauge = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "jetgate_token_key_mismatch",
-		Help: "Peers whose token keys do not match this replica's, as its start-up check found them (checked again every 30s): settles between them fail. 0 when all match.",
+		Help: "Peers whose token keys do not match this replica's, as its last check found them (at start, then every 30s): settles between them fail. 0 when all match; the odd one out counts every other replica.",
 	})
 	if o.Metrics != nil {
 		if err := o.Metrics.Register(c.gauge); err != nil {
@@ -120,20 +124,23 @@ func Start(o Options) (*Checker, error) {
 // check that could not run (NATS away) leaves the count as it was.
 func (c *Checker) run(ctx context.Context) {
 	defer close(c.stopped)
-	bad := max(c.check(ctx, true), 0)
+	bad := c.check(ctx, true)
 	close(c.done)
-	t := time.NewTicker(c.o.Recheck)
-	defer t.Stop()
 	for {
+		// Jittered, so that replicas started together by a rollout do not
+		// ask in step.
+		t := time.NewTimer(c.o.Recheck*9/10 + mrand.N(c.o.Recheck/5+1))
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-t.C:
 		}
-		now := c.check(ctx, false)
+		now := c.check(ctx, bad < 0) // loud until one has run: its peers warn of a mismatch then
 		switch {
 		case now < 0:
 			continue
+		case bad < 0:
 		case now == 0 && bad > 0:
 			c.log.Info("token key check: every peer's key matches now", "key_id", c.keyID())
 		case now > bad:
@@ -178,7 +185,7 @@ func (c *Checker) answer(m *nats.Msg) {
 // the count (-1: not run, or stopped); the first (loud) warns of each.
 func (c *Checker) check(ctx context.Context, loud bool) int {
 	nonce := rand.Text()
-	answers := make(chan *nats.Msg, 64)
+	answers := make(chan *nats.Msg, maxPeers) // a full channel drops answers (a slow consumer)
 	inbox := c.o.Conn.NewRespInbox()
 	sub, err := c.o.Conn.ChanSubscribe(inbox, answers)
 	level := slog.LevelWarn
@@ -192,6 +199,12 @@ func (c *Checker) check(ctx context.Context, loud bool) int {
 	defer func() { _ = sub.Unsubscribe() }()
 	req, _ := json.Marshal(request{ID: c.id, Nonce: nonce, MAC: c.o.Keys.Sign(domain, []byte(nonce)), Again: !loud})
 	if err := c.o.Conn.PublishRequest(Subject, inbox, req); err != nil {
+		c.log.Log(ctx, level, "token key check not run", "err", err)
+		return -1
+	}
+	// A connection that stalls takes the request and brings no answer: a
+	// check of no peer, which would clear the count.
+	if err := c.o.Conn.FlushTimeout(c.o.Window); err != nil {
 		c.log.Log(ctx, level, "token key check not run", "err", err)
 		return -1
 	}

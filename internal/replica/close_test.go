@@ -328,3 +328,63 @@ func spareAndWaitingRecord(t *testing.T) spareEnv {
 
 	return spareEnv{ns: ns, a: a, b: b, ctx: ctx, n: n, kept: n - len(res.Messages), reload: reload}
 }
+
+// A close naks back the lease of a Consume stream that ended just before
+// it: the consumer's Close first waits for that stream's last pull (up to
+// consumeMaxWait, 1s, or LostGrace more from a silent server), so the naks
+// have a whole request timeout of their own (the app's is 5s). A reviewer
+// found them left 3/4 of one shared with the roster, and at a 1s timeout
+// the wait took it all; at 1s it still can (a guard, at 2s, not a proof).
+func TestNaksAfterAConsumeEndedJustBeforeClose(t *testing.T) {
+	ns := natstest.Start(t)
+	nc := natstest.Connect(t, ns)
+	natstest.Stream(t, nc, "ORDERS", "orders.>")
+	keys := token.RandomKeyring()
+	cfg := []consumer.Config{{Stream: "ORDERS", Name: "billing", AckWait: time.Minute}}
+	a := replicaOf(t, ns, keys, replica.Options{Consumers: cfg, RequestTimeout: 2 * time.Second})
+	b := replicaOf(t, ns, keys, replica.Options{Consumers: cfg, RequestTimeout: 2 * time.Second})
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cctx, leave := context.WithCancel(ctx)
+	got := make(chan struct{}, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- a.Consume(cctx, "ORDERS", "billing", consumer.ConsumeRequest{MaxMessages: 2, Heartbeat: time.Hour, AutoExtend: true}, func(ds []*consumer.Delivery) error {
+			if len(ds) > 0 {
+				select {
+				case got <- struct{}{}:
+				default:
+				}
+			}
+			return nil
+		})
+	}()
+	cons, _ := js.Consumer(ctx, "ORDERS", "billing")
+	natstest.Eventually(t, 5*time.Second, "a's Consume pulling", func() bool {
+		ci, err := cons.Info(ctx)
+		return err == nil && ci.NumWaiting > 0
+	})
+	if _, err := js.Publish(ctx, "orders.1", []byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	<-got
+	// the Consume pulls again for its second message: a fresh pull, ~1s
+	natstest.Eventually(t, 5*time.Second, "a's Consume pulling again", func() bool {
+		ci, err := cons.Info(ctx)
+		return err == nil && ci.NumWaiting > 0
+	})
+	leave() // the stream ends (a shutdown's grace cut it): its lease is given back
+	<-done
+	began := time.Now()
+	a.Close()
+	t.Logf("a's Close took %v", time.Since(began))
+	res, err := b.Fetch(ctx, "ORDERS", "billing", consumer.FetchRequest{Batch: 1, Expires: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Messages) != 1 {
+		ci, _ := cons.Info(ctx)
+		t.Fatalf("the other replica got nothing within 5s of a's close: the lease the ended Consume gave back was not naked (ack pending %d, ack_wait a minute)", ci.NumAckPending)
+	}
+}

@@ -311,18 +311,19 @@ func (r *Replica) Ready() error {
 	return nil
 }
 
-// Close refuses callers (errStopping), stops forwarding and background work and
-// waits for it, the records of Terms still tried again included, within a
-// request timeout; then, within another, the consumers nak back what
-// canceled Fetches left while the replica is still in the roster and hears
-// resets (a reset made meanwhile through another replica waits for its word
-// and voids what it would nak); then it leaves the roster and the relay.
+// Close refuses callers (errStopping), stops forwarding and background
+// work and waits for it, the records of Terms still tried again included,
+// within 3/4 of a request timeout; then, within a whole one, the consumers
+// nak back what canceled Fetches and ended Consumes left while the replica
+// is still in the roster and hears resets (a reset made meanwhile through
+// another replica waits for its word and voids what it would nak); then it
+// leaves the roster (1/4) and the relay: two request timeouts in all.
 func (r *Replica) Close() {
 	if !r.run.Close() {
 		return
 	}
 	r.closing.Store(true)
-	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout*3/4)
 	defer cancel()
 	r.StopPush(ctx)
 	r.forwarder.stop(ctx)
@@ -331,7 +332,7 @@ func (r *Replica) Close() {
 	r.deadLetters.waitStored(ctx)
 	r.run.cancel()
 	r.run.Wait()
-	naks, cancelNaks := context.WithTimeout(context.Background(), r.timeout*3/4)
+	naks, cancelNaks := context.WithTimeout(context.Background(), r.timeout) // a Consume's last pull may take most of it
 	defer cancelNaks()
 	var closing sync.WaitGroup // at once: no consumer's wait takes another's time
 	for _, b := range r.binder.all() {

@@ -69,7 +69,7 @@ the chart makes, whose name no Secret of the user's may take. */}}
 {{- if and (not .Values.nats.urlSecret) (not .Values.nats.url) -}}
 {{- fail "nats.url: give the NATS server URL(s), or nats.urlSecret: jetgate's embedded server is for one process, not a Deployment" -}}
 {{- end -}}
-{{- $shutdown := 20 -}}{{/* jetgate's own: 10s for callers to finish, then the replica's close (5s for what is in flight, 5s for its last naks) */}}
+{{- $shutdown := 20 -}}{{/* jetgate's own: 10s for callers to finish, then the replica's close (3.75s for what is in flight, 5s for its last naks, 1.25s to leave the roster) */}}
 {{- if le (int .Values.terminationGracePeriodSeconds) (add (int .Values.preStopSleepSeconds) $shutdown) -}}
 {{- fail (printf "terminationGracePeriodSeconds: %d leaves jetgate too little of its %ds shutdown after preStopSleepSeconds %d: make it more than %d" (int .Values.terminationGracePeriodSeconds) $shutdown (int .Values.preStopSleepSeconds) (add (int .Values.preStopSleepSeconds) $shutdown)) -}}
 {{- end -}}
