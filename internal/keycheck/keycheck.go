@@ -154,7 +154,7 @@ func (c *Checker) run(ctx context.Context) {
 // Done is closed once the start-up check has reported, or was stopped.
 func (c *Checker) Done() <-chan struct{} { return c.done }
 
-// Mismatched is the number of peers the start-up check found with keys that
+// Mismatched is the number of peers the last check found with keys that
 // do not match.
 func (c *Checker) Mismatched() int { return int(c.mismatched.Load()) }
 

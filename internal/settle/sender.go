@@ -97,12 +97,16 @@ func (s *Sender) watch() {
 // counting on, with a "no responders" status that no signature covers.
 func (s *Sender) open(fn func(*nats.Msg)) (string, uint64) {
 	var b [8]byte
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	for {
-		_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-		if id := binary.LittleEndian.Uint64(b[:]); s.routes[id] == nil {
+		_, _ = rand.Read(b[:]) // never fails (crypto/rand); outside the lock, which every reply takes
+		id := binary.LittleEndian.Uint64(b[:])
+		s.mu.Lock()
+		taken := s.routes[id] != nil
+		if !taken {
 			s.routes[id] = fn
+		}
+		s.mu.Unlock()
+		if !taken {
 			return s.prefix + "." + strconv.FormatUint(id, 36), id
 		}
 	}
