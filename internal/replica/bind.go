@@ -160,10 +160,8 @@ func (bd *binder) consumer(ctx context.Context, stream, name string) (c *consume
 }
 
 // errStopping refuses a caller's Fetch, Consume or settle once the replica
-// is closing (env.closing), whose keep-alives and naks of what callers leave
-// have stopped: the caller retries on another replica. (Forwards that were
-// being served as the close began are served still; later ones find no
-// responder, and their replica adopts the lease.)
+// is closing (env.closing): the caller retries on another replica. Forwards
+// served as the close began are served still; later ones find no responder.
 var errStopping = fmt.Errorf("%w: this gateway is stopping", errs.ErrUnavailable)
 
 func notServed(key consumerKey) error {
