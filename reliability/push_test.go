@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,12 +33,13 @@ type pushReceiver struct {
 	took     map[string]bool // by Webhook-Id
 	refused  map[string]bool
 	requests int
-	dups     int // pushes of a message already taken
+	dups     int                 // pushes of a message already taken
+	history  map[string][]string // by Webhook-Id: each push and its answer, for a lost message's report
 }
 
 func newPushReceiver() *pushReceiver {
 	return &pushReceiver{rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3)),
-		took: map[string]bool{}, refused: map[string]bool{}}
+		took: map[string]bool{}, refused: map[string]bool{}, history: map[string][]string{}}
 }
 
 func (rc *pushReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -63,6 +65,7 @@ func (rc *pushReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p >= 95:
 		rc.refused[id] = true
 	}
+	rc.note(id, "delivery "+r.Header.Get("Jetgate-Delivered")+": "+answerOf(p))
 	rc.mu.Unlock()
 	if p < 60 {
 		w.WriteHeader(http.StatusNoContent)
@@ -126,8 +129,10 @@ func (rc *pushReceiver) serveBatch(w http.ResponseWriter, r *http.Request) {
 				rc.dups++
 			case rc.refused[el.ID] || rc.rng.IntN(100) < 30:
 				failed = append(failed, map[string]string{"id": el.ID, "retry_after": "50ms"})
+				rc.note(el.ID, "in a batch: named failed")
 			default:
 				rc.took[el.ID] = true
+				rc.note(el.ID, "in a batch: taken")
 			}
 		}
 	case p >= 95 || refused:
@@ -136,12 +141,45 @@ func (rc *pushReceiver) serveBatch(w http.ResponseWriter, r *http.Request) {
 			rc.refused[el.ID] = true
 		}
 	}
+	if p != 0 {
+		for _, el := range els {
+			rc.note(el.ID, fmt.Sprintf("in a batch of %d: %s", len(els), answerOf(p)))
+		}
+	}
 	rc.mu.Unlock()
 	if p == 0 {
 		_ = json.NewEncoder(w).Encode(map[string]any{"failures": failed})
 		return
 	}
 	rc.fail(w, r, p)
+}
+
+// note records what happened to the message id; rc.mu is held.
+func (rc *pushReceiver) note(id, what string) {
+	rc.history[id] = append(rc.history[id], time.Now().Format("15:04:05.000")+" "+what)
+}
+
+// answerOf says what ServeHTTP and serveBatch answer as p (fail) does.
+func answerOf(p int) string {
+	switch {
+	case p < 60:
+		return "2xx"
+	case p < 75:
+		return "503"
+	case p < 85:
+		return "502 slowly"
+	case p < 95:
+		return "hung up"
+	default:
+		return "422"
+	}
+}
+
+// historyOf is what the receiver saw of id.
+func (rc *pushReceiver) historyOf(id string) []string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return slices.Clone(rc.history[id])
 }
 
 func (rc *pushReceiver) verdicts() (took, refused map[string]bool, requests, dups int) {
@@ -207,6 +245,7 @@ func pushFault(t *testing.T, batch string) {
 		publishOne(i)
 		switch {
 		case i == n/3: // NATS restarts mid-traffic
+			t.Logf("NATS restarts at %s", time.Now().Format("15:04:05.000"))
 			ns.Shutdown()
 			ns.WaitForShutdown()
 			ns = natstest.StartIn(t, dir, port)
@@ -216,6 +255,7 @@ func pushFault(t *testing.T, batch string) {
 			// server dropped as it stopped (README, "Dead letters"; seen
 			// when killed at once: 2 of 52 refused messages lost).
 			termsRecorded(ctx, t, p1)
+			t.Logf("a replica killed at %s", time.Now().Format("15:04:05.000"))
 			if err := p1.cmd.Process.Kill(); err != nil {
 				t.Fatal(err)
 			}
@@ -241,7 +281,7 @@ func pushFault(t *testing.T, batch string) {
 			}
 		case !took[id] && !isDead:
 			lost++
-			t.Errorf("%s lost (refused by the receiver: %v)", id, refused[id])
+			t.Errorf("%s lost (refused by the receiver: %v); the receiver saw: %q", id, refused[id], rc.historyOf(id))
 		case isDead && strings.HasPrefix(why, "TERM") && !refused[id]:
 			t.Errorf("%s terminated without a final 4xx", id)
 		}
