@@ -1,10 +1,13 @@
 package gateway_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"testing"
 	"time"
 
@@ -120,28 +123,8 @@ func leasesComeBack(t *testing.T, a app.Addrs) {
 // it holds for the stall, so its stream ends and they come back, long
 // before ack_wait, though auto_extend would have kept them an hour.
 func TestRESTConsumeOfASilentCallerEndsThoughEveryWriteFits(t *testing.T) {
-	a := startApp(t, func(o *app.Options) { o.ConsumeWriteStall = time.Second })
-	nc, err := nats.Connect(a.NATS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
-	for range 3 {
-		if _, err := js.Publish(t.Context(), "orders.small", []byte("s")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	conn, err := net.Dial("tcp", a.HTTP)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, js, conn := silentConsume(t, func(o *app.Options) { o.ConsumeWriteStall = time.Second }, `{"maxMessages":10,"heartbeat":"0.2s","autoExtend":true}`)
 	defer conn.Close()
-	body := `{"maxMessages":10,"heartbeat":"0.2s","autoExtend":true}`
-	if _, err := fmt.Fprintf(conn, "POST %s:consume HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
-		consumerPath, len(body), body); err != nil {
-		t.Fatal(err)
-	}
 	cons, err := js.Consumer(t.Context(), "ORDERS", "billing")
 	if err != nil {
 		t.Fatal(err)
@@ -167,4 +150,72 @@ func TestRESTConsumeOfASilentCallerEndsThoughEveryWriteFits(t *testing.T) {
 	if returned != 3 {
 		t.Fatalf("%d of the silent stream's 3 messages came back within 20s (ack_wait 30s, auto_extend on)", returned)
 	}
+}
+
+// A REST caller that reads nothing of its Consume stream is silent, and its
+// stream ends, though its leases lapse before the silence is up (ack_wait
+// 1s, silence 2s): a lease that lapsed unsettled is no sign of the caller.
+// Before, the stream's next claim after its leases lapsed counted as the
+// caller heard of, and the stream leased its messages again every ack_wait,
+// burning a delivery each time for a caller that never read a byte (a
+// helper's test: 3 messages delivered 30 times in 10s).
+func TestARESTConsumeOfASilentCallerEndsThoughItsLeasesLapse(t *testing.T) {
+	_, js, conn := silentConsume(t, func(o *app.Options) { o.ConsumeWriteStall = 2 * time.Second; o.AckWait = time.Second }, `{"maxMessages":10,"heartbeat":"0.2s"}`)
+	defer conn.Close()
+	// The stream ends, with the reason; the connection's buffers took all it
+	// wrote, so the caller reads it all now.
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("the silent caller's stream did not end within 10s: %v; it sent %d bytes", err, len(body))
+	}
+	last := body[bytes.LastIndexByte(bytes.TrimSpace(body), '\n')+1:]
+	if !bytes.Contains(last, []byte(`"code":4`)) {
+		t.Errorf("the stream ended with %s, want DEADLINE_EXCEEDED", last)
+	}
+	// A message is delivered at most once for each ack_wait of the silence
+	// (and once more at its start): its leases lapsed, they did not renew it.
+	cons, err := js.Consumer(t.Context(), "ORDERS", "billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := cons.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ci.Delivered.Consumer > 9 {
+		t.Errorf("3 messages delivered %d times to a caller that read nothing (ack_wait 1s, silence 2s)", ci.Delivered.Consumer)
+	}
+}
+
+// silentConsume starts a jetgate with opts, publishes 3 small messages, and
+// opens a REST Consume with the request body req whose caller reads nothing.
+func silentConsume(t *testing.T, opts func(*app.Options), req string) (app.Addrs, jetstream.JetStream, net.Conn) {
+	t.Helper()
+	a := startApp(t, opts)
+	nc, err := nats.Connect(a.NATS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	for range 3 {
+		if _, err := js.Publish(t.Context(), "orders.small", []byte("s")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := net.Dial("tcp", a.HTTP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Fprintf(conn, "POST %s:consume HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+		consumerPath, len(req), req); err != nil {
+		conn.Close()
+		t.Fatal(err)
+	}
+	return a, js, conn
 }

@@ -220,7 +220,7 @@ func (k *consumeStream) take(_ context.Context, ds []*Delivery, _ bool) (bool, e
 	for i, d := range ds {
 		rs[i], sizes[i] = ref(k.pl.tokens.claims(d)), d.size()
 	}
-	k.pl.leases.Claim(k.o, rs, sizes)
+	k.pl.leases.Claim(k.o, rs, sizes, time.Now())
 	select {
 	case k.claimed <- struct{}{}:
 	default: // told already

@@ -14,9 +14,14 @@ type Owner struct {
 	left  chan struct{}
 	// heard is when the stream's caller last showed it works on what it
 	// holds (unix ns): a settle or an Extend of one of its leases, or the
-	// first lease claimed while it held none; after an Extend with a
-	// duration, the time it asked for (it works on it until then).
+	// first lease claimed while it held none (unless lapsed); after an
+	// Extend with a duration, the time it asked for (it works on it then).
 	heard int64
+	// lapsed is set when a lease left o unsettled at its deadline, until the
+	// caller is heard of again: a claim after such leases left it holding
+	// none is no sign of the caller (a silent one would have its messages
+	// leased again each ack_wait, never silent).
+	lapsed bool
 }
 
 // NewOwner returns an owner of no lease.
@@ -27,13 +32,14 @@ func NewOwner() *Owner {
 // Left receives when a lease has left the owner: room to pull again.
 func (o *Owner) Left() <-chan struct{} { return o.left }
 
-// Claim records that o holds the deliveries rs, of sizes bytes each. A
-// delivery the table no longer holds (voided, or replaced) is skipped.
-func (t *Table) Claim(o *Owner, rs []Ref, sizes []int64) {
+// Claim records that o holds the deliveries rs, of sizes bytes each, from
+// now. A delivery the table no longer holds (voided, or replaced) is
+// skipped.
+func (t *Table) Claim(o *Owner, rs []Ref, sizes []int64, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(o.sizes) == 0 {
-		o.heard = time.Now().UnixNano()
+	if len(o.sizes) == 0 && !o.lapsed {
+		o.heard = now.UnixNano()
 	}
 	for i, r := range rs {
 		e := t.lookup(r)
@@ -106,6 +112,14 @@ func (t *Table) Disown(o *Owner, keep time.Time) []Lease {
 	clear(o.sizes)
 	o.bytes = 0
 	return out
+}
+
+// lapse marks e's owner, if any, as one a lease left unsettled at its
+// deadline (Owner.lapsed); the table's lock is held.
+func lapse(e *entry) {
+	if e.owner != nil {
+		e.owner.lapsed = true
+	}
 }
 
 // unown takes e from its owner, if any, and wakes the owner; t.mu is held.

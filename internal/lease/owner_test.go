@@ -18,7 +18,7 @@ func ownedTable(t *testing.T) (*Table, *Owner, []Ref) {
 		rs = append(rs, l.Ref())
 	}
 	tb.Hand(rs, "alice", t0)
-	tb.Claim(o, rs, []int64{10, 10, 10})
+	tb.Claim(o, rs, []int64{10, 10, 10}, t0)
 	wantLoad(t, tb, o, 3, 30)
 	return tb, o, rs
 }
@@ -113,11 +113,11 @@ func TestAnOwnedLeaseStaysThroughExtendsAndFailures(t *testing.T) {
 func TestDisownAndClaimMoveLeasesBetweenOwners(t *testing.T) {
 	tb, o, rs := ownedTable(t)
 	other := NewOwner()
-	tb.Claim(other, rs[2:], []int64{7})
+	tb.Claim(other, rs[2:], []int64{7}, t0)
 	wantLoad(t, tb, o, 2, 20)
 	wantLoad(t, tb, other, 1, 7)
 	wantLeft(t, o, true)
-	tb.Claim(other, []Ref{{StreamSeq: 99, Delivered: 1}}, []int64{5})
+	tb.Claim(other, []Ref{{StreamSeq: 99, Delivered: 1}}, []int64{5}, t0)
 	wantLoad(t, tb, other, 1, 7)
 	ls := tb.Disown(o, time.Time{})
 	if len(ls) != 2 || tb.Live() != 3 {
@@ -144,7 +144,7 @@ func TestAnExtendByADurationIsHeardUntilTheTimeAsked(t *testing.T) {
 		tb.Add(l)
 		rs = append(rs, l.Ref())
 	}
-	tb.Claim(o, rs, []int64{1, 1})
+	tb.Claim(o, rs, []int64{1, 1}, now)
 	if _, _, err := tb.Begin(rs[0], OpExtend, now); err != nil {
 		t.Fatal(err)
 	}
@@ -161,5 +161,37 @@ func TestAnExtendByADurationIsHeardUntilTheTimeAsked(t *testing.T) {
 	}
 	if s := tb.Silent(o, now.Add(time.Hour+time.Minute)); s != time.Minute {
 		t.Errorf("silent %v a minute past the hour asked; want a minute", s)
+	}
+}
+
+// Leases that lapsed unsettled, swept at their deadline or replaced by a
+// redelivery, are no sign of their stream's caller: a claim after them
+// leaves its silence counting from before; a settle of the caller's own
+// starts it again.
+func TestALapsedLeaseLeavesItsOwnerSilent(t *testing.T) {
+	tb := NewTable(time.Minute)
+	o := NewOwner()
+	add := func(seq, delivered uint64, deadline time.Time) Ref {
+		l := Lease{StreamSeq: seq, ConsumerSeq: 10*delivered + seq, Delivered: delivered, Deadline: deadline, AckSubject: subj1}
+		tb.Add(l)
+		return l.Ref()
+	}
+	r1, r2 := add(1, 1, at(time.Second)), add(2, 1, at(time.Second))
+	tb.Claim(o, []Ref{r1, r2}, []int64{1, 1}, t0)
+	tb.Sweep(at(2 * time.Second)) // both lapse: o holds none
+	wantLoad(t, tb, o, 0, 0)
+	tb.Claim(o, []Ref{add(1, 2, at(3*time.Second))}, []int64{1}, at(2*time.Second))
+	r2 = add(2, 2, at(5*time.Second))
+	tb.Claim(o, []Ref{r2}, []int64{1}, at(2*time.Second))
+	tb.Claim(o, []Ref{add(1, 3, at(4*time.Second))}, []int64{1}, at(3*time.Second)) // the redelivery of a lapsed one
+	if s := tb.Silent(o, at(3*time.Second)); s != 3*time.Second {
+		t.Fatalf("silent %v after its leases lapsed and came back twice, 3s after the first claim; want 3s", s)
+	}
+	if _, _, err := tb.Begin(r2, OpAck, at(3*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	tb.Finish(r2, OpAck, true, at(3*time.Second), Extension{})
+	if s := tb.Silent(o, at(4*time.Second)); s != time.Second {
+		t.Errorf("silent %v a second after the caller's ack; want 1s", s)
 	}
 }

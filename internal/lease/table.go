@@ -166,8 +166,7 @@ func (t *Table) Holds(r Ref, now time.Time) bool {
 	return e != nil && (e.state == stateLive && now.Before(e.Deadline) || e.state == stateSettling && e.op == OpExtend)
 }
 
-// Void drops every lease: the consumer was reset, and no lease from before
-// may settle a delivery made after it.
+// Void drops every lease: the consumer was reset (none may settle after it).
 func (t *Table) Void() {
 	t.mu.Lock()
 	t.voidLocked()
@@ -215,6 +214,7 @@ func (t *Table) put(e *entry) {
 		delete(t.settled, e.StreamSeq)
 	}
 	if old := t.entries[e.StreamSeq]; old != nil {
+		lapse(old) // redelivered: it went unsettled past its deadline
 		t.unown(old)
 	}
 	t.entries[e.StreamSeq] = e
@@ -308,7 +308,7 @@ func (t *Table) Finish(r Ref, op Op, ok bool, now time.Time, ext Extension) (dea
 		return ext.Deadline, ext.Until
 	}
 	if o := e.owner; o != nil && ok && !ext.KeepAlive {
-		o.heard = max(o.heard, now.UnixNano()) // the caller's own settle (heard until later: an Extend's duration)
+		o.heard, o.lapsed = max(o.heard, now.UnixNano()), false // the caller's own settle (heard until later: an Extend's duration)
 	}
 	switch {
 	case !ok || op == OpExtend:
@@ -321,7 +321,7 @@ func (t *Table) Finish(r Ref, op Op, ok bool, now time.Time, ext Extension) (dea
 				e.Deadline = e.Deadline.Add(-RestorePrecision)
 			}
 			t.timing.redate(&e.Lease)
-			server := e.Deadline
+			server := e.Deadline // before keepUntil, which may cut it
 			return server, t.keepUntil(e, ext)
 		}
 	default:
@@ -365,6 +365,7 @@ func (t *Table) Sweep(now time.Time) {
 		case e.state == stateSettling:
 			t.due.push(seq, now.Add(time.Second))
 		case now.After(e.Deadline):
+			lapse(e)
 			t.unown(e)
 			delete(t.entries, seq)
 		default:
