@@ -14,14 +14,15 @@ type Owner struct {
 	left  chan struct{}
 	// heard is when the stream's caller last showed it works on what it
 	// holds (unix ns): a settle or an Extend of one of its leases, or the
-	// first lease claimed while it held none (unless lapsed); after an
-	// Extend with a duration, the time it asked for (it works on it then).
+	// first lease claimed while it held none, less lapsed; after an Extend
+	// with a duration, the time it asked for (it works on it until then).
 	heard int64
-	// lapsed is set when a lease left o unsettled at its deadline, until the
-	// caller is heard of again: a claim after such leases left it holding
-	// none is no sign of the caller (a silent one would have its messages
-	// leased again each ack_wait, never silent).
-	lapsed bool
+	// lapsed is how long the caller had been silent when its last lease to
+	// lapse did, unsettled at its deadline; 0 once it is heard of again. A
+	// claim after such leases left it holding none is no sign of the
+	// caller: its silence goes on from there (else a caller gone for good
+	// would have its messages leased again every ack_wait, never silent).
+	lapsed time.Duration
 }
 
 // NewOwner returns an owner of no lease.
@@ -38,8 +39,8 @@ func (o *Owner) Left() <-chan struct{} { return o.left }
 func (t *Table) Claim(o *Owner, rs []Ref, sizes []int64, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(o.sizes) == 0 && !o.lapsed {
-		o.heard = now.UnixNano()
+	if len(o.sizes) == 0 {
+		o.heard = now.UnixNano() - int64(o.lapsed)
 	}
 	for i, r := range rs {
 		e := t.lookup(r)
@@ -114,11 +115,11 @@ func (t *Table) Disown(o *Owner, keep time.Time) []Lease {
 	return out
 }
 
-// lapse marks e's owner, if any, as one a lease left unsettled at its
-// deadline (Owner.lapsed); the table's lock is held.
+// lapse records that e left its owner, if any, unsettled at its deadline
+// (Owner.lapsed); the table's lock is held.
 func lapse(e *entry) {
-	if e.owner != nil {
-		e.owner.lapsed = true
+	if o := e.owner; o != nil {
+		o.lapsed = max(time.Duration(e.Deadline.UnixNano()-o.heard), 0)
 	}
 }
 

@@ -166,8 +166,8 @@ func TestAnExtendByADurationIsHeardUntilTheTimeAsked(t *testing.T) {
 
 // Leases that lapsed unsettled, swept at their deadline or replaced by a
 // redelivery, are no sign of their stream's caller: a claim after them
-// leaves its silence counting from before; a settle of the caller's own
-// starts it again.
+// leaves its silence going on from where it was when they lapsed (the time
+// it held none apart); a settle of the caller's own starts it again.
 func TestALapsedLeaseLeavesItsOwnerSilent(t *testing.T) {
 	tb := NewTable(time.Minute)
 	o := NewOwner()
@@ -184,8 +184,8 @@ func TestALapsedLeaseLeavesItsOwnerSilent(t *testing.T) {
 	r2 = add(2, 2, at(5*time.Second))
 	tb.Claim(o, []Ref{r2}, []int64{1}, at(2*time.Second))
 	tb.Claim(o, []Ref{add(1, 3, at(4*time.Second))}, []int64{1}, at(3*time.Second)) // the redelivery of a lapsed one
-	if s := tb.Silent(o, at(3*time.Second)); s != 3*time.Second {
-		t.Fatalf("silent %v after its leases lapsed and came back twice, 3s after the first claim; want 3s", s)
+	if s := tb.Silent(o, at(3*time.Second)); s != 2*time.Second {
+		t.Fatalf("silent %v after its leases lapsed and came back twice, 3s after the first claim, 1s of it holding none; want 2s", s)
 	}
 	if _, _, err := tb.Begin(r2, OpAck, at(3*time.Second)); err != nil {
 		t.Fatal(err)

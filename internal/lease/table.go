@@ -308,7 +308,7 @@ func (t *Table) Finish(r Ref, op Op, ok bool, now time.Time, ext Extension) (dea
 		return ext.Deadline, ext.Until
 	}
 	if o := e.owner; o != nil && ok && !ext.KeepAlive {
-		o.heard, o.lapsed = max(o.heard, now.UnixNano()), false // the caller's own settle (heard until later: an Extend's duration)
+		o.heard, o.lapsed = max(o.heard, now.UnixNano()), 0 // the caller's own settle (heard until later: an Extend's duration)
 	}
 	switch {
 	case !ok || op == OpExtend:
