@@ -63,6 +63,7 @@ func (p *Pusher) pushBatch(ctx context.Context, js []*job) {
 		for delay, ds := range naks {
 			p.settle(ctx, lease.OpNak, ds, settle.Args{Delay: delay})
 		}
+		p.flow.markAlone(own)   // before their naks: each goes alone next time
 		for _, o := range own { // their failures were their own: the normal path
 			p.settle(ctx, lease.OpNak, []*consumer.Delivery{o.d}, settle.Args{Delay: p.nakDelay(o)})
 		}

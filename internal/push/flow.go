@@ -17,6 +17,7 @@ type job struct {
 	failedAt   time.Time     // its last retryable failure; zero: none
 	retryAfter time.Duration // the endpoint's Retry-After at that failure; 0: none
 	retry      bool          // tried before (the retrier took it, or put back as failing on its own): its failure grows the delay
+	alone      bool          // batching, it goes in a batch of its own (flow.alone)
 	added      time.Time     // queued: a batch waits max_wait from its first job's
 	size       int64         // of its element in a batch body: estimated, exact once rendered
 	elem       []byte        // its element in a batch body, once rendered
@@ -54,6 +55,13 @@ type flow struct {
 	retryMin    time.Duration
 	retryMax    time.Duration
 	changed     chan struct{} // for the retrier: something it waits on changed
+	// alone holds the messages, by stream sequence, whose failure in a
+	// push was judged their own, with the delivery that failed: batching,
+	// each goes alone when the server delivers it again, so that a
+	// message that fails every batch it is in (a poison one) takes no
+	// other to max_deliver. At most aloneMax; cleared when full (a message
+	// whose mark is lost is batched again, as any).
+	alone map[uint64]uint64
 }
 
 func newFlow(retryMin, retryMax time.Duration) *flow {
@@ -73,6 +81,9 @@ func (f *flow) poke() {
 // add queues the jobs of one pull.
 func (f *flow) add(js ...*job) {
 	f.mu.Lock()
+	for _, j := range js {
+		f.aloneLocked(j)
+	}
 	f.queue = append(f.queue, js...)
 	wake := len(f.failed) > 0 || f.held // else the retrier has nothing to look at
 	batching := f.batching

@@ -68,10 +68,17 @@ func (f *flow) nextBatch(maxN int, maxBytes int64, maxWait time.Duration) []*job
 }
 
 // fits is how many of the queued jobs a batch takes, and whether they fill
-// it: maxN, or as many as maxBytes holds (at least one).
+// it: maxN, or as many as maxBytes holds (at least one), or those before a
+// job that goes alone, or that job.
 func (f *flow) fits(maxN int, maxBytes int64) (n int, full bool) {
+	if f.queue[0].alone {
+		return 1, true
+	}
 	var size int64
 	for n < len(f.queue) && n < maxN {
+		if f.queue[n].alone {
+			return n, true // it goes next, alone
+		}
 		size += f.queue[n].size + 1 // and a comma
 		if size > maxBytes && n > 0 {
 			return n, true
@@ -124,4 +131,34 @@ func (f *flow) takeBatch(j *job, maxN int) []*job {
 	clear(f.failed[len(keep):])
 	f.failed = keep
 	return js
+}
+
+// aloneMax bounds flow.alone: some 40 bytes a message.
+const aloneMax = 4096
+
+// markAlone records that the jobs' failures were their own, so that each
+// goes in a batch of its own when the server delivers it again.
+func (f *flow) markAlone(js []*job) {
+	if len(js) == 0 {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.alone == nil || len(f.alone)+len(js) > aloneMax {
+		f.alone = make(map[uint64]uint64, len(js))
+	}
+	for _, j := range js {
+		f.alone[j.d.Meta.StreamSeq] = j.d.Meta.Delivered
+	}
+}
+
+// aloneLocked sets j to go alone if its message failed on its own before,
+// in an earlier delivery (a delivery no later is from before a reset);
+// f.mu is held.
+func (f *flow) aloneLocked(j *job) {
+	seq := j.d.Meta.StreamSeq
+	if failed, ok := f.alone[seq]; ok {
+		delete(f.alone, seq)
+		j.alone = j.d.Meta.Delivered > failed
+	}
 }
