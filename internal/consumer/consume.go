@@ -97,7 +97,7 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 	if err != nil {
 		return err
 	}
-	k := &consumeStream{pl: pl, o: lease.NewOwner(), send: send, lastSend: time.Now(), pin: pri.PinID, claimed: make(chan struct{}, 1), batch: req.MaxMessages}
+	k := &consumeStream{pl: pl, o: lease.NewOwner(req.Silence), send: send, lastSend: time.Now(), pin: pri.PinID, claimed: make(chan struct{}, 1), batch: req.MaxMessages}
 	var last *pull.Pull // the pull the stream left open, to the orphan pool
 	defer func() { k.end(k.sendFailed || ctx.Err() != nil, last, req.KeepOnEnd) }()
 	if req.AutoExtend {

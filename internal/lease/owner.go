@@ -14,20 +14,34 @@ type Owner struct {
 	left  chan struct{}
 	// heard is when the stream's caller last showed it works on what it
 	// holds (unix ns): a settle or an Extend of one of its leases, or the
-	// first lease claimed while it held none, less lapsed; after an Extend
-	// with a duration, the time it asked for (it works on it until then).
+	// first lease claimed while it held none (but see lapsed); after an
+	// Extend with a duration, the time it asked for (it works on it until
+	// then).
 	heard int64
 	// lapsed is how long the caller had been silent when its last lease to
-	// lapse did, unsettled at its deadline; 0 once it is heard of again. A
-	// claim after such leases left it holding none is no sign of the
-	// caller: its silence goes on from there (else a caller gone for good
-	// would have its messages leased again every ack_wait, never silent).
-	lapsed time.Duration
+	// lapse did (unsettled at its deadline, or replaced by a redelivery),
+	// and lapsedAt when (unix ns; 0: none since it was heard of). The first
+	// claim, while it holds none, after leases lapsed starts its silence
+	// afresh (forgave: a caller may leave a message to come back at
+	// ack_wait, the usual retry); a later one resumes it, unless the owner
+	// held none for fresh since: else a caller gone for good would have its
+	// messages leased again every ack_wait, never silent.
+	lapsed   time.Duration
+	lapsedAt int64
+	forgave  bool
+	fresh    time.Duration
 }
 
-// NewOwner returns an owner of no lease.
-func NewOwner() *Owner {
-	return &Owner{sizes: make(map[uint64]int64), left: make(chan struct{}, 1)}
+// hear records that the caller was heard of at ns (unix ns).
+func (o *Owner) hear(ns int64) {
+	o.heard, o.lapsed, o.lapsedAt, o.forgave = max(o.heard, ns), 0, 0, false
+}
+
+// NewOwner returns an owner of no lease. Once its leases lapsed, it starts
+// its caller's silence afresh only after holding none for fresh (the
+// silence a stream may keep; 0: at once).
+func NewOwner(fresh time.Duration) *Owner {
+	return &Owner{sizes: make(map[uint64]int64), left: make(chan struct{}, 1), fresh: fresh}
 }
 
 // Left receives when a lease has left the owner: room to pull again.
@@ -39,8 +53,18 @@ func (o *Owner) Left() <-chan struct{} { return o.left }
 func (t *Table) Claim(o *Owner, rs []Ref, sizes []int64, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(o.sizes) == 0 {
-		o.heard = now.UnixNano() - int64(o.lapsed)
+	if n := now.UnixNano(); len(o.sizes) == 0 {
+		o.heard = n
+		switch {
+		case o.lapsedAt == 0: // none lapsed since the caller was heard of
+		case !o.forgave:
+			o.forgave = true
+		case n-o.lapsedAt >= int64(o.fresh):
+			o.forgave = false
+		default:
+			o.heard -= int64(o.lapsed)
+		}
+		o.lapsed, o.lapsedAt = 0, 0
 	}
 	for i, r := range rs {
 		e := t.lookup(r)
@@ -115,11 +139,23 @@ func (t *Table) Disown(o *Owner, keep time.Time) []Lease {
 	return out
 }
 
-// lapse records that e left its owner, if any, unsettled at its deadline
-// (Owner.lapsed); the table's lock is held.
-func lapse(e *entry) {
-	if o := e.owner; o != nil {
-		o.lapsed = max(time.Duration(e.Deadline.UnixNano()-o.heard), 0)
+// lapse records that e left its owner, if any, unsettled at its deadline,
+// or at at when a redelivery replaced it (zero: now; Owner.lapsed). One
+// replaced while a settle of its caller's was in flight, or unconfirmed, is the
+// caller heard of instead (a Nak's redelivery comes before its answer);
+// the table's lock is held.
+func lapse(e *entry, at time.Time) {
+	o := e.owner
+	if at.IsZero() {
+		at = time.Now()
+	}
+	switch {
+	case o == nil:
+	case e.state == stateSettling && e.op != OpExtend || e.maybe != 0:
+		o.hear(at.UnixNano())
+	default:
+		end := min(e.Deadline.UnixNano(), at.UnixNano())
+		o.lapsed, o.lapsedAt = max(time.Duration(end-o.heard), 0), end
 	}
 }
 

@@ -214,7 +214,7 @@ func (t *Table) put(e *entry) {
 		delete(t.settled, e.StreamSeq)
 	}
 	if old := t.entries[e.StreamSeq]; old != nil {
-		lapse(old) // redelivered: it went unsettled past its deadline
+		lapse(old, e.Start) // redelivered
 		t.unown(old)
 	}
 	t.entries[e.StreamSeq] = e
@@ -308,7 +308,7 @@ func (t *Table) Finish(r Ref, op Op, ok bool, now time.Time, ext Extension) (dea
 		return ext.Deadline, ext.Until
 	}
 	if o := e.owner; o != nil && ok && !ext.KeepAlive {
-		o.heard, o.lapsed = max(o.heard, now.UnixNano()), 0 // the caller's own settle (heard until later: an Extend's duration)
+		o.hear(now.UnixNano()) // the caller's own settle (heard until later: an Extend's duration)
 	}
 	switch {
 	case !ok || op == OpExtend:
@@ -365,7 +365,7 @@ func (t *Table) Sweep(now time.Time) {
 		case e.state == stateSettling:
 			t.due.push(seq, now.Add(time.Second))
 		case now.After(e.Deadline):
-			lapse(e)
+			lapse(e, now)
 			t.unown(e)
 			delete(t.entries, seq)
 		default:
