@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/push"
 )
 
@@ -59,5 +60,37 @@ func TestAPoisonMessageTakesNoOtherToMaxDeliver(t *testing.T) {
 	}
 	if mixed > 0 {
 		t.Errorf("%d batches held a message delivered again beside others", mixed)
+	}
+}
+
+// A busy endpoint's failures (503 to every other request: one bad instance
+// behind a balancer) split no batch: the failure is the endpoint's, no
+// message's, and batches of one would multiply the requests to an endpoint
+// in trouble. (A first form marked every message of a batch whose failure
+// was judged its own: 74–112 requests, against 26–28; a reviewer's test.)
+func TestABusyEndpointsFailuresSplitNoBatch(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t)
+	rc.answerWith(func(n int, _ pushed, w http.ResponseWriter) {
+		if n%2 == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	})
+	const n = 100
+	for i := range n {
+		e.publish("orders.new", fmt.Sprint(i), nil)
+	}
+	pc := batched(rc.URL, push.Batch{MaxMessages: 10, MaxWait: 200 * time.Millisecond})
+	pc.Concurrency = 2
+	pc.RetryMin, pc.RetryMax = 100*time.Millisecond, 200*time.Millisecond
+	e.replica(consumerCfg(func(c *consumer.Config) { c.MaxDeliver = 20; c.AckWait = 5 * time.Second }), pc)
+	e.drained(60 * time.Second)
+	rc.mu.Lock()
+	requests := rc.n
+	rc.mu.Unlock()
+	if requests > 40 {
+		t.Errorf("%d requests for %d messages in batches of 10, every other one failing 503; want 40 at most", requests, n)
 	}
 }

@@ -18,6 +18,7 @@ type job struct {
 	retryAfter time.Duration // the endpoint's Retry-After at that failure; 0: none
 	retry      bool          // tried before (the retrier took it, or put back as failing on its own): its failure grows the delay
 	alone      bool          // batching, it goes in a batch of its own (flow.alone)
+	faulted    bool          // its last failure was a 500: the handler's own error (flow.alone)
 	added      time.Time     // queued: a batch waits max_wait from its first job's
 	size       int64         // of its element in a batch body: estimated, exact once rendered
 	elem       []byte        // its element in a batch body, once rendered
@@ -56,11 +57,14 @@ type flow struct {
 	retryMax    time.Duration
 	changed     chan struct{} // for the retrier: something it waits on changed
 	// alone holds the messages, by stream sequence, whose failure in a
-	// push was judged their own, with the delivery that failed: batching,
-	// each goes alone when the server delivers it again, so that a
-	// message that fails every batch it is in (a poison one) takes no
-	// other to max_deliver. At most aloneMax; cleared when full (a message
-	// whose mark is lost is batched again, as any).
+	// push, a 500, was judged their own, with the delivery that failed:
+	// batching, each goes alone when the server delivers it again, so that
+	// a message that fails every batch it is in (a poison one) takes no
+	// other to max_deliver. A busy or absent endpoint's failures (429, 503,
+	// a timeout, a refused connection) mark none: the batch was not at
+	// fault, and splitting it would multiply the requests to an endpoint
+	// in trouble. At most aloneMax; cleared when full (a message whose mark
+	// is lost is batched again, as any).
 	alone map[uint64]uint64
 }
 

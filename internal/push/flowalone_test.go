@@ -8,19 +8,23 @@ import (
 	"github.com/jetgate/jetgate/internal/pull"
 )
 
-// delivery is a job of stream sequence seq, in its delivery n.
+// delivery is a job of stream sequence seq, in its delivery n, whose last
+// failure was a 500.
 func delivery(seq, n uint64) *job {
-	return &job{d: &consumer.Delivery{Meta: pull.Metadata{StreamSeq: seq, Delivered: n}}, size: 10}
+	return &job{d: &consumer.Delivery{Meta: pull.Metadata{StreamSeq: seq, Delivered: n}}, size: 10, faulted: true}
 }
 
-// A message whose failure was its own goes alone when the server delivers
-// it again, and the batch before it stops short of it; one delivered no
-// later than the failure (from before a reset) is batched as any, and the
-// mark is used once.
+// A message whose failure, a 500, was its own goes alone when the server
+// delivers it again, and the batch before it stops short of it; one
+// delivered no later than the failure (from before a reset) is batched as
+// any, and the mark is used once. A failure that was no 500 (a busy or
+// absent endpoint's) marks nothing.
 func TestAMessageThatFailedOnItsOwnGoesAloneNextTime(t *testing.T) {
 	f := newFlow(time.Millisecond, time.Second)
 	f.batching = true
-	f.markAlone([]*job{delivery(2, 1), delivery(5, 3)})
+	busy := delivery(3, 1)
+	busy.faulted = false
+	f.markAlone([]*job{delivery(2, 1), delivery(5, 3), busy})
 	f.add(delivery(1, 1), delivery(2, 2), delivery(3, 1), delivery(5, 2))
 	for i, want := range []int{1, 1, 2} {
 		if b := f.nextBatch(10, 1<<20, 0); len(b) != want {

@@ -137,17 +137,21 @@ func (f *flow) takeBatch(j *job, maxN int) []*job {
 const aloneMax = 4096
 
 // markAlone records that the jobs' failures were their own, so that each
-// goes in a batch of its own when the server delivers it again.
+// that failed with a 500 goes in a batch of its own when the server
+// delivers it again.
 func (f *flow) markAlone(js []*job) {
-	if len(js) == 0 {
-		return
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.alone == nil || len(f.alone)+len(js) > aloneMax {
-		f.alone = make(map[uint64]uint64, len(js))
-	}
 	for _, j := range js {
+		if !j.faulted {
+			continue
+		}
+		if len(f.alone) >= aloneMax {
+			clear(f.alone)
+		}
+		if f.alone == nil {
+			f.alone = make(map[uint64]uint64)
+		}
 		f.alone[j.d.Meta.StreamSeq] = j.d.Meta.Delivered
 	}
 }
