@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/jetgate/jetgate/app"
 	"github.com/jetgate/jetgate/internal/natstest"
 )
@@ -16,6 +18,23 @@ import (
 func lapseApp(t *testing.T, wait time.Duration) (app.Addrs, *rest, <-chan map[string]any) {
 	a := startApp(t, func(o *app.Options) { o.ConsumeWriteStall = 2 * time.Second; o.AckWait = wait })
 	return a, newREST(t, a), restConsume(t, a, `{"maxMessages":10,"heartbeat":"0.2s"}`)
+}
+
+// deliverOnce sets the consumer's max_deliver to 1, as an operator would,
+// and returns it.
+func deliverOnce(t *testing.T, a app.Addrs) jetstream.Consumer {
+	t.Helper()
+	js := jetStream(t, a)
+	cons, err := js.Consumer(t.Context(), "ORDERS", "billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := cons.CachedInfo().Config
+	cfg.MaxDeliver = 1
+	if _, err := js.UpdateConsumer(t.Context(), "ORDERS", cfg); err != nil {
+		t.Fatal(err)
+	}
+	return cons
 }
 
 // nextMessage reads lines until one brings a message, and returns its
@@ -61,16 +80,7 @@ func workFor(t *testing.T, lines <-chan map[string]any, d time.Duration, what st
 // the consumer; a reviewer's test.)
 func TestAFreshMessageAfterALapsedOneGoneForGoodHasTheSilence(t *testing.T) {
 	a, c, lines := lapseApp(t, 2*time.Second)
-	js := jetStream(t, a)
-	cons, err := js.Consumer(t.Context(), "ORDERS", "billing")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := cons.CachedInfo().Config
-	cfg.MaxDeliver = 1
-	if _, err := js.UpdateConsumer(t.Context(), "ORDERS", cfg); err != nil {
-		t.Fatal(err)
-	}
+	cons := deliverOnce(t, a)
 	c.post(publishPath, `{"subject":"orders.new","data":"aGk="}`).ok(t)
 	nextMessage(t, lines) // left unsettled: its lease lapses, max_deliver 1
 	natstest.Eventually(t, 10*time.Second, "the unsettled message gone from the consumer's pending", func() bool {
@@ -112,5 +122,49 @@ func TestACallerThatNaksEveryMessageIsNeverSilent(t *testing.T) {
 			tok, _ := obj(t, m, "message")["token"].(string)
 			noFailures(t, c.post(consumerPath+":nak", map[string]any{"tokens": []string{tok}}), "nak")
 		}
+	}
+}
+
+// A REST caller gone for good, its messages coming further apart than the
+// silence (each lost at max_deliver 1 once its lease lapses), is gone once
+// two have lapsed in a row: its stream ends, and takes no more. (A first
+// form forgave a lapse after the stream held none for the silence, and the
+// stream took message after message for ever; a reviewer's test.)
+func TestACallerGoneForGoodOnSparseTrafficIsGone(t *testing.T) {
+	a, c, lines := lapseApp(t, time.Second)
+	cons := deliverOnce(t, a)
+	ended := func() bool { // drains the heartbeats; true once the stream ended
+		for {
+			select {
+			case v, ok := <-lines:
+				if !ok || v["error"] != nil {
+					return true
+				}
+			default:
+				return false
+			}
+		}
+	}
+	for sent := 1; ; sent++ {
+		if sent > 3 {
+			t.Fatal("the stream took a third message, two lost before")
+		}
+		c.post(publishPath, `{"subject":"orders.new","data":"aGk="}`).ok(t)
+		gone := false
+		natstest.Eventually(t, 10*time.Second, "the message lost, or the stream ended", func() bool {
+			if ended() {
+				gone = true
+				return true
+			}
+			ci, err := cons.Info(t.Context())
+			return err == nil && ci.Delivered.Stream == uint64(sent) && ci.NumAckPending == 0
+		})
+		if gone {
+			if sent < 2 {
+				t.Fatal("the stream ended after the first lapse: that is NATS's usual retry")
+			}
+			return
+		}
+		workFor(t, lines, 2500*time.Millisecond, "idle after a lapse") // longer than the silence
 	}
 }

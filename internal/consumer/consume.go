@@ -51,7 +51,8 @@ type ConsumeRequest struct {
 	// gives back what it holds, until ctx ends.
 	Stop <-chan struct{}
 	// Silence, if set, ends a stream whose caller settled and extended
-	// none of the leases it holds for that long, and gives them back: over
+	// none of the leases it holds for that long, or let them lapse
+	// unsettled twice in a row (lease.Table.Silent), and gives them back: over
 	// REST, where the kernel's buffers take the stream's writes, a caller
 	// that stops reading cannot be told apart otherwise.
 	Silence time.Duration
@@ -97,7 +98,7 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 	if err != nil {
 		return err
 	}
-	k := &consumeStream{pl: pl, o: lease.NewOwner(req.Silence), send: send, lastSend: time.Now(), pin: pri.PinID, claimed: make(chan struct{}, 1), batch: req.MaxMessages}
+	k := &consumeStream{pl: pl, o: lease.NewOwner(), send: send, lastSend: time.Now(), pin: pri.PinID, claimed: make(chan struct{}, 1), batch: req.MaxMessages}
 	var last *pull.Pull // the pull the stream left open, to the orphan pool
 	defer func() { k.end(k.sendFailed || ctx.Err() != nil, last, req.KeepOnEnd) }()
 	if req.AutoExtend {
@@ -120,8 +121,11 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 		if req.AutoExtend && away == 0 {
 			k.extend(ctx, req.Principal, cmp.Or(req.MaxLease, pl.maxLease), now)
 		}
-		if s := pl.leases.Silent(k.o, now); req.Silence > 0 && s >= req.Silence {
+		if s, lapses := pl.leases.Silent(k.o, now); req.Silence > 0 && (s >= req.Silence || lapses >= 2) {
 			k.sendFailed = true // its leases go back at once
+			if s < req.Silence {
+				return fmt.Errorf("the caller let the messages it held lapse unsettled twice in a row, with no settle or extend between: %w", context.DeadlineExceeded)
+			}
 			return fmt.Errorf("the caller settled and extended none of the messages it holds for %v: %w", s.Round(time.Second), context.DeadlineExceeded)
 		}
 		untilBeat := k.lastSend.Add(req.Heartbeat).Sub(now)

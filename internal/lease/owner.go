@@ -14,34 +14,29 @@ type Owner struct {
 	left  chan struct{}
 	// heard is when the stream's caller last showed it works on what it
 	// holds (unix ns): a settle or an Extend of one of its leases, or the
-	// first lease claimed while it held none (but see lapsed); after an
-	// Extend with a duration, the time it asked for (it works on it until
-	// then).
+	// first lease claimed while it held none; after an Extend with a
+	// duration, the time it asked for (it works on it until then).
 	heard int64
-	// lapsed is how long the caller had been silent when its last lease to
-	// lapse did (unsettled at its deadline, or replaced by a redelivery),
-	// and lapsedAt when (unix ns; 0: none since it was heard of). The first
-	// claim, while it holds none, after leases lapsed starts its silence
-	// afresh (forgave: a caller may leave a message to come back at
-	// ack_wait, the usual retry); a later one resumes it, unless the owner
-	// held none for fresh since: else a caller gone for good would have its
-	// messages leased again every ack_wait, never silent.
-	lapsed   time.Duration
-	lapsedAt int64
-	forgave  bool
-	fresh    time.Duration
+	// lapsed: a lease of o lapsed unsettled (at its deadline, or replaced
+	// by a redelivery) since the caller was heard of or o last claimed
+	// while holding none; lapses counts those claims that followed such a
+	// lapse with no word from the caller since. A run of lapses is NATS's
+	// usual retry (a message left to come back at ack_wait); two in a row
+	// are the caller gone (Silent): else a caller gone for good on a
+	// consumer whose ack_wait is shorter than the silence would have its
+	// messages leased again every ack_wait, never silent for long enough.
+	lapsed bool
+	lapses int
 }
 
 // hear records that the caller was heard of at ns (unix ns).
 func (o *Owner) hear(ns int64) {
-	o.heard, o.lapsed, o.lapsedAt, o.forgave = max(o.heard, ns), 0, 0, false
+	o.heard, o.lapsed, o.lapses = max(o.heard, ns), false, 0
 }
 
-// NewOwner returns an owner of no lease. Once its leases lapsed, it starts
-// its caller's silence afresh only after holding none for fresh (the
-// silence a stream may keep; 0: at once).
-func NewOwner(fresh time.Duration) *Owner {
-	return &Owner{sizes: make(map[uint64]int64), left: make(chan struct{}, 1), fresh: fresh}
+// NewOwner returns an owner of no lease.
+func NewOwner() *Owner {
+	return &Owner{sizes: make(map[uint64]int64), left: make(chan struct{}, 1)}
 }
 
 // Left receives when a lease has left the owner: room to pull again.
@@ -53,18 +48,11 @@ func (o *Owner) Left() <-chan struct{} { return o.left }
 func (t *Table) Claim(o *Owner, rs []Ref, sizes []int64, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if n := now.UnixNano(); len(o.sizes) == 0 {
-		o.heard = n
-		switch {
-		case o.lapsedAt == 0: // none lapsed since the caller was heard of
-		case !o.forgave:
-			o.forgave = true
-		case n-o.lapsedAt >= int64(o.fresh):
-			o.forgave = false
-		default:
-			o.heard -= int64(o.lapsed)
+	if len(o.sizes) == 0 {
+		o.heard = now.UnixNano()
+		if o.lapsed {
+			o.lapsed, o.lapses = false, o.lapses+1
 		}
-		o.lapsed, o.lapsedAt = 0, 0
 	}
 	for i, r := range rs {
 		e := t.lookup(r)
@@ -99,14 +87,19 @@ func (t *Table) Owned(o *Owner, f func(l *Lease, handed time.Time)) {
 
 // Silent is how long o's caller has not been heard of while o holds
 // leases (0 while it holds none, or while it works on one it extended by a
-// duration).
-func (t *Table) Silent(o *Owner, now time.Time) time.Duration {
+// duration), and how many runs of its leases lapsed unsettled in a row
+// since it was last heard of (Owner.lapsed).
+func (t *Table) Silent(o *Owner, now time.Time) (silent time.Duration, lapses int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(o.sizes) == 0 {
-		return 0
+	lapses = o.lapses
+	if o.lapsed {
+		lapses++
 	}
-	return max(now.Sub(time.Unix(0, o.heard)), 0)
+	if len(o.sizes) == 0 {
+		return 0, lapses
+	}
+	return max(now.Sub(time.Unix(0, o.heard)), 0), lapses
 }
 
 // Disown lets go of every lease o holds and returns them, live still, but
@@ -140,10 +133,10 @@ func (t *Table) Disown(o *Owner, keep time.Time) []Lease {
 }
 
 // lapse records that e left its owner, if any, unsettled at its deadline,
-// or at at when a redelivery replaced it (zero: now; Owner.lapsed). One
-// replaced while a settle of its caller's was in flight, or unconfirmed, is the
-// caller heard of instead (a Nak's redelivery comes before its answer);
-// the table's lock is held.
+// or at at when a redelivery replaced it (zero: now): a lapse, unless the
+// caller was heard of since. One replaced while a settle of its caller's
+// was in flight, or unconfirmed, is the caller heard of instead (a Nak's
+// redelivery comes before its answer); the table's lock is held.
 func lapse(e *entry, at time.Time) {
 	o := e.owner
 	if at.IsZero() {
@@ -153,9 +146,8 @@ func lapse(e *entry, at time.Time) {
 	case o == nil:
 	case e.state == stateSettling && e.op != OpExtend || e.maybe != 0:
 		o.hear(at.UnixNano())
-	default:
-		end := min(e.Deadline.UnixNano(), at.UnixNano())
-		o.lapsed, o.lapsedAt = max(time.Duration(end-o.heard), 0), end
+	case min(e.Deadline.UnixNano(), at.UnixNano()) > o.heard:
+		o.lapsed = true
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 func ownedTable(t *testing.T) (*Table, *Owner, []Ref) {
 	t.Helper()
 	tb := NewTable(retention)
-	o := NewOwner(0)
+	o := NewOwner()
 	var rs []Ref
 	for s := uint64(1); s <= 3; s++ {
 		l := Lease{StreamSeq: s, ConsumerSeq: s, Delivered: 1, Deadline: at(leaseTTL), AckSubject: subj1}
@@ -112,7 +112,7 @@ func TestAnOwnedLeaseStaysThroughExtendsAndFailures(t *testing.T) {
 // leaves the first; one the table no longer holds is not claimed.
 func TestDisownAndClaimMoveLeasesBetweenOwners(t *testing.T) {
 	tb, o, rs := ownedTable(t)
-	other := NewOwner(0)
+	other := NewOwner()
 	tb.Claim(other, rs[2:], []int64{7}, t0)
 	wantLoad(t, tb, o, 2, 20)
 	wantLoad(t, tb, other, 1, 7)
@@ -137,7 +137,7 @@ func TestAnExtendByADurationIsHeardUntilTheTimeAsked(t *testing.T) {
 	p := Policy{AckWait: 30 * time.Second}
 	tb := NewTable(time.Minute)
 	tb.SetTiming(p)
-	o := NewOwner(0)
+	o := NewOwner()
 	var rs []Ref
 	for s := uint64(1); s <= 2; s++ {
 		l := Lease{StreamSeq: s, ConsumerSeq: s, Delivered: 1, Deadline: p.Deadline(now, 1), Wait: p.AckWait, AckSubject: "a"}
@@ -149,102 +149,80 @@ func TestAnExtendByADurationIsHeardUntilTheTimeAsked(t *testing.T) {
 		t.Fatal(err)
 	}
 	tb.Finish(rs[0], OpExtend, true, now, Extension{Deadline: p.Deadline(now, 1), Wait: p.AckWait, Until: now.Add(time.Hour)})
-	if s := tb.Silent(o, now.Add(31*time.Second)); s != 0 {
+	if s, _ := tb.Silent(o, now.Add(31*time.Second)); s != 0 {
 		t.Fatalf("silent %v right after the extend by an hour", s)
 	}
 	if _, _, err := tb.Begin(rs[1], OpAck, now.Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	tb.Finish(rs[1], OpAck, true, now.Add(time.Second), Extension{})
-	if s := tb.Silent(o, now.Add(40*time.Second)); s != 0 {
+	if s, _ := tb.Silent(o, now.Add(40*time.Second)); s != 0 {
 		t.Errorf("silent %v, 40s into the hour asked for the lease it still holds, after an ack of the other", s)
 	}
-	if s := tb.Silent(o, now.Add(time.Hour+time.Minute)); s != time.Minute {
+	if s, _ := tb.Silent(o, now.Add(time.Hour+time.Minute)); s != time.Minute {
 		t.Errorf("silent %v a minute past the hour asked; want a minute", s)
 	}
 }
 
 // Leases that lapsed unsettled are no sign of their stream's caller: the
-// first claim after them, while it holds none, starts its silence afresh (a
-// caller may leave a message to come back at ack_wait); a later one
-// resumes it from where it was when they lapsed, the time it held none
-// apart, unless it held none for fresh; a settle of the caller's own
-// starts it again.
+// claim after them, while it holds none, starts its silence afresh (a
+// caller may leave a message to come back at ack_wait), but a second run of
+// lapses with no word from the caller between is the caller gone; a lapse
+// before the caller's last word, or while its Nak is in flight (the Nak's
+// redelivery comes before its answer), is none.
 func TestALapsedLeaseLeavesItsOwnerSilent(t *testing.T) {
 	tb := NewTable(time.Minute)
-	o := NewOwner(time.Minute)
+	o := NewOwner()
 	add := func(seq, delivered uint64, deadline time.Duration) Ref {
 		l := Lease{StreamSeq: seq, ConsumerSeq: 10*delivered + seq, Delivered: delivered, Deadline: at(deadline), AckSubject: subj1}
 		tb.Add(l)
 		return l.Ref()
 	}
 	s := time.Second
-	silent := func(now time.Duration, want time.Duration, what string) {
+	silent := func(now time.Duration, wantSilent time.Duration, wantLapses int, what string) {
 		t.Helper()
-		if got := tb.Silent(o, at(now)); got != want {
-			t.Fatalf("silent %v %s; want %v", got, what, want)
+		if got, lapses := tb.Silent(o, at(now)); got != wantSilent || lapses != wantLapses {
+			t.Fatalf("silent %v after %d runs of lapses %s; want %v after %d", got, lapses, what, wantSilent, wantLapses)
 		}
 	}
 	tb.Claim(o, []Ref{add(1, 1, s), add(2, 1, s)}, []int64{1, 1}, t0)
 	tb.Sweep(at(2 * s)) // both lapse: o holds none
-	wantLoad(t, tb, o, 0, 0)
-	tb.Claim(o, []Ref{add(1, 2, 3*s), add(2, 2, 5*s)}, []int64{1, 1}, at(2*s))
-	silent(2*s+s/2, s/2, "half a second into the first claim after its leases lapsed")
-	tb.Sweep(at(4 * s)) // 1 lapses at 3s
-	silent(4*s, 2*s, "holding one still, 2s after that claim")
-	tb.Sweep(at(6 * s)) // 2 lapses at 5s: o holds none
-	r3 := add(3, 1, 20*s)
-	tb.Claim(o, []Ref{add(1, 3, 20*s), r3}, []int64{1, 1}, at(6*s))
-	silent(6*s, 3*s, "as the second claim after lapses comes, 3s held unheard (and 1s holding none)")
-	if _, _, err := tb.Begin(r3, OpAck, at(7*s)); err != nil {
+	silent(2*s, 0, 1, "as both leases lapsed")
+	r2 := add(2, 2, 5*s)
+	tb.Claim(o, []Ref{add(1, 2, 3*s), r2}, []int64{1, 1}, at(2*s))
+	silent(2*s+s/2, s/2, 1, "half a second into the claim after them")
+	if _, _, err := tb.Begin(r2, OpAck, at(3*s)); err != nil {
 		t.Fatal(err)
 	}
-	tb.Finish(r3, OpAck, true, at(7*s), Extension{})
-	silent(8*s, s, "a second after the caller's ack")
-	tb.Sweep(at(21 * s)) // 1 lapses at 20s
-	tb.Claim(o, []Ref{add(4, 1, 2*time.Minute)}, []int64{1}, at(22*s))
-	silent(22*s, 0, "as the first claim after a lapse since the ack comes")
-	tb.Sweep(at(2*time.Minute + s)) // 4 lapses
-	tb.Claim(o, []Ref{add(5, 1, 4*time.Minute)}, []int64{1}, at(3*time.Minute+s))
-	silent(3*time.Minute+2*s, s, "a second into a claim after holding none for fresh (a minute)")
+	tb.Finish(r2, OpAck, true, at(3*s), Extension{})
+	silent(3*s, 0, 0, "as the caller acks")
+	tb.Sweep(at(4 * s)) // 1 lapses at 3s: as the ack came, not after it
+	silent(4*s, 0, 0, "a lease lapsed as the caller was heard of")
+	r1 := add(1, 3, 10*s)
+	tb.Claim(o, []Ref{r1}, []int64{1}, at(4*s))
+	if _, _, err := tb.Begin(r1, OpNak, at(5*s)); err != nil {
+		t.Fatal(err)
+	}
+	tb.Add(Lease{StreamSeq: 1, ConsumerSeq: 41, Delivered: 4, Deadline: at(20 * s), AckSubject: subj1, Start: at(5 * s)}) // the Nak's redelivery, before its answer
+	silent(5*s, 0, 0, "as a Nak's redelivery replaced the lease")
+	tb.Claim(o, []Ref{add(3, 1, 6*s)}, []int64{1}, at(5*s))
+	tb.Sweep(at(7 * s))
+	tb.Claim(o, []Ref{add(3, 2, 8*s)}, []int64{1}, at(7*s))
+	tb.Sweep(at(9 * s))
+	silent(9*s, 0, 2, "as two runs lapsed in a row")
 }
 
-// A redelivery that replaces a lease early is a lapse only of the time it
-// ran: here the caller's Nak is in flight when the server's redelivery (at
-// once, for a Nak) reaches the table, before the Nak's answer, which then
-// finds the lease replaced: the Nak is the caller heard of. And one whose
-// server redelivered early (its timing shorter than the table knew) lapsed
-// when it was replaced, not at its deadline. (A reviewer's tests: silent
-// 58s right after the Nak, or the claim.)
-func TestALeaseReplacedEarlyLapsesOnlyTheTimeItRan(t *testing.T) {
-	for _, nak := range []bool{true, false} {
-		tb := NewTable(time.Minute)
-		o := NewOwner(time.Minute)
-		now := time.Now()
-		l0 := Lease{StreamSeq: 7, ConsumerSeq: 7, Delivered: 1, Deadline: now.Add(time.Second), AckSubject: subj1}
-		tb.Add(l0)
-		tb.Claim(o, []Ref{l0.Ref()}, []int64{1}, now)
-		tb.Sweep(now.Add(2 * time.Second)) // a first lapse: the next claim is afresh
-		l1 := Lease{StreamSeq: 1, ConsumerSeq: 1, Delivered: 1, Deadline: now.Add(58 * time.Second), AckSubject: subj1}
-		tb.Add(l1)
-		tb.Claim(o, []Ref{l1.Ref()}, []int64{1}, now.Add(2*time.Second))
-		if nak {
-			if _, _, err := tb.Begin(l1.Ref(), OpNak, now.Add(3*time.Second)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		l2 := Lease{StreamSeq: 1, ConsumerSeq: 2, Delivered: 2, Deadline: now.Add(58 * time.Second), AckSubject: subj1, Start: now.Add(3 * time.Second)}
-		tb.Add(l2)
-		if nak {
-			tb.Finish(l1.Ref(), OpNak, true, now.Add(4*time.Second), Extension{})
-		}
-		tb.Claim(o, []Ref{l2.Ref()}, []int64{1}, now.Add(3*time.Second))
-		want := time.Second // the lease replaced ran a second
-		if nak {
-			want = 0 // heard at the redelivery
-		}
-		if s := tb.Silent(o, now.Add(3*time.Second)); s != want {
-			t.Errorf("nak %v: silent %v as the redelivery is claimed; want %v", nak, s, want)
-		}
+// A redelivery that replaces a lease early (its server's timing shorter than
+// the table knew) is a lapse all the same: the caller let it go.
+func TestALeaseReplacedEarlyIsALapse(t *testing.T) {
+	tb := NewTable(time.Minute)
+	o := NewOwner()
+	now := time.Now()
+	l1 := Lease{StreamSeq: 1, ConsumerSeq: 1, Delivered: 1, Deadline: now.Add(58 * time.Second), AckSubject: subj1}
+	tb.Add(l1)
+	tb.Claim(o, []Ref{l1.Ref()}, []int64{1}, now)
+	tb.Add(Lease{StreamSeq: 1, ConsumerSeq: 2, Delivered: 2, Deadline: now.Add(58 * time.Second), AckSubject: subj1, Start: now.Add(time.Second)})
+	if _, lapses := tb.Silent(o, now.Add(time.Second)); lapses != 1 {
+		t.Errorf("%d runs of lapses after a lease was replaced a second in; want 1", lapses)
 	}
 }
