@@ -33,10 +33,19 @@ func TestAPoisonMessageTakesNoOtherToMaxDeliver(t *testing.T) {
 	e.publish("orders.new", "a", nil)
 	poison := e.publish("orders.new", "poison", nil)
 	e.publish("orders.new", "b", nil)
-	// Other messages keep coming, one a request: a push that succeeds
-	// after a failure tells the failure was its messages' own (else the
-	// endpoint could be down, and nothing is nak'ed).
-	mixed := 0 // batches that held a message delivered again beside another
+	if mixed := trickleUntilPoisonDead(t, e, rc, poison); mixed > 0 {
+		t.Errorf("%d batches held a message delivered again beside others", mixed)
+	}
+}
+
+// trickleUntilPoisonDead publishes other messages, one a request, until a
+// dead letter comes (a push that succeeds after a failure tells the
+// failure was its messages' own: else the endpoint could be down, and
+// nothing is nak'ed); the consumer drained, it fails the test unless that
+// is the only dead letter, the poison's. It returns how many batches held
+// a message delivered again beside others.
+func trickleUntilPoisonDead(t *testing.T, e *env, rc *receiver, poison uint64) (mixed int) {
+	t.Helper()
 	for i := 0; len(e.deadLetters()) == 0; i++ {
 		if i == 200 {
 			t.Fatal("the poison message was not dead-lettered within 200 requests")
@@ -58,9 +67,7 @@ func TestAPoisonMessageTakesNoOtherToMaxDeliver(t *testing.T) {
 		}
 		t.Fatalf("%d dead letters; want 1, the poison's (seq %d)", len(dl), poison)
 	}
-	if mixed > 0 {
-		t.Errorf("%d batches held a message delivered again beside others", mixed)
-	}
+	return mixed
 }
 
 // A busy endpoint's failures (503 to every other request: one bad instance

@@ -18,7 +18,7 @@ type job struct {
 	retryAfter time.Duration // the endpoint's Retry-After at that failure; 0: none
 	retry      bool          // tried before (the retrier took it, or put back as failing on its own): its failure grows the delay
 	alone      bool          // batching, it goes in a batch of its own (flow.alone)
-	faulted    bool          // its last failure was a 500: the handler's own error (flow.alone)
+	faulted    bool          // it failed with a 500, the handler's own error, in this delivery (flow.alone)
 	added      time.Time     // queued: a batch waits max_wait from its first job's
 	size       int64         // of its element in a batch body: estimated, exact once rendered
 	elem       []byte        // its element in a batch body, once rendered
@@ -224,7 +224,10 @@ func (f *flow) failedRetryable(at time.Time, js ...*job) (held bool) {
 	// while slow pushes still succeeded was never held back, and its end
 	// nak'ed every held message).
 	alone := !f.held && f.inFlight == 0 && len(f.failed) > len(js)
-	if !js[0].retry || alone {
+	// A message pushed alone for failing on its own before is no sign of
+	// the endpoint either: a few such failing in a row held it back, and
+	// the hold's end put them back afresh, round and round, never nak'ed.
+	if !js[0].alone && (!js[0].retry || alone) {
 		f.streak++
 	}
 	if js[0].retry {
@@ -280,6 +283,7 @@ func (f *flow) unholdLocked(own bool) {
 	f.held = false
 	for _, j := range f.failed {
 		j.failedAt, j.retry = time.Time{}, own
+		j.faulted = j.faulted && own // afresh: its 500 was the outage's
 	}
 	f.queue = append(f.failed, f.queue...)
 	f.failed = nil
