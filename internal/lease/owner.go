@@ -34,6 +34,21 @@ func (o *Owner) hear(ns int64) {
 	o.heard, o.lapsed, o.lapses = max(o.heard, ns), false, 0
 }
 
+// settled records the caller's own settle or Extend of e at now (unix ns):
+// heard now, or later while it works on another lease it holds that it
+// extended by a duration past its deadline (its keep); an Extend's own
+// duration comes after, from keepUntil. Before, an Extend by an hour then
+// an Ack left the caller heard of for the hour, silent or not.
+func (o *Owner) settled(entries map[uint64]*entry, e *entry, now int64) {
+	heard := now
+	for seq := range o.sizes {
+		if x := entries[seq]; o.heard > now && x != nil && x != e {
+			heard = max(heard, x.keep*int64(time.Millisecond))
+		}
+	}
+	o.heard, o.lapsed, o.lapses = heard, false, 0
+}
+
 // NewOwner returns an owner of no lease.
 func NewOwner() *Owner {
 	return &Owner{sizes: make(map[uint64]int64), left: make(chan struct{}, 1)}
@@ -134,7 +149,8 @@ func (t *Table) Disown(o *Owner, keep time.Time) []Lease {
 
 // lapse records that e left its owner, if any, unsettled at its deadline,
 // or at at when a redelivery replaced it (zero: now): a lapse, unless the
-// caller was heard of since. One replaced while a settle of its caller's
+// caller was heard of since, or the stream held it for less than half its
+// wait. One replaced while a settle of its caller's
 // was in flight, or unconfirmed, is the caller heard of instead (a Nak's
 // redelivery comes before its answer); the table's lock is held.
 func lapse(e *entry, at time.Time) {
@@ -146,9 +162,12 @@ func lapse(e *entry, at time.Time) {
 	case o == nil:
 	case e.state == stateSettling && e.op != OpExtend || e.maybe != 0:
 		o.hear(at.UnixNano())
-	case min(e.Deadline.UnixNano(), at.UnixNano()) > o.heard:
+	case min(e.Deadline.UnixNano(), at.UnixNano()) <= o.heard:
+		// lapsed before the caller's last word
+	case e.handed == 0 || 2*(min(e.Deadline.UnixMilli(), at.UnixMilli())-e.handed) >= e.Wait.Milliseconds():
 		o.lapsed = true
-	}
+	} // else held for less than half its wait (the rest of another's
+	// Fetch, claimed near its end): no sign of the caller
 }
 
 // unown takes e from its owner, if any, and wakes the owner; t.mu is held.

@@ -226,3 +226,58 @@ func TestALeaseReplacedEarlyIsALapse(t *testing.T) {
 		t.Errorf("%d runs of lapses after a lease was replaced a second in; want 1", lapses)
 	}
 }
+
+// A settle of the lease its caller extended by a duration ends the time it
+// asked for: the caller is heard of then, not until the time asked; but not
+// while it still holds another lease so extended.
+func TestASettleEndsTheTimeAnExtendAsked(t *testing.T) {
+	now := time.Now().Truncate(time.Millisecond)
+	p := Policy{AckWait: 30 * time.Second}
+	tb := NewTable(time.Minute)
+	tb.SetTiming(p)
+	o := NewOwner()
+	var rs []Ref
+	for s := uint64(1); s <= 3; s++ {
+		l := Lease{StreamSeq: s, ConsumerSeq: s, Delivered: 1, Deadline: p.Deadline(now, 1), Wait: p.AckWait, AckSubject: "a"}
+		tb.Add(l)
+		rs = append(rs, l.Ref())
+	}
+	tb.Claim(o, rs, []int64{1, 1, 1}, now)
+	extend := func(r Ref, until time.Duration) {
+		if _, _, err := tb.Begin(r, OpExtend, now); err != nil {
+			t.Fatal(err)
+		}
+		tb.Finish(r, OpExtend, true, now, Extension{Deadline: p.Deadline(now, 1), Wait: p.AckWait, Until: now.Add(until)})
+	}
+	ack := func(r Ref, at time.Time) {
+		if _, _, err := tb.Begin(r, OpAck, at); err != nil {
+			t.Fatal(err)
+		}
+		tb.Finish(r, OpAck, true, at, Extension{})
+	}
+	extend(rs[0], time.Hour)
+	extend(rs[1], 2*time.Hour)
+	ack(rs[0], now.Add(time.Second))
+	if s, _ := tb.Silent(o, now.Add(time.Minute)); s != 0 {
+		t.Fatalf("silent %v a minute after the ack of one, still holding one extended by 2h", s)
+	}
+	ack(rs[1], now.Add(2*time.Second))
+	if s, _ := tb.Silent(o, now.Add(12*time.Second)); s != 10*time.Second {
+		t.Errorf("silent %v 10s after the ack of the last lease extended by a duration; want 10s", s)
+	}
+}
+
+// A lease the stream held for less than half its wait (the rest of
+// another's Fetch, claimed near its end) that lapses is no run of lapses.
+func TestALeaseHeldBrieflyIsNoLapse(t *testing.T) {
+	tb := NewTable(time.Minute)
+	o := NewOwner()
+	l := Lease{StreamSeq: 1, ConsumerSeq: 1, Delivered: 1, Deadline: at(10 * time.Second), Wait: 10 * time.Second, AckSubject: subj1}
+	tb.Add(l)
+	tb.Hand([]Ref{l.Ref()}, "alice", at(7*time.Second))
+	tb.Claim(o, []Ref{l.Ref()}, []int64{1}, at(7*time.Second))
+	tb.Sweep(at(11 * time.Second))
+	if _, lapses := tb.Silent(o, at(11*time.Second)); lapses != 0 {
+		t.Fatalf("%d runs of lapses after a lease held 3s of its 10s wait lapsed; want 0", lapses)
+	}
+}

@@ -308,7 +308,7 @@ func (t *Table) Finish(r Ref, op Op, ok bool, now time.Time, ext Extension) (dea
 		return ext.Deadline, ext.Until
 	}
 	if o := e.owner; o != nil && ok && !ext.KeepAlive {
-		o.hear(now.UnixNano()) // the caller's own settle (heard until later: an Extend's duration)
+		o.settled(t.entries, e, now.UnixNano()) // the caller's own settle (heard until later: an Extend's duration)
 	}
 	switch {
 	case !ok || op == OpExtend:

@@ -85,7 +85,8 @@ func (p *Pusher) pushBatch(ctx context.Context, js []*job) {
 		p.m.requests.retried.Add(float64(n))
 		p.failed(a.err)
 		for _, j := range js {
-			j.retryAfter, j.faulted = a.delay, j.faulted || a.status == http.StatusInternalServerError
+			j.retryAfter, j.last500 = a.delay, a.status == http.StatusInternalServerError
+			j.faulted = j.faulted || j.last500
 		}
 		if p.flow.failedRetryable(time.Now(), js...) {
 			p.up.wentDown(a.err)

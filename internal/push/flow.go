@@ -19,6 +19,7 @@ type job struct {
 	retry      bool          // tried before (the retrier took it, or put back as failing on its own): its failure grows the delay
 	alone      bool          // batching, it goes in a batch of its own (flow.alone)
 	faulted    bool          // it failed with a 500, the handler's own error, in this delivery (flow.alone)
+	last500    bool          // its last try failed with a 500
 	added      time.Time     // queued: a batch waits max_wait from its first job's
 	size       int64         // of its element in a batch body: estimated, exact once rendered
 	elem       []byte        // its element in a batch body, once rendered
@@ -224,10 +225,12 @@ func (f *flow) failedRetryable(at time.Time, js ...*job) (held bool) {
 	// while slow pushes still succeeded was never held back, and its end
 	// nak'ed every held message).
 	alone := !f.held && f.inFlight == 0 && len(f.failed) > len(js)
-	// A message pushed alone for failing on its own before is no sign of
-	// the endpoint either: a few such failing in a row held it back, and
-	// the hold's end put them back afresh, round and round, never nak'ed.
-	if !js[0].alone && (!js[0].retry || alone) {
+	// A message pushed alone for failing on its own before, failing with a
+	// 500 again, is no sign of the endpoint either: a few such failing in a
+	// row held it back, and the hold's end put them back afresh, round and
+	// round, never nak'ed. Failing otherwise (a 503, a refused connection),
+	// it counts: an outage met by those alone must hold the endpoint back.
+	if !(js[0].alone && js[0].last500) && (!js[0].retry || alone) {
 		f.streak++
 	}
 	if js[0].retry {

@@ -51,3 +51,46 @@ func TestTheAloneMarksAreBounded(t *testing.T) {
 		t.Fatal("the newest mark was lost")
 	}
 }
+
+// Jobs that go alone failing retryably otherwise than with a 500 (503,
+// refused) one after another, nothing else pushed: an endpoint that is
+// down. It is held back, and the first success once it is back judges no
+// failure its message's own (a reviewer's test).
+func TestAloneJobsFailingInARowHoldTheEndpoint(t *testing.T) {
+	f := newFlow(time.Millisecond, time.Second)
+	f.batching = true
+	f.markAlone([]*job{delivery(1, 1), delivery(2, 1), delivery(3, 1)})
+	js := []*job{delivery(1, 2), delivery(2, 2), delivery(3, 2)}
+	for _, j := range js {
+		j.faulted = false
+	}
+	f.add(js...)
+	for range js {
+		b := f.nextBatch(10, 1<<20, 0)
+		if len(b) != 1 || !b[0].alone {
+			t.Fatalf("a batch of %d, alone %v", len(b), b[0].alone)
+		}
+		f.failedRetryable(time.Now(), b...) // 503
+	}
+	for round := range 5 { // the retrier, one at a time
+		for range js {
+			j, _, ok := f.retryDue()
+			if !ok {
+				t.Fatalf("round %d: nothing to retry", round)
+			}
+			if b := f.takeBatch(j, 10); len(b) != 1 {
+				t.Fatalf("a retry of %d", len(b))
+			}
+			f.failedRetryable(time.Now(), j) // 503 again
+		}
+	}
+	if _, held := f.state(); !held {
+		t.Errorf("18 requests in a row failed retryably, nothing else pushed, and the endpoint is not held back")
+	}
+	// Back: the retrier's next try succeeds.
+	j, _, _ := f.retryDue()
+	f.takeBatch(j, 10)
+	if own := f.succeeded(time.Now(), 1); len(own) != 0 {
+		t.Errorf("the endpoint's outage judged %d messages' own failures (each nak'ed, a delivery spent)", len(own))
+	}
+}
