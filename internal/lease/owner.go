@@ -41,9 +41,11 @@ func (o *Owner) hear(ns int64) {
 // an Ack left the caller heard of for the hour, silent or not.
 func (o *Owner) settled(entries map[uint64]*entry, e *entry, now int64) {
 	heard := now
-	for seq := range o.sizes {
-		if x := entries[seq]; o.heard > now && x != nil && x != e {
-			heard = max(heard, x.keep*int64(time.Millisecond))
+	if o.heard > now { // it asked for time: is it at work on another lease still?
+		for seq := range o.sizes {
+			if x := entries[seq]; x != nil && x != e {
+				heard = max(heard, x.keep*int64(time.Millisecond))
+			}
 		}
 	}
 	o.heard, o.lapsed, o.lapses = heard, false, 0
