@@ -151,8 +151,8 @@ func (t *Table) Disown(o *Owner, keep time.Time) []Lease {
 
 // lapse records that e left its owner, if any, unsettled at its deadline,
 // or at at when a redelivery replaced it (zero: now): a lapse, unless the
-// caller was heard of since, or the stream held it for less than half its
-// wait. One replaced while a settle of its caller's
+// caller was heard of since, or it was handed to the stream over half its
+// wait after its receipt. One replaced while a settle of its caller's
 // was in flight, or unconfirmed, is the caller heard of instead (a Nak's
 // redelivery comes before its answer); the table's lock is held.
 func lapse(e *entry, at time.Time) {
@@ -166,10 +166,10 @@ func lapse(e *entry, at time.Time) {
 		o.hear(at.UnixNano())
 	case min(e.Deadline.UnixNano(), at.UnixNano()) <= o.heard:
 		// lapsed before the caller's last word
-	case e.handed == 0 || 2*(min(e.Deadline.UnixMilli(), at.UnixMilli())-e.handed) >= e.Wait.Milliseconds():
+	case e.handed == 0 || e.Start.IsZero() || 2*(e.handed-e.Start.UnixMilli()) < e.Wait.Milliseconds():
 		o.lapsed = true
-	} // else held for less than half its wait (the rest of another's
-	// Fetch, claimed near its end): no sign of the caller
+	} // else handed out over half its wait after its receipt (the rest of
+	// another's Fetch, claimed near its end): no sign of the caller
 }
 
 // unown takes e from its owner, if any, and wakes the owner; t.mu is held.

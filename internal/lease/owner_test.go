@@ -218,8 +218,9 @@ func TestALeaseReplacedEarlyIsALapse(t *testing.T) {
 	tb := NewTable(time.Minute)
 	o := NewOwner()
 	now := time.Now()
-	l1 := Lease{StreamSeq: 1, ConsumerSeq: 1, Delivered: 1, Deadline: now.Add(58 * time.Second), AckSubject: subj1}
+	l1 := Lease{StreamSeq: 1, ConsumerSeq: 1, Delivered: 1, Deadline: now.Add(58 * time.Second), Wait: time.Minute, AckSubject: subj1, Start: now}
 	tb.Add(l1)
+	tb.Hand([]Ref{l1.Ref()}, "alice", now) // handed at its receipt, as a Consume's are
 	tb.Claim(o, []Ref{l1.Ref()}, []int64{1}, now)
 	tb.Add(Lease{StreamSeq: 1, ConsumerSeq: 2, Delivered: 2, Deadline: now.Add(58 * time.Second), AckSubject: subj1, Start: now.Add(time.Second)})
 	if _, lapses := tb.Silent(o, now.Add(time.Second)); lapses != 1 {
@@ -267,12 +268,13 @@ func TestASettleEndsTheTimeAnExtendAsked(t *testing.T) {
 	}
 }
 
-// A lease the stream held for less than half its wait (the rest of
-// another's Fetch, claimed near its end) that lapses is no run of lapses.
+// A lease handed to the stream over half its wait after its receipt (the
+// rest of another's Fetch, claimed near its end) that lapses is no run of
+// lapses.
 func TestALeaseHeldBrieflyIsNoLapse(t *testing.T) {
 	tb := NewTable(time.Minute)
 	o := NewOwner()
-	l := Lease{StreamSeq: 1, ConsumerSeq: 1, Delivered: 1, Deadline: at(10 * time.Second), Wait: 10 * time.Second, AckSubject: subj1}
+	l := Lease{StreamSeq: 1, ConsumerSeq: 1, Delivered: 1, Deadline: at(10 * time.Second), Wait: 10 * time.Second, AckSubject: subj1, Start: t0}
 	tb.Add(l)
 	tb.Hand([]Ref{l.Ref()}, "alice", at(7*time.Second))
 	tb.Claim(o, []Ref{l.Ref()}, []int64{1}, at(7*time.Second))
