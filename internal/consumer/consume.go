@@ -50,11 +50,10 @@ type ConsumeRequest struct {
 	// Stop, when closed, ends the pulling: the stream still extends and
 	// gives back what it holds, until ctx ends.
 	Stop <-chan struct{}
-	// Silence, if set, ends a stream whose caller settled and extended
-	// none of the leases it holds for that long, or let them lapse
-	// unsettled twice in a row (lease.Table.Silent), and gives them back: over
-	// REST, where the kernel's buffers take the stream's writes, a caller
-	// that stops reading cannot be told apart otherwise.
+	// Silence, if set, ends a stream whose caller is silent (silent), and
+	// gives its leases back: over REST, where the kernel's buffers take the
+	// stream's writes, a caller that stops reading cannot be told apart
+	// otherwise.
 	Silence time.Duration
 	// KeepOnEnd is how long the replica keeps the stream's leases alive
 	// after a stream that ends without its caller leaving (NATS went away,
@@ -121,12 +120,8 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 		if req.AutoExtend && away == 0 {
 			k.extend(ctx, req.Principal, cmp.Or(req.MaxLease, pl.maxLease), now)
 		}
-		if s, lapses := pl.leases.Silent(k.o, now); req.Silence > 0 && (s >= req.Silence || lapses >= 2) {
-			k.sendFailed = true // its leases go back at once
-			if s < req.Silence {
-				return fmt.Errorf("the caller let the messages it held lapse unsettled twice in a row, with no settle or extend between: %w", context.DeadlineExceeded)
-			}
-			return fmt.Errorf("the caller settled and extended none of the messages it holds for %v: %w", s.Round(time.Second), context.DeadlineExceeded)
+		if err := k.silent(req.Silence, now); err != nil {
+			return err
 		}
 		untilBeat := k.lastSend.Add(req.Heartbeat).Sub(now)
 		if untilBeat <= 0 {
@@ -387,4 +382,19 @@ func (k *consumeStream) end(callerLeft bool, last *pull.Pull, keep time.Duration
 	pl.counts.Orphans[OrphanReturned].Add(uint64(len(ds)))
 	pl.orphans.giveBack(ds, last, time.Now())
 	pl.wake()
+}
+
+// silent ends the stream, its leases to go back at once, once its caller
+// settled and extended none of the messages it holds for silence, or let
+// them lapse unsettled twice in a row (lease.Table.Silent); 0: never.
+func (k *consumeStream) silent(silence time.Duration, now time.Time) error {
+	s, lapses := k.pl.leases.Silent(k.o, now)
+	if silence == 0 || s < silence && lapses < 2 {
+		return nil
+	}
+	k.sendFailed = true
+	if s < silence {
+		return fmt.Errorf("the caller let the messages it held lapse unsettled twice in a row, with no settle or extend between: %w", context.DeadlineExceeded)
+	}
+	return fmt.Errorf("the caller settled and extended none of the messages it holds for %v: %w", s.Round(time.Second), context.DeadlineExceeded)
 }
