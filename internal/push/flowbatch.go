@@ -140,6 +140,9 @@ const aloneMax = 4096
 // that failed with a 500 goes in a batch of its own when the server
 // delivers it again.
 func (f *flow) markAlone(js []*job) {
+	if len(js) == 0 { // most successes judge none
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, j := range js {
