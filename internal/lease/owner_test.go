@@ -128,38 +128,65 @@ func TestDisownAndClaimMoveLeasesBetweenOwners(t *testing.T) {
 	wantLoad(t, tb, other, 0, 0)
 }
 
+// extendedTable is a table of n leases (ack_wait 30s) that one owner claimed
+// at now, and its caller's Extend by a duration (to now+until) and Ack.
+type extendedTable struct {
+	t   *testing.T
+	tb  *Table
+	o   *Owner
+	rs  []Ref
+	p   Policy
+	now time.Time
+}
+
+func newExtendedTable(t *testing.T, n int) *extendedTable {
+	x := &extendedTable{t: t, tb: NewTable(time.Minute), o: NewOwner(), p: Policy{AckWait: 30 * time.Second}, now: time.Now().Truncate(time.Millisecond)}
+	x.tb.SetTiming(x.p)
+	for s := uint64(1); s <= uint64(n); s++ {
+		l := Lease{StreamSeq: s, ConsumerSeq: s, Delivered: 1, Deadline: x.p.Deadline(x.now, 1), Wait: x.p.AckWait, AckSubject: "a"}
+		x.tb.Add(l)
+		x.rs = append(x.rs, l.Ref())
+	}
+	x.tb.Claim(x.o, x.rs, make([]int64, n), x.now)
+	return x
+}
+
+func (x *extendedTable) extend(i int, until time.Duration) {
+	x.t.Helper()
+	if _, _, err := x.tb.Begin(x.rs[i], OpExtend, x.now); err != nil {
+		x.t.Fatal(err)
+	}
+	x.tb.Finish(x.rs[i], OpExtend, true, x.now, Extension{Deadline: x.p.Deadline(x.now, 1), Wait: x.p.AckWait, Until: x.now.Add(until)})
+}
+
+func (x *extendedTable) ack(i int, after time.Duration) {
+	x.t.Helper()
+	if _, _, err := x.tb.Begin(x.rs[i], OpAck, x.now.Add(after)); err != nil {
+		x.t.Fatal(err)
+	}
+	x.tb.Finish(x.rs[i], OpAck, true, x.now.Add(after), Extension{})
+}
+
+func (x *extendedTable) silent(after time.Duration) time.Duration {
+	s, _ := x.tb.Silent(x.o, x.now.Add(after))
+	return s
+}
+
 // An Extend by a duration has its owner heard until the time asked, and a
 // settle of another of its leases after it does not take that back (it set
 // heard to now: the stream went silent while its caller still worked on
 // the lease it had extended for an hour).
 func TestAnExtendByADurationIsHeardUntilTheTimeAsked(t *testing.T) {
-	now := time.Now().Truncate(time.Millisecond)
-	p := Policy{AckWait: 30 * time.Second}
-	tb := NewTable(time.Minute)
-	tb.SetTiming(p)
-	o := NewOwner()
-	var rs []Ref
-	for s := uint64(1); s <= 2; s++ {
-		l := Lease{StreamSeq: s, ConsumerSeq: s, Delivered: 1, Deadline: p.Deadline(now, 1), Wait: p.AckWait, AckSubject: "a"}
-		tb.Add(l)
-		rs = append(rs, l.Ref())
-	}
-	tb.Claim(o, rs, []int64{1, 1}, now)
-	if _, _, err := tb.Begin(rs[0], OpExtend, now); err != nil {
-		t.Fatal(err)
-	}
-	tb.Finish(rs[0], OpExtend, true, now, Extension{Deadline: p.Deadline(now, 1), Wait: p.AckWait, Until: now.Add(time.Hour)})
-	if s, _ := tb.Silent(o, now.Add(31*time.Second)); s != 0 {
+	x := newExtendedTable(t, 2)
+	x.extend(0, time.Hour)
+	if s := x.silent(31 * time.Second); s != 0 {
 		t.Fatalf("silent %v right after the extend by an hour", s)
 	}
-	if _, _, err := tb.Begin(rs[1], OpAck, now.Add(time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	tb.Finish(rs[1], OpAck, true, now.Add(time.Second), Extension{})
-	if s, _ := tb.Silent(o, now.Add(40*time.Second)); s != 0 {
+	x.ack(1, time.Second)
+	if s := x.silent(40 * time.Second); s != 0 {
 		t.Errorf("silent %v, 40s into the hour asked for the lease it still holds, after an ack of the other", s)
 	}
-	if s, _ := tb.Silent(o, now.Add(time.Hour+time.Minute)); s != time.Minute {
+	if s := x.silent(time.Hour + time.Minute); s != time.Minute {
 		t.Errorf("silent %v a minute past the hour asked; want a minute", s)
 	}
 }
@@ -232,38 +259,15 @@ func TestALeaseReplacedEarlyIsALapse(t *testing.T) {
 // asked for: the caller is heard of then, not until the time asked; but not
 // while it still holds another lease so extended.
 func TestASettleEndsTheTimeAnExtendAsked(t *testing.T) {
-	now := time.Now().Truncate(time.Millisecond)
-	p := Policy{AckWait: 30 * time.Second}
-	tb := NewTable(time.Minute)
-	tb.SetTiming(p)
-	o := NewOwner()
-	var rs []Ref
-	for s := uint64(1); s <= 3; s++ {
-		l := Lease{StreamSeq: s, ConsumerSeq: s, Delivered: 1, Deadline: p.Deadline(now, 1), Wait: p.AckWait, AckSubject: "a"}
-		tb.Add(l)
-		rs = append(rs, l.Ref())
-	}
-	tb.Claim(o, rs, []int64{1, 1, 1}, now)
-	extend := func(r Ref, until time.Duration) {
-		if _, _, err := tb.Begin(r, OpExtend, now); err != nil {
-			t.Fatal(err)
-		}
-		tb.Finish(r, OpExtend, true, now, Extension{Deadline: p.Deadline(now, 1), Wait: p.AckWait, Until: now.Add(until)})
-	}
-	ack := func(r Ref, at time.Time) {
-		if _, _, err := tb.Begin(r, OpAck, at); err != nil {
-			t.Fatal(err)
-		}
-		tb.Finish(r, OpAck, true, at, Extension{})
-	}
-	extend(rs[0], time.Hour)
-	extend(rs[1], 2*time.Hour)
-	ack(rs[0], now.Add(time.Second))
-	if s, _ := tb.Silent(o, now.Add(time.Minute)); s != 0 {
+	x := newExtendedTable(t, 3)
+	x.extend(0, time.Hour)
+	x.extend(1, 2*time.Hour)
+	x.ack(0, time.Second)
+	if s := x.silent(time.Minute); s != 0 {
 		t.Fatalf("silent %v a minute after the ack of one, still holding one extended by 2h", s)
 	}
-	ack(rs[1], now.Add(2*time.Second))
-	if s, _ := tb.Silent(o, now.Add(12*time.Second)); s != 10*time.Second {
+	x.ack(1, 2*time.Second)
+	if s := x.silent(12 * time.Second); s != 10*time.Second {
 		t.Errorf("silent %v 10s after the ack of the last lease extended by a duration; want 10s", s)
 	}
 }
