@@ -45,11 +45,6 @@ const growEvery = time.Second
 // batch on one reply (serverView.inOrder) within it.
 const viewEvery = 10 * time.Second
 
-// DefaultMaxFetchBytes is the bytes one Fetch pulls unless configured: a
-// margin under gRPC's default 4 MiB for the tokens and metadata each
-// message carries besides its data.
-const DefaultMaxFetchBytes = 3 << 20
-
 // Deps are what a Consumer shares with the rest of its replica.
 type Deps struct {
 	Conn   *nats.Conn
@@ -85,6 +80,10 @@ type Deps struct {
 	// since the settle began (a process stopped mid-settle), so that a reset
 	// slept through voids the settle's leases first, and it is not sent.
 	Awake func(ctx context.Context) error
+	// CatchUp, if set, is called before each pull is sent: it returns once
+	// the replica has taken in what NATS had sent it (a reset request held
+	// by the client), lest the pull's deliveries seem from before it.
+	CatchUp func(ctx context.Context) error
 	// Terminated, if set, is told of the deliveries whose Term the server
 	// has just confirmed (their StreamSeq and Delivered), and the Term's
 	// reason, before the Term is reported: the replica records them for
@@ -200,6 +199,7 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 		maxFetchBytes: cmp.Or(d.MaxFetchBytes, DefaultMaxFetchBytes),
 		maxLease:      cmp.Or(d.MaxLease, DefaultMaxLease),
 		traced:        d.Traced,
+		catchUp:       d.CatchUp,
 		log:           c.log,
 		waiting:       newWaitingPulls(placesOf(ci.Config.MaxWaiting)),
 		server:        c.onServer,

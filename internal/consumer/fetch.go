@@ -17,6 +17,11 @@ import (
 	"github.com/jetgate/jetgate/internal/tracing"
 )
 
+// DefaultMaxFetchBytes is the bytes one Fetch pulls unless configured: a
+// margin under gRPC's default 4 MiB for the tokens and metadata each
+// message carries besides its data.
+const DefaultMaxFetchBytes = 3 << 20
+
 // Delivery is one leased message.
 type Delivery struct {
 	Token    string

@@ -23,10 +23,11 @@ import (
 // through the settler only a Consume stream's keep-alive extends.
 type puller struct {
 	nc            *nats.Conn
-	next          string        // where its pulls are sent
-	maxFetchBytes int64         // the gateway's bound on one Fetch
-	maxLease      time.Duration // how long auto_extend keeps one lease
-	traced        bool          // keep each delivery's creation context
+	next          string                          // where its pulls are sent
+	maxFetchBytes int64                           // the gateway's bound on one Fetch
+	maxLease      time.Duration                   // how long auto_extend keeps one lease
+	traced        bool                            // keep each delivery's creation context
+	catchUp       func(ctx context.Context) error // Deps.CatchUp; nil: nothing to catch up with
 	log           *slog.Logger
 
 	waiting  *waitingPulls // this replica's places among the consumer's waiting pulls
@@ -133,7 +134,7 @@ func (pl *puller) pullLoop(ctx context.Context, lim pullLimits, s sink) (EmptyRe
 				return EmptyNone, nil, err
 			}
 		}
-		p, err := pl.startPull(lim, inLine)
+		p, err := pl.startPull(ctx, lim, inLine)
 		if err != nil {
 			return EmptyNone, nil, err
 		}
@@ -152,9 +153,17 @@ func (pl *puller) pullLoop(ctx context.Context, lim pullLimits, s sink) (EmptyRe
 // line waits in the server's queue for lim.waitBatch; otherwise it is
 // no_wait: what is available now, no more than max_ack_pending leaves room
 // for (one cut short there is held open by the server until its next
-// heartbeat). Its place is given back when the pull ends, or at once if it
-// could not start.
-func (pl *puller) startPull(lim pullLimits, inLine bool) (markedPull, error) {
+// heartbeat). It is sent once the replica has taken in a reset NATS told it
+// of (Deps.CatchUp): a pull marked before would have its deliveries, made
+// after the reset, taken to be from before it. Its place is given back when
+// the pull ends, or at once if it could not start.
+func (pl *puller) startPull(ctx context.Context, lim pullLimits, inLine bool) (markedPull, error) {
+	if pl.catchUp != nil {
+		if err := pl.catchUp(ctx); err != nil {
+			pl.waiting.release()
+			return markedPull{}, err
+		}
+	}
 	server := pl.server.view().limits
 	batch := lim.waitBatch
 	if !inLine {

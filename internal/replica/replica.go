@@ -220,7 +220,7 @@ func (r *Replica) open(ctx context.Context, o Options) error {
 	r.binder.shared = consumer.Deps{
 		Conn: o.Conn, Sender: r.forwarder.sender, Ledger: ledger, Keys: r.keys, Self: r.self,
 		Timeout: r.timeout, Log: r.log, MaxFetchBytes: o.MaxFetchBytes, MaxLease: r.maxLease, API: r.api,
-		Traced: o.Tracing.On(), Awake: r.relay.awake, Terminated: r.deadLetters.recordTerms,
+		Traced: o.Tracing.On(), Awake: r.relay.awake, CatchUp: r.relay.catchUp, Terminated: r.deadLetters.recordTerms,
 		Peers: func(ctx context.Context, stream, consumer string) ([]string, error) {
 			if r.roster == nil { // still opening: nothing is bound yet
 				return nil, nil

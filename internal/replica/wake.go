@@ -120,14 +120,16 @@ func raise(v *atomic.Int64, at int64) {
 	}
 }
 
-// catchUp makes a settle wait for what NATS told the replica before it:
-// until the relay has handled every message its subscriptions had received
-// (a reset request voids leases, an update request cuts them short, each
-// on the subscription's own goroutine, which a settle could otherwise
-// overtake). When the replica may have slept through something, it first
-// flushes its connection, so that every message the server sent before is
-// among them. A replica that runs on and whose relay has nothing in hand
-// pays a few locked reads a settle.
+// catchUp makes a settle, or a pull (consumer.Deps.CatchUp), wait for what
+// NATS told the replica before it: until the relay has handled every
+// message its subscriptions had received (a reset request voids leases, an
+// update request cuts them short, each on the subscription's own
+// goroutine, which a settle could otherwise overtake, and a pull marked
+// before it would have its deliveries taken to be from before the reset).
+// When the replica may have slept through something, it first flushes its
+// connection, so that every message the server sent before is among them.
+// A replica that runs on and whose relay has nothing in hand pays a few
+// locked reads a settle or a pull.
 func (rl *relay) catchUp(ctx context.Context) error {
 	rl.reconnected()
 	began := time.Now()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -64,10 +65,29 @@ func TestASettleWaitsForWhatTheRelayHasInHand(t *testing.T) {
 	if err := r.relay.catchUp(ctx); err != nil {
 		t.Fatalf("catch up with nothing in hand: %v", err)
 	}
-	release, handled := make(chan struct{}), new(atomic.Int64)
+	release, handled := holdInRelay(t, r, nc)
+	if err := r.relay.catchUp(ctx); !errors.Is(err, errs.ErrUnavailable) {
+		t.Fatalf("catch up while a handler holds a message: %v; want UNAVAILABLE after the request timeout", err)
+	}
+	release()
+	if err := r.relay.catchUp(ctx); err != nil {
+		t.Fatalf("catch up once the handler let go: %v", err)
+	}
+	if handled.Load() != 1 {
+		t.Fatalf("catchUp returned with the message not handled")
+	}
+}
+
+// holdInRelay adds to r's relay a subscription whose handler holds the one
+// message nc publishes to it until release is called, and returns once the
+// handler has it: the relay has a message in hand, as it has a reset
+// request its handler has not run for yet.
+func holdInRelay(t *testing.T, r *Replica, nc *nats.Conn) (release func(), handled *atomic.Int64) {
+	t.Helper()
+	held, handled := make(chan struct{}), new(atomic.Int64)
 	sub, err := r.nc.Subscribe("test.held", func(*nats.Msg) {
 		defer handled.Add(1)
-		<-release
+		<-held
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -83,16 +103,10 @@ func TestASettleWaitsForWhatTheRelayHasInHand(t *testing.T) {
 		n, _ := sub.Delivered()
 		return n == 1
 	})
-	if err := r.relay.catchUp(ctx); !errors.Is(err, errs.ErrUnavailable) {
-		t.Fatalf("catch up while a handler holds a message: %v; want UNAVAILABLE after the request timeout", err)
-	}
-	close(release)
-	if err := r.relay.catchUp(ctx); err != nil {
-		t.Fatalf("catch up once the handler let go: %v", err)
-	}
-	if handled.Load() != 1 {
-		t.Fatalf("catchUp returned with the message not handled")
-	}
+	var once sync.Once
+	release = func() { once.Do(func() { close(held) }) }
+	t.Cleanup(release)
+	return release, handled
 }
 
 // billingReplica starts a replica serving ORDERS/billing (a request
