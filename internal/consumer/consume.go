@@ -18,62 +18,6 @@ import (
 	"github.com/jetgate/jetgate/internal/token"
 )
 
-// Defaults of a Consume.
-const (
-	DefaultConsumeMessages  = 200
-	DefaultConsumeHeartbeat = 15 * time.Second
-	// DefaultMaxLease is how long auto_extend keeps one lease alive.
-	DefaultMaxLease = time.Hour
-	// A Consume stream sends the messages of a pull that is still open (the
-	// consumer is at max_ack_pending, and settles let messages through one
-	// by one) once the server pauses for consumeGap, or the oldest has
-	// waited consumeMaxLinger: a burst goes as one response, not one
-	// response (and one Ack) a message.
-	consumeGap       = time.Millisecond
-	consumeMaxLinger = 5 * time.Millisecond
-)
-
-// consumeMaxWait bounds one pull of a Consume (a variable for tests).
-var consumeMaxWait = time.Second
-
-// ConsumeRequest is a validated Consume.
-type ConsumeRequest struct {
-	MaxMessages int
-	MaxBytes    int64 // 0: no limit but the Fetch bound
-	Heartbeat   time.Duration
-	AutoExtend  bool
-	// MaxLease bounds how long auto_extend keeps one lease; 0 is the
-	// consumer's (Deps.MaxLease).
-	MaxLease  time.Duration
-	Priority  pull.Priority // of a consumer with priority groups
-	Principal string
-	// Stop, when closed, ends the pulling: the stream still extends and
-	// gives back what it holds, until ctx ends.
-	Stop <-chan struct{}
-	// Silence, if set, ends a stream whose caller is silent (silent), and
-	// gives its leases back: over REST, where the kernel's buffers take the
-	// stream's writes, a caller that stops reading cannot be told apart
-	// otherwise.
-	Silence time.Duration
-	// KeepOnEnd is how long the replica keeps the stream's leases alive
-	// after a stream that ends without its caller leaving (NATS went away,
-	// unless Outlast; the consumer refused): a pusher's requests in flight
-	// run on. 0: until their deadlines (a gRPC caller extends its own).
-	KeepOnEnd time.Duration
-	// Outlast keeps the stream through NATS going away: a pull that fails
-	// for it (UNAVAILABLE) is made again once NATS is back, and the
-	// stream's leases stay its own meanwhile, extended as they come due
-	// (those NATS was away too long for lapse), rather than let go with
-	// the stream: a pusher's held-back messages would otherwise each lose
-	// a delivery to every NATS blip.
-	Outlast bool
-	// Opened, if set, is called once the stream is open (its consumer
-	// servable), before its first pull: the gRPC face sends the stream's
-	// headers then, so that a caller (a REST one above all) hears that it is
-	// open without waiting for a first message or heartbeat.
-	Opened func()
-}
-
 // outlastMax bounds the wait between two pulls of a stream that outlasts
 // NATS going away; extendAwayWait is the least wait between two tries to
 // extend its leases meanwhile (extendUntil's: the stream's loop leaves them
@@ -84,9 +28,11 @@ const (
 )
 
 // Consume leases messages to send as they come, never holding more than
-// req.MaxMessages (and req.MaxBytes) unsettled leases at once: it pulls
-// for the room it has, and again once half of it is free, as async-nats
-// does, and sends a pull's messages while the pull is still open. An idle
+// req.MaxMessages (and req.MaxBytes) unsettled leases at once, one more
+// while its reader is starved with no room left (req.Starved): it pulls for
+// the room it has, and again once half of it is free, as async-nats does
+// (at once while starved), and sends a pull's messages while the pull is
+// still open. An idle
 // stream sends an empty batch every req.Heartbeat. With req.AutoExtend its
 // leases are extended (+WPI) before their deadlines, up to the maximum lease
 // time. When ctx ends or send fails, every lease it still holds is nak'ed
@@ -98,6 +44,7 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 		return err
 	}
 	k := &consumeStream{pl: pl, o: lease.NewOwner(), send: send, lastSend: time.Now(), pin: pri.PinID, claimed: make(chan struct{}, 1), batch: req.MaxMessages}
+	k.hungry = req.Hungry
 	var last *pull.Pull // the pull the stream left open, to the orphan pool
 	defer func() { k.end(k.sendFailed || ctx.Err() != nil, last, req.KeepOnEnd) }()
 	if req.AutoExtend {
@@ -134,13 +81,17 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 		// leases wait for its last pull to end before they are nak'ed.
 		wait := min(untilBeat, k.untilNextDue(req.AutoExtend, cmp.Or(req.MaxLease, pl.maxLease), now), consumeMaxWait)
 		n, bytes := pl.leases.Load(k.o)
-		lim := pl.limits(ctx, req.MaxMessages-n, 0, wait, req.Principal)
+		room, starved := req.MaxMessages-n, req.Starved != nil && req.Starved()
+		if starved && room == 0 {
+			room = 1 // the reader's probe
+		}
+		lim := pl.limits(ctx, room, 0, wait, req.Principal)
 		lim.priority, lim.priority.PinID = pri, k.pin // the stream keeps the pin it was given
 		lim.gap, lim.linger = consumeGap, consumeMaxLinger
 		if req.MaxBytes > 0 {
 			lim.maxBytes = min(lim.maxBytes, req.MaxBytes-bytes)
 		}
-		if (n == 0 || lim.batch*2 >= req.MaxMessages) && lim.maxBytes > 0 && !closed(req.Stop) {
+		if (n == 0 || lim.batch*2 >= req.MaxMessages || starved && lim.batch > 0) && lim.maxBytes > 0 && !closed(req.Stop) {
 			empty, left, err := pl.pullLoop(ctx, lim, k)
 			last = cmp.Or(left, last)
 			if err != nil && req.Outlast && errors.Is(err, errs.ErrUnavailable) && ctx.Err() == nil {
@@ -210,6 +161,7 @@ type consumeStream struct {
 	batch      int    // its max_messages: the most one of its pulls brings (fit)
 	// claimed tells auto_extend (extendUntil) of leases the stream took.
 	claimed chan struct{}
+	hungry  <-chan struct{} // ConsumeRequest.Hungry
 }
 
 // take holds the leases for the stream and sends them; the stream reads its
@@ -272,13 +224,15 @@ func (c *Consumer) Deleted() {
 	c.log.Warn("the consumer was deleted on the server: the leases this replica held are void")
 }
 
-// waitForRoom waits up to d for a settle to give credit back.
+// waitForRoom waits up to d for a settle to give credit back, or the
+// stream's reader to starve.
 func (k *consumeStream) waitForRoom(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 	case <-k.o.Left():
+	case <-k.hungry:
 	case <-t.C:
 	}
 }

@@ -57,6 +57,7 @@ type flow struct {
 	retryMin    time.Duration
 	retryMax    time.Duration
 	changed     chan struct{} // for the retrier: something it waits on changed
+	hungry      chan struct{} // for the stream: the pusher is starved (starved)
 	// alone holds the messages, by stream sequence, whose failure in a
 	// push, a 500, was judged their own, with the delivery that failed:
 	// batching, each goes alone when the server delivers it again, so that
@@ -70,7 +71,7 @@ type flow struct {
 }
 
 func newFlow(retryMin, retryMax time.Duration) *flow {
-	f := &flow{retryMin: retryMin, retryMax: retryMax, delay: retryMin, changed: make(chan struct{}, 1)}
+	f := &flow{retryMin: retryMin, retryMax: retryMax, delay: retryMin, changed: make(chan struct{}, 1), hungry: make(chan struct{}, 1)}
 	f.cond = sync.NewCond(&f.mu)
 	return f
 }
@@ -183,6 +184,7 @@ func (f *flow) succeeded(started time.Time, n int) (own []*job) {
 	f.inFlight -= n
 	f.streak = 0
 	f.delay = f.retryMin
+	defer f.hungerLocked()
 	if f.held {
 		// A push started before the hold, answered only now, overlapped
 		// the failures: the endpoint served meanwhile, and they were the
@@ -211,6 +213,7 @@ func (f *flow) failedRetryable(at time.Time, js ...*job) (held bool) {
 	defer f.mu.Unlock()
 	f.inFlight -= len(js)
 	f.lastFail = at
+	defer f.hungerLocked()
 	var asked time.Duration // the endpoint's Retry-After
 	for _, j := range js {
 		j.failedAt = at
@@ -253,6 +256,7 @@ func (f *flow) answered(n int) {
 	f.inFlight -= n
 	f.streak = 0
 	f.unholdLocked(false)
+	f.hungerLocked()
 	f.mu.Unlock()
 	f.cond.Broadcast()
 	f.poke()
@@ -264,6 +268,7 @@ func (f *flow) answered(n int) {
 func (f *flow) dropped(n int) {
 	f.mu.Lock()
 	f.inFlight -= n
+	f.hungerLocked()
 	f.mu.Unlock()
 	f.cond.Broadcast()
 	f.poke()
@@ -307,6 +312,7 @@ func (f *flow) drop() {
 func (f *flow) setPaused(paused bool) (was bool) {
 	f.mu.Lock()
 	was, f.paused = f.paused, paused
+	f.hungerLocked()
 	f.mu.Unlock()
 	if was && !paused {
 		f.cond.Broadcast()
@@ -330,6 +336,34 @@ func (f *flow) state() (inFlight int, held bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.inFlight, f.held
+}
+
+// starved reports whether the pusher has nothing to push but failed jobs
+// waiting for a verdict: none queued, none in flight. Only another
+// message's push can give one (succeeding: the failures were the messages'
+// own; failing too: the endpoint is down), and with every lease the stream
+// may hold among them (concurrency 1; failed batches over half the
+// leases) none would come: the stream pulls one more (Starved), else a
+// poison message was retried at its first delivery for ever, max_deliver
+// never reached, and nothing else was pushed.
+func (f *flow) starved() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.starvedLocked()
+}
+
+func (f *flow) starvedLocked() bool {
+	return len(f.failed) > 0 && len(f.queue) == 0 && f.inFlight == 0 && !f.paused && !f.stopped
+}
+
+// hungerLocked tells the stream, once starved, to ask again at once.
+func (f *flow) hungerLocked() {
+	if f.starvedLocked() {
+		select {
+		case f.hungry <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // isPaused reports whether the consumer is paused, as the flow was told.

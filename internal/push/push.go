@@ -153,6 +153,8 @@ func (p *Pusher) consume(ctx context.Context) {
 		// again meanwhile.
 		KeepOnEnd: p.cfg.Timeout,
 		Outlast:   true,
+		Starved:   p.flow.starved,
+		Hungry:    p.flow.hungry,
 	}
 	const firstWait = 100 * time.Millisecond
 	for wait := firstWait; ; wait = min(wait*2, 5*time.Second) {
