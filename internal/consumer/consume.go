@@ -63,9 +63,12 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 		now := time.Now()
 		pl.leases.Sweep(now) // leases past their deadline give their room back
 		// While NATS is away, extendUntil alone extends, at most every
-		// extendAwayWait.
-		if req.AutoExtend && away == 0 {
-			k.extend(ctx, req.Principal, cmp.Or(req.MaxLease, pl.maxLease), now)
+		// extendAwayWait. Back, the stream extends every lease it holds
+		// before it pulls again, once caught up (a reconnect cuts the
+		// leases): a server that restarted dates its pending messages to
+		// the second, and hands one it finds due to the next pull.
+		if req.AutoExtend && (away == 0 || pl.nc.IsConnected()) && pl.caughtUp(ctx) {
+			k.extend(ctx, req.Principal, cmp.Or(req.MaxLease, pl.maxLease), now, away != 0)
 		}
 		if err := k.silent(req.Silence, now); err != nil {
 			return err
@@ -80,18 +83,7 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 		// A pull lasts at most consumeMaxWait: when the stream ends, its
 		// leases wait for its last pull to end before they are nak'ed.
 		wait := min(untilBeat, k.untilNextDue(req.AutoExtend, cmp.Or(req.MaxLease, pl.maxLease), now), consumeMaxWait)
-		n, bytes := pl.leases.Load(k.o)
-		room, starved := req.MaxMessages-n, req.Starved != nil && req.Starved()
-		if starved && room == 0 {
-			room = 1 // the reader's probe
-		}
-		lim := pl.limits(ctx, room, 0, wait, req.Principal)
-		lim.priority, lim.priority.PinID = pri, k.pin // the stream keeps the pin it was given
-		lim.gap, lim.linger = consumeGap, consumeMaxLinger
-		if req.MaxBytes > 0 {
-			lim.maxBytes = min(lim.maxBytes, req.MaxBytes-bytes)
-		}
-		if (n == 0 || lim.batch*2 >= req.MaxMessages || starved && lim.batch > 0) && lim.maxBytes > 0 && !closed(req.Stop) {
+		if lim, n, due := k.nextPull(ctx, &req, pri, wait); due {
 			empty, left, err := pl.pullLoop(ctx, lim, k)
 			last = cmp.Or(left, last)
 			if err != nil && req.Outlast && errors.Is(err, errs.ErrUnavailable) && ctx.Err() == nil {
@@ -120,6 +112,25 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 		}
 		k.waitForRoom(ctx, wait)
 	}
+}
+
+// nextPull is the stream's next pull, for the room it has (n leases held),
+// within wait, and whether to send it now: holding nothing, once half its
+// room is free, or while its reader is starved (req.Starved), then for one
+// over its room where it has none: the reader's probe.
+func (k *consumeStream) nextPull(ctx context.Context, req *ConsumeRequest, pri pull.Priority, wait time.Duration) (lim pullLimits, n int, due bool) {
+	n, bytes := k.pl.leases.Load(k.o)
+	room, starved := req.MaxMessages-n, req.Starved != nil && req.Starved()
+	if starved && room == 0 {
+		room = 1
+	}
+	lim = k.pl.limits(ctx, room, 0, wait, req.Principal)
+	lim.priority, lim.priority.PinID = pri, k.pin // the stream keeps the pin it was given
+	lim.gap, lim.linger = consumeGap, consumeMaxLinger
+	if req.MaxBytes > 0 {
+		lim.maxBytes = min(lim.maxBytes, req.MaxBytes-bytes)
+	}
+	return lim, n, (n == 0 || lim.batch*2 >= req.MaxMessages || starved && lim.batch > 0) && lim.maxBytes > 0 && !closed(req.Stop)
 }
 
 // extendAlongside extends the stream's leases on a goroutine of its own, as
@@ -257,17 +268,27 @@ func (k *consumeStream) untilNextDue(autoExtend bool, maxLease time.Duration, no
 
 // extendLead is how long before a lease's deadline, by the consumer's
 // timing, auto_extend (and the issuer's keep-alive) renews it: a third of
-// its wait, so that a slow +WPI still lands in time.
+// its wait, so that a slow +WPI still lands in time, and, for a short wait,
+// up to restartLead, so that a lease still has time left when a NATS
+// server that restarted counts its wait from a time it kept to the second
+// (lease.RestorePrecision): else a restart of a moment hands the message
+// to the next pull. (A wait of 1s cannot be renewed so early: at most four
+// fifths of it.)
 func extendLead(timing lease.Policy, delivered uint64) time.Duration {
-	return timing.AckWaitFor(delivered) / 3
+	wait := timing.AckWaitFor(delivered)
+	return max(wait/3, min(restartLead, wait*4/5))
 }
+
+// restartLead is the lead that leaves a lease half a second past a NATS
+// restart's loss of precision.
+const restartLead = lease.RestorePrecision + 500*time.Millisecond
 
 // extendUntil extends the stream's leases as they come due (extend) until
 // ctx ends, looking again when the next is due, the stream takes more, or
 // consumeMaxWait has passed.
 func (k *consumeStream) extendUntil(ctx context.Context, principal string, maxLease time.Duration) {
 	for {
-		away := k.extend(ctx, principal, maxLease, time.Now())
+		away := k.extend(ctx, principal, maxLease, time.Now(), false)
 		wait := min(k.untilNextDue(true, maxLease, time.Now()), consumeMaxWait)
 		if away {
 			// NATS away (a stream that outlasts it): not again at once for
@@ -286,14 +307,14 @@ func (k *consumeStream) extendUntil(ctx context.Context, principal string, maxLe
 	}
 }
 
-// extend renews the leases the stream holds whose deadline is near,
-// unless they have been held for maxLease.
-func (k *consumeStream) extend(ctx context.Context, principal string, maxLease time.Duration, now time.Time) (away bool) {
+// extend renews the leases the stream holds whose deadline is near (all of
+// them with all), unless they have been held for maxLease.
+func (k *consumeStream) extend(ctx context.Context, principal string, maxLease time.Duration, now time.Time, all bool) (away bool) {
 	pl := k.pl
 	timing := pl.server.timing()
 	var due []token.Claims
 	pl.leases.Owned(k.o, func(l *lease.Lease, handed time.Time) {
-		if l.Deadline.Sub(now) <= extendLead(timing, l.Delivered) && now.Sub(handed) < maxLease {
+		if (all || l.Deadline.Sub(now) <= extendLead(timing, l.Delivered)) && now.Sub(handed) < maxLease {
 			due = append(due, pl.tokens.claimsOfLease(l))
 		}
 	})

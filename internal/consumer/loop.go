@@ -186,6 +186,12 @@ func (pl *puller) startPull(ctx context.Context, lim pullLimits, inLine bool) (m
 	return markedPull{Pull: p, mark: mark}, nil
 }
 
+// caughtUp reports whether the replica has taken in what NATS had sent it
+// (Deps.CatchUp).
+func (pl *puller) caughtUp(ctx context.Context) bool {
+	return pl.catchUp == nil || pl.catchUp(ctx) == nil
+}
+
 // pullEnd is how one pull went for the loop.
 type pullEnd struct {
 	empty  EmptyReason

@@ -1,6 +1,7 @@
 package push
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -339,7 +340,10 @@ func (f *flow) state() (inFlight int, held bool) {
 }
 
 // starved reports whether the pusher has nothing to push but failed jobs
-// waiting for a verdict: none queued, none in flight. Only another
+// waiting for a verdict, one of them failed again when tried again (the
+// retrier's try comes first: a busy endpoint's failure may pass then, and a
+// stream pulling for less than half its room would split the batches):
+// none queued, none in flight. Only another
 // message's push can give one (succeeding: the failures were the messages'
 // own; failing too: the endpoint is down), and with every lease the stream
 // may hold among them (concurrency 1; failed batches over half the
@@ -353,7 +357,7 @@ func (f *flow) starved() bool {
 }
 
 func (f *flow) starvedLocked() bool {
-	return len(f.failed) > 0 && len(f.queue) == 0 && f.inFlight == 0 && !f.paused && !f.stopped
+	return len(f.queue) == 0 && f.inFlight == 0 && !f.paused && !f.stopped && slices.ContainsFunc(f.failed, func(j *job) bool { return j.retry })
 }
 
 // hungerLocked tells the stream, once starved, to ask again at once.

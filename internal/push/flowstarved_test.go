@@ -6,10 +6,11 @@ import (
 )
 
 // The flow is starved while all it holds is failed jobs waiting for a
-// verdict, none queued and none in flight, and not paused; it tells the
-// stream once it becomes so. A job queued, one in flight, or a pause ends
-// it; a success that judges the failures their own leaves nothing to wait
-// on.
+// verdict, one of them failed again on a retry, none queued and none in
+// flight, and not paused; it tells the stream once it becomes so. A first
+// failure is not enough (the retry may pass: a busy endpoint); a job
+// queued, one in flight, or a pause ends it; a success that judges the
+// failures their own leaves nothing to wait on.
 func TestTheFlowIsStarvedWhileItHoldsOnlyFailures(t *testing.T) {
 	f := newFlow(time.Millisecond, time.Second)
 	hungry := func() bool {
@@ -26,8 +27,16 @@ func TestTheFlowIsStarvedWhileItHoldsOnlyFailures(t *testing.T) {
 		t.Fatal("starved with a job queued")
 	}
 	f.failedRetryable(time.Now(), f.next())
+	if f.starved() || hungry() {
+		t.Fatal("starved before the failure was tried again")
+	}
+	j, _, ok := f.retryDue()
+	if !ok || !f.take(j) {
+		t.Fatal("the failure not due for a retry")
+	}
+	f.failedRetryable(time.Now(), j)
 	if !f.starved() || !hungry() {
-		t.Fatalf("not starved (or the stream not told) with only a failure held: starved %v", f.starved())
+		t.Fatalf("not starved (or the stream not told) with only a failure held, failed again: starved %v", f.starved())
 	}
 	f.setPaused(true)
 	if f.starved() {
