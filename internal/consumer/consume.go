@@ -268,20 +268,19 @@ func (k *consumeStream) untilNextDue(autoExtend bool, maxLease time.Duration, no
 
 // extendLead is how long before a lease's deadline, by the consumer's
 // timing, auto_extend (and the issuer's keep-alive) renews it: a third of
-// its wait, so that a slow +WPI still lands in time, and, for a short wait,
-// up to restartLead, so that a lease still has time left when a NATS
+// its wait, so that a slow +WPI still lands in time, and for a short wait
+// restartLead at least, so that a lease still has time left when a NATS
 // server that restarted counts its wait from a time it kept to the second
-// (lease.RestorePrecision): else a restart of a moment hands the message
-// to the next pull. (A wait of 1s cannot be renewed so early: at most four
-// fifths of it.)
+// (lease.RestorePrecision; else a restart of a moment hands the message to
+// the next pull); never more than two thirds of the lease's life, lest it
+// be renewed again at once.
 func extendLead(timing lease.Policy, delivered uint64) time.Duration {
-	wait := timing.AckWaitFor(delivered)
-	return max(wait/3, min(restartLead, wait*4/5))
+	return min(max(timing.AckWaitFor(delivered)/3, restartLead), timing.Lasts(delivered)*2/3)
 }
 
-// restartLead is the lead that leaves a lease half a second past a NATS
-// restart's loss of precision.
-const restartLead = lease.RestorePrecision + 500*time.Millisecond
+// restartLead is the lead that leaves a renewed lease's server-side wait a
+// quarter second past a NATS restart's loss of precision.
+const restartLead = lease.RestorePrecision + 250*time.Millisecond
 
 // extendUntil extends the stream's leases as they come due (extend) until
 // ctx ends, looking again when the next is due, the stream takes more, or

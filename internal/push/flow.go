@@ -41,10 +41,14 @@ type flow struct {
 	queue    []*job     // to push, in order
 	failed   []*job     // retryable failures waiting for a verdict
 	inFlight int
-	streak   int // retryable failures since the last success
-	held     bool
-	heldAt   time.Time // when the endpoint was last held back
-	stopped  bool
+	// most bounds inFlight for the workers (next), the retrier's push
+	// included: a starved pusher's extra message may come while the
+	// retrier tries a failure, and must wait for it. 0: no bound.
+	most    int
+	streak  int // retryable failures since the last success
+	held    bool
+	heldAt  time.Time // when the endpoint was last held back
+	stopped bool
 	// paused: the consumer is paused, and nothing is pushed, retries
 	// included (DESIGN 11); the leases are kept meanwhile, not nak'ed, so
 	// that a pause costs no message a delivery.
@@ -112,7 +116,7 @@ func (f *flow) add(js ...*job) {
 func (f *flow) next() *job {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for !f.stopped && (f.held || f.paused || len(f.queue) == 0) {
+	for !f.stopped && (f.held || f.paused || len(f.queue) == 0 || f.most > 0 && f.inFlight >= f.most) {
 		f.cond.Wait()
 	}
 	if f.stopped {
@@ -186,6 +190,7 @@ func (f *flow) succeeded(started time.Time, n int) (own []*job) {
 	f.streak = 0
 	f.delay = f.retryMin
 	defer f.hungerLocked()
+	f.cond.Signal() // a place for a worker
 	if f.held {
 		// A push started before the hold, answered only now, overlapped
 		// the failures: the endpoint served meanwhile, and they were the
@@ -215,6 +220,7 @@ func (f *flow) failedRetryable(at time.Time, js ...*job) (held bool) {
 	f.inFlight -= len(js)
 	f.lastFail = at
 	defer f.hungerLocked()
+	f.cond.Signal()         // a place for a worker
 	var asked time.Duration // the endpoint's Retry-After
 	for _, j := range js {
 		j.failedAt = at

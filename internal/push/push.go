@@ -86,6 +86,8 @@ func New(cfg Config, c *consumer.Consumer, m *Metrics, log *slog.Logger, trc *tr
 	if cfg.Batch != nil {
 		p.flow.batching = true
 		p.tracer = trc.Tracer()
+	} else {
+		p.flow.most = cfg.Concurrency // batches take their places (mayGo)
 	}
 	p.transport, p.rt = newTransport(cfg, s.tls, trc)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
