@@ -218,9 +218,9 @@ func (f *flow) failedRetryable(at time.Time, js ...*job) (held bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.inFlight -= len(js)
+	f.cond.Signal() // a place for a worker
 	f.lastFail = at
 	defer f.hungerLocked()
-	f.cond.Signal()         // a place for a worker
 	var asked time.Duration // the endpoint's Retry-After
 	for _, j := range js {
 		j.failedAt = at
@@ -345,17 +345,17 @@ func (f *flow) state() (inFlight int, held bool) {
 	return f.inFlight, f.held
 }
 
-// starved reports whether the pusher has nothing to push but failed jobs
-// waiting for a verdict, one of them failed again when tried again (the
-// retrier's try comes first: a busy endpoint's failure may pass then, and a
-// stream pulling for less than half its room would split the batches):
-// none queued, none in flight. Only another
-// message's push can give one (succeeding: the failures were the messages'
-// own; failing too: the endpoint is down), and with every lease the stream
-// may hold among them (concurrency 1; failed batches over half the
-// leases) none would come: the stream pulls one more (Starved), else a
-// poison message was retried at its first delivery for ever, max_deliver
-// never reached, and nothing else was pushed.
+// starved reports whether the pusher has nothing to push (none queued, none
+// in flight) but failed jobs waiting for a verdict, one of which failed
+// again when tried again. Only another message's push can give the verdict
+// (succeeding: the failures were the messages' own; failing too: the
+// endpoint is down), and with every lease the stream may hold among them
+// (concurrency 1; failed batches over half the leases) none would come: the
+// stream pulls one more (Starved), else a poison message was retried at
+// its first delivery for ever, max_deliver never reached, and nothing else
+// was pushed. The retrier's try comes first: a busy endpoint's failure may
+// pass then, and a stream pulling for less than half its room would split
+// the batches.
 func (f *flow) starved() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
