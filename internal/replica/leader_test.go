@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -54,6 +55,10 @@ func TestANewConsumerLeaderShortensTheLeasesHeld(t *testing.T) {
 	}
 }
 
+// clusterNoPeers is JetStream's error code for a placement with no suitable
+// peers (nats-server's JSClusterNoPeersErr).
+const clusterNoPeers jetstream.ErrorCode = 10005
+
 // ordersOnCluster starts a cluster of three servers and makes ORDERS on it
 // with the given replicas; it returns the servers, a connection to the
 // first, its JetStream, and the stream.
@@ -65,9 +70,16 @@ func ordersOnCluster(t *testing.T, ctx context.Context, replicas int) ([]*natsse
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: replicas})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A node healthy on its own may not be known to the meta leader yet: a
+	// placement refused for it (no suitable peers, 10005) is tried again.
+	var s jetstream.Stream
+	natstest.Eventually(t, 10*time.Second, "the stream placed", func() bool {
+		s, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}, Replicas: replicas})
+		var api *jetstream.APIError
+		if err != nil && !(errors.As(err, &api) && api.ErrorCode == clusterNoPeers) {
+			t.Fatal(err)
+		}
+		return err == nil
+	})
 	return nodes, nc, js, s
 }
