@@ -20,33 +20,8 @@ import (
 // lease's 0.75s) renewed it again at once: 452–498 (a reviewer's test).
 func TestAShortAckWaitDoesNotSpinItsExtends(t *testing.T) {
 	e := newEnv(t)
-	rc := newReceiver(t)
-	var wpis atomic.Int64
-	nc := natstest.Connect(t, e.ns)
-	if _, err := nc.Subscribe("$JS.ACK."+stream+"."+name+".>", func(m *nats.Msg) {
-		if string(m.Data) == "+WPI" {
-			wpis.Add(1)
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	held := make(chan int64, 1)
-	rc.answerWith(func(n int, p pushed, w http.ResponseWriter) {
-		if n == 1 {
-			start := wpis.Load()
-			<-p.ctx.Done()
-			held <- wpis.Load() - start
-			return
-		}
-		w.WriteHeader(http.StatusNoContent)
-	})
-	e.replica(consumerCfg(func(c *consumer.Config) { c.AckWait = time.Second }),
-		push.Config{URL: rc.URL, Concurrency: 1, Timeout: 3 * time.Second, RetryMin: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond})
-	e.publish("orders.new", "m", nil)
-	n := <-held
+	wpis := e.count("$JS.ACK."+stream+"."+name+".>", func(m *nats.Msg) bool { return string(m.Data) == "+WPI" })
+	n := e.whileAPushIsHeld(1, wpis)
 	t.Logf("%d +WPIs for one lease over a 3s push at ack_wait 1s", n)
 	if n > 30 { // a third of the wait as lead: 7
 		t.Fatalf("%d +WPIs for one lease over a 3s push at ack_wait 1s: auto_extend spins (its lead, 0.8s, is longer than the lease, 0.75s)", n)
@@ -63,31 +38,49 @@ func TestAShortAckWaitDoesNotSpinItsExtends(t *testing.T) {
 // the lead, a reviewer's test).
 func TestAShortAckWaitDoesNotSpinThePulls(t *testing.T) {
 	e := newEnv(t)
-	rc := newReceiver(t)
-	var pulls atomic.Int64
-	nc := natstest.Connect(t, e.ns)
-	if _, err := nc.Subscribe("$JS.API.CONSUMER.MSG.NEXT."+stream+"."+name, func(*nats.Msg) { pulls.Add(1) }); err != nil {
-		t.Fatal(err)
+	n := e.whileAPushIsHeld(2, e.count("$JS.API.CONSUMER.MSG.NEXT."+stream+"."+name, nil))
+	t.Logf("%d pull requests over a 3s push at ack_wait 1s, the stream empty", n)
+	if n > 30 {
+		t.Fatalf("%d pull requests over a 3s push held at ack_wait 1s: the stream's pulls spin with auto_extend", n)
+	}
+}
+
+// count counts the messages on subject that match (nil: all), on a
+// connection of its own, from the moment it returns.
+func (e *env) count(subject string, match func(*nats.Msg) bool) *atomic.Int64 {
+	e.t.Helper()
+	n := new(atomic.Int64)
+	nc := natstest.Connect(e.t, e.ns)
+	if _, err := nc.Subscribe(subject, func(m *nats.Msg) {
+		if match == nil || match(m) {
+			n.Add(1)
+		}
+	}); err != nil {
+		e.t.Fatal(err)
 	}
 	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
+	return n
+}
+
+// whileAPushIsHeld pushes one message at ack_wait 1s with concurrency
+// workers, the endpoint holding its push for the pusher's whole 3s
+// timeout, and returns how far counter moved meanwhile.
+func (e *env) whileAPushIsHeld(concurrency int, counter *atomic.Int64) int64 {
+	rc := newReceiver(e.t)
 	held := make(chan int64, 1)
 	rc.answerWith(func(n int, p pushed, w http.ResponseWriter) {
 		if n == 1 {
-			start := pulls.Load()
+			start := counter.Load()
 			<-p.ctx.Done()
-			held <- pulls.Load() - start
+			held <- counter.Load() - start
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
 	e.replica(consumerCfg(func(c *consumer.Config) { c.AckWait = time.Second }),
-		push.Config{URL: rc.URL, Concurrency: 2, Timeout: 3 * time.Second, RetryMin: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond})
+		push.Config{URL: rc.URL, Concurrency: concurrency, Timeout: 3 * time.Second, RetryMin: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond})
 	e.publish("orders.new", "m", nil)
-	n := <-held
-	t.Logf("%d pull requests over a 3s push at ack_wait 1s, the stream empty", n)
-	if n > 30 {
-		t.Fatalf("%d pull requests over a 3s push held at ack_wait 1s: the stream's pulls spin with auto_extend", n)
-	}
+	return <-held
 }

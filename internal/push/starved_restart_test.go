@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/natstest"
 	"github.com/jetgate/jetgate/internal/push"
@@ -61,14 +59,7 @@ func TestAStarvedPusherOnAnEmptyStreamDoesNotSpin(t *testing.T) {
 	e := newEnv(t)
 	rc := newReceiver(t)
 	rc.answerWith(func(_ int, _ pushed, w http.ResponseWriter) { w.WriteHeader(http.StatusInternalServerError) })
-	var pulls atomic.Int64
-	nc := natstest.Connect(t, e.ns)
-	if _, err := nc.Subscribe("$JS.API.CONSUMER.MSG.NEXT."+stream+"."+name, func(*nats.Msg) { pulls.Add(1) }); err != nil {
-		t.Fatal(err)
-	}
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	pulls := e.count("$JS.API.CONSUMER.MSG.NEXT."+stream+"."+name, nil)
 	e.publish("orders.new", "poison", nil)
 	e.replica(consumerCfg(func(c *consumer.Config) { c.MaxDeliver = 2; c.AckWait = 5 * time.Second }),
 		push.Config{URL: rc.URL, Concurrency: 1, RetryMin: 20 * time.Millisecond, RetryMax: 20 * time.Millisecond})
