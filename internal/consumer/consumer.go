@@ -295,22 +295,10 @@ func (c *Consumer) wake() {
 // Close naks back the orphans whose pull has ended, so that they are
 // redelivered at once rather than after ack_wait, sends once more the Terms
 // whose answer never came, and waits for the words of resets to end. Run
-// must have returned.
-// It first waits, a little, for the pulls that orphans still wait on: a
-// Consume stream's (a pusher's) last pull ends within consumeMaxWait, and
-// its leases are given back only then. Other pulls still open on the
-// server end by themselves at their expiry.
+// must have returned. It first waits, a little, for the abandoned pulls
+// (orphanPool.settle).
 func (c *Consumer) Close(ctx context.Context) {
-	deadline := time.Now().Add(consumeMaxWait + pull.LostGrace)
-	t := time.NewTicker(10 * time.Millisecond)
-	defer t.Stop()
-	for c.orphans.onOpenPulls(time.Now()) && time.Now().Before(deadline) {
-		select {
-		case <-ctx.Done():
-			deadline = time.Time{}
-		case <-t.C:
-		}
-	}
+	c.orphans.settle(ctx, c.puller.nc.FlushWithContext, time.Now().Add(consumeMaxWait+pull.LostGrace))
 	c.settler.nak(ctx, c.orphans.ended(time.Now()))
 	c.settler.retryTermsLast(ctx)
 	c.onServer.words.Close()

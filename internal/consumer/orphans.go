@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"time"
@@ -247,6 +248,41 @@ func (o *orphanPool) ready(now time.Time, nakNow func(*orphan) bool) []*Delivery
 	o.held = slices.DeleteFunc(o.held, pick)
 	o.returned = slices.DeleteFunc(o.returned, pick)
 	return out
+}
+
+// settle waits, until deadline or ctx ends, for what the abandoned pulls
+// still bring a closing consumer, so that it naks that back rather than
+// leave it to ack_wait: what the server has sent them (a flush of the
+// connection, then each pull's handler done), the end of those that are
+// no_wait (answered at once, whatever the server had for them: a Fetch
+// left just after its first pull), and the end of those that orphans wait
+// on (a Consume stream's, a pusher's, last pull ends within
+// consumeMaxWait). A delivery the server has made but not yet written to
+// an abandoned pull still open is missed; such pulls end by themselves at
+// their expiry.
+func (o *orphanPool) settle(ctx context.Context, flush func(context.Context) error, deadline time.Time) {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	if o.pulls(time.Now()) > 0 {
+		_ = flush(ctx) // NATS away: nothing more comes, and ctx bounds the wait
+	}
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for o.owing() || o.onOpenPulls(time.Now()) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// owing reports whether an abandoned pull still open is owed what the
+// server sent it, or its prompt end (pull.Pull.Owing).
+func (o *orphanPool) owing() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.ContainsFunc(o.open, func(p markedPull) bool { return p.Owing() })
 }
 
 // pulls counts the abandoned pulls the server has not ended yet.

@@ -205,6 +205,24 @@ func (p *Pull) record(m *nats.Msg) (arrived func()) {
 	return arrived
 }
 
+// Owing reports whether the server still owes the open pull what it has
+// already sent it or answers at once: messages on their way to its handler
+// (once it reports false, what came before the connection's last flush is
+// recorded), or its end, when it is no_wait (the server answers one as
+// soon as it looks, with what it had then). An ended pull owes nothing.
+func (p *Pull) Owing() bool {
+	n, _, err := p.sub.Pending() // the client counts a message until its handler returns
+	if err != nil {
+		return false // unsubscribed: ended
+	}
+	if n > 0 {
+		return true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.req.NoWait && !p.ended
+}
+
 // OnMessage has f called (on the pull's subscription goroutine, with no
 // lock held) for every message that arrives from now on: for whoever took
 // the pull over after its caller stopped waiting for it.
