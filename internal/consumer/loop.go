@@ -228,6 +228,12 @@ func (pl *puller) read(ctx context.Context, p *markedPull, lim pullLimits, s sin
 			}
 			continue
 		}
+		if len(msgs) > 0 {
+			// What NATS sent before these (an update request that
+			// passed) is taken in before they are dated: the server
+			// applied it before it delivered them.
+			pl.caughtUp(ctx)
+		}
 		if ds := pl.receiveAll(&p.mark, msgs); len(ds) > 0 {
 			got = true
 			if err := pl.server.held.wait(ctx); err != nil {

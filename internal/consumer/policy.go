@@ -93,6 +93,7 @@ func (s *onServer) foresee(p *lease.Policy) {
 	if p != nil {
 		t = *p
 	}
+	s.foreseen.Store(p)
 	s.retime(t)
 }
 

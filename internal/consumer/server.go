@@ -68,6 +68,9 @@ type onServer struct {
 	// retime dates the leases by a timing not yet the view's (foresee),
 	// under mu, as changed does.
 	retime func(lease.Policy)
+	// foreseen is that timing while it stands (nil: the view's): what a
+	// delivery is dated by, and promised, as the lease table dates it.
+	foreseen atomic.Pointer[lease.Policy]
 	// replicas is how many replicas serve the consumer, itself included.
 	replicas func() int
 	// resetRecord records a reset noticed for the replicas that bind the
@@ -133,7 +136,8 @@ func serverName(nc *nats.Conn) *string {
 // view is what the server last said of the consumer.
 func (s *onServer) view() *serverView { return s.last.Load() }
 
-// timing is the consumer's redelivery timing, as the server last said; a
+// timing is the consumer's redelivery timing, as the server last said (or
+// as an update request that passed asks, until an info shows it: foresee); a
 // second sooner (Early) while the server that holds a consumer with no raft
 // log is not the one the replica is connected to: that server dates what
 // awaits an ack to the second when it restarts (lease.RestorePrecision), and
@@ -141,6 +145,9 @@ func (s *onServer) view() *serverView { return s.last.Load() }
 func (s *onServer) timing() lease.Policy {
 	v := s.last.Load()
 	t := v.timing
+	if f := s.foreseen.Load(); f != nil {
+		t = *f
+	}
 	if connected := s.connected.Load(); v.host != "" && connected != nil && v.host != *connected {
 		t.Early = lease.RestorePrecision
 	}
