@@ -227,13 +227,7 @@ func closed(ch <-chan struct{}) bool {
 // its leases (deletedNow). Its leases are void, as a reset
 // voids them: a settle of one would land on the delivery of the same
 // message by the consumer made again under its name.
-func (c *Consumer) Deleted() {
-	ticket := c.onServer.tickets.Add(1) // an info asked before it does not clear it
-	c.onServer.update(func(v *serverView) { v.deleted, v.ticket = true, ticket })
-	c.onServer.resets.gone()
-	shareReset(c.onServer)
-	c.log.Warn("the consumer was deleted on the server: the leases this replica held are void")
-}
+func (c *Consumer) Deleted() { c.onServer.markDeleted("the consumer was deleted on the server") }
 
 // waitForRoom waits up to d for a settle to give credit back, or the
 // stream's reader to starve.

@@ -155,7 +155,8 @@ func (pl *puller) pullLoop(ctx context.Context, lim pullLimits, s sink) (EmptyRe
 // for (one cut short there is held open by the server until its next
 // heartbeat). It is sent once the replica has taken in a reset NATS told it
 // of (Deps.CatchUp): a pull marked before would have its deliveries, made
-// after the reset, taken to be from before it. Its place is given back when
+// after the reset, taken to be from before it; and after a reconnect, once
+// the consumer's info was asked (current). Its place is given back when
 // the pull ends, or at once if it could not start.
 func (pl *puller) startPull(ctx context.Context, lim pullLimits, inLine bool) (markedPull, error) {
 	if pl.catchUp != nil {
@@ -163,6 +164,10 @@ func (pl *puller) startPull(ctx context.Context, lim pullLimits, inLine bool) (m
 			pl.waiting.release()
 			return markedPull{}, err
 		}
+	}
+	if err := pl.server.current(ctx); err != nil {
+		pl.waiting.release()
+		return markedPull{}, err
 	}
 	server := pl.server.view().limits
 	batch := lim.waitBatch

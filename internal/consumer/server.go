@@ -59,6 +59,10 @@ type onServer struct {
 	// connected is the name of the server the replica's connection is on
 	// (nil: unknown), as of the bind or the last reconnect (timing).
 	connected atomic.Pointer[string]
+	// reconnects counts the reconnects told (Reconnected), and informed is
+	// that count as of the last info asked after one (current, under asked).
+	reconnects, informed atomic.Uint64
+	asked                sync.Mutex
 
 	// changed is told of each new view whose policy differs from the one
 	// before (changedFrom), under mu, in the order stored: it takes the

@@ -124,10 +124,14 @@ func Eventually(t testing.TB, within time.Duration, what string, cond func() boo
 
 // Proxy forwards TCP connections to target until Blackhole is called; from
 // then on it swallows every byte both ways and keeps the connections open,
-// as a network partition does (no FIN, no RST).
+// as a network partition does (no FIN, no RST). Cut closes them instead,
+// and refuses new ones until Mend (a blip, a NATS node restarting).
 type Proxy struct {
-	Addr   string
-	frozen atomic.Bool
+	Addr    string
+	frozen  atomic.Bool
+	refused atomic.Bool
+	mu      sync.Mutex
+	conns   []net.Conn
 }
 
 // StartProxy listens on a random port and proxies to target (host:port).
@@ -139,8 +143,6 @@ func StartProxy(t testing.TB, target string) *Proxy {
 	}
 	p := &Proxy{Addr: l.Addr().String()}
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -149,14 +151,18 @@ func StartProxy(t testing.TB, target string) *Proxy {
 			if err != nil {
 				return
 			}
+			if p.refused.Load() {
+				c.Close()
+				continue
+			}
 			u, err := net.Dial("tcp", target)
 			if err != nil {
 				c.Close()
 				continue
 			}
-			mu.Lock()
-			conns = append(conns, c, u)
-			mu.Unlock()
+			p.mu.Lock()
+			p.conns = append(p.conns, c, u)
+			p.mu.Unlock()
 			wg.Add(2)
 			go func() { defer wg.Done(); p.pipe(u, c) }()
 			go func() { defer wg.Done(); p.pipe(c, u) }()
@@ -164,15 +170,26 @@ func StartProxy(t testing.TB, target string) *Proxy {
 	}()
 	t.Cleanup(func() {
 		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
+		p.Cut()
 		wg.Wait()
 	})
 	return p
 }
+
+// Cut closes every connection through the proxy and refuses new ones until
+// Mend.
+func (p *Proxy) Cut() {
+	p.refused.Store(true)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// Mend lets connections through again after Cut.
+func (p *Proxy) Mend() { p.refused.Store(false) }
 
 // Connect connects to the server through the proxy, as a replica does
 // (nothing buffered while it reconnects), reconnecting every 20ms without
