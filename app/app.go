@@ -294,7 +294,7 @@ func (p *process) buildREST(ctx context.Context, o gateway.Options) error {
 		// A Fetch may wait up to --max-expires before it writes.
 		WriteTimeout:   time.Duration(p.cfg.Limits.MaxExpires) + 30*time.Second,
 		IdleTimeout:    time.Duration(p.cfg.Limits.IdleTimeout),
-		MaxHeaderBytes: maxHeaderBytes,
+		MaxHeaderBytes: maxHeaderBytes - httpHeaderSlack,
 		ErrorLog:       slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
 		TLSConfig:      p.httpTLS(),
 	}

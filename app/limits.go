@@ -22,6 +22,12 @@ import (
 // MaxHeaderBytes and gRPC's header list (grpc-go's own default is 16 MiB).
 const maxHeaderBytes = 64 << 10
 
+// httpHeaderSlack is what net/http may read past MaxHeaderBytes before it
+// answers 431: 4 KiB of "bufio slop" on a new connection, and up to 4 KiB
+// more a kept-alive one's reader holds. HTTP's bound is set that much
+// lower, so that no more than maxHeaderBytes is served.
+const httpHeaderSlack = 8 << 10
+
 // maxHandshake bounds how long a gRPC connection may take to finish its
 // handshake (TLS, HTTP/2's preface and settings): one that says nothing
 // holds a slot of max_connections, which grpc-go would leave it for 120s.

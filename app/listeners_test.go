@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -135,6 +136,31 @@ func TestGRPCHeadersAndHealthWatchesAreBounded(t *testing.T) {
 	}
 	if status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("watch %d on one connection: %v; want RESOURCE_EXHAUSTED", healthWatchesPerConn+1, err)
+	}
+}
+
+// HTTP's bound on a request's headers is at most the README's 64 KiB, as
+// gRPC's is, whatever net/http reads past its own (a reviewer's finding: 66
+// KiB were served), on a kept-alive connection too.
+func TestHTTPHeadersAreBoundTo64KiB(t *testing.T) {
+	p := start(t, testOptions(t))
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+	for _, c := range []struct{ size, want int }{
+		{32 << 10, http.StatusOK}, {48 << 10, http.StatusOK}, {64 << 10, http.StatusRequestHeaderFieldsTooLarge},
+		{32 << 10, http.StatusOK}, {66 << 10, http.StatusRequestHeaderFieldsTooLarge},
+	} {
+		size, want := c.size, c.want
+		req, _ := http.NewRequest(http.MethodGet, "http://"+p.HTTP+"/healthz", nil)
+		req.Header.Set("X-Pad", strings.Repeat("p", size))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET /healthz with a %d KiB header: %d, want %d", size>>10, resp.StatusCode, want)
+		}
 	}
 }
 

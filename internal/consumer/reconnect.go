@@ -3,6 +3,7 @@ package consumer
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jetgate/jetgate/internal/errs"
 )
@@ -76,4 +77,16 @@ func (s *onServer) markDeleted(why string) {
 	s.resets.gone()
 	shareReset(s)
 	s.log.Warn(why + ": the leases this replica held are void")
+}
+
+// made is when the consumer served was made, as the server last said: a
+// token that started before it is of a consumer deleted since, whose delete
+// no replica may have heard (every one of them stopped, or away), and
+// settles nothing of this one (settler.Adopt). It is the server's clock
+// against the issuer's, as a reset's record is one replica's against
+// another's.
+func (w *resetWatch) made() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.created
 }

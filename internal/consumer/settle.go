@@ -74,6 +74,9 @@ func (s *settler) Adopt(ctx context.Context, op lease.Op, cs []token.Claims, arg
 	} else if shared.After(resetAt) {
 		resetAt = shared
 	}
+	if made := s.server.resets.made(); made.After(resetAt) { // remade while no replica heard
+		resetAt = made
+	}
 	for _, cl := range cs {
 		// A lease its issuer kept alive lasts, without the issuer, only
 		// until the server's redelivery as of its last known +WPI.
