@@ -74,9 +74,7 @@ func (s *settler) Adopt(ctx context.Context, op lease.Op, cs []token.Claims, arg
 	} else if shared.After(resetAt) {
 		resetAt = shared
 	}
-	if made := s.server.resets.made(); made.After(resetAt) { // remade while no replica heard
-		resetAt = made
-	}
+	made := s.server.resets.made() // a token that started before it is of a consumer deleted since
 	for _, cl := range cs {
 		// A lease its issuer kept alive lasts, without the issuer, only
 		// until the server's redelivery as of its last known +WPI.
@@ -85,7 +83,7 @@ func (s *settler) Adopt(ctx context.Context, op lease.Op, cs []token.Claims, arg
 		if start.IsZero() { // a token of an earlier release: its start as the timing now has it
 			start = deadline.Add(-timing.Lasts(cl.Delivered))
 		}
-		if start.Before(resetAt) {
+		if start.Before(resetAt) || !cl.Start.IsZero() && cl.Start.Before(made) { // an earlier release's token has no start
 			continue
 		}
 		if now := timing.Deadline(start, cl.Delivered); now.Before(deadline) {
