@@ -80,11 +80,9 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 			}
 			continue
 		}
-		// A pull lasts at most consumeMaxWait: when the stream ends, its
-		// leases wait for its last pull to end before they are nak'ed.
-		wait := min(untilBeat, k.untilNextDue(req.AutoExtend, cmp.Or(req.MaxLease, pl.maxLease), now), consumeMaxWait)
+		wait := min(untilBeat, k.untilNextDue(req.AutoExtend, cmp.Or(req.MaxLease, pl.maxLease), now), k.longest(&req))
 		if lim, n, due := k.nextPull(ctx, &req, pri, wait); due {
-			empty, left, err := pl.pullLoop(ctx, lim, k)
+			empty, left, err := k.pullLoop(ctx, lim, n == 0 && req.IdleWait > 0)
 			last = cmp.Or(left, last)
 			if err != nil && req.Outlast && errors.Is(err, errs.ErrUnavailable) && ctx.Err() == nil {
 				away = min(max(2*away, 50*time.Millisecond), outlastMax)
@@ -130,7 +128,33 @@ func (k *consumeStream) nextPull(ctx context.Context, req *ConsumeRequest, pri p
 	if req.MaxBytes > 0 {
 		lim.maxBytes = min(lim.maxBytes, req.MaxBytes-bytes)
 	}
+	if n == 0 && req.IdleWait > 0 {
+		lim.waitBatch = 1 // an idle pull ends with the first message (longest)
+	}
 	return lim, n, (n == 0 || lim.batch*2 >= req.MaxMessages || starved && lim.batch > 0) && lim.maxBytes > 0 && !closed(req.Stop)
+}
+
+// pullLoop runs the puller's loop for the stream, counted among the idle
+// pulls while the stream holds nothing (and may wait IdleWait).
+func (k *consumeStream) pullLoop(ctx context.Context, lim pullLimits, idle bool) (EmptyReason, *pull.Pull, error) {
+	if idle {
+		k.pl.idle.Add(1)
+		defer k.pl.idle.Add(-1)
+	}
+	return k.pl.pullLoop(ctx, lim, k)
+}
+
+// longest is how long the stream's next pull may wait. A pull lasts at
+// most consumeMaxWait, for when the stream ends its leases wait for its
+// last pull to end before they are nak'ed; but one of a stream that holds
+// none may wait req.IdleWait, asking for one message if it must wait
+// (nextPull), so that it ends with the first and what follows is pulled
+// as before: an idle pusher asks the server once in that long.
+func (k *consumeStream) longest(req *ConsumeRequest) time.Duration {
+	if n, _ := k.pl.leases.Load(k.o); n == 0 && req.IdleWait > consumeMaxWait {
+		return req.IdleWait
+	}
+	return consumeMaxWait
 }
 
 // extendAlongside extends the stream's leases on a goroutine of its own, as

@@ -64,6 +64,10 @@ type ConsumeRequest struct {
 	// reader's probe. A value on Hungry has the stream ask Starved at once.
 	Starved func() bool
 	Hungry  <-chan struct{}
+	// IdleWait, if longer than a second, is how long a pull may wait while
+	// the stream holds no lease (a pusher's: an idle one asks the server
+	// once in that long, not every second); 0: a second.
+	IdleWait time.Duration
 	// Opened, if set, is called once the stream is open (its consumer
 	// servable), before its first pull: the gRPC face sends the stream's
 	// headers then, so that a caller (a REST one above all) hears that it is

@@ -265,7 +265,7 @@ func (c *Consumer) attend(ctx context.Context) {
 			c.settler.keepAlive(ctx, now)
 			c.settler.retryUnsure(ctx)
 			c.settler.nak(ctx, c.orphans.due(now))
-			if open, _, _ := c.waiting.counts(); open > 0 && now.Sub(c.onServer.view().at) >= viewEvery {
+			if open, _, _ := c.waiting.counts(); open > 0 && c.leases.Live() > 0 && now.Sub(c.onServer.view().at) >= viewEvery {
 				_, _ = c.onServer.ask(ctx, time.Second)
 			}
 		case <-c.woken:
@@ -274,11 +274,13 @@ func (c *Consumer) attend(ctx context.Context) {
 }
 
 // busy reports whether the consumer holds anything its timers attend to:
-// leases (settled ones too, until their retention ends), orphans, pulls,
-// or callers in line for one.
+// leases (settled ones too, until their retention ends), orphans, pulls
+// (but those of idle Consume streams: an idle pusher's costs no wake-ups),
+// callers in line for one, or Terms to send again.
 func (c *Consumer) busy() bool {
 	open, _, queued := c.waiting.counts()
-	return open > 0 || queued > 0 || c.leases.Held() > 0 || c.orphans.len() > 0 || c.orphans.pulls(time.Now()) > 0
+	return open > int(c.puller.idle.Load()) || queued > 0 || c.settler.unsure.any() ||
+		c.leases.Held() > 0 || c.orphans.len() > 0 || c.orphans.pulls(time.Now()) > 0
 }
 
 // wake has Run attend to the consumer: called after whatever makes it busy.

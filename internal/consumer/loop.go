@@ -41,6 +41,15 @@ type puller struct {
 	orphans *orphanPool
 	counts  *Counts
 	wake    func() // the consumer's Run: a place was taken, orphans were left
+	// idle counts the open pulls of Consume streams that hold nothing,
+	// waiting ConsumeRequest.IdleWait: Run need not attend to those.
+	idle atomic.Int64
+}
+
+// abandon leaves p, still open, to the orphan pool, which Run attends to.
+func (pl *puller) abandon(p *markedPull) {
+	pl.orphans.abandon(*p, time.Now())
+	pl.wake()
 }
 
 // markedPull is a pull the loop started, with the marks the reset rules
@@ -220,7 +229,7 @@ func (pl *puller) read(ctx context.Context, p *markedPull, lim pullLimits, s sin
 		msgs, ended, err := p.Next(ctx, lim.gap, lim.linger, other)
 		switch {
 		case !ended && err != nil:
-			pl.orphans.abandon(*p, time.Now())
+			pl.abandon(p)
 			empty, err := pl.lost(ctx, err, reconnects)
 			return pullEnd{empty: empty, left: p.Pull, err: err}
 		case !ended && len(msgs) == 0:
@@ -228,7 +237,7 @@ func (pl *puller) read(ctx context.Context, p *markedPull, lim pullLimits, s sin
 			// took a message): take them, and leave this pull to the pool.
 			var took bool
 			if took, arrivals, err = pl.takeOrphans(ctx, lim, s); took || err != nil {
-				pl.orphans.abandon(*p, time.Now())
+				pl.abandon(p)
 				return pullEnd{left: p.Pull, err: err}
 			}
 			continue
@@ -241,20 +250,21 @@ func (pl *puller) read(ctx context.Context, p *markedPull, lim pullLimits, s sin
 		}
 		if ds := pl.receiveAll(&p.mark, msgs); len(ds) > 0 {
 			got = true
+			pl.wake() // leases to attend to, from an idle pull too
 			if err := pl.server.held.wait(ctx); err != nil {
 				// The caller left while a reset's word held them back.
 				left := p.Pull
 				if ended {
 					left = nil
 				} else {
-					pl.orphans.abandon(*p, time.Now())
+					pl.abandon(p)
 				}
 				pl.orphans.keep(ds, left, time.Now())
 				return pullEnd{left: left, err: err}
 			}
 			done, err := s.take(ctx, pl.tokens.issue(ds, lim.principal), !ended)
 			if (done || err != nil) && !ended {
-				pl.orphans.abandon(*p, time.Now())
+				pl.abandon(p)
 				return pullEnd{left: p.Pull, err: err}
 			}
 			if done || err != nil {

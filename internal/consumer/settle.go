@@ -184,7 +184,8 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 		case errors.Is(sent[j], settle.ErrUnconfirmed):
 			s.leases.Unsure(ref(cl), op)
 			if op == lease.OpTerm && s.terminated != nil {
-				s.unsure.add(cl, args) // sent again while the lease lasts (unsure.go)
+				s.unsure.add(cl, args) // sent again while the lease lasts (unsure.go), by Run
+				s.wake()
 			}
 		case sent[j] == nil && op == lease.OpExtend:
 			out[i].NewToken, out[i].Deadline = s.extended(cl, timing, args, now, done)

@@ -26,6 +26,11 @@ const maxBody = 64 << 10
 // the endpoint: as long as the endpoint is held back.
 const forever = 100 * 365 * 24 * time.Hour
 
+// idleWait is how long the pusher's pull waits while it holds nothing, as a
+// nats.go client's Consume does: an idle push consumer asks the server
+// about twice in that long (DESIGN 13), not every second.
+const idleWait = 30 * time.Second
+
 // Pusher pushes one consumer's messages to its endpoint. Run it, then Stop
 // it.
 type Pusher struct {
@@ -157,6 +162,7 @@ func (p *Pusher) consume(ctx context.Context) {
 		Outlast:   true,
 		Starved:   p.flow.starved,
 		Hungry:    p.flow.hungry,
+		IdleWait:  idleWait,
 	}
 	const firstWait = 100 * time.Millisecond
 	for wait := firstWait; ; wait = min(wait*2, 5*time.Second) {

@@ -3,6 +3,8 @@ package replica_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/push"
 	"github.com/jetgate/jetgate/internal/replica"
 	"github.com/jetgate/jetgate/internal/token"
 )
@@ -110,6 +113,56 @@ func TestIdleReplicasOfManyConsumersAskAlmostNothing(t *testing.T) {
 	t.Logf("2 idle replicas of 300 consumers, %v: %d requests %v", window, total, kinds)
 	if perSecond := float64(total) / window.Seconds(); perSecond > 5 {
 		t.Fatalf("%.1f requests a second from idle replicas (%v); want at most 5", perSecond, kinds)
+	}
+}
+
+// Push consumers whose stream has nothing to push ask almost nothing too
+// (a reviewer's finding: each pusher pulled every second and asked an
+// info every 10s, 20 consumers about 20 requests a second): an idle
+// pusher's pull waits 30s, as a nats.go client's does; paused, the same.
+// Then a message is still pushed at once.
+func TestIdlePushConsumersAskAlmostNothing(t *testing.T) {
+	ns := natstest.Start(t)
+	nc := natstest.Connect(t, ns)
+	natstest.Stream(t, nc, "ORDERS", "orders.>")
+	pushed := make(chan string, 10)
+	endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pushed <- r.Header.Get("Jetgate-Consumer")
+	}))
+	t.Cleanup(endpoint.Close)
+	var cs []consumer.Config
+	var ps []push.Config
+	for i := range 20 {
+		name := fmt.Sprintf("c%d", i)
+		cs = append(cs, consumer.Config{Stream: "ORDERS", Name: name, FilterSubjects: []string{"orders." + name}})
+		ps = append(ps, push.Config{Stream: "ORDERS", Consumer: name, URL: endpoint.URL})
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replicaOf(t, ns, token.RandomKeyring(), replica.Options{Consumers: cs, Pushes: ps})
+	rq := countRequests(t, ns)
+	natstest.Eventually(t, 10*time.Second, "every pusher's pull waiting", func() bool {
+		ci, err := js.Consumer(context.Background(), "ORDERS", "c19")
+		return err == nil && ci.CachedInfo().NumWaiting > 0
+	})
+	const window = 4 * time.Second
+	total, kinds := rq.during(window)
+	t.Logf("a replica of 20 idle push consumers, %v: %d requests %v", window, total, kinds)
+	if perSecond := float64(total) / window.Seconds(); perSecond > 2 {
+		t.Fatalf("%.1f requests a second from a replica of 20 idle push consumers (%v); want at most 2", perSecond, kinds)
+	}
+	if _, err := js.Publish(context.Background(), "orders.c7", []byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-pushed:
+		if c != "c7" {
+			t.Fatalf("pushed for %q, want c7", c)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a message published to an idle push consumer was not pushed within 5s")
 	}
 }
 
