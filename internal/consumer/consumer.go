@@ -40,9 +40,10 @@ const sweepEvery = 100 * time.Millisecond
 // the server for room, while callers wait in line for a place.
 const growEvery = time.Second
 
-// viewEvery is how often the consumer's info is asked while it is busy and
-// nothing else asks it: a consumer scaled to more replicas stops settling a
-// batch on one reply (serverView.inOrder) within it.
+// viewEvery is how often the consumer's info is asked while pulls are open
+// and leases held and nothing else asks it: a consumer scaled to more
+// replicas stops settling a batch on one reply (serverView.inOrder) within
+// it.
 const viewEvery = 10 * time.Second
 
 // Deps are what a Consumer shares with the rest of its replica.
