@@ -67,6 +67,9 @@ class Engine:
         self._keeper_wake = asyncio.Event()
         self._idle = asyncio.Event()  # no handler runs
         self._idle.set()
+        self._settling = 0  # handlers finished whose settle is on its way
+        self._settled = asyncio.Event()  # none is
+        self._settled.set()
         self._keeper: Optional[asyncio.Task] = None
         self._keeper_stop = False
         self._close_task: Optional[asyncio.Task] = None
@@ -112,10 +115,13 @@ class Engine:
         end = loop.time() + timeout
         self._stop_dispatch = True
         if mode == "drain":
-            try:
-                await asyncio.wait_for(self._idle.wait(), max(0.0, end - loop.time()))
-            except asyncio.TimeoutError:
-                pass
+            # Handlers finished, and their settles landed: one may wait for
+            # the message's lock behind the keeper's extend of its lease.
+            for done in (self._idle, self._settled):
+                try:
+                    await asyncio.wait_for(done.wait(), max(0.0, end - loop.time()))
+                except asyncio.TimeoutError:
+                    pass
         # The settles of handlers that finished go first: a stream that ends
         # has the gateway nak what it held, and a settle still lingering in
         # its batch would then be refused and its message delivered again.
@@ -274,7 +280,10 @@ class Engine:
             self._handler_done()
             self._release(h)
             raise
-        # The handler's slot is free while its settle is on its way.
+        # The handler's slot is free while its settle is on its way (a
+        # drain waits for it: _settled).
+        self._settling += 1
+        self._settled.clear()
         self._handler_done()
         try:
             await self.settle(h, op[0], op[1], explicit=False)
@@ -282,6 +291,9 @@ class Engine:
             self.stats.settle_errors += 1
             self._report(e)
         finally:
+            self._settling -= 1
+            if self._settling == 0:
+                self._settled.set()
             await self._answer_successor(h)
             self._release(h)
 

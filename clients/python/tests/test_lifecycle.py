@@ -219,3 +219,28 @@ def test_only_the_subscribers_own_cancel_is_not_the_handlers_failure():
         assert _engine.Engine._cancelled(engine) is True
 
     asyncio.run(main())
+
+
+def test_a_drain_lands_the_ack_of_a_handler_that_returned_during_an_extend(client):
+    """A handler that returns just as the subscriber's keeper extends its
+    lease: its settle waits for the message's lock behind the extend, and a
+    drain that went on (a handler no longer ran) ended the stream first, so
+    the gateway nak'ed the message, which ran again (a reviewer's finding,
+    1 in 40). The drain now waits for the settles of finished handlers."""
+    import datetime
+
+    for i in range(10):
+        client.publish(STREAM, "orders.drainextend", b"x")
+        running = threading.Event()
+
+        def handler(m):
+            running.set()
+            left = (m.lease_deadline - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
+            time.sleep(max(0.0, left - max(left / 3, 0.05) + 0.003))  # as the keeper extends it
+
+        sub = client.subscribe(STREAM, "drainextend", handler, max_messages=1, on_error=lambda e: None)
+        assert running.wait(10)
+        sub.close(mode="drain")
+        assert sub.stats.acked == 1, f"round {i}: the drain ended before the finished handler's ack landed"
+        again = client.fetch(STREAM, "drainextend", batch=1, expires=1.0)
+        assert not again, f"round {i}: the message of a handler that finished came back"

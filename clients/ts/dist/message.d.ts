@@ -65,6 +65,12 @@ export declare class Message {
      * went back, and any later settle but `nak()` rejects with LEASE_SETTLED.
      */
     extend(opts?: ExtendOptions): Promise<Date>;
+    /**
+     * @internal keptAlive reports whether the lease was last extended by a
+     * duration, which the gateway keeps alive after its stream ends: closing
+     * the stream does not give it back.
+     */
+    get keptAlive(): boolean;
     /** @internal settled reports whether a settle was asked for. */
     get settleAsked(): boolean;
     /**

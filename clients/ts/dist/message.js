@@ -18,6 +18,7 @@ export class Message {
     #gen = 0; // bumped when a redelivery replaces the lease
     #tail = Promise.resolve();
     #settled;
+    #keptAlive = false; // extended by a duration: the gateway keeps the lease alive past its stream
     #sender;
     #owner;
     /** @internal */
@@ -89,9 +90,18 @@ export class Message {
             if (e && gen === this.#gen) {
                 this.#token = e.token;
                 this.#deadline = e.deadline;
+                this.#keptAlive = d !== undefined;
             }
             return e ? e.deadline : this.#deadline;
         });
+    }
+    /**
+     * @internal keptAlive reports whether the lease was last extended by a
+     * duration, which the gateway keeps alive after its stream ends: closing
+     * the stream does not give it back.
+     */
+    get keptAlive() {
+        return this.#keptAlive;
     }
     /** @internal settled reports whether a settle was asked for. */
     get settleAsked() {

@@ -60,6 +60,7 @@ export class Message {
   #gen = 0; // bumped when a redelivery replaces the lease
   #tail: Promise<unknown> = Promise.resolve();
   #settled: { op: Op; arg: string | number; done: Promise<void> } | undefined;
+  #keptAlive = false; // extended by a duration: the gateway keeps the lease alive past its stream
   readonly #sender: Sender;
   #owner: MessageOwner | undefined;
 
@@ -138,9 +139,19 @@ export class Message {
       if (e && gen === this.#gen) {
         this.#token = e.token;
         this.#deadline = e.deadline;
+        this.#keptAlive = d !== undefined;
       }
       return e ? e.deadline : this.#deadline;
     });
+  }
+
+  /**
+   * @internal keptAlive reports whether the lease was last extended by a
+   * duration, which the gateway keeps alive after its stream ends: closing
+   * the stream does not give it back.
+   */
+  get keptAlive(): boolean {
+    return this.#keptAlive;
   }
 
   /** @internal settled reports whether a settle was asked for. */

@@ -158,14 +158,17 @@ export class Subscription implements MessageOwner {
     this.#closing = mode;
     this.#notify();
     if (mode === "drain") {
-      await this.#until(() => this.#stats.running === 0, timeout);
+      // Handlers finished, and their settles landed: one may wait behind the
+      // subscriber's own extend of its lease, not yet with the sender.
+      await this.#until(() => this.#stats.running === 0 && !this.#settling(), timeout);
       await this.#sender.idle();
     }
     // What is still in hand goes back. Of a stream open, ending it does
     // that: the gateway naks the stream's unsettled leases once its pull has
     // ended. A nak sent while that pull is open would bring the message
     // straight back into it, a delivery burnt. Leases of a stream that broke
-    // earlier are nak'ed here.
+    // earlier are nak'ed here, and so are those a handler extended by a
+    // duration: the gateway keeps them alive past their stream's end.
     const live = new Set([...this.#conns].filter((c) => c.alive && c.heard));
     this.#givenBack = true;
     for (const c of this.#conns) {
@@ -176,7 +179,7 @@ export class Subscription implements MessageOwner {
     const left = [...this.#inHand()].filter((e) => e.held && !e.msg.settleAsked);
     const naks: Entry[] = [];
     for (const e of left) {
-      if (live.has(e.conn)) {
+      if (live.has(e.conn) && !e.msg.keptAlive) {
         this.#stats.returned++;
       } else {
         naks.push(e);
@@ -186,6 +189,16 @@ export class Subscription implements MessageOwner {
     await Promise.allSettled(naks.map((e) => e.msg.settleBy("nak", 0)));
     clearTimeout(this.#extendTimer);
     this.#extendTimer = undefined;
+  }
+
+  // settling reports whether a finished handler's settle is on its way.
+  #settling(): boolean {
+    for (const e of this.#inHand()) {
+      if (e.state === "finished" && e.msg.settleAsked && !e.settleDone) {
+        return true;
+      }
+    }
+    return false;
   }
 
   *#inHand(): Iterable<Entry> {
