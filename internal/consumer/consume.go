@@ -147,9 +147,10 @@ func (k *consumeStream) pullLoop(ctx context.Context, lim pullLimits, idle bool)
 // longest is how long the stream's next pull may wait. A pull lasts at
 // most consumeMaxWait, for when the stream ends its leases wait for its
 // last pull to end before they are nak'ed; but one of a stream that holds
-// none may wait req.IdleWait, asking for one message if it must wait
-// (nextPull), so that it ends with the first and what follows is pulled
-// as before: an idle pusher asks the server once in that long.
+// none may wait req.IdleWait: it ends with the first messages that come
+// (a no_wait pull, once it has delivered what is pending; one in line asks
+// for one, nextPull), and what follows is pulled as before. An idle pusher
+// asks the server once in that long.
 func (k *consumeStream) longest(req *ConsumeRequest) time.Duration {
 	if n, _ := k.pl.leases.Load(k.o); n == 0 && req.IdleWait > consumeMaxWait {
 		return req.IdleWait
