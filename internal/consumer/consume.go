@@ -252,7 +252,7 @@ func closed(ch <-chan struct{}) bool {
 // its leases (deletedNow). Its leases are void, as a reset
 // voids them: a settle of one would land on the delivery of the same
 // message by the consumer made again under its name.
-func (c *Consumer) Deleted() { c.onServer.markDeleted("the consumer was deleted on the server") }
+func (c *Consumer) Deleted() { markDeleted(c.onServer, "the consumer was deleted on the server") }
 
 // waitForRoom waits up to d for a settle to give credit back, or the
 // stream's reader to starve.

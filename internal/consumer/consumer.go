@@ -324,6 +324,22 @@ func (c *Consumer) Holds(d *Delivery) bool { return c.leases.Holds(ref(c.ClaimsO
 // ClaimsOf are what d's token says: whose lease it is and of which delivery.
 func (c *Consumer) ClaimsOf(d *Delivery) token.Claims { return c.tokens.claims(d) }
 
+// Reconnected is told that the connection to NATS was lost and made again:
+// the server may have restarted, and one that did redelivers what awaits
+// an ack by times it kept to the second, so every lease held ends that much
+// sooner (lease.RestorePrecision), once. The connection may be on another
+// server now: the one that holds the consumer may no longer be it (timing).
+// What passed unheard meanwhile is asked before the next settle or pull.
+func (c *Consumer) Reconnected() {
+	c.onServer.connected.Store(serverName(c.onServer.nc))
+	c.onServer.reconnects.Add(1)
+	if n := c.leases.Shorten(); n > 0 {
+		c.log.Info("NATS reconnected: the leases held end a second sooner, as a server that restarted redelivers by delivery times it kept to the second",
+			"leases", n)
+		currentSoon(c.onServer)
+	}
+}
+
 // LeaderElected is told that the consumer has a new leader (a replicated
 // consumer's leader stepped down, moved, or was lost): the new leader
 // redelivers what awaits an ack by times it holds to the second, so every

@@ -174,7 +174,7 @@ func (pl *puller) startPull(ctx context.Context, lim pullLimits, inLine bool) (m
 			return markedPull{}, err
 		}
 	}
-	if err := pl.server.current(ctx); err != nil {
+	if err := current(ctx, pl.server); err != nil {
 		pl.waiting.release()
 		return markedPull{}, err
 	}

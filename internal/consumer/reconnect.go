@@ -16,38 +16,15 @@ import (
 // policy as it is now, a later creation time voids the leases of the
 // consumer that was deleted (resetWatch.remade), fewer deliveries than the
 // replica received shows a reset (resetWatch.informed), and a consumer that
-// is gone is deleted (markDeleted). A reset followed by at least as many
+// is gone is deleted (markDeleted). Consumer.Reconnected counts the reconnects. A reset followed by at least as many
 // deliveries as the replica had received is not seen so; its settles are
 // judged by the reset's record in the ledger, where another replica heard
 // it.
 
-// Reconnected is told that the connection to NATS was lost and made again:
-// the server may have restarted, and one that did redelivers what awaits
-// an ack by times it kept to the second, so every lease held ends that much
-// sooner (lease.RestorePrecision), once. The connection may be on another
-// server now: the one that holds the consumer may no longer be it (timing).
-// What passed unheard meanwhile is asked before the next settle or pull.
-func (c *Consumer) Reconnected() {
-	c.onServer.connected.Store(serverName(c.onServer.nc))
-	c.onServer.reconnects.Add(1)
-	if n := c.leases.Shorten(); n > 0 {
-		c.log.Info("NATS reconnected: the leases held end a second sooner, as a server that restarted redelivers by delivery times it kept to the second",
-			"leases", n)
-		// At once for leases held, rather than at their next settle: what a
-		// reset left shows best before its deliveries are made.
-		s := c.onServer
-		s.words.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-			defer cancel()
-			_ = s.current(ctx)
-		})
-	}
-}
-
 // current returns once the consumer's info has been asked since the last
 // reconnect (one question at a time; the callers after it wait for its
 // answer), or UNAVAILABLE when it cannot be.
-func (s *onServer) current(ctx context.Context) error {
+func current(ctx context.Context, s *onServer) error {
 	n := s.reconnects.Load()
 	if s.informed.Load() >= n {
 		return nil
@@ -60,7 +37,7 @@ func (s *onServer) current(ctx context.Context) error {
 	_, err := s.ask(ctx, s.timeout)
 	switch {
 	case gone(err):
-		s.markDeleted("the consumer is gone from the server, deleted while NATS was away")
+		markDeleted(s, "the consumer is gone from the server, deleted while NATS was away")
 	case err != nil:
 		return fmt.Errorf("%w: asking the server for consumer %q of stream %q after a reconnect: %v", errs.ErrUnavailable, s.name, s.stream, err)
 	}
@@ -68,10 +45,31 @@ func (s *onServer) current(ctx context.Context) error {
 	return nil
 }
 
+// currentSoon has current asked at once, on a goroutine of the words',
+// for a consumer that holds leases, rather than at their next settle: what
+// a reset left shows best before its deliveries are made.
+func currentSoon(s *onServer) {
+	s.words.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+		defer cancel()
+		_ = current(ctx, s)
+	})
+}
+
+// settleable is current, then, for a consumer the server said was deleted,
+// CONSUMER_NOT_FOUND while it still is (deletedNow): what a settle asks
+// first.
+func settleable(ctx context.Context, s *onServer) error {
+	if err := current(ctx, s); err != nil {
+		return err
+	}
+	return deletedNow(ctx, s)
+}
+
 // markDeleted takes the server's word that the consumer was deleted (its advisory,
 // or an info after a reconnect): its leases are void, as a reset voids
 // them, and a settle asks the server and ends NOT_FOUND (deletedNow).
-func (s *onServer) markDeleted(why string) {
+func markDeleted(s *onServer, why string) {
 	ticket := s.tickets.Add(1) // an info asked before it does not clear it
 	s.update(func(v *serverView) { v.deleted, v.ticket = true, ticket })
 	s.resets.gone()

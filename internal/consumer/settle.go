@@ -61,7 +61,7 @@ func (s *settler) Settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 // settle fails LEASE_EXPIRED, as it would at its issuer, rather than land on
 // a delivery made after the reset.
 func (s *settler) Adopt(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args) []settle.Outcome {
-	if err := s.server.current(ctx); err != nil {
+	if err := current(ctx, s.server); err != nil {
 		return failedAll(len(cs), err)
 	}
 	gen, _ := s.server.settles.begin() // from before the table holds them: a void meanwhile waits for them
@@ -117,16 +117,11 @@ func failedAll(n int, err error) []settle.Outcome {
 // of 0s gives them back: giveBack). A Term whose answer never came is kept
 // to be sent again (unsure.go).
 func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, args settle.Args, w settle.Whose) []settle.Outcome {
-	if err := s.server.current(ctx); err != nil { // what passed unheard while NATS was away
-		return failedAll(len(cs), err)
-	}
 	if op == lease.OpExtend && args.Duration != nil && *args.Duration == 0 {
-		return s.giveBack(ctx, cs, args, w)
+		return s.giveBack(ctx, cs, args, w) // a Nak, settled here
 	}
-	if s.server.view().deleted { // its leases are void: say why, if it is deleted still
-		if err := deletedNow(ctx, s.server); err != nil {
-			return failedAll(len(cs), err)
-		}
+	if err := settleable(ctx, s.server); err != nil { // what passed unheard while NATS was away; deleted
+		return failedAll(len(cs), err)
 	}
 	var termed []lease.Ref // the Terms the server confirmed, told once a reset no longer waits for this settle
 	defer func() {
