@@ -48,9 +48,9 @@ func (s *onServer) Update(payload []byte) (follow func(context.Context)) {
 		return nil
 	}
 	asked := requestedTiming(req.Config)
-	s.foresee(&asked)
+	s.foresee(&asked, false)
 	return func(ctx context.Context) {
-		defer s.foresee(nil)
+		defer s.foresee(&asked, true)
 		wait := followFirst
 		for range followTries {
 			ci, err := s.ask(ctx, s.timeout)
@@ -84,16 +84,21 @@ func (s *onServer) FollowUpdate(ctx context.Context, payload []byte) {
 }
 
 // foresee dates the leases by p where it is shorter than what they were
-// dated by, and new leases by p, until foresee(nil) puts the view's timing
-// back.
-func (s *onServer) foresee(p *lease.Policy) {
+// dated by, and new leases by p where it is shorter than the view's
+// (timing), until the follow of the request that asked p ends (ended): the
+// view's timing is put back then, unless a later request's stands.
+func (s *onServer) foresee(p *lease.Policy, ended bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := s.last.Load().timing
-	if p != nil {
-		t = *p
+	t := *p
+	if ended {
+		if !s.foreseen.CompareAndSwap(p, nil) {
+			return
+		}
+		t = s.last.Load().timing
+	} else {
+		s.foreseen.Store(p)
 	}
-	s.foreseen.Store(p)
 	s.retime(t)
 }
 

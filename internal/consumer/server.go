@@ -72,8 +72,8 @@ type onServer struct {
 	// retime dates the leases by a timing not yet the view's (foresee),
 	// under mu, as changed does.
 	retime func(lease.Policy)
-	// foreseen is that timing while it stands (nil: the view's): what a
-	// delivery is dated by, and promised, as the lease table dates it.
+	// foreseen is that timing while it stands (nil: the view's): a
+	// delivery is dated, and promised, by it where it is shorter.
 	foreseen atomic.Pointer[lease.Policy]
 	// replicas is how many replicas serve the consumer, itself included.
 	replicas func() int
@@ -141,7 +141,8 @@ func serverName(nc *nats.Conn) *string {
 func (s *onServer) view() *serverView { return s.last.Load() }
 
 // timing is the consumer's redelivery timing, as the server last said (or
-// as an update request that passed asks, until an info shows it: foresee); a
+// as an update request that passed asks where that is shorter, until an
+// info shows it: foresee); a
 // second sooner (Early) while the server that holds a consumer with no raft
 // log is not the one the replica is connected to: that server dates what
 // awaits an ack to the second when it restarts (lease.RestorePrecision), and
@@ -150,7 +151,7 @@ func (s *onServer) timing() lease.Policy {
 	v := s.last.Load()
 	t := v.timing
 	if f := s.foreseen.Load(); f != nil {
-		t = *f
+		t = t.Shorter(*f) // a request the server refuses, or one that lengthens, dates nothing longer
 	}
 	if connected := s.connected.Load(); v.host != "" && connected != nil && v.host != *connected {
 		t.Early = lease.RestorePrecision

@@ -71,3 +71,19 @@ func (p Policy) Lasts(delivered uint64) time.Duration {
 func (p Policy) Equal(q Policy) bool {
 	return p.AckWait == q.AckWait && slices.Equal(p.BackOff, q.BackOff) && p.Early == q.Early
 }
+
+// Shorter is the timing that waits, for every delivery, the lesser of p's
+// and q's waits (and the larger Early): what a lease may be dated by when
+// the server holds one of them and which is not known yet.
+func (p Policy) Shorter(q Policy) Policy {
+	steps := max(len(p.BackOff), len(q.BackOff))
+	s := Policy{AckWait: min(p.AckWait, q.AckWait), Early: max(p.Early, q.Early)}
+	if steps > 0 {
+		s.BackOff = make([]time.Duration, steps)
+		for i := range s.BackOff {
+			n := uint64(i + 1)
+			s.BackOff[i] = min(p.AckWaitFor(n), q.AckWaitFor(n))
+		}
+	}
+	return s
+}
