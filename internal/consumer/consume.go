@@ -129,7 +129,7 @@ func (k *consumeStream) nextPull(ctx context.Context, req *ConsumeRequest, pri p
 		lim.maxBytes = min(lim.maxBytes, req.MaxBytes-bytes)
 	}
 	if n == 0 && req.IdleWait > 0 {
-		lim.waitBatch = 1 // an idle pull ends with the first message (longest)
+		lim.waitBatch, lim.inLine = 1, true // an idle pull ends with the first message (longest)
 	}
 	return lim, n, (n == 0 || lim.batch*2 >= req.MaxMessages || starved && lim.batch > 0) && lim.maxBytes > 0 && !closed(req.Stop)
 }
@@ -147,15 +147,19 @@ func (k *consumeStream) pullLoop(ctx context.Context, lim pullLimits, idle bool)
 // longest is how long the stream's next pull may wait. A pull lasts at
 // most consumeMaxWait, for when the stream ends its leases wait for its
 // last pull to end before they are nak'ed; but one of a stream that holds
-// none may wait req.IdleWait: it ends with the first messages that come
-// (a no_wait pull, once it has delivered what is pending; one in line asks
-// for one, nextPull), and what follows is pulled as before. An idle pusher
-// asks the server once in that long.
+// none may wait req.IdleWait, in line for one message (nextPull), so that
+// it ends with the first and what follows is pulled as before: an idle
+// pusher asks the server once in that long. A pinned group's pin lapses
+// when no pull carries it for priority_timeout: half of it at most then.
 func (k *consumeStream) longest(req *ConsumeRequest) time.Duration {
-	if n, _ := k.pl.leases.Load(k.o); n == 0 && req.IdleWait > consumeMaxWait {
-		return req.IdleWait
+	n, _ := k.pl.leases.Load(k.o)
+	if n > 0 || req.IdleWait <= consumeMaxWait {
+		return consumeMaxWait
 	}
-	return consumeMaxWait
+	if v := k.pl.server.view(); v.policy == jetstream.PriorityPolicyPinned && v.pinTTL > 0 {
+		return max(min(req.IdleWait, v.pinTTL/2), consumeMaxWait)
+	}
+	return req.IdleWait
 }
 
 // extendAlongside extends the stream's leases on a goroutine of its own, as

@@ -76,6 +76,10 @@ type pullLimits struct {
 	// Fetch asks for one, which ends its pull the moment it comes; a
 	// Consume stream, which passes messages on as they come, for its room.
 	waitBatch int
+	// inLine: the first pull waits in line too (an idle Consume stream's,
+	// for one message: a no_wait pull with a long expiry is held by the
+	// server as one, but a closing consumer waits for a no_wait pull's end).
+	inLine bool
 	// An open pull's messages go on once none has come for gap, or the
 	// first has waited linger.
 	gap, linger time.Duration
@@ -129,7 +133,7 @@ func (pl *puller) pullLoop(ctx context.Context, lim pullLimits, s sink) (EmptyRe
 	if !pl.nc.IsConnected() {
 		return EmptyNone, nil, fmt.Errorf("%w: not connected", errs.ErrUnavailable)
 	}
-	inLine := false
+	inLine := lim.inLine
 	for {
 		if !pl.waiting.tryAcquire() {
 			pl.growWaiting(ctx)

@@ -254,8 +254,8 @@ func (o *orphanPool) ready(now time.Time, nakNow func(*orphan) bool) []*Delivery
 // still bring a closing consumer, so that it naks that back rather than
 // leave it to ack_wait: what the server has sent them (a flush of the
 // connection, then each pull's handler done), the end of those that are
-// no_wait (answered at once, whatever the server had for them: a Fetch
-// left just after its first pull), and the end of those that orphans wait
+// no_wait (a Fetch left just after its first pull), both for owedWait at
+// most, and the end of those that orphans wait
 // on (a Consume stream's, a pusher's, last pull ends within
 // consumeMaxWait). A delivery the server has made but not yet written to
 // an abandoned pull still open is missed; such pulls end by themselves at
@@ -268,7 +268,8 @@ func (o *orphanPool) settle(ctx context.Context, flush func(context.Context) err
 	}
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
-	for o.owing() || o.onOpenPulls(time.Now()) {
+	brief := time.Now().Add(owedWait)
+	for o.onOpenPulls(time.Now()) || time.Now().Before(brief) && o.owing() {
 		select {
 		case <-ctx.Done():
 			return
@@ -276,6 +277,12 @@ func (o *orphanPool) settle(ctx context.Context, flush func(context.Context) err
 		}
 	}
 }
+
+// owedWait bounds a closing consumer's wait for what an abandoned pull is
+// owed: a message already sent, or a no_wait pull's answer, comes within
+// it; a no_wait pull with an expiry that nothing came for (a Fetch's long
+// poll left on its first pull) the server holds until it expires.
+const owedWait = 250 * time.Millisecond
 
 // owing reports whether an abandoned pull still open is owed what the
 // server sent it, or its prompt end (pull.Pull.Owing).

@@ -26,7 +26,8 @@ type serverView struct {
 	refusal string // why jetgate cannot serve the consumer as it is now; "": it can
 	groups  []string
 	policy  jetstream.PriorityPolicy
-	full    bool // at max_ack_pending with messages waiting
+	pinTTL  time.Duration // priority_timeout: a pin no pull carries for so long lapses
+	full    bool          // at max_ack_pending with messages waiting
 	paused  bool
 	pinned  map[string]bool // groups whose pin a client holds
 	pending uint64          // messages not yet delivered
@@ -74,6 +75,7 @@ func viewOf(ci *jetstream.ConsumerInfo) *serverView {
 		refusal: refusalOf(cfg),
 		groups:  cfg.PriorityGroups,
 		policy:  cfg.PriorityPolicy,
+		pinTTL:  cfg.PinnedTTL,
 		full:    cfg.MaxAckPending > 0 && ci.NumAckPending >= cfg.MaxAckPending && ci.NumPending > 0,
 		paused:  ci.Paused,
 		pinned:  pinnedGroups(ci.PriorityGroups),
