@@ -16,10 +16,10 @@ import (
 // policy as it is now, a later creation time voids the leases of the
 // consumer that was deleted (resetWatch.remade), fewer deliveries than the
 // replica received shows a reset (resetWatch.informed), and a consumer that
-// is gone is deleted (markDeleted). Consumer.Reconnected counts the reconnects. A reset followed by at least as many
-// deliveries as the replica had received is not seen so; its settles are
-// judged by the reset's record in the ledger, where another replica heard
-// it.
+// is gone is deleted (markDeleted); Consumer.Reconnected counts the
+// reconnects. A reset followed by at least as many deliveries as the
+// replica had received is not seen so; its settles are judged by the
+// reset's record in the ledger, where another replica heard it.
 
 // current returns once the consumer's info has been asked since the last
 // reconnect (one question at a time; the callers after it wait for its
