@@ -143,9 +143,14 @@ func TestIdlePushConsumersAskAlmostNothing(t *testing.T) {
 	}
 	replicaOf(t, ns, token.RandomKeyring(), replica.Options{Consumers: cs, Pushes: ps})
 	rq := countRequests(t, ns)
-	natstest.Eventually(t, 10*time.Second, "every pusher's pull waiting", func() bool {
-		ci, err := js.Consumer(context.Background(), "ORDERS", "c19")
-		return err == nil && ci.CachedInfo().NumWaiting > 0
+	natstest.Eventually(t, 20*time.Second, "every pusher's pull waiting", func() bool {
+		for i := range 20 {
+			c, err := js.Consumer(context.Background(), "ORDERS", fmt.Sprintf("c%d", i))
+			if err != nil || c.CachedInfo().NumWaiting == 0 {
+				return false
+			}
+		}
+		return true
 	})
 	const window = 4 * time.Second
 	total, kinds := rq.during(window)
