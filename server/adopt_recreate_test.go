@@ -24,18 +24,7 @@ func TestAnAdoptedTokenOfAConsumerRemadeWhileNoReplicaRanSettlesNothing(t *testi
 	old := h.fetchOne(time.Second) // through A
 	h.gw.Close()                   // A goes away; its token stays in the caller's hands
 	plain := h.recreate(consumer, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second})
-	b, err := plain.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m jetstream.Msg
-	for x := range b.Messages() {
-		m = x
-	}
-	if m == nil {
-		t.Fatal("the nats.go client got nothing of the new consumer")
-	}
-	if md, _ := m.Metadata(); md.NumDelivered != 1 || md.Sequence.Stream != old.GetMetadata().GetStreamSeq() {
+	if md := takeOne(t, plain, 5*time.Second); md.NumDelivered != 1 || md.Sequence.Stream != old.GetMetadata().GetStreamSeq() {
 		t.Fatalf("the nats.go client got %+v; want the new consumer's first delivery of the leased message", md)
 	}
 	_, d, _ := h.startGateway() // D: the restarted gateway
