@@ -16,6 +16,9 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/internal/natstest"
 )
 
 // limitedConfig is a gateway of one consumer with small listener limits.
@@ -75,17 +78,20 @@ func TestListenersCloseIdleConnectionsAndCapThem(t *testing.T) {
 			t.Fatalf("%s: a connection that sends nothing was not closed within 10s", addr)
 		}
 	}
+	// Three connections each hold a Consume stream open, which no
+	// idle_timeout ends; a fourth is refused as it is accepted. The refusal
+	// counter tells it from a close by idle_timeout, whatever the load.
 	for _, addr := range []string{p.GRPC, p.HTTP} {
-		var held []net.Conn
+		var release []func()
 		for range 3 {
-			held = append(held, dialPreface(t, addr))
+			release = append(release, holdConsume(t, p, addr))
 		}
 		extra := dialPreface(t, addr)
-		if !closedWithin(extra, 500*time.Millisecond) {
-			t.Fatalf("%s: a fourth connection with max_connections 3 was not refused", addr)
+		if !closedWithin(extra, 10*time.Second) {
+			t.Fatalf("%s: a fourth connection with max_connections 3 was not closed", addr)
 		}
-		for _, c := range held {
-			_ = c.Close()
+		for _, r := range release {
+			r()
 		}
 	}
 	// Slots come back as connections close. The server may not have seen
@@ -99,6 +105,54 @@ func TestListenersCloseIdleConnectionsAndCapThem(t *testing.T) {
 	if status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("a call once the held connections closed: %v; want it served (INVALID_ARGUMENT for an empty request)", err)
 	}
+	for _, l := range []string{"grpc", "http"} {
+		want := `jetgate_connections_refused_total{listener="` + l + `"} 1` + "\n"
+		natstest.Eventually(t, 10*time.Second, "the "+l+" listener's refusal counted", func() bool {
+			body, ok := tryScrape("http://" + p.HTTP + "/metrics")
+			return ok && strings.Contains(body, want)
+		})
+	}
+}
+
+// holdConsume opens a connection of its own to the listener at addr (gRPC
+// or HTTP) and a Consume stream on it, open once its headers came; release
+// ends both.
+func holdConsume(t *testing.T, p *Process, addr string) (release func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if addr == p.GRPC {
+		conn := grpcConn(t, addr)
+		st, err := jetgatev1.NewConsumerServiceClient(conn).Consume(ctx, &jetgatev1.ConsumeRequest{Stream: "ORDERS", Consumer: "billing"})
+		if err == nil {
+			_, err = st.Header()
+		}
+		if err != nil {
+			t.Fatalf("a Consume to hold a gRPC connection: %v", err)
+		}
+		return func() { cancel(); _ = conn.Close() }
+	}
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/v1/streams/ORDERS/consumers/billing:consume", strings.NewReader(`{}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("a Consume to hold an HTTP connection: %v %v", resp, err)
+	}
+	return func() { cancel(); resp.Body.Close(); tr.CloseIdleConnections() }
+}
+
+// tryScrape is the body of GET url, and false where it could not be read
+// (a listener at max_connections refuses the connection).
+func tryScrape(url string) (string, bool) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return "", false
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err == nil && resp.StatusCode == http.StatusOK
 }
 
 // 1 MiB of gRPC headers is refused before any handler: the open Health
