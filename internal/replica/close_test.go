@@ -192,7 +192,7 @@ func TestAClosingReplicasNakDoesNotLandOnADeliveryAfterAReset(t *testing.T) {
 		a.Close()
 		close(closed)
 	}()
-	natstest.Eventually(t, 2*time.Second, "a closing", func() bool {
+	natstest.Eventually(t, 10*time.Second, "a closing", func() bool {
 		_, err := a.Fetch(ctx, "ORDERS", "billing", consumer.FetchRequest{Batch: 1, Expires: time.Second})
 		return errors.Is(err, errs.ErrUnavailable)
 	})
