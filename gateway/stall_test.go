@@ -175,8 +175,13 @@ func TestARESTConsumeOfASilentCallerEndsThoughItsLeasesLapse(t *testing.T) {
 		t.Fatalf("the silent caller's stream did not end within 10s: %v; it sent %d bytes", err, len(body))
 	}
 	last := body[bytes.LastIndexByte(bytes.TrimSpace(body), '\n')+1:]
-	if !bytes.Contains(last, []byte(`"code":4`)) {
+	if !bytes.Contains(last, []byte(`"code":4`)) || !bytes.Contains(last, []byte(`"reason":"DEADLINE_EXCEEDED"`)) {
 		t.Errorf("the stream ended with %s, want DEADLINE_EXCEEDED", last)
+	}
+	// Why, in words the caller can act on (a reviewer saw "the deadline
+	// passed" alone).
+	if !bytes.Contains(last, []byte("the caller")) || bytes.Contains(last, []byte("the deadline passed")) {
+		t.Errorf("the stream ended with %s, want the reason in words", last)
 	}
 	// Each message is delivered 3 times at most: the first, the retry after
 	// the first run of lapses, and one claimed as the second run ends the

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -112,7 +111,7 @@ func (g *stallGuard) send(m *jetgatev1.ConsumeResponse) error {
 	case err := <-g.res:
 		return err
 	case <-g.timer.C:
-		return fmt.Errorf("the caller read nothing for %v: %w", g.stall, context.DeadlineExceeded)
+		return fmt.Errorf("%w: the caller read nothing for %v", errs.ErrCallerSilent, g.stall)
 	}
 }
 

@@ -68,7 +68,10 @@ func (s *consumerService) ListConsumers(ctx context.Context, req *jetgatev1.List
 			GatewayLeases: int64(c.GatewayLeases), PriorityGroups: ci.Config.PriorityGroups,
 			CreatedBy: ci.Config.Metadata[coreconsumer.CreatedBy],
 		}
-		if ci.Paused {
+		switch {
+		case ci.Paused && ci.Config.PauseUntil != nil && !ci.Config.PauseUntil.IsZero():
+			sum.PauseUntil = timestamppb.New(*ci.Config.PauseUntil) // the time set, as GetConsumer shows it
+		case ci.Paused:
 			sum.PauseUntil = timestamppb.New(time.Now().Add(ci.PauseRemaining))
 		}
 		out.Consumers[i] = sum

@@ -232,6 +232,17 @@ func TestPausedConsumerSaysSoAndResumeDelivers(t *testing.T) {
 	if code, _ := codeAndReason(err); code != codes.InvalidArgument {
 		t.Fatalf("Pause in the past: %v; want INVALID_ARGUMENT", err)
 	}
+	// ListConsumers shows the time set, as Pause and GetConsumer do, not
+	// one worked out again from what remains (a reviewer saw it drift).
+	ls, err := h.cons.ListConsumers(h.ctx(), &jetgatev1.ListConsumersRequest{Stream: stream})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range ls.GetConsumers() {
+		if c.GetName() == consumer && !c.GetPauseUntil().AsTime().Equal(p.GetPauseUntil().AsTime()) {
+			t.Errorf("ListConsumers shows pause_until %v; Pause answered %v", c.GetPauseUntil().AsTime(), p.GetPauseUntil().AsTime())
+		}
+	}
 }
 
 // A Consume stream on a paused consumer heartbeats, and delivers once it is

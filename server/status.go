@@ -72,6 +72,7 @@ var kinds = []kind{
 	{errs.ErrConsumerNotCreatedByAPI, codes.FailedPrecondition, ""},
 	{errs.ErrConsumerExists, codes.AlreadyExists, ""},
 	{errs.ErrConsumerQuota, codes.ResourceExhausted, ""},
+	{errs.ErrCallerSilent, codes.DeadlineExceeded, ""},
 	{context.DeadlineExceeded, codes.DeadlineExceeded, errs.TextDeadline},
 	{context.Canceled, codes.Canceled, errs.TextCanceled},
 }

@@ -391,7 +391,7 @@ func (k *consumeStream) silent(silence time.Duration, now time.Time) error {
 	}
 	k.sendFailed = true
 	if s < silence {
-		return fmt.Errorf("the caller let the messages it held lapse unsettled twice in a row, with no settle or extend between: %w", context.DeadlineExceeded)
+		return fmt.Errorf("%w: the caller let the messages it held lapse unsettled twice in a row, with no settle or extend between", errs.ErrCallerSilent)
 	}
-	return fmt.Errorf("the caller settled and extended none of the messages it holds for %v: %w", s.Round(time.Second), context.DeadlineExceeded)
+	return fmt.Errorf("%w: the caller settled and extended none of the messages it holds for %v", errs.ErrCallerSilent, s.Round(time.Second))
 }

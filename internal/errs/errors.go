@@ -115,6 +115,12 @@ var (
 	// ErrManageRefused is a Pause, Resume or Unpin the server refused.
 	ErrManageRefused = errors.New("refused by the server")
 
+	// ErrCallerSilent marks a stream ended because its caller read,
+	// settled or extended nothing for too long: the wrapping error's text
+	// says which and for how long, and is shown to the caller. Its reason
+	// is DEADLINE_EXCEEDED, as it is a context.DeadlineExceeded too.
+	ErrCallerSilent error = callerSilent{}
+
 	// ErrPriorityGroupRequired is a pull of a consumer with several priority
 	// groups that names none.
 	ErrPriorityGroupRequired = errors.New("priority group required")
@@ -210,6 +216,13 @@ var reasons = []struct {
 	{context.DeadlineExceeded, "DEADLINE_EXCEEDED"},
 	{context.Canceled, "CANCELED"},
 }
+
+// callerSilent is ErrCallerSilent: a context.DeadlineExceeded whose
+// wrapping text is for the caller.
+type callerSilent struct{}
+
+func (callerSilent) Error() string        { return "the stream ended" }
+func (callerSilent) Is(target error) bool { return target == context.DeadlineExceeded }
 
 // Fixed texts a caller reads where an error's own text is not for them, on
 // gRPC and REST alike.
