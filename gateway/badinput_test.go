@@ -156,3 +156,27 @@ func TestRESTRefusesCharsetsOtherThanUTF8(t *testing.T) {
 		t.Errorf("charset=UTF-8: status %d %s; want 200", r.status, r.raw)
 	}
 }
+
+// A query parameter that is not of its field's type is a 400 with a
+// reason, naming the parameter as sent and its value, in no Go words (a
+// reviewer saw `strconv.ParseInt: parsing "abc": invalid syntax` and no
+// reason); two values for one field are a 400 with a reason too.
+func TestABadQueryParameterIsNamedWithAReason(t *testing.T) {
+	c := newREST(t, startApp(t, nil))
+	for _, q := range []string{"pageSize=abc", "page_size=99999999999", "pageSize=1.5"} {
+		r := c.get(consumerPath + "/deadLetters?" + q)
+		name, value, _ := strings.Cut(q, "=")
+		msg, _ := r.body["message"].(string)
+		if r.status != http.StatusBadRequest || r.reason() != "INVALID_ARGUMENT" {
+			t.Errorf("?%s: status %d reason %q (%s); want 400 INVALID_ARGUMENT", q, r.status, r.reason(), r.raw)
+		}
+		if !strings.Contains(msg, name) || !strings.Contains(msg, value) || strings.Contains(msg, "strconv") {
+			t.Errorf("?%s: message %q; want it to name %s and %s, in no Go words", q, msg, name, value)
+		}
+	}
+	r := c.get(consumerPath + "/deadLetters?pageSize=1&page_size=2")
+	if r.status != http.StatusBadRequest || r.reason() != "INVALID_ARGUMENT" {
+		t.Errorf("two values of page_size: status %d reason %q (%s); want 400 INVALID_ARGUMENT", r.status, r.reason(), r.raw)
+	}
+	c.stillServes(t, "bad query parameters")
+}

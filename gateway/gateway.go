@@ -319,8 +319,8 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // input; any other error's text is logged and replaced (see backendStatus).
 func errorHandler(log *slog.Logger) runtime.ErrorHandlerFunc {
 	return func(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
-		if malformedBody(r) {
-			writeStatus(w, http.StatusBadRequest, status.Convert(err), "MALFORMED_BODY")
+		if st, reason, ok := badInput(r, err); ok {
+			writeStatus(w, http.StatusBadRequest, st, reason)
 			return
 		}
 		var routing *runtime.HTTPStatusError
@@ -383,13 +383,8 @@ var backendText = map[codes.Code]string{
 // sentence for its code; replaced reports that, so that the caller of
 // backendStatus logs the original once.
 func backendStatus(st *status.Status) (_ *status.Status, replaced bool) {
-	if st.Code() == codes.OK || gatewayCodes[st.Code()] {
+	if st.Code() == codes.OK || gatewayCodes[st.Code()] || hasJetgateInfo(st) {
 		return st, false
-	}
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetDomain() == "jetgate" {
-			return st, false
-		}
 	}
 	text, ok := backendText[st.Code()]
 	if !ok {
