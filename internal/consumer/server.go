@@ -262,7 +262,10 @@ func (s *onServer) noResponders(ctx context.Context) error {
 	return fmt.Errorf("%w: no JetStream responder for the consumer (a leader election, or the server is unreachable)", errs.ErrUnavailable)
 }
 
-// Info is the consumer's configuration and state, from the server.
+// Info is the consumer's configuration and state, from the server; one
+// jetgate cannot serve (no longer of explicit acks, a push consumer) is
+// CONSUMER_NOT_FOUND saying why, to a GetConsumer, Pause or Seek as to a
+// Fetch.
 func (s *onServer) Info(ctx context.Context) (*jetstream.ConsumerInfo, error) {
 	ci, err := s.ask(ctx, s.timeout)
 	switch {
@@ -273,12 +276,18 @@ func (s *onServer) Info(ctx context.Context) (*jetstream.ConsumerInfo, error) {
 	case err != nil:
 		return nil, fmt.Errorf("%w: consumer info: %v", errs.ErrUnavailable, err)
 	}
+	if err := s.servable(); err != nil {
+		return nil, err
+	}
 	return ci, nil
 }
 
 // Pause stops the server delivering the consumer's messages until until,
 // for every client of the consumer; it returns the pause the server took.
 func (s *onServer) Pause(ctx context.Context, until time.Time) (paused bool, pauseUntil time.Time, err error) {
+	if _, err := s.Info(ctx); err != nil { // not one jetgate cannot serve
+		return false, time.Time{}, err
+	}
 	r, err := s.jsStream.PauseConsumer(ctx, s.name, until)
 	if err != nil {
 		return false, time.Time{}, s.manageError("pause", err)
@@ -289,6 +298,9 @@ func (s *onServer) Pause(ctx context.Context, until time.Time) (paused bool, pau
 
 // Resume lets a paused consumer deliver again at once.
 func (s *onServer) Resume(ctx context.Context) (paused bool, err error) {
+	if _, err := s.Info(ctx); err != nil {
+		return false, err
+	}
 	r, err := s.jsStream.ResumeConsumer(ctx, s.name)
 	if err != nil {
 		return false, s.manageError("resume", err)
@@ -300,6 +312,9 @@ func (s *onServer) Resume(ctx context.Context) (paused bool, err error) {
 // Unpin releases the pinned client of group ("" for the consumer's only
 // group): the group's next pull is pinned in its place.
 func (s *onServer) Unpin(ctx context.Context, group string) error {
+	if _, err := s.Info(ctx); err != nil {
+		return err
+	}
 	v := s.last.Load()
 	p, err := v.priority(s.name, pull.Priority{Group: group})
 	if err != nil {

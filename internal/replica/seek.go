@@ -51,13 +51,13 @@ func (m *manager) Seek(ctx context.Context, stream, name string, to SeekTarget) 
 		return SeekResult{}, fmt.Errorf("%w: Seek needs nats-server %d.%d or later (its consumer reset API); this one is %s",
 			errs.ErrSeekUnsupported, seekMinServer[0], seekMinServer[1], v)
 	}
+	ci, err := c.Info(ctx) // CONSUMER_NOT_FOUND where jetgate cannot serve it
+	if err != nil {
+		return SeekResult{}, err
+	}
 	var payload []byte
 	if !to.AckFloor {
 		seq, err := m.seekSeq(ctx, stream, to)
-		if err != nil {
-			return SeekResult{}, err
-		}
-		ci, err := c.Info(ctx)
 		if err != nil {
 			return SeekResult{}, err
 		}
