@@ -12,6 +12,7 @@ import (
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	"github.com/jetgate/jetgate/internal/auth"
+	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/natsname"
 )
@@ -55,6 +56,9 @@ func (s *consumerService) UpdateConsumer(ctx context.Context, req *jetgatev1.Upd
 	in := req.GetConfig()
 	if in == nil {
 		in = &jetgatev1.ConsumerConfig{}
+	}
+	if n := in.GetDurableName(); n != "" && n != req.GetConsumer() {
+		return nil, s.status(fmt.Errorf("%w: config.durable_name %q is not the consumer of the path, %q: a consumer cannot be renamed", errs.ErrInvalidArgument, n, req.GetConsumer()))
 	}
 	ci, err := s.admin.UpdateConsumer(ctx, auth.Principal(ctx), req.GetStream(), req.GetConsumer(), func(cfg *jetstream.ConsumerConfig) error {
 		for _, f := range fields {
@@ -130,6 +134,9 @@ var fields = []field{
 		return fmt.Errorf("%w: config.ack_policy %v: jetgate serves consumers with explicit acks only", errs.ErrInvalidArgument, in.GetAckPolicy())
 	}},
 	{name: "ack_wait", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+		if d := in.GetAckWait(); d != nil && d.AsDuration() == 0 { // the server would take it for "unset"
+			return fmt.Errorf("%w: config.ack_wait 0s: must be at least %v (leave it out for the default)", errs.ErrInvalidArgument, consumer.MinAckWait)
+		}
 		return duration("ack_wait", in.GetAckWait(), &c.AckWait)
 	}},
 	{name: "max_deliver", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {

@@ -178,6 +178,8 @@ func TestConsumersThroughTheAPIRefusals(t *testing.T) {
 		{"a jetgate metadata key", &jetgatev1.ConsumerConfig{DurableName: "team-x", Metadata: map[string]string{"jetgate.created_by": "someone"}}, codes.InvalidArgument, "INVALID_ARGUMENT"},
 		// Under a second, the server rescans the pending messages without rest.
 		{"ack_wait under a second", &jetgatev1.ConsumerConfig{DurableName: "team-x", AckWait: durationpb.New(time.Millisecond)}, codes.InvalidArgument, "INVALID_ARGUMENT"},
+		// Said, 0s is not "left out" (a reviewer saw it made with 30s).
+		{"ack_wait 0s", &jetgatev1.ConsumerConfig{DurableName: "team-x", AckWait: durationpb.New(0)}, codes.InvalidArgument, "INVALID_ARGUMENT"},
 		{"a backoff step under a second", &jetgatev1.ConsumerConfig{DurableName: "team-x", Backoff: []*durationpb.Duration{durationpb.New(2 * time.Second), durationpb.New(1)}}, codes.InvalidArgument, "INVALID_ARGUMENT"},
 		{"more backoff steps than max_deliver", &jetgatev1.ConsumerConfig{DurableName: "team-x", MaxDeliver: 2, Backoff: []*durationpb.Duration{durationpb.New(time.Second), durationpb.New(2 * time.Second), durationpb.New(3 * time.Second)}}, codes.InvalidArgument, "INVALID_ARGUMENT"},
 		{"more backoff steps than the block's max_deliver", &jetgatev1.ConsumerConfig{DurableName: "team-x", Backoff: []*durationpb.Duration{durationpb.New(time.Second), durationpb.New(time.Second), durationpb.New(time.Second), durationpb.New(time.Second), durationpb.New(time.Second), durationpb.New(time.Second)}}, codes.InvalidArgument, "ADMIN_BOUND"},
@@ -236,6 +238,14 @@ func TestConsumersThroughTheAPIRefusals(t *testing.T) {
 		_, err := a.UpdateConsumer(h.ctx(), &jetgatev1.UpdateConsumerRequest{Stream: stream, Consumer: "team-1", Config: bad,
 			UpdateMask: mask("ack_wait", "filter_subjects")})
 		wantCode(t, err, codes.InvalidArgument, "INVALID_ARGUMENT")
+	}
+	// A body naming another consumer than the path is refused, not applied
+	// to the path's (a reviewer's finding): a consumer cannot be renamed.
+	_, err = a.UpdateConsumer(h.ctx(), &jetgatev1.UpdateConsumerRequest{Stream: stream, Consumer: "team-1",
+		Config: &jetgatev1.ConsumerConfig{DurableName: "team-2", Description: "renamed?"}, UpdateMask: mask("description")})
+	wantCode(t, err, codes.InvalidArgument, "INVALID_ARGUMENT")
+	if d := h.info("team-1").Config.Description; d != "" {
+		t.Errorf("an update naming team-2 in its body changed team-1: description %q", d)
 	}
 	wantCode(t, upd("team-cli", mask("description")), codes.FailedPrecondition, "CONSUMER_NOT_CREATED_BY_API")
 	_, err = a.DeleteConsumer(h.ctx(), &jetgatev1.DeleteConsumerRequest{Stream: stream, Consumer: "team-cli"})

@@ -104,6 +104,23 @@ func consumerOf(req any) string {
 	return ""
 }
 
+// unnamed is INVALID_ARGUMENT for a request that leaves out the stream, or
+// the consumer it is about (a reviewer saw a create without a name refused
+// as PERMISSION_DENIED on consumer "").
+func unnamed(req any, r named) error {
+	_, scoped := req.(interface{ GetConsumer() string })
+	_, create := req.(*jetgatev1.CreateConsumerRequest)
+	switch {
+	case r.GetStream() == "":
+		return fmt.Errorf("%w: stream is required", errs.ErrInvalidArgument)
+	case create && consumerOf(req) == "":
+		return fmt.Errorf("%w: config.durable_name is required: the consumer's name", errs.ErrInvalidArgument)
+	case scoped && consumerOf(req) == "":
+		return fmt.Errorf("%w: consumer is required", errs.ErrInvalidArgument)
+	}
+	return nil
+}
+
 // Unary is the guard as a unary interceptor.
 func (g *Guard) Unary() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
@@ -201,6 +218,9 @@ func (g *Guard) authorize(ctx context.Context, method string, req any) error {
 	r, ok := req.(named)
 	if !ok {
 		return g.deny(ctx, method, auth.Principal(ctx), req, fmt.Errorf("%w: the request names no stream", errs.ErrPermissionDenied))
+	}
+	if err := unnamed(req, r); err != nil {
+		return toStatus(err) // the caller's to fix, as without authentication; no grant names ""
 	}
 	if err := g.authn.Authorize(auth.Principal(ctx), action, r.GetStream(), consumerOf(req)); err != nil {
 		return g.deny(ctx, method, auth.Principal(ctx), req, err)

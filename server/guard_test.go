@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,6 +117,26 @@ func TestGuardAuthenticatesAndAuthorizesBeforeAnyWork(t *testing.T) {
 	wantCode(t, err, codes.Unauthenticated, "UNAUTHENTICATED")
 	// The listener's own guard is not changed by it.
 	_, err = fetch(as(ctx, auth.AssertedPrincipal, "alice"))
+	wantCode(t, err, codes.Unauthenticated, "UNAUTHENTICATED")
+}
+
+// A request without the stream or consumer it is about is INVALID_ARGUMENT
+// saying what is missing, as without authentication, not PERMISSION_DENIED
+// on consumer "" (a reviewer's finding, on a create without a name).
+func TestAnUnnamedRequestIsInvalidNotDenied(t *testing.T) {
+	_, r, _ := guarded(t)
+	alice := as(context.Background(), "authorization", "Bearer alice-key")
+	_, err := r.Consumers.Fetch(alice, &jetgatev1.FetchRequest{Stream: stream})
+	wantCode(t, err, codes.InvalidArgument, "INVALID_ARGUMENT")
+	_, err = r.Consumers.Fetch(alice, &jetgatev1.FetchRequest{Consumer: consumer})
+	wantCode(t, err, codes.InvalidArgument, "INVALID_ARGUMENT")
+	_, err = r.Consumers.CreateConsumer(alice, &jetgatev1.CreateConsumerRequest{Stream: stream, Config: &jetgatev1.ConsumerConfig{}})
+	wantCode(t, err, codes.InvalidArgument, "INVALID_ARGUMENT")
+	if !strings.Contains(statusMessage(err), "durable_name") {
+		t.Errorf("a create without a name: %v; want it to say durable_name is required", err)
+	}
+	// Unauthenticated, it is refused for that first.
+	_, err = r.Consumers.Fetch(context.Background(), &jetgatev1.FetchRequest{Stream: stream})
 	wantCode(t, err, codes.Unauthenticated, "UNAUTHENTICATED")
 }
 
