@@ -167,8 +167,20 @@ func bindConsumer(ctx context.Context, s jetstream.Stream, c Config, log *slog.L
 		log.Info("updated the consumer to the fields configured", "stream", c.Stream, "consumer", c.Name,
 			"ack_wait", got.AckWait, "was_ack_wait", found.AckWait, "backoff", got.BackOff, "was_backoff", found.BackOff,
 			"max_ack_pending", got.MaxAckPending, "was_max_ack_pending", found.MaxAckPending, "max_deliver", got.MaxDeliver, "was_max_deliver", found.MaxDeliver)
+		c.warnBackoff(log, got)
 	}
 	return cons, c.pause(ctx, s, found.PauseUntil)
+}
+
+// warnBackoff warns where the ack_wait configured does not hold because the
+// consumer has a backoff the file does not name (set with other tools, and
+// kept as every field the file leaves out): the server waits for a first
+// delivery by the backoff's first step, whatever ack_wait says.
+func (c Config) warnBackoff(log *slog.Logger, got jetstream.ConsumerConfig) {
+	if c.AckWait > 0 && c.BackOff == nil && len(got.BackOff) > 0 && got.AckWait != c.AckWait {
+		log.Warn("the consumer's backoff, set elsewhere, overrides the ack_wait configured: the server waits for a first delivery by its first step; name backoff in the configuration, or remove it from the consumer",
+			"stream", c.Stream, "consumer", c.Name, "ack_wait_configured", c.AckWait, "ack_wait", got.AckWait, "backoff", got.BackOff)
+	}
 }
 
 // pause applies the pause_until c names to an existing consumer, through

@@ -21,6 +21,12 @@ import (
 // consumer afterwards, or Bind's error.
 func bind(t *testing.T, js jetstream.JetStream, cfg consumer.Config) (jetstream.ConsumerConfig, error) {
 	t.Helper()
+	return bindLogged(t, js, cfg, io.Discard)
+}
+
+// bindLogged is bind with the consumer's log written to log.
+func bindLogged(t *testing.T, js jetstream.JetStream, cfg consumer.Config, log io.Writer) (jetstream.ConsumerConfig, error) {
+	t.Helper()
 	nc := js.Conn()
 	s, err := settle.NewSender(nc, 2*time.Second)
 	if err != nil {
@@ -31,7 +37,7 @@ func bind(t *testing.T, js jetstream.JetStream, cfg consumer.Config) (jetstream.
 	defer cancel()
 	_, err = consumer.Bind(ctx, js, cfg, consumer.Deps{
 		Conn: nc, Sender: s, Keys: token.RandomKeyring(), Self: token.NewIssuerID(), Timeout: 2 * time.Second,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Log: slog.New(slog.NewTextHandler(log, nil)),
 	})
 	if err != nil {
 		return jetstream.ConsumerConfig{}, err
@@ -101,6 +107,38 @@ func TestBootstrapUpdatesOnlyTheNamedFields(t *testing.T) {
 	}
 	if got.MaxAckPending != 50 {
 		t.Fatalf("max_ack_pending %d; want the named 50", got.MaxAckPending)
+	}
+}
+
+// An ack_wait configured over a consumer whose backoff was set elsewhere
+// does not hold (the server takes the backoff's first step), and a start
+// says so, as the README promises (a reviewer saw it change nothing,
+// silently).
+func TestBootstrapWarnsOfABackoffThatOverridesAckWait(t *testing.T) {
+	js := bootstrapEnv(t)
+	if _, err := js.CreateConsumer(context.Background(), stream, jetstream.ConsumerConfig{
+		Durable: name, AckPolicy: jetstream.AckExplicitPolicy, BackOff: []time.Duration{time.Second, 10 * time.Second},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	got, err := bindLogged(t, js, consumer.Config{Stream: stream, Name: name, AckWait: 45 * time.Second}, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.AckWait != time.Second {
+		t.Fatalf("ack_wait %v; the server was expected to keep the backoff's first step", got.AckWait)
+	}
+	if !strings.Contains(log.String(), "level=WARN") || !strings.Contains(log.String(), "overrides the ack_wait configured") {
+		t.Fatalf("no warning of the backoff overriding ack_wait 45s:\n%s", log.String())
+	}
+	// Named with its backoff, the configuration warns of nothing here.
+	log.Reset()
+	if _, err := bindLogged(t, js, consumer.Config{Stream: stream, Name: name, BackOff: []time.Duration{2 * time.Second}}, &log); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(log.String(), "level=WARN") {
+		t.Fatalf("a warning where the file names the backoff:\n%s", log.String())
 	}
 }
 
