@@ -176,7 +176,10 @@ func (g *serverGauges) refresh(ctx context.Context) {
 func (g *serverGauges) refreshOldest(ctx context.Context, b *binding, ci *jetstream.ConsumerInfo) {
 	key := consumerKey{b.c.Stream, b.c.Name}
 	seen, ok := g.oldest[key]
-	if !ok || seen.floor != ci.AckFloor.Stream || ci.NumPending+uint64(ci.NumAckPending) == 0 {
+	// Read again where the floor moved, and where the last read found
+	// nothing: messages may have come since without moving the floor (a
+	// consumer nobody fetches from). Nothing pending asks nothing.
+	if !ok || seen.floor != ci.AckFloor.Stream || seen.at.IsZero() || ci.NumPending+uint64(ci.NumAckPending) == 0 {
 		age, err := b.c.OldestUnackedAge(ctx, ci)
 		if err != nil {
 			return

@@ -70,3 +70,50 @@ func TestAScrapeDoesNotWaitOnAStalledNATS(t *testing.T) {
 		return hasSeries(t, reg, "jetgate_oldest_unacked_age_seconds", "billing")
 	})
 }
+
+// The oldest unacknowledged age follows messages that come while the ack
+// floor stays where it is: a read that found nothing pending is read again
+// once something is. Before, its 0 was kept until the floor moved, so a
+// consumer nobody fetched from showed 0 for good, and the alerts built on
+// the gauge never fired for it (an operator's review).
+func TestTheOldestAgeFollowsMessagesThatCameAfterAnEmptyRead(t *testing.T) {
+	ns := natstest.Start(t)
+	nc := natstest.Connect(t, ns)
+	natstest.Stream(t, nc, "ORDERS", "orders.>")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	reg := prometheus.NewRegistry()
+	r, err := replica.New(ctx, replica.Options{Conn: natstest.Connect(t, ns), Keys: token.RandomKeyring(), Metrics: reg,
+		Consumers: []consumer.Config{{Stream: "ORDERS", Name: "billing"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	natstest.Eventually(t, 10*time.Second, "the oldest age read, with nothing pending", func() bool {
+		return hasSeries(t, reg, "jetgate_oldest_unacked_age_seconds", "billing")
+	})
+	if age := gaugeValue(t, reg, "jetgate_oldest_unacked_age_seconds", "billing"); age != 0 {
+		t.Fatalf("oldest age %v with nothing pending; want 0", age)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, "orders.1", []byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 15*time.Second, "the oldest age of the message nobody fetched", func() bool {
+		return gaugeValue(t, reg, "jetgate_oldest_unacked_age_seconds", "billing") > 0
+	})
+}
+
+// gaugeValue is the value of the gauge name{…=label} in reg; the test
+// fails where there is none.
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
+	t.Helper()
+	m := seriesOf(t, reg, name, label)
+	if m == nil {
+		t.Fatalf("no %s{%s}", name, label)
+	}
+	return m.GetGauge().GetValue()
+}
