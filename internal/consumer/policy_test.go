@@ -158,8 +158,8 @@ func TestAConsumerMadeAPushConsumerIsNotFoundWithTheReason(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := e.c.Info(ctx); err != nil {
-		t.Fatal(err)
+	if _, err := e.c.Info(ctx); !errors.Is(err, errs.ErrConsumerNotFound) || !strings.Contains(err.Error(), "push consumer") {
+		t.Fatalf("info of a consumer made a push consumer: %v; want CONSUMER_NOT_FOUND saying why", err)
 	}
 	_, err := e.c.Fetch(ctx, consumer.FetchRequest{Batch: 1, Expires: time.Second})
 	if !errors.Is(err, errs.ErrConsumerNotFound) || !strings.Contains(err.Error(), "push consumer") {
