@@ -72,7 +72,6 @@ var kinds = []kind{
 	{errs.ErrConsumerNotCreatedByAPI, codes.FailedPrecondition, ""},
 	{errs.ErrConsumerExists, codes.AlreadyExists, ""},
 	{errs.ErrConsumerQuota, codes.ResourceExhausted, ""},
-	{errs.ErrCallerSilent, codes.DeadlineExceeded, ""},
 	{context.DeadlineExceeded, codes.DeadlineExceeded, errs.TextDeadline},
 	{context.Canceled, codes.Canceled, errs.TextCanceled},
 }
@@ -89,7 +88,7 @@ func kindOf(err error) kind {
 }
 
 func (k kind) text(err error) string {
-	if k.message != "" {
+	if k.message != "" && !errors.Is(err, errs.ErrCallerSilent) { // a silence's text is the caller's
 		return k.message
 	}
 	return err.Error()
