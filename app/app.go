@@ -343,11 +343,13 @@ func (p *process) serve(ctx context.Context, o Options) error {
 	return err
 }
 
-// shutdown stops HTTP and gRPC at once, gracefully within grace (neither
-// takes a new call while the other's calls finish), and cuts what is left
-// when it runs out; meanwhile the pushers finish what is in flight.
+// shutdown ends callers' Consume streams (UNAVAILABLE: they reconnect), stops
+// HTTP and gRPC at once, gracefully within grace (neither takes a new call
+// while the other's calls finish), and cuts what is left when it runs out;
+// meanwhile the pushers finish what is in flight.
 func (p *process) shutdown(grace time.Duration) {
 	p.health.Shutdown()
+	p.replica.EndStreams() // they would hold the stop for all its grace
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	pushed := make(chan struct{})

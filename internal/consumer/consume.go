@@ -18,6 +18,10 @@ import (
 	"github.com/jetgate/jetgate/internal/token"
 )
 
+// errEnding ends a caller's stream as the gateway begins to stop
+// (ConsumeRequest.Ending).
+var errEnding = fmt.Errorf("%w: this gateway is stopping; reconnect, and settle what the stream handed out through any replica", errs.ErrUnavailable)
+
 // outlastMax bounds the wait between two pulls of a stream that outlasts
 // NATS going away; extendAwayWait is the least wait between two tries to
 // extend its leases meanwhile (extendUntil's: the stream's loop leaves them
@@ -44,7 +48,7 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 		return err
 	}
 	k := &consumeStream{pl: pl, o: lease.NewOwner(), send: send, lastSend: time.Now(), pin: pri.PinID, claimed: make(chan struct{}, 1), batch: req.MaxMessages}
-	k.hungry = req.Hungry
+	k.hungry, k.ending = req.Hungry, req.Ending
 	var last *pull.Pull // the pull the stream left open, to the orphan pool
 	defer func() { k.end(k.sendFailed || ctx.Err() != nil, last, req.KeepOnEnd) }()
 	if req.AutoExtend {
@@ -55,6 +59,9 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 	for {
 		if err := cmp.Or(ctx.Err(), pl.server.servable(), deletedNow(ctx, pl.server)); err != nil {
 			return err
+		}
+		if closed(req.Ending) {
+			return errEnding
 		}
 		if req.Opened != nil {
 			req.Opened()
@@ -202,6 +209,7 @@ type consumeStream struct {
 	// claimed tells auto_extend (extendUntil) of leases the stream took.
 	claimed chan struct{}
 	hungry  <-chan struct{} // ConsumeRequest.Hungry
+	ending  <-chan struct{} // ConsumeRequest.Ending
 }
 
 // take holds the leases for the stream and sends them; the stream reads its
@@ -267,6 +275,7 @@ func (k *consumeStream) waitForRoom(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-k.o.Left():
 	case <-k.hungry:
+	case <-k.ending:
 	case <-t.C:
 	}
 }

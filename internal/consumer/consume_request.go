@@ -38,6 +38,11 @@ type ConsumeRequest struct {
 	// Stop, when closed, ends the pulling: the stream still extends and
 	// gives back what it holds, until ctx ends.
 	Stop <-chan struct{}
+	// Ending, when closed (the gateway begins to stop), ends the stream
+	// UNAVAILABLE once its pull in flight has ended: its leases stay its
+	// caller's, to settle through another replica or this one started
+	// again, as when NATS goes away.
+	Ending <-chan struct{}
 	// Silence, if set, ends a stream whose caller is silent (silent), and
 	// gives its leases back: over REST, where the kernel's buffers take the
 	// stream's writes, a caller that stops reading cannot be told apart

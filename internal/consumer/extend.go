@@ -10,8 +10,9 @@ import (
 	"github.com/jetgate/jetgate/internal/token"
 )
 
-// The settler's side of Extend: the new deadline and token of an Extend
-// confirmed, and the leases it keeps alive past one wait.
+// The settler's side of Extend, and of giving orphans back (nak): the new
+// deadline and token of an Extend confirmed, the leases it keeps alive past
+// one wait, and the Naks of what no caller holds.
 
 // extended records an Extend of cl that succeeded: its +WPI, sent at sent,
 // restarted the server's clock at the full wait; with a duration, the lease
@@ -68,4 +69,50 @@ func (s *settler) giveBack(ctx context.Context, cs []token.Claims, args settle.A
 		}
 	}
 	return out
+}
+
+// storedNak is the delay of a Nak that gives an orphan back. The server
+// keeps a plain Nak in its memory only (its redelivery queue), and one with
+// a delay in the consumer's stored state: a NATS that stops with the replica
+// (the embedded one), or soon after it, redelivers the second at once when
+// it starts again, the first only after ack_wait, a delivery spent (a
+// reviewer's finding). The server dates a delayed Nak from ack_wait, but
+// waits a redelivery's own backoff step: a delivery whose step is longer
+// than ack_wait gets a plain Nak, or its redelivery would wait the
+// difference.
+const storedNak = time.Millisecond
+
+// nak sends orphans back so that they are redelivered at once rather than
+// after ack_wait, through a NATS restart too where it can (storedNak).
+func (s *settler) nak(ctx context.Context, ds []*Delivery) {
+	if len(ds) == 0 {
+		return
+	}
+	s.counts.Orphans[OrphanNaked].Add(uint64(len(ds)))
+	timing := s.server.timing()
+	var stored, plain []token.Claims
+	for _, d := range ds {
+		if timing.AckWaitFor(d.Meta.Delivered) <= timing.AckWait {
+			stored = append(stored, s.tokens.claims(d))
+		} else {
+			plain = append(plain, s.tokens.claims(d))
+		}
+	}
+	s.nakClaims(ctx, stored, settle.Args{Delay: storedNak})
+	s.nakClaims(ctx, plain, settle.Args{})
+}
+
+// nakClaims naks cs with args. Recorded in the ledger like any Nak of an
+// issued lease: the pool also gives back the leases of ended Consume
+// streams, whose caller holds tokens.
+func (s *settler) nakClaims(ctx context.Context, cs []token.Claims, args settle.Args) {
+	if len(cs) == 0 {
+		return
+	}
+	for i, out := range s.settle(ctx, lease.OpNak, cs, args, settle.Issued) {
+		if out.Err != nil {
+			s.log.Warn("could not nak a message left by a canceled fetch; it returns after ack_wait",
+				"stream_seq", cs[i].StreamSeq, "err", out.Err)
+		}
+	}
 }

@@ -350,28 +350,6 @@ func (s *settler) Superseded(cs []token.Claims) []bool {
 	return out
 }
 
-// nak sends orphans back so that they are redelivered at once rather than
-// after ack_wait.
-func (s *settler) nak(ctx context.Context, ds []*Delivery) {
-	if len(ds) == 0 {
-		return
-	}
-	s.counts.Orphans[OrphanNaked].Add(uint64(len(ds)))
-	cs := make([]token.Claims, len(ds))
-	for i, d := range ds {
-		cs[i] = s.tokens.claims(d)
-	}
-	// Recorded in the ledger like any Nak of an issued lease: the pool also
-	// gives back the leases of ended Consume streams, whose caller holds
-	// tokens.
-	for i, out := range s.settle(ctx, lease.OpNak, cs, settle.Args{}, settle.Issued) {
-		if out.Err != nil {
-			s.log.Warn("could not nak a message left by a canceled fetch; it returns after ack_wait",
-				"stream_seq", cs[i].StreamSeq, "err", out.Err)
-		}
-	}
-}
-
 // Origins are the creation contexts of the leases cs this replica holds,
 // where it kept them (while tracing).
 func (s *settler) Origins(cs []token.Claims) []trace.SpanContext {

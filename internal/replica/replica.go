@@ -99,6 +99,9 @@ type Replica struct {
 	maxExp   time.Duration
 	maxNak   time.Duration
 	maxLease time.Duration
+
+	ending     chan struct{} // closed by EndStreams
+	endStreams sync.Once
 }
 
 // env is what the parts of a replica share, set once by New: its
@@ -170,6 +173,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		maxExp:   orDefault(o.MaxExpires, consumer.DefaultMaxExpires),
 		maxNak:   orDefault(o.MaxNakDelay, consumer.DefaultMaxNakDelay),
 		maxLease: orDefault(o.MaxLease, consumer.DefaultMaxLease),
+		ending:   make(chan struct{}),
 	}
 	r.binder = newBinder(e, o.OnDemand, o.Admin)
 	r.forwarder = &forwarder{env: e, binder: r.binder, slots: make(chan struct{}, maxForwardsInFlight)}
@@ -368,12 +372,13 @@ func (r *Replica) Fetch(ctx context.Context, stream, name string, req consumer.F
 	return res, err
 }
 
-// Consume streams leases of a consumer to send until ctx ends (see
-// consumer.Consume).
+// Consume streams leases of a consumer to send until ctx ends or the
+// gateway begins to stop (EndStreams; see consumer.Consume).
 func (r *Replica) Consume(ctx context.Context, stream, name string, req consumer.ConsumeRequest, send func([]*consumer.Delivery) error) error {
-	if r.closing.Load() {
+	if r.closing.Load() || closed(r.ending) {
 		return errStopping
 	}
+	req.Ending = r.ending
 	c, done, err := r.consumer(ctx, stream, name)
 	if err != nil {
 		return err

@@ -1,0 +1,118 @@
+package app
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+	"github.com/jetgate/jetgate/internal/natstest"
+)
+
+// consumeOne opens a Consume stream of billing and returns it once it
+// handed out a message, with that message.
+func consumeOne(t *testing.T, ctx context.Context, cc jetgatev1.ConsumerServiceClient) (jetgatev1.ConsumerService_ConsumeClient, *jetgatev1.Message) {
+	t.Helper()
+	st, err := cc.Consume(ctx, &jetgatev1.ConsumeRequest{Stream: "ORDERS", Consumer: "billing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		r, err := st.Recv()
+		if err != nil {
+			t.Fatalf("the stream ended before its message: %v", err)
+		}
+		if len(r.GetMessages()) > 0 {
+			return st, r.GetMessages()[0]
+		}
+	}
+}
+
+// A stop ends the callers' Consume streams at once, UNAVAILABLE, rather
+// than hold them, and the stop, for its whole grace while their callers
+// could settle nothing (a reviewer: a client library's held messages each
+// ran twice). Their leases stay theirs: not nak'ed, settled through the
+// next jetgate.
+func TestAStopEndsConsumeStreamsAndLeavesTheirLeasesToTheirCallers(t *testing.T) {
+	ns := natstest.Start(t)
+	key := writeKeyFile(t, "0123456789abcdefghijklmnopqrstuvwxyzABCD")
+	o := testOptions(t)
+	o.NATSURL, o.TokenKeyFile, o.ShutdownGrace = ns.ClientURL(), key, 5*time.Minute
+	o.StreamSubjects = []string{"orders.>"}
+	p1 := start(t, o)
+	cc, sc := grpcClients(t, p1.GRPC)
+	publish(t, sc, "orders.new", "held")
+	st, m := consumeOne(t, t.Context(), cc)
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- p1.Stop() }()
+	ended := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := st.Recv(); err != nil {
+				ended <- err
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-ended:
+		if status.Code(err) != codes.Unavailable {
+			t.Fatalf("the stream ended with %v; want UNAVAILABLE", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stream was still open 30s into a stop (grace 5m)")
+	}
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if ci := consumerInfo(t, ns.ClientURL(), "ORDERS", "billing"); ci.NumAckPending != 1 || ci.NumRedelivered != 0 {
+		t.Fatalf("after the stop: %d pending acks, %d redelivered; want the lease still its caller's (1, 0)", ci.NumAckPending, ci.NumRedelivered)
+	}
+	o2 := testOptions(t)
+	o2.NATSURL, o2.TokenKeyFile, o2.StreamSubjects = ns.ClientURL(), key, []string{"orders.>"}
+	p2 := start(t, o2)
+	cc2, _ := grpcClients(t, p2.GRPC)
+	ack, err := cc2.Ack(ctxT(t), &jetgatev1.AckRequest{Stream: "ORDERS", Consumer: "billing", Tokens: []string{m.GetToken()}})
+	if err != nil || len(ack.GetFailures()) != 0 {
+		t.Fatalf("the caller's Ack through the next jetgate: %v %v", ack, err)
+	}
+	if ci := consumerInfo(t, ns.ClientURL(), "ORDERS", "billing"); ci.NumAckPending != 0 {
+		t.Fatalf("%d pending acks after the Ack; want 0", ci.NumAckPending)
+	}
+}
+
+// A message a caller's stream gave back (the caller left) as a jetgate of
+// embedded NATS stops is redelivered as soon as it starts again, not after
+// ack_wait: the Nak is one the server stores (a reviewer: a plain Nak lives
+// in the server's memory only, and the message came back 30s later, a
+// delivery spent).
+func TestAStopsNakOutlivesTheEmbeddedServer(t *testing.T) {
+	dir := t.TempDir()
+	o := testOptions(t)
+	o.DataDir = dir
+	p1 := start(t, o)
+	cc, sc := grpcClients(t, p1.GRPC)
+	publish(t, sc, "orders.new", "held")
+	ctx, leave := context.WithCancel(t.Context())
+	consumeOne(t, ctx, cc)
+	leave()
+	if err := p1.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	o2 := testOptions(t)
+	o2.DataDir = dir
+	p2 := start(t, o2)
+	cc, _ = grpcClients(t, p2.GRPC)
+	msgs := fetch(t, cc, "billing", 1, 10*time.Second) // ack_wait is 30s
+	if len(msgs) != 1 {
+		t.Fatal("the message the stream gave back did not come back within 10s of the start (ack_wait 30s)")
+	}
+	if d := msgs[0].GetMetadata().GetNumDelivered(); d != 2 {
+		t.Errorf("delivered %d times; want 2", d)
+	}
+}
