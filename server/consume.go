@@ -111,7 +111,7 @@ func (g *stallGuard) send(m *jetgatev1.ConsumeResponse) error {
 	case err := <-g.res:
 		return err
 	case <-g.timer.C:
-		return fmt.Errorf("%w: the caller read nothing for %v", errs.ErrCallerSilent, g.stall)
+		return fmt.Errorf("%w: the caller read nothing for %v", errs.CallerSilent, g.stall)
 	}
 }
 

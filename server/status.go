@@ -88,7 +88,7 @@ func kindOf(err error) kind {
 }
 
 func (k kind) text(err error) string {
-	if k.message != "" && !errors.Is(err, errs.ErrCallerSilent) { // a silence's text is the caller's
+	if k.message != "" && !errors.Is(err, errs.CallerSilent) { // a silence's text is the caller's
 		return k.message
 	}
 	return err.Error()

@@ -360,7 +360,7 @@ func TestToStatus(t *testing.T) {
 		{errs.ErrUnavailable, codes.Unavailable, "NATS_UNAVAILABLE", false},
 		{errs.ErrPullRefused, codes.FailedPrecondition, "PULL_REFUSED", false},
 		{context.DeadlineExceeded, codes.DeadlineExceeded, "DEADLINE_EXCEEDED", false},
-		{fmt.Errorf("%w: the caller read nothing for 30s", errs.ErrCallerSilent), codes.DeadlineExceeded, "DEADLINE_EXCEEDED", true},
+		{fmt.Errorf("%w: the caller read nothing for 30s", errs.CallerSilent), codes.DeadlineExceeded, "DEADLINE_EXCEEDED", true},
 		{context.Canceled, codes.Canceled, "CANCELED", false},
 		{errors.New(secret), codes.Internal, "INTERNAL", false},
 		{fmt.Errorf("settle: %w", errors.New(secret)), codes.Internal, "INTERNAL", false},

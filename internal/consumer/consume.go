@@ -400,7 +400,7 @@ func (k *consumeStream) silent(silence time.Duration, now time.Time) error {
 	}
 	k.sendFailed = true
 	if s < silence {
-		return fmt.Errorf("%w: the caller let the messages it held lapse unsettled twice in a row, with no settle or extend between", errs.ErrCallerSilent)
+		return fmt.Errorf("%w: the caller let the messages it held lapse unsettled twice in a row, with no settle or extend between", errs.CallerSilent)
 	}
-	return fmt.Errorf("%w: the caller settled and extended none of the messages it holds for %v", errs.ErrCallerSilent, s.Round(time.Second))
+	return fmt.Errorf("%w: the caller settled and extended none of the messages it holds for %v", errs.CallerSilent, s.Round(time.Second))
 }

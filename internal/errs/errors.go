@@ -115,12 +115,6 @@ var (
 	// ErrManageRefused is a Pause, Resume or Unpin the server refused.
 	ErrManageRefused = errors.New("refused by the server")
 
-	// ErrCallerSilent marks a stream ended because its caller read,
-	// settled or extended nothing for too long: the wrapping error's text
-	// says which and for how long, and is shown to the caller. Its reason
-	// is DEADLINE_EXCEEDED, as it is a context.DeadlineExceeded too.
-	ErrCallerSilent error = callerSilent{}
-
 	// ErrPriorityGroupRequired is a pull of a consumer with several priority
 	// groups that names none.
 	ErrPriorityGroupRequired = errors.New("priority group required")
@@ -217,8 +211,14 @@ var reasons = []struct {
 	{context.Canceled, "CANCELED"},
 }
 
-// callerSilent is ErrCallerSilent: a context.DeadlineExceeded whose
-// wrapping text is for the caller.
+// CallerSilent marks a stream ended because its caller read, settled or
+// extended nothing for too long: the wrapping error's text says which and
+// for how long, and is shown to the caller. It is a mark, not a sentinel of
+// its own: a context.DeadlineExceeded, whose reason, DEADLINE_EXCEEDED, it
+// keeps.
+var CallerSilent error = callerSilent{}
+
+// callerSilent is CallerSilent.
 type callerSilent struct{}
 
 func (callerSilent) Error() string        { return "the stream ended" }
