@@ -345,6 +345,7 @@ func (c *Config) Warnings() []string {
 			out = append(out, e.Error())
 		}
 	}
+	out = append(out, c.pushWarnings()...)
 	for i, m := range c.OnDemand.Match {
 		for _, s := range natsname.InternalStreams() {
 			if ok, _ := path.Match(m.Stream, s); ok {

@@ -1,10 +1,12 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"net/url"
 	"time"
 
+	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/push"
 )
 
@@ -94,12 +96,22 @@ func (c *Config) fillPushDefaults() {
 	}
 }
 
+// The least push timeout and retry a configuration may name: under them no
+// endpoint answers in time, every push failing while the endpoint shows up
+// (a reviewer's finding: timeout 1ns pushed nothing, with no word), or a
+// failing endpoint is asked again all but at once.
+const (
+	MinPushTimeout = 100 * time.Millisecond
+	MinPushRetry   = 100 * time.Millisecond
+)
+
 // validatePush checks consumer k's push block at p, its files included.
 func (c *Config) validatePush(p string, k Consumer) *Error {
 	if k.Push == nil {
 		return nil
 	}
-	err := k.pushConfig().Validate()
+	pc := k.pushConfig()
+	err := pc.Validate()
 	var fe *push.FieldError
 	if errors.As(err, &fe) {
 		return c.errorf(p+".push."+fe.Field, "%v", fe.Err)
@@ -107,7 +119,33 @@ func (c *Config) validatePush(p string, k Consumer) *Error {
 	if err != nil {
 		return c.errorf(p+".push", "%v", err)
 	}
+	switch maxNak := time.Duration(c.Limits.MaxNakDelay); {
+	case pc.Timeout < MinPushTimeout:
+		return c.errorf(p+".push.timeout", "%v is under %v: no endpoint could answer in time, and every push would fail", pc.Timeout, MinPushTimeout)
+	case pc.RetryMin < MinPushRetry:
+		return c.errorf(p+".push.retry.min", "%v is under %v: a failing endpoint would be asked again all but at once", pc.RetryMin, MinPushRetry)
+	case maxNak > 0 && pc.RetryMax > maxNak:
+		return c.errorf(p+".push.retry.max", "%v is above limits.max_nak_delay (%v), the longest a message may be held back", pc.RetryMax, maxNak)
+	}
 	return nil
+}
+
+// pushWarnings are what a push block allows but cannot do: more requests in
+// flight than the consumer lets messages be (its max_ack_pending, as the
+// file or jetgate's seed gives it).
+func (c *Config) pushWarnings() []string {
+	var out []string
+	for i, k := range c.Consumers {
+		if k.Push == nil {
+			continue
+		}
+		most := cmp.Or(k.MaxAckPending, consumer.SeedMaxAckPending)
+		if n := k.pushConfig().Concurrency; n > most {
+			e := c.errorf(index("consumers", i)+".push.concurrency", "%d is above the consumer's max_ack_pending (%d): no more than %d requests are ever in flight", n, most, most)
+			out = append(out, e.Error())
+		}
+	}
+	return out
 }
 
 // maskQuery hides a push URL's query, which may carry a secret.

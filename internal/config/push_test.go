@@ -41,6 +41,10 @@ func TestBadPushBlocks(t *testing.T) {
 		{"cert without key", "      url: https://h\n      tls: {cert: " + secret + "}", "consumers[1].push.tls.cert", "go together"},
 		{"unknown field", "      url: http://h\n      concurency: 2", "consumers[1].push.concurency", `unknown field "concurency"`},
 		{"bad timeout", "      url: http://h\n      timeout: soon", "consumers[1].push.timeout", `"soon" is not a duration`},
+		// A reviewer's: 1ns pushed nothing, with no word; 1ms retried all but at once.
+		{"timeout of 1ns", "      url: http://h\n      timeout: 1ns", "consumers[1].push.timeout", "is under 100ms"},
+		{"retry of 1ms", "      url: http://h\n      retry: {min: 1ms, max: 1s}", "consumers[1].push.retry.min", "is under 100ms"},
+		{"retry past max_nak_delay", "      url: http://h\n      retry: {min: 1s, max: 1000h}", "consumers[1].push.retry.max", "above limits.max_nak_delay (24h0m0s)"},
 		{"batch of 1001", "      url: http://h\n      batch: {max_messages: 1001}", "consumers[1].push.batch.max_messages", "must be between 1 and 1000, got 1001"},
 		{"batch of -1", "      url: http://h\n      batch:\n        max_messages: -1", "consumers[1].push.batch.max_messages", "must be between 1 and 1000, got -1"},
 		{"batch bytes negative", "      url: http://h\n      batch: {max_bytes: -5}", "consumers[1].push.batch.max_bytes", "must be between 1 and 67108864 (64 MiB), got -5"},
@@ -166,5 +170,23 @@ func TestPushBatch(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("check-config output lacks %q:\n%s", want, b.String())
 		}
+	}
+}
+
+// More requests in flight than the consumer lets messages be is warned of
+// (a reviewer saw concurrency 100000 taken without a word): the server's
+// max_ack_pending may differ from the file's, so it is not refused.
+func TestAPushConcurrencyAboveMaxAckPendingIsWarnedOf(t *testing.T) {
+	c, err := Parse("jetgate.yaml", []byte("consumers:\n  - stream: ORDERS\n    name: hook\n    max_ack_pending: 50\n    push: {url: http://h, concurrency: 100}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := c.Warnings()
+	if len(ws) != 1 || !strings.Contains(ws[0], "consumers[0].push.concurrency: 100 is above the consumer's max_ack_pending (50)") {
+		t.Fatalf("warnings %q; want one of concurrency above max_ack_pending", ws)
+	}
+	c, err = Parse("jetgate.yaml", []byte("consumers:\n  - stream: ORDERS\n    name: hook\n    push: {url: http://h, concurrency: 100}\n"))
+	if err != nil || len(c.Warnings()) != 0 {
+		t.Fatalf("concurrency within the seed's 1024: %v, warnings %q; want none", err, c.Warnings())
 	}
 }
