@@ -38,7 +38,7 @@ class Subscriber:
         opts: dict,
     ) -> None:
         self._opts = Options(**opts)
-        self._concurrency = concurrency or min(self._opts.max_messages, DEFAULT_THREADS)
+        self._concurrency = min(self._opts.max_messages, DEFAULT_THREADS) if concurrency is None else concurrency
         self._handler = handler
         self._stream, self._consumer = stream, consumer
         self._work: "queue.SimpleQueue[Any]" = queue.SimpleQueue()

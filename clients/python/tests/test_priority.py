@@ -142,3 +142,24 @@ def test_a_pinned_subscriber_goes_on_once_its_consumer_is_pinned_no_more(replica
         sub.close()
         admin.close()
         via_second.close()
+
+
+@pytest.mark.parametrize("opts", [{"concurrency": 0}, {"concurrency": -2}, {"nak_delay": -1},
+                                  {"nak_delay": 10, "max_nak_delay": 5}, {"ack_batch": 0}])
+def test_subscriber_options_out_of_range_are_refused(client, opts):
+    # A reviewer saw concurrency 0 taken for one handler and a negative
+    # nak_delay taken as it was.
+    with pytest.raises(ValueError):
+        client.subscribe(STREAM, "groups", lambda m: None, **opts)
+
+
+@pytest.mark.parametrize("opts", [{"concurrency": 0}, {"nak_delay": -1}])
+def test_aio_subscriber_options_out_of_range_are_refused(gateway, opts):
+    import asyncio
+    import jetgate.aio
+
+    async def main():
+        async with jetgate.aio.Client(gateway.grpc) as c:
+            with pytest.raises(ValueError):
+                c.subscribe(STREAM, "groups", lambda m: None, **opts)
+    asyncio.run(main())

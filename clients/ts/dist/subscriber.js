@@ -58,11 +58,26 @@ export class Subscription {
                 throw new RangeError(`subscribe: ${k} must be a whole number from 0 to ${most} (got ${v})`);
             }
         }
-        const maxMessages = Math.max(1, opts.maxMessages ?? 100);
+        // Out of range, an option is refused, not bent (a reviewer saw maxMessages
+        // 0 taken for 1, and heartbeat 0 reconnect for ever).
+        const whole = (k, v, least, most = Number.MAX_SAFE_INTEGER) => {
+            if (v !== undefined && !(Number.isSafeInteger(v) && v >= least && v <= most)) {
+                throw new RangeError(`subscribe: ${k} must be a whole number from ${least} to ${most} (got ${v})`);
+            }
+        };
+        whole("maxMessages", opts.maxMessages, 1);
+        whole("maxBytes", opts.maxBytes, 1);
+        whole("concurrency", opts.concurrency, 1);
+        whole("ackBatch", opts.ackBatch, 1);
+        whole("heartbeat", opts.heartbeat, 100, 300_000); // ms, the gateway's bounds
+        whole("maxLease", opts.maxLease, 1);
+        whole("retry.min", opts.retry?.min, 0);
+        whole("retry.max", opts.retry?.max, opts.retry?.min ?? 0);
+        const maxMessages = opts.maxMessages ?? 100;
         this.#o = {
             maxMessages,
             maxBytes: opts.maxBytes,
-            concurrency: Math.max(1, opts.concurrency ?? maxMessages),
+            concurrency: opts.concurrency ?? maxMessages,
             maxLease: opts.maxLease ?? 3_600_000,
             ackBatch: opts.ackBatch ?? 100,
             heartbeat: opts.heartbeat ?? 5_000,

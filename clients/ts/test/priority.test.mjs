@@ -146,4 +146,13 @@ test("priority options", async (t) => {
       assert.throws(() => client.subscribe("TEST", "groups", async () => {}, opts), RangeError);
     }
   });
+
+  // A reviewer saw maxMessages 0 taken for 1, and heartbeat 0 reconnect for
+  // ever: out of range, an option is refused.
+  await t.test("subscriber options out of range are refused", () => {
+    for (const opts of [{ maxMessages: 0 }, { concurrency: 0 }, { heartbeat: 0 }, { heartbeat: 600_000 }, { ackBatch: 0 },
+      { maxLease: 0 }, { retry: { min: -1 } }, { retry: { min: 500, max: 100 } }, { maxBytes: 0 }]) {
+      assert.throws(() => client.subscribe("TEST", "groups", async () => {}, opts), RangeError, JSON.stringify(opts));
+    }
+  });
 });

@@ -191,7 +191,7 @@ class Client:
             nak_delay=nak_delay, max_nak_delay=max_nak_delay, on_error=on_error, timeout=self._timeout,
             group=group, min_pending=min_pending, min_ack_pending=min_ack_pending, priority=priority,
         )
-        return Subscriber(self, stream, consumer, handler, concurrency or max_messages, opts)
+        return Subscriber(self, stream, consumer, handler, max_messages if concurrency is None else concurrency, opts)
 
 
 class Subscriber:
