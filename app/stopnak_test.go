@@ -1,7 +1,10 @@
 package app
 
 import (
+	"bufio"
 	"context"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,5 +117,86 @@ func TestAStopsNakOutlivesTheEmbeddedServer(t *testing.T) {
 	}
 	if d := msgs[0].GetMetadata().GetNumDelivered(); d != 2 {
 		t.Errorf("delivered %d times; want 2", d)
+	}
+}
+
+// The stop of an auto_extend stream gives back the leases it kept alive
+// past the deadline of the token their caller holds (a reviewer's finding):
+// no replica would settle them on that token, and kept, they came back only
+// after the last keep-alive's ack_wait.
+func TestAStopGivesBackWhatAutoExtendKeptPastItsToken(t *testing.T) {
+	ns := natstest.Start(t)
+	key := writeKeyFile(t, "0123456789abcdefghijklmnopqrstuvwxyzABCD")
+	o := testOptions(t)
+	o.NATSURL, o.TokenKeyFile, o.StreamSubjects, o.AckWait = ns.ClientURL(), key, []string{"orders.>"}, 6*time.Second
+	p1 := start(t, o)
+	cc, sc := grpcClients(t, p1.GRPC)
+	publish(t, sc, "orders.new", "held")
+	st, err := cc.Consume(t.Context(), &jetgatev1.ConsumeRequest{Stream: "ORDERS", Consumer: "billing", AutoExtend: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m *jetgatev1.Message
+	for m == nil {
+		r, err := st.Recv()
+		if err != nil {
+			t.Fatalf("the stream ended before its message: %v", err)
+		}
+		if len(r.GetMessages()) > 0 {
+			m = r.GetMessages()[0]
+		}
+	}
+	go func() {
+		for {
+			if _, err := st.Recv(); err != nil {
+				return
+			}
+		}
+	}()
+	tokenEnds := m.GetLeaseDeadline().AsTime()
+	natstest.Eventually(t, 20*time.Second, "the lease kept alive past its token's deadline", func() bool {
+		return time.Now().After(tokenEnds.Add(200 * time.Millisecond))
+	})
+	if ci := consumerInfo(t, ns.ClientURL(), "ORDERS", "billing"); ci.NumRedelivered != 0 {
+		t.Fatalf("the message was redelivered while auto_extend held it: %+v", ci)
+	}
+	if err := p1.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	o2 := testOptions(t)
+	o2.NATSURL, o2.TokenKeyFile, o2.StreamSubjects, o2.AckWait = ns.ClientURL(), key, []string{"orders.>"}, 6*time.Second
+	p2 := start(t, o2)
+	cc2, _ := grpcClients(t, p2.GRPC)
+	msgs := fetch(t, cc2, "billing", 1, 1500*time.Millisecond)
+	if len(msgs) != 1 || msgs[0].GetMetadata().GetNumDelivered() != 2 {
+		t.Fatalf("right after the stop: %v; want the message given back, its second delivery (ack_wait 6s)", msgs)
+	}
+}
+
+// A REST Consume ended by a stop says so, with a reason of its own, not
+// NATS_UNAVAILABLE (a reviewer's finding: callers and alerts took a stop for
+// NATS being away).
+func TestARESTConsumeEndedByAStopSaysSo(t *testing.T) {
+	p := start(t, testOptions(t))
+	_, sc := grpcClients(t, p.GRPC)
+	publish(t, sc, "orders.new", "held")
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+p.HTTP+"/v1/streams/ORDERS/consumers/billing:consume", strings.NewReader(`{}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("REST Consume: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	lines := bufio.NewScanner(resp.Body)
+	lines.Buffer(nil, 1<<20)
+	for lines.Scan() && !strings.Contains(lines.Text(), "token") {
+	}
+	go func() { _ = p.Stop() }()
+	var last string
+	for lines.Scan() {
+		last = lines.Text()
+	}
+	if !strings.Contains(last, `"reason":"GATEWAY_STOPPING"`) || !strings.Contains(last, "gateway stopping") || !strings.Contains(last, `"code":14`) {
+		t.Fatalf("the stream's last line: %s; want UNAVAILABLE GATEWAY_STOPPING, saying the gateway is stopping", last)
 	}
 }

@@ -49,6 +49,7 @@ var kinds = []kind{
 		"the lease was already settled in another way"},
 	{errs.ErrSettleInProgress, codes.Aborted,
 		"another settle of this lease was still in flight after the request timeout; retry"},
+	{errs.ErrStopping, codes.Unavailable, ""}, // before ErrUnavailable, which it also is
 	{errs.ErrUnavailable, codes.Unavailable,
 		"NATS JetStream is unavailable or did not answer in time; retry"},
 	{errs.ErrMessageTooLarge, codes.FailedPrecondition, ""},

@@ -20,7 +20,7 @@ import (
 
 // errEnding ends a caller's stream as the gateway begins to stop
 // (ConsumeRequest.Ending).
-var errEnding = fmt.Errorf("%w: this gateway is stopping; reconnect, and settle what the stream handed out through any replica", errs.ErrUnavailable)
+var errEnding = fmt.Errorf("%w: reconnect, and settle what the stream handed out through any replica", errs.ErrStopping)
 
 // outlastMax bounds the wait between two pulls of a stream that outlasts
 // NATS going away; extendAwayWait is the least wait between two tries to
@@ -50,7 +50,7 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 	k := &consumeStream{pl: pl, o: lease.NewOwner(), send: send, lastSend: time.Now(), pin: pri.PinID, claimed: make(chan struct{}, 1), batch: req.MaxMessages}
 	k.hungry, k.ending = req.Hungry, req.Ending
 	var last *pull.Pull // the pull the stream left open, to the orphan pool
-	defer func() { k.end(k.sendFailed || ctx.Err() != nil, last, req.KeepOnEnd) }()
+	defer func() { k.end(k.sendFailed || ctx.Err() != nil, last, req.KeepOnEnd, req.AutoExtend) }()
 	if req.AutoExtend {
 		defer k.extendAlongside(ctx, req.Principal, cmp.Or(req.MaxLease, pl.maxLease))() // before end, which runs last
 	}
@@ -356,51 +356,4 @@ func (k *consumeStream) extend(ctx context.Context, principal string, maxLease t
 	// meanwhile, or NATS away, keeps its own.
 	out := pl.settles.settle(ctx, lease.OpExtend, due, settle.Args{Principal: principal, KeepAlive: true}, settle.Issued)
 	return slices.ContainsFunc(out, func(o settle.Outcome) bool { return errors.Is(o.Err, errs.ErrUnavailable) })
-}
-
-// end lets go of the stream's leases. When its caller left (ctx
-// ended), they are given back: to be nak'ed once the stream's last pull has
-// ended (while open, it would take a nak'ed message straight back), so that
-// they are redelivered at once rather than after ack_wait. When the stream
-// ended for another reason (NATS went away), the caller may still be
-// working on them: they stay its own until their deadlines, or are kept
-// alive for keep.
-func (k *consumeStream) end(callerLeft bool, last *pull.Pull, keep time.Duration) {
-	pl := k.pl
-	var until time.Time
-	if keep > 0 && !callerLeft {
-		until = time.Now().Add(keep)
-	}
-	ls := pl.leases.Disown(k.o, until)
-	if !until.IsZero() && len(ls) > 0 {
-		pl.wake() // the issuer keeps them alive (Run)
-	}
-	if len(ls) == 0 || !callerLeft {
-		return
-	}
-	ds := make([]*Delivery, len(ls))
-	for i, l := range ls {
-		ds[i] = &Delivery{
-			Meta:     pull.Metadata{StreamSeq: l.StreamSeq, ConsumerSeq: l.ConsumerSeq, Delivered: l.Delivered},
-			Deadline: l.TokenDeadline(), // only its nak names it
-		}
-	}
-	pl.counts.Orphans[OrphanReturned].Add(uint64(len(ds)))
-	pl.orphans.giveBack(ds, last, time.Now())
-	pl.wake()
-}
-
-// silent ends the stream, its leases to go back at once, once its caller
-// settled and extended none of the messages it holds for silence, or let
-// them lapse unsettled twice in a row (lease.Table.Silent); 0: never.
-func (k *consumeStream) silent(silence time.Duration, now time.Time) error {
-	s, lapses := k.pl.leases.Silent(k.o, now)
-	if silence == 0 || s < silence && lapses < 2 {
-		return nil
-	}
-	k.sendFailed = true
-	if s < silence {
-		return fmt.Errorf("%w: the caller let the messages it held lapse unsettled twice in a row, with no settle or extend between", errs.CallerSilent)
-	}
-	return fmt.Errorf("%w: the caller settled and extended none of the messages it holds for %v", errs.CallerSilent, s.Round(time.Second))
 }

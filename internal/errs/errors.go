@@ -31,6 +31,13 @@ var (
 	// ErrUnavailable is NATS being unreachable or not answering in time.
 	ErrUnavailable = errors.New("nats unavailable")
 
+	// ErrStopping is a call this gateway refuses, or a stream it ends, as it
+	// stops: the caller goes on through another replica, or this one
+	// started again. It is an ErrUnavailable too (the same code, retried
+	// the same way), with a reason of its own, so that a stop is not taken
+	// for NATS being away.
+	ErrStopping error = stopping{}
+
 	// ErrTokenInvalid is a token that does not decode or whose signature does
 	// not verify: forged, altered or truncated.
 	ErrTokenInvalid = errors.New("token invalid")
@@ -185,6 +192,7 @@ var reasons = []struct {
 	{ErrLeaseExpired, "LEASE_EXPIRED"},
 	{ErrLeaseSettled, "LEASE_SETTLED"},
 	{ErrSettleInProgress, "SETTLE_IN_PROGRESS"},
+	{ErrStopping, "GATEWAY_STOPPING"}, // before ErrUnavailable, which it also is
 	{ErrUnavailable, "NATS_UNAVAILABLE"},
 	{ErrIssuerGone, "ISSUER_GONE"},
 	{ErrMessageTooLarge, "MESSAGE_TOO_LARGE"},
@@ -210,6 +218,12 @@ var reasons = []struct {
 	{context.DeadlineExceeded, "DEADLINE_EXCEEDED"},
 	{context.Canceled, "CANCELED"},
 }
+
+// stopping is ErrStopping.
+type stopping struct{}
+
+func (stopping) Error() string        { return "gateway stopping" }
+func (stopping) Is(target error) bool { return target == ErrUnavailable }
 
 // CallerSilent marks a stream ended because its caller read, settled or
 // extended nothing for too long: the wrapping error's text says which and

@@ -20,6 +20,7 @@ var sentinels = map[string]error{
 	"ErrConsumerNotFound":        ErrConsumerNotFound,
 	"ErrStreamNotFound":          ErrStreamNotFound,
 	"ErrUnavailable":             ErrUnavailable,
+	"ErrStopping":                ErrStopping,
 	"ErrTokenInvalid":            ErrTokenInvalid,
 	"ErrTokenUnknownKey":         ErrTokenUnknownKey,
 	"ErrTokenWrongConsumer":      ErrTokenWrongConsumer,

@@ -162,7 +162,7 @@ func (bd *binder) consumer(ctx context.Context, stream, name string) (c *consume
 // errStopping refuses a caller's Fetch, Consume or settle once the replica
 // is closing (env.closing): the caller retries on another replica. Forwards
 // served as the close began are served still; later ones find no responder.
-var errStopping = fmt.Errorf("%w: this gateway is stopping", errs.ErrUnavailable)
+var errStopping = fmt.Errorf("%w: retry through another replica, or once it has started again", errs.ErrStopping)
 
 func notServed(key consumerKey) error {
 	return fmt.Errorf("%w: this gateway does not serve consumer %q of stream %q", errs.ErrConsumerNotFound, key.name, key.stream)
