@@ -200,3 +200,60 @@ func TestARESTConsumeEndedByAStopSaysSo(t *testing.T) {
 		t.Fatalf("the stream's last line: %s; want UNAVAILABLE GATEWAY_STOPPING, saying the gateway is stopping", last)
 	}
 }
+
+// What a caller extended itself on an auto_extend stream stays its own at a
+// stop, though the first token's deadline has passed: its Extend gave it a
+// later token, which the next jetgate settles.
+func TestAStopLeavesWhatTheCallerExtendedItselfToIt(t *testing.T) {
+	ns := natstest.Start(t)
+	key := writeKeyFile(t, "0123456789abcdefghijklmnopqrstuvwxyzABCD")
+	opts := func() Options {
+		o := testOptions(t)
+		o.NATSURL, o.TokenKeyFile, o.StreamSubjects, o.AckWait = ns.ClientURL(), key, []string{"orders.>"}, 6*time.Second
+		return o
+	}
+	p1 := start(t, opts())
+	cc, sc := grpcClients(t, p1.GRPC)
+	publish(t, sc, "orders.new", "held")
+	st, err := cc.Consume(t.Context(), &jetgatev1.ConsumeRequest{Stream: "ORDERS", Consumer: "billing", AutoExtend: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m *jetgatev1.Message
+	for m == nil {
+		r, err := st.Recv()
+		if err != nil {
+			t.Fatalf("the stream ended before its message: %v", err)
+		}
+		if len(r.GetMessages()) > 0 {
+			m = r.GetMessages()[0]
+		}
+	}
+	go func() {
+		for {
+			if _, err := st.Recv(); err != nil {
+				return
+			}
+		}
+	}()
+	first := m.GetLeaseDeadline().AsTime()
+	natstest.Eventually(t, 20*time.Second, "halfway to the first token's deadline", func() bool { return time.Now().After(first.Add(-3 * time.Second)) })
+	ext, err := cc.Extend(ctxT(t), &jetgatev1.ExtendRequest{Stream: "ORDERS", Consumer: "billing", Tokens: []string{m.GetToken()}})
+	if err != nil || len(ext.GetFailures()) != 0 || len(ext.GetLeases()) != 1 {
+		t.Fatalf("the caller's Extend: %v %v", ext, err)
+	}
+	later := ext.GetLeases()[0]
+	natstest.Eventually(t, 20*time.Second, "past the first token's deadline", func() bool { return time.Now().After(first.Add(200 * time.Millisecond)) })
+	if err := p1.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	p2 := start(t, opts())
+	cc2, _ := grpcClients(t, p2.GRPC)
+	ack, err := cc2.Ack(ctxT(t), &jetgatev1.AckRequest{Stream: "ORDERS", Consumer: "billing", Tokens: []string{later.GetNewToken()}})
+	if err != nil || len(ack.GetFailures()) != 0 {
+		t.Fatalf("the Ack of the caller's later token (deadline %v) through the next jetgate: %v %v", later.GetLeaseDeadline().AsTime(), ack, err)
+	}
+	if ci := consumerInfo(t, ns.ClientURL(), "ORDERS", "billing"); ci.NumAckPending != 0 || ci.NumRedelivered != 0 {
+		t.Fatalf("after the Ack: %d pending, %d redelivered; want 0, 0 (never given back)", ci.NumAckPending, ci.NumRedelivered)
+	}
+}

@@ -63,7 +63,7 @@ func pastTheirTokens(ls []lease.Lease, autoExtended bool, now time.Time) []lease
 	if !autoExtended {
 		return nil
 	}
-	return slices.DeleteFunc(ls, func(l lease.Lease) bool { return time.UnixMilli(l.First).After(now) })
+	return slices.DeleteFunc(ls, func(l lease.Lease) bool { return l.CallerToken().After(now) })
 }
 
 // silent ends the stream, its leases to go back at once, once its caller

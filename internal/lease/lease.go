@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"cmp"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -16,6 +17,11 @@ type Lease struct {
 	// as tokens carry it (set by the table): a token of this delivery
 	// carries no earlier one, though Deadline may be brought forward.
 	First int64
+	// Held is the deadline of the latest token its caller was given by an
+	// Extend of its own, in unix ms; 0: none, the first token's (First).
+	// An issuer's keep-alive (auto_extend, an Extend's duration) gives the
+	// caller no token, and moves only Deadline.
+	Held int64
 	// Start is when the server's clock of the delivery started: its receipt
 	// (an adopted lease: its token's Start; zero, not known). A token of
 	// this delivery says it started no earlier.
@@ -48,6 +54,10 @@ type Ref struct {
 
 // Ref is the delivery l is a lease of.
 func (l Lease) Ref() Ref { return Ref{StreamSeq: l.StreamSeq, Delivered: l.Delivered} }
+
+// CallerToken is the deadline of the latest token l's caller holds: past
+// it, no replica acting on that token alone settles l, live or not.
+func (l Lease) CallerToken() time.Time { return time.UnixMilli(cmp.Or(l.Held, l.First)) }
 
 // TokenDeadline is the deadline a token of l carries now: Deadline, which
 // Extends move on, or the first token's where Deadline was brought forward

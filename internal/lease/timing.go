@@ -110,8 +110,11 @@ func (p Policy) redate(l *Lease) bool {
 // deadline the caller asked for (zero: none): past e's deadline, its keep;
 // before it, e's deadline is cut to it (the lease ends when the caller
 // asked, the server's redelivery later); t.mu is held.
-func (t *Table) keepUntil(e *entry, ext Extension) time.Time {
-	until := ext.Until
+func (t *Table) keepUntil(e *entry, ext Extension) (until time.Time) {
+	if !ext.KeepAlive { // the caller's own Extend: its new token carries the later deadline (Held)
+		defer func(server int64) { e.Held = max(server, until.UnixMilli()) }(e.Deadline.UnixMilli())
+	}
+	until = ext.Until
 	if ext.KeepAlive {
 		if e.keep == 0 {
 			return time.Time{} // a plain Extend ended the keep-alive meanwhile
