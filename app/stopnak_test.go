@@ -257,3 +257,65 @@ func TestAStopLeavesWhatTheCallerExtendedItselfToIt(t *testing.T) {
 		t.Fatalf("after the Ack: %d pending, %d redelivered; want 0, 0 (never given back)", ci.NumAckPending, ci.NumRedelivered)
 	}
 }
+
+// A stream that NATS going away ended gives back nothing its caller holds,
+// auto_extend's past its token included: its issuer is still there and
+// settles that token (a reviewer's finding, against a first form that gave
+// them back at any end: the message was redelivered as soon as NATS was
+// back, while its caller still worked on it).
+func TestNATSAwayGivesBackNothingTheIssuerStillSettles(t *testing.T) {
+	ns := natstest.Start(t)
+	px := natstest.StartProxy(t, ns.Addr().String())
+	o := testOptions(t)
+	o.NATSURL, o.StreamSubjects, o.AckWait = "nats://"+px.Addr, []string{"orders.>"}, 12*time.Second
+	p := start(t, o)
+	cc, sc := grpcClients(t, p.GRPC)
+	publish(t, sc, "orders.new", "held")
+	st, err := cc.Consume(t.Context(), &jetgatev1.ConsumeRequest{Stream: "ORDERS", Consumer: "billing", AutoExtend: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m *jetgatev1.Message
+	for m == nil {
+		r, err := st.Recv()
+		if err != nil {
+			t.Fatalf("the stream ended before its message: %v", err)
+		}
+		if len(r.GetMessages()) > 0 {
+			m = r.GetMessages()[0]
+		}
+	}
+	ended := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := st.Recv(); err != nil {
+				ended <- err
+				return
+			}
+		}
+	}()
+	first := m.GetLeaseDeadline().AsTime()
+	natstest.Eventually(t, 30*time.Second, "past the first token's deadline", func() bool { return time.Now().After(first.Add(500 * time.Millisecond)) })
+	px.Cut()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stream did not end with NATS away")
+	}
+	px.Mend()
+	natstest.Eventually(t, 10*time.Second, "ready again", func() bool {
+		resp, err := http.Get("http://" + p.HTTP + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if got := fetch(t, cc, "billing", 1, 2*time.Second); len(got) > 0 {
+		t.Fatalf("redelivered (delivery %d) while its issuer still held it for the caller", got[0].GetMetadata().GetNumDelivered())
+	}
+	ack, err := cc.Ack(ctxT(t), &jetgatev1.AckRequest{Stream: "ORDERS", Consumer: "billing", Tokens: []string{m.GetToken()}})
+	if err != nil || len(ack.GetFailures()) != 0 {
+		t.Fatalf("the caller's Ack of its token through its issuer: %v %v", ack, err)
+	}
+}

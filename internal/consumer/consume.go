@@ -50,7 +50,9 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 	k := &consumeStream{pl: pl, o: lease.NewOwner(), send: send, lastSend: time.Now(), pin: pri.PinID, claimed: make(chan struct{}, 1), batch: req.MaxMessages}
 	k.hungry, k.ending = req.Hungry, req.Ending
 	var last *pull.Pull // the pull the stream left open, to the orphan pool
-	defer func() { k.end(k.sendFailed || ctx.Err() != nil, last, req.KeepOnEnd, req.AutoExtend) }()
+	defer func() {
+		k.end(k.sendFailed || ctx.Err() != nil, last, req.KeepOnEnd, req.AutoExtend && closed(req.Ending))
+	}()
 	if req.AutoExtend {
 		defer k.extendAlongside(ctx, req.Principal, cmp.Or(req.MaxLease, pl.maxLease))() // before end, which runs last
 	}

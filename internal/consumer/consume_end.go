@@ -21,7 +21,7 @@ import (
 // may still be working on them: they stay its own until their deadlines
 // (but for those no token of its settles, pastTheirTokens), or are kept
 // alive for keep.
-func (k *consumeStream) end(callerLeft bool, last *pull.Pull, keep time.Duration, autoExtended bool) {
+func (k *consumeStream) end(callerLeft bool, last *pull.Pull, keep time.Duration, stoppedAutoExtend bool) {
 	pl := k.pl
 	now := time.Now()
 	var until time.Time
@@ -36,7 +36,7 @@ func (k *consumeStream) end(callerLeft bool, last *pull.Pull, keep time.Duration
 	case !callerLeft && !until.IsZero():
 		return // the issuer keeps them alive
 	case !callerLeft:
-		ls = pastTheirTokens(ls, autoExtended, now) // the rest stay the caller's
+		ls = pastTheirTokens(ls, stoppedAutoExtend, now) // the rest stay the caller's
 	}
 	if len(ls) == 0 {
 		return
@@ -53,14 +53,16 @@ func (k *consumeStream) end(callerLeft bool, last *pull.Pull, keep time.Duration
 	pl.wake()
 }
 
-// pastTheirTokens are the leases of ls, left to a caller that is still
-// there (its stream ended by the gateway's stop, or NATS going away), that
-// no replica would settle on its tokens: auto_extend kept them alive past
-// the deadline of the token the caller holds (its keep-alive gives the
-// caller no new token), and a replica acting on that token alone refuses it
-// (a reviewer's finding). They are given back; the rest stay the caller's.
-func pastTheirTokens(ls []lease.Lease, autoExtended bool, now time.Time) []lease.Lease {
-	if !autoExtended {
+// pastTheirTokens are the leases of ls, left to a caller still there as the
+// gateway stops (stoppedAutoExtend: an auto_extend stream the stop ended),
+// that no replica would settle on the caller's tokens once this one is
+// gone: auto_extend kept them alive past the deadline of the latest token
+// the caller holds (its keep-alive gives the caller none), and a replica
+// acting on that token alone refuses it (a reviewer's finding). They are
+// given back; the rest stay the caller's. A stream ended otherwise (NATS
+// away) leaves them all: their issuer, still there, settles those tokens.
+func pastTheirTokens(ls []lease.Lease, stoppedAutoExtend bool, now time.Time) []lease.Lease {
+	if !stoppedAutoExtend {
 		return nil
 	}
 	return slices.DeleteFunc(ls, func(l lease.Lease) bool { return l.CallerToken().After(now) })

@@ -226,7 +226,7 @@ func (bd *binder) attach(ctx context.Context, key consumerKey) error {
 		return err
 	}
 	if bd.serve(c, true) == nil {
-		return fmt.Errorf("%w: the gateway is shutting down", errs.ErrUnavailable)
+		return errStopping
 	}
 	bd.log.Info("bound a consumer on demand", "stream", key.stream, "consumer", key.name)
 	select {
