@@ -17,9 +17,9 @@ import (
 
 // consumeOne opens a Consume stream of billing and returns it once it
 // handed out a message, with that message.
-func consumeOne(t *testing.T, ctx context.Context, cc jetgatev1.ConsumerServiceClient) (jetgatev1.ConsumerService_ConsumeClient, *jetgatev1.Message) {
+func consumeOne(t *testing.T, ctx context.Context, cc jetgatev1.ConsumerServiceClient, autoExtend bool) (jetgatev1.ConsumerService_ConsumeClient, *jetgatev1.Message) {
 	t.Helper()
-	st, err := cc.Consume(ctx, &jetgatev1.ConsumeRequest{Stream: "ORDERS", Consumer: "billing"})
+	st, err := cc.Consume(ctx, &jetgatev1.ConsumeRequest{Stream: "ORDERS", Consumer: "billing", AutoExtend: autoExtend})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,6 +32,23 @@ func consumeOne(t *testing.T, ctx context.Context, cc jetgatev1.ConsumerServiceC
 			return st, r.GetMessages()[0]
 		}
 	}
+}
+
+// holdOne is consumeOne with the stream read on to its end, which ended
+// reports.
+func holdOne(t *testing.T, cc jetgatev1.ConsumerServiceClient, autoExtend bool) (m *jetgatev1.Message, ended <-chan error) {
+	t.Helper()
+	st, m := consumeOne(t, t.Context(), cc, autoExtend)
+	end := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := st.Recv(); err != nil {
+				end <- err
+				return
+			}
+		}
+	}()
+	return m, end
 }
 
 // A stop ends the callers' Consume streams at once, UNAVAILABLE, rather
@@ -48,19 +65,9 @@ func TestAStopEndsConsumeStreamsAndLeavesTheirLeasesToTheirCallers(t *testing.T)
 	p1 := start(t, o)
 	cc, sc := grpcClients(t, p1.GRPC)
 	publish(t, sc, "orders.new", "held")
-	st, m := consumeOne(t, t.Context(), cc)
-
+	m, ended := holdOne(t, cc, false)
 	stopped := make(chan error, 1)
 	go func() { stopped <- p1.Stop() }()
-	ended := make(chan error, 1)
-	go func() {
-		for {
-			if _, err := st.Recv(); err != nil {
-				ended <- err
-				return
-			}
-		}
-	}()
 	select {
 	case err := <-ended:
 		if status.Code(err) != codes.Unavailable {
@@ -101,7 +108,7 @@ func TestAStopsNakOutlivesTheEmbeddedServer(t *testing.T) {
 	cc, sc := grpcClients(t, p1.GRPC)
 	publish(t, sc, "orders.new", "held")
 	ctx, leave := context.WithCancel(t.Context())
-	consumeOne(t, ctx, cc)
+	consumeOne(t, ctx, cc, false)
 	leave()
 	if err := p1.Stop(); err != nil {
 		t.Fatal(err)
@@ -132,27 +139,7 @@ func TestAStopGivesBackWhatAutoExtendKeptPastItsToken(t *testing.T) {
 	p1 := start(t, o)
 	cc, sc := grpcClients(t, p1.GRPC)
 	publish(t, sc, "orders.new", "held")
-	st, err := cc.Consume(t.Context(), &jetgatev1.ConsumeRequest{Stream: "ORDERS", Consumer: "billing", AutoExtend: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m *jetgatev1.Message
-	for m == nil {
-		r, err := st.Recv()
-		if err != nil {
-			t.Fatalf("the stream ended before its message: %v", err)
-		}
-		if len(r.GetMessages()) > 0 {
-			m = r.GetMessages()[0]
-		}
-	}
-	go func() {
-		for {
-			if _, err := st.Recv(); err != nil {
-				return
-			}
-		}
-	}()
+	m, _ := holdOne(t, cc, true)
 	tokenEnds := m.GetLeaseDeadline().AsTime()
 	natstest.Eventually(t, 20*time.Second, "the lease kept alive past its token's deadline", func() bool {
 		return time.Now().After(tokenEnds.Add(200 * time.Millisecond))
@@ -215,27 +202,7 @@ func TestAStopLeavesWhatTheCallerExtendedItselfToIt(t *testing.T) {
 	p1 := start(t, opts())
 	cc, sc := grpcClients(t, p1.GRPC)
 	publish(t, sc, "orders.new", "held")
-	st, err := cc.Consume(t.Context(), &jetgatev1.ConsumeRequest{Stream: "ORDERS", Consumer: "billing", AutoExtend: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m *jetgatev1.Message
-	for m == nil {
-		r, err := st.Recv()
-		if err != nil {
-			t.Fatalf("the stream ended before its message: %v", err)
-		}
-		if len(r.GetMessages()) > 0 {
-			m = r.GetMessages()[0]
-		}
-	}
-	go func() {
-		for {
-			if _, err := st.Recv(); err != nil {
-				return
-			}
-		}
-	}()
+	m, _ := holdOne(t, cc, true)
 	first := m.GetLeaseDeadline().AsTime()
 	natstest.Eventually(t, 20*time.Second, "halfway to the first token's deadline", func() bool { return time.Now().After(first.Add(-3 * time.Second)) })
 	ext, err := cc.Extend(ctxT(t), &jetgatev1.ExtendRequest{Stream: "ORDERS", Consumer: "billing", Tokens: []string{m.GetToken()}})
@@ -271,29 +238,7 @@ func TestNATSAwayGivesBackNothingTheIssuerStillSettles(t *testing.T) {
 	p := start(t, o)
 	cc, sc := grpcClients(t, p.GRPC)
 	publish(t, sc, "orders.new", "held")
-	st, err := cc.Consume(t.Context(), &jetgatev1.ConsumeRequest{Stream: "ORDERS", Consumer: "billing", AutoExtend: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m *jetgatev1.Message
-	for m == nil {
-		r, err := st.Recv()
-		if err != nil {
-			t.Fatalf("the stream ended before its message: %v", err)
-		}
-		if len(r.GetMessages()) > 0 {
-			m = r.GetMessages()[0]
-		}
-	}
-	ended := make(chan error, 1)
-	go func() {
-		for {
-			if _, err := st.Recv(); err != nil {
-				ended <- err
-				return
-			}
-		}
-	}()
+	m, ended := holdOne(t, cc, true)
 	first := m.GetLeaseDeadline().AsTime()
 	natstest.Eventually(t, 30*time.Second, "past the first token's deadline", func() bool { return time.Now().After(first.Add(500 * time.Millisecond)) })
 	px.Cut()
