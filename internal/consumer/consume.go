@@ -48,7 +48,7 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 		return err
 	}
 	k := &consumeStream{pl: pl, o: lease.NewOwner(), send: send, lastSend: time.Now(), pin: pri.PinID, claimed: make(chan struct{}, 1), batch: req.MaxMessages}
-	k.hungry, k.ending = req.Hungry, req.Ending
+	k.hungry, k.ending, k.pulled = req.Hungry, req.Ending, time.Now()
 	var last *pull.Pull // the pull the stream left open, to the orphan pool
 	defer func() {
 		k.end(k.sendFailed || ctx.Err() != nil, last, req.KeepOnEnd, req.AutoExtend && closed(req.Ending))
@@ -89,7 +89,7 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 			}
 			continue
 		}
-		wait := min(untilBeat, k.untilNextDue(req.AutoExtend, cmp.Or(req.MaxLease, pl.maxLease), now), k.longest(&req))
+		wait := min(untilBeat, k.untilNextDue(req.AutoExtend, cmp.Or(req.MaxLease, pl.maxLease), now), k.longest(&req), max(k.untilPinKept(now), time.Millisecond))
 		if lim, n, due := k.nextPull(ctx, &req, pri, wait); due {
 			empty, left, err := k.pullLoop(ctx, lim, n == 0 && req.IdleWait > 0)
 			last = cmp.Or(left, last)
@@ -140,12 +140,34 @@ func (k *consumeStream) nextPull(ctx context.Context, req *ConsumeRequest, pri p
 	if n == 0 && req.IdleWait > 0 {
 		lim.waitBatch, lim.inLine = 1, true // an idle pull ends with the first message (longest)
 	}
-	return lim, n, (n == 0 || lim.batch*2 >= req.MaxMessages || starved && lim.batch > 0) && lim.maxBytes > 0 && !closed(req.Stop)
+	due = (n == 0 || lim.batch*2 >= req.MaxMessages || starved && lim.batch > 0) && lim.maxBytes > 0
+	if !due && k.untilPinKept(time.Now()) <= 0 {
+		// A stream that pulls nothing, its room taken, keeps its pin with a
+		// pull that can take nothing (one byte): the server renews a pin as
+		// a pull carrying it arrives, and drops one that none carries for
+		// priority_timeout (a reviewer's finding: a job longer than that
+		// lost the stream its pin).
+		lim.batch, lim.waitBatch, lim.maxBytes, lim.inLine, due = 1, 1, 1, false, true
+		lim.until = time.Now().Add(pull.ImmediateExpiry)
+	}
+	return lim, n, due && !closed(req.Stop)
+}
+
+// untilPinKept is how long until the stream's next pull is due to keep its
+// pin: half its group's priority_timeout after its last pull; an hour where
+// it holds no pin of a pinned group.
+func (k *consumeStream) untilPinKept(now time.Time) time.Duration {
+	v := k.pl.server.view()
+	if k.pin == "" || v.policy != jetstream.PriorityPolicyPinned || v.pinTTL <= 0 {
+		return time.Hour
+	}
+	return k.pulled.Add(v.pinTTL / 2).Sub(now)
 }
 
 // pullLoop runs the puller's loop for the stream, counted among the idle
 // pulls while the stream holds nothing (and may wait IdleWait).
 func (k *consumeStream) pullLoop(ctx context.Context, lim pullLimits, idle bool) (EmptyReason, *pull.Pull, error) {
+	k.pulled = time.Now()
 	if idle {
 		k.pl.idle.Add(1)
 		defer k.pl.idle.Add(-1)
@@ -212,6 +234,7 @@ type consumeStream struct {
 	claimed chan struct{}
 	hungry  <-chan struct{} // ConsumeRequest.Hungry
 	ending  <-chan struct{} // ConsumeRequest.Ending
+	pulled  time.Time       // when its last pull went out (untilPinKept)
 }
 
 // take holds the leases for the stream and sends them; the stream reads its
