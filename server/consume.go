@@ -31,8 +31,8 @@ func (s *consumerService) Consume(req *jetgatev1.ConsumeRequest, out grpc.Server
 	g := newStallGuard(out, s.lim.SendStall)
 	defer g.close()
 	err = s.replica.Consume(ctx, req.GetStream(), req.GetConsumer(), cr, func(ds []*consumer.Delivery) error {
-		if p := consumer.PinOf(ds); p != "" {
-			pin = p
+		if len(ds) > 0 { // a heartbeat keeps it; messages without one: the policy is no longer pinned
+			pin = consumer.PinOf(ds)
 		}
 		return g.send(&jetgatev1.ConsumeResponse{Messages: wire.Messages(ds), PinId: pin})
 	})

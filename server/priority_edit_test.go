@@ -142,6 +142,11 @@ func TestAConsumeStreamHoldingAPinFollowsAPolicyChange(t *testing.T) {
 			t.Fatalf("the stream ended: %v", err)
 		}
 		if len(r.GetMessages()) == 1 {
+			// The pin is gone with the policy: a caller shown it would
+			// present it again (a reviewer saw every response keep it).
+			if p := r.GetPinId(); p != "" {
+				t.Errorf("a message after the policy change came with pin %q; want none", p)
+			}
 			return
 		}
 	}
