@@ -7,14 +7,5 @@ package replica
 // message a client library held run twice). The caller reconnects, to
 // another replica or to this one started again, and settles there the
 // leases it holds, which stay its own. Push streams stop with StopPush.
+// A stream that starts after it ends at once (ConsumeRequest.Ending).
 func (r *Replica) EndStreams() { r.endStreams.Do(func() { close(r.ending) }) }
-
-// closed reports whether ch is closed.
-func closed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}

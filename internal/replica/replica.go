@@ -375,7 +375,7 @@ func (r *Replica) Fetch(ctx context.Context, stream, name string, req consumer.F
 // Consume streams leases of a consumer to send until ctx ends or the
 // gateway begins to stop (EndStreams; see consumer.Consume).
 func (r *Replica) Consume(ctx context.Context, stream, name string, req consumer.ConsumeRequest, send func([]*consumer.Delivery) error) error {
-	if r.closing.Load() || closed(r.ending) {
+	if r.closing.Load() {
 		return errStopping
 	}
 	req.Ending = r.ending
