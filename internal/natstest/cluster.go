@@ -102,7 +102,29 @@ func startNodes(opts []*server.Options) ([]*server.Server, error) {
 			return nodes, err
 		}
 	}
-	return nodes, nil
+	return nodes, peersOnline(nodes, time.Minute)
+}
+
+// peersOnline waits until the meta leader of a cluster of nodes counts every
+// node online, with its stats: healthy nodes alone may still be offline to
+// it, and a stream of as many replicas then fails "no suitable peers for
+// placement" (a CI failure).
+func peersOnline(nodes []*server.Server, within time.Duration) error {
+	if len(nodes) < 2 {
+		return nil
+	}
+	deadline := time.Now().Add(within)
+	for {
+		for _, ns := range nodes {
+			if ns.JetStreamIsLeader() && len(ns.JetStreamClusterPeers()) == len(nodes) {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the meta leader did not count %d peers online within %v", len(nodes), within)
+		}
+		time.Sleep(50 * time.Millisecond) // the server offers no wait on its peers
+	}
 }
 
 // ClusterURL names every node, for a client that moves between them.
