@@ -325,10 +325,12 @@ class Engine:
         after h gave its message back at once (a nak without delay, or an
         extend by 0) it is the redelivery asked for: it runs next, as a new
         message (a nak of it would only bring it back again, a delivery
-        burnt each round)."""
+        burnt each round). So does the redelivery of a lease let go at
+        max_lease: the handler's run of it did not count."""
         while h.successor is not None:
             s = h.successor
-            if h.outcome is not None and h.outcome[0] == "nak" and not h.outcome[1] and not (h.closed or self._stop_dispatch):
+            again = h.let_go or h.outcome is not None and h.outcome[0] == "nak" and not h.outcome[1]
+            if again and not (h.closed or self._stop_dispatch):
                 h.successor, s.primary = None, None
                 s.state = WAITING
                 s.msg = self._make_msg(s, s.pb)
@@ -336,7 +338,7 @@ class Engine:
                 self._queue.append(s)
                 self._pump()
                 return
-            op = h.outcome if h.outcome and h.outcome[0] in _ops.OPS else ("nak", 0.0)
+            op = h.outcome if h.outcome and h.outcome[0] in _ops.OPS and not h.let_go else ("nak", 0.0)
             try:
                 await self._settle_locked(s, op[0], op[1])
             except SettleError as e:
@@ -369,9 +371,10 @@ class Engine:
                     h.msg.lease_deadline = err.deadline
                 err = None
             s = h.successor
-            if s is not None and err is not None:
+            if s is not None and err is not None and not h.let_go:
                 # The handler's lease was void and its redelivery is ours:
-                # the redelivery takes the outcome instead.
+                # the redelivery takes the outcome instead (not of a lease
+                # let go at max_lease: its redelivery runs anew).
                 try:
                     await self._settle_locked(s, op, arg)
                     err = None
@@ -465,15 +468,16 @@ class Engine:
             self._release(h)
 
     def _let_go(self, h: Held) -> None:
-        """Lets go of a lease held for max_lease: nak'ed, so that it is
-        redelivered now (to this subscriber too, as a new message) and the
-        gateway stops keeping it alive. A handler still running on it
-        finishes, but its settle is refused (LEASE_SETTLED)."""
+        """Lets go of a lease held for max_lease: nak'ed, so that the gateway
+        stops keeping it alive (the subscriber's streams ask it to:
+        auto_extend) and JetStream redelivers it now. A handler still
+        running on it finishes, but its settle is refused; the redelivery
+        waits beside it, never in a second handler, and runs once it is done
+        (_answer_successor), as the TypeScript subscriber's does. A message
+        let go before its handler began never runs."""
         h.let_go = True
         self.stats.leases_dropped += 1
         self._report(LeaseDropped("MAX_LEASE", f"message {h.seq} held for max_lease ({self.opts.max_lease}s): let go"))
-        if self._by_seq.get(h.seq) is h:  # a redelivery is a new message to run
-            del self._by_seq[h.seq]
         self._spawn(self._nak_let_go(h))
 
     async def _nak_let_go(self, h: Held) -> None:

@@ -39,26 +39,38 @@ def test_handler_slower_than_ack_wait_is_not_redelivered(client):
 
 
 def test_lease_is_let_go_after_max_lease(client):
+    """At max_lease the lease is let go (nak'ed); its redelivery waits beside
+    the handler still running on the message, then runs in a handler of its
+    own: never two at once (as the TypeScript subscriber)."""
     publish(client, "lease", 1)
-    calls = []
-    second = threading.Event()
-    errors = []
+    calls, running, overlap = [], [0], []
+    lock = threading.Lock()
+    holder = {}
 
     def handler(m):
-        calls.append((time.monotonic(), m.metadata.num_delivered))
-        if m.metadata.num_delivered == 1:
-            second.wait(30)  # stuck until the message has come back
-        else:
-            second.set()
+        with lock:
+            overlap.append(running[0] > 0)
+            running[0] += 1
+            calls.append((time.monotonic(), m.metadata.num_delivered))
+        try:
+            if m.metadata.num_delivered == 1:
+                # stuck until the message has come back and waits beside it
+                wait_for(lambda: holder["sub"].stats.merged == 1, 30, "the redelivery beside the handler")
+        finally:
+            with lock:
+                running[0] -= 1
 
+    errors = []
     t0 = time.monotonic()
     sub = client.subscribe(STREAM, "lease", handler, max_lease=3.0, on_error=errors.append)
+    holder["sub"] = sub
     try:
-        wait_for(lambda: len(calls) == 2 and sub.stats.acked == 1, 20, "the redelivery after max_lease")
+        wait_for(lambda: len(calls) == 2 and sub.stats.acked == 1, 30, "the redelivery after max_lease")
         wait_for(lambda: sub.stats.settle_errors == 1, 5, "the first handler's ack refused")
     finally:
         sub.close()
     assert [d for _, d in calls] == [1, 2]
+    assert overlap == [False, False], "two handlers ran the message at once"
     assert calls[1][0] - t0 >= 3.0  # held (extended) for max_lease, then let go
     assert sub.stats.leases_dropped == 1
     assert any(isinstance(e, jetgate.LeaseDropped) for e in errors)
