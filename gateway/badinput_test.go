@@ -180,3 +180,58 @@ func TestABadQueryParameterIsNamedWithAReason(t *testing.T) {
 	}
 	c.stillServes(t, "bad query parameters")
 }
+
+// A query parameter a route does not take is a 400 naming it and what the
+// route takes, not ignored: a caller who put a field in the query
+// (":fetch?batch=5") got one message, the default, without a word. The
+// routes' own names and their proto names are taken.
+func TestAQueryParameterARouteDoesNotTakeIsRefused(t *testing.T) {
+	c := newREST(t, startApp(t, nil))
+	c.post(publishPath, `{"subject":"orders.q","data":"AQ=="}`)
+	tests := []struct {
+		method, path, want string
+	}{
+		{"POST", consumerPath + ":fetch?batch=5", "takes none"},
+		{"GET", consumerPath + "?verbose=1", "takes none"},
+		{"DELETE", consumerPath + "?force=true", "takes none"},
+		{"GET", "/v1/streams?pageSize=10", "takes none"},
+		{"GET", consumerPath + "/deadLetters?pageSize=5&limit=5", "takes only pageSize, pageToken"},
+		{"GET", consumerPath + "/deadLetters?=5", "takes only"},
+	}
+	for _, tt := range tests {
+		body := ""
+		if tt.method == "POST" {
+			body = `{"batch":1,"expires":"0s"}`
+		}
+		r := c.request(tt.method, tt.path, body, "application/json")
+		msg, _ := r.body["message"].(string)
+		if r.status != http.StatusBadRequest || r.reason() != "INVALID_ARGUMENT" {
+			t.Errorf("%s %s: status %d reason %q (%s); want 400 INVALID_ARGUMENT", tt.method, tt.path, r.status, r.reason(), r.raw)
+		}
+		if !strings.Contains(msg, tt.want) {
+			t.Errorf("%s %s: message %q; want it to say %q", tt.method, tt.path, msg, tt.want)
+		}
+	}
+	// What a route takes, by either name, passes (to a consumer without a
+	// dead letter: FAILED_PRECONDITION, NO_DEAD_LETTER), and the gateway's
+	// own pages take anything.
+	for _, path := range []string{consumerPath + "/deadLetters?pageSize=5", consumerPath + "/deadLetters?page_size=5&pageToken="} {
+		if r := c.get(path); r.reason() != "NO_DEAD_LETTER" {
+			t.Errorf("GET %s: status %d (%s); want NO_DEAD_LETTER", path, r.status, r.raw)
+		}
+	}
+	for _, path := range []string{"/metrics?x=1", "/healthz?probe=1"} {
+		resp, err := http.Get(c.base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: status %d; want 200", path, resp.StatusCode)
+		}
+	}
+	// Nothing was fetched by the refused call: the message is still there.
+	if r := c.post(consumerPath+":fetch", `{"batch":5,"expires":"0s"}`); r.status != http.StatusOK || len(r.body["messages"].([]any)) != 1 {
+		t.Errorf("fetch after the refusals: %d %s; want the one message", r.status, r.raw)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -18,6 +19,7 @@ type route struct {
 	segs    []string
 	verb    string
 	methods []string
+	query   map[string][]string // by method: the query parameters it takes
 }
 
 // routeTable knows which methods each path of the API takes, so that a
@@ -31,7 +33,9 @@ type routeTable []route
 // table is the API's own and cannot drift from it.
 func loadRoutes(openAPI []byte) (routeTable, error) {
 	var doc struct {
-		Paths map[string]map[string]json.RawMessage `json:"paths"`
+		Paths map[string]map[string]struct {
+			Parameters []struct{ Name, In string } `json:"parameters"`
+		} `json:"paths"`
 	}
 	if err := json.Unmarshal(openAPI, &doc); err != nil {
 		return nil, fmt.Errorf("read the OpenAPI document: %w", err)
@@ -43,8 +47,16 @@ func loadRoutes(openAPI []byte) (routeTable, error) {
 		if i := strings.LastIndex(*last, "}:"); i >= 0 {
 			*last, r.verb = (*last)[:i+1], (*last)[i+2:]
 		}
-		for m := range ops {
-			r.methods = append(r.methods, strings.ToUpper(m))
+		r.query = make(map[string][]string, len(ops))
+		for m, op := range ops {
+			m = strings.ToUpper(m)
+			r.methods = append(r.methods, m)
+			r.query[m] = []string{}
+			for _, p := range op.Parameters {
+				if p.In == "query" {
+					r.query[m] = append(r.query[m], p.Name)
+				}
+			}
 		}
 		slices.Sort(r.methods)
 		rt = append(rt, r)
@@ -55,26 +67,51 @@ func loadRoutes(openAPI []byte) (routeTable, error) {
 	return rt, nil
 }
 
-// allowed is what the table says of a path: the methods it takes, and
-// whether its last segment names a verb the API has there. A path no route
-// matches takes no method.
-func (rt routeTable) allowed(path string) (methods []string, knownVerb bool) {
+// allowed is what the table says of a path: the methods it takes, whether
+// its last segment names a verb the API has there, and the query parameters
+// method takes there. A path no route matches takes no method.
+func (rt routeTable) allowed(path, method string) (methods []string, knownVerb bool, query []string) {
 	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
-	var plain []string
+	var plain, plainQuery []string
 	for _, r := range rt {
 		if len(r.segs) != len(segs) || !r.matches(segs) {
 			continue
 		}
+		q, ok := r.query[method]
 		if r.verb == "" {
 			plain = append(plain, r.methods...)
+			if ok {
+				plainQuery = q
+			}
 		} else {
 			methods = append(methods, r.methods...)
+			if ok {
+				query = q
+			}
 		}
 	}
 	if len(methods) > 0 {
-		return methods, true
+		return methods, true, query
 	}
-	return plain, false
+	return plain, false, plainQuery
+}
+
+// unknownQuery is INVALID_ARGUMENT naming the first query parameter of q
+// that is not among those the route takes (by their JSON names or their
+// proto names): grpc-gateway ignores one, so a caller who put a field in the
+// query (":fetch?batch=10") got the defaults without a word.
+func unknownQuery(method, path string, q url.Values, takes []string) *status.Status {
+	for k := range q {
+		if slices.ContainsFunc(takes, func(t string) bool { return sameField(k, t) }) {
+			continue
+		}
+		if len(takes) == 0 {
+			return status.Newf(codes.InvalidArgument, "query parameter %q: %s %s takes none; send the request's fields in its JSON body (GET /openapi.json has them)",
+				cut(k, 64), method, cut(path, 200))
+		}
+		return status.Newf(codes.InvalidArgument, "query parameter %q: %s %s takes only %s", cut(k, 64), method, cut(path, 200), strings.Join(takes, ", "))
+	}
+	return nil
 }
 
 func (r route) matches(segs []string) bool {
@@ -110,8 +147,13 @@ func (rt routeTable) routes(next http.Handler) http.Handler {
 			writeStatus(w, http.StatusNotFound, st, "ROUTE_NOT_FOUND")
 			return
 		}
-		methods, knownVerb := rt.allowed(r.URL.Path)
-		if slices.Contains(getOnly, r.URL.Path) {
+		method := r.Method
+		if method == http.MethodHead {
+			method = http.MethodGet
+		}
+		methods, knownVerb, query := rt.allowed(r.URL.Path, method)
+		own := slices.Contains(getOnly, r.URL.Path)
+		if own {
 			methods, knownVerb = []string{http.MethodGet}, false
 		}
 		if r.Method == http.MethodHead && slices.Contains(methods, http.MethodGet) {
@@ -120,6 +162,10 @@ func (rt routeTable) routes(next http.Handler) http.Handler {
 		}
 		switch {
 		case slices.Contains(methods, r.Method):
+			if st := unknownQuery(r.Method, r.URL.Path, r.URL.Query(), query); st != nil && !own {
+				writeStatus(w, http.StatusBadRequest, st, "INVALID_ARGUMENT")
+				return
+			}
 			next.ServeHTTP(w, r)
 		case len(methods) == 0 || (!knownVerb && hasVerb(r.URL.Path) && r.Method != http.MethodGet):
 			st := status.Newf(codes.NotFound, "no API call is at %s %s; see /openapi.json for the routes", r.Method, cut(r.URL.Path, 200))

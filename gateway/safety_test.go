@@ -19,7 +19,7 @@ func TestRESTEmptySegmentsVerbsAndBlankBodies(t *testing.T) {
 		t.Errorf("POST with an empty stream: %d %s; want 404", r.status, r.raw)
 	}
 	for _, body := range []string{" ", "\n\t \r\n"} {
-		r := c.request("POST", consumerPath+":fetch?x=1", body, "application/json")
+		r := c.request("POST", consumerPath+":fetch", body, "application/json")
 		if r.status != http.StatusOK {
 			t.Errorf("a body of whitespace %q: %d %s; want the defaults", body, r.status, r.raw)
 		}
