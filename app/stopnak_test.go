@@ -3,6 +3,8 @@ package app
 import (
 	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	"github.com/jetgate/jetgate/internal/natstest"
@@ -262,5 +265,64 @@ func TestNATSAwayGivesBackNothingTheIssuerStillSettles(t *testing.T) {
 	ack, err := cc.Ack(ctxT(t), &jetgatev1.AckRequest{Stream: "ORDERS", Consumer: "billing", Tokens: []string{m.GetToken()}})
 	if err != nil || len(ack.GetFailures()) != 0 {
 		t.Fatalf("the caller's Ack of its token through its issuer: %v %v", ack, err)
+	}
+}
+
+// A stop ends the Fetches that wait, gRPC and REST, at once and empty, as if
+// they expired: the caller fetches again elsewhere. Before, a long poll held
+// the stop until it expired (here after 4 minutes), or until the grace cut
+// it UNAVAILABLE.
+func TestAStopEndsWaitingFetchesEmpty(t *testing.T) {
+	o := fileOptions(t, writeConfig(t, `
+streams: [{name: ORDERS, subjects: ["orders.>"]}]
+consumers: [{stream: ORDERS, name: billing}]
+limits: {max_expires: 10m}
+`))
+	o.ShutdownGrace = 5 * time.Minute
+	p := start(t, o)
+	cc, _ := grpcClients(t, p.GRPC)
+	type answer struct {
+		res *jetgatev1.FetchResponse
+		err error
+	}
+	grpcDone := make(chan answer, 1)
+	go func() {
+		res, err := cc.Fetch(t.Context(), &jetgatev1.FetchRequest{Stream: "ORDERS", Consumer: "billing", Batch: 1, Expires: durationpb.New(4 * time.Minute)})
+		grpcDone <- answer{res, err}
+	}()
+	restDone := make(chan string, 1)
+	go func() {
+		resp, err := http.Post("http://"+p.HTTP+"/v1/streams/ORDERS/consumers/billing:fetch", "application/json", strings.NewReader(`{"batch":1,"expires":"240s"}`))
+		if err != nil {
+			restDone <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		restDone <- fmt.Sprintf("%d %s", resp.StatusCode, b)
+	}()
+	natstest.Eventually(t, 10*time.Second, "both Fetches' pulls open", func() bool {
+		return strings.Contains(scrape(t, "http://"+p.HTTP+"/metrics"), `jetgate_pulls_open{consumer="billing",stream="ORDERS"} 2`)
+	})
+	stopped := make(chan error, 1)
+	go func() { stopped <- p.Stop() }()
+	select {
+	case a := <-grpcDone:
+		if a.err != nil || len(a.res.GetMessages()) != 0 || a.res.GetEmptyReason() != jetgatev1.EmptyReason_EMPTY_REASON_NO_MESSAGES {
+			t.Errorf("the gRPC Fetch ended %v %v; want an empty answer, NO_MESSAGES", a.res, a.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the gRPC Fetch still waited 30s into a stop (grace 5m)")
+	}
+	select {
+	case got := <-restDone:
+		if !strings.HasPrefix(got, "200 ") || strings.Contains(got, `"token"`) {
+			t.Errorf("the REST Fetch ended %s; want 200 and no message", got)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the REST Fetch still waited 30s into a stop (grace 5m)")
+	}
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
 	}
 }

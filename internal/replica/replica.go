@@ -100,8 +100,8 @@ type Replica struct {
 	maxNak   time.Duration
 	maxLease time.Duration
 
-	ending     chan struct{} // closed by EndStreams
-	endStreams sync.Once
+	ending     context.Context // ended by EndStreams
+	endStreams context.CancelFunc
 }
 
 // env is what the parts of a replica share, set once by New: its
@@ -173,8 +173,8 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 		maxExp:   orDefault(o.MaxExpires, consumer.DefaultMaxExpires),
 		maxNak:   orDefault(o.MaxNakDelay, consumer.DefaultMaxNakDelay),
 		maxLease: orDefault(o.MaxLease, consumer.DefaultMaxLease),
-		ending:   make(chan struct{}),
 	}
+	r.ending, r.endStreams = context.WithCancel(context.Background())
 	r.binder = newBinder(e, o.OnDemand, o.Admin)
 	r.forwarder = &forwarder{env: e, binder: r.binder, slots: make(chan struct{}, maxForwardsInFlight)}
 	r.publisher = &publisher{env: e, subjects: newStreamSubjects(js, e.timeout), admin: o.Admin, onDemand: o.OnDemand}
@@ -363,10 +363,10 @@ func (r *Replica) Fetch(ctx context.Context, stream, name string, req consumer.F
 	}
 	defer done()
 	if r.spans == nil { // tracing off
-		return c.Fetch(ctx, req)
+		return r.fetchUntilEnding(ctx, c, req)
 	}
 	span := r.spans.Receive(ctx, stream, name)
-	res, err := c.Fetch(ctx, req)
+	res, err := r.fetchUntilEnding(ctx, c, req)
 	span.Link(len(res.Messages), origins(res.Messages))
 	span.End(err)
 	return res, err
@@ -378,7 +378,7 @@ func (r *Replica) Consume(ctx context.Context, stream, name string, req consumer
 	if r.closing.Load() {
 		return errStopping
 	}
-	req.Ending = r.ending
+	req.Ending = r.ending.Done()
 	c, done, err := r.consumer(ctx, stream, name)
 	if err != nil {
 		return err
