@@ -105,6 +105,11 @@ func refusalOf(cfg jetstream.ConsumerConfig) string {
 		return fmt.Sprintf("its ack policy is %v; jetgate needs explicit acks", cfg.AckPolicy)
 	case cfg.AckWait <= 0:
 		return "it has no ack wait; jetgate dates its leases by it"
+	case cfg.Durable == "":
+		// An application's own ephemeral consumer: served, its messages
+		// would go to whoever named it, and jetgate's pulls would keep it
+		// alive past its inactive_threshold (a reviewer's finding).
+		return "it is ephemeral (no durable name); jetgate serves durable consumers"
 	}
 	return ""
 }

@@ -3,6 +3,7 @@ package replica_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,4 +147,24 @@ func TestConcurrentFirstCallsShareOneBind(t *testing.T) {
 // onDemand is jetgate_consumers_bound{source="on_demand"} in reg.
 func onDemand(t *testing.T, reg *prometheus.Registry) float64 {
 	return testutil.ToFloat64(gaugeOf(t, reg, "jetgate_consumers_bound", "on_demand"))
+}
+
+// An application's own ephemeral consumer whose name matches a pattern is
+// not served (a reviewer's finding: a caller who knew its name took its
+// messages, and jetgate's pulls kept it alive past its inactive_threshold).
+func TestAnEphemeralConsumerIsNotBoundOnDemand(t *testing.T) {
+	ns := natstest.Start(t)
+	nc := natstest.Connect(t, ns)
+	s := natstest.Stream(t, nc, "ORDERS", "orders.>")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	od := consumer.OnDemand{Match: []consumer.Match{{Stream: "ORDERS", Consumer: "*"}}}
+	a := replicaOf(t, ns, token.RandomKeyring(), replica.Options{OnDemand: od})
+	if _, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Name: "app-worker-1", AckPolicy: jetstream.AckExplicitPolicy, InactiveThreshold: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := a.Fetch(ctx, "ORDERS", "app-worker-1", consumer.FetchRequest{Batch: 1})
+	if !errors.Is(err, errs.ErrConsumerNotFound) || !strings.Contains(err.Error(), "ephemeral") {
+		t.Fatalf("a Fetch of an application's ephemeral consumer: %v; want CONSUMER_NOT_FOUND naming it ephemeral", err)
+	}
 }
