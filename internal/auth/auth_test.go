@@ -80,11 +80,14 @@ func TestCertificateNeedsMTLS(t *testing.T) {
 }
 
 func TestNewRefusesBadConfigs(t *testing.T) {
+	good := authtest.NewIssuer(t, "https://idp.example", "k1")
 	for name, cfg := range map[string]auth.Config{
 		"short hash":     {APIKeys: []auth.APIKey{{Principal: "p", SHA256: "abcd"}}},
 		"no principal":   {APIKeys: []auth.APIKey{{SHA256: authtest.KeyHash("k")}}},
 		"no jwks file":   {JWT: &auth.JWT{}},
-		"missing jwks":   {JWT: &auth.JWT{JWKSFile: "/nonexistent/jwks.json"}},
+		"missing jwks":   {JWT: &auth.JWT{JWKSFile: "/nonexistent/jwks.json", Issuer: "https://idp.example", Audience: "jetgate"}},
+		"no issuer":      {JWT: &auth.JWT{JWKSFile: authtest.WriteJWKS(t, good), Audience: "jetgate"}},
+		"no audience":    {JWT: &auth.JWT{JWKSFile: authtest.WriteJWKS(t, good), Issuer: "https://idp.example"}},
 		"unknown action": {Grants: []auth.Grant{{Principal: "p", Stream: "*", Consumers: []string{"*"}, Actions: []auth.Action{"delete"}}}},
 		"no actions":     {Grants: []auth.Grant{{Principal: "p", Stream: "*"}}},
 	} {

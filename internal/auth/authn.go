@@ -92,8 +92,11 @@ func New(cfg Config) (*Authenticator, error) {
 		a.keys = append(a.keys, apiKey{k.Principal, [sha256.Size]byte(b)})
 	}
 	if cfg.JWT != nil {
-		if cfg.JWT.JWKSFile == "" {
+		switch {
+		case cfg.JWT.JWKSFile == "":
 			return nil, errors.New("auth.jwt.jwks_file is required")
+		case cfg.JWT.Issuer == "" || cfg.JWT.Audience == "":
+			return nil, errors.New("auth.jwt.issuer and auth.jwt.audience are required: without them a token signed for another service or by another issuer would pass")
 		}
 		if err := a.reloadJWKS(time.Now(), true); err != nil {
 			return nil, err

@@ -72,6 +72,8 @@ func TestBadFiles(t *testing.T) {
 		{"auth key without its hash", good + "auth: {api_keys: [{principal: p, sha256: secret}]}\n", "auth.api_keys[0].sha256", 14, "never the key itself"},
 		{"auth unknown action", good + "auth: {api_keys: [{principal: p, sha256: " + strings.Repeat("ab", 32) + "}], grants: [{principal: p, stream: S, actions: [delete]}]}\n", "auth.grants[0].actions[0]", 14, "is not one of fetch, settle, read, publish, redrive, manage, seek, admin, metrics"},
 		{"mtls without a client CA", good + "auth: {mtls: true}\n", "auth.mtls", 14, "needs listen.tls.client_ca"},
+		{"jwt without an issuer", good + "auth: {jwt: {jwks_file: jwks.json, audience: jetgate}}\n", "auth.jwt.issuer", 14, "a token of any issuer"},
+		{"jwt without an audience", good + "auth: {jwt: {jwks_file: jwks.json, issuer: \"https://idp\"}}\n", "auth.jwt.audience", 14, "signed for another service"},
 		{"beyond loopback without auth", good + "listen: {grpc: \"0.0.0.0:9090\"}\n", "listen.grpc", 14, "beyond loopback without authentication"},
 		{"bad duration", badFile(12, "    ack_wait: 3x"), "consumers[1].ack_wait", 12, `"3x" is not a duration`},
 		{"duration without a unit", badFile(12, "    ack_wait: 30"), "consumers[1].ack_wait", 12, `"30" is not a duration (write it with a unit`},

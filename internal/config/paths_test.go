@@ -26,7 +26,7 @@ func TestPathsAreRelativeToTheFile(t *testing.T) {
 	text := `nats: {creds: nats.creds, tls: {ca: /etc/ca.pem}}
 embedded: {data_dir: data}
 tokens: {key_files: [keys, ../shared/keys]}
-auth: {jwt: {jwks_file: jwks.json}}
+auth: {jwt: {jwks_file: jwks.json, issuer: "https://idp.test", audience: jetgate}}
 streams: [{name: ORDERS, subjects: ["orders.>"]}, {name: DEAD, subjects: ["dead.>"]}]
 consumers:
   - stream: ORDERS

@@ -118,8 +118,18 @@ func (c *validator) validateAuth() *Error {
 			return c.errorf(p+".sha256", "give the hex SHA-256 of the key (64 hex digits), never the key itself")
 		}
 	}
-	if a.JWT != nil && a.JWT.JWKSFile == "" {
-		return c.errorf("auth.jwt.jwks_file", "required with auth.jwt")
+	if j := a.JWT; j != nil {
+		// Without an issuer and an audience, a token the same identity
+		// provider signed for another service would pass (a reviewer's
+		// finding: the README promises both are checked).
+		switch {
+		case j.JWKSFile == "":
+			return c.errorf("auth.jwt.jwks_file", "required with auth.jwt")
+		case j.Issuer == "":
+			return c.errorf("auth.jwt.issuer", "required with auth.jwt: the iss every token must carry (your identity provider's issuer URL); without it a token of any issuer the JWKS keys signed would pass")
+		case j.Audience == "":
+			return c.errorf("auth.jwt.audience", "required with auth.jwt: the aud every token must carry (jetgate's name at your identity provider); without it a token the provider signed for another service would pass")
+		}
 	}
 	if a.MTLS && c.Listen.TLS.ClientCA == "" {
 		return c.errorf("auth.mtls", "needs listen.tls.client_ca (and listen.tls.cert, listen.tls.key): client certificates are verified against it")
