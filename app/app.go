@@ -85,6 +85,7 @@ type process struct {
 
 	grpcLis, httpLis net.Listener
 	refused          *prometheus.CounterVec // connections the listeners' caps refused
+	idle             *idleConns             // the gRPC listener's connections, closed when idle
 	nc               *nats.Conn
 	watch            *natsWatch
 	stalls           *stallWatch
@@ -121,7 +122,8 @@ func (p *process) listen() error {
 		Help: "Connections closed as they were accepted, the listener holding limits.max_connections already.",
 	}, []string{"listener"})
 	most := p.cfg.Limits.MaxConnections
-	p.grpcLis = capListener(p.grpcLis, most, p.refused.WithLabelValues("grpc").Inc)
+	p.idle = newIdleConns(time.Duration(p.cfg.Limits.IdleTimeout))
+	p.grpcLis = p.idle.listen(capListener(p.grpcLis, most, p.refused.WithLabelValues("grpc").Inc))
 	p.httpLis = capListener(p.httpLis, most, p.refused.WithLabelValues("http").Inc)
 	return nil
 }
@@ -230,8 +232,8 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.MaxHeaderListSize(maxHeaderBytes),
 		grpc.InTapHandle(waitFirst.tap),
-		grpc.ChainUnaryInterceptor(append([]grpc.UnaryServerInterceptor{waitFirst.unary}, chain...)...),
-		grpc.ChainStreamInterceptor(waitFirst.stream, obsStream, guard.Stream()))
+		grpc.ChainUnaryInterceptor(append(append([]grpc.UnaryServerInterceptor{waitFirst.unary}, chain...), p.idle.unary)...),
+		grpc.ChainStreamInterceptor(waitFirst.stream, obsStream, guard.Stream(), p.idle.stream))
 	if p.tls != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(p.tls)))
 	}
@@ -314,6 +316,10 @@ func (p *process) serve(ctx context.Context, o Options) error {
 		}
 	})
 	g.Go(func() error { return p.public.Serve(p.grpcLis) })
+	g.Go(func() error {
+		p.idle.run(gctx)
+		return nil
+	})
 	g.Go(func() error { return p.inner.Serve(p.innerLis) })
 	g.Go(func() error {
 		serve := func() error { return p.http.Serve(p.httpLis) }
