@@ -162,9 +162,11 @@ func (rt routeTable) routes(next http.Handler) http.Handler {
 		}
 		switch {
 		case slices.Contains(methods, r.Method):
-			if st := unknownQuery(r.Method, r.URL.Path, r.URL.Query(), query); st != nil && !own {
-				writeStatus(w, http.StatusBadRequest, st, "INVALID_ARGUMENT")
-				return
+			if r.URL.RawQuery != "" && !own {
+				if st := unknownQuery(r.Method, r.URL.Path, r.URL.Query(), query); st != nil {
+					writeStatus(w, http.StatusBadRequest, st, "INVALID_ARGUMENT")
+					return
+				}
 			}
 			next.ServeHTTP(w, r)
 		case len(methods) == 0 || (!knownVerb && hasVerb(r.URL.Path) && r.Method != http.MethodGet):
