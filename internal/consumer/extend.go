@@ -19,7 +19,7 @@ import (
 // is kept alive until then. It returns the new token (none for the
 // issuer's own keep-alive) and the deadline the caller may count on.
 func (s *settler) extended(cl token.Claims, timing lease.Policy, args settle.Args, sent, done time.Time) (string, time.Time) {
-	ext := lease.Extension{Deadline: timing.Deadline(sent, cl.Delivered), Wait: timing.AckWaitFor(cl.Delivered), KeepAlive: args.KeepAlive}
+	ext := lease.Extension{Deadline: timing.Deadline(sent, cl.Delivered), Wait: timing.AckWaitFor(cl.Delivered), KeepAlive: args.KeepAlive, Sent: sent}
 	if d := args.Duration; d != nil {
 		ext.Until = sent.Add(*d).Truncate(time.Millisecond)
 	}

@@ -28,10 +28,7 @@ type entry struct {
 	holder string
 	handed int64
 	owner  *Owner // the Consume stream holding it; nil: none (owner.go)
-	// keep is when the caller asked the lease to last until (Extend with a
-	// duration), in unix ms, past Deadline: its issuer extends it before
-	// each deadline until then (KeptDue). 0: no keep-alive.
-	keep int64
+	timer         // the server's clock of it, and how long its caller asked it to last (timing.go)
 	// cut: Deadline was brought forward for a server that dates the
 	// delivery to the second (Shorten), which it dates no earlier again
 	// until it is extended. cutExtend: it was, while an Extend was in
@@ -120,7 +117,7 @@ func (t *Table) Add(l Lease) Added {
 	switch {
 	case ok && old >= l.Delivered && now.Before(l.Deadline):
 		t.voidLocked()
-		t.timing.redate(&l)
+		t.timing.redate(&l, l.Start)
 		l.First = l.Deadline.UnixMilli()
 		t.put(&entry{Lease: l})
 		return AddedReset
@@ -131,7 +128,7 @@ func (t *Table) Add(l Lease) Added {
 	if e := t.entries[l.StreamSeq]; e != nil && e.Delivered < l.Delivered && now.Before(e.Deadline) {
 		added = AddedEarly
 	}
-	t.timing.redate(&l)
+	t.timing.redate(&l, l.Start)
 	l.First = l.Deadline.UnixMilli()
 	t.put(&entry{Lease: l})
 	return added
@@ -201,7 +198,7 @@ func (t *Table) Adopt(l Lease) {
 	case e != nil && e.Delivered == l.Delivered && e.state == stateLive && l.Deadline.After(e.TokenDeadline()):
 		// An Extend's token (a token of the delivery carrying its first
 		// deadline moves nothing, the lease may have been cut below it).
-		e.Deadline, e.cut = l.Deadline, false
+		e.Deadline, e.cut, e.clock = l.Deadline, false, startMs(l.Start) // its +WPI (0: not known)
 		t.due.push(e.StreamSeq, e.Deadline)
 	}
 }
@@ -316,11 +313,8 @@ func (t *Table) Finish(r Ref, op Op, ok bool, now time.Time, ext Extension) (dea
 		cut := e.cutExtend // the server may date this Extend to the second
 		e.cutExtend = false
 		if ok {
-			e.Deadline, e.Wait, e.cut = ext.Deadline, ext.Wait, cut
-			if cut {
-				e.Deadline = e.Deadline.Add(-RestorePrecision)
-			}
-			t.timing.redate(&e.Lease)
+			e.restart(ext, cut)
+			t.timing.redate(&e.Lease, e.started())
 			server := e.Deadline // before keepUntil, which may cut it
 			return server, t.keepUntil(e, ext)
 		}

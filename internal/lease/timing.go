@@ -20,16 +20,64 @@ type Extension struct {
 	// KeepAlive: the issuer's own +WPI of a lease it keeps alive, which
 	// keeps the lease's Until.
 	KeepAlive bool
+	// Sent is when its +WPI was sent, which restarted the server's clock
+	// (zero: not known, as Deadline and Wait say).
+	Sent time.Time
+}
+
+// timer is what a lease's deadline rests on: the server's clock of the
+// delivery, and how long its caller asked the lease to last. All in unix
+// ms; 0: none.
+type timer struct {
+	// clock is when the server's clock of the delivery last started, where
+	// that is not the lease's Start: its last +WPI, less RestorePrecision
+	// once the lease is cut (the server may date it to the second).
+	clock int64
+	// keep is when the lease is to last until, past Deadline: its issuer
+	// extends it before each deadline until then (KeptDue).
+	keep int64
+}
+
+// started is when the server's clock of e last started: its last +WPI, or
+// its receipt (zero: not known).
+func (e *entry) started() time.Time {
+	if e.clock != 0 {
+		return time.UnixMilli(e.clock)
+	}
+	return e.Start
+}
+
+// restart dates e anew by ext, an Extend that succeeded; cut: the server may
+// date it to the second.
+func (e *entry) restart(ext Extension, cut bool) {
+	sent := ext.Sent
+	if sent.IsZero() {
+		sent = dated(ext.Deadline, ext.Wait)
+	}
+	e.Deadline, e.Wait, e.cut, e.clock = ext.Deadline, ext.Wait, cut, sent.UnixMilli()
+	if cut {
+		e.Deadline = e.Deadline.Add(-RestorePrecision)
+		e.cutClock()
+	}
+}
+
+// cutClock dates the start of the server's clock of e RestorePrecision
+// sooner, where it is known.
+func (e *entry) cutClock() {
+	if s := e.started(); !s.IsZero() {
+		e.clock = s.Add(-RestorePrecision).UnixMilli()
+	}
 }
 
 // SetTiming tells the table the consumer's redelivery timing, as the
 // server now has it. Each live lease dated by a longer wait is re-dated to
-// when the server will redeliver it (the same start, the new wait), so that
-// no lease outlives the server's redelivery; one dated by a shorter wait
-// keeps its deadline, which the server honours. A lease dated by the old
-// timing and recorded later (Add, Finish) is re-dated as it comes. A
-// Consume stream holding a re-dated lease is woken to see it. Settled
-// leases are kept one new ack_wait. It returns how many leases moved.
+// when the server will redeliver it (from its last +WPI or receipt, by the
+// new wait), so that no lease outlives the server's redelivery; one dated
+// by a shorter wait keeps its deadline, which the server honours. A lease
+// dated by the old timing and recorded later (Add, Finish) is re-dated as
+// it comes. A Consume stream holding a re-dated lease is woken to see it.
+// Settled leases are kept one new ack_wait. It returns how many leases
+// moved.
 func (t *Table) SetTiming(p Policy) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -39,7 +87,7 @@ func (t *Table) SetTiming(p Policy) int {
 	}
 	moved := 0
 	for _, e := range t.entries {
-		if t.timing.redate(&e.Lease) {
+		if was := e.Deadline; !t.timing.redate(&e.Lease, e.started()).IsZero() && !e.Deadline.Equal(was) {
 			reschedule(&t.due, e)
 			moved++
 		}
@@ -85,6 +133,7 @@ func (t *Table) Shorten() int {
 			continue
 		}
 		e.Deadline, e.cut = e.Deadline.Add(-RestorePrecision), true
+		e.cutClock()
 		reschedule(&t.due, e)
 		n++
 	}
@@ -92,18 +141,33 @@ func (t *Table) Shorten() int {
 }
 
 // redate re-dates l by p (a table's timing) if p has a shorter wait for it
-// than the one l was dated by.
-func (p Policy) redate(l *Lease) bool {
+// than the one l was dated by, and returns the server's new deadline (zero:
+// not re-dated): p's, from start, when the server's clock of l last started
+// (zero: not known, as l's deadline, dated by its wait, says). l ends then,
+// if not sooner (the time its caller asked for).
+func (p Policy) redate(l *Lease, start time.Time) time.Time {
 	if l.Wait <= 0 || p.AckWait <= 0 {
-		return false
+		return time.Time{}
 	}
 	w := p.AckWaitFor(l.Delivered)
 	if w >= l.Wait {
-		return false
+		return time.Time{}
 	}
-	l.Deadline = p.Deadline(l.Deadline.Add(-(l.Wait - Margin(l.Wait))), l.Delivered)
+	if start.IsZero() {
+		start = dated(l.Deadline, l.Wait)
+	}
+	server := p.Deadline(start, l.Delivered)
+	if server.Before(l.Deadline) {
+		l.Deadline = server
+	}
 	l.Wait = w
-	return true
+	return server
+}
+
+// dated is when the server's clock started of a lease whose deadline, dated
+// by wait, is deadline: no later (it does not know the Early taken off).
+func dated(deadline time.Time, wait time.Duration) time.Time {
+	return deadline.Add(-(wait - Margin(wait)))
 }
 
 // keepUntil sets the keep of e, just extended as ext says, and returns the

@@ -107,3 +107,67 @@ func TestACutLeaseStaysCutByAdoptAndByAnExtendInFlight(t *testing.T) {
 		t.Fatalf("a lease cut as its Extend ended is cut again (%d)", n)
 	}
 }
+
+// A shorter wait re-dates a lease from when the server's clock of it last
+// started (its receipt or its last +WPI, a second sooner once cut), not
+// from its deadline, which an Extend's duration may have cut.
+func TestAShorterWaitReDatesALeaseFromTheServersClock(t *testing.T) {
+	s := time.Second
+	long, short := Policy{AckWait: 30 * s, Early: s}, Policy{AckWait: 10 * s, Early: s}
+	received := t0
+	sent := received.Add(2 * s)
+	cases := []struct {
+		name     string
+		extend   bool
+		asked    time.Duration // the Extend's duration; 0: one wait
+		shorten  bool
+		deadline time.Time // once the wait is cut to short's
+		keep     time.Time // zero: not kept alive
+	}{
+		{name: "received", deadline: short.Deadline(received, 1)},
+		{name: "received, cut", shorten: true, deadline: short.Deadline(received.Add(-s), 1)},
+		{name: "extended", extend: true, deadline: short.Deadline(sent, 1)},
+		{name: "extended, cut", extend: true, shorten: true, deadline: short.Deadline(sent.Add(-s), 1)},
+		{name: "extended by less than the new wait", extend: true, asked: 5 * s, deadline: sent.Add(5 * s)},
+		{name: "extended by more than the new wait", extend: true, asked: 12 * s, deadline: short.Deadline(sent, 1)},
+		{name: "extended by more than the new wait, cut", extend: true, asked: 12 * s, shorten: true, deadline: short.Deadline(sent.Add(-s), 1)},
+		{name: "extended by more than the old wait", extend: true, asked: 40 * s, deadline: short.Deadline(sent, 1), keep: sent.Add(40 * s)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tb := NewTable(time.Minute)
+			tb.SetTiming(long)
+			l := Lease{StreamSeq: seq, ConsumerSeq: 77, Delivered: 1, Deadline: long.Deadline(received, 1), Start: received, Wait: 30 * s, AckSubject: subj1}
+			tb.Add(l)
+			if c.extend {
+				if _, _, err := tb.Begin(l.Ref(), OpExtend, sent); err != nil {
+					t.Fatal(err)
+				}
+				ext := Extension{Deadline: long.Deadline(sent, 1), Wait: 30 * s, Sent: sent}
+				if c.asked != 0 {
+					ext.Until = sent.Add(c.asked)
+				}
+				tb.Finish(l.Ref(), OpExtend, true, sent, ext)
+			}
+			if c.shorten {
+				tb.Shorten()
+			}
+			tb.SetTiming(short)
+			e := tb.entries[seq]
+			if !e.Deadline.Equal(c.deadline) {
+				t.Errorf("deadline %v after the received lease; want %v", e.Deadline.Sub(received), c.deadline.Sub(received))
+			}
+			var keep time.Time
+			if e.keep != 0 {
+				keep = time.UnixMilli(e.keep)
+			}
+			if !keep.Equal(c.keep) {
+				t.Errorf("kept alive until %v; want %v (zero: not kept)", keep, c.keep)
+			}
+			due := tb.KeptDue(c.deadline.Add(-100*time.Millisecond), func(uint64) time.Duration { return s })
+			if kept := len(due) == 1; kept == c.keep.IsZero() {
+				t.Errorf("due to be kept alive near its deadline: %v; want %v", kept, !c.keep.IsZero())
+			}
+		})
+	}
+}
