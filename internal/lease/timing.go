@@ -33,6 +33,11 @@ type timer struct {
 	// that is not the lease's Start: its last +WPI, less RestorePrecision
 	// once the lease is cut (the server may date it to the second).
 	clock int64
+	// asked is the deadline the caller asked for (Extend with a duration)
+	// where it comes before the server's: Deadline is cut to it. A shorter
+	// wait that brings the server's before it keeps the lease alive until
+	// then (SetTiming).
+	asked int64
 	// keep is when the lease is to last until, past Deadline: its issuer
 	// extends it before each deadline until then (KeptDue).
 	keep int64
@@ -72,12 +77,13 @@ func (e *entry) cutClock() {
 // SetTiming tells the table the consumer's redelivery timing, as the
 // server now has it. Each live lease dated by a longer wait is re-dated to
 // when the server will redeliver it (from its last +WPI or receipt, by the
-// new wait), so that no lease outlives the server's redelivery; one dated
-// by a shorter wait keeps its deadline, which the server honours. A lease
-// dated by the old timing and recorded later (Add, Finish) is re-dated as
-// it comes. A Consume stream holding a re-dated lease is woken to see it.
-// Settled leases are kept one new ack_wait. It returns how many leases
-// moved.
+// new wait), so that no lease outlives the server's redelivery; one whose
+// caller asked for a later deadline (Extend with a duration) is kept alive
+// until then, as one asked past one wait is. One dated by a shorter wait
+// keeps its deadline, which the server honours. A lease dated by the old
+// timing and recorded later (Add, Finish) is re-dated as it comes. A
+// Consume stream holding a re-dated lease is woken to see it. Settled
+// leases are kept one new ack_wait. It returns how many leases moved.
 func (t *Table) SetTiming(p Policy) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -87,7 +93,14 @@ func (t *Table) SetTiming(p Policy) int {
 	}
 	moved := 0
 	for _, e := range t.entries {
-		if was := e.Deadline; !t.timing.redate(&e.Lease, e.started()).IsZero() && !e.Deadline.Equal(was) {
+		was := e.Deadline
+		server := t.timing.redate(&e.Lease, e.started())
+		kept := !server.IsZero() && e.asked > server.UnixMilli()
+		if kept { // the server now redelivers before the time asked: keep it alive until then
+			e.keep, e.asked = max(e.keep, e.asked), 0
+			t.keeps[e.StreamSeq] = struct{}{}
+		}
+		if kept || !e.Deadline.Equal(was) {
 			reschedule(&t.due, e)
 			moved++
 		}
@@ -173,7 +186,8 @@ func dated(deadline time.Time, wait time.Duration) time.Time {
 // keepUntil sets the keep of e, just extended as ext says, and returns the
 // deadline the caller asked for (zero: none): past e's deadline, its keep;
 // before it, e's deadline is cut to it (the lease ends when the caller
-// asked, the server's redelivery later); t.mu is held.
+// asked, the server's redelivery later, unless a shorter wait brings it
+// sooner: asked); t.mu is held.
 func (t *Table) keepUntil(e *entry, ext Extension) (until time.Time) {
 	if !ext.KeepAlive { // the caller's own Extend: its new token carries the later deadline (Held)
 		defer func(server int64) { e.Held = max(server, until.UnixMilli()) }(e.Deadline.UnixMilli())
@@ -185,7 +199,7 @@ func (t *Table) keepUntil(e *entry, ext Extension) (until time.Time) {
 		}
 		until = time.UnixMilli(e.keep)
 	}
-	e.keep = 0
+	e.keep, e.asked = 0, 0
 	if o := e.owner; o != nil && !ext.KeepAlive && !until.IsZero() {
 		o.heard = max(o.heard, until.UnixNano()) // at work on it until then (Silent)
 	}
@@ -193,7 +207,7 @@ func (t *Table) keepUntil(e *entry, ext Extension) (until time.Time) {
 	case until.IsZero():
 		return time.Time{}
 	case !until.After(e.Deadline):
-		e.Deadline = until
+		e.Deadline, e.asked = until, until.UnixMilli()
 		t.due.push(e.StreamSeq, until)
 		return until
 	}

@@ -110,7 +110,9 @@ func TestACutLeaseStaysCutByAdoptAndByAnExtendInFlight(t *testing.T) {
 
 // A shorter wait re-dates a lease from when the server's clock of it last
 // started (its receipt or its last +WPI, a second sooner once cut), not
-// from its deadline, which an Extend's duration may have cut.
+// from its deadline, which an Extend's duration may have cut. Where the
+// server now redelivers before the deadline its caller asked for, the lease
+// is kept alive until then (DESIGN 17).
 func TestAShorterWaitReDatesALeaseFromTheServersClock(t *testing.T) {
 	s := time.Second
 	long, short := Policy{AckWait: 30 * s, Early: s}, Policy{AckWait: 10 * s, Early: s}
@@ -129,8 +131,8 @@ func TestAShorterWaitReDatesALeaseFromTheServersClock(t *testing.T) {
 		{name: "extended", extend: true, deadline: short.Deadline(sent, 1)},
 		{name: "extended, cut", extend: true, shorten: true, deadline: short.Deadline(sent.Add(-s), 1)},
 		{name: "extended by less than the new wait", extend: true, asked: 5 * s, deadline: sent.Add(5 * s)},
-		{name: "extended by more than the new wait", extend: true, asked: 12 * s, deadline: short.Deadline(sent, 1)},
-		{name: "extended by more than the new wait, cut", extend: true, asked: 12 * s, shorten: true, deadline: short.Deadline(sent.Add(-s), 1)},
+		{name: "extended by more than the new wait", extend: true, asked: 12 * s, deadline: short.Deadline(sent, 1), keep: sent.Add(12 * s)},
+		{name: "extended by more than the new wait, cut", extend: true, asked: 12 * s, shorten: true, deadline: short.Deadline(sent.Add(-s), 1), keep: sent.Add(12 * s)},
 		{name: "extended by more than the old wait", extend: true, asked: 40 * s, deadline: short.Deadline(sent, 1), keep: sent.Add(40 * s)},
 	}
 	for _, c := range cases {
@@ -169,5 +171,43 @@ func TestAShorterWaitReDatesALeaseFromTheServersClock(t *testing.T) {
 				t.Errorf("due to be kept alive near its deadline: %v; want %v", kept, !c.keep.IsZero())
 			}
 		})
+	}
+}
+
+// A keep-alive's last +WPI cuts the lease to the deadline asked for, which
+// a later cut of the wait keeps alive again.
+func TestAKeepAlivesLastExtendKeepsTheDeadlineAskedThroughACut(t *testing.T) {
+	s := time.Second
+	long, short, shorter := Policy{AckWait: 30 * s}, Policy{AckWait: 3 * s}, Policy{AckWait: s}
+	tb := NewTable(time.Minute)
+	tb.SetTiming(long)
+	l := Lease{StreamSeq: seq, ConsumerSeq: 77, Delivered: 1, Deadline: long.Deadline(t0, 1), Start: t0, Wait: 30 * s, AckSubject: subj1}
+	tb.Add(l)
+	extend := func(at time.Time, p Policy, ext Extension) time.Time {
+		t.Helper()
+		if _, _, err := tb.Begin(l.Ref(), OpExtend, at); err != nil {
+			t.Fatal(err)
+		}
+		ext.Deadline, ext.Wait, ext.Sent = p.Deadline(at, 1), p.AckWaitFor(1), at
+		dl, _ := tb.Finish(l.Ref(), OpExtend, true, at, ext)
+		return dl
+	}
+	asked := t0.Add(5 * s)
+	extend(t0, long, Extension{Until: asked})
+	tb.SetTiming(short) // the server's deadline before the one asked: kept alive
+	lead := func(uint64) time.Duration { return s }
+	at := t0.Add(2500 * time.Millisecond)
+	if due := tb.KeptDue(at, lead); len(due) != 1 {
+		t.Fatalf("due after the cut: %d; want 1", len(due))
+	}
+	if server := extend(at, short, Extension{KeepAlive: true}); !server.After(asked) || !tb.entries[seq].Deadline.Equal(asked) {
+		t.Fatalf("the last keep-alive: server's deadline %v, lease's %v; want the lease's at the one asked, %v", server, tb.entries[seq].Deadline, asked)
+	}
+	tb.SetTiming(shorter) // the server's deadline before the one asked again
+	if d := tb.entries[seq].Deadline; !d.Equal(shorter.Deadline(at, 1)) {
+		t.Fatalf("deadline after the second cut %v; want %v", d, shorter.Deadline(at, 1))
+	}
+	if due := tb.KeptDue(shorter.Deadline(at, 1).Add(-100*time.Millisecond), lead); len(due) != 1 {
+		t.Fatalf("due after the second cut: %d; want 1", len(due))
 	}
 }
