@@ -29,9 +29,8 @@ import (
 //     to be its own within requestLag, and the next is a reset again.
 //  2. A consumer sequence goes back (resetWatch.regressed): the server
 //     numbers deliveries as it makes them, so those of one pull only grow,
-//     and every delivery to a pull is numbered above every one its puller
-//     had received before sending it: a delivery at or below either mark
-//     comes after a reset.
+//     above all its puller had received, or its info counted, before
+//     sending it: a delivery at or below either mark comes after a reset.
 //  3. The stream-sequence rule (resetWatch.regressed, bySeq): the server
 //     first delivers messages in stream order, so a first delivery
 //     (delivered once) of a message at or below a stream sequence received
@@ -51,12 +50,15 @@ import (
 //
 // Each pull's marks are kept in its seqMark, on the consumer's side of the
 // pull (markedPull). A pull sent before a reset this replica has noticed
-// may still bring deliveries from before it, which must not be leased:
-// until one of its deliveries shows the reset, it neither raises the high
-// mark nor has its deliveries leased (the server redelivers them after
-// ack_wait). The delivery that shows it counts as a reset again: a second
-// reset soon after the first looks the same, and voiding twice costs
-// redeliveries, never a wrong settle.
+// may still bring deliveries from before it: until one shows the reset, it
+// neither raises the high mark nor has them leased, nor given back (a Nak
+// would give back the reset's delivery of the message, which any caller may
+// hold); the server redelivers them after ack_wait. The delivery that shows
+// it counts as a reset again: voiding twice costs redeliveries, never a
+// wrong settle. The server keeps its waiting pulls through a reset and
+// delivers the replay to them, numbered from 1: that shows the reset to a
+// pull marked above it, so a replica whose marks are at 0 asks the
+// server's count before it marks a pull (puller.markNow).
 
 // seqMark is what the consumer keeps, per pull, to tell a reset from the
 // sequences of the pull's deliveries.
