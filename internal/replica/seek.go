@@ -47,7 +47,10 @@ func (m *manager) Seek(ctx context.Context, stream, name string, to SeekTarget) 
 		return SeekResult{}, err
 	}
 	defer done()
-	if v := m.nc.ConnectedServerVersion(); !versionAtLeast(v, seekMinServer) {
+	// The connection's server is JetStream's own unless a domain is set:
+	// through a leaf node it is the leaf's, whatever the hub runs (a
+	// reviewer's finding), and the reset is sent for the hub to answer.
+	if v := m.nc.ConnectedServerVersion(); m.domain == "" && !versionAtLeast(v, seekMinServer) {
 		return SeekResult{}, fmt.Errorf("%w: Seek needs nats-server %d.%d or later (its consumer reset API); this one is %s",
 			errs.ErrSeekUnsupported, seekMinServer[0], seekMinServer[1], v)
 	}
@@ -172,6 +175,10 @@ func (m *manager) reset(ctx context.Context, stream, name string, payload []byte
 	}
 	inbox := m.nc.NewInbox()
 	if err := m.requestOn(ctx, m.api+resetAPI+stream+"."+name, inbox, payload, &resp); err != nil {
+		if m.domain != "" && errors.Is(err, errs.ErrUnavailable) && ctx.Err() == nil {
+			err = fmt.Errorf("%w (JetStream of domain %q answers a reset from nats-server %d.%d on: an older one answers none)",
+				err, m.domain, seekMinServer[0], seekMinServer[1])
+		}
 		return SeekResult{}, "", err
 	}
 	if resp.Error != nil {
