@@ -47,7 +47,7 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 	if err != nil {
 		return err
 	}
-	k := &consumeStream{pl: pl, o: lease.NewOwner(), send: send, lastSend: time.Now(), pin: pri.PinID, claimed: make(chan struct{}, 1), batch: req.MaxMessages}
+	k := &consumeStream{pl: pl, o: lease.NewOwner(), send: send, lastSend: time.Now(), pin: pri.PinID, claimed: make(chan struct{}, 1), batch: req.MaxMessages, principal: req.Principal}
 	k.hungry, k.ending, k.pulled = req.Hungry, req.Ending, time.Now()
 	var last *pull.Pull // the pull the stream left open, to the orphan pool
 	defer func() {
@@ -230,6 +230,7 @@ type consumeStream struct {
 	sendFailed bool   // the caller is gone
 	pin        string // pinned_client: the pin the stream holds
 	batch      int    // its max_messages: the most one of its pulls brings (fit)
+	principal  string // whose tokens it hands out
 	// claimed tells auto_extend (extendUntil) of leases the stream took.
 	claimed chan struct{}
 	hungry  <-chan struct{} // ConsumeRequest.Hungry
@@ -256,7 +257,9 @@ func (k *consumeStream) take(_ context.Context, ds []*Delivery, _ bool) (bool, e
 	for len(ds) > 0 { // in responses a default client reads (response.go)
 		var burst []*Delivery
 		burst, ds = fit(ds, k.pl.maxFetchBytes, k.batch)
-		if err := k.deliver(burst); err != nil {
+		// Dated as each goes: a send waits for its reader (up to the
+		// stall guard's 30s), and a lease may be cut meanwhile.
+		if err := k.deliver(k.pl.tokens.dated(burst, k.principal)); err != nil {
 			return false, err
 		}
 	}

@@ -32,6 +32,10 @@ type Delivery struct {
 	Deadline time.Time
 	Origin   trace.SpanContext // its creation context, while tracing
 	start    time.Time         // its receipt, the start of its Deadline (Claims.Start)
+	// first is the deadline it was received with, which its tokens carry
+	// (issuer.claims; zero: Deadline); Deadline is its lease's as it was
+	// handed out (issuer.dated).
+	first time.Time
 }
 
 // size is about what the server counts against a pull's max_bytes.
@@ -137,7 +141,7 @@ func (pl *puller) fetch(ctx context.Context, req FetchRequest) (FetchResult, err
 			pl.wake()
 		}
 		pl.counts.Fetched.Add(uint64(len(got)))
-		return FetchResult{Messages: got, PinID: PinOf(got)}, nil
+		return FetchResult{Messages: pl.tokens.dated(got, req.Principal), PinID: PinOf(got)}, nil
 	case err != nil:
 		return FetchResult{}, err
 	case empty == EmptyNone:
@@ -184,6 +188,7 @@ func (pl *puller) receive(mark *seqMark, m pull.Msg) (*Delivery, bool) {
 		Deadline: timing.Deadline(m.At, md.Delivered),
 		start:    m.At,
 	}
+	d.first = d.Deadline
 	l := lease.Lease{
 		StreamSeq:   md.StreamSeq,
 		ConsumerSeq: md.ConsumerSeq,
@@ -211,6 +216,20 @@ func (pl *puller) receive(mark *seqMark, m pull.Msg) (*Delivery, bool) {
 		mark.Leaders = leaders
 	}
 	return d, true
+}
+
+// flushed takes in what NATS sent before now (an update request that
+// passed, cutting ack_wait: the leases it cuts are cut as the relay takes
+// it): a flush, then caughtUp. Orphans handed out are dated after it, as a
+// pull's deliveries are dated after what came before them (read); a flush
+// is the round trip of the pull they stand for. NATS away: what came.
+func (pl *puller) flushed(ctx context.Context) {
+	if pl.nc.IsConnected() {
+		fctx, cancel := context.WithTimeout(ctx, pl.server.timeout)
+		_ = pl.nc.FlushWithContext(fctx)
+		cancel()
+	}
+	pl.caughtUp(ctx)
 }
 
 func (pl *puller) receiveAll(mark *seqMark, msgs []pull.Msg) []*Delivery {

@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/jetgate/jetgate/internal/lease"
@@ -17,14 +18,16 @@ type issuer struct {
 	leases       *lease.Table
 }
 
-// claims are what the token of delivery d says.
+// claims are what the token of delivery d says: the deadline it was
+// received with, which its tokens keep when its lease is cut short later
+// (lease.Lease.TokenDeadline), not the one it is handed out with.
 func (is *issuer) claims(d *Delivery) token.Claims {
 	return token.Claims{
 		Issuer:      is.self,
 		StreamSeq:   d.Meta.StreamSeq,
 		ConsumerSeq: d.Meta.ConsumerSeq,
 		Delivered:   d.Meta.Delivered,
-		Deadline:    d.Deadline,
+		Deadline:    cmp.Or(d.first, d.Deadline),
 		Start:       d.start,
 	}
 }
@@ -41,18 +44,37 @@ func (is *issuer) claimsOfLease(l *lease.Lease) token.Claims {
 }
 
 // issue seals the tokens of deliveries about to be handed out to
-// principal, and records to whom they went (for Holders).
+// principal, and dates them (dated).
 func (is *issuer) issue(ds []*Delivery, principal string) []*Delivery {
 	if len(ds) == 0 {
 		return ds
 	}
 	sealer := is.keys.Sealer(is.stream, is.name, principal)
+	for _, d := range ds {
+		d.Token = sealer.Seal(is.claims(d))
+	}
+	return is.dated(ds, principal)
+}
+
+// dated gives deliveries about to go to principal the deadlines of their
+// leases as the lease table has them now, and records to whom they went
+// (for Holders). Call it as they go: a lease is re-dated (a shorter
+// ack_wait) or cut (a reconnect, a new leader) while its delivery waits,
+// kept for the next Fetch or behind a Consume stream's slow reader, and
+// the deadline it was received with would outlast the server's redelivery.
+func (is *issuer) dated(ds []*Delivery, principal string) []*Delivery {
+	if len(ds) == 0 {
+		return ds
+	}
 	rs := make([]lease.Ref, len(ds))
 	for i, d := range ds {
-		d.Token = sealer.Seal(is.claims(d))
 		rs[i] = lease.Ref{StreamSeq: d.Meta.StreamSeq, Delivered: d.Meta.Delivered, ConsumerSeq: d.Meta.ConsumerSeq}
 	}
-	is.leases.Hand(rs, principal, time.Now())
+	for i, dl := range is.leases.Hand(rs, principal, time.Now()) {
+		if !dl.IsZero() {
+			ds[i].Deadline = dl
+		}
+	}
 	return ds
 }
 

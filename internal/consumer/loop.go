@@ -338,6 +338,7 @@ func (pl *puller) takeOrphans(ctx context.Context, lim pullLimits, s sink) (took
 		pl.orphans.putBack(held)
 		return false, arrivals, err
 	}
+	pl.flushed(ctx) // before they are dated (issuer.dated)
 	pl.counts.Orphans[OrphanHanded].Add(uint64(len(ds)))
 	_, err = s.take(ctx, pl.tokens.issue(ds, lim.principal), false)
 	return true, arrivals, err

@@ -19,17 +19,10 @@ type orphan struct {
 	d       *Delivery
 	from    *pull.Pull // its pull while that may still be open, then nil
 	readyAt time.Time  // when it may be nak'ed; zero while its pull is open
-	// until is how long it waits for the next Fetch at least: the rest of
-	// a Fetch is the next Fetch's until shortly before its lease ends.
-	until time.Time
-}
-
-// readyFrom sets when h may be nak'ed: at, or its until where that is later.
-func (h *orphan) readyFrom(at time.Time) {
-	h.readyAt = at
-	if h.until.After(at) {
-		h.readyAt = h.until
-	}
+	// spare: the rest of a Fetch, the next Fetch's until spareMargin
+	// before its lease ends, by the lease table's deadline (cut or
+	// re-dated since it came), not the one it came with.
+	spare bool
 }
 
 // spareMargin is how long before its lease's end the rest of a Fetch that
@@ -107,10 +100,7 @@ func (o *orphanPool) spare(ds []*Delivery, from *pull.Pull, now time.Time) {
 	n := len(o.held)
 	o.held = o.appendFrom(o.held, ds, from, now)
 	for _, h := range o.held[n:] {
-		h.until = h.d.Deadline.Add(-spareMargin)
-		if h.from == nil {
-			h.readyFrom(h.readyAt)
-		}
+		h.spare = true
 	}
 	o.wake()
 }
@@ -158,8 +148,7 @@ func (o *orphanPool) drain(now time.Time) {
 		}
 		for _, h := range o.held {
 			if h.from == mp.Pull {
-				h.from = nil
-				h.readyFrom(endedAt.Add(orphanHold))
+				h.from, h.readyAt = nil, endedAt.Add(orphanHold)
 			}
 		}
 		for _, h := range o.returned {
@@ -216,9 +205,12 @@ func (o *orphanPool) putBack(hs []*orphan) {
 }
 
 // due removes and returns the orphans to nak now: those whose pull has
-// ended and whose hold has passed.
+// ended and whose hold has passed, and, of the rest of a Fetch, whose
+// lease ends within spareMargin.
 func (o *orphanPool) due(now time.Time) []*Delivery {
-	return o.ready(now, func(h *orphan) bool { return !now.Before(h.readyAt) })
+	return o.ready(now, func(h *orphan) bool {
+		return !now.Before(h.readyAt) && (!h.spare || !o.live(h.d, now.Add(spareMargin)))
+	})
 }
 
 // ended removes and returns every orphan whose pull has ended, hold or not:

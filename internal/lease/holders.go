@@ -17,17 +17,22 @@ type Holder struct {
 	Kept      int       // how many of them their issuer keeps alive (Extend with a duration)
 }
 
-// Hand records that the deliveries rs were handed out to principal at now.
-// A delivery the table no longer holds (voided, or replaced) is skipped.
-func (t *Table) Hand(rs []Ref, principal string, now time.Time) {
+// Hand records that the deliveries rs were handed out to principal at now,
+// and returns the deadline of each as the table has it now (re-dated or
+// cut since it was received); zero for a delivery the table no longer holds
+// (voided, or replaced), which is skipped.
+func (t *Table) Hand(rs []Ref, principal string, now time.Time) (deadlines []time.Time) {
 	ms := now.UnixMilli()
+	deadlines = make([]time.Time, len(rs))
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, r := range rs {
+	for i, r := range rs {
 		if e := t.lookup(r); e != nil {
 			e.holder, e.handed = principal, ms
+			deadlines[i] = e.Deadline
 		}
 	}
+	return deadlines
 }
 
 // Holders counts the live leases handed out, by principal, most leases
