@@ -57,7 +57,7 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 		defer k.extendAlongside(ctx, req.Principal, cmp.Or(req.MaxLease, pl.maxLease))() // before end, which runs last
 	}
 	var away time.Duration // how long the stream waits before it pulls again while NATS is away (Outlast)
-	regrouped := false     // the stream took its priority again once, after the server refused it
+	regrouped := false     // the stream took its priority and limits again once, after the server refused a pull
 	for {
 		if err := cmp.Or(ctx.Err(), pl.server.servable(), deletedNow(ctx, pl.server)); err != nil {
 			return err
@@ -100,7 +100,7 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 			}
 			away, regrouped = 0, regrouped && err != nil
 			switch {
-			case err != nil && groupsRefused(err) && !regrouped:
+			case err != nil && (groupsRefused(err) || limitsRefused(err)) && !regrouped:
 				regrouped = true
 				if pri, err = k.regroup(ctx, req.Priority); err != nil {
 					return err
@@ -206,8 +206,9 @@ func (k *consumeStream) extendAlongside(ctx context.Context, principal string, m
 }
 
 // regroup takes the stream's priority again from what the server says, once
-// it refused a pull for groups an operator changed under the stream (as
-// Fetch does); a pin goes when the policy is no longer pinned_client.
+// it refused a pull for groups or limits an operator changed under the
+// stream (as Fetch does): the next pull is bounded by the limits the info
+// says; a pin goes when the policy is no longer pinned_client.
 func (k *consumeStream) regroup(ctx context.Context, asked pull.Priority) (pull.Priority, error) {
 	s := k.pl.server
 	if _, err := s.ask(ctx, s.timeout); err != nil {

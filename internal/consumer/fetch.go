@@ -96,11 +96,12 @@ const (
 // caller left is the orphan pool's.
 func (pl *puller) Fetch(ctx context.Context, req FetchRequest) (FetchResult, error) {
 	r, err := pl.fetch(ctx, req)
-	if err != nil && groupsRefused(err) {
-		// The pull was checked against the consumer's groups as the view
-		// had them: an operator changed them, and the view had not caught
-		// up (the follow of the update is under way). The server's info
-		// says what they are now, and the Fetch is tried once more by it.
+	if err != nil && (groupsRefused(err) || limitsRefused(err)) {
+		// The pull was checked against the consumer's groups, or bounded
+		// by its limits, as the view had them: an operator changed them,
+		// and the view had not caught up (the follow of the update is
+		// under way, or the request went unseen). The server's info says
+		// what they are now, and the Fetch is tried once more by it.
 		if _, aerr := pl.server.ask(ctx, pl.server.timeout); aerr == nil {
 			return pl.fetch(ctx, req)
 		}
@@ -113,6 +114,14 @@ func (pl *puller) Fetch(ctx context.Context, req FetchRequest) (FetchResult, err
 func groupsRefused(err error) bool {
 	var se *pull.StatusError
 	return errors.As(err, &se) && se.Code == "400" && strings.Contains(se.Description, "Priority")
+}
+
+// limitsRefused reports whether the server refused a pull over the
+// consumer's max_request_batch, max_request_expires or
+// max_request_max_bytes (409 "Exceeded MaxRequestBatch of 45").
+func limitsRefused(err error) bool {
+	var se *pull.StatusError
+	return errors.As(err, &se) && se.Code == "409" && strings.Contains(strings.ToLower(se.Description), "exceeded maxrequest")
 }
 
 // fetch is one try of Fetch.

@@ -36,6 +36,18 @@ func TestAnInfoFromBeforeAnUpdateDoesNotShowIt(t *testing.T) {
 		{"a group added, info from before", noBackoff, jetstream.ConsumerConfig{AckWait: time.Second, PriorityGroups: []string{"jobs"}, PriorityPolicy: jetstream.PriorityPolicyOverflow}, false},
 		{"a group added, info from after", jetstream.ConsumerConfig{AckWait: time.Second, PriorityGroups: []string{"jobs"}, PriorityPolicy: jetstream.PriorityPolicyOverflow},
 			jetstream.ConsumerConfig{AckWait: time.Second, PriorityGroups: []string{"jobs"}, PriorityPolicy: jetstream.PriorityPolicyOverflow}, true},
+		// An info from before an update that lowers a limit on a pull
+		// request stopped the follow, and Fetches over it were refused
+		// until the next info.
+		{"max_request_batch lowered, info from before", noBackoff, jetstream.ConsumerConfig{AckWait: time.Second, MaxRequestBatch: 45}, false},
+		{"max_request_batch lowered, info from after", jetstream.ConsumerConfig{AckWait: time.Second, MaxRequestBatch: 45},
+			jetstream.ConsumerConfig{AckWait: time.Second, MaxRequestBatch: 45}, true},
+		{"max_request_batch left to the server", jetstream.ConsumerConfig{AckWait: time.Second, MaxRequestBatch: 256}, jetstream.ConsumerConfig{AckWait: time.Second}, true},
+		{"max_request_expires lowered, info from before", noBackoff, jetstream.ConsumerConfig{AckWait: time.Second, MaxRequestExpires: time.Second}, false},
+		{"max_request_expires removed, info from before", jetstream.ConsumerConfig{AckWait: time.Second, MaxRequestExpires: time.Second}, noBackoff, false},
+		{"max_request_max_bytes lowered, info from before", noBackoff, jetstream.ConsumerConfig{AckWait: time.Second, MaxRequestMaxBytes: 1024}, false},
+		{"max_request_max_bytes lowered, info from after", jetstream.ConsumerConfig{AckWait: time.Second, MaxRequestMaxBytes: 1024},
+			jetstream.ConsumerConfig{AckWait: time.Second, MaxRequestMaxBytes: 1024}, true},
 		{"the policy changed, info from before", jetstream.ConsumerConfig{AckWait: time.Second, PriorityGroups: []string{"jobs"}, PriorityPolicy: jetstream.PriorityPolicyOverflow},
 			jetstream.ConsumerConfig{AckWait: time.Second, PriorityGroups: []string{"jobs"}, PriorityPolicy: jetstream.PriorityPolicyPinned}, false},
 	}

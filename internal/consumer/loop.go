@@ -105,7 +105,7 @@ func (pl *puller) limits(ctx context.Context, batch int, maxBytes int64, expires
 	if dl, ok := ctx.Deadline(); ok {
 		expires = max(min(expires, dl.Sub(now)-deadlineSlack), 0)
 	}
-	server := pl.server.view().limits
+	server := requestLimits(pl.server)
 	if server.maxExpires > 0 {
 		expires = min(expires, server.maxExpires)
 	}
@@ -190,7 +190,7 @@ func (pl *puller) startPull(ctx context.Context, lim pullLimits, inLine bool) (m
 		pl.waiting.release()
 		return markedPull{}, err
 	}
-	server := pl.server.view().limits
+	server := requestLimits(pl.server)
 	batch := lim.waitBatch
 	if !inLine {
 		batch = lim.batch
@@ -392,8 +392,13 @@ func (pl *puller) ending(ctx context.Context, err error, maxBytes int64) pullEnd
 	case errors.Is(err, nats.ErrNoResponders):
 		return pullEnd{err: pl.server.noResponders(ctx)}
 	}
-	// A limit of the consumer's (max_batch, max_expires, max_bytes) or a
-	// status unknown.
-	pl.log.Error("the server refused a pull request", "err", err)
+	if limitsRefused(err) {
+		// A limit of the consumer's (max_batch, max_expires, max_bytes)
+		// lowered since the view was taken: Fetch and Consume ask its info
+		// and pull once more, within it.
+		pl.log.Warn("the server refused a pull request over a limit of the consumer's, changed since jetgate last asked", "err", err)
+	} else {
+		pl.log.Error("the server refused a pull request", "err", err)
+	}
 	return pullEnd{err: fmt.Errorf("%w: %w", errs.ErrPullRefused, err)}
 }

@@ -34,12 +34,14 @@ const followTries = 6
 const followFirst = 40 * time.Millisecond
 
 // Update takes a create or update request for the consumer as it passes on
-// NATS. The server redelivers by the new timing the moment it applies it,
-// before any info can say so: the leases the request cuts short are
-// re-dated at once, by the timing it asks (a refused request leaves them
-// shorter than they need be). The follow it returns asks infos until one
-// shows the change, then dates leases by what the server holds; nil for a
-// request it cannot read.
+// NATS. The server redelivers by the new timing, and refuses a pull over the
+// new limits of a pull request, the moment it applies it, before any info
+// can say so: the leases the request cuts short are re-dated at once, by
+// the timing it asks, and pulls are bounded by the limits it asks where
+// they are tighter (a refused request leaves both tighter than they need
+// be). The follow it returns asks infos until one shows the change, then
+// dates leases and bounds pulls by what the server holds; nil for a request
+// it cannot read.
 func (s *onServer) Update(payload []byte) (follow func(context.Context)) {
 	var req struct {
 		Config jetstream.ConsumerConfig `json:"config"`
@@ -47,9 +49,11 @@ func (s *onServer) Update(payload []byte) (follow func(context.Context)) {
 	if json.Unmarshal(payload, &req) != nil {
 		return nil
 	}
-	asked := requestedTiming(req.Config)
+	asked, bounds := requestedTiming(req.Config), requestedLimits(req.Config)
+	s.foreseenLimits.Store(&bounds)
 	s.foresee(&asked, false)
 	return func(ctx context.Context) {
+		defer s.foreseenLimits.CompareAndSwap(&bounds, nil) // unless a later request's stands
 		defer s.foresee(&asked, true)
 		wait := followFirst
 		for range followTries {
@@ -119,18 +123,55 @@ func requestedTiming(cfg jetstream.ConsumerConfig) lease.Policy {
 // serverAckWait is the server's ack_wait for a consumer that names none.
 const serverAckWait = 30 * time.Second
 
-// shows reports whether the server's config has the timing and the priority
-// groups asked. An
-// update carries the whole configuration, so a backoff it leaves out is
-// removed, not left as it was (the server's first info may predate the
-// update, still with the old backoff); with a backoff the server sets
-// ack_wait to its first step, so ack_wait is then not compared; an ack_wait
-// or max_ack_pending left out takes the server's default.
+// requestedLimits are the limits on a pull request that a create or update
+// asks: max_request_batch, max_request_expires and max_request_max_bytes
+// (0: none; the server takes a negative one as none).
+func requestedLimits(cfg jetstream.ConsumerConfig) limits {
+	return limits{
+		maxBatch:   max(cfg.MaxRequestBatch, 0),
+		maxExpires: max(cfg.MaxRequestExpires, 0),
+		maxBytes:   int64(max(cfg.MaxRequestMaxBytes, 0)),
+	}
+}
+
+// requestLimits are the consumer's limits as the view has them, with those on
+// a pull request tightened by what an update request that passed asks,
+// until its follow ends (Update): the server refuses a pull over them
+// (409 "Exceeded MaxRequestBatch") from the moment it applies the update.
+// A function of the owner's, not its method.
+func requestLimits(s *onServer) limits {
+	l := s.view().limits
+	if f := s.foreseenLimits.Load(); f != nil {
+		l.maxBatch = tighter(l.maxBatch, f.maxBatch)
+		l.maxExpires = tighter(l.maxExpires, f.maxExpires)
+		l.maxBytes = tighter(l.maxBytes, f.maxBytes)
+	}
+	return l
+}
+
+// tighter is the tighter of two limits, where 0 is none.
+func tighter[T int | int64 | time.Duration](a, b T) T {
+	if a == 0 || b != 0 && b < a {
+		return b
+	}
+	return a
+}
+
+// shows reports whether the server's config has the timing, the priority
+// groups and the limits on a pull request asked. An update carries the
+// whole configuration, so a backoff it leaves out is removed, not left as
+// it was (the server's first info may predate the update, still with the
+// old backoff); with a backoff the server sets ack_wait to its first step,
+// so ack_wait is then not compared; an ack_wait, max_ack_pending or
+// max_request_batch left out takes the server's default.
 func shows(cfg, asked jetstream.ConsumerConfig) bool {
+	got, want := requestedLimits(cfg), requestedLimits(asked)
 	return slices.Equal(cfg.BackOff, asked.BackOff) &&
 		slices.Equal(cfg.PriorityGroups, asked.PriorityGroups) && cfg.PriorityPolicy == asked.PriorityPolicy &&
 		(asked.AckWait == 0 || len(asked.BackOff) > 0 || cfg.AckWait == asked.AckWait) &&
-		(asked.MaxAckPending == 0 || cfg.MaxAckPending == asked.MaxAckPending)
+		(asked.MaxAckPending == 0 || cfg.MaxAckPending == asked.MaxAckPending) &&
+		(want.maxBatch == 0 || got.maxBatch == want.maxBatch) &&
+		got.maxExpires == want.maxExpires && got.maxBytes == want.maxBytes
 }
 
 // redeliveredEarly asks the consumer's info, once and at once, after a

@@ -75,6 +75,10 @@ type onServer struct {
 	// foreseen is that timing while it stands (nil: the view's): a
 	// delivery is dated, and promised, by it where it is shorter.
 	foreseen atomic.Pointer[lease.Policy]
+	// foreseenLimits are the limits on a pull request that an update
+	// request that passed asks, until its follow ends (nil: none): a pull
+	// is bounded by them where they are tighter (requestLimits).
+	foreseenLimits atomic.Pointer[limits]
 	// replicas is how many replicas serve the consumer, itself included.
 	replicas func() int
 	// resetRecord records a reset noticed for the replicas that bind the
