@@ -212,31 +212,6 @@ func (pl *puller) startPull(ctx context.Context, lim pullLimits, inLine bool) (m
 	return markedPull{Pull: p, mark: mark}, nil
 }
 
-// markNow is the mark of a pull about to be sent. Where the replica knows
-// of no delivery since the last reset it noticed, or since it bound (its
-// marks at 0: it received nothing, while others may have), it asks the
-// server's delivered count first, at most once a second within an epoch:
-// deliveries to the pull, sent after the answer, are numbered above it
-// until the next reset (resetWatch.informed), whose replay, numbered from 1
-// and delivered to this pull if it still waits, then shows that reset
-// rather than go unleased until ack_wait (reset.go). An info that fails leaves the marks
-// at 0, as safe as before.
-func (pl *puller) markNow(ctx context.Context) seqMark {
-	blind := func(m seqMark) bool { return m.Floor == 0 && m.StreamFloor == 0 }
-	if m := pl.server.mark(); !blind(m) {
-		return m
-	}
-	pl.blind.Lock()
-	defer pl.blind.Unlock()
-	m := pl.server.mark()
-	if !blind(m) || (m.Epoch == pl.blind.epoch && time.Since(pl.blind.at) < time.Second) {
-		return m
-	}
-	pl.blind.epoch, pl.blind.at = m.Epoch, time.Now()
-	_, _ = pl.server.ask(ctx, time.Second)
-	return pl.server.mark()
-}
-
 // caughtUp reports whether the replica has taken in what NATS had sent it
 // (Deps.CatchUp).
 func (pl *puller) caughtUp(ctx context.Context) bool {
