@@ -41,6 +41,7 @@ type relay struct {
 	// others wait.
 	reconnects atomic.Uint64
 	cutMu      sync.Mutex
+	updates    updatesSeen // followed once, by the request or a word (updateword.go)
 }
 
 // stop takes the relay off its subjects.
@@ -127,8 +128,8 @@ func (rl *relay) onPause(m *nats.Msg) {
 }
 
 // onUpdate follows a create or update request for a consumer this replica
-// serves: the leases it shortens are cut at once, and the consumer asks its
-// info until the change shows.
+// serves (follow), and passes it on to the replicas that may not see it
+// (sayUpdate, updateword.go).
 func (rl *relay) onUpdate(m *nats.Msg) {
 	prefix := rl.watchAPI + createRequests
 	if strings.HasPrefix(m.Subject, rl.watchAPI+durableCreateRequests) {
@@ -148,16 +149,8 @@ func (rl *relay) onUpdate(m *nats.Msg) {
 		}
 		name = cmp.Or(req.Config.Name, req.Config.Durable)
 	}
-	c := rl.binder.bound(stream, name)
-	if c == nil {
-		return
-	}
-	// The leases it cuts short are cut before the handler returns: a settle
-	// waits for what the relay had received (catchUp), so none can land on
-	// a redelivery the new timing made.
-	if follow := c.Update(m.Data); follow != nil {
-		rl.run.Go(func() { follow(rl.run.ctx) })
-	}
+	rl.sayUpdate(stream, name, m.Data)
+	rl.follow(stream, name, m.Data)
 }
 
 // onLeader cuts the leases of a consumer that has a new leader
@@ -193,10 +186,11 @@ func (rl *relay) onDelete(m *nats.Msg) {
 // subscribe listens on the reset requests, the words of resets, and the
 // advisories and requests of events.go.
 func (rl *relay) subscribe() error {
-	subs := []struct {
+	type watched struct {
 		subject string
 		handler nats.MsgHandler
-	}{
+	}
+	subs := []watched{
 		{rl.watchAPI + resetRequests + ">", rl.onResetRequest},
 		{consumer.ResetWordPrefix + ">", rl.onResetWord},
 		{pauseAdvisories + ">", rl.onPause},
@@ -204,6 +198,9 @@ func (rl *relay) subscribe() error {
 		{leaderAdvisories + ">", rl.onLeader},
 		{rl.watchAPI + createRequests + ">", rl.onUpdate},
 		{rl.watchAPI + durableCreateRequests + ">", rl.onUpdate},
+	}
+	if rl.domain != "" {
+		subs = append(subs, watched{UpdateWordPrefix + ">", rl.onUpdateWord}) // updateword.go
 	}
 	for _, s := range subs {
 		handler, handled := s.handler, new(atomic.Int64)
