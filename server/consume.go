@@ -72,8 +72,16 @@ func validateConsume(req *jetgatev1.ConsumeRequest, lim Limits) (consumer.Consum
 		}
 		cr.Heartbeat = hb.AsDuration()
 	}
+	// An idle stream asks the server once a heartbeat (at most every
+	// idleWait), as a nats.go client's Consume does, not every second: its
+	// pull waits for the first message until the heartbeat is due.
+	cr.IdleWait = min(cr.Heartbeat, idleWait)
 	return cr, nil
 }
+
+// idleWait bounds how long an idle stream's pull waits: one left open by a
+// caller gone holds a place of the consumer's max_waiting until it ends.
+const idleWait = 30 * time.Second
 
 // DefaultSendStall is how long one response of a Consume stream may wait
 // for its caller to read.

@@ -79,3 +79,13 @@ type ConsumeRequest struct {
 	// open without waiting for a first message or heartbeat.
 	Opened func()
 }
+
+// closed reports whether ch (nil: never) is closed.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
