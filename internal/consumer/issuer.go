@@ -44,7 +44,7 @@ func (is *issuer) claimsOfLease(l *lease.Lease) token.Claims {
 }
 
 // issue seals the tokens of deliveries about to be handed out to
-// principal, and dates them (dated).
+// principal; each sink dates them as they go (dated).
 func (is *issuer) issue(ds []*Delivery, principal string) []*Delivery {
 	if len(ds) == 0 {
 		return ds
@@ -53,7 +53,7 @@ func (is *issuer) issue(ds []*Delivery, principal string) []*Delivery {
 	for _, d := range ds {
 		d.Token = sealer.Seal(is.claims(d))
 	}
-	return is.dated(ds, principal)
+	return ds
 }
 
 // dated gives deliveries about to go to principal the deadlines of their
