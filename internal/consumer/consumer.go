@@ -331,7 +331,7 @@ func (c *Consumer) ClaimsOf(d *Delivery) token.Claims { return c.tokens.claims(d
 // server now: the one that holds the consumer may no longer be it (timing).
 // What passed unheard meanwhile is asked before the next settle or pull.
 func (c *Consumer) Reconnected() {
-	c.onServer.connected.Store(serverName(c.onServer.nc))
+	c.onServer.connected.Store(connectedTo(c.onServer.nc, c.onServer.api))
 	c.onServer.reconnects.Add(1)
 	if n := c.leases.Shorten(); n > 0 {
 		c.log.Info("NATS reconnected: the leases held end a second sooner, as a server that restarted redelivers by delivery times it kept to the second",

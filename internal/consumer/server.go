@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/jetgate/jetgate/internal/goroutines"
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/pull"
+	"github.com/jetgate/jetgate/internal/settle"
 	"github.com/jetgate/jetgate/internal/token"
 )
 
@@ -56,13 +58,16 @@ type onServer struct {
 	peers   func(ctx context.Context) []string // names the other replicas serving it (Deps.Peers)
 	asking  atomic.Bool                        // redeliveredEarly's question is out
 	leaders atomic.Uint64                      // new leaders elected (LeaderElected)
-	// connected is the name of the server the replica's connection is on
-	// (nil: unknown), as of the bind or the last reconnect (timing).
-	connected atomic.Pointer[string]
-	// reconnects counts the reconnects told (Reconnected), and informed is
-	// that count as of the last info asked after one (current, under asked).
+	// connected is the server the replica's connection is on (nil:
+	// unknown), as of the bind or the last reconnect (timing).
+	connected atomic.Pointer[where]
+	api       string // the JetStream API prefix it is reached through
+	// reconnects counts the reconnects and spells away told (Reconnected,
+	// Away), and informed is that count as of the last info asked after one
+	// (current, under asked), with the ledger's record of resets (records).
 	reconnects, informed atomic.Uint64
 	asked                sync.Mutex
+	records              resetRecords
 
 	// changed is told of each new view whose policy differs from the one
 	// before (changedFrom), under mu, in the order stored: it takes the
@@ -122,7 +127,14 @@ func newOnServer(s jetstream.Stream, cons jetstream.Consumer, d Deps, log *slog.
 			return d.Ledger.RecordReset(ctx, ci.Stream, ci.Name, at, resetKept(o.timing()))
 		}
 	}
-	o.connected.Store(serverName(d.Conn))
+	o.api = cmp.Or(d.API, pull.API(""))
+	o.connected.Store(connectedTo(d.Conn, o.api))
+	o.records.since = ci.TimeStamp
+	if d.Ledger != nil {
+		o.records.read = func(ctx context.Context) (settle.ResetRecord, error) {
+			return d.Ledger.ResetRecordOf(ctx, ci.Stream, ci.Name)
+		}
+	}
 	v := viewOf(ci)
 	v.at = time.Time{}
 	o.last.Store(v)
@@ -157,7 +169,7 @@ func (s *onServer) timing() lease.Policy {
 	if f := s.foreseen.Load(); f != nil {
 		t = t.Shorter(*f) // a request the server refuses, or one that lengthens, dates nothing longer
 	}
-	if connected := s.connected.Load(); v.host != "" && connected != nil && v.host != *connected {
+	if early(v.host, s.connected.Load()) {
 		t.Early = lease.RestorePrecision
 	}
 	return t
@@ -260,6 +272,7 @@ func deletedNow(ctx context.Context, s *onServer) error {
 // deleted (NOT_FOUND), or its leader is being elected or the server is
 // unreachable (UNAVAILABLE, worth a retry).
 func (s *onServer) noResponders(ctx context.Context) error {
+	away(s) // whatever the cause, what passed meanwhile may have gone unheard
 	if _, err := s.ask(context.WithoutCancel(ctx), time.Second); gone(err) {
 		return s.deleted()
 	}

@@ -37,8 +37,9 @@ type serverView struct {
 	// last reply confirms it all (settle.Sender.SendInOrder).
 	inOrder bool
 	// host is the server that holds a consumer with no raft log ("" for a
-	// replicated one): its restart is heard only by a replica connected to
-	// it, as a reconnect (timing).
+	// replicated one; standaloneHost for one of a JetStream not clustered,
+	// whose infos name no server): its restart is heard only by a replica
+	// connected to it, as a reconnect (timing, early).
 	host string
 	// deleted: the server's advisory said the consumer was deleted since
 	// this info; the next info says whether it still is (Consumer.Deleted).
@@ -46,6 +47,10 @@ type serverView struct {
 	at      time.Time
 	ticket  uint64 // the order in which the info was asked: a later one replaces it
 }
+
+// standaloneHost is the host of a consumer of a JetStream that is not
+// clustered: no server name has a space in it.
+const standaloneHost = "standalone server"
 
 // limits are the consumer's bounds on what its clients ask of it.
 type limits struct {
@@ -60,7 +65,11 @@ func viewOf(ci *jetstream.ConsumerInfo) *serverView {
 	cfg := ci.Config
 	inOrder := cfg.Replicas <= 1 && (ci.Cluster == nil || len(ci.Cluster.Replicas) == 0)
 	var host string
-	if inOrder && ci.Cluster != nil {
+	switch {
+	case !inOrder:
+	case ci.Cluster == nil: // a standalone server's: it names none
+		host = standaloneHost
+	default:
 		host = ci.Cluster.Leader
 	}
 	return &serverView{

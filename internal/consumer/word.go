@@ -96,11 +96,15 @@ func (s *onServer) HearResetWord(m *nats.Msg) {
 // the void were answered by the server, or the word gave up. The word goes
 // on a goroutine of its own (Close waits for it): by Deps.OnReset where one
 // is set, else by say (none without a connection: the own settles alone).
+// The reset is recorded in the ledger first (recordReset), so that no
+// replica hands out a delivery after it, told by this word, before a
+// replica that was away can read the record (missedResets).
 func (s *onServer) tell(id string) {
-	shareReset(s)
+	at := s.resetAt()
 	release := s.held.hold()
 	closed := !s.words.Go(func() {
 		defer release()
+		recordReset(s, at)
 		ctx, cancel := context.WithTimeout(context.Background(), resetWordWait)
 		defer cancel()
 		var own sync.WaitGroup
@@ -131,17 +135,21 @@ func (s *onServer) tell(id string) {
 // gone issuer made before it (settler.Adopt). Peers serving it now hear
 // the word; this is for those that start after.
 func shareReset(s *onServer) {
+	at := s.resetAt()
+	s.words.Go(func() { recordReset(s, at) })
+}
+
+// recordReset records the reset noticed at at in the ledger, within
+// resetWordWait: the word, and the deliveries it holds, wait no longer.
+func recordReset(s *onServer, at time.Time) {
 	if s.resetRecord == nil {
 		return
 	}
-	at := s.resetAt()
-	s.words.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-		defer cancel()
-		if err := s.resetRecord(ctx, at); err != nil {
-			s.log.Warn("could not record a consumer reset for the replicas that bind it later: one may settle, for a gone issuer, a token from before it", "err", err)
-		}
-	})
+	ctx, cancel := context.WithTimeout(context.Background(), min(s.timeout, resetWordWait))
+	defer cancel()
+	if err := s.resetRecord(ctx, at); err != nil {
+		s.log.Warn("could not record a consumer reset for the replicas that bind it later or were away: one may settle a token from before it", "err", err)
+	}
 }
 
 // resetKept is how long the ledger keeps a reset's record: a day, or twice

@@ -204,7 +204,7 @@ func New(ctx context.Context, o Options) (*Replica, error) {
 	}
 	e.run.Go(func() { r.binder.unbindIdle(e.run.ctx) })
 	r.relay.wakes.tick(time.Now()) // a slow start is no gap
-	r.relay.reconnects.Store(r.nc.Stats().Reconnects)
+	r.relay.reconnects.Store(r.relay.spells())
 	e.run.Go(func() { r.relay.wakes.watch(e.run.ctx) })
 	e.run.Go(func() { r.relay.followReconnects(e.run.ctx) })
 	r.log.Info("gateway bound", "gateway_id", r.self.String(), "consumers", len(o.Consumers))
@@ -259,6 +259,7 @@ func (r *Replica) open(ctx context.Context, o Options) error {
 	if r.roster, err = roster.Open(ctx, r.js, r.domain, r.stateReplicas, r.self.String(), r.log); err != nil {
 		return err
 	}
+	r.relay.wakes.roster.Store(r.roster)
 	if err := r.binder.bindConfigured(ctx, o.Consumers); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/roster"
 )
 
 // A replica that could not run for a while (stopped with SIGSTOP, frozen by
@@ -42,6 +43,10 @@ type wakes struct {
 	lastWall atomic.Int64 // the same, on the wall clock (unix ns)
 	woke     atomic.Int64 // the end of the last gap the watch saw (0: none)
 	caught   atomic.Int64 // the start of the last catch-up done after a gap
+	// roster counts the spells JetStream did not answer the roster's
+	// writes while the connection was up (roster.Roster.Unreached); nil
+	// until it is open.
+	roster atomic.Pointer[roster.Roster]
 }
 
 // begin starts the clock; the replica calls it as it is made, before
@@ -217,18 +222,32 @@ func (rl *relay) handledUpTo(received []int64) bool {
 	return true
 }
 
+// spells counts the times the replica may have been out of JetStream's
+// reach: its connection's reconnects, and the roster's writes JetStream
+// did not answer with the connection up (its leaf node's link to the hub
+// down, the hub restarting: roster.Roster.Unreached).
+func (rl *relay) spells() uint64 {
+	n := rl.nc.Stats().Reconnects
+	if ro := rl.wakes.roster.Load(); ro != nil {
+		n += ro.Unreached()
+	}
+	return n
+}
+
 // reconnected cuts the leases of every consumer the replica serves, once
-// for each time its connection to NATS was made again (the server may have
-// restarted: consumer.Reconnected), before any settle goes on. nats.go
-// counts a reconnect as its TCP connection is made, before the handshake
-// that may fail (a server not ready, a proxy that drops it), so the cut
-// waits until the connection is up, and is made once however many tries
-// it took: until then nothing settles.
+// for each time its connection to NATS was made again, or JetStream found
+// out of its reach (spells; the server may have restarted:
+// consumer.Reconnected), before any settle goes on; each consumer asks
+// what passed unheard before its next settle or pull. nats.go counts a
+// reconnect as its TCP connection is made, before the handshake that may
+// fail (a server not ready, a proxy that drops it), so the cut waits until
+// the connection is up, and is made once however many tries it took: until
+// then nothing settles.
 func (rl *relay) reconnected() {
 	if !rl.nc.IsConnected() {
 		return
 	}
-	n := rl.nc.Stats().Reconnects
+	n := rl.spells()
 	if n == rl.reconnects.Load() {
 		return
 	}

@@ -2,6 +2,7 @@ package roster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -75,5 +76,23 @@ func (r *Roster) counted(rev uint64) {
 		r.rev = rev
 		close(r.advanced)
 		r.advanced = make(chan struct{})
+	}
+}
+
+// Unreached counts the roster's writes that JetStream did not answer (no
+// responders, or no answer in time), which it makes every RenewEvery: the
+// replica's connection may be up while JetStream is out of its reach (the
+// link of its leaf node to the hub down, the hub restarting), and whatever
+// passes meanwhile goes unheard, as while the connection is down. Each
+// spell is counted within a renewal or two of its start, however idle the
+// replica; a shorter one may pass uncounted.
+func (r *Roster) Unreached() uint64 { return r.unreached.Load() }
+
+// failed counts a write that got no answer from JetStream (Unreached); a
+// write JetStream refused was answered.
+func (r *Roster) failed(err error) {
+	var api *jetstream.APIError
+	if !errors.As(err, &api) {
+		r.unreached.Add(1)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -68,6 +69,8 @@ type Roster struct {
 	rev      uint64                     // the bucket's last revision counted
 	advanced chan struct{}              // closed when rev advances
 	watching chan struct{}              // closed when the watch has ended
+
+	unreached atomic.Uint64 // the writes JetStream did not answer (Unreached)
 }
 
 // joined is one consumer this replica serves.
@@ -227,6 +230,7 @@ func (r *Roster) keep(ctx context.Context) {
 		case now := <-renew.C:
 			if err := r.renew(ctx); err != nil && ctx.Err() == nil {
 				r.log.Warn("could not renew this replica on the roster", "err", err)
+				r.failed(err)
 			}
 			if r.prune(ctx, now) {
 				r.recount()
@@ -276,6 +280,7 @@ func (r *Roster) writeServes(ctx context.Context) bool {
 		if ctx.Err() == nil {
 			r.log.Warn("could not write the consumers this replica serves; its peers count it once it can", "err", err)
 			r.markDirty()
+			r.failed(err)
 		}
 		return false
 	}
