@@ -93,9 +93,6 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 		if lim, n, due := k.nextPull(ctx, &req, pri, wait); due {
 			empty, left, err := k.pullLoop(ctx, lim, n == 0 && req.IdleWait > 0)
 			last = cmp.Or(left, last)
-			if err != nil && closed(req.Ending) && ctx.Err() == nil {
-				return errEnding // its idle pull cut short (pullLoop)
-			}
 			if err != nil && req.Outlast && errors.Is(err, errs.ErrUnavailable) && ctx.Err() == nil {
 				away = min(max(2*away, 50*time.Millisecond), outlastMax)
 				k.waitForRoom(ctx, away) // or a lease leaving, for the room of the next pull
@@ -175,22 +172,26 @@ func (k *consumeStream) pullLoop(ctx context.Context, lim pullLimits, idle bool)
 		k.pl.idle.Add(1)
 		defer k.pl.idle.Add(-1)
 	}
-	if idle && k.ending != nil {
-		// The gateway's stop ends the stream at once, its idle pull (a
-		// heartbeat long) left to the orphan pool.
-		pctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			select {
-			case <-k.ending:
-				cancel()
-			case <-done:
-			}
-		}()
-		defer func() { close(done); cancel() }()
-		ctx = pctx
+	if !idle || k.ending == nil {
+		return k.pl.pullLoop(ctx, lim, k)
 	}
-	return k.pl.pullLoop(ctx, lim, k)
+	// The gateway's stop ends the stream at once (errEnding), its idle pull
+	// (a heartbeat long) left to the orphan pool.
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-k.ending:
+			cancel()
+		case <-done:
+		}
+	}()
+	defer func() { close(done); cancel() }()
+	empty, left, err := k.pl.pullLoop(pctx, lim, k)
+	if err != nil && closed(k.ending) && ctx.Err() == nil {
+		err = errEnding
+	}
+	return empty, left, err
 }
 
 // longest is how long the stream's next pull may wait. A pull lasts at
