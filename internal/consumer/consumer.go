@@ -334,7 +334,7 @@ func (c *Consumer) Reconnected() {
 	c.onServer.connected.Store(connectedTo(c.onServer.nc, c.onServer.api))
 	c.onServer.reconnects.Add(1)
 	if n := c.leases.Shorten(); n > 0 {
-		c.log.Info("NATS reconnected: the leases held end a second sooner, as a server that restarted redelivers by delivery times it kept to the second",
+		c.log.Info("NATS reconnected, or JetStream was out of reach: the leases held end a second sooner, as a server that restarted redelivers by delivery times it kept to the second",
 			"leases", n)
 		currentSoon(c.onServer)
 	}
