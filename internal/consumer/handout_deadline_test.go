@@ -131,7 +131,8 @@ func consumeThroughANewLeader(t *testing.T) (checked, late int) {
 	e.publishUnreadable(50)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	responses, before := 0, 0 // before: messages leased before the new leader, not yet sent
+	responses, sent, before := 0, 0, 0 // before: messages leased before the new leader, not yet sent
+	elected := false
 	ended := make(chan error, 1)
 	go func() {
 		ended <- e.c.Consume(ctx, consumer.ConsumeRequest{MaxMessages: 50, Heartbeat: time.Hour}, func(ds []*consumer.Delivery) error {
@@ -139,9 +140,19 @@ func consumeThroughANewLeader(t *testing.T) (checked, late int) {
 				return nil
 			}
 			responses++
-			if responses == 1 {
-				before = e.c.Leases() - len(ds) // sent in order, in the responses that follow
-				e.c.LeaderElected()             // while the reader takes its time with the first
+			if !elected {
+				// The first response sent while more are leased (a pull's
+				// messages that did not fit it: how many come in one read
+				// is the machine's business) has the new leader elected
+				// while the reader takes its time with it.
+				sent += len(ds)
+				if before = e.c.Leases() - sent; before > 0 { // sent in order, in the responses that follow
+					elected = true
+					e.c.LeaderElected()
+					responses = 1
+				} else if sent >= 50 {
+					cancel() // every message went as it came: nothing to check in this stream
+				}
 				return nil
 			}
 			for _, d := range ds[:min(before, len(ds))] {
@@ -151,7 +162,7 @@ func consumeThroughANewLeader(t *testing.T) (checked, late int) {
 				}
 			}
 			before = max(before-len(ds), 0)
-			if responses == 3 {
+			if before == 0 || responses == 3 {
 				cancel()
 			}
 			return nil
@@ -160,7 +171,7 @@ func consumeThroughANewLeader(t *testing.T) (checked, late int) {
 	select {
 	case <-ended:
 	case <-time.After(within):
-		t.Fatal("the stream sent no third response")
+		t.Fatal("the stream sent neither its messages nor a third response")
 	}
 	return checked, late
 }
