@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -14,8 +12,6 @@ import (
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/pull"
-	"github.com/jetgate/jetgate/internal/settle"
-	"github.com/jetgate/jetgate/internal/token"
 )
 
 // errEnding ends a caller's stream as the gateway begins to stop
@@ -47,7 +43,7 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 	if err != nil {
 		return err
 	}
-	k := &consumeStream{pl: pl, o: lease.NewOwner(), send: send, lastSend: time.Now(), pin: pri.PinID, claimed: make(chan struct{}, 1), batch: req.MaxMessages, principal: req.Principal}
+	k := &consumeStream{pl: pl, o: lease.NewOwner(), send: send, lastSend: time.Now(), pin: pri.PinID, claimed: make(chan struct{}, 1), batch: req.MaxMessages, principal: req.Principal, dry: true}
 	k.hungry, k.ending, k.pulled = req.Hungry, req.Ending, time.Now()
 	var last *pull.Pull // the pull the stream left open, to the orphan pool
 	defer func() {
@@ -91,7 +87,7 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 		}
 		wait := min(untilBeat, k.untilNextDue(req.AutoExtend, cmp.Or(req.MaxLease, pl.maxLease), now), k.longest(&req), max(k.untilPinKept(now), time.Millisecond))
 		if lim, n, due := k.nextPull(ctx, &req, pri, wait); due {
-			empty, left, err := k.pullLoop(ctx, lim, n == 0 && req.IdleWait > 0)
+			empty, left, err := k.pullLoop(ctx, lim, k.idle(n, &req))
 			last = cmp.Or(left, last)
 			if err != nil && req.Outlast && errors.Is(err, errs.ErrUnavailable) && ctx.Err() == nil {
 				away = min(max(2*away, 50*time.Millisecond), outlastMax)
@@ -137,7 +133,7 @@ func (k *consumeStream) nextPull(ctx context.Context, req *ConsumeRequest, pri p
 	if req.MaxBytes > 0 {
 		lim.maxBytes = min(lim.maxBytes, req.MaxBytes-bytes)
 	}
-	if n == 0 && req.IdleWait > 0 {
+	if k.idle(n, req) {
 		lim.waitBatch, lim.inLine = 1, true // an idle pull ends with the first message (longest)
 	}
 	due = (n == 0 || lim.batch*2 >= req.MaxMessages || starved && lim.batch > 0) && lim.maxBytes > 0
@@ -166,8 +162,9 @@ func (k *consumeStream) untilPinKept(now time.Time) time.Duration {
 
 // pullLoop runs the puller's loop for the stream, counted among the idle
 // pulls while the stream holds nothing (and may wait IdleWait).
-func (k *consumeStream) pullLoop(ctx context.Context, lim pullLimits, idle bool) (EmptyReason, *pull.Pull, error) {
-	k.pulled = time.Now()
+func (k *consumeStream) pullLoop(ctx context.Context, lim pullLimits, idle bool) (empty EmptyReason, left *pull.Pull, err error) {
+	k.pulled, k.dry = time.Now(), true
+	defer func() { k.dry = k.dry && err == nil }() // take clears it
 	if idle {
 		k.pl.idle.Add(1)
 		defer k.pl.idle.Add(-1)
@@ -187,11 +184,19 @@ func (k *consumeStream) pullLoop(ctx context.Context, lim pullLimits, idle bool)
 		}
 	}()
 	defer func() { close(done); cancel() }()
-	empty, left, err := k.pl.pullLoop(pctx, lim, k)
+	empty, left, err = k.pl.pullLoop(pctx, lim, k)
 	if err != nil && closed(k.ending) && ctx.Err() == nil {
 		err = errEnding
 	}
 	return empty, left, err
+}
+
+// idle reports whether the stream's next pull is an idle one (IdleWait):
+// it holds nothing (n leases), and its last pull found nothing to take. A
+// stream that has just settled all it held pulls for its room first: one
+// in line for a single message would cut a busy stream's throughput.
+func (k *consumeStream) idle(n int, req *ConsumeRequest) bool {
+	return n == 0 && req.IdleWait > 0 && k.dry
 }
 
 // longest is how long the stream's next pull may wait. A pull lasts at
@@ -203,25 +208,13 @@ func (k *consumeStream) pullLoop(ctx context.Context, lim pullLimits, idle bool)
 // when no pull carries it for priority_timeout: half of it at most then.
 func (k *consumeStream) longest(req *ConsumeRequest) time.Duration {
 	n, _ := k.pl.leases.Load(k.o)
-	if n > 0 || req.IdleWait <= consumeMaxWait {
+	if !k.idle(n, req) || req.IdleWait <= consumeMaxWait {
 		return consumeMaxWait
 	}
 	if v := k.pl.server.view(); v.policy == jetstream.PriorityPolicyPinned && v.pinTTL > 0 {
 		return max(min(req.IdleWait, v.pinTTL/2), consumeMaxWait)
 	}
 	return req.IdleWait
-}
-
-// extendAlongside extends the stream's leases on a goroutine of its own, as
-// well as its loop does: a send that waits for a slow reader (up to the
-// stall guard's 30s) must not let them lapse. The loop extends too, as it
-// wakes for anything else (a lease cut short by a new leader or an
-// operator's edit). stop ends it and waits for it.
-func (k *consumeStream) extendAlongside(ctx context.Context, principal string, maxLease time.Duration) (stop func()) {
-	ectx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { k.extendUntil(ectx, principal, maxLease) })
-	return func() { cancel(); wg.Wait() }
 }
 
 // regroup takes the stream's priority again from what the server says, once
@@ -256,11 +249,13 @@ type consumeStream struct {
 	hungry  <-chan struct{} // ConsumeRequest.Hungry
 	ending  <-chan struct{} // ConsumeRequest.Ending
 	pulled  time.Time       // when its last pull went out (untilPinKept)
+	dry     bool            // its last pull took nothing (idle)
 }
 
 // take holds the leases for the stream and sends them; the stream reads its
 // pull to the end.
 func (k *consumeStream) take(_ context.Context, ds []*Delivery, _ bool) (bool, error) {
+	k.dry = false
 	rs, sizes := make([]lease.Ref, len(ds)), make([]int64, len(ds))
 	for i, d := range ds {
 		rs[i], sizes[i] = ref(k.pl.tokens.claims(d)), d.size()
@@ -316,82 +311,4 @@ func (k *consumeStream) waitForRoom(ctx context.Context, d time.Duration) {
 	case <-k.ending:
 	case <-t.C:
 	}
-}
-
-// untilNextDue is how long until a lease the stream holds needs attention:
-// with auto_extend, its extension, unless it has been held for maxLease;
-// otherwise its deadline, when its room returns.
-func (k *consumeStream) untilNextDue(autoExtend bool, maxLease time.Duration, now time.Time) time.Duration {
-	next := time.Hour
-	k.pl.leases.Owned(k.o, func(l *lease.Lease, handed time.Time) {
-		if !l.Deadline.After(now) {
-			return // past its deadline, settling: it leaves with its settle or a sweep
-		}
-		at := l.Deadline
-		if autoExtend && now.Sub(handed) < maxLease {
-			at = at.Add(-extendLead(k.pl.server.timing(), l.Delivered))
-		}
-		next = min(next, at.Sub(now))
-	})
-	return max(next, 10*time.Millisecond)
-}
-
-// extendLead is how long before a lease's deadline, by the consumer's
-// timing, auto_extend (and the issuer's keep-alive) renews it: a third of
-// its wait, so that a slow +WPI still lands in time, and for a short wait
-// restartLead at least, so that a lease still has time left when a NATS
-// server that restarted counts its wait from a time it kept to the second
-// (lease.RestorePrecision; else a restart of a moment hands the message to
-// the next pull); never more than two thirds of the lease's life, lest it
-// be renewed again at once.
-func extendLead(timing lease.Policy, delivered uint64) time.Duration {
-	return min(max(timing.AckWaitFor(delivered)/3, restartLead), timing.Lasts(delivered)*2/3)
-}
-
-// restartLead is the lead that leaves a renewed lease's server-side wait a
-// quarter second past a NATS restart's loss of precision.
-const restartLead = lease.RestorePrecision + 250*time.Millisecond
-
-// extendUntil extends the stream's leases as they come due (extend) until
-// ctx ends, looking again when the next is due, the stream takes more, or
-// consumeMaxWait has passed.
-func (k *consumeStream) extendUntil(ctx context.Context, principal string, maxLease time.Duration) {
-	for {
-		away := k.extend(ctx, principal, maxLease, time.Now(), false)
-		wait := min(k.untilNextDue(true, maxLease, time.Now()), consumeMaxWait)
-		if away {
-			// NATS away (a stream that outlasts it): not again at once for
-			// the leases still due.
-			wait = max(wait, extendAwayWait)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-k.claimed:
-			t.Stop()
-		case <-t.C:
-		}
-	}
-}
-
-// extend renews the leases the stream holds whose deadline is near (all of
-// them with all), unless they have been held for maxLease.
-func (k *consumeStream) extend(ctx context.Context, principal string, maxLease time.Duration, now time.Time, all bool) (away bool) {
-	pl := k.pl
-	timing := pl.server.timing()
-	var due []token.Claims
-	pl.leases.Owned(k.o, func(l *lease.Lease, handed time.Time) {
-		if (all || l.Deadline.Sub(now) <= extendLead(timing, l.Delivered)) && now.Sub(handed) < maxLease {
-			due = append(due, pl.tokens.claimsOfLease(l))
-		}
-	})
-	if len(due) == 0 {
-		return false
-	}
-	// The table moves the deadlines of those it extends; one settled
-	// meanwhile, or NATS away, keeps its own.
-	out := pl.settles.settle(ctx, lease.OpExtend, due, settle.Args{Principal: principal, KeepAlive: true}, settle.Issued)
-	return slices.ContainsFunc(out, func(o settle.Outcome) bool { return errors.Is(o.Err, errs.ErrUnavailable) })
 }
