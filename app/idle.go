@@ -111,8 +111,11 @@ func (ic *idleConns) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 	return h(srv, ss)
 }
 
-// run sweeps until ctx ends.
+// run sweeps until ctx ends; with no idle_timeout (0), it does nothing.
 func (ic *idleConns) run(ctx context.Context) {
+	if ic.idle <= 0 {
+		return
+	}
 	t := time.NewTicker(max(ic.idle/4, 10*time.Millisecond))
 	defer t.Stop()
 	for {
