@@ -136,9 +136,14 @@ func (t *Table) Disown(o *Owner, keep time.Time) []Lease {
 		}
 		e.owner = nil
 		kept := e.keep > now
-		if keep.After(e.Deadline) && keep.UnixMilli() > e.keep {
+		switch {
+		case keep.After(e.Deadline) && keep.UnixMilli() > e.keep:
 			e.keep = keep.UnixMilli()
 			t.keeps[seq] = struct{}{}
+		case keep.UnixMilli() > now:
+			// Within its deadline: kept alive until then should a shorter
+			// wait bring the server's deadline before it (SetTiming).
+			e.asked = max(e.asked, keep.UnixMilli())
 		}
 		if !kept {
 			out = append(out, e.Lease)

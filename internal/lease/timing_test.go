@@ -211,3 +211,28 @@ func TestAKeepAlivesLastExtendKeepsTheDeadlineAskedThroughACut(t *testing.T) {
 		t.Fatalf("due after the second cut: %d; want 1", len(due))
 	}
 }
+
+// A stream ended with its leases kept for its caller (Disown's keep) whose
+// keep falls within a lease's deadline is kept alive until then all the
+// same when a shorter wait brings the server's deadline before it.
+func TestADisownedLeaseKeepsItsKeepThroughAShorterWait(t *testing.T) {
+	s := time.Second
+	long, short := Policy{AckWait: 30 * s, Early: s}, Policy{AckWait: 5 * s, Early: s}
+	received := time.Now()
+	tb := NewTable(time.Minute)
+	tb.SetTiming(long)
+	l := Lease{StreamSeq: seq, ConsumerSeq: 77, Delivered: 1, Deadline: long.Deadline(received, 1), Start: received, Wait: 30 * s, AckSubject: subj1}
+	tb.Add(l)
+	o := NewOwner()
+	tb.Claim(o, []Ref{l.Ref()}, []int64{10}, received)
+	keep := received.Add(20 * s) // before the lease's deadline of 30s, less its margin
+	tb.Disown(o, keep)
+	tb.SetTiming(short)
+	e := tb.entries[seq]
+	if !e.Deadline.Equal(short.Deadline(received, 1)) {
+		t.Errorf("deadline %v after receipt; want the shorter wait's %v", e.Deadline.Sub(received), short.Deadline(received, 1).Sub(received))
+	}
+	if e.keep != keep.UnixMilli() {
+		t.Errorf("kept alive until %v after receipt; want the stream's keep, %v", time.UnixMilli(e.keep).Sub(received), keep.Sub(received))
+	}
+}
