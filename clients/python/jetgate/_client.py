@@ -242,7 +242,7 @@ class Client:
         on_error: Optional[Callable[[Exception], Any]] = None,
         *,
         nak_delay: float = 1.0,
-        max_nak_delay: float = 60.0,
+        max_nak_delay: float = 600.0,
         group: str = "",
         min_pending: int = 0,
         min_ack_pending: int = 0,

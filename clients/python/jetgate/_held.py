@@ -128,7 +128,7 @@ class Options:
     max_lease: float = 3600.0
     ack_batch: int = 100
     nak_delay: float = 1.0
-    max_nak_delay: float = 60.0
+    max_nak_delay: float = 600.0
     on_error: Optional[Callable[[Exception], Any]] = None
     timeout: float = 10.0
     # Priority groups, as for fetch: the group (unset: the consumer's only
