@@ -65,3 +65,23 @@ func TestEmptyOverflowFetchBelowThresholdsSaysSo(t *testing.T) {
 	o.emptyUntil(t, c, &jetgatev1.FetchRequest{MinAckPending: 3, Expires: durationpb.New(0)},
 		jetgatev1.EmptyReason_EMPTY_REASON_BELOW_MIN_PENDING)
 }
+
+// The replica that handed a pin out says PINNED to the next caller without
+// it at once, not after its next info: one asked just before the pin was
+// given (as the first pull of a replica that knew of no delivery asks one)
+// showed the group unpinned, and a caller was told NO_MESSAGES (a client
+// library's test saw it in CI).
+func TestTheReplicaThatGaveThePinSaysPinnedAtOnce(t *testing.T) {
+	o := newOperated(t, jetstream.ConsumerConfig{Durable: "pinned", PriorityGroups: []string{"main"},
+		PriorityPolicy: jetstream.PriorityPolicyPinned, PinnedTTL: time.Minute}, 1)
+	a := o.replicas[0]
+	o.publish(2)
+	first, err := o.fetch(t, a, &jetgatev1.FetchRequest{Batch: 1, Expires: durationpb.New(2 * time.Second)})
+	if err != nil || first.GetPinId() == "" {
+		t.Fatalf("first Fetch: %v %v; want a pin", first, err)
+	}
+	r, err := o.fetch(t, a, &jetgatev1.FetchRequest{Batch: 1, Expires: durationpb.New(300 * time.Millisecond)})
+	if err != nil || len(r.GetMessages()) != 0 || r.GetEmptyReason() != jetgatev1.EmptyReason_EMPTY_REASON_PINNED {
+		t.Fatalf("a Fetch without the pin right after: %v, %d messages, %v; want none, PINNED", err, len(r.GetMessages()), r.GetEmptyReason())
+	}
+}

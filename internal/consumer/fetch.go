@@ -150,7 +150,11 @@ func (pl *puller) fetch(ctx context.Context, req FetchRequest) (FetchResult, err
 			pl.wake()
 		}
 		pl.counts.Fetched.Add(uint64(len(got)))
-		return FetchResult{Messages: pl.tokens.dated(got, req.Principal), PinID: PinOf(got)}, nil
+		pin := PinOf(got)
+		if pin != "" {
+			pinGiven(pl.server, pri.Group)
+		}
+		return FetchResult{Messages: pl.tokens.dated(got, req.Principal), PinID: pin}, nil
 	case err != nil:
 		return FetchResult{}, err
 	case empty == EmptyNone:

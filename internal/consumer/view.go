@@ -3,6 +3,7 @@ package consumer
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -127,6 +128,24 @@ func refusalOf(cfg jetstream.ConsumerConfig) string {
 // served otherwise than old.
 func (v *serverView) changedFrom(old *serverView) bool {
 	return !v.timing.Equal(old.timing) || v.limits != old.limits || v.refusal != old.refusal
+}
+
+// pinGiven notes that the server gave a caller the pin of group: it is
+// pinned, whatever the last info (maybe asked just before) said, so that a
+// caller without the pin is told PINNED (emptyReason) rather than
+// NO_MESSAGES until the next info.
+func pinGiven(s *onServer, group string) {
+	if s.view().pinned[group] {
+		return
+	}
+	s.update(func(v *serverView) {
+		m := maps.Clone(v.pinned)
+		if m == nil {
+			m = make(map[string]bool, 1)
+		}
+		m[group] = true
+		v.pinned = m
+	})
 }
 
 // pinnedGroups are the groups whose pin a client holds, by the server's info.
