@@ -41,7 +41,7 @@ func (m *manager) CreateConsumer(ctx context.Context, principal, stream string, 
 	if err != nil {
 		return nil, err
 	}
-	if err := m.admitted(&cfg, limits); err != nil {
+	if err := m.admitted(&cfg, nil, limits); err != nil {
 		return nil, err
 	}
 	// The server takes a create of a consumer that exists with the same
@@ -85,7 +85,7 @@ func (m *manager) UpdateConsumer(ctx context.Context, principal, stream, name st
 	if err != nil {
 		return nil, err
 	}
-	if err := m.admitted(&cfg, limits); err != nil {
+	if err := m.admitted(&cfg, &cur.Config, limits); err != nil {
 		return nil, err
 	}
 	unpin := cur.Config.PriorityPolicy == jetstream.PriorityPolicyPinned && cfg.PriorityPolicy != jetstream.PriorityPolicyPinned
@@ -163,76 +163,6 @@ func (m *manager) created(ctx context.Context, stream, name string) (*jetstream.
 		return nil, fmt.Errorf("%w: consumer %q of stream %q was not created through jetgate's API; change it with the tools that made it", errs.ErrConsumerNotCreatedByAPI, name, stream)
 	}
 	return ci, nil
-}
-
-// admitted checks cfg is a consumer jetgate serves, within the admin
-// bounds, and fills what the bounds set where the caller left it unset: the
-// bound, or the server's limit where that is lower (limitsNow: the server
-// refuses a consumer above it, and fills its own defaults within it).
-func (m *manager) admitted(cfg *jetstream.ConsumerConfig, limits jetstream.StreamConsumerLimits) error {
-	a := m.binder.admin
-	if cfg.AckPolicy != jetstream.AckExplicitPolicy {
-		return fmt.Errorf("%w: config.ack_policy: jetgate serves consumers with explicit acks only", errs.ErrInvalidArgument)
-	}
-	bound := func(field string, v *int, most, limit int) error {
-		switch {
-		case most == 0:
-		case *v == 0 || *v == -1 && field == "max_deliver":
-			*v = most
-			if limit > 0 {
-				*v = min(most, limit)
-			}
-		case *v > most || *v < 0:
-			return fmt.Errorf("%w: config.%s %d: the admin block allows at most %d", errs.ErrAdminBound, field, *v, most)
-		}
-		return nil
-	}
-	if err := bound("max_deliver", &cfg.MaxDeliver, a.MaxDeliver, 0); err != nil {
-		return err
-	}
-	if err := bound("max_ack_pending", &cfg.MaxAckPending, a.MaxAckPending, limits.MaxAckPending); err != nil {
-		return err
-	}
-	if err := bound("max_waiting", &cfg.MaxWaiting, a.MaxWaiting, 0); err != nil {
-		return err
-	}
-	if cfg.AckWait == 0 {
-		cfg.AckWait = consumer.SeedAckWait
-		if a.MaxAckWait > 0 {
-			cfg.AckWait = min(cfg.AckWait, a.MaxAckWait)
-		}
-	}
-	switch {
-	case cfg.AckWait < consumer.MinAckWait:
-		return fmt.Errorf("%w: config.ack_wait %v: must be at least %v", errs.ErrInvalidArgument, cfg.AckWait, consumer.MinAckWait)
-	case a.MaxAckWait > 0 && cfg.AckWait > a.MaxAckWait:
-		return fmt.Errorf("%w: config.ack_wait %v: the admin block allows at most %v", errs.ErrAdminBound, cfg.AckWait, a.MaxAckWait)
-	}
-	for i, b := range cfg.BackOff {
-		switch {
-		case b < consumer.MinAckWait:
-			return fmt.Errorf("%w: config.backoff[%d] %v: every step must be at least %v", errs.ErrInvalidArgument, i, b, consumer.MinAckWait)
-		case a.MaxAckWait > 0 && b > a.MaxAckWait:
-			return fmt.Errorf("%w: config.backoff[%d] %v: the admin block allows at most %v", errs.ErrAdminBound, i, b, a.MaxAckWait)
-		}
-	}
-	if n := len(cfg.BackOff); cfg.MaxDeliver > 0 && n > cfg.MaxDeliver {
-		why := errs.ErrInvalidArgument
-		if a.MaxDeliver > 0 && n > a.MaxDeliver {
-			why = errs.ErrAdminBound // no max_deliver the block allows would do
-		}
-		return fmt.Errorf("%w: config.backoff: %d steps, more than max_deliver %d deliveries (the server requires no more)", why, n, cfg.MaxDeliver)
-	}
-	switch {
-	case a.InactiveThreshold > 0 && cfg.InactiveThreshold > a.InactiveThreshold:
-		return fmt.Errorf("%w: config.inactive_threshold %v: the admin block allows at most %v", errs.ErrAdminBound, cfg.InactiveThreshold, a.InactiveThreshold)
-	case a.InactiveThreshold > 0 && cfg.InactiveThreshold == 0:
-		cfg.InactiveThreshold = a.InactiveThreshold
-		if l := limits.InactiveThreshold; l > 0 {
-			cfg.InactiveThreshold = min(cfg.InactiveThreshold, l)
-		}
-	}
-	return nil
 }
 
 // underQuota checks that principal has created fewer consumers than the
