@@ -15,6 +15,7 @@ import (
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/natsname"
+	"github.com/jetgate/jetgate/internal/replica"
 )
 
 // admin is what the consumer service needs of the replica for consumers
@@ -227,6 +228,10 @@ var fields = []field{
 		return nil
 	}},
 	{name: "inactive_threshold", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+		if d := in.GetInactiveThreshold(); d != nil && d.AsDuration() == 0 { // said: none, which an admin bound refuses
+			c.InactiveThreshold = replica.NoInactiveThreshold
+			return nil
+		}
 		return duration("inactive_threshold", in.GetInactiveThreshold(), &c.InactiveThreshold)
 	}},
 }

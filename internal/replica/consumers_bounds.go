@@ -3,6 +3,7 @@ package replica
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -24,7 +25,8 @@ func (m *manager) admitted(cfg, was *jetstream.ConsumerConfig, limits jetstream.
 	if cfg.AckPolicy != jetstream.AckExplicitPolicy {
 		return fmt.Errorf("%w: config.ack_policy: jetgate serves consumers with explicit acks only", errs.ErrInvalidArgument)
 	}
-	if was == nil {
+	update := was != nil
+	if !update {
 		was = &jetstream.ConsumerConfig{} // a create: no value refused is 0, so none is the consumer's as it stands
 	}
 	for _, b := range []intBound{
@@ -63,11 +65,31 @@ func (m *manager) admitted(cfg, was *jetstream.ConsumerConfig, limits jetstream.
 		}
 		return fmt.Errorf("%w: config.backoff: %d steps, more than max_deliver %d deliveries (the server requires no more)", why, n, cfg.MaxDeliver)
 	}
+	return m.idleBound(cfg, was, update, limits)
+}
+
+// NoInactiveThreshold is an inactive_threshold asked for as none (0s said,
+// not left out): the server's 0, refused under an admin bound.
+const NoInactiveThreshold time.Duration = -1
+
+// idleBound keeps cfg's inactive_threshold within the admin bound: left
+// out of a create, or named in an update's mask without a value where the
+// consumer had one, it is the bound (no more than the stream's limit).
+// None, asked for or the consumer's as it stands, is above any bound.
+func (m *manager) idleBound(cfg, was *jetstream.ConsumerConfig, update bool, limits jetstream.StreamConsumerLimits) error {
+	most := m.binder.admin.InactiveThreshold
+	none := cfg.InactiveThreshold == NoInactiveThreshold || update && cfg.InactiveThreshold == 0 && was.InactiveThreshold == 0
 	switch {
-	case a.InactiveThreshold > 0 && cfg.InactiveThreshold > a.InactiveThreshold:
-		return fmt.Errorf("%w: config.inactive_threshold %v: the admin block allows at most %v", errs.ErrAdminBound, cfg.InactiveThreshold, a.InactiveThreshold)
-	case a.InactiveThreshold > 0 && cfg.InactiveThreshold == 0:
-		cfg.InactiveThreshold = a.InactiveThreshold
+	case most > 0 && none:
+		return fmt.Errorf("%w: config.inactive_threshold none (never deleted unused): the admin block allows at most %v%s",
+			errs.ErrAdminBound, most, asItStands(cfg.InactiveThreshold == 0))
+	case most > 0 && cfg.InactiveThreshold > most:
+		return fmt.Errorf("%w: config.inactive_threshold %v: the admin block allows at most %v%s",
+			errs.ErrAdminBound, cfg.InactiveThreshold, most, asItStands(cfg.InactiveThreshold == was.InactiveThreshold))
+	case cfg.InactiveThreshold == NoInactiveThreshold:
+		cfg.InactiveThreshold = 0
+	case most > 0 && cfg.InactiveThreshold == 0:
+		cfg.InactiveThreshold = most
 		if l := limits.InactiveThreshold; l > 0 {
 			cfg.InactiveThreshold = min(cfg.InactiveThreshold, l)
 		}
