@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -63,7 +64,7 @@ func (s *consumerService) UpdateConsumer(ctx context.Context, req *jetgatev1.Upd
 	}
 	ci, err := s.admin.UpdateConsumer(ctx, auth.Principal(ctx), req.GetStream(), req.GetConsumer(), func(cfg *jetstream.ConsumerConfig) error {
 		for _, f := range fields {
-			if err := f.set(cfg, in); err != nil {
+			if err := f.change(cfg, in); err != nil {
 				return err
 			}
 		}
@@ -166,7 +167,7 @@ var fields = []field{
 		}
 		return nil
 	}},
-	{name: "max_waiting", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+	{name: "max_waiting", created: true, set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
 		return intOf("max_waiting", in.GetMaxWaiting(), 0, &c.MaxWaiting)
 	}},
 	{name: "max_ack_pending", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
@@ -241,8 +242,9 @@ func reservedKey(k string) bool {
 	return strings.HasPrefix(k, "_nats") || strings.HasPrefix(k, "jetgate.")
 }
 
-// maskFields are the fields an update_mask names, which an update may
-// change.
+// maskFields are the fields an update_mask names: those an update may
+// change, and those fixed at create, which it may send as they are (a
+// read-modify-write of the whole config, AIP-134 and AIP-203).
 func maskFields(paths []string) ([]field, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("%w: update_mask: name the fields to change (updateMask over REST, e.g. \"ackWait,maxDeliver\")", errs.ErrInvalidArgument)
@@ -250,12 +252,29 @@ func maskFields(paths []string) ([]field, error) {
 	var out []field
 	for _, p := range paths {
 		i := slices.IndexFunc(fields, func(f field) bool { return f.name == p })
-		if i < 0 || fields[i].created {
-			return nil, fmt.Errorf("%w: update_mask: %q cannot be changed; these can: %s", errs.ErrInvalidArgument, p, strings.Join(updatable(), ", "))
+		if i < 0 {
+			return nil, fmt.Errorf("%w: update_mask: %q is no field of the consumer's config; these can be changed: %s", errs.ErrInvalidArgument, p, strings.Join(updatable(), ", "))
 		}
 		out = append(out, fields[i])
 	}
 	return out, nil
+}
+
+// change sets f in cfg from in for an update; a field fixed at create
+// must come as the consumer has it.
+func (f field) change(cfg *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+	if !f.created {
+		return f.set(cfg, in)
+	}
+	probe := *cfg
+	if err := f.set(&probe, in); err != nil {
+		return err
+	}
+	if !reflect.DeepEqual(probe, *cfg) {
+		return fmt.Errorf("%w: config.%s is fixed when the consumer is created: send it as GetConsumer shows it, or leave it out of update_mask (delete the consumer and create it again to change it); these can be changed: %s",
+			errs.ErrInvalidArgument, f.name, strings.Join(updatable(), ", "))
+	}
+	return nil
 }
 
 func updatable() []string {

@@ -36,7 +36,7 @@ func TestNoInactiveThresholdUnderABoundIsRefused(t *testing.T) {
 	}
 	for _, up := range []*jetgatev1.UpdateConsumerRequest{
 		{Config: &jetgatev1.ConsumerConfig{Description: "only this"}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"description"}}},
-		{Config: got.GetConfig(), UpdateMask: everyUpdatable},
+		{Config: got.GetConfig(), UpdateMask: everyField},
 		{Config: &jetgatev1.ConsumerConfig{InactiveThreshold: durationpb.New(0)}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"inactive_threshold"}}},
 	} {
 		up.Stream, up.Consumer = stream, "team-old"

@@ -10,14 +10,15 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
 	coreconsumer "github.com/jetgate/jetgate/internal/consumer"
 )
 
-// everyUpdatable is an update_mask naming every field an update may change:
-// a read-modify-write of the whole configuration.
-var everyUpdatable = &fieldmaskpb.FieldMask{Paths: []string{"ack_wait", "max_deliver", "backoff", "filter_subjects",
+// everyField is an update_mask naming every field of the config, those
+// fixed at create too: a read-modify-write of the whole configuration.
+var everyField = &fieldmaskpb.FieldMask{Paths: []string{"durable_name", "deliver_policy", "opt_start_seq", "opt_start_time", "ack_policy", "num_replicas", "ack_wait", "max_deliver", "backoff", "filter_subjects",
 	"max_waiting", "max_ack_pending", "max_request_batch", "max_request_expires", "description", "metadata",
 	"priority_groups", "priority_policy", "priority_timeout", "inactive_threshold"}}
 
@@ -34,6 +35,8 @@ func TestAConsumerReadAndSentBackIsUnchanged(t *testing.T) {
 			MaxRequestExpires: durationpb.New(10 * time.Second), Description: "d", Metadata: map[string]string{"owner": "x"},
 			PriorityGroups: []string{"g"}, PriorityPolicy: jetgatev1.PriorityPolicy_PRIORITY_POLICY_PINNED_CLIENT,
 			PriorityTimeout: durationpb.New(30 * time.Second), InactiveThreshold: durationpb.New(30 * time.Minute)},
+		{DurableName: "team-from", DeliverPolicy: jetgatev1.DeliverPolicy_DELIVER_POLICY_BY_START_TIME, OptStartTime: timestamppb.New(time.Now().Add(-time.Hour)), NumReplicas: 1},
+		{DurableName: "team-seq", DeliverPolicy: jetgatev1.DeliverPolicy_DELIVER_POLICY_BY_START_SEQUENCE, OptStartSeq: 3},
 	} {
 		if _, err := create(h, a, cfg); err != nil {
 			t.Fatalf("create %s: %v", cfg.GetDurableName(), err)
@@ -44,7 +47,7 @@ func TestAConsumerReadAndSentBackIsUnchanged(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, err := a.UpdateConsumer(h.ctx(), &jetgatev1.UpdateConsumerRequest{Stream: stream, Consumer: cfg.GetDurableName(),
-			Config: got.GetConfig(), UpdateMask: everyUpdatable}); err != nil {
+			Config: got.GetConfig(), UpdateMask: everyField}); err != nil {
 			t.Fatalf("%s sent back as read: %v", cfg.GetDurableName(), err)
 		}
 		if after := h.info(cfg.GetDurableName()).Config; !reflect.DeepEqual(before, after) {
@@ -73,7 +76,7 @@ func TestUnlimitedMaxDeliverUnderABoundIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, up := range []*jetgatev1.UpdateConsumerRequest{
-		{Config: got.GetConfig(), UpdateMask: everyUpdatable},
+		{Config: got.GetConfig(), UpdateMask: everyField},
 		{Config: &jetgatev1.ConsumerConfig{Description: "only this"}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"description"}}},
 		{Config: &jetgatev1.ConsumerConfig{MaxDeliver: -1}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"max_deliver"}}},
 	} {

@@ -30,9 +30,12 @@ func (m *manager) admitted(cfg, was *jetstream.ConsumerConfig, limits jetstream.
 		was = &jetstream.ConsumerConfig{} // a create: no value refused is 0, so none is the consumer's as it stands
 	}
 	for _, b := range []intBound{
-		{"max_deliver", &cfg.MaxDeliver, was.MaxDeliver, a.MaxDeliver, 0},
-		{"max_ack_pending", &cfg.MaxAckPending, was.MaxAckPending, a.MaxAckPending, limits.MaxAckPending},
-		{"max_waiting", &cfg.MaxWaiting, was.MaxWaiting, a.MaxWaiting, 0},
+		{"max_deliver", &cfg.MaxDeliver, was.MaxDeliver, a.MaxDeliver, 0, false},
+		{"max_ack_pending", &cfg.MaxAckPending, was.MaxAckPending, a.MaxAckPending, limits.MaxAckPending, false},
+		// The server refuses to change max_waiting: a consumer made before
+		// the bound keeps its own through an update of other fields, rather
+		// than be refused every update for good.
+		{"max_waiting", &cfg.MaxWaiting, was.MaxWaiting, a.MaxWaiting, 0, update},
 	} {
 		if err := b.fill(); err != nil {
 			return err
@@ -105,6 +108,7 @@ type intBound struct {
 	v           *int
 	was         int // the consumer's as it stands, for an update
 	most, limit int
+	fixed       bool // an update, of a field the server does not change
 }
 
 // fill puts the bound where the field is unset (0: left out of a create,
@@ -112,7 +116,7 @@ type intBound struct {
 // value above the bound or below 0 (the server's unlimited).
 func (b intBound) fill() error {
 	switch {
-	case b.most == 0 || *b.v > 0 && *b.v <= b.most:
+	case b.most == 0 || *b.v > 0 && *b.v <= b.most || b.fixed && *b.v == b.was:
 		return nil
 	case *b.v == 0:
 		*b.v = b.most
