@@ -40,6 +40,9 @@ func (s *consumerService) CreateConsumer(ctx context.Context, req *jetgatev1.Cre
 			return nil, s.status(err)
 		}
 	}
+	if err := firstStep(&cfg, req.GetConfig().GetAckWait() != nil); err != nil {
+		return nil, s.status(err)
+	}
 	ci, err := s.admin.CreateConsumer(ctx, auth.Principal(ctx), req.GetStream(), cfg)
 	if err != nil {
 		return nil, s.status(err)
@@ -68,7 +71,7 @@ func (s *consumerService) UpdateConsumer(ctx context.Context, req *jetgatev1.Upd
 				return err
 			}
 		}
-		return nil
+		return firstStep(cfg, slices.ContainsFunc(fields, func(f field) bool { return f.name == "ack_wait" }))
 	})
 	if err != nil {
 		return nil, s.status(err)
@@ -235,6 +238,17 @@ var fields = []field{
 		}
 		return duration("inactive_threshold", in.GetInactiveThreshold(), &c.InactiveThreshold)
 	}},
+}
+
+// firstStep refuses an ack_wait asked for beside a backoff whose first step
+// it is not: the server takes that step as the ack_wait, whatever ack_wait
+// says (a pedantic server refuses it, as here).
+func firstStep(c *jetstream.ConsumerConfig, asked bool) error {
+	if !asked || c.AckWait == 0 || len(c.BackOff) == 0 || c.AckWait == c.BackOff[0] {
+		return nil
+	}
+	return fmt.Errorf("%w: config.ack_wait %v with backoff %v: the server takes backoff's first step, %v, as the ack_wait: leave ack_wait out, or make it %v",
+		errs.ErrInvalidArgument, c.AckWait, c.BackOff, c.BackOff[0], c.BackOff[0])
 }
 
 // reservedKey reports whether a metadata key is the server's or jetgate's.

@@ -29,7 +29,7 @@ func TestAConsumerReadAndSentBackIsUnchanged(t *testing.T) {
 	a := h.adminGateways(1, coreconsumer.Admin{MaxAckWait: time.Minute, MaxDeliver: 5, MaxAckPending: 100, MaxWaiting: 64, InactiveThreshold: time.Hour})[0]
 	for _, cfg := range []*jetgatev1.ConsumerConfig{
 		{DurableName: "team-plain"},
-		{DurableName: "team-full", AckWait: durationpb.New(20 * time.Second), MaxDeliver: 3,
+		{DurableName: "team-full", AckWait: durationpb.New(time.Second), MaxDeliver: 3,
 			Backoff:        []*durationpb.Duration{durationpb.New(time.Second), durationpb.New(2 * time.Second)},
 			FilterSubjects: []string{"orders.a", "orders.b"}, MaxWaiting: 10, MaxAckPending: 50, MaxRequestBatch: 20,
 			MaxRequestExpires: durationpb.New(10 * time.Second), Description: "d", Metadata: map[string]string{"owner": "x"},
