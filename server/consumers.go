@@ -34,6 +34,11 @@ func (s *consumerService) CreateConsumer(ctx context.Context, req *jetgatev1.Cre
 	if req.GetConfig() == nil {
 		return nil, s.status(fmt.Errorf("%w: config: describe the consumer (durable_name at least)", errs.ErrInvalidArgument))
 	}
+	if n := req.GetConfig().GetDurableName(); strings.Contains(n, ":") {
+		// REST reads …/consumers/a:seek as Seek on a: such a consumer could
+		// not be read, updated or deleted over REST.
+		return nil, s.status(fmt.Errorf("%w: config.durable_name %q: a consumer made through the API holds no colon (REST reads NAME:VERB as a method on the consumer)", errs.ErrInvalidArgument, n))
+	}
 	var cfg jetstream.ConsumerConfig
 	for _, f := range fields { // a create sets them all
 		if err := f.set(&cfg, req.GetConfig()); err != nil {
