@@ -291,27 +291,50 @@ func PinOf(ds []*Delivery) string {
 	return ""
 }
 
-// markNow is the mark of a pull about to be sent. Where the replica knows
-// of no delivery since the last reset it noticed, or since it bound (its
-// marks at 0: it received nothing, while others may have), it asks the
-// server's delivered count first, at most once a second within an epoch:
-// deliveries to the pull, sent after the answer, are numbered above it
-// until the next reset (resetWatch.informed), whose replay, numbered from 1
-// and delivered to this pull if it still waits, then shows that reset
-// rather than go unleased until ack_wait (reset.go). An info that fails leaves the marks
-// at 0, as safe as before.
-func (pl *puller) markNow(ctx context.Context) seqMark {
-	blind := func(m seqMark) bool { return m.Floor == 0 && m.StreamFloor == 0 }
-	if m := pl.server.mark(); !blind(m) {
+// markNow is the mark of a pull about to be sent, one that may wait on the
+// server (waits) or one answered at once. The server keeps its waiting
+// pulls through a reset and hands them the replay, numbered from 1, one
+// message each in turn: it shows the reset to a pull marked at or above
+// max_waiting (regressed). Marks below (the replica received nothing since
+// the last reset or its bind, or little while others received more) may be
+// below the replay too, which would then pass for deliveries from before
+// the reset and sit unleased until ack_wait. So while they are, the
+// server's delivered count is asked first: deliveries to the pull, sent
+// after the answer, are numbered above it until the next reset
+// (resetWatch.informed). Pulls that came while one asked share its answer;
+// one answered at once asks at most once a second within an epoch. An info
+// that fails leaves the marks as they were.
+func (pl *puller) markNow(ctx context.Context, waits bool) seqMark {
+	came := time.Now()
+	if m := pl.server.mark(); !pl.marksLow(m) {
 		return m
 	}
 	pl.blind.Lock()
 	defer pl.blind.Unlock()
 	m := pl.server.mark()
-	if !blind(m) || (m.Epoch == pl.blind.epoch && time.Since(pl.blind.at) < time.Second) {
+	asked := m.Epoch == pl.blind.epoch
+	shared := asked && pl.blind.at.After(came)
+	lately := asked && !waits && time.Since(pl.blind.at) < time.Second
+	if !pl.marksLow(m) || shared || lately {
 		return m
 	}
 	pl.blind.epoch, pl.blind.at = m.Epoch, time.Now()
 	_, _ = pl.server.ask(ctx, time.Second)
 	return pl.server.mark()
+}
+
+// defaultMaxWaiting is the server's max_waiting for a consumer whose view
+// names none.
+const defaultMaxWaiting = 512
+
+// marksLow reports whether a replay to a pull already waiting may be
+// numbered above marks m: they are below the consumer's max_waiting, or its
+// prioritized policy hands the replay to the pulls of the first priority
+// first, as many as their batches take.
+func (pl *puller) marksLow(m seqMark) bool {
+	v := pl.server.view()
+	if v.policy == jetstream.PriorityPolicyPrioritized {
+		return true
+	}
+	return m.Floor < uint64(cmp.Or(v.limits.maxWaiting, defaultMaxWaiting))
 }

@@ -45,7 +45,7 @@ type puller struct {
 	// idle counts the open pulls of Consume streams that hold nothing,
 	// waiting ConsumeRequest.IdleWait: Run need not attend to those.
 	idle atomic.Int64
-	// blind is when the marks at 0 last had the server asked (markNow),
+	// blind is when marks too low last had the server asked (markNow),
 	// and in which epoch: one question at a time.
 	blind struct {
 		sync.Mutex
@@ -203,7 +203,7 @@ func (pl *puller) startPull(ctx context.Context, lim pullLimits, inLine bool) (m
 	}
 	req := pull.NewRequest(batch, time.Until(lim.until), lim.maxBytes, lim.priority)
 	req.NoWait = !inLine
-	mark := pl.markNow(ctx) // before the server can deliver to it
+	mark := pl.markNow(ctx, req.Expires > pull.ImmediateExpiry) // before the server can deliver to it
 	p, err := pull.Start(pl.nc, pl.next, req, pl.waiting.release)
 	if err != nil {
 		pl.waiting.release()

@@ -10,7 +10,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/internal/lease"
-	"github.com/jetgate/jetgate/internal/token"
 )
 
 // The reset rules, all of them in this file.
@@ -53,12 +52,14 @@ import (
 // may still bring deliveries from before it: until one shows the reset, it
 // neither raises the high mark nor has them leased, nor given back (a Nak
 // would give back the reset's delivery of the message, which any caller may
-// hold); the server redelivers them after ack_wait. The delivery that shows
-// it counts as a reset again: voiding twice costs redeliveries, never a
-// wrong settle. The server keeps its waiting pulls through a reset and
-// delivers the replay to them, numbered from 1: that shows the reset to a
-// pull marked above it, so a replica whose marks are at 0 asks the
-// server's count before it marks a pull (puller.markNow).
+// hold); the server redelivers them after ack_wait. The server keeps its
+// waiting pulls through a reset and hands the replay to them in turn,
+// numbered from 1: that shows the reset to a pull marked above it, so a
+// replica whose marks are low asks the server's count before it marks a
+// pull (puller.markNow). Within requestLag of the reset noticed last, a
+// delivery that shows a reset to a pull from just before it is taken as
+// that reset's, as its request would be; else as a reset again (it may be
+// a later one).
 
 // seqMark is what the consumer keeps, per pull, to tell a reset from the
 // sequences of the pull's deliveries.
@@ -236,15 +237,19 @@ func (w *resetWatch) admit(m *seqMark, d delivery, add func() (reset bool)) (res
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.regressed(m, d) {
-		// A pull from before a reset noticed since may show that one or a
-		// later one: the two cannot be told apart, so it counts as new, and
-		// the request of a later one voids once more when it passes. A pull
-		// of this epoch shows a reset nobody noticed: its request may come.
-		if m.Epoch == w.epoch {
+		// A pull of this epoch shows a reset nobody noticed: its request
+		// may come. One from just before the reset noticed last shows that
+		// one within requestLag (its replay: voiding would void the rest of
+		// it, and a later reset's request voids when it passes); else it
+		// may show a later one, and counts as new.
+		switch {
+		case m.Epoch == w.epoch:
 			w.unclaimed++
+			fallthrough
+		case m.Epoch+1 != w.epoch || time.Since(w.at) >= requestLag:
+			w.noticeLocked(true)
+			reset = true
 		}
-		w.noticeLocked(true)
-		reset = true
 		m.Epoch, m.Floor, m.StreamFloor, m.StreamLast = w.epoch, 0, 0, 0 // the pull is past the reset now
 	}
 	m.Last, m.StreamLast = d.cseq, max(m.StreamLast, d.sseq)
@@ -388,13 +393,4 @@ func (s *onServer) observeInfo(before seqMark, ci *jetstream.ConsumerInfo) {
 	if s.resets.informed(before, ci.Delivered) {
 		s.tellReset("its info counts fewer deliveries than this replica received", "delivered", ci.Delivered.Consumer)
 	}
-}
-
-// tellReset tells the other replicas of a reset a delivery or an info
-// showed (this replica's leases are void already). why is for the log.
-func (s *onServer) tellReset(why string, attrs ...any) {
-	s.log.Warn("the consumer was reset ("+why+"): the leases this replica held are void", attrs...)
-	id := shownReset + token.NewIssuerID().String() // unique, as a request's reply subject is
-	s.resets.remember(id)
-	s.tell(id)
 }

@@ -32,8 +32,9 @@ func TestInterleavedPullsAreNoReset(t *testing.T) {
 }
 
 // A delivery at or below the pull's floor, or its own last, is after a
-// reset. A pull sent before it is stale until it too shows a reset, which
-// counts as a reset again (it may be a later one); one sent after is not.
+// reset. A pull sent before it is stale until it too shows a reset, taken
+// within requestLag as the one noticed (its request would be); one sent
+// after is not.
 func TestARegressedSequenceIsAReset(t *testing.T) {
 	w := newResetWatch(0, 0, true, func() {})
 	a, b := w.mark(), w.mark()
@@ -46,8 +47,8 @@ func TestARegressedSequenceIsAReset(t *testing.T) {
 	if reset, stale := w.admit(&b, again(3), noReset); reset || !stale {
 		t.Fatalf("B, sent before the reset, cseq 3: reset %v stale %v; want stale", reset, stale)
 	}
-	if reset, stale := w.admit(&a, again(1), noReset); !reset || stale {
-		t.Fatalf("A shows a reset, maybe the one noticed already: reset %v stale %v; want a reset, leased", reset, stale)
+	if reset, stale := w.admit(&a, again(1), noReset); reset || stale {
+		t.Fatalf("A shows the reset noticed just before: reset %v stale %v; want that one, leased", reset, stale)
 	}
 	if reset, stale := w.admit(&a, again(2), noReset); reset || stale {
 		t.Fatalf("A, past the reset: reset %v stale %v", reset, stale)
@@ -175,8 +176,9 @@ func TestALateRequestVoidsNothingAndASecondOneVoids(t *testing.T) {
 	}
 }
 
-// A pull from before a reset its request voided may show that reset: the
-// next request that passes is another reset, and voids.
+// A pull from before a reset its request voided may show that reset, and
+// voids nothing again: the next request that passes is another reset, and
+// voids.
 func TestARequestAfterAStalePullShowedAResetVoids(t *testing.T) {
 	voids := 0
 	w := newResetWatch(0, 0, true, func() { voids++ })
@@ -186,10 +188,10 @@ func TestARequestAfterAStalePullShowedAResetVoids(t *testing.T) {
 	if !w.noticeRequest("r1") || voids != 1 {
 		t.Fatalf("the first request: %d voids", voids)
 	}
-	if reset, _ := w.admit(&b, again(1), noReset); !reset || voids != 2 {
+	if reset, _ := w.admit(&b, again(1), noReset); reset || voids != 1 {
 		t.Fatalf("the stale pull shows the reset: reset %v, %d voids", reset, voids)
 	}
-	if !w.noticeRequest("r2") || voids != 3 {
+	if !w.noticeRequest("r2") || voids != 2 {
 		t.Fatalf("the next reset's request did not void (%d voids)", voids)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/jetgate/jetgate/internal/lease"
+	"github.com/jetgate/jetgate/internal/token"
 )
 
 // The word of a reset to the consumer's other replicas: a replica that
@@ -265,4 +266,13 @@ func (h *holdBack) wait(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// tellReset tells the other replicas of a reset a delivery or an info
+// showed (this replica's leases are void already). why is for the log.
+func (s *onServer) tellReset(why string, attrs ...any) {
+	s.log.Warn("the consumer was reset ("+why+"): the leases this replica held are void", attrs...)
+	id := shownReset + token.NewIssuerID().String() // unique, as a request's reply subject is
+	s.resets.remember(id)
+	s.tell(id)
 }
