@@ -39,53 +39,17 @@ func (p *Pusher) pushBatch(ctx context.Context, js []*job) {
 	p.m.duration.Observe(time.Since(started).Seconds())
 	switch a.verdict {
 	case ack:
-		own := p.flow.succeeded(started, n)
-		p.up.answered()
-		naks := map[time.Duration][]*consumer.Delivery{}
-		ids := make(map[string]bool, len(failed))
-		for _, j := range js {
-			id := WebhookID(j.d)
-			f, isFailed := failed[id]
-			if !isFailed {
-				p.toAck <- j.d
-				continue
-			}
-			ids[id] = true
-			delay := p.retryDelay(j.d.Meta.Delivered, f.retryAfter)
-			naks[delay] = append(naks[delay], j.d)
-		}
-		p.m.requests.acked.Add(float64(n - len(ids)))
-		p.m.requests.retried.Add(float64(len(ids)))
-		if len(ids) > 0 {
-			p.failed(fmt.Sprintf("%d of the %d messages of a batch failed (the answer's failures)", len(ids), n))
-		}
-		p.strangers(failed, ids)
-		for delay, ds := range naks {
-			p.settle(ctx, lease.OpNak, ds, settle.Args{Delay: delay})
-		}
-		p.flow.markAlone(own)   // before their naks: each goes alone next time
-		for _, o := range own { // their failures were their own: the normal path
-			p.settle(ctx, lease.OpNak, []*consumer.Delivery{o.d}, settle.Args{Delay: p.nakDelay(o)})
-		}
+		p.batchTaken(ctx, js, failed, started)
 	case terminate:
-		p.m.requests.terminated.Add(float64(n))
-		if a.status != 0 {
-			p.flow.answered(n)
-			p.up.answered()
-		} else {
-			p.flow.dropped(n)
-		}
-		p.failed(a.err)
-		ds := make([]*consumer.Delivery, n)
-		for i, j := range js {
-			ds[i] = j.d
-		}
-		p.settle(ctx, lease.OpTerm, ds, settle.Args{Reason: fmt.Sprintf("HTTP %d", a.status)})
+		p.batchRefused(ctx, js, a)
 	case retry:
 		p.m.requests.retried.Add(float64(n))
 		p.failed(a.err)
 		for _, j := range js {
 			j.retryAfter, j.last500 = a.delay, a.status == http.StatusInternalServerError
+			if f, named := failed[WebhookID(j.d)]; named { // a 2xx that named each failed
+				j.retryAfter = f.retryAfter
+			}
 			j.faulted = j.faulted || j.last500
 		}
 		if p.flow.failedRetryable(time.Now(), js...) {
@@ -94,6 +58,59 @@ func (p *Pusher) pushBatch(ctx context.Context, js []*job) {
 	case abandoned:
 		p.flow.dropped(n)
 	}
+}
+
+// batchTaken settles a batch the endpoint answered with a 2xx: each message
+// acked but those the answer names as failed, nak'ed.
+func (p *Pusher) batchTaken(ctx context.Context, js []*job, failed map[string]failure, started time.Time) {
+	n := len(js)
+	own := p.flow.succeeded(started, n)
+	p.up.answered()
+	naks := map[time.Duration][]*consumer.Delivery{}
+	ids := make(map[string]bool, len(failed))
+	for _, j := range js {
+		id := WebhookID(j.d)
+		f, isFailed := failed[id]
+		if !isFailed {
+			p.toAck <- j.d
+			continue
+		}
+		ids[id] = true
+		delay := p.retryDelay(j.d.Meta.Delivered, f.retryAfter)
+		naks[delay] = append(naks[delay], j.d)
+	}
+	p.m.requests.acked.Add(float64(n - len(ids)))
+	p.m.requests.retried.Add(float64(len(ids)))
+	if len(ids) > 0 {
+		p.failed(fmt.Sprintf("%d of the %d messages of a batch failed (the answer's failures)", len(ids), n))
+	}
+	p.strangers(failed, ids)
+	for delay, ds := range naks {
+		p.settle(ctx, lease.OpNak, ds, settle.Args{Delay: delay})
+	}
+	p.flow.markAlone(own)   // before their naks: each goes alone next time
+	for _, o := range own { // their failures were their own: the normal path
+		p.settle(ctx, lease.OpNak, []*consumer.Delivery{o.d}, settle.Args{Delay: p.nakDelay(o)})
+	}
+}
+
+// batchRefused terminates the messages of a batch the endpoint answered
+// with a final 4xx.
+func (p *Pusher) batchRefused(ctx context.Context, js []*job, a answer) {
+	n := len(js)
+	p.m.requests.terminated.Add(float64(n))
+	if a.status != 0 {
+		p.flow.answered(n)
+		p.up.answered()
+	} else {
+		p.flow.dropped(n)
+	}
+	p.failed(a.err)
+	ds := make([]*consumer.Delivery, n)
+	for i, j := range js {
+		ds[i] = j.d
+	}
+	p.settle(ctx, lease.OpTerm, ds, settle.Args{Reason: fmt.Sprintf("HTTP %d", a.status)})
 }
 
 // strangers logs, once, the ids an answer's failures name that are not its
@@ -218,7 +235,26 @@ func (p *Pusher) sendBatchIn(ctx context.Context, js []*job, now time.Time) (ans
 	if err != nil {
 		return answer{verdict: retry, status: a.status, err: resp.Status + " to a batch: " + err.Error()}, nil
 	}
+	if namesEach(failed, js) {
+		// Nothing taken: the endpoint's failure, as a 503's, not each
+		// message's own (nak'ed, an endpoint whose backend was down burned
+		// a delivery of each message a request).
+		return answer{verdict: retry, status: a.status, err: resp.Status + " naming every message of the batch failed"}, failed
+	}
 	return a, failed
+}
+
+// namesEach reports whether failed names every message of the batch.
+func namesEach(failed map[string]failure, js []*job) bool {
+	if len(failed) < len(js) {
+		return false
+	}
+	for _, j := range js {
+		if _, ok := failed[WebhookID(j.d)]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // batchRequest is the request of a batch: its body, jetgate's stream and

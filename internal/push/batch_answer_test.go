@@ -1,0 +1,96 @@
+package push_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jetgate/jetgate/internal/consumer"
+	"github.com/jetgate/jetgate/internal/natstest"
+	"github.com/jetgate/jetgate/internal/push"
+)
+
+// taker is an endpoint's record of the messages it took: by data, the
+// delivery each was taken in.
+type taker struct {
+	mu    sync.Mutex
+	taken map[string]string
+}
+
+func (tk *taker) take(els []element) {
+	tk.mu.Lock()
+	defer tk.mu.Unlock()
+	if tk.taken == nil {
+		tk.taken = map[string]string{}
+	}
+	for _, el := range els {
+		tk.taken[string(el.Data)] = el.Metadata.NumDelivered
+	}
+}
+
+func (tk *taker) count() int {
+	tk.mu.Lock()
+	defer tk.mu.Unlock()
+	return len(tk.taken)
+}
+
+// firstDeliveries fails unless every message was taken in its first
+// delivery.
+func (tk *taker) firstDeliveries(t *testing.T) {
+	t.Helper()
+	tk.mu.Lock()
+	defer tk.mu.Unlock()
+	for data, n := range tk.taken {
+		if n != "1" {
+			t.Errorf("%q taken in delivery %s, want 1: a delivery was spent", data, n)
+		}
+	}
+}
+
+// An endpoint whose backend is down and says so per message (a 2xx naming
+// every message of each batch failed, as an SQS-style handler that catches
+// its errors does) is down as one answering 503: held back, it burns no
+// delivery and dead-letters nothing. (Every message nak'ed, it spent one
+// delivery a request, and at max_deliver 2 the backlog was dead-lettered.)
+func TestA2xxNamingEveryMessageFailedBurnsNoDeliveries(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t)
+	var mu sync.Mutex
+	failing := 6 // requests answered 200 with every message named failed
+	var tk taker
+	rc.answerWith(func(_ int, p pushed, w http.ResponseWriter) {
+		var els []element
+		_ = json.Unmarshal(p.body, &els)
+		mu.Lock()
+		defer mu.Unlock()
+		if failing > 0 {
+			failing--
+			var fs []string
+			for _, el := range els {
+				fs = append(fs, fmt.Sprintf(`{"id":%q}`, el.ID))
+			}
+			fmt.Fprintf(w, `{"failures":[%s]}`, strings.Join(fs, ","))
+			return
+		}
+		tk.take(els)
+	})
+	pc := batched(rc.URL, push.Batch{MaxMessages: 5, MaxWait: 50 * time.Millisecond})
+	pc.RetryMin, pc.RetryMax = 50*time.Millisecond, 200*time.Millisecond
+	e.replica(consumerCfg(func(c *consumer.Config) { c.MaxDeliver = 2 }), pc)
+	const n = 10
+	for i := range n {
+		e.publish("orders.new", fmt.Sprint(i), nil)
+	}
+	natstest.Eventually(t, 10*time.Second, "every message taken", func() bool {
+		return tk.count() == n || len(e.deadLetters()) > 0
+	})
+	if dl := e.deadLetters(); len(dl) != 0 {
+		t.Fatalf("%d dead letters; %d of %d messages taken", len(dl), tk.count(), n)
+	}
+	tk.firstDeliveries(t)
+	e.drained(5 * time.Second)
+}
