@@ -167,7 +167,8 @@ func estimate(d *consumer.Delivery) int64 {
 // structuredEvent is d as a CloudEvent in structured mode (JSON event
 // format). The ce-* headers the publisher set stand as attributes but id,
 // which is the Webhook-Id, so that an answer's failures name the message;
-// jetgate's metadata goes as extension attributes.
+// jetgate's metadata and the message's trace context go as extension
+// attributes.
 func structuredEvent(d *consumer.Delivery) ([]byte, error) {
 	ev := map[string]any{}
 	for k, vs := range d.Header {
@@ -188,6 +189,14 @@ func structuredEvent(d *consumer.Delivery) ([]byte, error) {
 	attr("time", d.Meta.Timestamp.UTC().Format(time.RFC3339Nano))
 	if d.Subject != "" {
 		attr("subject", d.Subject)
+	}
+	// The distributed tracing extension: the message's trace context, for
+	// a receiver to continue each event's trace (the request's traceparent
+	// header is the batch's).
+	for _, k := range []string{"traceparent", "tracestate"} {
+		if v := headerValue(d, k); v != "" {
+			attr(k, v)
+		}
 	}
 	if ct := headerValue(d, "Content-Type"); ct != "" {
 		ev["datacontenttype"] = ct
