@@ -122,6 +122,15 @@ func TestFailuresOfABatch(t *testing.T) {
 		{"\xef\xbb\xbf{\"failures\":[{\"id\":\"S.1\"}]}", map[string]failure{"S.1": {}}, false},
 		{"\xef\xbb\xbf \r\n{\"failures\":[{\"id\":\"S.1\"}]}", map[string]failure{"S.1": {}}, false},
 		{"{ok}", nil, true},
+		// SQS's partial batch response, as a handler ported from SQS answers.
+		{`{"batchItemFailures":[{"itemIdentifier":"S.1"},{"itemIdentifier":"S.2","retry_after":"5s"}]}`,
+			map[string]failure{"S.1": {}, "S.2": {5 * time.Second}}, false},
+		{`{"batchItemFailures":[]}`, nil, false},
+		{`{"batchItemFailures":[{"itemIdentifier":""}]}`, nil, true},
+		{`{"failures":[{"id":"S.1"}],"batchItemFailures":[{"itemIdentifier":"S.2"}]}`, map[string]failure{"S.1": {}, "S.2": {}}, false},
+		{`{"batchItemFailures":[{"itemIdentifier":"S.1"}],"pad":"` + strings.Repeat("x", maxAnswer) + `"}`, map[string]failure{"S.1": {}}, false},
+		{`{"failures":[{"id":"S.1"}],"batchItemFailures":[{"itemIdentifier":"S.2"}],"pad":"` + strings.Repeat("x", maxAnswer) + `"}`,
+			map[string]failure{"S.1": {}, "S.2": {}}, false},
 	}
 	for _, tt := range tests {
 		got, err := failures([]byte(tt.body))
@@ -135,16 +144,21 @@ func TestFailuresOfABatch(t *testing.T) {
 // begun there: they must end there too. It was read as no failures member,
 // and the batch acked whole, the messages named as failed with it.
 func TestAFailuresKeyCutAtTheBoundaryFailsTheBatch(t *testing.T) {
-	head := `{"results":"`
-	tail := `","failures":[{"id":"S.1"}]}`
-	// the pad puts the boundary inside the "failures" key
-	pad := maxAnswer - len(head) - len(`","fail`)
-	body := head + strings.Repeat("x", pad) + tail + strings.Repeat(" ", 10)
-	if !strings.HasSuffix(body[:maxAnswer], `"fail`) {
-		t.Fatalf("the boundary is not in the key: %q", body[maxAnswer-10:maxAnswer])
-	}
-	got, err := failures([]byte(body)[:maxAnswer+1]) // as sendBatchIn reads it
-	if err == nil && len(got) == 0 {
-		t.Fatalf("failures begun in the first %d bytes, their key cut there: read as none (%v, %v): S.1 would be acked", maxAnswer, got, err)
+	for _, key := range []string{`"fail`, `"batchItem`} {
+		head := `{"results":"`
+		tail := `","failures":[{"id":"S.1"}]}`
+		if key == `"batchItem` {
+			tail = `","batchItemFailures":[{"itemIdentifier":"S.1"}]}`
+		}
+		// the pad puts the boundary inside the key
+		pad := maxAnswer - len(head) - len(`",`+key)
+		body := head + strings.Repeat("x", pad) + tail + strings.Repeat(" ", 10)
+		if !strings.HasSuffix(body[:maxAnswer], key) {
+			t.Fatalf("the boundary is not in the key: %q", body[maxAnswer-10:maxAnswer])
+		}
+		got, err := failures([]byte(body)[:maxAnswer+1]) // as sendBatchIn reads it
+		if err == nil && len(got) == 0 {
+			t.Fatalf("failures begun in the first %d bytes, their key %s cut there: read as none (%v, %v): S.1 would be acked", maxAnswer, key, got, err)
+		}
 	}
 }

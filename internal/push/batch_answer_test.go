@@ -94,3 +94,34 @@ func TestA2xxNamingEveryMessageFailedBurnsNoDeliveries(t *testing.T) {
 	tk.firstDeliveries(t)
 	e.drained(5 * time.Second)
 }
+
+// An answer in the shape of SQS's partial batch response itself (Lambda's
+// `{"batchItemFailures":[{"itemIdentifier":…}]}`, as a handler ported from
+// SQS writes it) names failed messages as `failures` does: it was read as an
+// object without failures, and every message acked, the failed one lost.
+func TestAnSQSBatchItemFailuresAnswerNaksThoseItNames(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t)
+	rc.answerWith(func(n int, p pushed, w http.ResponseWriter) {
+		var els []element
+		if n == 1 && json.Unmarshal(p.body, &els) == nil && len(els) == 3 {
+			fmt.Fprintf(w, `{"batchItemFailures":[{"itemIdentifier":%q}]}`, els[1].ID)
+		}
+	})
+	e.replica(consumerCfg(), batched(rc.URL, push.Batch{MaxMessages: 3, MaxWait: time.Second}))
+	for _, d := range []string{"a", "b", "c"} {
+		e.publish("orders.new", d, nil)
+	}
+	if els := elements(t, rc.next(t, 10*time.Second)); len(els) != 3 {
+		t.Fatalf("the first batch holds %d, want 3", len(els))
+	}
+	select {
+	case p := <-rc.got:
+		if els := elements(t, p); len(els) != 1 || string(els[0].Data) != "b" || els[0].Metadata.NumDelivered != "2" {
+			t.Fatalf("pushed again: %+v; want b, delivery 2", els)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the message the answer named failed was not pushed again: acked")
+	}
+	e.drained(5 * time.Second)
+}
