@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -16,6 +18,7 @@ import (
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/settle"
+	"github.com/jetgate/jetgate/internal/wire"
 )
 
 // pushBatch sends the jobs in one request, as many as its body has room
@@ -84,7 +87,6 @@ func (p *Pusher) batchTaken(ctx context.Context, js []*job, failed map[string]fa
 	if len(ids) > 0 {
 		p.failed(fmt.Sprintf("%d of the %d messages of a batch failed (the answer's failures)", len(ids), n))
 	}
-	p.strangers(failed, ids)
 	for delay, ds := range naks {
 		p.settle(ctx, lease.OpNak, ds, settle.Args{Delay: delay})
 	}
@@ -111,21 +113,6 @@ func (p *Pusher) batchRefused(ctx context.Context, js []*job, a answer) {
 		ds[i] = j.d
 	}
 	p.settle(ctx, lease.OpTerm, ds, settle.Args{Reason: fmt.Sprintf("HTTP %d", a.status)})
-}
-
-// strangers logs, once, the ids an answer's failures name that are not its
-// batch's (found: those that are).
-func (p *Pusher) strangers(failed map[string]failure, found map[string]bool) {
-	if len(failed) == len(found) {
-		return
-	}
-	var ids []string
-	for id := range failed {
-		if !found[id] && len(ids) < 10 {
-			ids = append(ids, id)
-		}
-	}
-	p.log.Warn("a batch's answer names messages not in the batch; ignored", "count", len(failed)-len(found), "ids", ids)
 }
 
 // render renders the jobs' elements, terminates a message that cannot be
@@ -235,6 +222,14 @@ func (p *Pusher) sendBatchIn(ctx context.Context, js []*job, now time.Time) (ans
 	if err != nil {
 		return answer{verdict: retry, status: a.status, err: resp.Status + " to a batch: " + err.Error()}, nil
 	}
+	if ids := strangers(failed, js); len(ids) > 0 {
+		// As SQS's partial batch response: the receiver meant some
+		// message, and does not name it as its element's id; acked whole
+		// (ignored, as they were), that message was lost.
+		what := fmt.Sprintf("%s naming %d messages not in the batch (%s): the batch failed; name each by its element's id", resp.Status, len(ids), strings.Join(ids, ", "))
+		p.log.Warn("a batch's answer names messages not in the batch; the batch failed", "ids", ids)
+		return answer{verdict: retry, status: a.status, err: what}, nil
+	}
 	if namesEach(failed, js) {
 		// Nothing taken: the endpoint's failure, as a 503's, not each
 		// message's own (nak'ed, an endpoint whose backend was down burned
@@ -242,6 +237,26 @@ func (p *Pusher) sendBatchIn(ctx context.Context, js []*job, now time.Time) (ans
 		return answer{verdict: retry, status: a.status, err: resp.Status + " naming every message of the batch failed"}, failed
 	}
 	return a, failed
+}
+
+// strangers are up to 3 of the ids failed names that are not of the
+// batch's messages.
+func strangers(failed map[string]failure, js []*job) []string {
+	ids := make(map[string]bool, len(js))
+	for _, j := range js {
+		ids[WebhookID(j.d)] = true
+	}
+	var out []string
+	for id := range failed {
+		if !ids[id] && len(out) < 3 {
+			if len(id) > 64 { // the receiver's: bounded in the log and GetConsumer
+				id = id[:64] + "…"
+			}
+			out = append(out, wire.ValidUTF8(id))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // namesEach reports whether failed names every message of the batch.

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/natstest"
 	"github.com/jetgate/jetgate/internal/push"
@@ -122,6 +124,40 @@ func TestAnSQSBatchItemFailuresAnswerNaksThoseItNames(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the message the answer named failed was not pushed again: acked")
+	}
+	e.drained(5 * time.Second)
+}
+
+// An answer naming a message by an id that is not its element's (its
+// Nats-Msg-Id, here, as a receiver keyed by the publisher's ids writes it)
+// fails the batch, as SQS's partial batch response does: the batch is
+// pushed again whole, in the same delivery, and the endpoint's last error
+// says why. It was ignored, with a log line, and every message acked: the
+// one the receiver meant lost.
+func TestAFailureNamingAnIDNotInTheBatchFailsIt(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t)
+	rc.answerWith(func(n int, _ pushed, w http.ResponseWriter) {
+		if n == 1 {
+			fmt.Fprint(w, `{"failures":[{"id":"order-b"}]}`)
+		}
+	})
+	r, _ := e.replica(consumerCfg(), batched(rc.URL, push.Batch{MaxMessages: 3, MaxWait: time.Second}))
+	for _, d := range []string{"a", "b", "c"} {
+		e.publish("orders.new", d, nats.Header{"Nats-Msg-Id": {"order-" + d}})
+	}
+	first := rc.next(t, 10*time.Second)
+	select {
+	case again := <-rc.got:
+		els := elements(t, again)
+		if len(els) != 3 || els[1].Metadata.NumDelivered != "1" || again.header.Get("Webhook-Id") != first.header.Get("Webhook-Id") {
+			t.Fatalf("pushed again: %q; want the batch whole, in the same delivery", again.body)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the batch was not pushed again: acked whole, b lost")
+	}
+	if st := pushState(t, r); !strings.Contains(st.LastError, "order-b") {
+		t.Errorf("last error %q; want it to name order-b", st.LastError)
 	}
 	e.drained(5 * time.Second)
 }
