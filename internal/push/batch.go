@@ -223,17 +223,17 @@ func (p *Pusher) sendBatchIn(ctx context.Context, js []*job, now time.Time) (ans
 		return answer{verdict: retry, status: a.status, err: resp.Status + " to a batch: " + err.Error()}, nil
 	}
 	if ids := strangers(failed, js); len(ids) > 0 {
-		// As SQS's partial batch response: the receiver meant some
-		// message, and does not name it as its element's id; acked whole
-		// (ignored, as they were), that message was lost.
+		// As SQS's partial batch response does: the receiver meant a
+		// message it did not name by its element's id, and acking the
+		// batch would lose it.
 		what := fmt.Sprintf("%s naming %d messages not in the batch (%s): the batch failed; name each by its element's id", resp.Status, len(ids), strings.Join(ids, ", "))
 		p.log.Warn("a batch's answer names messages not in the batch; the batch failed", "ids", ids)
 		return answer{verdict: retry, status: a.status, err: what}, nil
 	}
 	if namesEach(failed, js) {
 		// Nothing taken: the endpoint's failure, as a 503's, not each
-		// message's own (nak'ed, an endpoint whose backend was down burned
-		// a delivery of each message a request).
+		// message's own; nak'ing each would burn a delivery a request
+		// while the endpoint's backend is down.
 		return answer{verdict: retry, status: a.status, err: resp.Status + " naming every message of the batch failed"}, failed
 	}
 	return a, failed

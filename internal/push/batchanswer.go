@@ -33,7 +33,8 @@ type failureList []struct {
 // writes (read as no failures, its messages were acked).
 var failureKeys = []string{"failures", "batchItemFailures"}
 
-// failures reads the failures of a 2xx to a batch, by Webhook-Id. An empty
+// failures reads the failures of a 2xx to a batch, by Webhook-Id: its
+// failures member, and SQS's batchItemFailures. An empty
 // body, one that is not a JSON object, and an object without failures fail
 // nothing; an object that cannot be read, or a failures list, is an error
 // (the batch fails, as SQS's partial batch responses do). A UTF-8 byte
