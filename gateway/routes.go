@@ -135,6 +135,19 @@ func (r route) matches(segs []string) bool {
 // getOnly are the paths the gateway serves itself, to GET (and HEAD) alone.
 var getOnly = []string{"/healthz", "/readyz", "/openapi.json", "/metrics"}
 
+// turnedOff says which setting turned a path off: /metrics and the console
+// are served ahead of this handler while they are on, so a GET of one that
+// reaches it finds it off.
+func turnedOff(path string) (setting string, off bool) {
+	switch {
+	case path == "/metrics":
+		return "listen.metrics: false, --metrics=false", true
+	case path == "/console" || strings.HasPrefix(path, "/console/"):
+		return "console.enabled: false", true
+	}
+	return "", false
+}
+
 // routes answers 404 and 405 for requests that no RPC serves, and passes the
 // rest on. A HEAD of a GET route is served as the GET (net/http drops the
 // body). A path with an escaped slash is no route: proxies check paths as
@@ -150,6 +163,11 @@ func (rt routeTable) routes(next http.Handler) http.Handler {
 		method := r.Method
 		if method == http.MethodHead {
 			method = http.MethodGet
+		}
+		if setting, off := turnedOff(r.URL.Path); off && method == http.MethodGet {
+			st := status.Newf(codes.NotFound, "GET %s is turned off on this gateway (%s)", cut(r.URL.Path, 200), setting)
+			writeStatus(w, http.StatusNotFound, st, "ROUTE_NOT_FOUND")
+			return
 		}
 		methods, knownVerb, query := rt.allowed(r.URL.Path, method)
 		own := slices.Contains(getOnly, r.URL.Path)
