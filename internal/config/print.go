@@ -25,6 +25,8 @@ const Masked = "***"
 func Write(w io.Writer, c *Config) error {
 	m := *c
 	m.NATS.URL = MaskURLs(c.NATS.URL)
+	metrics, reflection := On(c.Listen.Metrics), On(c.Listen.Reflection)
+	m.Listen.Metrics, m.Listen.Reflection = &metrics, &reflection
 	m.Auth.APIKeys = slices.Clone(c.Auth.APIKeys)
 	for i := range m.Auth.APIKeys {
 		m.Auth.APIKeys[i].SHA256 = Masked
