@@ -11,6 +11,7 @@ package config
 import (
 	"fmt"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -335,7 +336,8 @@ func (c *Config) AuthConfig() auth.Config {
 }
 
 // Warnings are what is allowed but likely not what was meant: an on_demand
-// pattern that would match jetgate's own streams, which are never served.
+// pattern other than "*" (every stream, as documented) that would match
+// jetgate's own streams, which are never served.
 func (c *Config) Warnings() []string {
 	var out []string
 	for i, k := range c.Consumers {
@@ -347,12 +349,19 @@ func (c *Config) Warnings() []string {
 	}
 	out = append(out, c.pushWarnings()...)
 	for i, m := range c.OnDemand.Match {
+		if m.Stream == "*" { // every stream, as documented: jetgate's own left out
+			continue
+		}
+		var own []string
 		for _, s := range natsname.InternalStreams() {
 			if ok, _ := path.Match(m.Stream, s); ok {
-				e := c.errorf(fmt.Sprintf("on_demand.match[%d].stream", i), "%s matches %s, a stream jetgate makes for itself: its consumers are never served, whatever the pattern",
-					quote(m.Stream), s)
-				out = append(out, e.Error())
+				own = append(own, s)
 			}
+		}
+		if len(own) > 0 {
+			e := c.errorf(fmt.Sprintf("on_demand.match[%d].stream", i), "%s matches %s, which jetgate makes for itself: their consumers are never served, whatever the pattern",
+				quote(m.Stream), strings.Join(own, ", "))
+			out = append(out, e.Error())
 		}
 	}
 	return out
