@@ -2,8 +2,10 @@ package main
 
 import (
 	"errors"
+	"log/slog"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -58,9 +60,50 @@ func (v intFlag[T]) Set(s string) error {
 	return nil
 }
 
+// boolFlag is a boolean flag whose error says what it takes.
+type boolFlag struct{ b *bool }
+
+func (v boolFlag) String() string {
+	if v.b == nil {
+		return "false"
+	}
+	return strconv.FormatBool(*v.b)
+}
+
+func (v boolFlag) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return errors.New("not true or false")
+	}
+	*v.b = b
+	return nil
+}
+
+// IsBoolFlag lets --metrics stand for --metrics=true.
+func (v boolFlag) IsBoolFlag() bool { return true }
+
+// logLevel is --log-level: debug, info, warn or error, in any case.
+type logLevel struct{ l *slog.Level }
+
+func (v logLevel) String() string {
+	if v.l == nil {
+		return ""
+	}
+	return strings.ToLower(v.l.String())
+}
+
+func (v logLevel) Set(s string) error {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return errors.New("not a log level: use debug, info, warn or error")
+	}
+	*v.l = l
+	return nil
+}
+
 // flagErrors are the flag package's own wordings.
 var (
-	badValue = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for flag -(\S+): (.*)$`)
+	badValue = regexp.MustCompile(`^invalid (?:boolean )?value "(.*)" for (?:flag )?-(\S+): (.*)$`)
 	noFlag   = regexp.MustCompile(`^flag provided but not defined: -(\S+)$`)
 	noArg    = regexp.MustCompile(`^flag needs an argument: -(\S+)$`)
 )

@@ -147,7 +147,7 @@ func fromEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) (map[string]s
 func parse(args []string, env func(string) (string, bool)) (app.Options, error) {
 	o := app.Defaults()
 	var streamSubjects, filters, onDemand list
-	var level slog.Level
+	level := slog.LevelInfo
 	fs := flag.NewFlagSet("jetgate", flag.ContinueOnError)
 	fs.StringVar(&o.ConfigFile, "config", "", "configuration file (YAML); flags given explicitly override it")
 	fs.StringVar(&o.NATSURL, "nats-url", "", "NATS server URL(s); empty runs an embedded JetStream server")
@@ -175,10 +175,10 @@ func parse(args []string, env func(string) (string, bool)) (app.Options, error) 
 	fs.Var(durationFlag{&o.MaxExpires}, "max-expires", "longest Fetch expires")
 	fs.Var(intFlag[int64]{&o.MaxBodyBytes}, "max-body-bytes", "largest REST request body")
 	fs.Var(intFlag[int64]{&o.MaxFetchBytes}, "max-fetch-bytes", "most bytes of messages one Fetch pulls and returns")
-	fs.BoolVar(&o.AllowUnauthenticated, "allow-unauthenticated", false, "serve listeners beyond loopback without authentication")
-	fs.BoolVar(&o.Metrics, "metrics", o.Metrics, "serve GET /metrics")
-	fs.BoolVar(&o.Reflection, "reflection", o.Reflection, "serve gRPC reflection")
-	fs.TextVar(&level, "log-level", slog.LevelInfo, "debug | info | warn | error")
+	fs.Var(boolFlag{&o.AllowUnauthenticated}, "allow-unauthenticated", "serve listeners beyond loopback without authentication")
+	fs.Var(boolFlag{&o.Metrics}, "metrics", "serve GET /metrics")
+	fs.Var(boolFlag{&o.Reflection}, "reflection", "serve gRPC reflection")
+	fs.Var(logLevel{&level}, "log-level", "debug | info | warn | error")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (profiling under load)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
