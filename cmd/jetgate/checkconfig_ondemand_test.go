@@ -29,3 +29,16 @@ func TestCheckConfigTakesTheDocumentedOnDemandBlockQuietly(t *testing.T) {
 		t.Errorf("KV_*: exit %d, stderr %q; want one warning at line 3 naming both KV streams", code, stderr)
 	}
 }
+
+// `idle_unbind: 0s` was taken, and check-config printed the block without
+// it, while the gateway unbound after the default 10m: neither what the
+// file says (a reader may take 0s for "never") nor what runs. It is refused
+// as 1ms is, saying to leave it out for the default.
+func TestCheckConfigRefusesAZeroIdleUnbind(t *testing.T) {
+	file := writeConfig(t, "on_demand:\n  match: [{stream: ORDERS, consumer: \"*\"}]\n  idle_unbind: 0s\n")
+	code, stdout, stderr := checkConfigRun([]string{"--config", file}, envOf())
+	want := file + `:3: on_demand.idle_unbind: 0s: must be at least 1s (leave it out for the default, 10m0s)`
+	if code != 2 || stdout != "" || strings.TrimSpace(stderr) != "jetgate check-config: "+want {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 2 and %q", code, stdout, stderr, want)
+	}
+}

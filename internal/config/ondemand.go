@@ -24,13 +24,15 @@ func (c *validator) validateOnDemand() *Error {
 			}
 		}
 	}
+	// Named 0s, it would read as "never" and run as the default: refused.
+	named := o.IdleUnbind != 0 || (c.origins != nil && c.named("on_demand.idle_unbind"))
 	switch idle := time.Duration(o.IdleUnbind); {
 	case idle < 0:
 		return c.errorf("on_demand.idle_unbind", "%v: must not be negative", o.IdleUnbind)
-	case idle > 0 && idle < time.Second:
-		return c.errorf("on_demand.idle_unbind", "%v: must be at least 1s (unset: %v)", o.IdleUnbind, consumer.DefaultIdleUnbind)
-	case idle > 0 && len(o.Match) == 0:
+	case named && len(o.Match) == 0:
 		return c.errorf("on_demand.idle_unbind", "is set, but on_demand.match names no consumer: add a match, or remove the block")
+	case named && idle < time.Second:
+		return c.errorf("on_demand.idle_unbind", "%v: must be at least 1s (leave it out for the default, %v)", o.IdleUnbind, consumer.DefaultIdleUnbind)
 	}
 	return nil
 }
