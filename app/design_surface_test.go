@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -45,5 +46,32 @@ func TestTurnedOffPathsSayTheyAreOff(t *testing.T) {
 	// The API stays.
 	if resp, body := get(t, "http://"+p.HTTP+"/v1/streams", ""); resp.StatusCode != http.StatusOK {
 		t.Errorf("GET /v1/streams: %s %s", resp.Status, body)
+	}
+}
+
+// A REST Consume stream's response carried grpc-gateway's forwarding of the
+// backend's own header, `Grpc-Metadata-Content-Type: application/grpc`: the
+// REST caller sees the gateway's inner gRPC hop, which no unary answer shows
+// and DESIGN 8 gives REST no reason to (identity and trace context are the
+// only headers that cross).
+func TestAConsumeStreamShowsNoGRPCHeaders(t *testing.T) {
+	t.Skip("mend in gateway/gateway.go (apiHandler: runtime.WithOutgoingHeaderMatcher that forwards none)")
+	p := start(t, testOptions(t))
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+p.HTTP+"/v1/streams/ORDERS/consumers/billing:consume", strings.NewReader(`{"heartbeat":"1s"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	for name := range resp.Header {
+		if strings.HasPrefix(strings.ToLower(name), "grpc-") {
+			t.Errorf("the stream's response has %s: %q", name, resp.Header.Values(name))
+		}
 	}
 }
