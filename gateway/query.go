@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -22,6 +24,11 @@ func badInput(r *http.Request, err error) (_ *status.Status, reason string, ok b
 		return st, "MALFORMED_BODY", true
 	case st.Code() != codes.InvalidArgument || hasJetgateInfo(st):
 		return nil, "", false
+	}
+	if field, ok := repeatedField(st.Message()); ok {
+		if st := repeated(r, field); st != nil {
+			return st, "INVALID_ARGUMENT", true
+		}
 	}
 	field, ok := parsedField(st.Message())
 	if !ok {
@@ -46,6 +53,43 @@ func parsedField(msg string) (string, bool) {
 	}
 	field, _, ok := strings.Cut(rest, `"`)
 	return field, ok && field != ""
+}
+
+// repeatedField is the field named by grpc-gateway's answer to a query
+// parameter given more than once: `too many values for field "x": …`, or
+// `duplicate field "x"` for both of its spellings.
+func repeatedField(msg string) (string, bool) {
+	for _, prefix := range []string{`too many values for field "`, `duplicate field "`} {
+		if rest, ok := strings.CutPrefix(msg, prefix); ok {
+			field, _, ok := strings.Cut(rest, `"`)
+			return field, ok && field != ""
+		}
+	}
+	return "", false
+}
+
+// repeated names a parameter given more than once as the caller first
+// wrote it, with every value sent for it, in the query's order; nil when
+// the query does not show it so.
+func repeated(r *http.Request, field string) *status.Status {
+	var key string
+	var values []string
+	for kv := range strings.SplitSeq(r.URL.RawQuery, "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		k, errK := url.QueryUnescape(k)
+		v, errV := url.QueryUnescape(v)
+		if errK != nil || errV != nil || !sameField(k, field) {
+			continue
+		}
+		if key == "" {
+			key = k
+		}
+		values = append(values, strconv.Quote(cut(v, 64)))
+	}
+	if len(values) < 2 {
+		return nil
+	}
+	return status.Newf(codes.InvalidArgument, "query parameter %s: give it once, not %d times (%s)", cut(key, 64), len(values), strings.Join(values, ", "))
 }
 
 // sameField reports whether the query key names the proto field: by its own
