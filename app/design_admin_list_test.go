@@ -14,7 +14,6 @@ import (
 // Publish serves and CreateConsumer creates on, and ListStreams left ORDERS
 // out, so the console showed such a team nothing to start from.
 func TestAnAdminStreamListsEmptyBeforeTheFirstConsumer(t *testing.T) {
-	t.Skip("mend in internal/replica/list.go (lister.Consumers and Streams: a stream the admin block allows and the caller may read is listed, its consumers an empty list)")
 	p := seekAndAdmin(t)
 	if resp, body := get(t, "http://"+p.HTTP+"/v1/streams/ORDERS/consumers", "team-a-key"); resp.StatusCode != http.StatusOK || body != `{"consumers":[]}` {
 		t.Errorf("ListConsumers before the first: %s %s; want 200 and an empty list", resp.Status, body)

@@ -12,7 +12,6 @@ import (
 // server is --deliver-policy, and the error names it first, as every other
 // error of a flag's value does.
 func TestARefusedUpdateNamesTheFlagThatDiffers(t *testing.T) {
-	t.Skip("mend in app/refused.go (explainRefusal: the field the server names, deliver policy, at its own path consumers[i].deliver_policy, so that its flag or line is named)")
 	dir := t.TempDir()
 	o := testOptions(t)
 	o.DataDir = dir

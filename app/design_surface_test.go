@@ -55,7 +55,6 @@ func TestTurnedOffPathsSayTheyAreOff(t *testing.T) {
 // and DESIGN 8 gives REST no reason to (identity and trace context are the
 // only headers that cross).
 func TestAConsumeStreamShowsNoGRPCHeaders(t *testing.T) {
-	t.Skip("mend in gateway/gateway.go (apiHandler: runtime.WithOutgoingHeaderMatcher that forwards none)")
 	p := start(t, testOptions(t))
 	ctx, cancel := context.WithCancel(ctxT(t))
 	defer cancel()

@@ -9,7 +9,7 @@ import (
 )
 
 // A field the server cannot change on an existing consumer stops start-up
-// with the consumer's file and line, and says what to do about it.
+// with the field's file and line, and says what to do about it.
 func TestRefusedConsumerNamesItsLineAndWhatToDo(t *testing.T) {
 	dir := t.TempDir()
 	text := `streams: [{name: ORDERS, subjects: ["orders.>"]}]
@@ -30,10 +30,10 @@ consumers:
 	o.DataDir = dir
 	err := runErr(t, o)
 	var e *config.Error
-	if !errors.As(err, &e) || e.Path != "consumers[1]" || e.Line != 5 {
-		t.Fatalf("error %v; want one at consumers[1], line 5", err)
+	if !errors.As(err, &e) || e.Path != "consumers[1].deliver_policy" || e.Line != 7 {
+		t.Fatalf("error %v; want one at consumers[1].deliver_policy, line 7", err)
 	}
-	if !strings.HasPrefix(err.Error(), file+":5: consumers[1]: ") {
+	if !strings.HasPrefix(err.Error(), file+":7: consumers[1].deliver_policy: ") {
 		t.Errorf("error %q does not start with the file and line", err)
 	}
 	for _, w := range []string{`"shipping"`, `"ORDERS"`, "deliver policy", "another name", "nats consumer rm ORDERS shipping"} {

@@ -14,7 +14,6 @@ import (
 // than 1024 bytes", and a caller whose publish was refused could not tell
 // its operator what to raise.
 func TestATooLargeBodyNamesTheLimitsSetting(t *testing.T) {
-	t.Skip("mend in gateway/gateway.go (the 413's message: name limits.max_body_bytes, --max-body-bytes)")
 	c := newREST(t, startApp(t, func(o *app.Options) { o.MaxBodyBytes = 1024 }))
 	r := c.post(publishPath, `{"subject":"orders.x","data":"`+strings.Repeat("A", 2000)+`"}`)
 	msg, _ := r.body["message"].(string)

@@ -173,6 +173,10 @@ func clientCertRequired(next http.Handler) http.Handler {
 	})
 }
 
+// none matches no header: grpc-gateway's matcher of what crosses between
+// HTTP headers and gRPC metadata.
+func none(string) (string, bool) { return "", false }
+
 // apiHandler serves the API's routes: unary calls to the services in
 // process when given them, Consume (a stream) and the rest over conn.
 func apiHandler(ctx context.Context, o Options, conn *grpc.ClientConn) (http.Handler, error) {
@@ -184,7 +188,11 @@ func apiHandler(ctx context.Context, o Options, conn *grpc.ClientConn) (http.Han
 		// No header from outside becomes gRPC metadata (Grpc-Metadata-*
 		// included): the caller's identity reaches the gRPC chain only as
 		// the assertion made here.
-		runtime.WithIncomingHeaderMatcher(func(string) (string, bool) { return "", false }),
+		runtime.WithIncomingHeaderMatcher(none),
+		// Nor does the inner gRPC hop's metadata become headers: a Consume's
+		// answer carried Grpc-Metadata-Content-Type: application/grpc.
+		runtime.WithOutgoingHeaderMatcher(none),
+		runtime.WithOutgoingTrailerMatcher(none),
 		runtime.WithMetadata(func(ctx context.Context, _ *http.Request) metadata.MD {
 			p := auth.Principal(ctx)
 			return metadata.Pairs(auth.AssertedPrincipal, p)
@@ -289,7 +297,7 @@ func unsupportedMediaType(w http.ResponseWriter, got []string) {
 }
 
 func tooLarge(w http.ResponseWriter, limit int64) {
-	st := status.Newf(codes.InvalidArgument, "the request body is larger than %d bytes", limit)
+	st := status.Newf(codes.InvalidArgument, "the request body is larger than %d bytes, the gateway's limits.max_body_bytes (--max-body-bytes)", limit)
 	writeStatus(w, http.StatusRequestEntityTooLarge, st, "BODY_TOO_LARGE")
 }
 

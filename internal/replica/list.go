@@ -17,6 +17,7 @@ import (
 	"github.com/jetgate/jetgate/internal/consumer"
 	"github.com/jetgate/jetgate/internal/deadletter"
 	"github.com/jetgate/jetgate/internal/errs"
+	"github.com/jetgate/jetgate/internal/natsname"
 )
 
 // lister answers what callers may read of the streams and consumers a
@@ -82,7 +83,8 @@ func (l *lister) served() []*consumer.Consumer {
 
 // Streams lists the streams with a consumer that visible lets the caller
 // see: one the replica serves, or one created through the API (served by
-// every replica, bound here or not yet).
+// every replica, bound here or not yet); and the streams the admin block
+// opens where the caller may see some consumer, with none yet.
 func (l *lister) Streams(ctx context.Context, visible Visible) ([]StreamSummary, error) {
 	counts := map[string]int{}
 	counted := map[consumerKey]bool{}
@@ -116,7 +118,15 @@ func (l *lister) countCreated(ctx context.Context, visible Visible, counted map[
 	if l.binder.admin == nil {
 		return nil
 	}
-	may := func(stream string) bool { return visible(stream, "") }
+	// may is asked of the streams the admin block opens, and lists each one
+	// the caller may see some consumer of, with none yet as with many.
+	may := func(stream string) bool {
+		ok := visible(stream, "")
+		if _, listed := counts[stream]; ok && !listed {
+			counts[stream] = 0
+		}
+		return ok
+	}
 	err := l.binder.eachCreated(ctx, may, func(stream string, ci *jetstream.ConsumerInfo) {
 		if l.binder.admin.Matches(stream, ci.Name) && visible(stream, ci.Name) && !counted[consumerKey{stream, ci.Name}] {
 			counts[stream]++
@@ -144,7 +154,12 @@ func (l *lister) Consumers(ctx context.Context, stream string, visible Visible) 
 	// bound or not here yet: the whole list is read to find them.
 	created := func(string) bool { return false }
 	n := len(want)
-	if admin := l.binder.admin; admin.StreamAllowed(stream) {
+	// A stream the admin block opens, where the caller may see some
+	// consumer, is listed with none yet as with many (as Pub/Sub lists a
+	// topic's subscriptions): a team starts from it.
+	open := false
+	if admin := l.binder.admin; admin.StreamAllowed(stream) && !natsname.Internal(stream) {
+		open = visible(stream, "")
 		created = func(name string) bool { return admin.Matches(stream, name) && visible(stream, name) }
 		n = math.MaxInt
 	}
@@ -168,8 +183,8 @@ func (l *lister) Consumers(ctx context.Context, stream string, visible Visible) 
 			order = append(order, name)
 		}
 	}
-	if len(order) == 0 {
-		return nil, noneVisible(stream)
+	if len(order) == 0 && !open {
+		return nil, noneVisible(stream) // the stream exists: consumerInfos found it
 	}
 	out := make([]ConsumerSummary, 0, len(order))
 	for _, name := range order {
