@@ -73,6 +73,7 @@ var kinds = []kind{
 	{errs.ErrConsumerNotCreatedByAPI, codes.FailedPrecondition, ""},
 	{errs.ErrConsumerExists, codes.AlreadyExists, ""},
 	{errs.ErrConsumerQuota, codes.ResourceExhausted, ""},
+	{errs.ErrConsumerBusy, codes.Unavailable, ""},
 	{context.DeadlineExceeded, codes.DeadlineExceeded, errs.TextDeadline},
 	{context.Canceled, codes.Canceled, errs.TextCanceled},
 }

@@ -166,6 +166,11 @@ var (
 
 	// ErrConsumerQuota is a Create past the consumers one principal may own.
 	ErrConsumerQuota = errors.New("consumer quota exceeded")
+
+	// ErrConsumerBusy is a create, update or delete of a consumer through
+	// the API that waited its bound for another change of the same consumer
+	// (through any replica) to end; the wrapping error says for how long.
+	ErrConsumerBusy = errors.New("consumer busy")
 )
 
 // reasons names each domain error as callers and replicas see it. Order
@@ -215,6 +220,7 @@ var reasons = []struct {
 	{ErrConsumerNotCreatedByAPI, "CONSUMER_NOT_CREATED_BY_API"},
 	{ErrConsumerExists, "CONSUMER_EXISTS"},
 	{ErrConsumerQuota, "CONSUMER_QUOTA_EXCEEDED"},
+	{ErrConsumerBusy, "CONSUMER_BUSY"},
 	{context.DeadlineExceeded, "DEADLINE_EXCEEDED"},
 	{context.Canceled, "CANCELED"},
 }

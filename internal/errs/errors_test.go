@@ -55,6 +55,7 @@ var sentinels = map[string]error{
 	"ErrConsumerNotCreatedByAPI": ErrConsumerNotCreatedByAPI,
 	"ErrConsumerExists":          ErrConsumerExists,
 	"ErrConsumerQuota":           ErrConsumerQuota,
+	"ErrConsumerBusy":            ErrConsumerBusy,
 	"DeadlineExceeded":           context.DeadlineExceeded,
 	"Canceled":                   context.Canceled,
 }

@@ -45,33 +45,67 @@ func (m *manager) CreateConsumer(ctx context.Context, principal, stream string, 
 		return nil, err
 	}
 	// The server takes a create of a consumer that exists with the same
-	// configuration as done: a name taken is refused here, whoever took it.
-	switch _, err := s.Consumer(ctx, cfg.Durable); {
-	case err == nil:
-		return nil, fmt.Errorf("%w: stream %q has a consumer %q already", errs.ErrConsumerExists, stream, cfg.Durable)
-	case !errors.Is(err, jetstream.ErrConsumerNotFound):
-		return nil, fmt.Errorf("%w: look up consumer %q of stream %q: %v", errs.ErrUnavailable, cfg.Durable, stream, err)
+	// configuration as done: a name taken is refused here, whoever took it,
+	// before the quota is counted, and again once held.
+	if err := nameFree(ctx, s, stream, cfg.Durable); err != nil {
+		return nil, err
 	}
 	if err := m.underQuota(ctx, cmp.Or(principal, anonymous)); err != nil {
 		return nil, err
 	}
-	cons, err := s.CreateConsumer(ctx, cfg)
-	switch {
-	case errors.Is(err, jetstream.ErrConsumerExists):
-		return nil, fmt.Errorf("%w: stream %q has a consumer %q already", errs.ErrConsumerExists, stream, cfg.Durable)
-	case err != nil:
-		return nil, serverRefusal("create", err)
+	var ci *jetstream.ConsumerInfo
+	err = m.locks.hold(ctx, m.env, "create", stream, cfg.Durable, func(ctx context.Context) error {
+		if err := nameFree(ctx, s, stream, cfg.Durable); err != nil {
+			return err
+		}
+		cons, err := s.CreateConsumer(ctx, cfg)
+		switch {
+		case errors.Is(err, jetstream.ErrConsumerExists):
+			return fmt.Errorf("%w: stream %q has a consumer %q already", errs.ErrConsumerExists, stream, cfg.Durable)
+		case err != nil:
+			return serverRefusal("create", err)
+		}
+		ci = cons.CachedInfo()
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	if err := m.keptInQuota(ctx, s, cmp.Or(principal, anonymous), cons.CachedInfo()); err != nil {
+	if err := m.keptInQuota(ctx, s, cmp.Or(principal, anonymous), ci); err != nil {
 		return nil, err
 	}
 	m.log.Info("a consumer was created through the API", "stream", stream, "consumer", cfg.Durable, "principal", principal)
-	return cons.CachedInfo(), nil
+	return ci, nil
+}
+
+// nameFree checks that stream s has no consumer name.
+func nameFree(ctx context.Context, s jetstream.Stream, stream, name string) error {
+	switch _, err := s.Consumer(ctx, name); {
+	case err == nil:
+		return fmt.Errorf("%w: stream %q has a consumer %q already", errs.ErrConsumerExists, stream, name)
+	case !errors.Is(err, jetstream.ErrConsumerNotFound):
+		return fmt.Errorf("%w: look up consumer %q of stream %q: %v", errs.ErrUnavailable, name, stream, err)
+	}
+	return nil
 }
 
 // UpdateConsumer changes consumer stream/name for principal: change edits
-// its configuration as the server has it.
+// its configuration as the server has it. The read and the write are one
+// change of the consumer, held from every other (consumers_lock.go).
 func (m *manager) UpdateConsumer(ctx context.Context, principal, stream, name string, change func(*jetstream.ConsumerConfig) error) (*jetstream.ConsumerInfo, error) {
+	if err := m.adminMay(stream, name); err != nil {
+		return nil, err
+	}
+	var ci *jetstream.ConsumerInfo
+	err := m.locks.hold(ctx, m.env, "update", stream, name, func(ctx context.Context) (err error) {
+		ci, err = m.update(ctx, principal, stream, name, change)
+		return err
+	})
+	return ci, err
+}
+
+// update is UpdateConsumer's read, change and write.
+func (m *manager) update(ctx context.Context, principal, stream, name string, change func(*jetstream.ConsumerConfig) error) (*jetstream.ConsumerInfo, error) {
 	cur, err := m.created(ctx, stream, name)
 	if err != nil {
 		return nil, err
@@ -109,15 +143,24 @@ func (m *manager) UpdateConsumer(ctx context.Context, principal, stream, name st
 // serving it at once: its leases are void and its waiting callers
 // answered (the other replicas follow the server's advisory).
 func (m *manager) DeleteConsumer(ctx context.Context, principal, stream, name string) error {
-	if _, err := m.created(ctx, stream, name); err != nil {
+	if err := m.adminMay(stream, name); err != nil {
 		return err
 	}
-	s, err := m.binder.stream(ctx, stream)
+	err := m.locks.hold(ctx, m.env, "delete", stream, name, func(ctx context.Context) error {
+		if _, err := m.created(ctx, stream, name); err != nil {
+			return err
+		}
+		s, err := m.binder.stream(ctx, stream)
+		if err != nil {
+			return err
+		}
+		if err := s.DeleteConsumer(ctx, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return serverRefusal("delete", err)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	if err := s.DeleteConsumer(ctx, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return serverRefusal("delete", err)
 	}
 	m.binder.unbind(ctx, consumerKey{stream, name}, "deleted through the API", func(*binding) bool { return true })
 	m.log.Info("a consumer was deleted through the API", "stream", stream, "consumer", name, "principal", principal)
@@ -241,15 +284,21 @@ func (m *manager) keptInQuota(ctx context.Context, s jetstream.Stream, principal
 		return fmt.Errorf("%w: consumer %q was created past %q's quota of %d (others were made meanwhile), and could not be deleted; delete it: %v",
 			errs.ErrUnavailable, ci.Name, principal, a.MaxPerPrincipal, err)
 	}
-	switch cur, err := s.Consumer(ctx, ci.Name); {
-	case errors.Is(err, jetstream.ErrConsumerNotFound): // gone already (a racer of the same name)
-	case err != nil:
-		return left(err)
-	case !cur.CachedInfo().Created.Equal(ci.Created): // made again under its name since: not ours
-	default:
-		if err := s.DeleteConsumer(ctx, ci.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-			return left(err)
+	err = m.locks.hold(ctx, m.env, "delete", ci.Stream, ci.Name, func(ctx context.Context) error {
+		switch cur, err := s.Consumer(ctx, ci.Name); {
+		case errors.Is(err, jetstream.ErrConsumerNotFound): // gone already (a racer of the same name)
+		case err != nil:
+			return err
+		case !cur.CachedInfo().Created.Equal(ci.Created): // made again under its name since: not ours
+		default:
+			if err := s.DeleteConsumer(ctx, ci.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+				return err
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return left(err)
 	}
 	return fmt.Errorf("%w: %q is at its quota of %d consumers (others were made meanwhile)", errs.ErrConsumerQuota, principal, a.MaxPerPrincipal)
 }

@@ -11,6 +11,7 @@ import (
 type manager struct {
 	*env
 	binder *binder
+	locks  consumerLocks // one change at a time of a consumer through the API (consumers_lock.go)
 }
 
 // Pause pauses a consumer until until (see consumer.Consumer.Pause).
