@@ -41,7 +41,7 @@ func (m *manager) CreateConsumer(ctx context.Context, principal, stream string, 
 	if err != nil {
 		return nil, err
 	}
-	if err := m.admitted(&cfg, nil, limits); err != nil {
+	if err := admitted(m.binder.admin, &cfg, nil, limits); err != nil {
 		return nil, err
 	}
 	// The server takes a create of a consumer that exists with the same
@@ -119,7 +119,7 @@ func (m *manager) update(ctx context.Context, principal, stream, name string, ch
 	if err != nil {
 		return nil, err
 	}
-	if err := m.admitted(&cfg, &cur.Config, limits); err != nil {
+	if err := admitted(m.binder.admin, &cfg, &cur.Config, limits); err != nil {
 		return nil, err
 	}
 	unpin := cur.Config.PriorityPolicy == jetstream.PriorityPolicyPinned && cfg.PriorityPolicy != jetstream.PriorityPolicyPinned

@@ -12,7 +12,7 @@ import (
 )
 
 // admitted checks cfg is a consumer jetgate serves, within the admin
-// bounds, and fills what the bounds set where the caller left it unset: the
+// block a's bounds, and fills what the bounds set where the caller left it unset: the
 // bound, or the server's limit where that is lower (limitsNow: the server
 // refuses a consumer above it, and fills its own defaults within it). was
 // is the consumer as the server has it, for an update (nil for a create). A
@@ -20,8 +20,7 @@ import (
 // it or the consumer has had it since before the bound: never cut to the
 // bound unsaid (a read-modify-write sends back the server's -1, unlimited,
 // for max_deliver).
-func (m *manager) admitted(cfg, was *jetstream.ConsumerConfig, limits jetstream.StreamConsumerLimits) error {
-	a := m.binder.admin
+func admitted(a *consumer.Admin, cfg, was *jetstream.ConsumerConfig, limits jetstream.StreamConsumerLimits) error {
 	if cfg.AckPolicy != jetstream.AckExplicitPolicy {
 		return fmt.Errorf("%w: config.ack_policy: jetgate serves consumers with explicit acks only", errs.ErrInvalidArgument)
 	}
@@ -68,19 +67,18 @@ func (m *manager) admitted(cfg, was *jetstream.ConsumerConfig, limits jetstream.
 		}
 		return fmt.Errorf("%w: config.backoff: %d steps, more than max_deliver %d deliveries (the server requires no more)", why, n, cfg.MaxDeliver)
 	}
-	return m.idleBound(cfg, was, update, limits)
+	return idleBound(a.InactiveThreshold, cfg, was, update, limits)
 }
 
 // NoInactiveThreshold is an inactive_threshold asked for as none (0s said,
 // not left out): the server's 0, refused under an admin bound.
 const NoInactiveThreshold time.Duration = -1
 
-// idleBound keeps cfg's inactive_threshold within the admin bound: left
+// idleBound keeps cfg's inactive_threshold within the admin bound most: left
 // out of a create, or named in an update's mask without a value where the
 // consumer had one, it is the bound (no more than the stream's limit).
 // None, asked for or the consumer's as it stands, is above any bound.
-func (m *manager) idleBound(cfg, was *jetstream.ConsumerConfig, update bool, limits jetstream.StreamConsumerLimits) error {
-	most := m.binder.admin.InactiveThreshold
+func idleBound(most time.Duration, cfg, was *jetstream.ConsumerConfig, update bool, limits jetstream.StreamConsumerLimits) error {
 	none := cfg.InactiveThreshold == NoInactiveThreshold || update && cfg.InactiveThreshold == 0 && was.InactiveThreshold == 0
 	switch {
 	case most > 0 && none:
