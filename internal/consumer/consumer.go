@@ -209,7 +209,9 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 		tokens:        &c.tokens,
 		counts:        &c.counts,
 		wake:          c.wake,
+		open:          new(openPulls),
 	}
+	c.onServer.resets.withdraw = c.puller.open.withdrawBefore
 	c.orphans = newOrphanPool(c.puller.receive, func(d *Delivery, now time.Time) bool {
 		return c.leases.Holds(ref(c.ClaimsOf(d)), now)
 	})

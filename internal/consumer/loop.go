@@ -45,6 +45,9 @@ type puller struct {
 	// idle counts the open pulls of Consume streams that hold nothing,
 	// waiting ConsumeRequest.IdleWait: Run need not attend to those.
 	idle atomic.Int64
+	// open are its pulls not ended, withdrawn once a reset is noticed
+	// (withdraw.go).
+	open *openPulls
 	// blind is when marks too low last had the server asked (markNow),
 	// and in which epoch: one question at a time.
 	blind struct {
@@ -204,10 +207,15 @@ func (pl *puller) startPull(ctx context.Context, lim pullLimits, inLine bool) (m
 	req := pull.NewRequest(batch, time.Until(lim.until), lim.maxBytes, lim.priority)
 	req.NoWait = !inLine
 	mark := pl.markNow(ctx, req.Expires > pull.ImmediateExpiry) // before the server can deliver to it
-	p, err := pull.Start(pl.nc, pl.next, req, pl.waiting.release)
+	at := new(openPull)
+	p, err := pull.Start(pl.nc, pl.next, req, func() { pl.waiting.release(); pl.open.remove(at) })
 	if err != nil {
 		pl.waiting.release()
 		return markedPull{}, err
+	}
+	pl.open.add(at, p, mark.Epoch)
+	if pl.server.resets.mark().Epoch != mark.Epoch { // a reset noticed since: withdrawBefore missed it
+		p.Withdraw()
 	}
 	return markedPull{Pull: p, mark: mark}, nil
 }
@@ -348,7 +356,7 @@ func (pl *puller) ending(ctx context.Context, err error, maxBytes int64) pullEnd
 		return pullEnd{}
 	case errors.Is(err, pull.ErrRequestsPending):
 		return pullEnd{retry: true, queued: true}
-	case errors.Is(err, jetstream.ErrConsumerLeadershipChanged):
+	case errors.Is(err, jetstream.ErrConsumerLeadershipChanged), errors.Is(err, pull.ErrWithdrawn):
 		return pullEnd{retry: true}
 	case errors.Is(err, jetstream.ErrConsumerDeleted):
 		return pullEnd{err: pl.server.deleted()}

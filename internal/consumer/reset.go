@@ -56,7 +56,8 @@ import (
 // waiting pulls through a reset and hands the replay to them in turn,
 // numbered from 1: that shows the reset to a pull marked above it, so a
 // replica whose marks are low asks the server's count before it marks a
-// pull (puller.markNow). Within requestLag of the reset noticed last, a
+// pull (puller.markNow), and withdraws its pulls from before a reset once
+// it notices it (withdraw.go). Within requestLag of the reset noticed last, a
 // delivery that shows a reset to a pull from just before it is taken as
 // that reset's, as its request would be; else as a reset again (it may be
 // a later one).
@@ -104,6 +105,8 @@ type resetWatch struct {
 	// one is taken as is.
 	created time.Time
 	deleted bool
+	// withdraw withdraws the pulls marked before each new epoch (withdraw.go).
+	withdraw func(epoch uint64)
 }
 
 // shownReset begins the id a replica makes up for a reset it saw shown
@@ -299,13 +302,9 @@ func (w *resetWatch) noticeLocked(void bool) {
 	}
 	w.high, w.stream = 0, 0
 	w.at = time.Now()
-}
-
-// since is when the last reset was noticed.
-func (w *resetWatch) since() time.Time {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.at
+	if w.withdraw != nil {
+		w.withdraw(w.epoch)
+	}
 }
 
 // What the consumer's server-side owner (onServer) makes of the rules. A

@@ -97,6 +97,7 @@ type Pull struct {
 	// Completed) before all of it arrived; the rest is on its way.
 	completing bool
 	ended      bool
+	withdrawn  bool  // Withdraw was called
 	err        error // why it ended: nil when the batch was filled
 	endedAt    time.Time
 	seen       time.Time // last message or heartbeat
