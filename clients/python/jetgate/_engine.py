@@ -94,12 +94,22 @@ class Engine:
         """drain: running handlers finish (up to timeout), the rest is nak'ed;
         nak: everything held is nak'ed at once. Returns once the naks are
         confirmed, so nothing held waits for ack_wait. A second close waits
-        for the first."""
+        for the first. Called from one of this subscriber's own handlers it
+        starts the close and returns: a drain waits for that handler, which
+        could not finish while it waited for the drain."""
         if mode not in ("drain", "nak"):
             raise ValueError(f"close mode must be 'drain' or 'nak', not {mode!r}")
         if self._close_task is None:
+            self._stop_dispatch = True
             self._close_task = asyncio.get_running_loop().create_task(self._close(mode, timeout))
+        if asyncio.current_task() in self._handlers:
+            return
         await asyncio.shield(self._close_task)
+
+    def stop_dispatch(self) -> None:
+        """Starts no more handlers (a plain flag: the blocking subscriber sets
+        it from the closing thread before its close reaches the loop)."""
+        self._stop_dispatch = True
 
     def fail(self, err: Error) -> None:
         """Stops the subscriber for an error no retry can mend: everything

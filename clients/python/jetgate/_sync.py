@@ -56,6 +56,8 @@ class Subscriber:
         self._started = threading.Event()
         self._start_error: Optional[BaseException] = None
         self._closed = False
+        self._close_fut: Optional[concurrent.futures.Future] = None
+        self._close_timeout = 0.0
         self._stopped = threading.Event()  # the loop's thread has finished
         self._thread = threading.Thread(
             target=self._loop_main, args=(address, api_key, tls), name=f"jetgate-sub-{consumer}", daemon=True
@@ -175,21 +177,31 @@ class Subscriber:
         """drain: running handlers finish (up to timeout) and the rest is
         nak'ed; nak: everything held is nak'ed at once. Either way it returns
         once the gateway has confirmed the naks, so nothing waits for ack_wait.
-        Handlers still running after it returns cannot settle any more."""
+        Handlers still running after it returns cannot settle any more.
+        Called from one of its own handlers, it starts the close and returns
+        at once (the drain then waits for that handler too); wait() says when
+        it is done. A second close waits for the first."""
         if mode not in ("drain", "nak"):
             raise ValueError(f"close mode must be 'drain' or 'nak', not {mode!r}")
-        if self._closed:
-            return
-        self._closed = True
-        coro = self._engine.close(mode, timeout)
-        try:
-            fut = asyncio.run_coroutine_threadsafe(coro, self._loop)
-        except RuntimeError:  # the loop is closed: the subscriber failed and stopped
-            coro.close()
+        in_handler = threading.current_thread() in self._workers
+        if not self._closed:
+            self._closed = True
+            self._engine.stop_dispatch()  # no handler starts after close, even before the loop runs it
+            coro = self._engine.close(mode, timeout)
+            try:
+                self._close_fut = asyncio.run_coroutine_threadsafe(coro, self._loop)
+            except RuntimeError:  # the loop is closed: the subscriber failed and stopped
+                coro.close()
+                return
+            self._close_timeout = timeout
+        if in_handler or self._close_fut is None:
+            # A handler closing its own subscriber: the drain waits for this
+            # handler, so waiting here would hold both until the timeout and
+            # then nak the message it handled. wait() says when it is done.
             return
         # close bounds each of its waits; the margin is for a stalled loop.
         try:
-            fut.result(timeout + 60)
+            self._close_fut.result(self._close_timeout + 60)
         except concurrent.futures.CancelledError:  # the loop stopped meanwhile
             pass
         self._thread.join(30)

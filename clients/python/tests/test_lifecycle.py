@@ -244,3 +244,63 @@ def test_a_drain_lands_the_ack_of_a_handler_that_returned_during_an_extend(clien
         assert sub.stats.acked == 1, f"round {i}: the drain ended before the finished handler's ack landed"
         again = client.fetch(STREAM, "drainextend", batch=1, expires=1.0)
         assert not again, f"round {i}: the message of a handler that finished came back"
+
+
+def test_a_close_from_inside_a_handler_lets_that_handler_finish(client):
+    """A handler that closes its own subscriber (stop after the message it
+    was waiting for, as Pub/Sub's callbacks cancel theirs): the drain waited
+    for running handlers, the calling one among them, so close blocked its
+    whole timeout and then nak'ed the message that handler had handled, which
+    came back (a message handled twice). close from a handler now starts the
+    close and returns; the drain lets that handler finish and acks it."""
+    for i in range(5):
+        client.publish(STREAM, "orders.closeinside", str(i).encode())
+    ready, took, handled = threading.Event(), [], []
+
+    def handler(m):
+        ready.wait(10)
+        if not handled:
+            handled.append(m.metadata.stream_seq)
+            t0 = time.monotonic()
+            sub.close(timeout=20)
+            took.append(time.monotonic() - t0)
+
+    sub = client.subscribe(STREAM, "closeinside", handler, max_messages=5, concurrency=1, on_error=lambda e: None)
+    ready.set()
+    assert sub.wait(30)
+    assert took and took[0] < 5, f"close inside the handler blocked {took}"
+    assert sub.stats.acked == 1 and sub.stats.settle_errors == 0, sub.stats
+    again = client.fetch(STREAM, "closeinside", batch=10, expires=1.0)
+    for m in again:
+        m.ack()
+    assert len(again) == 4 and handled[0] not in [m.metadata.stream_seq for m in again], (handled, again)
+
+
+def test_aio_close_from_inside_a_handler_lets_that_handler_finish(gateway):
+    async def main():
+        async with jetgate.aio.Client(gateway.grpc) as client:
+            for i in range(5):
+                await client.publish(STREAM, "orders.aiocloseinside", str(i).encode())
+            took, handled, box = [], [], []
+            ready = asyncio.Event()
+
+            async def handler(m):
+                await ready.wait()
+                if not handled:
+                    handled.append(m.metadata.stream_seq)
+                    t0 = time.monotonic()
+                    await box[0].close(timeout=20)
+                    took.append(time.monotonic() - t0)
+
+            sub = client.subscribe(STREAM, "aiocloseinside", handler, max_messages=5, concurrency=1, on_error=lambda e: None)
+            box.append(sub)
+            ready.set()
+            await asyncio.wait_for(sub.wait(), 30)
+            assert took and took[0] < 5, f"close inside the handler blocked {took}"
+            assert sub.stats.acked == 1 and sub.stats.settle_errors == 0, sub.stats
+            again = await client.fetch(STREAM, "aiocloseinside", batch=10, expires=1.0)
+            for m in again:
+                await m.ack()
+            assert len(again) == 4 and handled[0] not in [m.metadata.stream_seq for m in again], (handled, again)
+
+    asyncio.run(main())

@@ -27,6 +27,9 @@ export declare class Subscription implements MessageOwner {
      * then settles nothing). Handing back is closing the stream, whose
      * unsettled leases the gateway naks (or, for leases of a stream that broke
      * earlier, a confirmed Nak): nothing is left to wait for ack_wait.
+     * Called from one of this subscription's own handlers, it starts the close
+     * and resolves at once: the drain waits for that handler too, which could
+     * not finish while it awaited the drain. `closed` says when it is done.
      */
     close(opts?: CloseOptions): Promise<void>;
     /** @internal MessageOwner: every settle of a subscriber's message passes here. */

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { LeaseError, SettleError, fatalOnOpen, isFinal, reasonOf } from "./errors.js";
@@ -5,6 +6,9 @@ import { Message } from "./message.js";
 import { Sender } from "./sender.js";
 import { runInTraceContext } from "./trace.js";
 const settleDelayMs = 5;
+// The subscription whose handler runs in this async context: a close that a
+// handler awaits must not wait for that handler.
+const handlerScope = new AsyncLocalStorage();
 /**
  * Subscription runs a handler on a consumer's messages over Consume streams:
  * one, and after a stream breaks, the next at once with the room the
@@ -122,10 +126,17 @@ export class Subscription {
      * then settles nothing). Handing back is closing the stream, whose
      * unsettled leases the gateway naks (or, for leases of a stream that broke
      * earlier, a confirmed Nak): nothing is left to wait for ack_wait.
+     * Called from one of this subscription's own handlers, it starts the close
+     * and resolves at once: the drain waits for that handler too, which could
+     * not finish while it awaited the drain. `closed` says when it is done.
      */
     close(opts = {}) {
         if (!this.#closeDone) {
             this.#closeDone = this.#close(opts.mode ?? "drain", opts.timeout ?? 30_000);
+        }
+        if (handlerScope.getStore() === this) {
+            this.#closeDone.catch(() => undefined);
+            return Promise.resolve();
         }
         return this.#closeDone;
     }
@@ -359,7 +370,7 @@ export class Subscription {
         let op = "ack";
         let arg = "";
         try {
-            await runInTraceContext(e.msg.headers, () => this.#handler(e.msg));
+            await handlerScope.run(this, () => runInTraceContext(e.msg.headers, () => this.#handler(e.msg)));
         }
         catch (err) {
             this.#stats.handlerErrors++;

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { Code, ConnectError, type Client as RpcClient } from "@connectrpc/connect";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { ConsumerService, type Message as WireMessage } from "./gen/jetgate/v1/consumer_pb.js";
@@ -39,6 +40,10 @@ interface Entry {
 }
 
 const settleDelayMs = 5;
+
+// The subscription whose handler runs in this async context: a close that a
+// handler awaits must not wait for that handler.
+const handlerScope = new AsyncLocalStorage<Subscription>();
 
 /**
  * Subscription runs a handler on a consumer's messages over Consume streams:
@@ -161,10 +166,17 @@ export class Subscription implements MessageOwner {
    * then settles nothing). Handing back is closing the stream, whose
    * unsettled leases the gateway naks (or, for leases of a stream that broke
    * earlier, a confirmed Nak): nothing is left to wait for ack_wait.
+   * Called from one of this subscription's own handlers, it starts the close
+   * and resolves at once: the drain waits for that handler too, which could
+   * not finish while it awaited the drain. `closed` says when it is done.
    */
   close(opts: CloseOptions = {}): Promise<void> {
     if (!this.#closeDone) {
       this.#closeDone = this.#close(opts.mode ?? "drain", opts.timeout ?? 30_000);
+    }
+    if (handlerScope.getStore() === this) {
+      this.#closeDone.catch(() => undefined);
+      return Promise.resolve();
     }
     return this.#closeDone;
   }
@@ -401,7 +413,7 @@ export class Subscription implements MessageOwner {
     let op: Exclude<Op, "extend"> = "ack";
     let arg: string | number = "";
     try {
-      await runInTraceContext(e.msg.headers, () => this.#handler(e.msg));
+      await handlerScope.run(this, () => runInTraceContext(e.msg.headers, () => this.#handler(e.msg)));
     } catch (err) {
       this.#stats.handlerErrors++;
       this.#onError(err, e.msg);

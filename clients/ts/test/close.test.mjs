@@ -58,3 +58,47 @@ test("drain lands the ack of a handler that returned while its lease's extend wa
     assert.equal(again.length, 0, `round ${i}: the message of a handler that finished came back`);
   }
 });
+
+// A handler that closes its own subscription (stop after the message it was
+// waiting for) and awaits it: the drain waited for every running handler,
+// the calling one among them, so close hung its whole timeout and then
+// handed back the message that handler had handled, which came back (a
+// message handled twice). Called from a handler, close starts the close and
+// resolves; the drain lets that handler finish and acks its message.
+test("close awaited inside a handler lets that handler finish and acks its message", async (t) => {
+  const g = await startJetgate([{ name: "inside", ackWait: "30s" }], t);
+  const client = new Client({ address: g.grpc });
+  t.after(() => client.close());
+  await publishN(client, "inside", 5);
+  let handled;
+  let took;
+  let sub;
+  let ready;
+  const subscribed = new Promise((r) => (ready = r));
+  sub = client.subscribe("TEST", "inside", async (m) => {
+    await subscribed;
+    if (handled === undefined) {
+      handled = m.metadata.streamSeq;
+      const t0 = Date.now();
+      await sub.close({ timeout: 20_000 });
+      took = Date.now() - t0;
+    }
+  }, { maxMessages: 5, concurrency: 1, onError: () => undefined });
+  ready();
+  await waitFor(() => took !== undefined, 30_000, "close inside the handler to resolve");
+  assert.ok(took < 5_000, `close inside the handler took ${took}ms`);
+  await sub.close();
+  assert.equal(sub.stats.acked, 1, JSON.stringify(sub.stats));
+  assert.equal(sub.stats.settleFailures, 0, JSON.stringify(sub.stats));
+  const again = [];
+  while (again.length < 4) {
+    const ms = await client.fetch("TEST", "inside", { batch: 10, expires: 2_000 });
+    if (ms.length === 0) break;
+    for (const m of ms) {
+      again.push(m.metadata.streamSeq);
+      await m.ack();
+    }
+  }
+  assert.equal(again.length, 4, `came back: ${again}`);
+  assert.ok(!again.includes(handled), `the handled message #${handled} came back: ${again}`);
+});

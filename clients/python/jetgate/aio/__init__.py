@@ -227,7 +227,10 @@ class Subscriber:
 
     async def close(self, mode: str = "drain", timeout: float = 30.0) -> None:
         """As jetgate.Subscriber.close; handlers still running after it
-        returns are cancelled in nak mode and cannot settle any more."""
+        returns are cancelled in nak mode and cannot settle any more. Awaited
+        in one of its own handlers, it starts the close and returns at once
+        (the drain then waits for that handler too); wait() says when it is
+        done."""
         await self._engine.close(mode, timeout)
 
     async def wait(self) -> None:
