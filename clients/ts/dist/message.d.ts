@@ -15,6 +15,11 @@ export interface NakOptions {
     /** Redeliver no sooner than this many milliseconds from now (default 0). */
     delay?: number;
 }
+/** Options of Message.term. */
+export interface TermOptions {
+    /** Why the message is ended (dead letters carry it as Jetgate-Dead-Term-Reason). */
+    reason?: string;
+}
 /** Options of Message.extend. */
 export interface ExtendOptions {
     /**
@@ -53,10 +58,19 @@ export declare class Message {
     get leaseDeadline(): Date;
     /** ack acknowledges the message: it is done. */
     ack(): Promise<void>;
-    /** nak hands the message back for redelivery, after opts.delay ms. */
+    /**
+     * nak hands the message back for redelivery, after opts.delay ms. An
+     * argument of another shape (`nak(2000)`) or a delay that is not a
+     * number rejects with a RangeError, nothing sent: bent into a nak without
+     * delay, it would burn a delivery at once.
+     */
     nak(opts?: NakOptions): Promise<void>;
-    /** term ends the message for good (dead-lettered where configured). */
-    term(reason?: string): Promise<void>;
+    /**
+     * term ends the message for good (dead-lettered where configured), with a
+     * reason: a string, or options ({ reason }) as DESIGN gives the optional
+     * arguments. Anything else rejects with a RangeError, nothing sent.
+     */
+    term(reason?: string | TermOptions): Promise<void>;
     /**
      * extend restarts the lease's clock: for one ack_wait, or for
      * opts.duration ms (see ExtendOptions). It resolves with the new deadline;

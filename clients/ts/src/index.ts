@@ -10,7 +10,7 @@ export type {
 } from "./info.js";
 export type { SeekTarget, ConsumerConfigInput } from "./admin.js";
 export { Message } from "./message.js";
-export type { Metadata, NakOptions, ExtendOptions } from "./message.js";
+export type { Metadata, NakOptions, TermOptions, ExtendOptions } from "./message.js";
 export { Subscription } from "./subscriber.js";
 export type { Handler, SubscribeOptions, CloseOptions, SubscriptionStats } from "./subscriber.js";
 export { SettleError, FinalError, LeaseError, reasonOf } from "./errors.js";

@@ -21,6 +21,12 @@ export interface NakOptions {
   delay?: number;
 }
 
+/** Options of Message.term. */
+export interface TermOptions {
+  /** Why the message is ended (dead letters carry it as Jetgate-Dead-Term-Reason). */
+  reason?: string;
+}
+
 /** Options of Message.extend. */
 export interface ExtendOptions {
   /**
@@ -103,14 +109,34 @@ export class Message {
     return this.#settle("ack", "");
   }
 
-  /** nak hands the message back for redelivery, after opts.delay ms. */
+  /**
+   * nak hands the message back for redelivery, after opts.delay ms. An
+   * argument of another shape (`nak(2000)`) or a delay that is not a
+   * number rejects with a RangeError, nothing sent: bent into a nak without
+   * delay, it would burn a delivery at once.
+   */
   nak(opts: NakOptions = {}): Promise<void> {
-    return this.#settle("nak", Math.max(0, Math.round(opts.delay ?? 0)));
+    if (typeof opts !== "object" || opts === null) {
+      return Promise.reject(new RangeError(`nak takes options ({ delay: ms }), not ${String(opts)}`));
+    }
+    const d = opts.delay ?? 0;
+    if (typeof d !== "number" || !Number.isFinite(d)) {
+      return Promise.reject(new RangeError(`nak: delay ${String(d)} is not a number of milliseconds`));
+    }
+    return this.#settle("nak", Math.max(0, Math.round(d)));
   }
 
-  /** term ends the message for good (dead-lettered where configured). */
-  term(reason = ""): Promise<void> {
-    return this.#settle("term", reason);
+  /**
+   * term ends the message for good (dead-lettered where configured), with a
+   * reason: a string, or options ({ reason }) as DESIGN gives the optional
+   * arguments. Anything else rejects with a RangeError, nothing sent.
+   */
+  term(reason: string | TermOptions = ""): Promise<void> {
+    const r = typeof reason === "object" && reason !== null ? reason.reason ?? "" : reason;
+    if (typeof r !== "string") {
+      return Promise.reject(new RangeError(`term takes a reason (a string, or { reason }), not ${String(r)}`));
+    }
+    return this.#settle("term", r);
   }
 
   /**
@@ -125,7 +151,9 @@ export class Message {
     if (d !== undefined && !Number.isFinite(d)) {
       return Promise.reject(new RangeError(`extend: duration ${d} is not a number of milliseconds`));
     }
-    if (d !== undefined && Math.round(d) === 0) {
+    // Only 0 gives the message back: a duration that rounds to 0 (0.4, -0.4)
+    // goes as asked, for the gateway to refuse (under 1ms, or negative).
+    if (d === 0) {
       return this.#settle("nak", 0, () => this.#sender.send(this.metadata.stream, this.metadata.consumer, "extend", this.#token, this.#deadline.getTime(), 0))
         .then(() => this.#deadline);
     }
@@ -134,7 +162,7 @@ export class Message {
     }
     return this.#enqueue(async () => {
       const gen = this.#gen;
-      const arg = d === undefined ? "" : Math.round(d);
+      const arg = d === undefined ? "" : Math.abs(d) < 1 ? d : Math.round(d);
       const e = await this.#sender.send(this.metadata.stream, this.metadata.consumer, "extend", this.#token, this.#deadline.getTime(), arg);
       if (e && gen === this.#gen) {
         this.#token = e.token;
