@@ -7,6 +7,7 @@ import asyncio
 import collections
 import concurrent.futures
 import dataclasses
+import inspect
 import queue
 import threading
 from typing import Any, Callable, Optional
@@ -23,6 +24,11 @@ from jetgate.v1 import consumer_pb2_grpc
 DEFAULT_THREADS = 10  # handler threads when concurrency is None (at most max_messages), as Pub/Sub has
 
 
+def _is_async(handler: Any) -> bool:
+    """Whether handler (a function, or an object with __call__) is a coroutine function."""
+    return inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(getattr(handler, "__call__", None))
+
+
 class Subscriber:
     """Runs a blocking handler on a consumer's messages; see Client.subscribe."""
 
@@ -37,6 +43,11 @@ class Subscriber:
         concurrency: Optional[int],
         opts: dict,
     ) -> None:
+        if _is_async(handler):
+            raise TypeError(
+                f"handler {handler!r} is a coroutine function: the blocking subscriber calls handlers on threads "
+                "and would ack what it returns unrun; subscribe with jetgate.aio.Client for coroutines"
+            )
         self._opts = Options(**opts)
         self._concurrency = min(self._opts.max_messages, DEFAULT_THREADS) if concurrency is None else concurrency
         self._handler = handler
@@ -116,7 +127,16 @@ class Subscriber:
                 return
             msg, fut = item
             try:
-                out = (_trace.call(self._handler, msg), None)
+                r = _trace.call(self._handler, msg)
+                if inspect.isawaitable(r):
+                    # Unawaited, its work never ran: a failure, not an ack.
+                    if inspect.iscoroutine(r):
+                        r.close()
+                    raise TypeError(
+                        "the handler returned an awaitable, which the blocking subscriber cannot await: "
+                        "subscribe with jetgate.aio.Client for coroutines"
+                    )
+                out = (r, None)
             except BaseException as e:  # the engine decides what a failure means
                 out = (None, e)
             self._results.append((fut, out))

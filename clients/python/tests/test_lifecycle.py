@@ -304,3 +304,32 @@ def test_aio_close_from_inside_a_handler_lets_that_handler_finish(gateway):
             assert len(again) == 4 and handled[0] not in [m.metadata.stream_seq for m in again], (handled, again)
 
     asyncio.run(main())
+
+
+def test_a_coroutine_handler_on_the_blocking_subscriber_acks_nothing_unrun(client):
+    """An async def handler given to the blocking client (jetgate.aio's is
+    the one for coroutines): each call returned a coroutine that nothing
+    awaited, so the subscriber acked every message without running the
+    handler's body (messages lost). subscribe now refuses a coroutine
+    function, and a handler that returns an awaitable anyway fails: its
+    message is nak'ed, not acked."""
+    ran = []
+
+    async def handler(m):
+        ran.append(m.data)
+
+    with pytest.raises(TypeError, match="jetgate.aio"):
+        client.subscribe(STREAM, "asynchandler", handler)
+
+    client.publish(STREAM, "orders.asynchandler", b"work")
+    errors = []
+    sub = client.subscribe(STREAM, "asynchandler", lambda m: handler(m), on_error=errors.append, nak_delay=0.0)
+    try:
+        wait_for(lambda: sub.stats.handler_errors >= 1, 10, "the handler's failure")
+    finally:
+        sub.close(mode="nak")
+    assert sub.stats.acked == 0, sub.stats
+    assert isinstance(errors[0], jetgate.HandlerError) and isinstance(errors[0].__cause__, TypeError), errors
+    back = client.fetch(STREAM, "asynchandler", expires=2.0)
+    assert [m.data for m in back] == [b"work"], "the message was acked without its handler running"
+    back[0].ack()
