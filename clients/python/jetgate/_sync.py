@@ -198,12 +198,16 @@ class Subscriber:
         nak'ed; nak: everything held is nak'ed at once. Either way it returns
         once the gateway has confirmed the naks, so nothing waits for ack_wait.
         Handlers still running after it returns cannot settle any more.
-        Called from one of its own handlers, it starts the close and returns
-        at once (the drain then waits for that handler too); wait() says when
-        it is done. A second close waits for the first."""
+        Called from one of its own handlers or from on_error, it starts the
+        close and returns at once (the drain then waits for that handler
+        too); wait() says when it is done. A second close waits for the
+        first."""
         if mode not in ("drain", "nak"):
             raise ValueError(f"close mode must be 'drain' or 'nak', not {mode!r}")
-        in_handler = threading.current_thread() in self._workers
+        me = threading.current_thread()
+        # From a handler, or from on_error (which runs on the loop's own
+        # thread): the close is started, not waited for.
+        in_handler = me in self._workers or me is self._thread
         if not self._closed:
             self._closed = True
             self._engine.stop_dispatch()  # no handler starts after close, even before the loop runs it
@@ -217,7 +221,9 @@ class Subscriber:
         if in_handler or self._close_fut is None:
             # A handler closing its own subscriber: the drain waits for this
             # handler, so waiting here would hold both until the timeout and
-            # then nak the message it handled. wait() says when it is done.
+            # then nak the message it handled. On the loop's thread (on_error)
+            # waiting would block the very loop that runs the close. wait()
+            # says when it is done.
             return
         # close bounds each of its waits; the margin is for a stalled loop.
         try:

@@ -333,3 +333,35 @@ def test_a_coroutine_handler_on_the_blocking_subscriber_acks_nothing_unrun(clien
     back = client.fetch(STREAM, "asynchandler", expires=2.0)
     assert [m.data for m in back] == [b"work"], "the message was acked without its handler running"
     back[0].ack()
+
+
+def test_a_close_from_on_error_does_not_hang_the_subscriber(client):
+    """on_error runs on the blocking subscriber's own event loop thread; an
+    on_error that closed the subscriber (stop at the first failure) blocked
+    that thread waiting for a close only it could run: the subscriber hung
+    (no extends, no settles, wait() never returned), and after timeout + 60s
+    close tried to join its own thread. close from there now starts the
+    close and returns."""
+    client.publish(STREAM, "orders.closeonerror", b"bad")
+    ready, seen = threading.Event(), []
+
+    def on_error(e):
+        t0 = time.monotonic()
+        try:
+            sub.close(timeout=5)
+            seen.append(time.monotonic() - t0)
+        except Exception as x:  # noqa: BLE001 - what the test looks for
+            seen.append(x)
+
+    def handler(m):
+        ready.wait(10)
+        raise RuntimeError("boom")
+
+    sub = client.subscribe(STREAM, "closeonerror", handler, on_error=on_error)
+    ready.set()
+    assert sub.wait(15), f"the subscriber hung after on_error closed it: {seen}"
+    assert len(seen) == 1 and isinstance(seen[0], float) and seen[0] < 2, seen
+    assert sub.stats.naked == 1 and sub.stats.acked == 0, sub.stats
+    back = client.fetch(STREAM, "closeonerror", expires=3.0)
+    assert [m.data for m in back] == [b"bad"]
+    back[0].ack()
