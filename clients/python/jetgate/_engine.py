@@ -20,6 +20,11 @@ from jetgate._streams import Streams
 log = logging.getLogger("jetgate")
 
 FAIL_CLOSE_TIMEOUT = 30.0  # seconds a subscriber that failed gives its close
+# A handler's settle refused because its lease was void (its stream broke and
+# the gateway nak'ed what that stream held) is kept this long (seconds) for
+# the message's redelivery, which takes it instead of running again.
+OUTCOME_KEEP = 60.0
+VOID_LEASE = ("LEASE_EXPIRED", "LEASE_SETTLED")
 
 
 class Engine:
@@ -80,6 +85,9 @@ class Engine:
         self._keeper: Optional[asyncio.Task] = None
         self._keeper_stop = False
         self._close_task: Optional[asyncio.Task] = None
+        # By stream sequence: the outcome of a handler whose settle the
+        # gateway refused for a void lease, until its redelivery comes.
+        self._outcomes: dict[int, tuple[tuple[str, Any], float, SettleError]] = {}
         self.cancel_on_nak = False  # asyncio: a nak close cancels the handlers still running
         self.failure: Optional[Error] = None  # the error that stopped the subscriber, if one did
         self.stopped = asyncio.Event()  # set once close has finished
@@ -151,6 +159,10 @@ class Engine:
         if naks:
             await asyncio.gather(*naks, return_exceptions=True)
         await self._batcher.flush_all()
+        for _, _, err in self._outcomes.values():  # their redeliveries never came
+            self.stats.settle_errors += 1
+            self._report(err)
+        self._outcomes.clear()
         # Loops stop by a flag, not by cancel: asyncio.wait_for (3.11) can
         # swallow a cancel that meets the event it waits for.
         self._keeper_stop = True
@@ -206,7 +218,11 @@ class Engine:
                 self._release(prev)
             h.msg = self._make_msg(h, pb)
             self._by_seq[h.seq] = h
-            self._queue.append(h)
+            kept = self._outcomes.pop(h.seq, None)
+            if kept is not None:  # its handler ran and finished on a void lease
+                self._spawn(self._settle_kept(h, kept[0]))
+            else:
+                self._queue.append(h)
         self._keeper_wake.set()
         self._pump()
 
@@ -305,13 +321,41 @@ class Engine:
         try:
             await self.settle(h, op[0], op[1], explicit=False)
         except SettleError as e:
-            self.stats.settle_errors += 1
-            self._report(e)
+            if not self._keep_outcome(h, op, e):
+                self.stats.settle_errors += 1
+                self._report(e)
         finally:
             self._settling -= 1
             if self._settling == 0:
                 self._settled.set()
             await self._answer_successor(h)
+            self._release(h)
+
+    def _keep_outcome(self, h: Held, op: tuple[str, Any], err: SettleError) -> bool:
+        """Keeps the outcome of h's handler for its message's redelivery
+        when the gateway refused its settle for a void lease: the stream it
+        came on broke and the gateway nak'ed it, and the redelivery comes on
+        the next stream only once there is room, often after this refusal.
+        Reported as a settle error only if no redelivery comes in time."""
+        if err.reason not in VOID_LEASE or h.let_go or h.closed or self._closed or op[0] not in ("ack", "nak", "term"):
+            return False
+        old = self._outcomes.pop(h.seq, None)
+        if old is not None:
+            self.stats.settle_errors += 1
+            self._report(old[2])
+        self._outcomes[h.seq] = (op, time.monotonic() + OUTCOME_KEEP, err)
+        self._keeper_wake.set()
+        return True
+
+    async def _settle_kept(self, h: Held, op: tuple[str, Any]) -> None:
+        """Settles a redelivery with the outcome kept for its message."""
+        self.stats.merged += 1
+        try:
+            await self._settle_locked(h, op[0], op[1])
+        except SettleError as e:
+            self.stats.settle_errors += 1
+            self._report(e)
+        finally:
             self._release(h)
 
     def _cancelled(self) -> bool:
@@ -430,6 +474,11 @@ class Engine:
         while not self._keeper_stop:
             now = time.monotonic()
             next_at = now + 1.0
+            for seq, (_, until, err) in list(self._outcomes.items()):
+                if now >= until:  # its redelivery did not come
+                    del self._outcomes[seq]
+                    self.stats.settle_errors += 1
+                    self._report(err)
             for h in list(self._leases):
                 if h.extending or h.finished or h.let_go or h.outcome is not None:
                     continue

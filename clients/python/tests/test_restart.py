@@ -112,3 +112,149 @@ def test_a_subscriber_tries_a_gateway_away_within_its_backoff():
         away.close()
     assert max(gaps()) < 8, [round(g, 1) for g in gaps()]
     assert len(tries) >= 8, [round(g, 1) for g in gaps()]
+
+
+class Proxy:
+    """A TCP relay to the gateway whose connections break() cuts while the
+    gateway stays up: a proxy's or load balancer's reset."""
+
+    def __init__(self, target: str) -> None:
+        host, port = target.rsplit(":", 1)
+        self._target = (host, int(port))
+        self._srv = socket.create_server(("127.0.0.1", 0))
+        self.address = f"127.0.0.1:{self._srv.getsockname()[1]}"
+        self._socks: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                down, _ = self._srv.accept()
+            except OSError:
+                return
+            try:
+                up = socket.create_connection(self._target)
+            except OSError:
+                down.close()
+                continue
+            with self._lock:
+                self._socks |= {down, up}
+            for a, b in ((down, up), (up, down)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    def _pipe(self, a: socket.socket, b: socket.socket) -> None:
+        try:
+            while True:
+                data = a.recv(65536)
+                if not data:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def cut(self) -> None:
+        with self._lock:
+            socks, self._socks = self._socks, set()
+        for s in socks:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def close(self) -> None:
+        self._srv.close()
+        self.cut()
+
+
+def _leases_given_back(client, consumer):
+    return all(h.leases == 0 for h in client.list_leases(STREAM, consumer).holders)
+
+
+def test_a_stream_broken_under_running_handlers_acks_their_redeliveries_with_their_outcome(gateway, client):
+    """A stream that breaks while jetgate stays up: jetgate naks what the
+    stream held, so the handlers still running hold void leases. Each
+    message's redelivery came on the next stream only once its handler's ack
+    had been refused (the room was the handler's), and ran again: every
+    message handled twice, 5 settle_errors LEASE_SETTLED. The redelivery now
+    takes its handler's outcome."""
+    n = 5
+    for i in range(n):
+        client.publish(STREAM, "orders.blip", str(i).encode())
+    proxy = Proxy(gateway.grpc)
+    via = jetgate.Client(proxy.address)
+    gate, lock = threading.Event(), threading.Lock()
+    runs: dict[int, int] = {}
+
+    def handler(m):
+        with lock:
+            runs[m.metadata.stream_seq] = runs.get(m.metadata.stream_seq, 0) + 1
+        gate.wait(30)
+
+    sub = via.subscribe(STREAM, "blip", handler, max_messages=n, on_error=lambda e: None)
+    try:
+        wait_for(lambda: len(runs) == n, 10, "every handler running")
+        proxy.cut()
+        wait_for(lambda: _leases_given_back(client, "blip"), 15, "jetgate to give back the broken stream's leases")
+        gate.set()
+        wait_for(lambda: sub.stats.acked >= n, 15, "every message acked")
+    finally:
+        gate.set()
+        sub.close()
+        via.close()
+        proxy.close()
+    assert sorted(runs.values()) == [1] * n, f"a message ran twice: {runs}"
+    assert sub.stats.settle_errors == 0, sub.stats
+    assert client.fetch(STREAM, "blip", batch=n, expires=1.0) == [], "handled messages came back"
+
+
+def test_aio_a_stream_broken_under_running_handlers_acks_their_redeliveries(gateway, client):
+    import asyncio
+
+    import jetgate.aio
+
+    n = 5
+    for i in range(n):
+        client.publish(STREAM, "orders.aioblip", str(i).encode())
+    proxy = Proxy(gateway.grpc)
+    runs: dict[int, int] = {}
+
+    async def main():
+        gate = asyncio.Event()
+
+        async def handler(m):
+            runs[m.metadata.stream_seq] = runs.get(m.metadata.stream_seq, 0) + 1
+            await gate.wait()
+
+        async with jetgate.aio.Client(proxy.address) as via:
+            sub = via.subscribe(STREAM, "aioblip", handler, max_messages=n, on_error=lambda e: None)
+            try:
+                while len(runs) < n:
+                    await asyncio.sleep(0.02)
+                proxy.cut()
+                for _ in range(300):
+                    if await asyncio.to_thread(_leases_given_back, client, "aioblip"):
+                        break
+                    await asyncio.sleep(0.05)
+                gate.set()
+                for _ in range(300):
+                    if sub.stats.acked >= n:
+                        break
+                    await asyncio.sleep(0.05)
+            finally:
+                gate.set()
+                await sub.close()
+            return sub.stats
+
+    stats = asyncio.run(main())
+    proxy.close()
+    assert sorted(runs.values()) == [1] * n, f"a message ran twice: {runs}"
+    assert stats.settle_errors == 0 and stats.acked >= n, stats
+    assert client.fetch(STREAM, "aioblip", batch=n, expires=1.0) == [], "handled messages came back"

@@ -35,7 +35,7 @@ export interface ExtendOptions {
     duration?: number;
 }
 export interface MessageOwner {
-    settling(m: Message, op: Op, done: Promise<void>): void;
+    settling(m: Message, op: Op, done: Promise<void>, arg: string | number): void;
 }
 /**
  * Message is one leased delivery. ack, nak, term and extend resolve once the

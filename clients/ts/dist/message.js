@@ -164,7 +164,7 @@ export class Message {
             await this.#sender.send(this.metadata.stream, this.metadata.consumer, op, this.#token, this.#deadline.getTime(), arg);
         });
         this.#settled = { op, arg, done };
-        this.#owner?.settling(this, op, done);
+        this.#owner?.settling(this, op, done, arg);
         done.catch(() => {
             if (this.#settled?.done === done) {
                 this.#settled = undefined; // failed: a retry sends again

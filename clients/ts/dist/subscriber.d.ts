@@ -33,5 +33,5 @@ export declare class Subscription implements MessageOwner {
      */
     close(opts?: CloseOptions): Promise<void>;
     /** @internal MessageOwner: every settle of a subscriber's message passes here. */
-    settling(m: Message, op: Op, done: Promise<void>): void;
+    settling(m: Message, op: Op, done: Promise<void>, arg: string | number): void;
 }

@@ -6,6 +6,8 @@ import { Message } from "./message.js";
 import { Sender } from "./sender.js";
 import { runInTraceContext } from "./trace.js";
 const settleDelayMs = 5;
+// How long a refused handler's outcome waits for its message's redelivery.
+const outcomeKeepMs = 60_000;
 // The subscription whose handler runs in this async context: a close that a
 // handler awaits must not wait for that handler.
 const handlerScope = new AsyncLocalStorage();
@@ -44,6 +46,9 @@ export class Subscription {
     #extendTimer;
     #extendAt = Infinity;
     #waiters = new Set();
+    // Outcomes of handlers whose settle jetgate refused for a void lease (their
+    // stream broke), by stream sequence, for the redelivery not here yet.
+    #outcomes = new Map();
     #loop;
     #error;
     #stats = {
@@ -174,6 +179,11 @@ export class Subscription {
             this.#unhold(e);
         }
         await Promise.allSettled(naks.map((e) => e.msg.settleBy("nak", 0)));
+        for (const o of this.#outcomes.values()) {
+            clearTimeout(o.timer);
+            o.report(); // its redelivery never came
+        }
+        this.#outcomes.clear();
         clearTimeout(this.#extendTimer);
         this.#extendTimer = undefined;
     }
@@ -348,7 +358,13 @@ export class Subscription {
             }
             else {
                 this.#entries.set(seq, e);
-                this.#queue.push(e);
+                const o = this.#outcome(seq);
+                if (o) {
+                    this.#settleFor(e, o.op, o.arg); // its handler ran and finished on the void lease
+                }
+                else {
+                    this.#queue.push(e);
+                }
             }
         }
         this.#dispatch();
@@ -396,7 +412,7 @@ export class Subscription {
         this.#notify();
     }
     /** @internal MessageOwner: every settle of a subscriber's message passes here. */
-    settling(m, op, done) {
+    settling(m, op, done, arg) {
         const e = this.#byMsg.get(m);
         if (!e) {
             return;
@@ -409,14 +425,67 @@ export class Subscription {
             else if (op === "term")
                 this.#stats.termed++;
         }, (err) => {
-            this.#stats.settleFailures++;
-            this.#onError(err, m);
+            if (op !== "extend" && this.#takeOver(e, op, arg, err)) {
+                return;
+            }
+            this.#failed(err, m);
         }).finally(() => {
             e.settleDone = true;
             this.#unhold(e);
             this.#retire(e);
+            this.#dispatch(); // a redelivery behind it may run now
             this.#notify();
         });
+    }
+    // takeOver gives a finished handler's outcome to the redelivery of its
+    // message, when jetgate refused the handler's settle because its lease was
+    // void: the stream it came on broke, and jetgate nak'ed what that stream
+    // held. The redelivery comes on the next stream only once there is room,
+    // so it is often behind the finished handler, or not here yet: then the
+    // outcome waits for it, and the failure is reported only if none comes
+    // within outcomeKeepMs (or before close). It reports whether it took the
+    // failure.
+    #takeOver(e, op, arg, err) {
+        if (e.letGo || e.state !== "finished" || this.#givenBack || !(err instanceof SettleError) ||
+            (err.reason !== "LEASE_EXPIRED" && err.reason !== "LEASE_SETTLED")) {
+            return false;
+        }
+        const next = this.#blocked.get(e.seq)?.find((b) => b.state === "waiting" && b.held && !b.msg.settleAsked);
+        if (next) {
+            this.#settleFor(next, op, arg);
+            return true;
+        }
+        const kept = { op, arg, report: () => this.#failed(err, e.msg), timer: undefined };
+        kept.timer = setTimeout(() => {
+            if (this.#outcomes.get(e.seq) === kept) {
+                this.#outcomes.delete(e.seq);
+                kept.report();
+            }
+        }, outcomeKeepMs);
+        kept.timer.unref();
+        this.#outcomes.get(e.seq)?.report(); // an older one's redelivery did not come
+        this.#outcomes.set(e.seq, kept);
+        return true;
+    }
+    #failed(err, m) {
+        this.#stats.settleFailures++;
+        this.#onError(err, m);
+    }
+    // settleFor settles a redelivery with the outcome of the handler that ran
+    // its message, instead of running it again.
+    #settleFor(e, op, arg) {
+        e.state = "finished"; // never dispatched
+        this.#stats.adopted++;
+        e.msg.settleBy(op, arg).catch(() => undefined); // reported through settling
+    }
+    // outcome takes the outcome kept for a redelivery of seq, if one is.
+    #outcome(seq) {
+        const o = this.#outcomes.get(seq);
+        if (o) {
+            clearTimeout(o.timer);
+            this.#outcomes.delete(seq);
+        }
+        return o;
     }
     #hold(e) {
         if (!e.held) {

@@ -45,7 +45,7 @@ export interface ExtendOptions {
 // owner is told of every settle a message's caller asks for (the subscriber
 // uses it to skip its own settle once the handler settled).
 export interface MessageOwner {
-  settling(m: Message, op: Op, done: Promise<void>): void;
+  settling(m: Message, op: Op, done: Promise<void>, arg: string | number): void;
 }
 
 /**
@@ -224,7 +224,7 @@ export class Message {
       await this.#sender.send(this.metadata.stream, this.metadata.consumer, op, this.#token, this.#deadline.getTime(), arg);
     });
     this.#settled = { op, arg, done };
-    this.#owner?.settling(this, op, done);
+    this.#owner?.settling(this, op, done, arg);
     done.catch(() => {
       if (this.#settled?.done === done) {
         this.#settled = undefined; // failed: a retry sends again

@@ -58,7 +58,7 @@ export interface SubscriptionStats {
   returned: number;
   /** Leases an extend could not keep (the gateway said it was gone). */
   leasesLost: number;
-  /** Redeliveries of a message still in hand, settled by the handler already running it. */
+  /** Redeliveries of a message still in hand, or whose handler finished on a void lease, settled with that handler's outcome. */
   adopted: number;
   reconnects: number;
   /** Now: messages and bytes held (in a handler or waiting for one), handlers running. */

@@ -39,7 +39,18 @@ interface Entry {
   retired: boolean;
 }
 
+// A handler's outcome kept for its message's redelivery, and how to report
+// its refused settle if none comes.
+interface Outcome {
+  op: Exclude<Op, "extend">;
+  arg: string | number;
+  report: () => void;
+  timer: NodeJS.Timeout | undefined;
+}
+
 const settleDelayMs = 5;
+// How long a refused handler's outcome waits for its message's redelivery.
+const outcomeKeepMs = 60_000;
 
 // The subscription whose handler runs in this async context: a close that a
 // handler awaits must not wait for that handler.
@@ -81,6 +92,9 @@ export class Subscription implements MessageOwner {
   #extendTimer: NodeJS.Timeout | undefined;
   #extendAt = Infinity;
   #waiters = new Set<() => void>();
+  // Outcomes of handlers whose settle jetgate refused for a void lease (their
+  // stream broke), by stream sequence, for the redelivery not here yet.
+  #outcomes = new Map<number, Outcome>();
   #loop: Promise<void>;
   #error: unknown;
   #stats: SubscriptionStats = {
@@ -214,6 +228,11 @@ export class Subscription implements MessageOwner {
       this.#unhold(e);
     }
     await Promise.allSettled(naks.map((e) => e.msg.settleBy("nak", 0)));
+    for (const o of this.#outcomes.values()) {
+      clearTimeout(o.timer);
+      o.report(); // its redelivery never came
+    }
+    this.#outcomes.clear();
     clearTimeout(this.#extendTimer);
     this.#extendTimer = undefined;
   }
@@ -389,7 +408,12 @@ export class Subscription implements MessageOwner {
         this.#blocked.set(seq, behind);
       } else {
         this.#entries.set(seq, e);
-        this.#queue.push(e);
+        const o = this.#outcome(seq);
+        if (o) {
+          this.#settleFor(e, o.op, o.arg); // its handler ran and finished on the void lease
+        } else {
+          this.#queue.push(e);
+        }
       }
     }
     this.#dispatch();
@@ -438,7 +462,7 @@ export class Subscription implements MessageOwner {
   }
 
   /** @internal MessageOwner: every settle of a subscriber's message passes here. */
-  settling(m: Message, op: Op, done: Promise<void>): void {
+  settling(m: Message, op: Op, done: Promise<void>, arg: string | number): void {
     const e = this.#byMsg.get(m);
     if (!e) {
       return;
@@ -448,14 +472,71 @@ export class Subscription implements MessageOwner {
       else if (op === "nak") this.#stats.naked++;
       else if (op === "term") this.#stats.termed++;
     }, (err: unknown) => {
-      this.#stats.settleFailures++;
-      this.#onError(err, m);
+      if (op !== "extend" && this.#takeOver(e, op, arg, err)) {
+        return;
+      }
+      this.#failed(err, m);
     }).finally(() => {
       e.settleDone = true;
       this.#unhold(e);
       this.#retire(e);
+      this.#dispatch(); // a redelivery behind it may run now
       this.#notify();
     });
+  }
+
+  // takeOver gives a finished handler's outcome to the redelivery of its
+  // message, when jetgate refused the handler's settle because its lease was
+  // void: the stream it came on broke, and jetgate nak'ed what that stream
+  // held. The redelivery comes on the next stream only once there is room,
+  // so it is often behind the finished handler, or not here yet: then the
+  // outcome waits for it, and the failure is reported only if none comes
+  // within outcomeKeepMs (or before close). It reports whether it took the
+  // failure.
+  #takeOver(e: Entry, op: Exclude<Op, "extend">, arg: string | number, err: unknown): boolean {
+    if (e.letGo || e.state !== "finished" || this.#givenBack || !(err instanceof SettleError) ||
+      (err.reason !== "LEASE_EXPIRED" && err.reason !== "LEASE_SETTLED")) {
+      return false;
+    }
+    const next = this.#blocked.get(e.seq)?.find((b) => b.state === "waiting" && b.held && !b.msg.settleAsked);
+    if (next) {
+      this.#settleFor(next, op, arg);
+      return true;
+    }
+    const kept: Outcome = { op, arg, report: () => this.#failed(err, e.msg), timer: undefined };
+    kept.timer = setTimeout(() => {
+      if (this.#outcomes.get(e.seq) === kept) {
+        this.#outcomes.delete(e.seq);
+        kept.report();
+      }
+    }, outcomeKeepMs);
+    kept.timer.unref();
+    this.#outcomes.get(e.seq)?.report(); // an older one's redelivery did not come
+    this.#outcomes.set(e.seq, kept);
+    return true;
+  }
+
+  #failed(err: unknown, m: Message): void {
+    this.#stats.settleFailures++;
+    this.#onError(err, m);
+  }
+
+  // settleFor settles a redelivery with the outcome of the handler that ran
+  // its message, instead of running it again.
+  #settleFor(e: Entry, op: Exclude<Op, "extend">, arg: string | number): void {
+    e.state = "finished"; // never dispatched
+    this.#stats.adopted++;
+    e.msg.settleBy(op, arg).catch(() => undefined); // reported through settling
+  }
+
+  // outcome takes the outcome kept for a redelivery of seq, if one is.
+  #outcome(seq: number): Outcome | undefined {
+    const o = this.#outcomes.get(seq);
+    if (o) {
+      clearTimeout(o.timer);
+      this.#outcomes.delete(seq);
+    }
+    return o;
   }
 
   #hold(e: Entry): void {

@@ -98,3 +98,69 @@ test("a stream that breaks is opened again at once, beside a handler still runni
   }
   assert.deepEqual(handled.sort(), ["long", "next"]);
 });
+
+// A stream that breaks while jetgate stays up (a proxy's or load balancer's
+// reset, a 503 on the way): jetgate naks the broken stream's leases, so the
+// handlers still running on them hold void tokens. Each message's redelivery
+// came on the next stream only once its handler had finished (the room was
+// theirs), after the handler's ack was refused LEASE_EXPIRED: it was not
+// taken over but parked behind the finished handler, never dispatched, and
+// handed back at close, to run again (every message handled twice). The
+// redelivery now takes its handler's outcome.
+test("a stream broken under running handlers, jetgate up, acks their redeliveries with their outcome", async (t) => {
+  const net = await import("node:net");
+  const g = await startJetgate([{ name: "blip", ackWait: "30s" }], t);
+  const [host, port] = g.grpc.split(":");
+  const sockets = new Set();
+  const proxy = net.createServer((down) => {
+    const up = net.connect(Number(port), host);
+    for (const s of [down, up]) {
+      sockets.add(s);
+      s.on("close", () => sockets.delete(s));
+      s.on("error", () => undefined);
+    }
+    down.pipe(up);
+    up.pipe(down);
+  });
+  await new Promise((r) => proxy.listen(0, "127.0.0.1", r));
+  t.after(() => proxy.close());
+  const client = new Client({ address: g.grpc });
+  const viaProxy = new Client({ address: `127.0.0.1:${proxy.address().port}` });
+  t.after(() => {
+    client.close();
+    viaProxy.close();
+  });
+  const n = 5;
+  await publishN(client, "blip", n);
+  let release;
+  const gate = new Promise((r) => (release = r));
+  const runs = new Map();
+  const sub = viaProxy.subscribe("TEST", "blip", async (m) => {
+    const seq = m.metadata.streamSeq;
+    runs.set(seq, (runs.get(seq) ?? 0) + 1);
+    await gate;
+  }, { maxMessages: n, onError: () => undefined });
+  try {
+    await waitFor(() => sub.stats.running === n, 10_000, "every handler running");
+    for (const s of sockets) {
+      s.destroy(); // the stream breaks; jetgate stays up and naks its leases
+    }
+    await waitFor(() => sub.stats.reconnects >= 1, 10_000, "the break noticed");
+    await waitFor(async () => {
+      const { holders } = await client.listLeases("TEST", "blip");
+      return holders.every((h) => h.leases === 0);
+    }, 15_000, "jetgate to give back the broken stream's leases");
+    release();
+    await waitFor(async () => {
+      const s = await state(client, "blip");
+      return s.numAckPending === 0 && s.numPending === 0;
+    }, 15_000, "every redelivery settled with its handler's outcome");
+  } finally {
+    release();
+    await sub.close();
+  }
+  assert.equal(sub.stats.settleFailures, 0, `a refused settle that the redelivery took was reported: ${JSON.stringify(sub.stats)}`);
+  assert.equal(sub.stats.adopted, n, JSON.stringify(sub.stats));
+  assert.deepEqual([...runs.values()], Array(n).fill(1), "a message ran twice");
+  assert.deepEqual(await client.fetch("TEST", "blip", { batch: n, expires: 1_000 }), [], "handled messages came back");
+});
