@@ -142,6 +142,12 @@ class Streams:
                 self._broke(c, err)
             self.changed()
 
+    def _too_large(self, c: Conn, x: StreamError) -> bool:
+        """Whether the stream ended on a message larger than max_bytes itself
+        (its window was the whole limit): no stream could ever take it."""
+        most = self._engine.opts.max_bytes
+        return x.reason == "MESSAGE_TOO_LARGE" and most is not None and (c.window_bytes or 0) >= most
+
     def _broke(self, c: Conn, err: Optional[BaseException]) -> None:
         e = self._engine
         if isinstance(err, grpc.RpcError):
@@ -157,7 +163,7 @@ class Streams:
             # it go already).
             if self.pin == c.pin:
                 self.pin = ""
-        elif not c.heard and x.code in FATAL_ON_OPEN:
+        elif not c.heard and x.code in FATAL_ON_OPEN or self._too_large(c, x):
             self._stopping = True  # no stream opens again
             e.fail(x)
             e._report(x)

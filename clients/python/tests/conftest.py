@@ -38,7 +38,7 @@ CONSUMERS = {
     "seek": "30s", "seektime": "30s", "seekfloor": "30s",
     "pinsub": "30s", "pinagain": "30s", "groups": "30s",
     "cancelled": "30s", "exits": "30s", "drainacks": "30s", "drainextend": "1s",
-    "closeinside": "30s", "aiocloseinside": "30s", "asynchandler": "30s", "closeonerror": "30s", "blip": "30s", "aioblip": "30s",
+    "closeinside": "30s", "aiocloseinside": "30s", "asynchandler": "30s", "closeonerror": "30s", "blip": "30s", "aioblip": "30s", "toolarge": "30s",
 }
 
 # Fields beyond ack_wait, max_ack_pending and the filter, by consumer.

@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 import jetgate
 from conftest import STREAM, wait_for
 
@@ -305,3 +307,23 @@ def test_max_messages_holds_while_handlers_outlast_ack_wait(client):
         sub.close()
     assert peak == [2, 2]
     assert sub.stats.received == 4 and sub.stats.extended >= 2
+
+
+def test_a_message_larger_than_max_bytes_stops_the_subscriber(client):
+    """A message larger than max_bytes can never be held: the gateway ended
+    every stream MESSAGE_TOO_LARGE, and the subscriber reconnected for ever
+    (8 reconnects in 8 s, a warning each), handling nothing behind it and
+    never saying so through wait(). It now stops with that error, as for
+    any error no retry can mend, and the message stays for a reader that
+    can take it."""
+    client.publish(STREAM, "orders.toolarge", b"x" * 2000)
+    sub = client.subscribe(STREAM, "toolarge", lambda m: None, max_bytes=1000, on_error=lambda e: None)
+    try:
+        with pytest.raises(jetgate.StreamError) as failed:
+            sub.wait(10)
+    finally:
+        sub.close()
+    assert failed.value.reason == "MESSAGE_TOO_LARGE", failed.value
+    assert sub.stats.reconnects == 0, sub.stats
+    [m] = client.fetch(STREAM, "toolarge", expires=2.0)
+    m.ack()

@@ -309,7 +309,10 @@ export class Subscription {
             }
             unpinned = true;
         }
-        if (!c.heard && !unpinned && fatalOnOpen(err) && !c.abort.signal.aborted) {
+        // A message larger than maxBytes itself (the stream's window was the
+        // whole limit): no stream could ever take it.
+        const tooLarge = reason === "MESSAGE_TOO_LARGE" && this.#o.maxBytes !== undefined && (c.windowBytes ?? 0) >= this.#o.maxBytes;
+        if ((tooLarge || (!c.heard && !unpinned && fatalOnOpen(err))) && !c.abort.signal.aborted) {
             this.#error = err;
             this.#onError(err);
             void this.close({ mode: "nak" });

@@ -3,7 +3,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Client, FinalError, LeaseError } from "../dist/index.js";
+import { Client, FinalError, LeaseError, reasonOf } from "../dist/index.js";
 import { startJetgate, waitFor, publishN, state } from "./harness.mjs";
 
 // work stands for a handler's own work of ms milliseconds (not a wait for
@@ -266,4 +266,24 @@ test("subscriber", async (t) => {
     }
     assert.deepEqual(acks.at(-1).tokens, extends_.at(-1).newTokens, "the ack used an old token");
   });
+});
+
+// A message larger than maxBytes can never be held: jetgate ended every
+// stream MESSAGE_TOO_LARGE and the subscription reconnected for ever (7
+// reconnects in 8 s), handling nothing behind it and never ending. It now
+// ends with that error, as for any error no retry can mend, and the message
+// stays for a reader that can take it.
+test("a message larger than maxBytes ends the subscription with MESSAGE_TOO_LARGE", async (t) => {
+  const g = await startJetgate([{ name: "toolarge", ackWait: "30s" }], t);
+  const client = new Client({ address: g.grpc });
+  t.after(() => client.close());
+  await client.publish("TEST", "test.toolarge", "x".repeat(2_000));
+  const sub = client.subscribe("TEST", "toolarge", async () => undefined, { maxBytes: 1_000, onError: () => undefined });
+  const ended = await Promise.race([sub.closed.then(() => true), new Promise((r) => setTimeout(() => r(false), 10_000))]);
+  await sub.close();
+  assert.ok(ended, `the subscription went on (${sub.stats.reconnects} reconnects)`);
+  assert.equal(reasonOf(sub.error).reason, "MESSAGE_TOO_LARGE");
+  const [m] = await client.fetch("TEST", "toolarge", { expires: 2_000 });
+  assert.ok(m, "the message is still there");
+  await m.ack();
 });
