@@ -120,10 +120,10 @@ export class Message {
       return Promise.reject(new RangeError(`nak takes options ({ delay: ms }), not ${String(opts)}`));
     }
     const d = opts.delay ?? 0;
-    if (typeof d !== "number" || !Number.isFinite(d)) {
-      return Promise.reject(new RangeError(`nak: delay ${String(d)} is not a number of milliseconds`));
+    if (typeof d !== "number" || !Number.isFinite(d) || d < 0) {
+      return Promise.reject(new RangeError(`nak: delay ${String(d)} is not a number of milliseconds, 0 or more`));
     }
-    return this.#settle("nak", Math.max(0, Math.round(d)));
+    return this.#settle("nak", Math.round(d));
   }
 
   /**

@@ -38,6 +38,7 @@ test("settle arguments", async (t) => {
     const [m] = await client.fetch("TEST", "nakshape", { expires: 2_000 });
     await assert.rejects(m.nak(2_000), RangeError);
     await assert.rejects(m.nak({ delay: Number.NaN }), RangeError);
+    await assert.rejects(m.nak({ delay: -5_000 }), RangeError); // the gateway refuses it; it was sent as 0
     await assert.rejects(m.term(42), RangeError);
     // Nothing was sent: the lease is still ours to settle another way.
     await m.nak({ delay: 2_000 });
