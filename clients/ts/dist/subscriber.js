@@ -10,6 +10,8 @@ const settleDelayMs = 5;
 const outcomeKeepMs = 60_000;
 // The subscription whose handler runs in this async context: a close that a
 // handler awaits must not wait for that handler.
+// (A timer or promise the handler left behind keeps the context after the
+// handler returned: running says whether it still runs.)
 const handlerScope = new AsyncLocalStorage();
 /**
  * Subscription runs a handler on a consumer's messages over Consume streams:
@@ -139,7 +141,8 @@ export class Subscription {
         if (!this.#closeDone) {
             this.#closeDone = this.#close(opts.mode ?? "drain", opts.timeout ?? 30_000);
         }
-        if (handlerScope.getStore() === this) {
+        const scope = handlerScope.getStore();
+        if (scope?.sub === this && scope.running) {
             this.#closeDone.catch(() => undefined);
             return Promise.resolve();
         }
@@ -389,7 +392,13 @@ export class Subscription {
         let op = "ack";
         let arg = "";
         try {
-            await handlerScope.run(this, () => runInTraceContext(e.msg.headers, () => this.#handler(e.msg)));
+            const scope = { sub: this, running: true };
+            try {
+                await handlerScope.run(scope, () => runInTraceContext(e.msg.headers, () => this.#handler(e.msg)));
+            }
+            finally {
+                scope.running = false;
+            }
         }
         catch (err) {
             this.#stats.handlerErrors++;

@@ -54,7 +54,9 @@ const outcomeKeepMs = 60_000;
 
 // The subscription whose handler runs in this async context: a close that a
 // handler awaits must not wait for that handler.
-const handlerScope = new AsyncLocalStorage<Subscription>();
+// (A timer or promise the handler left behind keeps the context after the
+// handler returned: running says whether it still runs.)
+const handlerScope = new AsyncLocalStorage<{ sub: Subscription; running: boolean }>();
 
 /**
  * Subscription runs a handler on a consumer's messages over Consume streams:
@@ -188,7 +190,8 @@ export class Subscription implements MessageOwner {
     if (!this.#closeDone) {
       this.#closeDone = this.#close(opts.mode ?? "drain", opts.timeout ?? 30_000);
     }
-    if (handlerScope.getStore() === this) {
+    const scope = handlerScope.getStore();
+    if (scope?.sub === this && scope.running) {
       this.#closeDone.catch(() => undefined);
       return Promise.resolve();
     }
@@ -440,7 +443,12 @@ export class Subscription implements MessageOwner {
     let op: Exclude<Op, "extend"> = "ack";
     let arg: string | number = "";
     try {
-      await handlerScope.run(this, () => runInTraceContext(e.msg.headers, () => this.#handler(e.msg)));
+      const scope = { sub: this as Subscription, running: true };
+      try {
+        await handlerScope.run(scope, () => runInTraceContext(e.msg.headers, () => this.#handler(e.msg)));
+      } finally {
+        scope.running = false;
+      }
     } catch (err) {
       this.#stats.handlerErrors++;
       this.#onError(err, e.msg);

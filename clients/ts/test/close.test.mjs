@@ -102,3 +102,21 @@ test("close awaited inside a handler lets that handler finish and acks its messa
   assert.equal(again.length, 4, `came back: ${again}`);
   assert.ok(!again.includes(handled), `the handled message #${handled} came back: ${again}`);
 });
+
+// The handler's context outlives it in what it left behind: a close from a
+// timer the handler set, run after the handler returned, waits as any other.
+test("close from a timer a finished handler left behind waits for the close", async (t) => {
+  const g = await startJetgate([{ name: "later", ackWait: "30s" }], t);
+  const client = new Client({ address: g.grpc });
+  t.after(() => client.close());
+  await publishN(client, "later", 1);
+  let closing;
+  const closed = new Promise((r) => (closing = r));
+  let ended = false;
+  const sub = client.subscribe("TEST", "later", async () => {
+    setTimeout(() => closing(sub.close().then(() => ended)), 50);
+  }, { maxMessages: 1, onError: () => undefined });
+  sub.closed.then(() => (ended = true));
+  assert.equal(await closed, true, "close resolved before the subscription had stopped");
+  assert.equal(sub.stats.acked, 1);
+});
