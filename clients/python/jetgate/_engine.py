@@ -53,8 +53,8 @@ class Engine:
         if not opts.nak_delay >= 0 or not opts.max_nak_delay >= opts.nak_delay:
             raise ValueError(
                 f"nak_delay must be 0 or more and max_nak_delay at least nak_delay (got {opts.nak_delay!r}, {opts.max_nak_delay!r})")
-        if opts.ack_batch < 1:
-            raise ValueError(f"ack_batch must be at least 1 (got {opts.ack_batch!r})")
+        if not 1 <= opts.ack_batch <= _ops.MAX_TOKENS:
+            raise ValueError(f"ack_batch must be from 1 to {_ops.MAX_TOKENS}, the gateway's most tokens a request (got {opts.ack_batch!r})")
         for name, most in (("min_pending", 2**63 - 1), ("min_ack_pending", 2**63 - 1), ("priority", 9)):
             v = getattr(opts, name)
             if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= most:

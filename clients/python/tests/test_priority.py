@@ -145,10 +145,11 @@ def test_a_pinned_subscriber_goes_on_once_its_consumer_is_pinned_no_more(replica
 
 
 @pytest.mark.parametrize("opts", [{"concurrency": 0}, {"concurrency": -2}, {"nak_delay": -1},
-                                  {"nak_delay": 10, "max_nak_delay": 5}, {"ack_batch": 0}])
+                                  {"nak_delay": 10, "max_nak_delay": 5}, {"ack_batch": 0}, {"ack_batch": 1001}])
 def test_subscriber_options_out_of_range_are_refused(client, opts):
     # A reviewer saw concurrency 0 taken for one handler and a negative
-    # nak_delay taken as it was.
+    # nak_delay taken as it was; an adopter saw ack_batch 5000 taken (the
+    # README: at most 1000) and cut to 1000 without a word.
     with pytest.raises(ValueError):
         client.subscribe(STREAM, "groups", lambda m: None, **opts)
 

@@ -79,7 +79,7 @@ export class Subscription {
         whole("maxMessages", opts.maxMessages, 1);
         whole("maxBytes", opts.maxBytes, 1);
         whole("concurrency", opts.concurrency, 1);
-        whole("ackBatch", opts.ackBatch, 1);
+        whole("ackBatch", opts.ackBatch, 1, 1000); // the gateway's most tokens a request
         whole("heartbeat", opts.heartbeat, 100, 300_000); // ms, the gateway's bounds
         whole("maxLease", opts.maxLease, 1);
         whole("retry.min", opts.retry?.min, 0);
