@@ -10,12 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
-	"mime"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -228,78 +225,6 @@ func probe(check func() error, yes, no string) http.HandlerFunc {
 
 // Close closes the connection to the gRPC server.
 func (g *REST) Close() error { return g.conn.Close() }
-
-// admitBody admits a request's body before anything decodes it. A POST, PUT or
-// PATCH whose Content-Type is not JSON is answered 415, body or no body: a
-// web page can send a cross-origin request without a CORS preflight only as
-// a "simple" one (text/plain, a form, or no Content-Type at all), and
-// refusing those keeps any page a browser opens from settling, fetching or
-// publishing through jetgate. A body larger than limit is answered 413; one
-// within it is read whole (requestBody). Requests that carry no body (GET)
-// pass.
-func admitBody(next http.Handler, limit int64) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.Method {
-		case http.MethodPost, http.MethodPut, http.MethodPatch:
-			if cts := r.Header.Values("Content-Type"); len(cts) != 1 || !isJSON(cts[0]) {
-				unsupportedMediaType(w, cts)
-				return
-			}
-		}
-		if r.ContentLength > limit {
-			tooLarge(w, limit)
-			return
-		}
-		if r.Body != nil && r.Body != http.NoBody {
-			b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-			if err != nil {
-				writeStatus(w, http.StatusBadRequest, status.New(codes.InvalidArgument, "could not read the request body"), "BODY_UNREADABLE")
-				return
-			}
-			if int64(len(b)) > limit {
-				tooLarge(w, limit)
-				return
-			}
-			r.Body = newRequestBody(b)
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// isJSON reports whether a Content-Type is JSON: application/json or
-// application/*+json, in UTF-8 (the only encoding protobuf's JSON reads:
-// charset absent or utf-8).
-func isJSON(contentType string) bool {
-	mt, params, err := mime.ParseMediaType(contentType)
-	if err != nil {
-		return false
-	}
-	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-		return false
-	}
-	sub, ok := strings.CutPrefix(mt, "application/")
-	return ok && (sub == "json" || (strings.HasSuffix(sub, "+json") && len(sub) > len("+json")))
-}
-
-func unsupportedMediaType(w http.ResponseWriter, got []string) {
-	var what string
-	switch len(got) {
-	case 0:
-		what = "the request has no Content-Type"
-	case 1:
-		what = fmt.Sprintf("Content-Type %q is not JSON in UTF-8", cut(got[0], 64))
-	default:
-		what = fmt.Sprintf("the request has %d Content-Type headers", len(got))
-	}
-	w.Header().Set("Accept", "application/json")
-	st := status.New(codes.InvalidArgument, what+"; send the body as JSON with Content-Type: application/json")
-	writeStatus(w, http.StatusUnsupportedMediaType, st, "UNSUPPORTED_MEDIA_TYPE")
-}
-
-func tooLarge(w http.ResponseWriter, limit int64) {
-	st := status.Newf(codes.InvalidArgument, "the request body is larger than %d bytes, the gateway's limits.max_body_bytes (--max-body-bytes)", limit)
-	writeStatus(w, http.StatusRequestEntityTooLarge, st, "BODY_TOO_LARGE")
-}
 
 // writeStatus writes st as grpc-gateway writes errors, with an ErrorInfo.
 func writeStatus(w http.ResponseWriter, code int, st *status.Status, reason string) {
