@@ -79,7 +79,7 @@ class Batcher:
         except asyncio.CancelledError:
             for _, f in batch:
                 if not f.done():
-                    f.set_result(SettleError("SUBSCRIBER_CLOSED", "the subscriber closed before the gateway answered"))
+                    f.set_result(SettleError("SUBSCRIBER_CLOSED", "the subscriber closed before the gateway answered", code="CANCELLED"))
             raise
 
     async def _once(self, op: str, arg: Any, tokens: list[str]) -> list[Any]:

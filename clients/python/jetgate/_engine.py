@@ -412,10 +412,10 @@ class Engine:
             op, arg = "nak", 0.0
         async with h.lock:
             if h.closed or self._closed and h.outcome is None:
-                raise SettleError("SUBSCRIBER_CLOSED", "the subscriber was closed and nak'ed the message", token=h.token)
+                raise SettleError("SUBSCRIBER_CLOSED", "the subscriber was closed and nak'ed the message", code="CANCELLED", token=h.token)
             if h.outcome is not None:
                 if explicit and h.outcome != (op, arg):
-                    raise SettleError("ALREADY_SETTLED", f"the message was already {h.outcome[0]}'ed", token=h.token)
+                    raise SettleError("ALREADY_SETTLED", f"the message was already {h.outcome[0]}'ed", code="FAILED_PRECONDITION", token=h.token)
                 return
             h.outcome = (op, arg)
             self._uncount(h)
@@ -460,7 +460,7 @@ class Engine:
         extends it one ack_wait at a time again, up to max_lease."""
         async with h.lock:
             if h.outcome is not None or h.closed:
-                raise SettleError("ALREADY_SETTLED", "the message is settled; there is no lease to extend", token=h.token)
+                raise SettleError("ALREADY_SETTLED", "the message is settled; there is no lease to extend", code="FAILED_PRECONDITION", token=h.token)
             r = await self._batcher.submit("extend", duration, h.token)
             if isinstance(r, SettleError):
                 raise r

@@ -19,7 +19,9 @@ class Error(Exception):
 class SettleError(Error):
     """A settle (ack, nak, term) or an extend of one message failed: reason is
     the per-token reason (LEASE_EXPIRED, LEASE_SETTLED, ...), or the RPC's
-    when the whole request failed, or SUBSCRIBER_CLOSED after close."""
+    when the whole request failed, or the subscriber's own: ALREADY_SETTLED
+    (code FAILED_PRECONDITION, as LEASE_SETTLED) or SUBSCRIBER_CLOSED after
+    close (code CANCELLED). code is the gRPC code's name."""
 
     def __init__(self, reason: str, message: str = "", code: str = "", token: str = "") -> None:
         super().__init__(reason, message, code)

@@ -164,7 +164,7 @@ class Subscriber:
     def _settle(self, h: Held, op: str, arg: Any) -> None:
         if threading.current_thread() is self._thread:
             raise RuntimeError("a blocking message cannot be settled from the subscriber's own loop")
-        closed = SettleError("SUBSCRIBER_CLOSED", "the subscriber is closed", token=h.token)
+        closed = SettleError("SUBSCRIBER_CLOSED", "the subscriber is closed", code="CANCELLED", token=h.token)
         if self._loop.is_closed():
             raise closed
         coro = self._engine.settle(h, op, arg)

@@ -116,7 +116,7 @@ def test_subscriber_handler_gives_a_message_back_by_extend_zero(client):
             m.extend(duration=0)  # back now; returning after it acks nothing
             with pytest.raises(jetgate.SettleError) as e:
                 m.ack()
-            assert e.value.reason == "ALREADY_SETTLED"
+            assert e.value.reason == "ALREADY_SETTLED" and e.value.code == "FAILED_PRECONDITION"
         else:
             done.set()
 

@@ -222,7 +222,7 @@ def _close_leaves_nothing_pending(client, consumer, mode):
         try:
             m.ack()
         except jetgate.SettleError as e:
-            late.append(e.reason)
+            late.append(e.reason if e.code == "CANCELLED" else f"{e.reason} (code {e.code!r})")
 
     sub = client.subscribe(STREAM, consumer, handler, max_messages=20, concurrency=5)
     wait_for(lambda: len(started) >= 5 and sub.held[0] == 20, 10, "handlers running and the rest waiting")
