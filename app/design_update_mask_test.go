@@ -20,31 +20,7 @@ func TestUpdateMaskRefusesMaxWaitingAsTheServerDoes(t *testing.T) {
 		t.Fatalf("create: %v", c)
 	}
 	patch := func(mask string) (int, string, string) {
-		req, err := http.NewRequestWithContext(ctxT(t), http.MethodPatch, "http://"+p.HTTP+"/v1/streams/ORDERS/consumers/team-a-w",
-			strings.NewReader(`{"config":{"maxWaiting":5,"description":"x"},"updateMask":"`+mask+`"}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer team-a-key")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		var st struct {
-			Message string `json:"message"`
-			Details []struct {
-				Reason string `json:"reason"`
-			} `json:"details"`
-		}
-		_ = json.Unmarshal(b, &st)
-		reason := ""
-		if len(st.Details) > 0 {
-			reason = st.Details[0].Reason
-		}
-		return resp.StatusCode, reason, st.Message
+		return patchConsumer(t, p, "team-a-w", `{"config":{"maxWaiting":5,"description":"x"},"updateMask":"`+mask+`"}`)
 	}
 	code, reason, msg := patch("maxWaiting")
 	if code != http.StatusBadRequest || reason != "INVALID_ARGUMENT" || !strings.Contains(msg, "config.max_waiting is fixed when the consumer is created") {
@@ -52,5 +28,57 @@ func TestUpdateMaskRefusesMaxWaitingAsTheServerDoes(t *testing.T) {
 	}
 	if _, _, msg := patch("deliverPolicy"); strings.Contains(msg, "max_waiting") {
 		t.Errorf("a bad mask's answer %q lists max_waiting among what can change", msg)
+	}
+}
+
+// patchConsumer PATCHes team-a's consumer name over REST with body, and
+// returns the answer's status, reason and message.
+func patchConsumer(t *testing.T, p *Process, name, body string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctxT(t), http.MethodPatch, "http://"+p.HTTP+"/v1/streams/ORDERS/consumers/"+name, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer team-a-key")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var st struct {
+		Message string `json:"message"`
+		Details []struct {
+			Reason string `json:"reason"`
+		} `json:"details"`
+	}
+	_ = json.Unmarshal(b, &st)
+	reason := ""
+	if len(st.Details) > 0 {
+		reason = st.Details[0].Reason
+	}
+	return resp.StatusCode, reason, st.Message
+}
+
+// A mask naming no field listed what can change by the proto's names
+// (ack_wait), which REST's updateMask refuses (the JSON form of a field
+// mask takes lowerCamelCase alone): a REST caller who followed the answer
+// was refused again, in protojson's words. The answer lists the REST names
+// too, and each of them is taken.
+func TestABadUpdateMaskListsTheNamesRESTTakes(t *testing.T) {
+	p := seekAndAdmin(t)
+	if c := restDo(t, p, "team-a-key", http.MethodPost, "/v1/streams/ORDERS/consumers", `{"config":{"durableName":"team-a-m","description":"d"}}`); c != 0 {
+		t.Fatalf("create: %v", c)
+	}
+	code, reason, msg := patchConsumer(t, p, "team-a-m", `{"config":{"description":"x"},"updateMask":"ackwait"}`)
+	_, restNames, found := strings.Cut(msg, "(in REST's updateMask: ")
+	if code != http.StatusBadRequest || reason != "INVALID_ARGUMENT" || !found || !strings.Contains(restNames, "maxAckPending") {
+		t.Fatalf("updateMask ackwait: %d %s %q; want 400 INVALID_ARGUMENT listing the REST names (maxAckPending among them)", code, reason, msg)
+	}
+	for _, name := range strings.Split(strings.TrimSuffix(restNames, ")"), ", ") {
+		if _, _, msg := patchConsumer(t, p, "team-a-m", `{"config":{"description":"x"},"updateMask":"`+name+`"}`); strings.Contains(msg, "invalid path") || strings.Contains(msg, "is no field") {
+			t.Errorf("updateMask %s, a name the answer gave: %q", name, msg)
+		}
 	}
 }

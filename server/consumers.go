@@ -272,7 +272,7 @@ func maskFields(paths []string) ([]field, error) {
 	for _, p := range paths {
 		i := slices.IndexFunc(fields, func(f field) bool { return f.name == p })
 		if i < 0 {
-			return nil, fmt.Errorf("%w: update_mask: %q is no field of the consumer's config; these can be changed: %s", errs.ErrInvalidArgument, p, strings.Join(updatable(), ", "))
+			return nil, fmt.Errorf("%w: update_mask: %q is no field of the consumer's config; these can be changed: %s", errs.ErrInvalidArgument, p, updatable())
 		}
 		out = append(out, fields[i])
 	}
@@ -291,19 +291,35 @@ func (f field) change(cfg *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfi
 	}
 	if !reflect.DeepEqual(probe, *cfg) {
 		return fmt.Errorf("%w: config.%s is fixed when the consumer is created: send it as GetConsumer shows it, or leave it out of update_mask (delete the consumer and create it again to change it); these can be changed: %s",
-			errs.ErrInvalidArgument, f.name, strings.Join(updatable(), ", "))
+			errs.ErrInvalidArgument, f.name, updatable())
 	}
 	return nil
 }
 
-func updatable() []string {
-	var out []string
+// updatable names the fields an update may change, as gRPC's update_mask
+// names them and as REST's updateMask does (lowerCamelCase: the JSON form
+// of a field mask takes no other).
+func updatable() string {
+	var names, rest []string
 	for _, f := range fields {
 		if !f.created {
-			out = append(out, f.name)
+			names = append(names, f.name)
+			rest = append(rest, lowerCamel(f.name))
 		}
 	}
-	return out
+	return strings.Join(names, ", ") + " (in REST's updateMask: " + strings.Join(rest, ", ") + ")"
+}
+
+// lowerCamel is a proto field's name as JSON writes it: max_ack_pending is
+// maxAckPending.
+func lowerCamel(name string) string {
+	parts := strings.Split(name, "_")
+	for i := 1; i < len(parts); i++ {
+		if parts[i] != "" {
+			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+		}
+	}
+	return strings.Join(parts, "")
 }
 
 func duration(name string, d *durationpb.Duration, out *time.Duration) error {
