@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
-	"github.com/jetgate/jetgate/internal/authtest"
 )
 
 // REST reads a colon in a consumer's path as a method on it
@@ -23,19 +22,7 @@ import (
 // "takes POST"), escaped or not. A name made through the API holds no
 // colon: refused INVALID_ARGUMENT over both, saying why.
 func TestAConsumerNameRESTCannotAddressIsRefused(t *testing.T) {
-	file := writeConfig(t, fmt.Sprintf(`
-streams: [{name: ORDERS, subjects: ["orders.>"]}]
-admin: {streams: [ORDERS], consumers: ["team-*"]}
-auth:
-  api_keys:
-    - {principal: team-a, sha256: %s}
-  grants:
-    - {principal: team-a, stream: ORDERS, consumers: ["team-a-*"], actions: [admin, read]}
-`, authtest.KeyHash("team-a-key")))
-	o := fileOptions(t, file)
-	o.NATSListen = ""
-	o.Given["nats-listen"] = true
-	p := start(t, o)
+	p := teamAGateway(t, `{streams: [ORDERS], consumers: ["team-*"]}`)
 	conn, err := grpc.NewClient(p.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

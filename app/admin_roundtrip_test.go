@@ -12,6 +12,26 @@ import (
 	"github.com/jetgate/jetgate/internal/authtest"
 )
 
+// teamAGateway runs jetgate with the admin block admin (its YAML) over
+// ORDERS, where team-a (key team-a-key) may manage and read consumers
+// team-a-*.
+func teamAGateway(t *testing.T, admin string) *Process {
+	t.Helper()
+	file := writeConfig(t, fmt.Sprintf(`
+streams: [{name: ORDERS, subjects: ["orders.>"]}]
+admin: %s
+auth:
+  api_keys:
+    - {principal: team-a, sha256: %s}
+  grants:
+    - {principal: team-a, stream: ORDERS, consumers: ["team-a-*"], actions: [admin, read]}
+`, admin, authtest.KeyHash("team-a-key")))
+	o := fileOptions(t, file)
+	o.NATSListen = ""
+	o.Given["nats-listen"] = true
+	return start(t, o)
+}
+
 // restJSON calls method path with body as bearer, and returns the HTTP
 // status and the decoded answer.
 func restJSON(t *testing.T, p *Process, bearer, method, path, body string) (int, map[string]any) {
@@ -44,19 +64,7 @@ func restJSON(t *testing.T, p *Process, bearer, method, path, body string) (int,
 // whole in a PATCH, every field of it in updateMask, changes nothing; and
 // a value outside the admin block's bounds is 400 ADMIN_BOUND naming it.
 func TestAConsumerReadAndPatchedBackOverRESTIsUnchanged(t *testing.T) {
-	file := writeConfig(t, fmt.Sprintf(`
-streams: [{name: ORDERS, subjects: ["orders.>"]}]
-admin: {streams: [ORDERS], consumers: ["team-*"], max_deliver: 5, inactive_threshold: 1h}
-auth:
-  api_keys:
-    - {principal: team-a, sha256: %s}
-  grants:
-    - {principal: team-a, stream: ORDERS, consumers: ["team-a-*"], actions: [admin, read]}
-`, authtest.KeyHash("team-a-key")))
-	o := fileOptions(t, file)
-	o.NATSListen = ""
-	o.Given["nats-listen"] = true
-	p := start(t, o)
+	p := teamAGateway(t, `{streams: [ORDERS], consumers: ["team-*"], max_deliver: 5, inactive_threshold: 1h}`)
 	const path = "/v1/streams/ORDERS/consumers/team-a-rt"
 	if code, body := restJSON(t, p, "team-a-key", "POST", "/v1/streams/ORDERS/consumers",
 		`{"config": {"durableName": "team-a-rt", "ackWait": "2s", "maxDeliver": 3, "backoff": ["2s", "3s"], "filterSubjects": ["orders.a"],

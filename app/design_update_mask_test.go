@@ -1,8 +1,6 @@
 package app
 
 import (
-	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -35,30 +33,15 @@ func TestUpdateMaskRefusesMaxWaitingAsTheServerDoes(t *testing.T) {
 // returns the answer's status, reason and message.
 func patchConsumer(t *testing.T, p *Process, name, body string) (int, string, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctxT(t), http.MethodPatch, "http://"+p.HTTP+"/v1/streams/ORDERS/consumers/"+name, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer team-a-key")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var st struct {
-		Message string `json:"message"`
-		Details []struct {
-			Reason string `json:"reason"`
-		} `json:"details"`
-	}
-	_ = json.Unmarshal(b, &st)
+	code, out := restJSON(t, p, "team-a-key", http.MethodPatch, "/v1/streams/ORDERS/consumers/"+name, body)
+	msg, _ := out["message"].(string)
 	reason := ""
-	if len(st.Details) > 0 {
-		reason = st.Details[0].Reason
+	if ds, _ := out["details"].([]any); len(ds) > 0 {
+		if d, _ := ds[0].(map[string]any); d != nil {
+			reason, _ = d["reason"].(string)
+		}
 	}
-	return resp.StatusCode, reason, st.Message
+	return code, reason, msg
 }
 
 // A mask naming no field listed what can change by the proto's names
