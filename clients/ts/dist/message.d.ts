@@ -36,6 +36,8 @@ export interface ExtendOptions {
 }
 export interface MessageOwner {
     settling(m: Message, op: Op, done: Promise<void>, arg: string | number): void;
+    /** extended is told of each extend the gateway confirmed, whoever asked. */
+    extended(m: Message): void;
 }
 /**
  * Message is one leased delivery. ack, nak, term and extend resolve once the

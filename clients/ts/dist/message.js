@@ -113,6 +113,7 @@ export class Message {
                 this.#token = e.token;
                 this.#deadline = e.deadline;
                 this.#keptAlive = d !== undefined;
+                this.#owner?.extended(this);
             }
             return e ? e.deadline : this.#deadline;
         });

@@ -12,7 +12,10 @@ export type { CloseOptions, Handler, SubscribeOptions, SubscriptionStats } from 
  */
 export declare class Subscription implements MessageOwner {
     #private;
-    /** Resolves once the subscription has stopped (after close, or an error no retry can mend). */
+    /**
+     * Resolves once the subscription has stopped (after close, or an error no
+     * retry can mend) and, after a close, what it held is handed back.
+     */
     readonly closed: Promise<void>;
     /** @internal */
     constructor(api: RpcClient<typeof ConsumerService>, stream: string, consumer: string, handler: Handler, opts: SubscribeOptions);
@@ -32,6 +35,8 @@ export declare class Subscription implements MessageOwner {
      * not finish while it awaited the drain. `closed` says when it is done.
      */
     close(opts?: CloseOptions): Promise<void>;
+    /** @internal MessageOwner: every confirmed extend, the handler's own and the subscriber's. */
+    extended(m: Message): void;
     /** @internal MessageOwner: every settle of a subscriber's message passes here. */
     settling(m: Message, op: Op, done: Promise<void>, arg: string | number): void;
 }

@@ -20,7 +20,10 @@ const handlerScope = new AsyncLocalStorage();
  * Create it with Client.subscribe; stop it with close.
  */
 export class Subscription {
-    /** Resolves once the subscription has stopped (after close, or an error no retry can mend). */
+    /**
+     * Resolves once the subscription has stopped (after close, or an error no
+     * retry can mend) and, after a close, what it held is handed back.
+     */
     closed;
     #api;
     #stream;
@@ -114,9 +117,11 @@ export class Subscription {
             }
         };
         this.#sender = new Sender(api, this.#o.ackBatch, settleDelayMs);
-        let stopped;
-        this.closed = new Promise((resolve) => (stopped = resolve));
-        this.#loop = this.#run().finally(stopped);
+        this.#loop = this.#run();
+        // Stopped means stopped and, after a close, done closing: what it gives
+        // back is given back.
+        const quiet = () => undefined;
+        this.closed = this.#loop.then(quiet, quiet).then(() => this.#closeDone).then(quiet, quiet);
     }
     /** The error that ended the subscription (an error no retry can mend, on opening), if one did. */
     get error() {
@@ -146,7 +151,7 @@ export class Subscription {
             this.#closeDone.catch(() => undefined);
             return Promise.resolve();
         }
-        return this.#closeDone;
+        return this.#closeDone.then(() => this.closed);
     }
     async #close(mode, timeout) {
         this.#closing = mode;
@@ -423,6 +428,12 @@ export class Subscription {
         this.#dispatch();
         this.#notify();
     }
+    /** @internal MessageOwner: every confirmed extend, the handler's own and the subscriber's. */
+    extended(m) {
+        if (this.#byMsg.has(m)) {
+            this.#stats.extended++;
+        }
+    }
     /** @internal MessageOwner: every settle of a subscriber's message passes here. */
     settling(m, op, done, arg) {
         const e = this.#byMsg.get(m);
@@ -588,9 +599,7 @@ export class Subscription {
             }
             e.extending = true;
             const token = e.msg.token;
-            e.msg.extend().then(() => {
-                this.#stats.extended++;
-            }, (err) => {
+            e.msg.extend().then(undefined, (err) => {
                 if (e.msg.token === token && !e.msg.settleAsked && e.held) {
                     const reason = err instanceof SettleError ? err.reason : "FAILED";
                     this.#letGo(e, "LEASE_LOST", `extend failed: ${reason}`);

@@ -46,6 +46,8 @@ export interface ExtendOptions {
 // uses it to skip its own settle once the handler settled).
 export interface MessageOwner {
   settling(m: Message, op: Op, done: Promise<void>, arg: string | number): void;
+  /** extended is told of each extend the gateway confirmed, whoever asked. */
+  extended(m: Message): void;
 }
 
 /**
@@ -168,6 +170,7 @@ export class Message {
         this.#token = e.token;
         this.#deadline = e.deadline;
         this.#keptAlive = d !== undefined;
+        this.#owner?.extended(this);
       }
       return e ? e.deadline : this.#deadline;
     });

@@ -51,6 +51,7 @@ export interface SubscriptionStats {
   termed: number;
   handlerErrors: number;
   settleFailures: number;
+  /** Leases extended, by the subscriber or by a handler's own extend(). */
   extended: number;
   /** Leases held for maxLease and let go (their messages come back after ack_wait). */
   leasesDropped: number;

@@ -65,7 +65,10 @@ const handlerScope = new AsyncLocalStorage<{ sub: Subscription; running: boolean
  * Create it with Client.subscribe; stop it with close.
  */
 export class Subscription implements MessageOwner {
-  /** Resolves once the subscription has stopped (after close, or an error no retry can mend). */
+  /**
+   * Resolves once the subscription has stopped (after close, or an error no
+   * retry can mend) and, after a close, what it held is handed back.
+   */
   readonly closed: Promise<void>;
 
   readonly #api: RpcClient<typeof ConsumerService>;
@@ -160,9 +163,11 @@ export class Subscription implements MessageOwner {
       }
     };
     this.#sender = new Sender(api, this.#o.ackBatch, settleDelayMs);
-    let stopped!: () => void;
-    this.closed = new Promise((resolve) => (stopped = resolve));
-    this.#loop = this.#run().finally(stopped);
+    this.#loop = this.#run();
+    // Stopped means stopped and, after a close, done closing: what it gives
+    // back is given back.
+    const quiet = () => undefined;
+    this.closed = this.#loop.then(quiet, quiet).then(() => this.#closeDone).then(quiet, quiet);
   }
 
   /** The error that ended the subscription (an error no retry can mend, on opening), if one did. */
@@ -195,7 +200,7 @@ export class Subscription implements MessageOwner {
       this.#closeDone.catch(() => undefined);
       return Promise.resolve();
     }
-    return this.#closeDone;
+    return this.#closeDone.then(() => this.closed);
   }
 
   async #close(mode: "drain" | "nak", timeout: number): Promise<void> {
@@ -472,6 +477,13 @@ export class Subscription implements MessageOwner {
     this.#notify();
   }
 
+  /** @internal MessageOwner: every confirmed extend, the handler's own and the subscriber's. */
+  extended(m: Message): void {
+    if (this.#byMsg.has(m)) {
+      this.#stats.extended++;
+    }
+  }
+
   /** @internal MessageOwner: every settle of a subscriber's message passes here. */
   settling(m: Message, op: Op, done: Promise<void>, arg: string | number): void {
     const e = this.#byMsg.get(m);
@@ -644,9 +656,7 @@ export class Subscription implements MessageOwner {
       }
       e.extending = true;
       const token = e.msg.token;
-      e.msg.extend().then(() => {
-        this.#stats.extended++;
-      }, (err: unknown) => {
+      e.msg.extend().then(undefined, (err: unknown) => {
         if (e.msg.token === token && !e.msg.settleAsked && e.held) {
           const reason = err instanceof SettleError ? err.reason : "FAILED";
           this.#letGo(e, "LEASE_LOST", `extend failed: ${reason}`);

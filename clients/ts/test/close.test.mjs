@@ -120,3 +120,28 @@ test("close from a timer a finished handler left behind waits for the close", as
   assert.equal(await closed, true, "close resolved before the subscription had stopped");
   assert.equal(sub.stats.acked, 1);
 });
+
+// close from inside a handler resolves at once; `closed` says when it is
+// done. It resolved when the stream ended, before the nak of a lease the
+// gateway keeps alive was sent: a process that exited then left the
+// message to the keep-alive's end.
+test("closed, after a close from inside a handler, resolves once what was held is handed back", async (t) => {
+  const g = await startJetgate([{ name: "inclose", ackWait: "30s" }], t);
+  const client = new Client({ address: g.grpc });
+  t.after(() => client.close());
+  await publishN(client, "inclose", 1);
+  let release;
+  const released = new Promise((r) => (release = r));
+  t.after(() => release());
+  const sub = client.subscribe("TEST", "inclose", async (m) => {
+    await m.extend({ duration: 60_000 }); // kept alive past the stream's end
+    await sub.close({ mode: "nak" });
+    await released;
+  }, { maxMessages: 1, onError: () => undefined });
+  await sub.closed;
+  assert.equal(sub.stats.naked, 1, "closed resolved before the kept lease was nak'ed");
+  assert.equal(sub.stats.extended, 1);
+  const [back] = await client.fetch("TEST", "inclose", { batch: 1, expires: 1_000 });
+  assert.ok(back, "the kept message was not handed back");
+  await back.ack();
+});
