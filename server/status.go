@@ -55,6 +55,7 @@ var kinds = []kind{
 	{errs.ErrMessageTooLarge, codes.FailedPrecondition, ""},
 	{errs.ErrNoDeadLetter, codes.FailedPrecondition, ""},
 	{errs.ErrDeadLetterNotFound, codes.NotFound, ""},
+	{errs.ErrDeadLetterStreamNotFound, codes.FailedPrecondition, ""},
 	{errs.ErrPullRefused, codes.FailedPrecondition,
 		"the NATS server refused the pull request; see the gateway log"},
 	{errs.ErrPublishRefused, codes.FailedPrecondition, ""},

@@ -33,16 +33,16 @@ const maxListScan = 1000
 // first, and the sequence of the next one (0 when there is none): one
 // request a letter, and one more to learn whether another follows.
 func List(ctx context.Context, js jetstream.JetStream, r Route, from uint64, n int) ([]Letter, uint64, error) {
-	r, err := resolved(ctx, js, r)
+	s, _, err := r.currentOr(ctx, js, "list dead letters")
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: %v", errs.ErrUnavailable, err)
+		return nil, 0, err
 	}
 	var out []Letter
 	for next, read := max(from, 1), 0; ; read++ {
 		if read == maxListScan {
 			return out, next, nil
 		}
-		m, err := r.dead.GetMsg(ctx, next, jetstream.WithGetMsgSubject(r.Subject))
+		m, err := s.GetMsg(ctx, next, jetstream.WithGetMsgSubject(r.Subject))
 		switch {
 		case errors.Is(err, jetstream.ErrMsgNotFound):
 			return out, 0, nil

@@ -42,11 +42,10 @@ type Target func(ctx context.Context, subject string) error
 // consumers' letters on a shared subject. A republish carries a Nats-Msg-Id
 // of its own, so a retry after a failed removal is not stored twice.
 func Redrive(ctx context.Context, js jetstream.JetStream, r Route, seqs []uint64, target Target) (int, []Failure, error) {
-	r, err := resolved(ctx, js, r)
+	s, _, err := r.currentOr(ctx, js, "read dead letters")
 	if err != nil {
-		return 0, nil, fmt.Errorf("%w: %v", errs.ErrUnavailable, err)
+		return 0, nil, err
 	}
-	s := r.dead
 	name := s.CachedInfo().Config.Name
 	redriven := 0
 	var fails []Failure
@@ -148,14 +147,10 @@ func gone(ctx context.Context, s jetstream.Stream, seq uint64) bool {
 	return errors.Is(err, jetstream.ErrMsgNotFound)
 }
 
-// Count is how many dead letters wait on r's subject: one request, once
-// the route is resolved.
+// Count is how many dead letters wait on r's subject: one request while
+// its stream is the one found before (Route.current).
 func Count(ctx context.Context, js jetstream.JetStream, r Route) (int64, error) {
-	r, err := resolved(ctx, js, r)
-	if err != nil {
-		return 0, err
-	}
-	info, err := r.dead.Info(ctx, jetstream.WithSubjectFilter(r.Subject))
+	_, info, err := r.current(ctx, js)
 	if err != nil {
 		return 0, err
 	}

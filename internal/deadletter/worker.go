@@ -60,30 +60,7 @@ type Route struct {
 	Subject          string // where its dead letters go
 	OnTerm           bool   // terminated messages too, not only those out of deliveries
 
-	dead jetstream.Stream // the stream that binds Subject, once Resolve found it
-}
-
-// Resolve finds the stream that binds r's dead-letter subject, once, for
-// the worker, Redrive and Count to use. A subject no stream binds is an
-// error naming the consumer and the subject.
-func Resolve(ctx context.Context, js jetstream.JetStream, r Route) (Route, error) {
-	name, err := js.StreamNameBySubject(ctx, r.Subject)
-	if err != nil {
-		return r, fmt.Errorf("stream %q consumer %q: dead_letter.subject %q is bound to no stream: configure a stream with that subject: %w",
-			r.Stream, r.Consumer, r.Subject, err)
-	}
-	if r.dead, err = js.Stream(ctx, name); err != nil {
-		return r, fmt.Errorf("stream %q consumer %q: dead-letter stream %q: %w", r.Stream, r.Consumer, name, err)
-	}
-	return r, nil
-}
-
-// resolved is r with its dead-letter stream, looked up if Resolve has not.
-func resolved(ctx context.Context, js jetstream.JetStream, r Route) (Route, error) {
-	if r.dead != nil {
-		return r, nil
-	}
-	return Resolve(ctx, js, r)
+	dead *bound // the stream that binds Subject, once Resolve found it
 }
 
 func (r Route) subjects() []string {

@@ -106,6 +106,10 @@ var (
 	// letter of the consumer (or whose original message is gone).
 	ErrDeadLetterNotFound = errors.New("dead letter not found")
 
+	// ErrDeadLetterStreamNotFound is a consumer's dead-letter subject that no
+	// stream binds now (its stream deleted since the start).
+	ErrDeadLetterStreamNotFound = errors.New("dead-letter stream not found")
+
 	// ErrPullRefused is a pull request the server rejected (logged in full).
 	ErrPullRefused = errors.New("pull request refused")
 
@@ -203,6 +207,7 @@ var reasons = []struct {
 	{ErrMessageTooLarge, "MESSAGE_TOO_LARGE"},
 	{ErrNoDeadLetter, "NO_DEAD_LETTER"},
 	{ErrDeadLetterNotFound, "DEAD_LETTER_NOT_FOUND"},
+	{ErrDeadLetterStreamNotFound, "DEAD_LETTER_STREAM_NOT_FOUND"},
 	{ErrPullRefused, "PULL_REFUSED"},
 	{ErrPublishRefused, "PUBLISH_REFUSED"},
 	{ErrTTLNotAllowed, "TTL_NOT_ALLOWED"},

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jetgate/jetgate/internal/deadletter"
@@ -51,6 +52,9 @@ func (dead *deadLetters) route(ctx context.Context, stream, name string) (deadle
 // count is how many dead letters wait on route.
 func (dead *deadLetters) count(ctx context.Context, route deadletter.Route) (int64, error) {
 	n, err := deadletter.Count(ctx, dead.js, route)
+	if errors.Is(err, errs.ErrDeadLetterStreamNotFound) {
+		return 0, err
+	}
 	if err != nil {
 		return 0, natsError(ctx, "count dead letters", err)
 	}

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jetgate/jetgate/internal/deadletter"
+	"github.com/jetgate/jetgate/internal/errs"
 )
 
 // consumerGauges reads the gauges of every consumer the replica serves from
@@ -167,7 +169,7 @@ func (g *serverGauges) refresh(ctx context.Context) {
 		}
 	}
 	for key, route := range g.dead.routes {
-		if n, err := deadletter.Count(ctx, g.r.js, route); err == nil {
+		if n, err := deadletter.Count(ctx, g.r.js, route); err == nil || errors.Is(err, errs.ErrDeadLetterStreamNotFound) {
 			g.m.deadLetterDepth.WithLabelValues(key.stream, key.name).Set(float64(n))
 		}
 	}

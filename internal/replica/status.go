@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -44,7 +45,10 @@ func (l *lister) status(ctx context.Context, c *consumer.Consumer) (ConsumerStat
 		return ConsumerStatus{}, err
 	}
 	if route, ok := l.deadLetters.routes[consumerKey{c.Stream, c.Name}]; ok {
-		if st.DeadLetters, err = deadletter.Count(ctx, l.js, route); err != nil {
+		// No stream on its subject now (deleted): none waits, and the
+		// consumer is still shown.
+		st.DeadLetters, err = deadletter.Count(ctx, l.js, route)
+		if err != nil && !errors.Is(err, errs.ErrDeadLetterStreamNotFound) {
 			return ConsumerStatus{}, fmt.Errorf("%w: count dead letters: %v", errs.ErrUnavailable, err)
 		}
 	}
