@@ -56,6 +56,7 @@ var kinds = []kind{
 	{errs.ErrNoDeadLetter, codes.FailedPrecondition, ""},
 	{errs.ErrDeadLetterNotFound, codes.NotFound, ""},
 	{errs.ErrDeadLetterStreamNotFound, codes.FailedPrecondition, ""},
+	{errs.ErrDeadLetterStreamDeniesDelete, codes.FailedPrecondition, ""},
 	{errs.ErrPullRefused, codes.FailedPrecondition,
 		"the NATS server refused the pull request; see the gateway log"},
 	{errs.ErrPublishRefused, codes.FailedPrecondition, ""},

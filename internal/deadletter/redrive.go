@@ -42,11 +42,17 @@ type Target func(ctx context.Context, subject string) error
 // consumers' letters on a shared subject. A republish carries a Nats-Msg-Id
 // of its own, so a retry after a failed removal is not stored twice.
 func Redrive(ctx context.Context, js jetstream.JetStream, r Route, seqs []uint64, target Target) (int, []Failure, error) {
-	s, _, err := r.currentOr(ctx, js, "read dead letters")
+	s, info, err := r.currentOr(ctx, js, "read dead letters")
 	if err != nil {
 		return 0, nil, err
 	}
-	name := s.CachedInfo().Config.Name
+	name := info.Config.Name
+	if info.Config.DenyDelete || info.Config.Sealed {
+		// A letter put back would stay, and be put back again by every
+		// Redrive past the duplicate window.
+		return 0, nil, fmt.Errorf("%w: %q has deny_delete or is sealed: a letter put back could not be removed from it, so none is put back",
+			errs.ErrDeadLetterStreamDeniesDelete, name)
+	}
 	redriven := 0
 	var fails []Failure
 	one := func(m *jetstream.RawStreamMsg, seq uint64) {

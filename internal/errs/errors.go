@@ -110,6 +110,10 @@ var (
 	// stream binds now (its stream deleted since the start).
 	ErrDeadLetterStreamNotFound = errors.New("dead-letter stream not found")
 
+	// ErrDeadLetterStreamDeniesDelete is a Redrive from a dead-letter stream
+	// whose letters cannot be removed (deny_delete, sealed).
+	ErrDeadLetterStreamDeniesDelete = errors.New("dead-letter stream denies deletes")
+
 	// ErrPullRefused is a pull request the server rejected (logged in full).
 	ErrPullRefused = errors.New("pull request refused")
 
@@ -208,6 +212,7 @@ var reasons = []struct {
 	{ErrNoDeadLetter, "NO_DEAD_LETTER"},
 	{ErrDeadLetterNotFound, "DEAD_LETTER_NOT_FOUND"},
 	{ErrDeadLetterStreamNotFound, "DEAD_LETTER_STREAM_NOT_FOUND"},
+	{ErrDeadLetterStreamDeniesDelete, "DEAD_LETTER_STREAM_DENIES_DELETE"},
 	{ErrPullRefused, "PULL_REFUSED"},
 	{ErrPublishRefused, "PUBLISH_REFUSED"},
 	{ErrTTLNotAllowed, "TTL_NOT_ALLOWED"},
