@@ -64,7 +64,12 @@ func Redrive(ctx context.Context, js jetstream.JetStream, r Route, seqs []uint64
 		}
 	}
 	if len(seqs) > 0 {
+		named := make(map[uint64]bool, len(seqs))
 		for _, seq := range seqs {
+			if named[seq] { // named twice: put back once, as a settle of a token named twice
+				continue
+			}
+			named[seq] = true
 			m, err := s.GetMsg(ctx, seq)
 			switch {
 			case errors.Is(err, jetstream.ErrMsgNotFound):
