@@ -88,6 +88,9 @@ type Options struct {
 	// Copied counts dead letters by stream, consumer and reason; nil keeps
 	// no count.
 	Copied *prometheus.CounterVec
+	// Plain are the consumers (stream, name) this deployment serves
+	// without a dead letter (unrouted).
+	Plain [][2]string
 }
 
 // Worker works off the captured advisories of its routes.
@@ -98,7 +101,8 @@ type Worker struct {
 	copied *prometheus.CounterVec
 	cc     jetstream.ConsumeContext
 	recent recentLetters
-	domain string // the routes' consumers' JetStream domain
+	domain string             // the routes' consumers' JetStream domain
+	plain  map[[2]string]bool // Options.Plain
 }
 
 // Start makes sure each route's dead-letter subject is bound to a stream
@@ -107,7 +111,10 @@ type Worker struct {
 // stream, which other deployments may share) and starts working them off.
 // Stop ends it.
 func Start(ctx context.Context, o Options) (*Worker, error) {
-	w := &Worker{js: o.JS, routes: make(map[[2]string]Route), log: o.Log, copied: o.Copied, domain: o.Domain}
+	w := &Worker{js: o.JS, routes: make(map[[2]string]Route), log: o.Log, copied: o.Copied, domain: o.Domain, plain: make(map[[2]string]bool)}
+	for _, k := range o.Plain {
+		w.plain[k] = true
+	}
 	var subjects []string
 	for _, r := range o.Routes {
 		r, err := resolved(ctx, o.JS, r)
@@ -211,8 +218,7 @@ func (w *Worker) handle(m jetstream.Msg) {
 	r, ok := w.routes[[2]string{stream, consumer}]
 	switch {
 	case !ok:
-		// Another deployment's consumer, sharing the advisory stream.
-		_ = m.NakWithDelay(retryUnknownAfter)
+		w.unrouted(m, stream, consumer)
 		return
 	case reason == ReasonTerminated && !r.OnTerm:
 		_ = m.Ack()

@@ -189,9 +189,11 @@ func (dead *deadLetters) Redrive(ctx context.Context, stream, name string, seqs 
 // consumers with a dead_letter.
 func (dead *deadLetters) start(ctx context.Context, cs []consumer.Config) error {
 	var routes []deadletter.Route
+	var plain [][2]string
 	for _, cfg := range cs {
 		dl := cfg.DeadLetter
 		if dl == nil {
+			plain = append(plain, [2]string{cfg.Stream, cfg.Name})
 			continue
 		}
 		route, err := deadletter.Resolve(ctx, dead.js, deadletter.Route{Stream: cfg.Stream, Consumer: cfg.Name, Subject: dl.Subject, OnTerm: dl.OnTerm})
@@ -212,7 +214,7 @@ func (dead *deadLetters) start(ctx context.Context, cs []consumer.Config) error 
 		return fmt.Errorf("the KV bucket %s: %w", settle.LedgerBucket, err)
 	}
 	dead.worker, err = deadletter.Start(ctx, deadletter.Options{
-		JS: dead.js, Routes: routes, Replicas: dead.stateReplicas, Log: dead.log, Copied: dead.metrics.deadLetters, Agreed: agreed, Domain: dead.served,
+		JS: dead.js, Routes: routes, Replicas: dead.stateReplicas, Log: dead.log, Copied: dead.metrics.deadLetters, Agreed: agreed, Domain: dead.served, Plain: plain,
 	})
 	if err != nil {
 		return err
