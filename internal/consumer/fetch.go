@@ -303,10 +303,11 @@ func PinOf(ds []*Delivery) string {
 // after the answer, are numbered above it until the next reset
 // (resetWatch.informed). Pulls that came while one asked share its answer;
 // one answered at once asks at most once a second within an epoch. An info
-// that fails leaves the marks as they were.
-func (pl *puller) markNow(ctx context.Context, waits bool) seqMark {
+// that fails leaves the marks as they were. priority is the pull's
+// (prioritized).
+func (pl *puller) markNow(ctx context.Context, waits bool, priority uint8) seqMark {
 	came := time.Now()
-	if m := pl.server.mark(); !pl.marksLow(m) {
+	if m := pl.server.mark(); !pl.marksLow(m, priority) {
 		return m
 	}
 	pl.blind.Lock()
@@ -315,7 +316,7 @@ func (pl *puller) markNow(ctx context.Context, waits bool) seqMark {
 	asked := m.Epoch == pl.blind.epoch
 	shared := asked && pl.blind.at.After(came)
 	lately := asked && !waits && time.Since(pl.blind.at) < time.Second
-	if !pl.marksLow(m) || shared || lately {
+	if !pl.marksLow(m, priority) || shared || lately {
 		return m
 	}
 	pl.blind.epoch, pl.blind.at = m.Epoch, time.Now()
@@ -329,11 +330,14 @@ const defaultMaxWaiting = 512
 
 // marksLow reports whether a replay to a pull already waiting may be
 // numbered above marks m: they are below the consumer's max_waiting, or its
-// prioritized policy hands the replay to the pulls of the first priority
-// first, as many as their batches take.
-func (pl *puller) marksLow(m seqMark) bool {
+// prioritized policy hands the replay to the pulls of a lower priority
+// number first, as many as their batches take. None is lower than 0: a
+// pull of priority 0 waits behind those of 0 alone, served in turn (the
+// server requeues each at the end of its priority), as any pull of the
+// other policies, and needs no more than they do.
+func (pl *puller) marksLow(m seqMark, priority uint8) bool {
 	v := pl.server.view()
-	if v.policy == jetstream.PriorityPolicyPrioritized {
+	if v.policy == jetstream.PriorityPolicyPrioritized && priority > 0 {
 		return true
 	}
 	return m.Floor < uint64(cmp.Or(v.limits.maxWaiting, defaultMaxWaiting))

@@ -206,7 +206,7 @@ func (pl *puller) startPull(ctx context.Context, lim pullLimits, inLine bool) (m
 	}
 	req := pull.NewRequest(batch, time.Until(lim.until), lim.maxBytes, lim.priority)
 	req.NoWait = !inLine
-	mark := pl.markNow(ctx, req.Expires > pull.ImmediateExpiry) // before the server can deliver to it
+	mark := pl.markNow(ctx, req.Expires > pull.ImmediateExpiry, lim.priority.Priority) // before the server can deliver to it
 	at := new(openPull)
 	p, err := pull.Start(pl.nc, pl.next, req, func() { pl.waiting.release(); pl.open.remove(at) })
 	if err != nil {
