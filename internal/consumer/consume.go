@@ -39,7 +39,7 @@ const (
 // back at once, once the pull it left open (if any) has ended, so that they
 // are redelivered in milliseconds rather than after ack_wait.
 func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*Delivery) error) error {
-	pri, err := pl.server.view().priority(pl.server.name, req.Priority)
+	pri, err := checkPriority(ctx, pl.server, req.Priority)
 	if err != nil {
 		return err
 	}

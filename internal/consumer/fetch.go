@@ -129,7 +129,7 @@ func (pl *puller) fetch(ctx context.Context, req FetchRequest) (FetchResult, err
 	if err := cmp.Or(ctx.Err(), pl.server.servable()); err != nil {
 		return FetchResult{}, err
 	}
-	pri, err := pl.server.view().priority(pl.server.name, req.Priority)
+	pri, err := checkPriority(ctx, pl.server, req.Priority)
 	if err != nil {
 		return FetchResult{}, err
 	}

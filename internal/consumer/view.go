@@ -1,6 +1,7 @@
 package consumer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -170,6 +171,24 @@ func belowThresholds(p pull.Priority, v *serverView) bool {
 	}
 	return !(p.MinPending > 0 && v.pending >= uint64(p.MinPending)) &&
 		!(p.MinAckPending > 0 && int64(v.acks) >= p.MinAckPending)
+}
+
+// checkPriority checks a caller's priority fields (Fetch, Consume) against
+// the consumer's groups and policy as the view has them and, where it
+// refuses them, as an info asked now has them: the view may be from before
+// an operator's edit the caller already knows of (its update answered, and
+// its follow under way or its request unseen here). A refusal costs the
+// caller one info, as a pull would have cost; an info that fails leaves the
+// view's answer. A function of the owner's, not its method.
+func checkPriority(ctx context.Context, s *onServer, p pull.Priority) (pull.Priority, error) {
+	pri, err := s.view().priority(s.name, p)
+	if err == nil {
+		return pri, nil
+	}
+	if _, aerr := s.ask(ctx, time.Second); aerr != nil {
+		return pri, err
+	}
+	return s.view().priority(s.name, p)
 }
 
 // priority checks a caller's priority fields against the consumer's groups
