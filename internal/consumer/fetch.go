@@ -154,14 +154,27 @@ func (pl *puller) fetch(ctx context.Context, req FetchRequest) (FetchResult, err
 		if pin != "" {
 			pinGiven(pl.server, pri.Group)
 		}
-		return FetchResult{Messages: pl.tokens.dated(got, req.Principal), PinID: pin}, nil
+		return FetchResult{Messages: pl.tokens.dated(got, req.Principal), PinID: cmp.Or(pin, heldPin(pl.server, pri))}, nil
 	case err != nil:
 		return FetchResult{}, err
 	case empty == EmptyNone:
 		empty = pl.emptyReason(ctx, pri)
 	}
 	pl.counts.Empty[empty].Add(1)
-	return FetchResult{Empty: empty}, nil
+	return FetchResult{Empty: empty, PinID: heldPin(pl.server, pri)}, nil
+}
+
+// heldPin is the pin a Fetch answers where its messages carry none (none
+// came, or orphans of no pin): the pin the caller sent, which the server
+// did not refuse, while the consumer is of the pinned_client policy. The
+// caller sends the answer's pin with its next Fetch; answered none, it
+// would be told PINNED, locked out by its own pin until priority_timeout.
+// A Consume stream's heartbeats carry its pin so too.
+func heldPin(s *onServer, pri pull.Priority) string {
+	if s.view().policy != jetstream.PriorityPolicyPinned {
+		return ""
+	}
+	return pri.PinID
 }
 
 // fetchSink collects a Fetch's answer.
