@@ -221,3 +221,12 @@ func (v *serverView) priority(name string, p pull.Priority) (pull.Priority, erro
 	}
 	return p, nil
 }
+
+// consumerBound reports whether a pull of maxBytes was bounded by the
+// consumer's max_request_max_bytes, not by its caller's max_bytes (which it
+// may raise) nor the gateway's bound: a message larger than that reaches no
+// caller until an operator raises it.
+func consumerBound(s *onServer, maxBytes int64) bool {
+	most := requestLimits(s).maxBytes
+	return most > 0 && maxBytes >= most
+}
