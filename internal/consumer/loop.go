@@ -371,7 +371,7 @@ func (pl *puller) ending(ctx context.Context, err error, maxBytes int64) pullEnd
 	case errors.Is(err, pull.ErrExceededMaxWaiting):
 		return pullEnd{empty: EmptyMaxWaiting}
 	case errors.Is(err, jetstream.ErrPinIDMismatch):
-		return pullEnd{err: fmt.Errorf("%w: the priority group is pinned to another client; pull without pin_id to wait for the pin, or Unpin the group",
+		return pullEnd{err: fmt.Errorf("%w: the pin sent is not the group's now (another client holds it, or it was let go: unpinned, or no pull carried it for the consumer's priority_timeout); pull without pin_id to take the pin when it is free, or Unpin the group",
 			errs.ErrPinIDMismatch)}
 	case errors.Is(err, jetstream.ErrServerShutdown):
 		return pullEnd{err: fmt.Errorf("%w: the server is shutting down", errs.ErrUnavailable)}
