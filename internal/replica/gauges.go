@@ -165,12 +165,30 @@ func (g *serverGauges) refresh(ctx context.Context) {
 		for ci := range list.Info() {
 			if b := served[ci.Name]; b != nil {
 				g.refreshOldest(ctx, b, ci)
+				delete(served, ci.Name)
 			}
+		}
+		if list.Err() == nil {
+			g.refreshUnlisted(ctx, served)
 		}
 	}
 	for key, route := range g.dead.routes {
 		if n, err := deadletter.Count(ctx, g.r.js, route); err == nil || errors.Is(err, errs.ErrDeadLetterStreamNotFound) {
 			g.m.deadLetterDepth.WithLabelValues(key.stream, key.name).Set(float64(n))
+		}
+	}
+}
+
+// refreshUnlisted sets to 0 the age of each served consumer a whole listing
+// left out that the server says is gone (deleted with other tools): nothing
+// of it waits to be acked, and its last age would stay for good. One left
+// out otherwise (a cluster lists apart those whose info came late) keeps
+// its last value.
+func (g *serverGauges) refreshUnlisted(ctx context.Context, unlisted map[string]*binding) {
+	for _, b := range unlisted {
+		if _, err := b.c.Info(ctx); errors.Is(err, errs.ErrConsumerNotFound) {
+			delete(g.oldest, consumerKey{b.c.Stream, b.c.Name})
+			g.m.setOldest(g.r, b.c, 0)
 		}
 	}
 }
