@@ -195,7 +195,7 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 	// takes the principal the gateway asserts; the gRPC listener refuses it.
 	guard := server.NewGuard(authn, p.log, reg)
 	rest := guard.ForREST()
-	obs, obsStream := observe(p.log, reg)
+	obs, obsStream, refused := observe(p.log, reg)
 	chain := []grpc.UnaryServerInterceptor{obs, guard.Unary()}
 	restChain := []grpc.UnaryServerInterceptor{obs, rest.Unary()}
 	opts := []grpc.ServerOption{
@@ -249,7 +249,7 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 		metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	}
 	return p.buildREST(ctx, gateway.Options{
-		Metrics: metrics,
+		Metrics: metrics, Refused: refused,
 		Local: func(conn grpc.ClientConnInterface) grpc.ClientConnInterface {
 			return server.NewLocal(p.replica, p.log, restChain, conn)
 		},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
@@ -15,8 +16,9 @@ import (
 // run the same chains), and logs failures at debug level; the services log
 // what callers do not see. A stream (Consume) is counted when it ends, with
 // the code it ended with and how long it lasted: a Consume that fails on
-// NATS is a call failing with Unavailable, as a Fetch is.
-func observe(log *slog.Logger, reg prometheus.Registerer) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
+// NATS is a call failing with Unavailable, as a Fetch is. refused counts a
+// REST call the gateway refused before the chains (gateway.Options.Refused).
+func observe(log *slog.Logger, reg prometheus.Registerer) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor, func(string, codes.Code, time.Duration)) {
 	dur := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "jetgate_rpc_duration_seconds",
 		Help:    "RPC latency by method and gRPC code; a stream's (Consume's) is how long it lasted.",
@@ -42,5 +44,8 @@ func observe(log *slog.Logger, reg prometheus.Registerer) (grpc.UnaryServerInter
 		done(info.FullMethod, start, err)
 		return err
 	}
-	return unary, stream
+	refused := func(method string, code codes.Code, took time.Duration) {
+		dur.WithLabelValues(method, code.String()).Observe(took.Seconds())
+	}
+	return unary, stream, refused
 }

@@ -93,6 +93,10 @@ type Options struct {
 	// connection: the services in process for unary calls (server.Local),
 	// the connection for streams. Unset: the connection for everything.
 	Local func(conn grpc.ClientConnInterface) grpc.ClientConnInterface
+	// Refused, if set, is told of each call of the API refused here, before
+	// it reached the services (whose interceptors count the rest), with the
+	// code of the answer and how long it took.
+	Refused func(method string, code codes.Code, took time.Duration)
 }
 
 // REST is the REST handler and its connection to the gRPC server.
@@ -147,7 +151,7 @@ func New(ctx context.Context, o Options) (*REST, error) {
 		_ = conn.Close()
 		return nil, err
 	}
-	root.Handle("/", cors(o.CORSOrigins, authn(routes.routes(admitBody(streaming(calls, cmp.Or(o.WriteStall, DefaultWriteStall)), o.MaxBodyBytes)))))
+	root.Handle("/", track(routes, o.Refused, cors(o.CORSOrigins, authn(routes.routes(admitBody(streaming(calls, cmp.Or(o.WriteStall, DefaultWriteStall)), o.MaxBodyBytes))))))
 	if o.ClientCertRequired {
 		return &REST{Handler: clientCertRequired(root), conn: conn}, nil
 	}
@@ -202,6 +206,7 @@ func apiHandler(ctx context.Context, o Options, conn *grpc.ClientConn) (http.Han
 	if o.Local != nil {
 		road = o.Local(conn)
 	}
+	road = calledRoad{road}
 	mux := runtime.NewServeMux(muxOpts...)
 	if err := jetgatev1.RegisterConsumerServiceHandlerClient(ctx, mux, jetgatev1.NewConsumerServiceClient(road)); err != nil {
 		return nil, err
@@ -228,6 +233,7 @@ func (g *REST) Close() error { return g.conn.Close() }
 
 // writeStatus writes st as grpc-gateway writes errors, with an ErrorInfo.
 func writeStatus(w http.ResponseWriter, code int, st *status.Status, reason string) {
+	noteRefused(w, st.Code())
 	if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: "jetgate"}); err == nil {
 		st = d
 	}
@@ -252,6 +258,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 // input; any other error's text is logged and replaced (see backendStatus).
 func errorHandler(log *slog.Logger) runtime.ErrorHandlerFunc {
 	return func(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+		noteRefused(w, status.Code(err)) // not counted again where the services answered
 		if st, reason, ok := badInput(r, err); ok {
 			writeStatus(w, http.StatusBadRequest, st, reason)
 			return

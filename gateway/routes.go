@@ -20,6 +20,7 @@ type route struct {
 	verb    string
 	methods []string
 	query   map[string][]string // by method: the query parameters it takes
+	rpc     map[string]string   // by method: the RPC it calls ("Fetch")
 }
 
 // routeTable knows which methods each path of the API takes, so that a
@@ -34,7 +35,8 @@ type routeTable []route
 func loadRoutes(openAPI []byte) (routeTable, error) {
 	var doc struct {
 		Paths map[string]map[string]struct {
-			Parameters []struct{ Name, In string } `json:"parameters"`
+			OperationID string                      `json:"operationId"`
+			Parameters  []struct{ Name, In string } `json:"parameters"`
 		} `json:"paths"`
 	}
 	if err := json.Unmarshal(openAPI, &doc); err != nil {
@@ -47,10 +49,11 @@ func loadRoutes(openAPI []byte) (routeTable, error) {
 		if i := strings.LastIndex(*last, "}:"); i >= 0 {
 			*last, r.verb = (*last)[:i+1], (*last)[i+2:]
 		}
-		r.query = make(map[string][]string, len(ops))
+		r.query, r.rpc = make(map[string][]string, len(ops)), make(map[string]string, len(ops))
 		for m, op := range ops {
 			m = strings.ToUpper(m)
 			r.methods = append(r.methods, m)
+			_, r.rpc[m], _ = strings.Cut(op.OperationID, "_") // ConsumerService_Fetch
 			r.query[m] = []string{}
 			for _, p := range op.Parameters {
 				if p.In == "query" {
@@ -94,6 +97,26 @@ func (rt routeTable) allowed(path, method string) (methods []string, knownVerb b
 		return methods, true, query
 	}
 	return plain, false, plainQuery
+}
+
+// rpc is the RPC a request of method on path calls, read as allowed reads
+// the path (a verb's route first); "" where it calls none.
+func (rt routeTable) rpc(path, method string) string {
+	if method == http.MethodHead {
+		method = http.MethodGet
+	}
+	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	var plain string
+	for _, r := range rt {
+		switch {
+		case len(r.segs) != len(segs) || !r.matches(segs):
+		case r.verb != "":
+			return r.rpc[method]
+		default:
+			plain = r.rpc[method]
+		}
+	}
+	return plain
 }
 
 // unknownQuery is INVALID_ARGUMENT naming the first query parameter of q
