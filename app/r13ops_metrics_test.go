@@ -54,3 +54,26 @@ func TestTheOldestAgeOfADeletedConsumerDoesNotStay(t *testing.T) {
 		return oldestOf(t, p.HTTP) <= 0
 	})
 }
+
+// So is that of a consumer whose stream was deleted.
+func TestTheOldestAgeOfAConsumerWhoseStreamWasDeletedDoesNotStay(t *testing.T) {
+	p := start(t, testOptions(t))
+	_, sc := grpcClients(t, p.GRPC)
+	publish(t, sc, "orders.1", "x")
+	natstest.Eventually(t, 10*time.Second, "an age read for the pending message", func() bool {
+		return oldestOf(t, p.HTTP) > 0
+	})
+
+	nc, err := nats.Connect(p.NATS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	if err := js.DeleteStream(ctxT(t), "ORDERS"); err != nil {
+		t.Fatal(err)
+	}
+	natstest.Eventually(t, 10*time.Second, "the age at 0 or gone", func() bool {
+		return oldestOf(t, p.HTTP) <= 0
+	})
+}

@@ -168,7 +168,7 @@ func (g *serverGauges) refresh(ctx context.Context) {
 				delete(served, ci.Name)
 			}
 		}
-		if list.Err() == nil {
+		if err := list.Err(); err == nil || errors.Is(err, jetstream.ErrStreamNotFound) {
 			g.refreshUnlisted(ctx, served)
 		}
 	}
@@ -179,11 +179,11 @@ func (g *serverGauges) refresh(ctx context.Context) {
 	}
 }
 
-// refreshUnlisted sets to 0 the age of each served consumer a whole listing
-// left out that the server says is gone (deleted with other tools): nothing
-// of it waits to be acked, and its last age would stay for good. One left
-// out otherwise (a cluster lists apart those whose info came late) keeps
-// its last value.
+// refreshUnlisted sets to 0 the age of each served consumer that a whole
+// listing left out, or whose stream is gone, and that the server says is
+// gone (deleted with other tools): nothing of it waits to be acked, and its
+// last age would stay for good. One left out otherwise (a cluster lists
+// apart those whose info came late) keeps its last value.
 func (g *serverGauges) refreshUnlisted(ctx context.Context, unlisted map[string]*binding) {
 	for _, b := range unlisted {
 		if _, err := b.c.Info(ctx); errors.Is(err, errs.ErrConsumerNotFound) {
