@@ -38,7 +38,7 @@ func authenticate(o Options) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			p, err := o.Auth.Authenticate(auth.Bearer(r.Header.Get("Authorization")), verifiedCert(r))
+			p, until, err := o.Auth.AuthenticateUntil(auth.Bearer(r.Header.Get("Authorization")), verifiedCert(r))
 			if err != nil {
 				if o.Denied != nil {
 					o.Denied(r, err)
@@ -48,7 +48,7 @@ func authenticate(o Options) func(http.Handler) http.Handler {
 				writeStatus(w, http.StatusUnauthorized, st, "UNAUTHENTICATED")
 				return
 			}
-			next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+			next.ServeHTTP(w, r.WithContext(auth.WithUntil(auth.WithPrincipal(r.Context(), p), until)))
 		})
 	}
 }

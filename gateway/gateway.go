@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
@@ -195,8 +196,11 @@ func apiHandler(ctx context.Context, o Options, conn *grpc.ClientConn) (http.Han
 		runtime.WithOutgoingHeaderMatcher(none),
 		runtime.WithOutgoingTrailerMatcher(none),
 		runtime.WithMetadata(func(ctx context.Context, _ *http.Request) metadata.MD {
-			p := auth.Principal(ctx)
-			return metadata.Pairs(auth.AssertedPrincipal, p)
+			md := metadata.Pairs(auth.AssertedPrincipal, auth.Principal(ctx))
+			if until := auth.Until(ctx); !until.IsZero() {
+				md.Set(auth.AssertedUntil, strconv.FormatInt(until.UnixMilli(), 10))
+			}
+			return md
 		}),
 	}
 	// One road for every RPC, unary and streaming: grpc-gateway's client

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
@@ -143,8 +145,27 @@ func (g *Guard) Stream() grpc.StreamServerInterceptor {
 		if err != nil {
 			return err
 		}
-		return h(srv, &guarded{ServerStream: ss, ctx: ctx, g: g, method: info.FullMethod})
+		ctx, stop := lapsing(ctx)
+		defer stop()
+		err = h(srv, &guarded{ServerStream: ss, ctx: ctx, g: g, method: info.FullMethod})
+		if errors.Is(context.Cause(ctx), errCredentialLapsed) {
+			return g.deny(ctx, info.FullMethod, auth.Principal(ctx), nil, errCredentialLapsed)
+		}
+		return err
 	}
+}
+
+// errCredentialLapsed ends a stream whose caller's credential (a JWT) has
+// expired since it opened: a stream is no longer than what opened it.
+var errCredentialLapsed = fmt.Errorf("%w: the credential the stream was opened with has expired", errs.ErrUnauthenticated)
+
+// lapsing is ctx, ended when its caller's credential lapses.
+func lapsing(ctx context.Context) (context.Context, context.CancelFunc) {
+	until := auth.Until(ctx)
+	if until.IsZero() {
+		return ctx, func() {}
+	}
+	return context.WithDeadlineCause(ctx, until, errCredentialLapsed)
 }
 
 type guarded struct {
@@ -176,11 +197,11 @@ func (g *Guard) check(ctx context.Context, method string, req any) (context.Cont
 	if open(method) {
 		return ctx, nil
 	}
-	p, err := g.authenticate(ctx)
+	p, until, err := g.authenticate(ctx)
 	if err != nil {
 		return nil, g.deny(ctx, method, "", req, err)
 	}
-	ctx = auth.WithPrincipal(ctx, p)
+	ctx = auth.WithUntil(auth.WithPrincipal(ctx, p), until)
 	if listings[method] {
 		return g.authorizeListing(ctx, method, req)
 	}
@@ -192,22 +213,38 @@ func (g *Guard) check(ctx context.Context, method string, req any) (context.Cont
 	return ctx, nil
 }
 
-func (g *Guard) authenticate(ctx context.Context) (string, error) {
+// authenticate says who calls, and until when its credential is taken
+// (zero: for good).
+func (g *Guard) authenticate(ctx context.Context) (string, time.Time, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	if ps := md.Get(auth.AssertedPrincipal); len(ps) > 0 {
 		if !g.asserted || len(ps) != 1 {
-			return "", fmt.Errorf("%w: an assertion of identity from outside the REST side", errs.ErrUnauthenticated)
+			return "", time.Time{}, fmt.Errorf("%w: an assertion of identity from outside the REST side", errs.ErrUnauthenticated)
 		}
-		return ps[0], nil
+		return ps[0], assertedUntil(md), nil
 	}
 	creds := md.Get("authorization")
 	if len(creds) > 1 { // as REST refuses several Authorization headers
-		return "", fmt.Errorf("%w: send one authorization metadata value, not several", errs.ErrInvalidArgument)
+		return "", time.Time{}, fmt.Errorf("%w: send one authorization metadata value, not several", errs.ErrInvalidArgument)
 	}
 	if g.authn == nil {
-		return "", nil
+		return "", time.Time{}, nil
 	}
-	return g.authn.Authenticate(auth.Bearer(first(creds)), peerCert(ctx))
+	return g.authn.AuthenticateUntil(auth.Bearer(first(creds)), peerCert(ctx))
+}
+
+// assertedUntil is when the REST side says its caller's credential lapses;
+// zero: never.
+func assertedUntil(md metadata.MD) time.Time {
+	vs := md.Get(auth.AssertedUntil)
+	if len(vs) != 1 {
+		return time.Time{}
+	}
+	ms, err := strconv.ParseInt(vs[0], 10, 64)
+	if err != nil {
+		return time.Unix(0, 0) // not the REST side's: lapsed
+	}
+	return time.UnixMilli(ms)
 }
 
 func (g *Guard) authorize(ctx context.Context, method string, req any) error {

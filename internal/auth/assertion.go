@@ -7,3 +7,7 @@ package auth
 // API key's name, a JWT's subject) may be any text, and gRPC metadata of
 // other keys takes printable ASCII only.
 const AssertedPrincipal = "jetgate-internal-principal-bin"
+
+// AssertedUntil goes with AssertedPrincipal where the REST caller's
+// credential lapses (a JWT's exp): when, in Unix milliseconds.
+const AssertedUntil = "jetgate-internal-until"

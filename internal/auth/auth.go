@@ -9,6 +9,7 @@ package auth
 import (
 	"context"
 	"strings"
+	"time"
 )
 
 // CredentialsHint is what a caller without good credentials is told, on
@@ -56,4 +57,19 @@ func WithPrincipal(ctx context.Context, p string) context.Context {
 func Principal(ctx context.Context) string {
 	p, _ := ctx.Value(principalKey{}).(string)
 	return p
+}
+
+type untilKey struct{}
+
+// WithUntil returns ctx carrying when the caller's credential stops being
+// taken (AuthenticateUntil); zero: never.
+func WithUntil(ctx context.Context, until time.Time) context.Context {
+	return context.WithValue(ctx, untilKey{}, until)
+}
+
+// Until is when the credential of ctx's caller stops being taken: a stream
+// it opened ends then. Zero: never.
+func Until(ctx context.Context) time.Time {
+	t, _ := ctx.Value(untilKey{}).(time.Time)
+	return t
 }

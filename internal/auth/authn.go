@@ -114,22 +114,30 @@ func New(cfg Config) (*Authenticator, error) {
 // client certificate names. A bearer credential, when given, must be good;
 // the certificate counts only with mTLS on.
 func (a *Authenticator) Authenticate(bearer string, cert *x509.Certificate) (string, error) {
+	p, _, err := a.AuthenticateUntil(bearer, cert)
+	return p, err
+}
+
+// AuthenticateUntil is Authenticate, and says until when the credential is
+// taken: a JWT's exp, with the skew allowed. It is zero for an API key, and
+// for a certificate (checked at the handshake).
+func (a *Authenticator) AuthenticateUntil(bearer string, cert *x509.Certificate) (string, time.Time, error) {
 	if bearer != "" {
 		if p, ok := a.apiKey(bearer); ok {
-			return p, nil
+			return p, time.Time{}, nil
 		}
 		if a.jwt != nil {
 			return a.verifyJWT(bearer)
 		}
-		return "", fmt.Errorf("%w: the bearer key is not known", ErrUnauthenticated)
+		return "", time.Time{}, fmt.Errorf("%w: the bearer key is not known", ErrUnauthenticated)
 	}
 	if a.mtls && cert != nil {
 		if p := certPrincipal(cert); p != "" {
-			return p, nil
+			return p, time.Time{}, nil
 		}
-		return "", fmt.Errorf("%w: the client certificate names nobody (no URI SAN, no Common Name)", ErrUnauthenticated)
+		return "", time.Time{}, fmt.Errorf("%w: the client certificate names nobody (no URI SAN, no Common Name)", ErrUnauthenticated)
 	}
-	return "", fmt.Errorf("%w: send Authorization: Bearer <key or JWT>%s", ErrUnauthenticated, map[bool]string{true: ", or a client certificate", false: ""}[a.mtls])
+	return "", time.Time{}, fmt.Errorf("%w: send Authorization: Bearer <key or JWT>%s", ErrUnauthenticated, map[bool]string{true: ", or a client certificate", false: ""}[a.mtls])
 }
 
 func (a *Authenticator) apiKey(bearer string) (string, bool) {
@@ -145,9 +153,12 @@ func (a *Authenticator) apiKey(bearer string) (string, bool) {
 	return found, found != ""
 }
 
-func (a *Authenticator) verifyJWT(s string) (string, error) {
+// jwtSkew is the clock skew a JWT's exp and nbf are allowed.
+const jwtSkew = 30 * time.Second
+
+func (a *Authenticator) verifyJWT(s string) (string, time.Time, error) {
 	if err := a.reloadJWKS(time.Now(), false); err != nil {
-		return "", fmt.Errorf("%w: %v", ErrUnauthenticated, err)
+		return "", time.Time{}, fmt.Errorf("%w: %v", ErrUnauthenticated, err)
 	}
 	a.mu.Lock()
 	set := a.set
@@ -155,7 +166,7 @@ func (a *Authenticator) verifyJWT(s string) (string, error) {
 	opts := []jwt.ParseOption{
 		jwt.WithKeySet(set, jws.WithInferAlgorithmFromKey(true)),
 		jwt.WithValidate(true),
-		jwt.WithAcceptableSkew(30 * time.Second),
+		jwt.WithAcceptableSkew(jwtSkew),
 		jwt.WithRequiredClaim("exp"), // one without would be a credential for ever
 	}
 	if a.jwt.Issuer != "" {
@@ -166,13 +177,14 @@ func (a *Authenticator) verifyJWT(s string) (string, error) {
 	}
 	tok, err := jwt.Parse([]byte(s), opts...)
 	if err != nil {
-		return "", fmt.Errorf("%w: the bearer token is neither a known key nor a valid JWT", ErrUnauthenticated)
+		return "", time.Time{}, fmt.Errorf("%w: the bearer token is neither a known key nor a valid JWT", ErrUnauthenticated)
 	}
 	sub, ok := tok.Subject()
 	if !ok || sub == "" {
-		return "", fmt.Errorf("%w: the JWT has no subject", ErrUnauthenticated)
+		return "", time.Time{}, fmt.Errorf("%w: the JWT has no subject", ErrUnauthenticated)
 	}
-	return sub, nil
+	exp, _ := tok.Expiration() // required above
+	return sub, exp.Add(jwtSkew), nil
 }
 
 // reloadJWKS reads the JWKS file again when it changed, at most every
