@@ -9,6 +9,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/internal/consumer"
@@ -349,8 +350,11 @@ func withCreator(md map[string]string, creator string) map[string]string {
 // serverRefusal is the server's refusal of a create, update or delete.
 func serverRefusal(op string, err error) error {
 	var api *jetstream.APIError
-	if errors.As(err, &api) {
+	switch {
+	case errors.As(err, &api):
 		return fmt.Errorf("%w: the server refused to %s the consumer: %s", errs.ErrManageRefused, op, api.Description)
+	case errors.Is(err, nats.ErrMaxPayload):
+		return fmt.Errorf("%w: the consumer's configuration is larger than the NATS server takes in one request (its max_payload): shorten its description or metadata", errs.ErrInvalidArgument)
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return err
