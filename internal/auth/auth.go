@@ -25,6 +25,12 @@ func Bearer(v string) string {
 	return ""
 }
 
+// MaxPrincipal bounds a principal's name: every settle names its caller,
+// also where one replica forwards it to another, and takes no longer one.
+// A credential that names a longer one is refused at the door, rather than
+// let its holder lease messages it could never settle.
+const MaxPrincipal = 1024
+
 // Action is what a grant allows.
 type Action string
 

@@ -86,8 +86,8 @@ func New(cfg Config) (*Authenticator, error) {
 		if err != nil || len(b) != sha256.Size {
 			return nil, fmt.Errorf("auth.api_keys[%d].sha256: give the hex SHA-256 of the key (64 hex digits)", i)
 		}
-		if k.Principal == "" {
-			return nil, fmt.Errorf("auth.api_keys[%d].principal is required", i)
+		if k.Principal == "" || len(k.Principal) > MaxPrincipal {
+			return nil, fmt.Errorf("auth.api_keys[%d].principal is required, at most %d bytes", i, MaxPrincipal)
 		}
 		a.keys = append(a.keys, apiKey{k.Principal, [sha256.Size]byte(b)})
 	}
@@ -122,6 +122,14 @@ func (a *Authenticator) Authenticate(bearer string, cert *x509.Certificate) (str
 // taken: a JWT's exp, with the skew allowed. It is zero for an API key, and
 // for a certificate (checked at the handshake).
 func (a *Authenticator) AuthenticateUntil(bearer string, cert *x509.Certificate) (string, time.Time, error) {
+	p, until, err := a.authenticate(bearer, cert)
+	if err == nil && len(p) > MaxPrincipal {
+		return "", time.Time{}, fmt.Errorf("%w: the credential names a principal of %d bytes; jetgate takes at most %d", ErrUnauthenticated, len(p), MaxPrincipal)
+	}
+	return p, until, err
+}
+
+func (a *Authenticator) authenticate(bearer string, cert *x509.Certificate) (string, time.Time, error) {
 	if bearer != "" {
 		if p, ok := a.apiKey(bearer); ok {
 			return p, time.Time{}, nil

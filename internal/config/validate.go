@@ -114,6 +114,9 @@ func (c *validator) validateAuth() *Error {
 		if k.Principal == "" {
 			return c.errorf(p+".principal", "required")
 		}
+		if len(k.Principal) > auth.MaxPrincipal {
+			return c.errorf(p+".principal", "%d bytes; at most %d (every settle names its caller)", len(k.Principal), auth.MaxPrincipal)
+		}
 		if b, err := hex.DecodeString(k.SHA256); err != nil || len(b) != sha256.Size {
 			return c.errorf(p+".sha256", "give the hex SHA-256 of the key (64 hex digits), never the key itself")
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jetgate/jetgate/internal/auth"
 	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/natsname"
@@ -12,8 +13,8 @@ import (
 // Bounds of a settle, the same for API requests and forwards.
 const (
 	MaxTokens    = 1000
-	MaxReasonLen = 1024 // a Term's reason
-	maxPrincipal = 1024
+	MaxReasonLen = 1024              // a Term's reason
+	maxPrincipal = auth.MaxPrincipal // the caller's, refused longer at the door
 )
 
 // Request is one settle of a batch of tokens, as a caller asks it through
