@@ -48,9 +48,23 @@ func authenticate(o Options) func(http.Handler) http.Handler {
 				writeStatus(w, http.StatusUnauthorized, st, "UNAUTHENTICATED")
 				return
 			}
+			w.Header().Del("Connection") // authenticated: anonymousCloses's mark goes
 			next.ServeHTTP(w, r.WithContext(auth.WithUntil(auth.WithPrincipal(r.Context(), p), until)))
 		})
 	}
+}
+
+// anonymousCloses ends the connection of every answer to a request that
+// authenticated nobody (refused 401, a probe, the console's files), as gRPC
+// closes a connection that only such calls used: a keep-alive connection
+// whose requests kept it busy held one of limits.max_connections for good,
+// and that many of them, without any credential, locked every caller out.
+// authenticate takes the mark off a request it lets in.
+func anonymousCloses(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Connection", "close")
+		next.ServeHTTP(w, r)
+	})
 }
 
 // granted answers 403 to an authenticated caller without a grant of action

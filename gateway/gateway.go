@@ -153,10 +153,14 @@ func New(ctx context.Context, o Options) (*REST, error) {
 		return nil, err
 	}
 	root.Handle("/", track(routes, o.Refused, cors(o.CORSOrigins, authn(routes.routes(admitBody(streaming(calls, cmp.Or(o.WriteStall, DefaultWriteStall)), o.MaxBodyBytes))))))
+	var h http.Handler = root
 	if o.ClientCertRequired {
-		return &REST{Handler: clientCertRequired(root), conn: conn}, nil
+		h = clientCertRequired(h)
 	}
-	return &REST{Handler: root, conn: conn}, nil
+	if o.Auth != nil {
+		h = anonymousCloses(h)
+	}
+	return &REST{Handler: h, conn: conn}, nil
 }
 
 // clientCertRequired answers 401 to a request without a verified client
