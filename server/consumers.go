@@ -110,6 +110,12 @@ type field struct {
 // (10,000 held its JetStream API 3.7s for one create).
 const maxFilterSubjects = 256
 
+// minRequestExpires is the shortest max_request_expires of a consumer made
+// or changed through the API. Under 20ms the server refuses every pull
+// jetgate makes (PULL_REFUSED on each Fetch); under a second an idle Consume
+// stream pulls tens of times a second (47 at 20ms).
+const minRequestExpires = time.Second
+
 var fields = []field{
 	{name: "durable_name", created: true, set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
 		c.Durable = in.GetDurableName()
@@ -194,7 +200,14 @@ var fields = []field{
 		return intOf("max_request_batch", in.GetMaxRequestBatch(), 0, &c.MaxRequestBatch)
 	}},
 	{name: "max_request_expires", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
-		return duration("max_request_expires", in.GetMaxRequestExpires(), &c.MaxRequestExpires)
+		if err := duration("max_request_expires", in.GetMaxRequestExpires(), &c.MaxRequestExpires); err != nil {
+			return err
+		}
+		if d := c.MaxRequestExpires; d > 0 && d < minRequestExpires {
+			return fmt.Errorf("%w: config.max_request_expires %v: at least %v, or none (jetgate's pulls wait 20ms at the least, and an idle Consume stream pulls once per max_request_expires)",
+				errs.ErrInvalidArgument, d, minRequestExpires)
+		}
+		return nil
 	}},
 	{name: "num_replicas", created: true, set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
 		if n := in.GetNumReplicas(); n < 0 || n > 5 {
