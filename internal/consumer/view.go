@@ -116,6 +116,8 @@ func refusalOf(cfg jetstream.ConsumerConfig) string {
 		return fmt.Sprintf("its ack policy is %v; jetgate needs explicit acks", cfg.AckPolicy)
 	case cfg.AckWait <= 0:
 		return "it has no ack wait; jetgate dates its leases by it"
+	case cfg.MaxRequestExpires > 0 && cfg.MaxRequestExpires < pull.ImmediateExpiry:
+		return fmt.Sprintf("its max_request_expires is %v; the server would refuse every pull of jetgate's, which waits %v at the least", cfg.MaxRequestExpires, pull.ImmediateExpiry)
 	case cfg.Durable == "":
 		// An application's own ephemeral consumer: served, its messages
 		// would go to whoever named it, and jetgate's pulls would keep it
