@@ -109,12 +109,26 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 			case n == 0:
 				// The next message does not fit in the bytes left, and
 				// holding nothing, the stream will never have more room.
-				return fmt.Errorf("%w: the next message is larger than the stream's max_bytes (%d); open the stream with a larger max_bytes to receive it",
-					errs.ErrMessageTooLarge, req.MaxBytes)
+				return k.tooLarge(&req)
 			}
 		}
 		k.waitForRoom(ctx, wait)
 	}
+}
+
+// tooLarge is the error of a stream that holds nothing and whose next
+// message is larger than its pulls may ask for: the consumer's
+// max_request_max_bytes where that is the tighter bound (no max_bytes of
+// the stream's would help), else the stream's max_bytes. Both count a
+// message as NATS does.
+func (k *consumeStream) tooLarge(req *ConsumeRequest) error {
+	const counted = "as NATS counts it (its subject, ack subject, headers and data)"
+	if c := requestLimits(k.pl.server).maxBytes; c > 0 && (req.MaxBytes == 0 || c < req.MaxBytes) {
+		return fmt.Errorf("%w: the next message, %s, is larger than the consumer's max_request_max_bytes (%d); raise that limit of the consumer to receive it",
+			errs.ErrMessageTooLarge, counted, c)
+	}
+	return fmt.Errorf("%w: the next message, %s, is larger than the stream's max_bytes (%d); open the stream with a larger max_bytes to receive it",
+		errs.ErrMessageTooLarge, counted, req.MaxBytes)
 }
 
 // nextPull is the stream's next pull, for the room it has (n leases held),
