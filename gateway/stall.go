@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
@@ -55,13 +57,16 @@ type stallWriter struct {
 	rc     *http.ResponseController
 	stall  time.Duration
 	headed bool // the status went out: an error later is a line of the stream
+	// refused: the stream was refused before it opened, and its answer is
+	// that error alone (refusal).
+	refused bool
 }
 
 func (s *stallWriter) extend() { _ = s.rc.SetWriteDeadline(time.Now().Add(s.stall)) }
 
 func (s *stallWriter) WriteHeader(code int) {
 	if !s.headed {
-		s.headed = true
+		s.headed, s.refused = true, code != http.StatusOK
 		s.ResponseWriter.WriteHeader(code)
 	}
 }
@@ -69,7 +74,29 @@ func (s *stallWriter) WriteHeader(code int) {
 func (s *stallWriter) Write(b []byte) (int, error) {
 	s.extend()
 	s.headed = true
+	if s.refused {
+		return s.refusal(b)
+	}
 	return s.ResponseWriter.Write(b)
+}
+
+// refusal writes the error of a stream refused before it opened as every
+// other call's error is written, google.rpc.Status's JSON: grpc-gateway
+// writes it as a stream's last line, {"error": {...}} and a newline, which
+// a caller reading a refusal as the API's others finds no code or reason
+// in. What follows the error (the newline) is left out.
+func (s *stallWriter) refusal(b []byte) (int, error) {
+	var chunk map[string]json.RawMessage
+	if json.Unmarshal(b, &chunk) != nil || len(chunk) != 1 || chunk["error"] == nil {
+		if len(bytes.TrimSpace(b)) == 0 {
+			return len(b), nil // the delimiter after the error
+		}
+		return s.ResponseWriter.Write(b) // written whole (errorHandler's)
+	}
+	if _, err := s.ResponseWriter.Write(chunk["error"]); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 func (s *stallWriter) Flush() {
