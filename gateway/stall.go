@@ -24,7 +24,10 @@ func streaming(next http.Handler, stall time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, ":consume") {
 			s := &stallWriter{ResponseWriter: w, rc: http.NewResponseController(w), stall: stall}
-			s.extend()
+			// No deadline but each write's, and the last flush's after the
+			// handler.
+			_ = s.rc.SetWriteDeadline(time.Time{})
+			defer s.within()
 			w = s
 		}
 		next.ServeHTTP(w, r)
@@ -62,7 +65,14 @@ type stallWriter struct {
 	refused bool
 }
 
-func (s *stallWriter) extend() { _ = s.rc.SetWriteDeadline(time.Now().Add(s.stall)) }
+// within gives one write its stall, and the returned func takes the
+// deadline off once the write is done: HTTP/2 resets a stream whose write
+// deadline passes whether a write waits or not, so a deadline left between
+// writes ended an idle stream whose heartbeat is longer than the stall.
+func (s *stallWriter) within() (done func()) {
+	_ = s.rc.SetWriteDeadline(time.Now().Add(s.stall))
+	return func() { _ = s.rc.SetWriteDeadline(time.Time{}) }
+}
 
 func (s *stallWriter) WriteHeader(code int) {
 	if !s.headed {
@@ -72,7 +82,7 @@ func (s *stallWriter) WriteHeader(code int) {
 }
 
 func (s *stallWriter) Write(b []byte) (int, error) {
-	s.extend()
+	defer s.within()()
 	s.headed = true
 	if s.refused {
 		return s.refusal(b)
@@ -100,7 +110,7 @@ func (s *stallWriter) refusal(b []byte) (int, error) {
 }
 
 func (s *stallWriter) Flush() {
-	s.extend()
+	defer s.within()()
 	s.headed = true
 	_ = s.rc.Flush()
 }
