@@ -121,7 +121,8 @@ func (t *Table) Silent(o *Owner, now time.Time) (silent time.Duration, lapses in
 
 // Disown lets go of every lease o holds and returns them, live still, but
 // for those its caller extended by a duration that has not passed: their
-// issuer keeps them alive until then, as it was asked (KeptDue). With keep
+// issuer keeps them alive until then, as it was asked (KeptDue), or they
+// last until then (a duration within the lease's deadline). With keep
 // set, it keeps each of the others alive until then too, for a caller
 // still working on them.
 func (t *Table) Disown(o *Owner, keep time.Time) []Lease {
@@ -135,7 +136,7 @@ func (t *Table) Disown(o *Owner, keep time.Time) []Lease {
 			continue
 		}
 		e.owner = nil
-		kept := e.keep > now
+		kept := e.keep > now || e.asked > now
 		switch {
 		case keep.After(e.Deadline) && keep.UnixMilli() > e.keep:
 			e.keep = keep.UnixMilli()

@@ -1,0 +1,36 @@
+package server_test
+
+import (
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	jetgatev1 "github.com/jetgate/jetgate/api/jetgate/v1"
+)
+
+// A lease its caller extended by a duration shorter than ack_wait, before
+// its stream ended, is kept for the time asked, as README promises of any
+// such lease ("but for those its caller extended by a duration: they are
+// kept alive for the time asked"): only a duration past the lease's
+// deadline was kept, and one of 10s under an ack_wait of 30s was nak'ed
+// with the stream and handed to the next Fetch at once.
+func TestALeaseExtendedByAShortDurationOutlivesItsStream(t *testing.T) {
+	h := newHarness(t)
+	h.publish(1)
+	cs := h.consume(h.cons, &jetgatev1.ConsumeRequest{MaxMessages: 2, Heartbeat: durationpb.New(time.Second)})
+	msgs, _ := cs.next(t, 10*time.Second)
+	resp, err := h.cons.Extend(h.ctx(), &jetgatev1.ExtendRequest{Stream: stream, Consumer: consumer,
+		Tokens: tokens(msgs), Duration: durationpb.New(10 * time.Second)})
+	if err != nil || len(resp.GetFailures()) > 0 {
+		t.Fatalf("extend: %v %v", err, resp.GetFailures())
+	}
+	cs.cancel()
+	ended := time.Now()
+	got := h.fetch(h.cons, consumer, 1, 3*time.Second)
+	if ms := got.GetMessages(); len(ms) > 0 {
+		t.Fatalf("the message extended for 10s was handed to another caller %v after the stream ended, delivered %d times",
+			time.Since(ended).Round(time.Millisecond), ms[0].GetMetadata().GetNumDelivered())
+	}
+	wantNoFailures(t, ack(t, h, h.cons, resp.GetLeases()[0].GetNewToken()))
+}
