@@ -3,8 +3,10 @@ package consumer
 import (
 	"cmp"
 	"context"
+	"errors"
 	"time"
 
+	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/lease"
 	"github.com/jetgate/jetgate/internal/settle"
 	"github.com/jetgate/jetgate/internal/token"
@@ -98,8 +100,8 @@ func (s *settler) nak(ctx context.Context, ds []*Delivery) {
 			plain = append(plain, s.tokens.claims(d))
 		}
 	}
-	s.nakClaims(ctx, stored, settle.Args{Delay: storedNak})
-	s.nakClaims(ctx, plain, settle.Args{})
+	s.nakClaims(ctx, stored, settle.Args{Delay: storedNak, Orphan: true})
+	s.nakClaims(ctx, plain, settle.Args{Orphan: true})
 }
 
 // nakClaims naks cs with args. Recorded in the ledger like any Nak of an
@@ -110,7 +112,8 @@ func (s *settler) nakClaims(ctx context.Context, cs []token.Claims, args settle.
 		return
 	}
 	for i, out := range s.settle(ctx, lease.OpNak, cs, args, settle.Issued) {
-		if out.Err != nil {
+		// Settled meanwhile, or taken back by its caller: not for it to give back.
+		if out.Err != nil && !errors.Is(out.Err, errs.ErrLeaseSettled) {
 			s.log.Warn("could not nak a message left by a canceled fetch; it returns after ack_wait",
 				"stream_seq", cs[i].StreamSeq, "err", out.Err)
 		}

@@ -137,7 +137,9 @@ func (s *settler) settle(ctx context.Context, op lease.Op, cs []token.Claims, ar
 	var idx, busy []int
 	retried := make(map[int]bool) // of cs: retries of a settle whose answer never came (consultLedger)
 	begin := func(i int, now time.Time) {
-		subj, retry, err := s.leases.Begin(ref(cs[i]), op, now)
+		r := ref(cs[i])
+		r.Orphan = args.Orphan
+		subj, retry, err := s.leases.Begin(r, op, now)
 		if retry {
 			retried[i] = true
 		}

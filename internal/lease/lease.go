@@ -50,6 +50,10 @@ type Ref struct {
 	ConsumerSeq uint64    // 0: any
 	Deadline    time.Time // zero: any
 	Start       time.Time // zero: any (a token of an earlier release)
+	// Orphan marks the Nak that gives back a lease nobody holds (a canceled
+	// Fetch's, an ended stream's): refused once its caller took it back
+	// with an Extend (Table.Begin).
+	Orphan bool
 }
 
 // Ref is the delivery l is a lease of.

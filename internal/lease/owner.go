@@ -137,6 +137,8 @@ func (t *Table) Disown(o *Owner, keep time.Time) []Lease {
 		}
 		e.owner = nil
 		kept := e.keep > now || e.asked > now
+		// An Extend of its caller's in flight takes it back, as one after.
+		e.takenBack = e.takenBack || e.state == stateSettling && e.op == OpExtend
 		switch {
 		case keep.After(e.Deadline) && keep.UnixMilli() > e.keep:
 			e.keep = keep.UnixMilli()

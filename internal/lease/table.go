@@ -34,6 +34,7 @@ type entry struct {
 	// until it is extended. cutExtend: it was, while an Extend was in
 	// flight, whose new deadline the server may date so too.
 	cut, cutExtend bool
+	takenBack      bool // extended unowned (its stream ended): no orphan's Nak (Ref.Orphan)
 }
 
 // settled is a settled lease, kept for retries: what tells its delivery
@@ -256,6 +257,9 @@ func (t *Table) Begin(r Ref, op Op, now time.Time) (subject string, retry bool, 
 	if e.state == stateSettling {
 		return "", false, errs.ErrSettleInProgress
 	}
+	if r.Orphan && e.takenBack {
+		return "", false, errs.ErrLeaseSettled
+	}
 	if e.maybe != 0 && e.maybe != op {
 		return "", false, errs.ErrLeaseSettled
 	}
@@ -269,6 +273,7 @@ func (t *Table) Begin(r Ref, op Op, now time.Time) (subject string, retry bool, 
 		return "", false, errs.ErrLeaseExpired
 	}
 	e.state, e.op = stateSettling, op
+	e.takenBack = e.takenBack || op == OpExtend && e.owner == nil
 	return e.AckSubject, e.maybe != 0, nil
 }
 

@@ -26,6 +26,8 @@ type Args struct {
 	// Consume's auto_extend), not its caller's: a lease's keep stays, and
 	// no new token is issued.
 	KeepAlive bool
+	// Orphan marks the gateway's Nak of an orphan (lease.Ref.Orphan).
+	Orphan bool
 }
 
 // Payload is the body JetStream expects on a delivery's ack subject for op.
