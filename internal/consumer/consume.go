@@ -122,13 +122,23 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 // the stream's would help), else the stream's max_bytes. Both count a
 // message as NATS does.
 func (k *consumeStream) tooLarge(req *ConsumeRequest) error {
-	const counted = "as NATS counts it (its subject, ack subject, headers and data)"
 	if c := requestLimits(k.pl.server).maxBytes; c > 0 && (req.MaxBytes == 0 || c < req.MaxBytes) {
-		return fmt.Errorf("%w: the next message, %s, is larger than the consumer's max_request_max_bytes (%d); raise that limit of the consumer to receive it",
-			errs.ErrMessageTooLarge, counted, c)
+		return overConsumersBytes(c)
 	}
 	return fmt.Errorf("%w: the next message, %s, is larger than the stream's max_bytes (%d); open the stream with a larger max_bytes to receive it",
-		errs.ErrMessageTooLarge, counted, req.MaxBytes)
+		errs.ErrMessageTooLarge, countedAsNATS, req.MaxBytes)
+}
+
+// countedAsNATS says how a message's size is counted against a pull's
+// max_bytes.
+const countedAsNATS = "as NATS counts it (its subject, ack subject, headers and data)"
+
+// overConsumersBytes is a message larger than the consumer's
+// max_request_max_bytes (most): no caller receives it until an operator
+// raises that limit.
+func overConsumersBytes(most int64) error {
+	return fmt.Errorf("%w: the next message, %s, is larger than the consumer's max_request_max_bytes (%d); raise that limit of the consumer to receive it",
+		errs.ErrMessageTooLarge, countedAsNATS, most)
 }
 
 // nextPull is the stream's next pull, for the room it has (n leases held),

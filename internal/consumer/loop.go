@@ -361,8 +361,7 @@ func (pl *puller) ending(ctx context.Context, err error, maxBytes int64) pullEnd
 	case errors.Is(err, jetstream.ErrConsumerDeleted):
 		return pullEnd{err: pl.server.deleted()}
 	case errors.Is(err, jetstream.ErrMaxBytesExceeded) && consumerBound(pl.server, maxBytes):
-		return pullEnd{err: fmt.Errorf("%w: the next message is larger than the %d bytes the consumer's max_request_max_bytes lets one pull take; the consumer must allow more for it to be received",
-			errs.ErrMessageTooLarge, requestLimits(pl.server).maxBytes)}
+		return pullEnd{err: overConsumersBytes(requestLimits(pl.server).maxBytes)}
 	case errors.Is(err, jetstream.ErrMaxBytesExceeded) && maxBytes < pl.maxFetchBytes:
 		return pullEnd{empty: EmptyMaxBytes} // the caller's own max_bytes
 	case errors.Is(err, jetstream.ErrMaxBytesExceeded):
