@@ -299,7 +299,9 @@ type FetchRequest struct {
 	// caller's own deadline.
 	// In JSON, protobuf's form ("0.5s") or Go's ("500ms", "1m", "1h30m").
 	Expires *durationpb.Duration `protobuf:"bytes,4,opt,name=expires,proto3" json:"expires,omitempty"`
-	// The most payload bytes to return in this batch, if set.
+	// The most bytes to return in this batch, if set, each message counted as
+	// NATS counts it against a pull: its subject, ack subject, headers and
+	// data.
 	MaxBytes *int64 `protobuf:"varint,5,opt,name=max_bytes,json=maxBytes,proto3,oneof" json:"max_bytes,omitempty"`
 	// The consumer's priority group to pull from. Unset: the consumer's group
 	// when it has exactly one (a consumer with several needs it).
@@ -1720,7 +1722,9 @@ type ConsumeRequest struct {
 	Consumer string `protobuf:"bytes,2,opt,name=consumer,proto3" json:"consumer,omitempty"`
 	// The most unsettled leases the stream holds at once; unset or 0 is 200.
 	MaxMessages int32 `protobuf:"varint,3,opt,name=max_messages,json=maxMessages,proto3" json:"max_messages,omitempty"`
-	// The most bytes of unsettled messages the stream holds at once.
+	// The most bytes of unsettled messages the stream holds at once, each
+	// counted as NATS counts it against a pull: its subject, ack subject,
+	// headers and data.
 	MaxBytes *int64 `protobuf:"varint,4,opt,name=max_bytes,json=maxBytes,proto3,oneof" json:"max_bytes,omitempty"`
 	// How often an idle stream sends an empty response; unset is 15s.
 	// In JSON, protobuf's form ("0.5s") or Go's ("500ms", "1m", "1h30m").

@@ -53,7 +53,9 @@ export type FetchRequest = Message$1<"jetgate.v1.FetchRequest"> & {
   expires?: Duration | undefined;
 
   /**
-   * The most payload bytes to return in this batch, if set.
+   * The most bytes to return in this batch, if set, each message counted as
+   * NATS counts it against a pull: its subject, ack subject, headers and
+   * data.
    *
    * @generated from field: optional int64 max_bytes = 5;
    */
@@ -863,7 +865,9 @@ export type ConsumeRequest = Message$1<"jetgate.v1.ConsumeRequest"> & {
   maxMessages: number;
 
   /**
-   * The most bytes of unsettled messages the stream holds at once.
+   * The most bytes of unsettled messages the stream holds at once, each
+   * counted as NATS counts it against a pull: its subject, ack subject,
+   * headers and data.
    *
    * @generated from field: optional int64 max_bytes = 4;
    */
