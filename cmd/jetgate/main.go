@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc/grpclog"
+
 	"github.com/jetgate/jetgate/app"
 	"github.com/jetgate/jetgate/internal/config"
 )
@@ -41,6 +43,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "jetgate:", err)
 		os.Exit(2)
 	}
+	grpclog.SetLoggerV2(app.GRPCLogger(o.Logger)) // before gRPC runs: process-wide
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	stopProfile, err := startProfile(o.CPUProfile)
