@@ -204,7 +204,6 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 		// a REST body makes.
 		grpc.MaxRecvMsgSize(gateway.RequestLimit(p.cfg.Limits.MaxBodyBytes)),
 	}
-	opts = append(opts, p.grpcTracing()...)
 	// The REST side reaches the services in process, through a gRPC server
 	// of its own on an in-memory listener: the same interceptor chain, no
 	// TLS to terminate, no port for anyone else. Every REST caller's stream
@@ -213,7 +212,8 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 	// connection.
 	p.innerLis = bufconn.Listen(1 << 20)
 	p.onClose(func() { _ = p.innerLis.Close() })
-	p.inner = grpc.NewServer(append(slices.Clone(opts), grpc.ChainUnaryInterceptor(restChain...), grpc.ChainStreamInterceptor(obsStream, rest.Stream()))...)
+	p.inner = grpc.NewServer(append(slices.Clone(opts), append(p.innerTracing(), grpc.ChainUnaryInterceptor(restChain...), grpc.ChainStreamInterceptor(obsStream, rest.Stream()))...)...)
+	opts = append(opts, p.grpcTracing()...)
 	server.RegisterREST(p.inner, p.replica, p.log, p.stall)
 	// A gRPC caller's connection runs at most 1024 RPCs at once, and one
 	// that stops reading (its answers queued unsent) is closed once it

@@ -18,6 +18,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/stats"
 
 	"github.com/jetgate/jetgate/internal/tracing"
 )
@@ -98,14 +99,29 @@ func (p *process) grpcTracing() []grpc.ServerOption {
 		otelgrpc.WithTracerProvider(p.trc.Provider), otelgrpc.WithPropagators(tracing.W3C)))}
 }
 
-// dialTracing carries the REST side's trace into its streams' gRPC calls.
+// dialTracing carries the REST side's trace into its streams' gRPC calls
+// to the in-process server (innerTracing). That hop records no span:
+// otelhttp's is the call's one SERVER span, as for a unary REST call.
 func (p *process) dialTracing() []grpc.DialOption {
 	if !p.trc.On() {
 		return nil
 	}
 	return []grpc.DialOption{grpc.WithStatsHandler(otelgrpc.NewClientHandler(
-		otelgrpc.WithTracerProvider(p.trc.Provider), otelgrpc.WithPropagators(tracing.W3C)))}
+		otelgrpc.WithTracerProvider(p.trc.Provider), otelgrpc.WithPropagators(tracing.W3C), otelgrpc.WithFilter(noSpan)))}
 }
+
+// innerTracing takes the REST side's trace in on the in-process gRPC
+// server, recording no span of its own.
+func (p *process) innerTracing() []grpc.ServerOption {
+	if !p.trc.On() {
+		return nil
+	}
+	return []grpc.ServerOption{grpc.StatsHandler(otelgrpc.NewServerHandler(
+		otelgrpc.WithTracerProvider(p.trc.Provider), otelgrpc.WithPropagators(tracing.W3C), otelgrpc.WithFilter(noSpan)))}
+}
+
+// noSpan filters every call out of otelgrpc's spans; its propagation stays.
+func noSpan(*stats.RPCTagInfo) bool { return false }
 
 // httpTracing wraps the REST side in otelhttp, which reads traceparent and
 // tracestate (only those) and records the server span; probes and metrics
