@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/jetgate/jetgate/internal/tracing"
 )
@@ -40,12 +42,28 @@ func newTransport(cfg Config, tlsCfg *tls.Config, trc *tracing.Tracing) (*http.T
 	var transport http.RoundTripper = t
 	if trc.On() {
 		// A CLIENT span per push, child of the message's creation context
-		// (send), whose context the request carries.
-		transport = otelhttp.NewTransport(transport, otelhttp.WithTracerProvider(trc.Provider),
+		// (send), whose context the request carries; its messaging
+		// attributes as the batch span's, and the message's id.
+		transport = otelhttp.NewTransport(namesMessage{transport}, otelhttp.WithTracerProvider(trc.Provider),
 			otelhttp.WithPropagators(tracing.W3C),
-			otelhttp.WithSpanNameFormatter(func(string, *http.Request) string { return "push " + cfg.Stream }))
+			otelhttp.WithSpanNameFormatter(func(string, *http.Request) string { return "push " + cfg.Stream }),
+			otelhttp.WithSpanOptions(trace.WithAttributes(semconv.MessagingSystemKey.String("nats"),
+				semconv.MessagingDestinationName(cfg.Stream), semconv.MessagingConsumerGroupName(cfg.Consumer),
+				semconv.MessagingOperationName("push"))))
 	}
 	return t, transport
+}
+
+// namesMessage puts a one-message request's Webhook-Id (<stream>.<seq>, as
+// the publish span has it) on its span as messaging.message.id; a batch's
+// request, whose span is the batch span's child, names none.
+type namesMessage struct{ next http.RoundTripper }
+
+func (n namesMessage) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Header.Get("Jetgate-Batch-Size") == "" {
+		trace.SpanFromContext(r.Context()).SetAttributes(semconv.MessagingMessageID(r.Header.Get("Webhook-Id")))
+	}
+	return n.next.RoundTrip(r)
 }
 
 // protocols are the HTTP versions the pusher speaks: with http2, HTTP/2

@@ -60,6 +60,7 @@ func (pb *publisher) Publish(ctx context.Context, req PublishRequest) (_ PubAck,
 	if err != nil {
 		return PubAck{}, pb.publishError(ctx, req.Stream, m, err)
 	}
+	span.MessageID(ack.Stream, ack.Sequence)
 	return PubAck{Stream: ack.Stream, Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
 }
 

@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -77,6 +78,15 @@ func (s *Span) Link(n int, origins []trace.SpanContext) {
 			s.span.AddLink(trace.Link{SpanContext: o})
 		}
 	}
+}
+
+// MessageID names the one message the span is of: <stream>.<seq>, as a
+// push's Webhook-Id and its span name it.
+func (s *Span) MessageID(stream string, seq uint64) {
+	if s == nil {
+		return
+	}
+	s.span.SetAttributes(semconv.MessagingMessageID(stream + "." + strconv.FormatUint(seq, 10)))
 }
 
 // End ends the span with its outcome.
