@@ -11,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc/filters"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -90,13 +91,15 @@ func (p *process) startTracing(ctx context.Context, tp trace.TracerProvider) err
 	return nil
 }
 
-// grpcTracing is the gRPC servers' otelgrpc stats handler; none when off.
+// grpcTracing is the gRPC server's otelgrpc stats handler; none when off.
+// Health checks are left out, as REST's probes are.
 func (p *process) grpcTracing() []grpc.ServerOption {
 	if !p.trc.On() {
 		return nil
 	}
 	return []grpc.ServerOption{grpc.StatsHandler(otelgrpc.NewServerHandler(
-		otelgrpc.WithTracerProvider(p.trc.Provider), otelgrpc.WithPropagators(tracing.W3C)))}
+		otelgrpc.WithTracerProvider(p.trc.Provider), otelgrpc.WithPropagators(tracing.W3C),
+		otelgrpc.WithFilter(filters.Not(filters.HealthCheck()))))}
 }
 
 // dialTracing carries the REST side's trace into its streams' gRPC calls
