@@ -65,7 +65,6 @@ func (fw *forwarder) Settle(ctx context.Context, req settle.Request) ([]settle.O
 	var span *tracing.Span // nil: tracing off
 	if fw.spans != nil {
 		span = fw.spans.Settle(ctx, req.Op.String(), req.Stream, req.Consumer)
-		defer span.End(nil)
 	}
 	out := settle.Split(fw.keys, fw.self, req, func(issuer token.IssuerID, b *settle.Batch) []settle.Outcome {
 		if issuer == fw.self {
@@ -77,6 +76,11 @@ func (fw *forwarder) Settle(ctx context.Context, req settle.Request) ([]settle.O
 		return fw.forward(ctx, c, issuer, b, req)
 	})
 	c.Counts().CountSettles(req.Op, out)
+	if span != nil {
+		n, all := failures(out)
+		span.Failed(n)
+		span.End(all)
+	}
 	return out, nil
 }
 

@@ -89,6 +89,14 @@ func (s *Span) MessageID(stream string, seq uint64) {
 	s.span.SetAttributes(semconv.MessagingMessageID(stream + "." + strconv.FormatUint(seq, 10)))
 }
 
+// Failed counts the messages of a settle that failed, if any did.
+func (s *Span) Failed(n int) {
+	if s == nil || n == 0 {
+		return
+	}
+	s.span.SetAttributes(attribute.Int("jetgate.settle.failures", n))
+}
+
 // End ends the span with its outcome.
 func (s *Span) End(err error) {
 	if s == nil {
