@@ -27,7 +27,7 @@ func streaming(next http.Handler, stall time.Duration) http.Handler {
 			// No deadline but each write's, and the last flush's after the
 			// handler.
 			_ = s.rc.SetWriteDeadline(time.Time{})
-			defer s.within()
+			defer s.bound()
 			w = s
 		}
 		next.ServeHTTP(w, r)
@@ -70,9 +70,12 @@ type stallWriter struct {
 // deadline passes whether a write waits or not, so a deadline left between
 // writes ended an idle stream whose heartbeat is longer than the stall.
 func (s *stallWriter) within() (done func()) {
-	_ = s.rc.SetWriteDeadline(time.Now().Add(s.stall))
+	s.bound()
 	return func() { _ = s.rc.SetWriteDeadline(time.Time{}) }
 }
+
+// bound sets the stall's deadline from now, for one write or flush.
+func (s *stallWriter) bound() { _ = s.rc.SetWriteDeadline(time.Now().Add(s.stall)) }
 
 func (s *stallWriter) WriteHeader(code int) {
 	if !s.headed {
