@@ -310,6 +310,10 @@ func (r *Roster) apply(e jetstream.KeyValueEntry, now time.Time) bool {
 		r.live[id] = now
 		return !was
 	}
+	if e.Key() == servesPrefix+r.self && gone {
+		r.markDirty() // a peer took it for a replica gone (prune): here still
+		return false
+	}
 	if id, ok := strings.CutPrefix(e.Key(), servesPrefix); ok && id != r.self {
 		if gone {
 			delete(r.serves, id)
@@ -328,14 +332,23 @@ func (r *Roster) apply(e jetstream.KeyValueEntry, now time.Time) bool {
 }
 
 // prune forgets replicas not heard of for longer than a key lives, should
-// the marker of a key that aged out have gone missing, and removes what
-// they served. It reports whether it forgot any.
+// the marker of a key that aged out have gone missing, and removes the list
+// of every replica whose liveness key is gone (a replica killed without a
+// word left its list for good; one still running writes it again). It
+// reports whether it forgot any.
 func (r *Roster) prune(ctx context.Context, now time.Time) bool {
+	forgot := false
 	var dead []string
 	r.mu.Lock()
 	for id, at := range r.live {
 		if now.Sub(at) > TTL+RenewEvery {
 			delete(r.live, id)
+			forgot = true
+		}
+	}
+	for id := range r.serves {
+		if _, ok := r.live[id]; !ok {
+			delete(r.serves, id)
 			dead = append(dead, id)
 		}
 	}
@@ -343,7 +356,7 @@ func (r *Roster) prune(ctx context.Context, now time.Time) bool {
 	for _, id := range dead {
 		_ = r.kv.Delete(ctx, servesPrefix+id) // any replica may; the first one does
 	}
-	return len(dead) > 0
+	return forgot
 }
 
 // recount tells each consumer whose count changed.
