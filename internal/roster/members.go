@@ -50,7 +50,12 @@ func (r *Roster) CatchUp(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("the KV bucket %s has no stream state", Bucket)
 	}
-	last := bs.StreamInfo().State.LastSeq
+	return r.countedTo(ctx, bs.StreamInfo().State.LastSeq)
+}
+
+// countedTo returns once the counts include the bucket up to revision
+// last, or ctx ended.
+func (r *Roster) countedTo(ctx context.Context, last uint64) error {
 	for {
 		r.mu.Lock()
 		rev, advanced := r.rev, r.advanced
