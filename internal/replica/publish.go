@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -130,7 +131,10 @@ func (pb *publisher) publishError(ctx context.Context, stream string, m *nats.Ms
 		return fmt.Errorf("%w: stream %q refused the message: %s", errs.ErrPublishRefused, stream, apiErr.Description)
 	case errors.Is(err, nats.ErrMaxPayload):
 		// The connection moved to a server with a smaller max_payload.
-		return pb.fitsPayload(m)
+		if perr := pb.fitsPayload(m); perr != nil {
+			return perr
+		}
+		return fmt.Errorf("%w: the message is larger than the NATS server's max_payload (%d bytes)", errs.ErrPayloadTooLarge, pb.nc.MaxPayload())
 	}
 	return fmt.Errorf("%w: publish: %v", errs.ErrUnavailable, err)
 }
@@ -151,8 +155,9 @@ func (pb *publisher) PublishBatch(ctx context.Context, stream string, reqs []Pub
 		if err != nil {
 			return nil, fmt.Errorf("messages[%d]: %w", i, err)
 		}
-		if m.Header == nil {
-			m.Header = nats.Header{} // the batch's own headers go in it
+		batchHeaders(m, i, len(reqs))
+		if err := pb.fitsPayload(m); err != nil {
+			return nil, fmt.Errorf("messages[%d], with the headers the batch adds: %w", i, err)
 		}
 		msgs[i] = m
 	}
@@ -160,6 +165,11 @@ func (pb *publisher) PublishBatch(ctx context.Context, stream string, reqs []Pub
 	defer cancel()
 	ack, err := jetstreamext.PublishMsgBatch(pctx, pb.js, msgs)
 	if err != nil {
+		for i, m := range msgs { // a server of a smaller max_payload
+			if perr := pb.fitsPayload(m); perr != nil && errors.Is(err, nats.ErrMaxPayload) {
+				return nil, fmt.Errorf("messages[%d], with the headers the batch adds: %w", i, perr)
+			}
+		}
 		return nil, pb.publishError(ctx, stream, msgs[len(msgs)-1], err)
 	}
 	seqs := make([]uint64, len(msgs))
@@ -167,6 +177,23 @@ func (pb *publisher) PublishBatch(ctx context.Context, stream string, reqs []Pub
 		seqs[i] = ack.Sequence - uint64(len(msgs)-1-i)
 	}
 	return seqs, nil
+}
+
+// batchIDLen is the length of a batch's id: a nuid.
+const batchIDLen = 22
+
+// batchHeaders gives m, message i of n, the headers PublishMsgBatch sets on
+// it (each value overwritten as it sends), so that its size counts them: a
+// message over max_payload with them fails in nats.go, after the batch began.
+func batchHeaders(m *nats.Msg, i, n int) {
+	if m.Header == nil {
+		m.Header = nats.Header{}
+	}
+	m.Header.Set(jetstreamext.BatchIDHeader, strings.Repeat("0", batchIDLen))
+	m.Header.Set(jetstreamext.BatchSeqHeader, strconv.Itoa(i+1))
+	if i == n-1 {
+		m.Header.Set(jetstreamext.BatchCommitHeader, "1")
+	}
 }
 
 // The NATS server closes a connection that sends a protocol line longer than
