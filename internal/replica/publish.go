@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -142,59 +141,6 @@ func (pb *publisher) publishError(ctx context.Context, stream string, m *nats.Ms
 // jsErrMessageTTLDisabled is the server's error code for a message ttl on a
 // stream without allow_msg_ttl (JSMessageTTLDisabledErr).
 const jsErrMessageTTLDisabled = 10166
-
-// PublishBatch stores msgs all or none, as one atomic batch (ADR-50), and
-// returns each one's sequence: the server stores a batch's messages one
-// after another.
-func (pb *publisher) PublishBatch(ctx context.Context, stream string, reqs []PublishRequest) (_ []uint64, err error) {
-	ctx, span := pb.spans.Publish(ctx, stream, stream, len(reqs)) // a batch may span subjects: named by its stream
-	defer func() { span.End(err) }()
-	msgs := make([]*nats.Msg, len(reqs))
-	for i, req := range reqs {
-		m, err := pb.message(ctx, req, span != nil)
-		if err != nil {
-			return nil, fmt.Errorf("messages[%d]: %w", i, err)
-		}
-		batchHeaders(m, i, len(reqs))
-		if err := pb.fitsPayload(m); err != nil {
-			return nil, fmt.Errorf("messages[%d], with the headers the batch adds: %w", i, err)
-		}
-		msgs[i] = m
-	}
-	pctx, cancel := context.WithTimeout(ctx, pb.timeout)
-	defer cancel()
-	ack, err := jetstreamext.PublishMsgBatch(pctx, pb.js, msgs)
-	if err != nil {
-		for i, m := range msgs { // a server of a smaller max_payload
-			if perr := pb.fitsPayload(m); perr != nil && errors.Is(err, nats.ErrMaxPayload) {
-				return nil, fmt.Errorf("messages[%d], with the headers the batch adds: %w", i, perr)
-			}
-		}
-		return nil, pb.publishError(ctx, stream, msgs[len(msgs)-1], err)
-	}
-	seqs := make([]uint64, len(msgs))
-	for i := range seqs {
-		seqs[i] = ack.Sequence - uint64(len(msgs)-1-i)
-	}
-	return seqs, nil
-}
-
-// batchIDLen is the length of a batch's id: a nuid.
-const batchIDLen = 22
-
-// batchHeaders gives m, message i of n, the headers PublishMsgBatch sets on
-// it (each value overwritten as it sends), so that its size counts them: a
-// message over max_payload with them fails in nats.go, after the batch began.
-func batchHeaders(m *nats.Msg, i, n int) {
-	if m.Header == nil {
-		m.Header = nats.Header{}
-	}
-	m.Header.Set(jetstreamext.BatchIDHeader, strings.Repeat("0", batchIDLen))
-	m.Header.Set(jetstreamext.BatchSeqHeader, strconv.Itoa(i+1))
-	if i == n-1 {
-		m.Header.Set(jetstreamext.BatchCommitHeader, "1")
-	}
-}
 
 // The NATS server closes a connection that sends a protocol line longer than
 // its max_control_line (nats-server parser.go, overMaxControlLineLimit;
