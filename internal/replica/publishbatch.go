@@ -92,6 +92,6 @@ func (pb *publisher) incompleteBatch(ctx context.Context, stream string, msgs []
 			}
 		}
 	}
-	return fmt.Errorf("%w: stream %q refused a message of the batch before its last, and says only that the batch is incomplete (a message over its max_msg_size, or the account's limits reached); nothing was stored",
+	return fmt.Errorf("%w: stream %q refused a message of the batch before its last, and says only that the batch is incomplete (a message over its max_msg_size, the account's limits reached, or a message lost to a NATS reconnect); nothing was stored, and it may be sent again",
 		errs.ErrPublishRefused, stream)
 }
