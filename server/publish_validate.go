@@ -75,6 +75,12 @@ func validateMessage(stream, subject string, data []byte, headers map[string]*je
 			if strings.ContainsAny(s, "\r\n") {
 				return replica.PublishRequest{}, fmt.Errorf("%w: header %q has a value with a line break", errs.ErrInvalidArgument, k)
 			}
+			if s != strings.Trim(s, " \t") {
+				// NATS drops them when it reads the message: it would not
+				// come back as sent.
+				return replica.PublishRequest{}, fmt.Errorf("%w: header %q has a value that starts or ends with a space or tab, which NATS drops when the message is read; trim it",
+					errs.ErrInvalidArgument, k)
+			}
 			size += len(k) + len(s) + 4
 		}
 	}
