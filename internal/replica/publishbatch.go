@@ -37,22 +37,33 @@ func (pb *publisher) PublishBatch(ctx context.Context, stream string, reqs []Pub
 	defer cancel()
 	ack, err := jetstreamext.PublishMsgBatch(pctx, pb.js, msgs)
 	if err != nil {
-		for i, m := range msgs { // a server of a smaller max_payload
-			if perr := pb.fitsPayload(m); perr != nil && errors.Is(err, nats.ErrMaxPayload) {
-				return nil, fmt.Errorf("messages[%d], with the headers the batch adds: %w", i, perr)
-			}
-		}
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrAtomicPublishIncompleteBatch && ctx.Err() == nil {
-			return nil, pb.incompleteBatch(ctx, stream, msgs)
-		}
-		return nil, pb.publishError(ctx, stream, msgs[len(msgs)-1], err)
+		return nil, pb.batchError(ctx, stream, msgs, err)
 	}
 	seqs := make([]uint64, len(msgs))
 	for i := range seqs {
 		seqs[i] = ack.Sequence - uint64(len(msgs)-1-i)
 	}
 	return seqs, nil
+}
+
+// batchError maps what a batch failed with, naming the message at fault
+// where it can be told.
+func (pb *publisher) batchError(ctx context.Context, stream string, msgs []*nats.Msg, err error) error {
+	var apiErr *jetstream.APIError
+	isAPI := errors.As(err, &apiErr)
+	incomplete := isAPI && apiErr.ErrorCode == jsErrAtomicPublishIncompleteBatch
+	for i, m := range msgs {
+		if perr := pb.fitsPayload(m); perr != nil && errors.Is(err, nats.ErrMaxPayload) { // a server of a smaller max_payload
+			return fmt.Errorf("messages[%d], with the headers the batch adds: %w", i, perr)
+		}
+		if derr := pb.denied(m.Subject); derr != nil && (!isAPI || incomplete) && ctx.Err() == nil {
+			return fmt.Errorf("messages[%d]: %w", i, derr)
+		}
+	}
+	if incomplete && ctx.Err() == nil {
+		return pb.incompleteBatch(ctx, stream, msgs)
+	}
+	return pb.publishError(ctx, stream, msgs[len(msgs)-1], err)
 }
 
 // batchIDLen is the length of a batch's id: a nuid.
