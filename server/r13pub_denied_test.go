@@ -25,19 +25,7 @@ import (
 // that its stream refused a message for a limit.
 func TestAPublishJetgatesNATSUserMayNotMakeSaysSo(t *testing.T) {
 	h := newHarness(t)
-	ns := natstest.StartWith(t, &natsserver.Options{Users: []*natsserver.User{
-		{Username: "admin", Password: "a"},
-		{Username: "gw", Password: "g", Permissions: &natsserver.Permissions{Publish: &natsserver.SubjectPermission{Deny: []string{"orders.secret"}}}},
-	}})
-	js, err := jetstream.New(natstest.Connect(t, ns, nats.UserInfo("admin", "a")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.CreateStream(h.ctx(), jetstream.StreamConfig{Name: stream, Subjects: []string{"orders.>"}, AllowAtomicPublish: true}); err != nil {
-		t.Fatal(err)
-	}
-	g := gwtest.Start(t, replica.Options{Conn: natstest.Connect(t, ns, nats.UserInfo("gw", "g")), RequestTimeout: 500 * time.Millisecond,
-		Consumers: []coreconsumer.Config{{Stream: stream, Name: consumer}}, Keys: token.RandomKeyring()})
+	g := deniedGateway(t, h)
 	want := func(what string, err error) {
 		t.Helper()
 		code, reason := codeAndReason(err)
@@ -45,7 +33,7 @@ func TestAPublishJetgatesNATSUserMayNotMakeSaysSo(t *testing.T) {
 			t.Errorf("%s: %v; want FAILED_PRECONDITION PUBLISH_REFUSED saying jetgate's NATS user may not publish to orders.secret", what, err)
 		}
 	}
-	_, err = g.Streams.Publish(h.ctx(), &jetgatev1.PublishRequest{Stream: stream, Subject: "orders.secret", Data: []byte("x")})
+	_, err := g.Streams.Publish(h.ctx(), &jetgatev1.PublishRequest{Stream: stream, Subject: "orders.secret", Data: []byte("x")})
 	want("a publish", err)
 	for _, at := range []int{0, 1, 2} {
 		b := &jetgatev1.PublishBatchRequest{Stream: stream}
@@ -61,5 +49,38 @@ func TestAPublishJetgatesNATSUserMayNotMakeSaysSo(t *testing.T) {
 	}
 	if _, err := g.Streams.Publish(h.ctx(), &jetgatev1.PublishRequest{Stream: stream, Subject: "orders.ok", Data: []byte("x")}); err != nil {
 		t.Errorf("a subject the user may publish to: %v", err)
+	}
+}
+
+// deniedGateway serves ORDERS (allow_atomic) through a NATS user that may
+// not publish to orders.secret, with a request timeout of 500ms.
+func deniedGateway(t *testing.T, h *harness) *gwtest.Replica {
+	t.Helper()
+	ns := natstest.StartWith(t, &natsserver.Options{Users: []*natsserver.User{
+		{Username: "admin", Password: "a"},
+		{Username: "gw", Password: "g", Permissions: &natsserver.Permissions{Publish: &natsserver.SubjectPermission{Deny: []string{"orders.secret"}}}},
+	}})
+	js, err := jetstream.New(natstest.Connect(t, ns, nats.UserInfo("admin", "a")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(h.ctx(), jetstream.StreamConfig{Name: stream, Subjects: []string{"orders.>"}, AllowAtomicPublish: true}); err != nil {
+		t.Fatal(err)
+	}
+	return gwtest.Start(t, replica.Options{Conn: natstest.Connect(t, ns, nats.UserInfo("gw", "g")), RequestTimeout: 500 * time.Millisecond,
+		Consumers: []coreconsumer.Config{{Stream: stream, Name: consumer}}, Keys: token.RandomKeyring()})
+}
+
+// A batch waits for its first message's ack no longer than the request
+// timeout, as any request to NATS (PublishMsgBatch's own default is the
+// JetStream context's 5s, whatever the caller's deadline).
+func TestABatchsFirstAckWaitsTheRequestTimeout(t *testing.T) {
+	h := newHarness(t)
+	g := deniedGateway(t, h)
+	b := &jetgatev1.PublishBatchRequest{Stream: stream, Messages: []*jetgatev1.BatchMessage{{Subject: "orders.secret"}, {Subject: "orders.ok"}}}
+	start := time.Now()
+	_, err := g.Streams.PublishBatch(h.ctx(), b)
+	if took := time.Since(start); err == nil || took > 2*time.Second {
+		t.Errorf("a batch whose first message got no ack: %v after %v; want an error within the 500ms request timeout (and some slack)", err, took)
 	}
 }

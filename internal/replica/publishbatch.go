@@ -35,7 +35,10 @@ func (pb *publisher) PublishBatch(ctx context.Context, stream string, reqs []Pub
 	}
 	pctx, cancel := context.WithTimeout(ctx, pb.timeout)
 	defer cancel()
-	ack, err := jetstreamext.PublishMsgBatch(pctx, pb.js, msgs)
+	// The first message's ack is waited for no longer than any request to
+	// NATS (PublishMsgBatch's own default: the JetStream context's, 5s).
+	flow := jetstreamext.BatchFlowControl{AckFirst: true, AckTimeout: pb.timeout}
+	ack, err := jetstreamext.PublishMsgBatch(pctx, pb.js, msgs, flow)
 	if err != nil {
 		return nil, pb.batchError(ctx, stream, msgs, err)
 	}
