@@ -98,6 +98,12 @@ func validateMessage(stream, subject string, data []byte, headers map[string]*je
 			return replica.PublishRequest{}, fmt.Errorf("%w: ttl must be a duration from %v to %v (100 years; the NATS server cannot hold a longer one)",
 				errs.ErrInvalidArgument, minTTL, maxTTL)
 		}
+		if ttl.AsDuration()%time.Second != 0 {
+			// The server drops the fraction: the message would expire sooner
+			// than its stored Nats-TTL says.
+			return replica.PublishRequest{}, fmt.Errorf("%w: ttl is %v; NATS keeps a message's ttl in whole seconds, so give one (%v or %v)",
+				errs.ErrInvalidArgument, ttl.AsDuration(), ttl.AsDuration().Truncate(time.Second), ttl.AsDuration().Truncate(time.Second)+time.Second)
+		}
 		pr.TTL = ttl.AsDuration()
 	}
 	return pr, nil
