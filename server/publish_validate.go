@@ -86,6 +86,11 @@ func validateMessage(stream, subject string, data []byte, headers map[string]*je
 	}
 	if strings.ContainsAny(msgID, "\r\n") {
 		return replica.PublishRequest{}, fmt.Errorf("%w: msg_id has a line break", errs.ErrInvalidArgument)
+	} else if msgID != strings.Trim(msgID, " \t") {
+		// The server reads it without them: " a" deduplicates with "a", " "
+		// with nothing.
+		return replica.PublishRequest{}, fmt.Errorf(`%w: msg_id starts or ends with a space or tab, which NATS drops before deduplicating (" a" is a duplicate of "a"); trim it`,
+			errs.ErrInvalidArgument)
 	} else if msgID != "" {
 		size += len("Nats-Msg-Id") + len(msgID) + 4
 	}

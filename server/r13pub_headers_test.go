@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,4 +42,24 @@ func TestAHeaderValueNATSWouldTrimIsRefused(t *testing.T) {
 
 func req1(name, value string) map[string]*jetgatev1.HeaderValues {
 	return map[string]*jetgatev1.HeaderValues{name: {Values: []string{value}}}
+}
+
+// The server reads a Nats-Msg-Id without the spaces and tabs around it: " a"
+// and "a " were taken as duplicates of "a" (duplicate: true, nothing
+// stored), and " " as no msg_id at all (never deduplicated). Such a msg_id
+// is refused.
+func TestAMsgIDNATSWouldTrimIsRefused(t *testing.T) {
+	h := newHarness(t)
+	pub := func(id string) (*jetgatev1.PublishResponse, error) {
+		return h.strm.Publish(h.ctx(), &jetgatev1.PublishRequest{Stream: stream, Subject: "orders.id", Data: []byte(id), MsgId: id})
+	}
+	if _, err := pub("a"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{" a", "a ", "\ta", " "} {
+		r, err := pub(id)
+		if code, _ := codeAndReason(err); code != codes.InvalidArgument || !strings.Contains(err.Error(), "msg_id") {
+			t.Errorf("msg_id %q: %v, %v; want INVALID_ARGUMENT naming msg_id", id, r, err)
+		}
+	}
 }
