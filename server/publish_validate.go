@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,6 +72,9 @@ func validateMessage(stream, subject string, data []byte, headers map[string]*je
 		if err := checkReserved(k); err != nil {
 			return replica.PublishRequest{}, err
 		}
+		if err := checkExpected(k, v.GetValues()); err != nil {
+			return replica.PublishRequest{}, err
+		}
 		for _, s := range v.GetValues() {
 			if strings.ContainsAny(s, "\r\n") {
 				return replica.PublishRequest{}, fmt.Errorf("%w: header %q has a value with a line break", errs.ErrInvalidArgument, k)
@@ -116,12 +120,22 @@ func validateMessage(stream, subject string, data []byte, headers map[string]*je
 
 // expectedPrefix starts the names of JetStream's optimistic concurrency
 // checks (Nats-Expected-Last-Sequence and the like), the one kind of Nats-
-// header a client may send. The server reads header names case-sensitively,
-// so only this spelling takes effect.
+// header a client may send.
 const expectedPrefix = "Nats-Expected-"
 
+// expectedChecks are the concurrency checks the server applies (nats-server
+// stream.go, JSExpected*), spelled as it reads them: case-sensitively. Any
+// other Nats-Expected- name would be stored as a plain header, unchecked.
+var expectedChecks = []string{
+	"Nats-Expected-Stream",
+	"Nats-Expected-Last-Sequence",
+	"Nats-Expected-Last-Subject-Sequence",
+	"Nats-Expected-Last-Subject-Sequence-Subject",
+	"Nats-Expected-Last-Msg-Id",
+}
+
 // checkReserved refuses a header name NATS reserves: any that starts with
-// Nats-, in any case, except the Nats-Expected-* checks. Such a header could
+// Nats-, in any case, except the concurrency checks. Such a header could
 // roll up or expire other messages, or deduplicate on the caller's say.
 func checkReserved(name string) error {
 	const reserved = "nats-"
@@ -129,15 +143,34 @@ func checkReserved(name string) error {
 		return nil
 	}
 	switch {
-	case strings.HasPrefix(name, expectedPrefix) && len(name) > len(expectedPrefix):
+	case slices.Contains(expectedChecks, name):
 		return nil
 	case strings.EqualFold(name, "Nats-Msg-Id"):
 		return fmt.Errorf("%w: header %q is reserved for NATS; set the msg_id field to deduplicate", errs.ErrHeaderReserved, name)
 	case len(name) > len(expectedPrefix) && strings.EqualFold(name[:len(expectedPrefix)], expectedPrefix):
-		return fmt.Errorf("%w: header %q is reserved for NATS; the server reads concurrency checks only when spelled %s…, as in Nats-Expected-Last-Sequence",
-			errs.ErrHeaderReserved, name, expectedPrefix)
+		return fmt.Errorf("%w: header %q is reserved for NATS and is not a concurrency check it applies; those are spelled exactly %s",
+			errs.ErrHeaderReserved, name, strings.Join(expectedChecks, ", "))
 	}
 	return fmt.Errorf("%w: header %q is reserved for NATS; only the Nats-Expected-* concurrency checks may be sent", errs.ErrHeaderReserved, name)
+}
+
+// checkExpected refuses a concurrency check the server would not apply as
+// sent: it skips an empty one, reads only the first of several values, and
+// takes a sequence that is not a decimal number for one no stream has.
+func checkExpected(name string, values []string) error {
+	switch {
+	case !slices.Contains(expectedChecks, name):
+		return nil
+	case len(values) != 1:
+		return fmt.Errorf("%w: header %q has %d values; a concurrency check takes exactly one", errs.ErrInvalidArgument, name, len(values))
+	case values[0] == "":
+		return fmt.Errorf("%w: header %q is empty; the server would skip the check", errs.ErrInvalidArgument, name)
+	case strings.HasSuffix(name, "-Sequence"):
+		if _, err := strconv.ParseUint(values[0], 10, 64); err != nil {
+			return fmt.Errorf("%w: header %q must be a stream sequence, in decimal digits", errs.ErrInvalidArgument, name)
+		}
+	}
+	return nil
 }
 
 // headerNameForbidden are the printable ASCII characters nats.go refuses in

@@ -301,7 +301,7 @@ func TestValidatePublishReservedHeaders(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			req := &jetgatev1.PublishRequest{
 				Stream: "ORDERS", Subject: "orders.eu",
-				Headers: map[string]*jetgatev1.HeaderValues{"X-Ok": {Values: []string{"1"}}, tt.name: {Values: []string{"v"}}},
+				Headers: map[string]*jetgatev1.HeaderValues{"X-Ok": {Values: []string{"1"}}, tt.name: {Values: []string{"1"}}},
 			}
 			_, err := validatePublish(req)
 			if !tt.reserved {
