@@ -32,15 +32,13 @@ func track(rt routeTable, refused func(method string, code codes.Code, took time
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		method := rt.rpc(r.URL.Path, r.Method)
-		if method == "" { // no call of the API: 404, 405
-			next.ServeHTTP(w, r)
-			return
-		}
 		start := time.Now()
 		t := &tracked{ResponseWriter: w}
 		next.ServeHTTP(t, r.WithContext(context.WithValue(r.Context(), trackedKey{}, t)))
-		if !t.called.Load() && t.noted.Load() {
+		if t.called.Load() || !t.noted.Load() {
+			return
+		}
+		if method := rt.rpc(r.URL.Path, r.Method); method != "" { // else no call of the API: 404, 405
 			refused(method, codes.Code(t.code.Load()), time.Since(start))
 		}
 	})
