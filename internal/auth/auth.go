@@ -68,8 +68,12 @@ func Principal(ctx context.Context) string {
 type untilKey struct{}
 
 // WithUntil returns ctx carrying when the caller's credential stops being
-// taken (AuthenticateUntil); zero: never.
+// taken (AuthenticateUntil); zero, never, is ctx itself (nothing to carry
+// on every call of an API key).
 func WithUntil(ctx context.Context, until time.Time) context.Context {
+	if until.IsZero() {
+		return ctx
+	}
 	return context.WithValue(ctx, untilKey{}, until)
 }
 
