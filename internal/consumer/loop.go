@@ -34,7 +34,6 @@ type puller struct {
 	waiting  *waitingPulls // this replica's places among the consumer's waiting pulls
 	replicas atomic.Int64  // replicas serving the consumer, as last told; 0 until then
 	grown    atomic.Int64  // unix ns of the last growWaiting that asked the server
-	counting atomic.Bool   // places held until the roster has counted this replica (holdPlaces)
 
 	server  *onServer
 	settles *settler

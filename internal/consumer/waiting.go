@@ -180,37 +180,10 @@ func (w *waitingPulls) counts() (open, limit, queued int) {
 // waits in line for a place. It must not block.
 func (pl *puller) SetReplicas(n int) {
 	share := max(1, pl.waiting.places()/max(n, 1))
-	first := pl.replicas.Swap(int64(n)) == 0
-	if pl.counting.Load() {
-		return // placesCounted takes it
-	}
-	if first && n > 1 {
+	if first := pl.replicas.Swap(int64(n)) == 0; first && n > 1 {
 		pl.waiting.join(share)
 	} else {
 		pl.waiting.setShare(share)
-	}
-	pl.wake()
-}
-
-// holdPlaces keeps the consumer's places closed, its callers in line,
-// until placesCounted: a replica that binds a consumer counts itself alone
-// until the roster shows the peers that bound it at the same moment.
-func (pl *puller) holdPlaces() {
-	pl.counting.Store(true)
-	pl.waiting.join(0)
-}
-
-// placesCounted opens the places held (holdPlaces) by the count SetReplicas
-// was told last: alone, all of them; beside others, as a joiner, from what
-// the server has free.
-func (pl *puller) placesCounted() {
-	if !pl.counting.CompareAndSwap(true, false) {
-		return
-	}
-	if n := int(pl.replicas.Load()); n > 1 {
-		pl.waiting.join(max(1, pl.waiting.places()/n))
-	} else {
-		pl.waiting.resize(pl.waiting.places(), 1)
 	}
 	pl.wake()
 }

@@ -48,20 +48,12 @@ const countWait = 5 * time.Second
 // this replica as serving the consumer. From then on a peer that notices a
 // reset names this replica and waits for its answer (tell) before it
 // hands out what it pulls, so no lease this replica issued can be settled
-// after the reset unheard. Its places among the consumer's waiting pulls
-// stay closed until then too (holdPlaces): counted is called once the
-// roster has counted the peers stored before this replica, so that of two
-// replicas binding the consumer at once, the later one joins the earlier.
+// after the reset unheard.
 func (c *Consumer) HoldUntilCounted() (counted func()) {
 	release := c.held.hold()
-	c.puller.holdPlaces()
-	t := time.AfterFunc(countWait, func() {
-		c.puller.placesCounted()
-		release()
-	})
+	t := time.AfterFunc(countWait, release)
 	return func() {
 		t.Stop()
-		c.puller.placesCounted()
 		release()
 	}
 }

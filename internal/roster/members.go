@@ -50,12 +50,7 @@ func (r *Roster) CatchUp(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("the KV bucket %s has no stream state", Bucket)
 	}
-	return r.countedTo(ctx, bs.StreamInfo().State.LastSeq)
-}
-
-// countedTo returns once the counts include the bucket up to revision
-// last, or ctx ended.
-func (r *Roster) countedTo(ctx context.Context, last uint64) error {
+	last := bs.StreamInfo().State.LastSeq
 	for {
 		r.mu.Lock()
 		rev, advanced := r.rev, r.advanced

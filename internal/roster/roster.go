@@ -11,11 +11,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/internal/natsname"
@@ -151,8 +153,8 @@ func (r *Roster) initial(ctx context.Context) error {
 // (itself included): once before it returns, then whenever the number
 // changes. It calls stored once the bucket holds this replica as serving
 // the consumer, from when its peers count it (after CatchUp, at the
-// latest), and the count includes the lists stored before it. changed and
-// stored are called with the roster's lock held: they must not block.
+// latest). changed and stored are called with the roster's lock held: they
+// must not block.
 func (r *Roster) Join(stream, consumer string, changed func(n int), stored func()) {
 	key := natsname.Key(stream, consumer)
 	j := &joined{changed: changed, stored: stored}
@@ -246,6 +248,51 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// renew puts the liveness key with its TTL.
+func (r *Roster) renew(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, RenewEvery)
+	defer cancel()
+	m := nats.NewMsg(r.kvPrefix + "$KV." + Bucket + "." + livePrefix + r.self)
+	m.Header.Set(jetstream.MsgTTLHeader, TTL.String())
+	if _, err := r.js.PublishMsg(ctx, m); err != nil {
+		return fmt.Errorf("put this replica's liveness key in %s: %w", Bucket, err)
+	}
+	return nil
+}
+
+// writeServes puts the keys of the consumers this replica serves, and tells
+// those it names that they are stored; it reports whether it could.
+func (r *Roster) writeServes(ctx context.Context) bool {
+	r.mu.Lock()
+	keys := make([]string, 0, len(r.mine))
+	written := make(map[string]*joined, len(r.mine))
+	for k, j := range r.mine {
+		keys = append(keys, k)
+		written[k] = j
+	}
+	r.mu.Unlock()
+	slices.Sort(keys)
+	ctx, cancel := context.WithTimeout(ctx, RenewEvery)
+	defer cancel()
+	if _, err := r.kv.Put(ctx, servesPrefix+r.self, []byte(strings.Join(keys, "\n"))); err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("could not write the consumers this replica serves; its peers count it once it can", "err", err)
+			r.markDirty()
+			r.failed(err)
+		}
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, j := range written {
+		if r.mine[k] == j && j.stored != nil { // not left, nor joined again, since
+			j.stored()
+			j.stored = nil
+		}
+	}
+	return true
 }
 
 // apply takes one entry of the bucket; it reports whether a count may have
