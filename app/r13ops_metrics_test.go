@@ -28,52 +28,39 @@ func oldestOf(t *testing.T, addr string) float64 {
 	return v
 }
 
-// A configured consumer deleted on the server (nats consumer rm) holds no
-// message any more: its oldest unacknowledged age falls to 0 (or goes),
-// rather than staying at the age last read for as long as it stays deleted,
-// which kept JetgateOldestUnackedTooOld firing for a consumer that no
-// longer exists and the dashboard showing an age that no longer grows.
+// A configured consumer deleted on the server (nats consumer rm), or whose
+// stream was deleted, holds no message any more: its oldest unacknowledged
+// age falls to 0 (or goes), rather than staying at the age last read for as
+// long as it stays deleted, which kept JetgateOldestUnackedTooOld firing
+// for a consumer that no longer exists and the dashboard showing an age
+// that no longer grows.
 func TestTheOldestAgeOfADeletedConsumerDoesNotStay(t *testing.T) {
-	p := start(t, testOptions(t))
-	_, sc := grpcClients(t, p.GRPC)
-	publish(t, sc, "orders.1", "x")
-	natstest.Eventually(t, 10*time.Second, "an age read for the pending message", func() bool {
-		return oldestOf(t, p.HTTP) > 0
-	})
-
-	nc, err := nats.Connect(p.NATS)
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		what   string
+		delete func(js jetstream.JetStream) error
+	}{
+		{"the consumer deleted", func(js jetstream.JetStream) error { return js.DeleteConsumer(ctxT(t), "ORDERS", "billing") }},
+		{"its stream deleted", func(js jetstream.JetStream) error { return js.DeleteStream(ctxT(t), "ORDERS") }},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			p := start(t, testOptions(t))
+			_, sc := grpcClients(t, p.GRPC)
+			publish(t, sc, "orders.1", "x")
+			natstest.Eventually(t, 10*time.Second, "an age read for the pending message", func() bool {
+				return oldestOf(t, p.HTTP) > 0
+			})
+			nc, err := nats.Connect(p.NATS)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			js, _ := jetstream.New(nc)
+			if err := c.delete(js); err != nil {
+				t.Fatal(err)
+			}
+			natstest.Eventually(t, 10*time.Second, "the age at 0 or gone", func() bool {
+				return oldestOf(t, p.HTTP) <= 0
+			})
+		})
 	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	if err := js.DeleteConsumer(ctxT(t), "ORDERS", "billing"); err != nil {
-		t.Fatal(err)
-	}
-	natstest.Eventually(t, 10*time.Second, "the deleted consumer's age at 0 or gone", func() bool {
-		return oldestOf(t, p.HTTP) <= 0
-	})
-}
-
-// So is that of a consumer whose stream was deleted.
-func TestTheOldestAgeOfAConsumerWhoseStreamWasDeletedDoesNotStay(t *testing.T) {
-	p := start(t, testOptions(t))
-	_, sc := grpcClients(t, p.GRPC)
-	publish(t, sc, "orders.1", "x")
-	natstest.Eventually(t, 10*time.Second, "an age read for the pending message", func() bool {
-		return oldestOf(t, p.HTTP) > 0
-	})
-
-	nc, err := nats.Connect(p.NATS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	if err := js.DeleteStream(ctxT(t), "ORDERS"); err != nil {
-		t.Fatal(err)
-	}
-	natstest.Eventually(t, 10*time.Second, "the age at 0 or gone", func() bool {
-		return oldestOf(t, p.HTTP) <= 0
-	})
 }
