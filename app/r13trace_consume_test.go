@@ -49,7 +49,7 @@ func TestR13TraceRESTConsumeHasOneServerSpan(t *testing.T) {
 	}
 	cancel()
 	resp.Body.Close()
-	httpSpan := span(t, exp, "POST /v1/streams/ORDERS/consumers/billing:consume")
+	httpSpan := span(t, exp, "POST /v1/streams/{stream}/consumers/{consumer}:consume")
 	receive := span(t, exp, "receive ORDERS")
 	if receive.Parent.SpanID() != httpSpan.SpanContext.SpanID() {
 		t.Fatalf("the receive span's parent is %v, not the HTTP server span %v; server spans of the call: %v",

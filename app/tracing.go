@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/stats"
 
+	"github.com/jetgate/jetgate/gateway"
 	"github.com/jetgate/jetgate/internal/tracing"
 )
 
@@ -128,12 +129,21 @@ func noSpan(*stats.RPCTagInfo) bool { return false }
 
 // httpTracing wraps the REST side in otelhttp, which reads traceparent and
 // tracestate (only those) and records the server span; probes and metrics
-// are left out.
-func (p *process) httpTracing(h http.Handler) http.Handler {
+// are left out. A span is named by its route, as the semantic conventions
+// ask ("POST /v1/streams/{stream}/consumers/{consumer}:fetch", http.route
+// the route), not by its path, whose names would make a span name of every
+// stream and consumer; a request of no route is named by its method alone.
+func (p *process) httpTracing(rest *gateway.REST) http.Handler {
 	if !p.trc.On() {
-		return h
+		return rest
 	}
-	return otelhttp.NewHandler(h, "jetgate", otelhttp.WithTracerProvider(p.trc.Provider),
+	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if route := rest.Route(r.Method, r.URL.Path); route != "" {
+			trace.SpanFromContext(r.Context()).SetAttributes(semconv.HTTPRoute(route))
+		}
+		rest.ServeHTTP(w, r)
+	})
+	return otelhttp.NewHandler(routed, "jetgate", otelhttp.WithTracerProvider(p.trc.Provider),
 		otelhttp.WithPropagators(tracing.W3C),
 		otelhttp.WithFilter(func(r *http.Request) bool {
 			switch r.URL.Path {
@@ -142,5 +152,10 @@ func (p *process) httpTracing(h http.Handler) http.Handler {
 			}
 			return true
 		}),
-		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
+			if route := rest.Route(r.Method, r.URL.Path); route != "" {
+				return r.Method + " " + route
+			}
+			return r.Method
+		}))
 }

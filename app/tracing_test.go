@@ -124,11 +124,13 @@ func TestSpansFromPublishToAck(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"token"`) {
 		t.Fatalf("REST fetch: %s %s", resp.Status, body)
 	}
-	httpSpan := span(t, exp, "POST /v1/streams/ORDERS/consumers/billing:fetch")
+	httpSpan := span(t, exp, "POST /v1/streams/{stream}/consumers/{consumer}:fetch")
 	receive := span(t, exp, "receive ORDERS")
 	switch {
 	case httpSpan.SpanKind != trace.SpanKindServer || httpSpan.Parent.TraceID().String() != "11111111111111111111111111111111":
 		t.Fatalf("http span %v, parent %v", httpSpan.SpanKind, httpSpan.Parent)
+	case attr(httpSpan, "http.route") != "/v1/streams/{stream}/consumers/{consumer}:fetch":
+		t.Fatalf("http span's route %q", attr(httpSpan, "http.route"))
 	case receive.Parent.TraceID() != httpSpan.SpanContext.TraceID() || !linkedTo(receive, producer.SpanContext):
 		t.Fatalf("receive span: parent %v, links %v", receive.Parent, receive.Links)
 	case attr(receive, "messaging.consumer.group.name") != "billing" || attr(receive, "messaging.batch.message_count") != "1":

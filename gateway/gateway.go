@@ -103,8 +103,14 @@ type Options struct {
 // REST is the REST handler and its connection to the gRPC server.
 type REST struct {
 	http.Handler
-	conn *grpc.ClientConn
+	conn   *grpc.ClientConn
+	routes routeTable
 }
+
+// Route is the API route a request of method on path calls, as the OpenAPI
+// document names it ("/v1/streams/{stream}/consumers/{consumer}:fetch"),
+// or "" where it calls none: a name of few values, for spans and the like.
+func (g *REST) Route(method, path string) string { return g.routes.template(path, method) }
 
 // New dials the gRPC server and builds the handler. Close releases the
 // connection.
@@ -160,7 +166,7 @@ func New(ctx context.Context, o Options) (*REST, error) {
 	if o.Auth != nil {
 		h = anonymousCloses(h)
 	}
-	return &REST{Handler: h, conn: conn}, nil
+	return &REST{Handler: h, conn: conn, routes: routes}, nil
 }
 
 // clientCertRequired answers 401 to a request without a verified client

@@ -16,6 +16,7 @@ import (
 // "/v1/streams/{stream}/consumers/{consumer}:fetch" is the segments "v1",
 // "streams", "{stream}", "consumers", "{consumer}" and the verb "fetch".
 type route struct {
+	path    string // as the OpenAPI document has it
 	segs    []string
 	verb    string
 	methods []string
@@ -44,7 +45,7 @@ func loadRoutes(openAPI []byte) (routeTable, error) {
 	}
 	var rt routeTable
 	for path, ops := range doc.Paths {
-		r := route{segs: strings.Split(strings.TrimPrefix(path, "/"), "/")}
+		r := route{path: path, segs: strings.Split(strings.TrimPrefix(path, "/"), "/")}
 		last := &r.segs[len(r.segs)-1]
 		if i := strings.LastIndex(*last, "}:"); i >= 0 {
 			*last, r.verb = (*last)[:i+1], (*last)[i+2:]
@@ -99,21 +100,42 @@ func (rt routeTable) allowed(path, method string) (methods []string, knownVerb b
 	return plain, false, plainQuery
 }
 
-// rpc is the RPC a request of method on path calls, read as allowed reads
-// the path (a verb's route first); "" where it calls none.
+// rpc is the RPC a request of method on path calls; "" where it calls none.
 func (rt routeTable) rpc(path, method string) string {
 	if method == http.MethodHead {
 		method = http.MethodGet
 	}
+	if r := rt.calls(path); r != nil {
+		return r.rpc[method]
+	}
+	return ""
+}
+
+// template is the route a request of method on path calls, as the OpenAPI
+// document names it ("/v1/streams/{stream}/consumers/{consumer}:fetch");
+// "" where it calls none.
+func (rt routeTable) template(path, method string) string {
+	if method == http.MethodHead {
+		method = http.MethodGet
+	}
+	if r := rt.calls(path); r != nil && r.rpc[method] != "" {
+		return r.path
+	}
+	return ""
+}
+
+// calls is the route a request on path is for, read as allowed reads the
+// path (a verb's route first); nil where none matches.
+func (rt routeTable) calls(path string) *route {
 	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
-	var plain string
-	for _, r := range rt {
+	var plain *route
+	for i, r := range rt {
 		switch {
 		case len(r.segs) != len(segs) || !r.matches(segs):
 		case r.verb != "":
-			return r.rpc[method]
+			return &rt[i]
 		default:
-			plain = r.rpc[method]
+			plain = &rt[i]
 		}
 	}
 	return plain
