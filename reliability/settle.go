@@ -103,7 +103,7 @@ func (d *Driver) settleVia(ctx context.Context, r *rand.Rand, a Action, ms []*je
 				case Term:
 					d.Checker.Termed(id)
 				}
-			case reason == "NATS_UNAVAILABLE" || reason == "SETTLE_IN_PROGRESS":
+			case reason == "NATS_UNAVAILABLE" || reason == "ISSUER_UNAVAILABLE" || reason == "SETTLE_IN_PROGRESS":
 				if kind != staleSettle {
 					d.maybe(a, []*jetgatev1.Message{m})
 				}

@@ -50,6 +50,8 @@ var kinds = []kind{
 	{errs.ErrSettleInProgress, codes.Aborted,
 		"another settle of this lease was still in flight after the request timeout; retry"},
 	{errs.ErrStopping, codes.Unavailable, ""}, // before ErrUnavailable, which it also is
+	{errs.ErrIssuerUnavailable, codes.Unavailable,
+		"the jetgate replica that issued the token did not answer in time (stopped or overloaded); retry"},
 	{errs.ErrUnavailable, codes.Unavailable,
 		"NATS JetStream is unavailable or did not answer in time; retry"},
 	{errs.ErrMessageTooLarge, codes.FailedPrecondition, ""},

@@ -36,7 +36,14 @@ var (
 	// started again. It is an ErrUnavailable too (the same code, retried
 	// the same way), with a reason of its own, so that a stop is not taken
 	// for NATS being away.
-	ErrStopping error = stopping{}
+	ErrStopping error = alsoUnavailable("gateway stopping")
+
+	// ErrIssuerUnavailable is a settle forwarded to the replica that issued
+	// its token that this replica got no answer to in time: the issuer is
+	// stopped, frozen or starved while NATS answers. It is an
+	// ErrUnavailable too, retried the same way, with a reason of its own,
+	// so that it is not taken for NATS being away.
+	ErrIssuerUnavailable error = alsoUnavailable("issuer unavailable")
 
 	// ErrTokenInvalid is a token that does not decode or whose signature does
 	// not verify: forged, altered or truncated.
@@ -206,6 +213,7 @@ var reasons = []struct {
 	{ErrLeaseSettled, "LEASE_SETTLED"},
 	{ErrSettleInProgress, "SETTLE_IN_PROGRESS"},
 	{ErrStopping, "GATEWAY_STOPPING"}, // before ErrUnavailable, which it also is
+	{ErrIssuerUnavailable, "ISSUER_UNAVAILABLE"},
 	{ErrUnavailable, "NATS_UNAVAILABLE"},
 	{ErrIssuerGone, "ISSUER_GONE"},
 	{ErrMessageTooLarge, "MESSAGE_TOO_LARGE"},
@@ -235,11 +243,11 @@ var reasons = []struct {
 	{context.Canceled, "CANCELED"},
 }
 
-// stopping is ErrStopping.
-type stopping struct{}
+// alsoUnavailable is an ErrUnavailable with a reason of its own.
+type alsoUnavailable string
 
-func (stopping) Error() string        { return "gateway stopping" }
-func (stopping) Is(target error) bool { return target == ErrUnavailable }
+func (e alsoUnavailable) Error() string      { return string(e) }
+func (alsoUnavailable) Is(target error) bool { return target == ErrUnavailable }
 
 // CallerSilent marks a stream ended because its caller read, settled or
 // extended nothing for too long: the wrapping error's text says which and

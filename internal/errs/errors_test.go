@@ -21,6 +21,7 @@ var sentinels = map[string]error{
 	"ErrStreamNotFound":               ErrStreamNotFound,
 	"ErrUnavailable":                  ErrUnavailable,
 	"ErrStopping":                     ErrStopping,
+	"ErrIssuerUnavailable":            ErrIssuerUnavailable,
 	"ErrTokenInvalid":                 ErrTokenInvalid,
 	"ErrTokenUnknownKey":              ErrTokenUnknownKey,
 	"ErrTokenWrongConsumer":           ErrTokenWrongConsumer,

@@ -57,7 +57,8 @@ type wireOutcome struct {
 
 // SendForward asks issuer to settle f and returns its outcomes, one per
 // token. The forward is signed with keys; a reply that does not verify is
-// ignored. It fails with ErrIssuerGone when nothing takes the forward, and
+// ignored. It fails with ErrIssuerGone when nothing takes the forward, with
+// errs.ErrIssuerUnavailable when the issuer does not answer in time, and
 // otherwise with an errs.ErrUnavailable error.
 func (s *Sender) SendForward(ctx context.Context, keys *token.Keyring, issuer token.IssuerID, f Forward) ([]Outcome, error) {
 	var nonce [12]byte
@@ -100,7 +101,7 @@ func (s *Sender) SendForward(ctx context.Context, keys *token.Keyring, issuer to
 				return out, nil
 			}
 		case <-timer.C:
-			return nil, fmt.Errorf("%w: forward to issuer %s: no verified answer in %v", errs.ErrUnavailable, issuer, s.timeout)
+			return nil, fmt.Errorf("%w: forward to issuer %s: no verified answer in %v", errs.ErrIssuerUnavailable, issuer, s.timeout)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
