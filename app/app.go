@@ -119,12 +119,12 @@ func (p *process) listen() error {
 	p.addrs.GRPC, p.addrs.HTTP = p.grpcLis.Addr().String(), p.httpLis.Addr().String()
 	p.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "jetgate_connections_refused_total",
-		Help: "Connections closed as they were accepted, the listener holding limits.max_connections already.",
+		Help: "Connections closed as they were accepted, the listener holding limits.max_connections already, and its few places kept for the probes.",
 	}, []string{"listener"})
 	most := p.cfg.Limits.MaxConnections
 	p.idle = newIdleConns(time.Duration(p.cfg.Limits.IdleTimeout))
-	p.grpcLis = p.idle.listen(capListener(p.grpcLis, most, p.refused.WithLabelValues("grpc").Inc))
-	p.httpLis = capListener(p.httpLis, most, p.refused.WithLabelValues("http").Inc)
+	p.grpcLis = p.idle.listen(capListener(p.grpcLis, most, probePlaces, p.refused.WithLabelValues("grpc").Inc))
+	p.httpLis = capListener(p.httpLis, most, probePlaces, p.refused.WithLabelValues("http").Inc)
 	return nil
 }
 
@@ -232,8 +232,8 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 		grpc.MaxHeaderListSize(maxHeaderBytes),
 		grpc.InTapHandle(waitFirst.tap),
-		grpc.ChainUnaryInterceptor(append(append([]grpc.UnaryServerInterceptor{waitFirst.unary}, chain...), p.idle.unary)...),
-		grpc.ChainStreamInterceptor(waitFirst.stream, obsStream, guard.Stream(), p.idle.stream))
+		grpc.ChainUnaryInterceptor(append(append([]grpc.UnaryServerInterceptor{waitFirst.unary, keptUnary}, chain...), p.idle.unary)...),
+		grpc.ChainStreamInterceptor(waitFirst.stream, keptStream, obsStream, guard.Stream(), p.idle.stream))
 	if p.tls != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(p.tls)))
 	}
@@ -255,7 +255,7 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 		},
 		Auth: authn, Denied: guard.DeniedHTTP, LocalOnly: authn == nil && !p.cfg.Auth.AllowUnauthenticated && loopbackListener(p.httpLis),
 		Console: p.cfg.Console.Enabled, WriteStall: p.stall,
-		ClientCertRequired: p.cfg.Listen.TLS.ClientCA != "",
+		ClientCertRequired: p.cfg.Listen.TLS.ClientCA != "", KeptForProbes: onKeptPlace,
 	})
 }
 
@@ -299,6 +299,7 @@ func (p *process) buildREST(ctx context.Context, o gateway.Options) error {
 		MaxHeaderBytes: maxHeaderBytes - httpHeaderSlack,
 		ErrorLog:       slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
 		TLSConfig:      p.httpTLS(),
+		ConnContext:    markKept,
 	}
 	return nil
 }

@@ -40,16 +40,17 @@ const (
 	healthWatches        = 1024
 )
 
-// cappedListener holds at most max connections open at once: one more is
-// closed as it is accepted, before a byte is read from it.
+// cappedListener holds at most max connections open at once for callers,
+// and kept more for the probes alone (kept.go): one past both is closed as
+// it is accepted, before a byte is read from it.
 type cappedListener struct {
 	net.Listener
-	slots   chan struct{}
-	refused func() // counts one refused connection
+	slots, kept chan struct{}
+	refused     func() // counts one refused connection
 }
 
-func capListener(l net.Listener, max int, refused func()) net.Listener {
-	return &cappedListener{Listener: l, slots: make(chan struct{}, max), refused: refused}
+func capListener(l net.Listener, max, kept int, refused func()) net.Listener {
+	return &cappedListener{Listener: l, slots: make(chan struct{}, max), kept: make(chan struct{}, kept), refused: refused}
 }
 
 func (l *cappedListener) Accept() (net.Conn, error) {
@@ -62,6 +63,13 @@ func (l *cappedListener) Accept() (net.Conn, error) {
 		case l.slots <- struct{}{}:
 			return &slotConn{Conn: c, free: func() { <-l.slots }}, nil
 		default:
+		}
+		select {
+		case l.kept <- struct{}{}:
+			sc := &slotConn{Conn: c, free: func() { <-l.kept }, probesOnly: true}
+			sc.ends = time.AfterFunc(keptLife, func() { _ = sc.release() })
+			return sc, nil
+		default:
 			_ = c.Close()
 			l.refused()
 		}
@@ -71,11 +79,33 @@ func (l *cappedListener) Accept() (net.Conn, error) {
 // slotConn gives its listener's slot back once, when it is closed.
 type slotConn struct {
 	net.Conn
-	once sync.Once
-	free func()
+	once       sync.Once
+	free       func()
+	probesOnly bool        // on a place kept for the probes
+	ends       *time.Timer // a kept place's: closes it after keptLife
 }
 
+// RemoteAddr marks a connection on a place kept for the probes, through
+// any TLS over it and into gRPC's peer, so that a call on it is told at no
+// cost (keptForProbes).
+func (c *slotConn) RemoteAddr() net.Addr {
+	if c.probesOnly {
+		return keptAddr{c.Conn.RemoteAddr()}
+	}
+	return c.Conn.RemoteAddr()
+}
+
+// keptAddr is the remote address of a connection kept for the probes.
+type keptAddr struct{ net.Addr }
+
 func (c *slotConn) Close() error {
+	if c.ends != nil {
+		c.ends.Stop()
+	}
+	return c.release()
+}
+
+func (c *slotConn) release() error {
 	err := c.Conn.Close()
 	c.once.Do(c.free)
 	return err

@@ -82,6 +82,11 @@ type Options struct {
 	// (tlsfiles.CertIfGiven): every request but the probes needs a verified
 	// one.
 	ClientCertRequired bool
+	// KeptForProbes, if set, reports whether a request came on a
+	// connection the listener took beyond its limit for the probes alone:
+	// a probe there is answered and the connection closed, anything else
+	// is refused 503 TOO_MANY_CONNECTIONS.
+	KeptForProbes func(*http.Request) bool
 	// CORSOrigins are the origins whose pages may call the API from a
 	// browser; none by default.
 	CORSOrigins []string
@@ -166,6 +171,9 @@ func New(ctx context.Context, o Options) (*REST, error) {
 	if o.Auth != nil {
 		h = anonymousCloses(h)
 	}
+	if o.KeptForProbes != nil {
+		h = probesOnly(o.KeptForProbes, h)
+	}
 	return &REST{Handler: h, conn: conn, routes: routes}, nil
 }
 
@@ -175,10 +183,37 @@ func New(ctx context.Context, o Options) (*REST, error) {
 // call them.
 func clientCertRequired(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		probe := (r.Method == http.MethodGet || r.Method == http.MethodHead) && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz")
-		if !probe && (r.TLS == nil || len(r.TLS.VerifiedChains) == 0) {
+		if !isProbe(r) && (r.TLS == nil || len(r.TLS.VerifiedChains) == 0) {
 			writeStatus(w, http.StatusUnauthorized, status.New(codes.Unauthenticated,
 				"a client certificate is required: this gateway takes only callers with one that chains to its listen.tls.client_ca"), "UNAUTHENTICATED")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// isProbe reports whether r is the kubelet's: GET (or HEAD) /healthz or
+// /readyz.
+func isProbe(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz")
+}
+
+// probesOnly serves a request on a connection kept for the probes only if
+// it is a probe, and closes the connection after it either way: the
+// listener's places for callers are all held, and a caller waits for one
+// (503, as a busy server says) rather than taking the probes' few.
+func probesOnly(kept func(*http.Request) bool, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !kept(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Connection", "close")
+		if !isProbe(r) {
+			w.Header().Set("Retry-After", "1")
+			writeStatus(w, http.StatusServiceUnavailable, status.New(codes.Unavailable,
+				"this listener holds limits.max_connections connections already: this connection, one of the few kept for the probes, serves only GET /healthz and /readyz; try again later"),
+				"TOO_MANY_CONNECTIONS")
 			return
 		}
 		next.ServeHTTP(w, r)
