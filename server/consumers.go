@@ -199,6 +199,9 @@ var fields = []field{
 	{name: "max_request_batch", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
 		return intOf("max_request_batch", in.GetMaxRequestBatch(), 0, &c.MaxRequestBatch)
 	}},
+	{name: "max_request_max_bytes", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
+		return intOf("max_request_max_bytes", in.GetMaxRequestMaxBytes(), 0, &c.MaxRequestMaxBytes)
+	}},
 	{name: "max_request_expires", set: func(c *jetstream.ConsumerConfig, in *jetgatev1.ConsumerConfig) error {
 		if err := duration("max_request_expires", in.GetMaxRequestExpires(), &c.MaxRequestExpires); err != nil {
 			return err
@@ -358,7 +361,7 @@ func duration(name string, d *durationpb.Duration, out *time.Duration) error {
 
 func intOf(name string, v, least int64, out *int) error {
 	if v < least || v > 1<<31-1 {
-		return fmt.Errorf("%w: config.%s %d is out of range", errs.ErrInvalidArgument, name, v)
+		return fmt.Errorf("%w: config.%s %d is out of range: %d to %d", errs.ErrInvalidArgument, name, v, least, 1<<31-1)
 	}
 	*out = int(v)
 	return nil

@@ -39,18 +39,19 @@ var ackPolicies = map[jetstream.AckPolicy]jetgatev1.AckPolicy{
 func consumerConfigOf(ci *jetstream.ConsumerInfo) *jetgatev1.ConsumerConfig {
 	c := ci.Config
 	out := &jetgatev1.ConsumerConfig{
-		DurableName:     c.Durable,
-		Description:     c.Description,
-		DeliverPolicy:   deliverPolicies[c.DeliverPolicy],
-		OptStartSeq:     c.OptStartSeq,
-		AckPolicy:       ackPolicies[c.AckPolicy],
-		AckWait:         durationpb.New(c.AckWait),
-		MaxDeliver:      int64(c.MaxDeliver),
-		FilterSubjects:  c.FilterSubjects,
-		MaxWaiting:      int64(c.MaxWaiting),
-		MaxAckPending:   int64(c.MaxAckPending),
-		MaxRequestBatch: int64(c.MaxRequestBatch),
-		NumReplicas:     int32(c.Replicas),
+		DurableName:        c.Durable,
+		Description:        c.Description,
+		DeliverPolicy:      deliverPolicies[c.DeliverPolicy],
+		OptStartSeq:        c.OptStartSeq,
+		AckPolicy:          ackPolicies[c.AckPolicy],
+		AckWait:            durationpb.New(c.AckWait),
+		MaxDeliver:         int64(c.MaxDeliver),
+		FilterSubjects:     c.FilterSubjects,
+		MaxWaiting:         int64(c.MaxWaiting),
+		MaxAckPending:      int64(c.MaxAckPending),
+		MaxRequestBatch:    int64(c.MaxRequestBatch),
+		MaxRequestMaxBytes: int64(c.MaxRequestMaxBytes),
+		NumReplicas:        int32(c.Replicas),
 	}
 	if c.FilterSubject != "" {
 		out.FilterSubjects = append([]string{c.FilterSubject}, out.FilterSubjects...)

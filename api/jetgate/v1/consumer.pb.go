@@ -2473,8 +2473,13 @@ type ConsumerConfig struct {
 	// How long the server keeps the consumer without a pull before deleting
 	// it; 0s is never.
 	InactiveThreshold *durationpb.Duration `protobuf:"bytes,21,opt,name=inactive_threshold,json=inactiveThreshold,proto3" json:"inactive_threshold,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The largest max_bytes one pull may ask for; 0 is unlimited. With
+	// max_request_batch, a pull ends at whichever it reaches first. A message
+	// larger than it is not delivered: Fetch and Consume refuse it
+	// MESSAGE_TOO_LARGE, naming this limit.
+	MaxRequestMaxBytes int64 `protobuf:"varint,22,opt,name=max_request_max_bytes,json=maxRequestMaxBytes,proto3" json:"max_request_max_bytes,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *ConsumerConfig) Reset() {
@@ -2652,6 +2657,13 @@ func (x *ConsumerConfig) GetInactiveThreshold() *durationpb.Duration {
 		return x.InactiveThreshold
 	}
 	return nil
+}
+
+func (x *ConsumerConfig) GetMaxRequestMaxBytes() int64 {
+	if x != nil {
+		return x.MaxRequestMaxBytes
+	}
+	return 0
 }
 
 // ConsumerState is a consumer's live state.
@@ -3952,9 +3964,9 @@ type UpdateConsumerRequest struct {
 	Config *ConsumerConfig `protobuf:"bytes,3,opt,name=config,proto3" json:"config,omitempty"`
 	// The fields to change (AIP-134): ack_wait, max_deliver, backoff,
 	// filter_subjects, max_ack_pending, max_waiting, max_request_batch,
-	// max_request_expires, description, metadata, priority_groups,
-	// priority_policy, priority_timeout, inactive_threshold. In JSON,
-	// camelCase and comma-separated: "ackWait,maxDeliver".
+	// max_request_expires, max_request_max_bytes, description, metadata,
+	// priority_groups, priority_policy, priority_timeout, inactive_threshold.
+	// In JSON, camelCase and comma-separated: "ackWait,maxDeliver".
 	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,4,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -4329,7 +4341,7 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\x05R\x04code\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
-	"\amessage\x18\x04 \x01(\tR\amessage\"\x89\t\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"\xbc\t\n" +
 	"\x0eConsumerConfig\x12!\n" +
 	"\fdurable_name\x18\x01 \x01(\tR\vdurableName\x12@\n" +
 	"\x0edeliver_policy\x18\x02 \x01(\x0e2\x19.jetgate.v1.DeliverPolicyR\rdeliverPolicy\x12\"\n" +
@@ -4356,7 +4368,8 @@ const file_jetgate_v1_consumer_proto_rawDesc = "" +
 	"\vpause_until\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"pauseUntil\x12D\n" +
 	"\bmetadata\x18\x14 \x03(\v2(.jetgate.v1.ConsumerConfig.MetadataEntryR\bmetadata\x12H\n" +
-	"\x12inactive_threshold\x18\x15 \x01(\v2\x19.google.protobuf.DurationR\x11inactiveThreshold\x1a;\n" +
+	"\x12inactive_threshold\x18\x15 \x01(\v2\x19.google.protobuf.DurationR\x11inactiveThreshold\x121\n" +
+	"\x15max_request_max_bytes\x18\x16 \x01(\x03R\x12maxRequestMaxBytes\x1a;\n" +
 	"\rMetadataEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xec\x03\n" +

@@ -19,6 +19,7 @@ const convert = {
     maxAckPending: int64,
     maxRequestBatch: int64,
     maxRequestExpires: (v) => durationFromMs(finite(v)),
+    maxRequestMaxBytes: int64,
     numReplicas: integer,
     description: same,
     priorityGroups: (v) => [...v],

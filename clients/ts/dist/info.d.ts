@@ -21,6 +21,8 @@ export interface ConsumerConfig {
     maxAckPending: number;
     maxRequestBatch: number;
     maxRequestExpires: number;
+    /** The largest maxBytes one pull may ask for (0: unlimited); a message larger is refused MESSAGE_TOO_LARGE. */
+    maxRequestMaxBytes: number;
     numReplicas: number;
     description: string;
     priorityGroups: string[];

@@ -35,6 +35,7 @@ export function consumerConfig(c) {
         maxAckPending: num(c?.maxAckPending ?? 0n),
         maxRequestBatch: num(c?.maxRequestBatch ?? 0n),
         maxRequestExpires: ms(c?.maxRequestExpires),
+        maxRequestMaxBytes: num(c?.maxRequestMaxBytes ?? 0n),
         numReplicas: c?.numReplicas ?? 0,
         description: c?.description ?? "",
         priorityGroups: [...(c?.priorityGroups ?? [])],

@@ -42,6 +42,7 @@ const convert: Record<keyof ConsumerConfig, (v: unknown) => unknown> = {
   maxAckPending: int64,
   maxRequestBatch: int64,
   maxRequestExpires: (v) => durationFromMs(finite(v)),
+  maxRequestMaxBytes: int64,
   numReplicas: integer,
   description: same,
   priorityGroups: (v) => [...(v as string[])],

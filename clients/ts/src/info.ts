@@ -30,6 +30,8 @@ export interface ConsumerConfig {
   maxAckPending: number;
   maxRequestBatch: number;
   maxRequestExpires: number;
+  /** The largest maxBytes one pull may ask for (0: unlimited); a message larger is refused MESSAGE_TOO_LARGE. */
+  maxRequestMaxBytes: number;
   numReplicas: number;
   description: string;
   priorityGroups: string[];
@@ -224,6 +226,7 @@ export function consumerConfig(c: pb.ConsumerConfig | undefined): ConsumerConfig
     maxAckPending: num(c?.maxAckPending ?? 0n),
     maxRequestBatch: num(c?.maxRequestBatch ?? 0n),
     maxRequestExpires: ms(c?.maxRequestExpires),
+    maxRequestMaxBytes: num(c?.maxRequestMaxBytes ?? 0n),
     numReplicas: c?.numReplicas ?? 0,
     description: c?.description ?? "",
     priorityGroups: [...(c?.priorityGroups ?? [])],

@@ -1191,6 +1191,15 @@ export type ConsumerConfig = Message$1<"jetgate.v1.ConsumerConfig"> & {
      * @generated from field: google.protobuf.Duration inactive_threshold = 21;
      */
     inactiveThreshold?: Duration | undefined;
+    /**
+     * The largest max_bytes one pull may ask for; 0 is unlimited. With
+     * max_request_batch, a pull ends at whichever it reaches first. A message
+     * larger than it is not delivered: Fetch and Consume refuse it
+     * MESSAGE_TOO_LARGE, naming this limit.
+     *
+     * @generated from field: int64 max_request_max_bytes = 22;
+     */
+    maxRequestMaxBytes: bigint;
 };
 /**
  * Describes the message jetgate.v1.ConsumerConfig.
@@ -1875,9 +1884,9 @@ export type UpdateConsumerRequest = Message$1<"jetgate.v1.UpdateConsumerRequest"
     /**
      * The fields to change (AIP-134): ack_wait, max_deliver, backoff,
      * filter_subjects, max_ack_pending, max_waiting, max_request_batch,
-     * max_request_expires, description, metadata, priority_groups,
-     * priority_policy, priority_timeout, inactive_threshold. In JSON,
-     * camelCase and comma-separated: "ackWait,maxDeliver".
+     * max_request_expires, max_request_max_bytes, description, metadata,
+     * priority_groups, priority_policy, priority_timeout, inactive_threshold.
+     * In JSON, camelCase and comma-separated: "ackWait,maxDeliver".
      *
      * @generated from field: google.protobuf.FieldMask update_mask = 4;
      */
