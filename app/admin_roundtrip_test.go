@@ -77,7 +77,7 @@ func TestAConsumerReadAndPatchedBackOverRESTIsUnchanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	mask := "durableName,deliverPolicy,optStartSeq,optStartTime,ackPolicy,numReplicas,ackWait,maxDeliver,backoff,filterSubjects," +
-		"maxWaiting,maxAckPending,maxRequestBatch,maxRequestExpires,description,metadata,priorityGroups,priorityPolicy,priorityTimeout,inactiveThreshold"
+		"maxWaiting,maxAckPending,maxRequestBatch,maxRequestExpires,maxRequestMaxBytes,description,metadata,priorityGroups,priorityPolicy,priorityTimeout,inactiveThreshold"
 	if code, body := restJSON(t, p, "team-a-key", "PATCH", path, fmt.Sprintf(`{"config": %s, "updateMask": %q}`, cfg, mask)); code != http.StatusOK {
 		t.Fatalf("the config sent back as read: %d %v", code, body)
 	}

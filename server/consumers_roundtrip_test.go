@@ -19,7 +19,7 @@ import (
 // everyField is an update_mask naming every field of the config, those
 // fixed at create too: a read-modify-write of the whole configuration.
 var everyField = &fieldmaskpb.FieldMask{Paths: []string{"durable_name", "deliver_policy", "opt_start_seq", "opt_start_time", "ack_policy", "num_replicas", "ack_wait", "max_deliver", "backoff", "filter_subjects",
-	"max_waiting", "max_ack_pending", "max_request_batch", "max_request_expires", "description", "metadata",
+	"max_waiting", "max_ack_pending", "max_request_batch", "max_request_expires", "max_request_max_bytes", "description", "metadata",
 	"priority_groups", "priority_policy", "priority_timeout", "inactive_threshold"}}
 
 // GetConsumer's config sent back whole, every updatable field in the mask,
@@ -31,7 +31,7 @@ func TestAConsumerReadAndSentBackIsUnchanged(t *testing.T) {
 		{DurableName: "team-plain"},
 		{DurableName: "team-full", AckWait: durationpb.New(time.Second), MaxDeliver: 3,
 			Backoff:        []*durationpb.Duration{durationpb.New(time.Second), durationpb.New(2 * time.Second)},
-			FilterSubjects: []string{"orders.a", "orders.b"}, MaxWaiting: 10, MaxAckPending: 50, MaxRequestBatch: 20,
+			FilterSubjects: []string{"orders.a", "orders.b"}, MaxWaiting: 10, MaxAckPending: 50, MaxRequestBatch: 20, MaxRequestMaxBytes: 1 << 20,
 			MaxRequestExpires: durationpb.New(10 * time.Second), Description: "d", Metadata: map[string]string{"owner": "x"},
 			PriorityGroups: []string{"g"}, PriorityPolicy: jetgatev1.PriorityPolicy_PRIORITY_POLICY_PINNED_CLIENT,
 			PriorityTimeout: durationpb.New(30 * time.Second), InactiveThreshold: durationpb.New(30 * time.Minute)},

@@ -3963,10 +3963,11 @@ type UpdateConsumerRequest struct {
 	// The new values of the fields update_mask names; others are ignored.
 	Config *ConsumerConfig `protobuf:"bytes,3,opt,name=config,proto3" json:"config,omitempty"`
 	// The fields to change (AIP-134): ack_wait, max_deliver, backoff,
-	// filter_subjects, max_ack_pending, max_waiting, max_request_batch,
+	// filter_subjects, max_ack_pending, max_request_batch,
 	// max_request_expires, max_request_max_bytes, description, metadata,
-	// priority_groups, priority_policy, priority_timeout, inactive_threshold.
-	// In JSON, camelCase and comma-separated: "ackWait,maxDeliver".
+	// priority_groups, priority_policy, priority_timeout, inactive_threshold
+	// (max_waiting is set at create alone: the server keeps it). In JSON,
+	// camelCase and comma-separated: "ackWait,maxDeliver".
 	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,4,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

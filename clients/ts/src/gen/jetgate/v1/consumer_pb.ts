@@ -2181,10 +2181,11 @@ export type UpdateConsumerRequest = Message$1<"jetgate.v1.UpdateConsumerRequest"
 
   /**
    * The fields to change (AIP-134): ack_wait, max_deliver, backoff,
-   * filter_subjects, max_ack_pending, max_waiting, max_request_batch,
+   * filter_subjects, max_ack_pending, max_request_batch,
    * max_request_expires, max_request_max_bytes, description, metadata,
-   * priority_groups, priority_policy, priority_timeout, inactive_threshold.
-   * In JSON, camelCase and comma-separated: "ackWait,maxDeliver".
+   * priority_groups, priority_policy, priority_timeout, inactive_threshold
+   * (max_waiting is set at create alone: the server keeps it). In JSON,
+   * camelCase and comma-separated: "ackWait,maxDeliver".
    *
    * @generated from field: google.protobuf.FieldMask update_mask = 4;
    */
