@@ -15,9 +15,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
@@ -31,7 +29,6 @@ import (
 	"github.com/jetgate/jetgate/gateway"
 	"github.com/jetgate/jetgate/internal/auth"
 	"github.com/jetgate/jetgate/internal/config"
-	"github.com/jetgate/jetgate/internal/keycheck"
 	"github.com/jetgate/jetgate/internal/replica"
 	"github.com/jetgate/jetgate/internal/tracing"
 	"github.com/jetgate/jetgate/server"
@@ -63,11 +60,15 @@ func Run(ctx context.Context, o Options) error {
 	if err := p.listen(); err != nil {
 		return err
 	}
-	if err := p.connect(); err != nil {
+	if err := p.loadTLS(); err != nil {
 		return err
 	}
+	p.serveHTTP()
+	if err := p.connect(ctx); err != nil {
+		return stoppedOr(ctx, err)
+	}
 	if err := p.build(ctx); err != nil {
-		return err
+		return stoppedOr(ctx, err)
 	}
 	return p.serve(ctx, o)
 }
@@ -93,6 +94,9 @@ type process struct {
 	public, inner    *grpc.Server      // gRPC for callers; for the REST side, in memory
 	innerLis         *bufconn.Listener // the inner server's
 	http             *http.Server
+	handler          swapHandler   // http's: the probes alone, then the gateway
+	httpDone         chan struct{} // closed once http stops serving, httpErr why
+	httpErr          error
 	tls              *tls.Config // the listeners', nil without TLS
 	trc              *tracing.Tracing
 	closers          []func() // run in reverse by close
@@ -128,56 +132,38 @@ func (p *process) listen() error {
 	return nil
 }
 
-// build creates the streams and the replica, then the servers in front of it.
-func (p *process) build(ctx context.Context) error {
-	js, err := jetstream.New(p.nc)
-	if d := p.cfg.NATS.JetStreamDomain; d != "" {
-		js, err = jetstream.NewWithDomain(p.nc, d)
+// serveHTTP serves the REST listener from now on, the probes first
+// (gateway.Starting) until buildREST hands it the gateway: /healthz is
+// answered while start-up waits for NATS.
+func (p *process) serveHTTP() {
+	p.handler.set(gateway.Starting(waitReason))
+	p.http = &http.Server{
+		Handler:           &p.handler,
+		ReadHeaderTimeout: min(time.Duration(p.cfg.Limits.IdleTimeout), 5*time.Second),
+		ReadTimeout:       30 * time.Second,
+		// A Fetch may wait up to --max-expires before it writes.
+		WriteTimeout:   time.Duration(p.cfg.Limits.MaxExpires) + 30*time.Second,
+		IdleTimeout:    time.Duration(p.cfg.Limits.IdleTimeout),
+		MaxHeaderBytes: maxHeaderBytes - httpHeaderSlack,
+		ErrorLog:       slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
+		TLSConfig:      p.httpTLS(),
+		ConnContext:    markKept,
 	}
-	if err != nil {
-		return err
-	}
-	if err := ensureStreams(ctx, js, p.cfg, p.log); err != nil {
-		return err
-	}
-	if err := checkOnServer(ctx, js, p.cfg); err != nil {
-		return err
-	}
-	keys, err := loadKeys(p.cfg, p.log)
-	if err != nil {
-		return err
-	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo(), p.refused, p.stalls.stalls,
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "jetgate_nats_connected",
-			Help: "1 while the replica's connection to NATS is up, 0 while it is away (reconnecting); /readyz answers 503 then.",
-		}, func() float64 {
-			if p.nc.IsConnected() {
-				return 1
-			}
-			return 0
-		}))
-	lim := p.cfg.Limits
-	p.replica, err = replica.New(ctx, replica.Options{
-		Conn: p.nc, Consumers: p.cfg.ConsumerConfigs(), Pushes: p.cfg.PushConfigs(), Keys: keys,
-		MaxBatch: lim.MaxBatch, MaxExpires: time.Duration(lim.MaxExpires), MaxFetchBytes: lim.MaxFetchBytes,
-		MaxNakDelay: time.Duration(lim.MaxNakDelay), MaxLease: time.Duration(lim.MaxLease),
-		Metrics: reg, Logger: p.log, Tracing: p.trc, OnDemand: p.cfg.OnDemand.CoreOnDemand(), Admin: p.cfg.Admin.CoreAdmin(),
-		Domain: p.cfg.NATS.JetStreamDomain,
+	p.httpDone = make(chan struct{})
+	go func() {
+		defer close(p.httpDone)
+		serve := func() error { return p.http.Serve(p.httpLis) }
+		if p.tls != nil {
+			serve = func() error { return p.http.ServeTLS(p.httpLis, "", "") } // certificates from TLSConfig
+		}
+		if err := serve(); !errors.Is(err, http.ErrServerClosed) {
+			p.httpErr = err
+		}
+	}()
+	p.onClose(func() {
+		_ = p.http.Close()
+		<-p.httpDone
 	})
-	if err != nil {
-		return explainRefusal(p.cfg, err)
-	}
-	p.onClose(p.replica.Close)
-	// Replicas that do not share the token key cannot settle each other's
-	// tokens: say so loudly, at start-up.
-	kc, err := keycheck.Start(keycheck.Options{Conn: p.nc, Keys: keys, Logger: p.log, Metrics: reg})
-	if err != nil {
-		return err
-	}
-	p.onClose(kc.Close)
-	return p.buildServers(ctx, reg)
 }
 
 // buildServers makes the gRPC servers and the REST side, with one
@@ -186,9 +172,6 @@ func (p *process) build(ctx context.Context) error {
 func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) error {
 	authn, err := p.authenticator()
 	if err != nil {
-		return err
-	}
-	if err := p.loadTLS(); err != nil {
 		return err
 	}
 	// The REST side's road (the in-memory server of its streams, and Local)
@@ -289,18 +272,7 @@ func (p *process) buildREST(ctx context.Context, o gateway.Options) error {
 		return err
 	}
 	p.onClose(func() { _ = rest.Close() })
-	p.http = &http.Server{
-		Handler:           p.httpTracing(rest),
-		ReadHeaderTimeout: min(time.Duration(p.cfg.Limits.IdleTimeout), 5*time.Second),
-		ReadTimeout:       30 * time.Second,
-		// A Fetch may wait up to --max-expires before it writes.
-		WriteTimeout:   time.Duration(p.cfg.Limits.MaxExpires) + 30*time.Second,
-		IdleTimeout:    time.Duration(p.cfg.Limits.IdleTimeout),
-		MaxHeaderBytes: maxHeaderBytes - httpHeaderSlack,
-		ErrorLog:       slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
-		TLSConfig:      p.httpTLS(),
-		ConnContext:    markKept,
-	}
+	p.handler.set(p.httpTracing(rest))
 	return nil
 }
 
@@ -323,14 +295,8 @@ func (p *process) serve(ctx context.Context, o Options) error {
 	})
 	g.Go(func() error { return p.inner.Serve(p.innerLis) })
 	g.Go(func() error {
-		serve := func() error { return p.http.Serve(p.httpLis) }
-		if p.tls != nil {
-			serve = func() error { return p.http.ServeTLS(p.httpLis, "", "") } // certificates from TLSConfig
-		}
-		if err := serve(); !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-		return nil
+		<-p.httpDone // serving since serveHTTP
+		return p.httpErr
 	})
 	g.Go(func() error {
 		<-gctx.Done()

@@ -16,11 +16,15 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/jetgate/jetgate/internal/config"
 	"github.com/jetgate/jetgate/internal/embedded"
+	"github.com/jetgate/jetgate/internal/keycheck"
+	"github.com/jetgate/jetgate/internal/replica"
 	"github.com/jetgate/jetgate/internal/token"
 )
 
@@ -89,15 +93,90 @@ func ensureStreams(ctx context.Context, js jetstream.JetStream, c *config.Config
 			}
 			continue
 		case !errors.Is(err, jetstream.ErrStreamNotFound):
-			return c.Errorf(path, "look up stream %q: %v", s.Name, err)
+			return atServer(c, path, err, "look up stream %q", s.Name)
 		}
 		cfg := jetstream.StreamConfig{Name: s.Name, Subjects: s.Subjects, AllowMsgTTL: s.AllowMsgTTL, AllowAtomicPublish: s.AllowAtomic}
 		if _, err := js.CreateStream(ctx, cfg); err != nil {
-			return c.Errorf(path+".subjects", "create stream %q with subjects %v: %v", s.Name, s.Subjects, err)
+			return atServer(c, path+".subjects", err, "create stream %q with subjects %v", s.Name, s.Subjects)
 		}
 		log.Info("created stream", "stream", s.Name, "subjects", s.Subjects)
 	}
 	return nil
+}
+
+// build creates the streams and the replica, then the servers in front of
+// it. With a NATS URL, JetStream not there or not ready yet is waited for.
+func (p *process) build(ctx context.Context) error {
+	js, err := jetstream.New(p.nc)
+	if d := p.cfg.NATS.JetStreamDomain; d != "" {
+		js, err = jetstream.NewWithDomain(p.nc, d)
+	}
+	if err != nil {
+		return err
+	}
+	keys, err := loadKeys(p.cfg, p.log)
+	if err != nil {
+		return err
+	}
+	var reg *prometheus.Registry
+	try := func() (err error) {
+		reg, err = p.bootstrap(ctx, js, keys)
+		return err
+	}
+	if p.cfg.NATS.URL == "" {
+		err = try() // embedded: its JetStream is ready once it has started
+	} else {
+		err = p.watch.untilAvailable(ctx, "bootstrap", try)
+	}
+	if err != nil {
+		return err
+	}
+	return p.buildServers(ctx, reg)
+}
+
+// bootstrap makes, on the server, what build needs there: the streams and
+// consumers (checked), the replica and its key check, registered in a new
+// registry; on an error it undoes its part, to be tried again.
+func (p *process) bootstrap(ctx context.Context, js jetstream.JetStream, keys *token.Keyring) (*prometheus.Registry, error) {
+	if err := ensureStreams(ctx, js, p.cfg, p.log); err != nil {
+		return nil, err
+	}
+	if err := checkOnServer(ctx, js, p.cfg); err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo(), p.refused, p.stalls.stalls,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "jetgate_nats_connected",
+			Help: "1 while the replica's connection to NATS is up, 0 while it is away (reconnecting); /readyz answers 503 then.",
+		}, func() float64 {
+			if p.nc.IsConnected() {
+				return 1
+			}
+			return 0
+		}))
+	lim := p.cfg.Limits
+	r, err := replica.New(ctx, replica.Options{
+		Conn: p.nc, Consumers: p.cfg.ConsumerConfigs(), Pushes: p.cfg.PushConfigs(), Keys: keys,
+		MaxBatch: lim.MaxBatch, MaxExpires: time.Duration(lim.MaxExpires), MaxFetchBytes: lim.MaxFetchBytes,
+		MaxNakDelay: time.Duration(lim.MaxNakDelay), MaxLease: time.Duration(lim.MaxLease),
+		Metrics: reg, Logger: p.log, Tracing: p.trc, OnDemand: p.cfg.OnDemand.CoreOnDemand(), Admin: p.cfg.Admin.CoreAdmin(),
+		Domain: p.cfg.NATS.JetStreamDomain,
+	})
+	if err != nil {
+		return nil, explainRefusal(p.cfg, err)
+	}
+	// Replicas that do not share the token key cannot settle each other's
+	// tokens: say so loudly, at start-up.
+	kc, err := keycheck.Start(keycheck.Options{Conn: p.nc, Keys: keys, Logger: p.log, Metrics: reg})
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	p.replica = r
+	p.onClose(r.Close)
+	p.onClose(kc.Close)
+	return reg, nil
 }
 
 // checkOnServer checks what the configuration cannot tell alone: that each
@@ -115,7 +194,7 @@ func checkOnServer(ctx context.Context, js jetstream.JetStream, c *config.Config
 				return c.Errorf(path+".stream", "stream %q of consumer %q does not exist on the server, and jetgate is not configured to create it: give its subjects (in streams, or with --stream-subjects), or create it", k.Stream, k.Name)
 			}
 			if err != nil {
-				return c.Errorf(path+".stream", "look up stream %q: %v", k.Stream, err)
+				return atServer(c, path+".stream", err, "look up stream %q", k.Stream)
 			}
 		}
 		if k.DeadLetter == nil || c.StreamBinding(k.DeadLetter.Subject) != nil {
@@ -127,7 +206,7 @@ func checkOnServer(ctx context.Context, js jetstream.JetStream, c *config.Config
 		case errors.Is(err, jetstream.ErrStreamNotFound):
 			return c.Errorf(path+".dead_letter.subject", "no stream has subject %q: add a stream for the dead letters to streams, or create one", subj)
 		case err != nil:
-			return c.Errorf(path+".dead_letter.subject", "look up the stream of %q: %v", subj, err)
+			return atServer(c, path+".dead_letter.subject", err, "look up the stream of %q", subj)
 		case name == k.Stream:
 			return c.Errorf(path+".dead_letter.subject", "%q is a subject of stream %q, the consumer's own: its dead letters would be delivered to it again", subj, name)
 		}
@@ -156,8 +235,9 @@ const (
 )
 
 // connect starts the embedded server (when no URL is configured) and
-// connects to NATS, watched for the probes and for stalls.
-func (p *process) connect() error {
+// connects to NATS, watched for the probes and for stalls. A NATS server
+// that cannot be reached yet is waited for (untilAvailable).
+func (p *process) connect(ctx context.Context) error {
 	p.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	p.watch = newNATSWatch(p.log, p.health)
 	opts := append([]nats.Option{
@@ -200,8 +280,16 @@ func (p *process) connect() error {
 		if err != nil {
 			return err
 		}
-		if p.nc, err = nats.Connect(p.cfg.NATS.URL, append(opts, secured...)...); err != nil {
-			return p.cfg.Errorf("nats.url", "%s: %v", redactedURL(p.cfg.NATS.URL), err)
+		// Not nats.RetryOnFailedConnect: it would wait out refused
+		// credentials and certificates too, which must stop start-up.
+		err = p.watch.untilAvailable(ctx, "connect", func() (err error) {
+			if p.nc, err = nats.Connect(p.cfg.NATS.URL, append(opts, secured...)...); err != nil {
+				return atServer(p.cfg, "nats.url", err, "%s", redactedURL(p.cfg.NATS.URL))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	p.onClose(func() { p.watch.close(p.nc) })

@@ -209,7 +209,7 @@ func refused(c Config, what string, err error) error {
 	}
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
-		return &RefusedError{Stream: c.Stream, Name: c.Name, Op: what, Reason: apiErr.Description}
+		return &RefusedError{Stream: c.Stream, Name: c.Name, Op: what, Reason: apiErr.Description, Code: apiErr.ErrorCode}
 	}
 	return fmt.Errorf("stream %q consumer %q: %s: %w", c.Stream, c.Name, what, err)
 }
@@ -218,6 +218,9 @@ func refused(c Config, what string, err error) error {
 // configured consumer, with its reason.
 type RefusedError struct {
 	Stream, Name, Op, Reason string
+	// Code is the server's error code: some say JetStream is not ready yet
+	// rather than refusing the configuration.
+	Code jetstream.ErrorCode
 }
 
 func (e *RefusedError) Error() string {
