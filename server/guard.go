@@ -130,7 +130,15 @@ func (g *Guard) Unary() grpc.UnaryServerInterceptor {
 		if err != nil {
 			return nil, err
 		}
-		return h(ctx, req)
+		ctx, stop := waitLapsing(ctx, req)
+		defer stop()
+		resp, err := h(ctx, req)
+		if err != nil && errors.Is(context.Cause(ctx), errCredentialLapsed) {
+			// Ended as a stream is; what it had leased is the orphan
+			// pool's, as a canceled Fetch's.
+			return nil, g.deny(ctx, info.FullMethod, auth.Principal(ctx), req, errCredentialLapsed)
+		}
+		return resp, err
 	}
 }
 
@@ -153,19 +161,6 @@ func (g *Guard) Stream() grpc.StreamServerInterceptor {
 		}
 		return err
 	}
-}
-
-// errCredentialLapsed ends a stream whose caller's credential (a JWT) has
-// expired since it opened: a stream is no longer than what opened it.
-var errCredentialLapsed = fmt.Errorf("%w: the credential the stream was opened with has expired", errs.ErrUnauthenticated)
-
-// lapsing is ctx, ended when its caller's credential lapses.
-func lapsing(ctx context.Context) (context.Context, context.CancelFunc) {
-	until := auth.Until(ctx)
-	if until.IsZero() {
-		return ctx, func() {}
-	}
-	return context.WithDeadlineCause(ctx, until, errCredentialLapsed)
 }
 
 type guarded struct {
