@@ -219,6 +219,7 @@ func newConsumer(s jetstream.Stream, cons jetstream.Consumer, d Deps) *Consumer 
 	c.waiting.woke = c.wake
 	c.onServer.changed, c.onServer.replicas = c.policyChanged, c.puller.Replicas
 	c.onServer.retime = func(p lease.Policy) { c.leases.SetTiming(p) }
+	c.onServer.unpinned = func(group string, sent time.Time) { c.orphans.unpinned(group, sent); c.wake() }
 	c.leases.SetTiming(c.onServer.timing())
 	return c
 }

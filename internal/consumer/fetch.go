@@ -146,7 +146,7 @@ func (pl *puller) fetch(ctx context.Context, req FetchRequest) (FetchResult, err
 	case len(s.got) > 0:
 		got, rest := fit(s.got, pl.maxFetchBytes, req.Batch)
 		if len(rest) > 0 { // the next Fetch's (response.go)
-			pl.orphans.spare(rest, left, time.Now())
+			pl.orphans.spare(rest, left, pri.Group, time.Now())
 			pl.wake()
 		}
 		pl.counts.Fetched.Add(uint64(len(got)))

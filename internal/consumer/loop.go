@@ -270,7 +270,8 @@ func (pl *puller) read(ctx context.Context, p *markedPull, lim pullLimits, s sin
 		}
 		if ds := pl.receiveAll(&p.mark, msgs); len(ds) > 0 {
 			got = true
-			pl.wake() // leases to attend to, from an idle pull too
+			pl.orphans.repinned(lim.priority.Group, ds) // spares of a pin gone: Run naks them
+			pl.wake()                                   // leases to attend to, from an idle pull too
 			if err := pl.server.held.wait(ctx); err != nil {
 				// The caller left while a reset's word held them back.
 				left := p.Pull
@@ -296,6 +297,9 @@ func (pl *puller) read(ctx context.Context, p *markedPull, lim pullLimits, s sin
 			continue
 		case got:
 			return pullEnd{}
+		}
+		if errors.Is(err, jetstream.ErrPinIDMismatch) && pl.orphans.pinRefused(lim.priority.PinID) {
+			pl.wake()
 		}
 		return pl.ending(ctx, err, lim.maxBytes)
 	}

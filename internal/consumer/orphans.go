@@ -21,8 +21,10 @@ type orphan struct {
 	readyAt time.Time  // when it may be nak'ed; zero while its pull is open
 	// spare: the rest of a Fetch, the next Fetch's until spareMargin
 	// before its lease ends, by the lease table's deadline (cut or
-	// re-dated since it came), not the one it came with.
+	// re-dated since it came), not the one it came with, or until its
+	// pin is gone (orphans_pin.go).
 	spare bool
+	group string // a spare's priority group
 }
 
 // spareMargin is how long before its lease's end the rest of a Fetch that
@@ -91,16 +93,16 @@ func (o *orphanPool) keep(ds []*Delivery, from *pull.Pull, now time.Time) {
 	o.wake()
 }
 
-// spare takes deliveries of a Fetch that did not fit its response (from is
-// their pull, nil if it has ended): they are the next Fetch's, and nak'ed
-// back only shortly before their leases end if no Fetch takes them.
-func (o *orphanPool) spare(ds []*Delivery, from *pull.Pull, now time.Time) {
+// spare takes deliveries of a Fetch of group that did not fit its response
+// (from is their pull, nil if it has ended): they are the next Fetch's, and
+// nak'ed back only shortly before their leases end if no Fetch takes them.
+func (o *orphanPool) spare(ds []*Delivery, from *pull.Pull, group string, now time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	n := len(o.held)
 	o.held = o.appendFrom(o.held, ds, from, now)
 	for _, h := range o.held[n:] {
-		h.spare = true
+		h.spare, h.group = true, group
 	}
 	o.wake()
 }
@@ -205,8 +207,8 @@ func (o *orphanPool) putBack(hs []*orphan) {
 }
 
 // due removes and returns the orphans to nak now: those whose pull has
-// ended and whose hold has passed, and, of the rest of a Fetch, whose
-// lease ends within spareMargin.
+// ended and whose hold has passed, and, of the rest of a Fetch whose pin
+// (if any) stands, whose lease ends within spareMargin.
 func (o *orphanPool) due(now time.Time) []*Delivery {
 	return o.ready(now, func(h *orphan) bool {
 		return !now.Before(h.readyAt) && (!h.spare || !o.live(h.d, now.Add(spareMargin)))

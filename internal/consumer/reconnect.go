@@ -207,3 +207,15 @@ func early(host string, at *where) bool {
 	}
 	return host != at.name
 }
+
+// serverName is the name of the server nc is connected to now (nil:
+// unknown).
+func serverName(nc *nats.Conn) *string {
+	if nc == nil {
+		return nil
+	}
+	if name := nc.ConnectedServerName(); name != "" {
+		return &name
+	}
+	return nil
+}

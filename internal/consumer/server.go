@@ -30,9 +30,10 @@ import (
 // word.go), and the only judge of whether a delivery is from before a
 // reset (admit). The rest of the consumer asks it: the timing of a
 // delivery, whether it may be leased, when the last reset was, the limits.
-// It tells the consumer two events: a reset (the lease table voids, under
-// the reset watch's lock) and a change of policy (changed: leases re-dated,
-// waiting places resized).
+// It tells the consumer three events: a reset (the lease table voids, under
+// the reset watch's lock), a change of policy (changed: leases re-dated,
+// waiting places resized) and an Unpin that passed (unpinned: the rest of
+// the old pin's Fetches nak'ed back).
 //
 // Its methods, by file: this one, the view and asking the server (info,
 // pause, pins); reset.go, the reset rules; policy.go, following a change of
@@ -86,6 +87,9 @@ type onServer struct {
 	foreseenLimits atomic.Pointer[limits]
 	// replicas is how many replicas serve the consumer, itself included.
 	replicas func() int
+	// unpinned is told that an Unpin of group, sent at sent, passed: the
+	// pin of before is gone (orphanPool.unpinned).
+	unpinned func(group string, sent time.Time)
 	// resetRecord records a reset noticed for the replicas that bind the
 	// consumer later (settle.Ledger.RecordReset); nil: none (shareReset).
 	resetRecord func(ctx context.Context, at time.Time) error
@@ -103,6 +107,7 @@ func newOnServer(s jetstream.Stream, cons jetstream.Consumer, d Deps, log *slog.
 		changed:  func(_, _ *serverView) {},
 		retime:   func(lease.Policy) {},
 		replicas: func() int { return 1 },
+		unpinned: func(string, time.Time) {},
 	}
 	// What the server had delivered when it was bound: every delivery to a
 	// pull sent later is numbered above it, unless the consumer is reset.
@@ -139,18 +144,6 @@ func newOnServer(s jetstream.Stream, cons jetstream.Consumer, d Deps, log *slog.
 	v.at = time.Time{}
 	o.last.Store(v)
 	return o
-}
-
-// serverName is the name of the server nc is connected to now (nil:
-// unknown).
-func serverName(nc *nats.Conn) *string {
-	if nc == nil {
-		return nil
-	}
-	if name := nc.ConnectedServerName(); name != "" {
-		return &name
-	}
-	return nil
 }
 
 // view is what the server last said of the consumer.
@@ -340,9 +333,11 @@ func (s *onServer) Unpin(ctx context.Context, group string) error {
 	if v.policy != jetstream.PriorityPolicyPinned {
 		return fmt.Errorf("%w: consumer %q is not of the pinned_client policy: it has no pin to release", errs.ErrInvalidArgument, s.name)
 	}
+	sent := time.Now()
 	if err := s.jsStream.UnpinConsumer(ctx, s.name, p.Group); err != nil {
 		return s.manageError("unpin", err)
 	}
+	s.unpinned(p.Group, sent)
 	return nil
 }
 
