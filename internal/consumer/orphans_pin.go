@@ -46,6 +46,9 @@ func (o *orphanPool) unpinned(group string, sent time.Time) bool {
 // before ds's was. One delivered after it, but read earlier, may be of a
 // pin newer than ds's, and is kept.
 func (o *orphanPool) repinned(group string, ds []*Delivery) bool {
+	if group == "" {
+		return false // a pull of no group: no pin
+	}
 	i := slices.IndexFunc(ds, func(d *Delivery) bool { return d.Header.Get(pull.PinHeader) != "" })
 	if i < 0 {
 		return false
