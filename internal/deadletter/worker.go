@@ -10,7 +10,9 @@
 // sequence and event, so it is stored once however often it is made. A Term
 // jetgate sent and the server confirmed is recorded there by jetgate too
 // (RecordTerms): a server shutting down may drop the advisory of a Term it
-// has just applied.
+// has just applied. A consumer whose letters cannot be stored (its
+// dead-letter stream full or gone) is set aside so that it holds no other
+// back (aside.go).
 package deadletter
 
 import (
@@ -103,6 +105,7 @@ type Worker struct {
 	recent recentLetters
 	domain string             // the routes' consumers' JetStream domain
 	plain  map[[2]string]bool // Options.Plain
+	wait   waiting            // the consumers set aside (aside.go)
 }
 
 // Start makes sure each route's dead-letter subject is bound to a stream
@@ -148,7 +151,11 @@ func Start(ctx context.Context, o Options) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("advisory consumer %s: %w", WorkerDurable, err)
 	}
+	if err := w.startWaiting(ctx, o.Replicas); err != nil {
+		return nil, err
+	}
 	if w.cc, err = cons.Consume(w.handle, jetstream.PullMaxMessages(64)); err != nil {
+		w.stopWaiting(ctx)
 		return nil, fmt.Errorf("consume advisories: %w", err)
 	}
 	return w, nil
@@ -166,6 +173,7 @@ func (w *Worker) Stop(ctx context.Context) {
 	case <-w.cc.Closed():
 	case <-ctx.Done():
 	}
+	w.stopWaiting(ctx)
 }
 
 // advisory is what the MAX_DELIVERIES and MSG_TERMINATED advisories say,
@@ -215,15 +223,32 @@ func (w *Worker) handle(m jetstream.Msg) {
 		_ = m.Ack()
 		return
 	}
-	r, ok := w.routes[[2]string{stream, consumer}]
+	key := [2]string{stream, consumer}
+	r, ok := w.routes[key]
 	switch {
 	case !ok:
-		w.unrouted(m, stream, consumer)
+		w.unrouted(m, key, reason, as)
 		return
 	case reason == ReasonTerminated && !r.OnTerm:
 		_ = m.Ack()
 		return
 	}
+	if w.isAside(key) { // its letters wait: parked behind them, not tried
+		w.parkOrNak(m, key, reason, as, retryFailedAfter)
+		return
+	}
+	if err := w.copyAll(context.Background(), r, as, reason, redelivered(m), func() { _ = m.InProgress() }); err != nil {
+		w.putAside(m, key, reason, as, err)
+		return
+	}
+	_ = m.Ack()
+}
+
+// copyAll copies the dead letters of one event's advisories as, of route
+// r. again: the event was tried before (its stream not found then and now is
+// taken as deleted). progress is called before each letter but the first
+// (a record of many Terms: not redelivered to another worker meanwhile).
+func (w *Worker) copyAll(ctx context.Context, r Route, as []advisory, reason string, again bool, progress func()) error {
 	var orig jetstream.Stream // the messages' stream, looked up once an event
 	for i, a := range as {
 		id := letterID(a, reason)
@@ -231,13 +256,13 @@ func (w *Worker) handle(m jetstream.Msg) {
 			continue
 		}
 		if i > 0 {
-			_ = m.InProgress() // a record of many Terms: not redelivered to another worker meanwhile
+			progress()
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		var err error
 		if orig == nil {
-			orig, err = w.js.Stream(ctx, stream)
-			if errors.Is(err, jetstream.ErrStreamNotFound) && redelivered(m) {
+			orig, err = w.js.Stream(ctx, a.Stream)
+			if errors.Is(err, jetstream.ErrStreamNotFound) && again {
 				orig, err = nil, nil // deleted (found so twice): its dead letters have their headers alone
 			}
 		}
@@ -247,16 +272,14 @@ func (w *Worker) handle(m jetstream.Msg) {
 		}
 		cancel()
 		if err != nil {
-			w.log.Warn("could not copy a dead letter; retrying", "stream", a.Stream, "consumer", a.Consumer, "stream_seq", a.StreamSeq, "err", err)
-			_ = m.NakWithDelay(retryFailedAfter) // the copies made are stored once again
-			return
+			return fmt.Errorf("stream %s consumer %s stream_seq %d: %w", a.Stream, a.Consumer, a.StreamSeq, err)
 		}
 		if stored && w.copied != nil { // not a copy made again: a Term's record and advisory, an advisory redelivered
 			w.copied.WithLabelValues(a.Stream, a.Consumer, reason).Inc()
 		}
 		w.recent.add(id, time.Now())
 	}
-	_ = m.Ack()
+	return nil
 }
 
 // redelivered reports whether m was delivered to the worker before: what
@@ -361,21 +384,3 @@ func (w *Worker) copy(ctx context.Context, r Route, s jetstream.Stream, a adviso
 	}
 	return !ack.Duplicate, nil
 }
-
-// tooBig reports whether a publish failed for its size: over NATS's
-// max_payload, or over its stream's max_msg_size.
-func tooBig(err error) bool {
-	return errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, jetstream.ErrStreamMessageExceedsMaximum)
-}
-
-// deadHeader is one of the headers a dead letter is given (Jetgate-Dead-*):
-// the original's own are dropped, where a publisher set them.
-func deadHeader(k string) bool {
-	const prefix = "Jetgate-Dead-"
-	return len(k) >= len(prefix) && strings.EqualFold(k[:len(prefix)], prefix)
-}
-
-// reservedHeader is a header the server acts on when it stores a message
-// (Nats-Msg-Id, Nats-Rollup, Nats-TTL, …): not copied into a dead letter or
-// a redrive, where it would act again.
-func reservedHeader(k string) bool { return len(k) >= 5 && strings.EqualFold(k[:5], "Nats-") }

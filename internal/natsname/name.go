@@ -42,11 +42,12 @@ func Key(stream, consumer string) string {
 }
 
 // The streams jetgate makes for itself: the settle ledger's and the
-// roster's KV buckets, and the dead-letter advisories' work queue. They are
-// never served, whatever a file entry or an on_demand pattern says: a caller
-// who could pause or consume them would stop dead letters for every tenant,
-// or read and forge other replicas' state.
-var internalStreams = []string{"KV_jetgate_settles", "KV_jetgate_members", "JETGATE_ADVISORIES"}
+// roster's KV buckets, the dead-letter advisories' work queue, and the
+// stream where those of a consumer set aside wait. They are never served,
+// whatever a file entry or an on_demand pattern says: a caller who could
+// pause or consume them would stop dead letters for every tenant, or read
+// and forge other replicas' state.
+var internalStreams = []string{"KV_jetgate_settles", "KV_jetgate_members", "JETGATE_ADVISORIES", "JETGATE_DEAD_LETTERS_WAITING"}
 
 // Internal reports whether stream is one jetgate makes for itself.
 func Internal(stream string) bool {

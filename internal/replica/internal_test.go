@@ -12,7 +12,7 @@ import (
 
 // The streams natsname keeps out of reach are exactly those jetgate makes.
 func TestInternalStreamsAreJetgatesOwn(t *testing.T) {
-	want := []string{"KV_" + settle.LedgerBucket, "KV_" + roster.Bucket, deadletter.AdvisoryStream}
+	want := []string{"KV_" + settle.LedgerBucket, "KV_" + roster.Bucket, deadletter.AdvisoryStream, deadletter.WaitingStream}
 	got := natsname.InternalStreams()
 	slices.Sort(want)
 	slices.Sort(got)
