@@ -52,8 +52,12 @@ type waiting struct {
 func waitingSubject(key [2]string) string { return waitingPrefix + key[0] + "." + key[1] }
 
 // startWaiting makes WaitingStream, listens for advisories parked there
-// (by any replica) and sets aside the routes that have some already.
+// (by any replica) and sets aside the routes that have some already. On an
+// error, nothing is parked: a consumer in trouble holds its places, as
+// before (Start says so).
 func (w *Worker) startWaiting(ctx context.Context, replicas int) error {
+	w.wait.aside = make(map[[2]string]uint64)
+	w.wait.ctx, w.wait.cancel = context.WithCancel(context.Background())
 	s, err := ensure(ctx, w.js, jetstream.StreamConfig{
 		Name:        WaitingStream,
 		Description: "jetgate: advisories of consumers whose dead letters could not be stored, until they are",
@@ -64,8 +68,6 @@ func (w *Worker) startWaiting(ctx context.Context, replicas int) error {
 	if err != nil {
 		return fmt.Errorf("stream %s: %w", WaitingStream, err)
 	}
-	w.wait.s, w.wait.aside = s, make(map[[2]string]uint64)
-	w.wait.ctx, w.wait.cancel = context.WithCancel(context.Background())
 	if w.wait.sub, err = w.js.Conn().Subscribe(waitingPrefix+">", func(m *nats.Msg) {
 		if stream, consumer, ok := strings.Cut(strings.TrimPrefix(m.Subject, waitingPrefix), "."); ok {
 			w.setAside([2]string{stream, consumer})
@@ -75,9 +77,12 @@ func (w *Worker) startWaiting(ctx context.Context, replicas int) error {
 	}
 	info, err := s.Info(ctx, jetstream.WithSubjectFilter(waitingPrefix+">"))
 	if err != nil {
-		w.stopWaiting(ctx)
+		_ = w.wait.sub.Unsubscribe()
 		return fmt.Errorf("stream %s: %w", WaitingStream, err)
 	}
+	w.wait.mu.Lock()
+	w.wait.s = s // from now on, set aside and parked
+	w.wait.mu.Unlock()
 	for subject := range info.State.Subjects {
 		if stream, consumer, ok := strings.Cut(strings.TrimPrefix(subject, waitingPrefix), "."); ok {
 			w.setAside([2]string{stream, consumer})
@@ -86,9 +91,18 @@ func (w *Worker) startWaiting(ctx context.Context, replicas int) error {
 	return nil
 }
 
+// parking reports whether advisories are parked (startWaiting passed).
+func (w *Worker) parking() bool {
+	w.wait.mu.Lock()
+	defer w.wait.mu.Unlock()
+	return w.wait.s != nil
+}
+
 // stopWaiting ends the retries, waiting for them at most until ctx ends.
 func (w *Worker) stopWaiting(ctx context.Context) {
-	_ = w.wait.sub.Unsubscribe()
+	if w.wait.sub != nil {
+		_ = w.wait.sub.Unsubscribe()
+	}
 	w.wait.cancel()
 	done := make(chan struct{})
 	go func() { w.wait.wg.Wait(); close(done) }()
@@ -118,7 +132,7 @@ func (w *Worker) setAside(key [2]string) {
 		w.wait.aside[key] = n + 1
 		return
 	}
-	if w.wait.ctx.Err() != nil {
+	if w.wait.s == nil || w.wait.ctx.Err() != nil {
 		return
 	}
 	w.wait.aside[key] = 0
@@ -142,6 +156,10 @@ func (w *Worker) putAside(m jetstream.Msg, key [2]string, reason string, as []ad
 // parkOrNak parks m's event and acks m, or, where NATS does not take it,
 // naks m to be retried after delay.
 func (w *Worker) parkOrNak(m jetstream.Msg, key [2]string, reason string, as []advisory, delay time.Duration) {
+	if !w.parking() {
+		_ = m.NakWithDelay(delay)
+		return
+	}
 	data, err := json.Marshal(parked{Reason: reason, Advisories: as})
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

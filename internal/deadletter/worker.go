@@ -152,7 +152,10 @@ func Start(ctx context.Context, o Options) (*Worker, error) {
 		return nil, fmt.Errorf("advisory consumer %s: %w", WorkerDurable, err)
 	}
 	if err := w.startWaiting(ctx, o.Replicas); err != nil {
-		return nil, err
+		// Not fatal: a NATS user not allowed the stream, or an account at
+		// its limit of streams, keeps the dead letters as they were.
+		w.log.Warn("dead letters that cannot be stored will hold other consumers' back: "+WaitingStream+" is not available; allow jetgate's NATS user to create and use it",
+			"err", err)
 	}
 	if w.cc, err = cons.Consume(w.handle, jetstream.PullMaxMessages(64)); err != nil {
 		w.stopWaiting(ctx)

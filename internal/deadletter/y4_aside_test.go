@@ -115,3 +115,22 @@ func (e *env) shippingLetters() uint64 {
 	}
 	return info.State.Subjects["dlqs.shipping"]
 }
+
+// A deployment whose NATS user may not make WaitingStream, or whose account
+// is at its limit of streams, still starts and copies dead letters (a
+// consumer in trouble then holds its places, as before): the stream is
+// taken here by another that holds its subjects.
+func TestWithoutTheWaitingStreamDeadLettersAreStillCopied(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := e.js.CreateStream(ctx, jetstream.StreamConfig{Name: "SQUATTER", Subjects: []string{waitingPrefix + ">"}}); err != nil {
+		t.Fatal(err)
+	}
+	e.startWith([]Route{{Stream: "ORDERS", Consumer: "billing", Subject: dlqSubject}}, nil)
+	e.publish("billing's")
+	e.runOut()
+	natstest.Eventually(t, within, "billing's dead letter without "+WaitingStream, func() bool {
+		return len(e.deadLetters()) == 1
+	})
+}
