@@ -312,11 +312,12 @@ func (c *Consumer) Close(ctx context.Context) {
 }
 
 // Idle reports whether the consumer holds nothing a caller could still
-// use: no live lease, orphan, pull or caller in line (settled leases kept
-// for retries do not count).
+// use: no lease, orphan, pull or caller in line. Settled leases count until
+// their retention ends (Run's sweeps drop them): unbound, the consumer
+// would forget them, and a retried settle would fail LEASE_EXPIRED.
 func (c *Consumer) Idle() bool {
 	open, _, queued := c.waiting.counts()
-	return open == 0 && queued == 0 && c.leases.Live() == 0 && c.orphans.len() == 0 && c.orphans.pulls(time.Now()) == 0
+	return open == 0 && queued == 0 && c.leases.Held() == 0 && c.orphans.len() == 0 && c.orphans.pulls(time.Now()) == 0
 }
 
 // Holds reports whether d's lease is still this replica's, live: not past

@@ -24,7 +24,8 @@ import (
 // first call through either replica and settled through the other; jetgate
 // changes nothing of it. One that matches no pattern, or does not exist, is
 // CONSUMER_NOT_FOUND; one deleted on the server is unbound; one nobody
-// calls is unbound after idle_unbind.
+// calls is unbound after idle_unbind, once the settled leases its issuer
+// keeps for retries are dropped (one ack_wait after the settle).
 func TestConsumersOnDemand(t *testing.T) {
 	ns := natstest.Start(t)
 	nc := natstest.Connect(t, ns)
@@ -46,7 +47,7 @@ func TestConsumersOnDemand(t *testing.T) {
 	if _, err := a.Fetch(ctx, "ORDERS", "billing", consumer.FetchRequest{Batch: 1}); !errors.Is(err, errs.ErrConsumerNotFound) {
 		t.Fatalf("a name that matches nothing: %v, want CONSUMER_NOT_FOUND", err)
 	}
-	cfg := jetstream.ConsumerConfig{Durable: "team-a", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 42 * time.Second, Description: "the operator's"}
+	cfg := jetstream.ConsumerConfig{Durable: "team-a", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 8 * time.Second, Description: "the operator's"}
 	if _, err := s.CreateConsumer(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -79,8 +80,9 @@ func TestConsumersOnDemand(t *testing.T) {
 	if !hasSeries(t, regA, "jetgate_fetched_messages_total", "team-a") {
 		t.Fatal("a bound team-a has no jetgate_fetched_messages_total")
 	}
-	// Idle past idle_unbind, holding nothing: unbound.
-	natstest.Eventually(t, 10*time.Second, "a unbinds team-a once idle", func() bool { return bound() == 0 })
+	// Idle past idle_unbind, holding nothing (the Ack kept for retries for
+	// ack_wait, 8s): unbound.
+	natstest.Eventually(t, 30*time.Second, "a unbinds team-a once idle", func() bool { return bound() == 0 })
 	if _, err := a.Pulls("ORDERS", "team-a"); !errors.Is(err, errs.ErrConsumerNotFound) {
 		t.Fatalf("after unbinding, a still serves team-a: %v", err)
 	}

@@ -117,13 +117,15 @@ func TestAnOnDemandConsumerIsNotUnboundDuringACall(t *testing.T) {
 }
 
 // An on-demand consumer is not unbound while this replica holds a lease of
-// it, whoever calls; once the lease is settled and idle_unbind passes, it
-// is.
+// it, whoever calls; once the lease is settled, and idle_unbind and the
+// settled lease's retention (ack_wait, kept for retries) pass, it is.
 func TestAnOnDemandConsumerHoldingALeaseIsNotUnbound(t *testing.T) {
 	r, s, js := onDemandEnv(t, 100*time.Millisecond)
-	createConsumers(t, s, "team-a")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	if _, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "team-a", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 10 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := js.Publish(ctx, "orders.1", []byte("held")); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +141,7 @@ func TestAnOnDemandConsumerHoldingALeaseIsNotUnbound(t *testing.T) {
 	if err != nil || out[0].Err != nil {
 		t.Fatalf("ack: %v %v", out, err)
 	}
-	waitUnbound(t, r, "team-a")
+	natstest.Eventually(t, 30*time.Second, "team-a unbound", func() bool { return r.bound("ORDERS", "team-a") == nil })
 }
 
 // An on-demand consumer stays bound for idle_unbind after its last call.
