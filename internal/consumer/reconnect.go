@@ -154,6 +154,35 @@ func markDeleted(s *onServer, why string) {
 	s.log.Warn(why + ": the leases this replica held are void")
 }
 
+// gone voids every lease, as a reset does, for a consumer the server
+// deleted: what it delivered is gone with it, and a settle of it would land
+// on a delivery of the consumer made again under its name.
+func (w *resetWatch) gone() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.noticeLocked(true)
+	w.unclaimed, w.deleted = 0, true
+}
+
+// remade reports whether an info's created, later than the one known, shows
+// the consumer deleted and made again unnoticed (its advisory missed), and
+// voids every lease then.
+func (w *resetWatch) remade(created time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case created.IsZero() || !created.After(w.created): // the same, or an info answered late
+		return false
+	case w.created.IsZero() || w.deleted:
+		w.created, w.deleted = created, false
+		return false
+	}
+	w.created = created
+	w.noticeLocked(true)
+	w.unclaimed = 0
+	return true
+}
+
 // made is when the consumer served was made, as the server last said: a
 // token that started before it is of a consumer deleted since, whose delete
 // no replica may have heard (every one of them stopped, or away), and

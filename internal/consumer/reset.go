@@ -2,7 +2,6 @@ package consumer
 
 import (
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,7 +11,7 @@ import (
 	"github.com/jetgate/jetgate/internal/lease"
 )
 
-// The reset rules, all of them in this file.
+// The reset rules, all of them in this file (an info's in reset_applied.go).
 //
 // A consumer reset (ADR-60) drops the server's pending list and delivers
 // messages again with the consumer sequence and the delivered count
@@ -75,6 +74,11 @@ type seqMark struct {
 	// StreamFloor and StreamLast are the same for stream sequences: the
 	// highest seen before the pull was sent, and the highest of its own.
 	StreamFloor, StreamLast uint64
+	// SureFloor and SureStreamFloor are Floor and StreamFloor less the
+	// counts of infos that may be from before the epoch's reset (informed);
+	// Unapplied: it was marked before the server was seen to apply it.
+	SureFloor, SureStreamFloor uint64
+	Unapplied                  bool
 }
 
 // resetWatch is the consumer's epoch: the highest sequences received since
@@ -107,6 +111,14 @@ type resetWatch struct {
 	deleted bool
 	// withdraw withdraws the pulls marked before each new epoch (withdraw.go).
 	withdraw func(epoch uint64)
+	// unapplied: the epoch began as a reset's request passed, which may be
+	// before the server applied it, and nothing has shown it applied since;
+	// before is the highest consumer sequence known surely when it began.
+	// sure and sureStream are high and stream less what infos that may be
+	// from before the reset counted (informed).
+	unapplied        bool
+	before           uint64
+	sure, sureStream uint64
 }
 
 // shownReset begins the id a replica makes up for a reset it saw shown
@@ -126,7 +138,7 @@ const recentResets = 16
 const requestLag = time.Second
 
 func newResetWatch(high, stream uint64, bySeq bool, void func()) *resetWatch {
-	return &resetWatch{high: high, stream: stream, bySeq: bySeq, void: void}
+	return &resetWatch{high: high, stream: stream, sure: high, sureStream: stream, bySeq: bySeq, void: void}
 }
 
 // noticeID notices reset id, voiding every lease, unless it was noticed
@@ -134,6 +146,10 @@ func newResetWatch(high, stream uint64, bySeq bool, void func()) *resetWatch {
 func (w *resetWatch) noticeID(id string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	return w.noticeIDLocked(id)
+}
+
+func (w *resetWatch) noticeIDLocked(id string) bool {
 	if id != "" && slices.Contains(w.ids[:], id) {
 		return false
 	}
@@ -147,54 +163,24 @@ func (w *resetWatch) noticeID(id string) bool {
 // showed a reset less than requestLag ago whose request has not passed yet:
 // this is taken to be that request, late, and voiding again would void the
 // leases of the deliveries made after it. A second request is a second
-// reset. It reports whether it voided.
+// reset, which the server may not have applied yet (unapplied). It reports
+// whether it voided.
 func (w *resetWatch) noticeRequest(id string) bool {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	if id != "" && slices.Contains(w.ids[:], id) { // a peer told of it first
-		w.mu.Unlock()
 		return false
 	}
 	if time.Since(w.at) >= requestLag {
 		w.unclaimed = 0
 	}
-	late := w.unclaimed > 0
-	if late {
+	if w.unclaimed > 0 {
 		w.unclaimed--
 		w.rememberLocked(id)
-	}
-	w.mu.Unlock()
-	if late {
 		return false
 	}
-	return w.noticeID(id)
-}
-
-// gone voids every lease, as a reset does, for a consumer the server
-// deleted: what it delivered is gone with it, and a settle of it would land
-// on a delivery of the consumer made again under its name.
-func (w *resetWatch) gone() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.noticeLocked(true)
-	w.unclaimed, w.deleted = 0, true
-}
-
-// remade reports whether an info's created, later than the one known, shows
-// the consumer deleted and made again unnoticed (its advisory missed), and
-// voids every lease then.
-func (w *resetWatch) remade(created time.Time) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	switch {
-	case created.IsZero() || !created.After(w.created): // the same, or an info answered late
-		return false
-	case w.created.IsZero() || w.deleted:
-		w.created, w.deleted = created, false
-		return false
-	}
-	w.created = created
-	w.noticeLocked(true)
-	w.unclaimed = 0
+	w.noticeIDLocked(id)
+	w.unapplied = true
 	return true
 }
 
@@ -214,7 +200,8 @@ func (w *resetWatch) rememberLocked(id string) {
 func (w *resetWatch) mark() seqMark {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return seqMark{Floor: w.high, StreamFloor: w.stream, Epoch: w.epoch}
+	return seqMark{Floor: w.high, StreamFloor: w.stream, Epoch: w.epoch,
+		SureFloor: w.sure, SureStreamFloor: w.sureStream, Unapplied: w.unapplied}
 }
 
 // delivery is what the watch reads of a delivery: its consumer and stream
@@ -246,6 +233,9 @@ func (w *resetWatch) admit(m *seqMark, d delivery, add func() (reset bool)) (res
 		// it, and a later reset's request voids when it passes); else it
 		// may show a later one, and counts as new.
 		switch {
+		case m.Epoch == w.epoch && w.guessed(m, d):
+			// Shown by an info's count only, one that may be from before
+			// the reset noticed last: its replay, as on a pull from before.
 		case m.Epoch == w.epoch:
 			w.unclaimed++
 			fallthrough
@@ -253,40 +243,23 @@ func (w *resetWatch) admit(m *seqMark, d delivery, add func() (reset bool)) (res
 			w.noticeLocked(true)
 			reset = true
 		}
+		w.applied()                                                      // the server numbers anew
 		m.Epoch, m.Floor, m.StreamFloor, m.StreamLast = w.epoch, 0, 0, 0 // the pull is past the reset now
+		m.SureFloor, m.SureStreamFloor = 0, 0
 	}
 	m.Last, m.StreamLast = d.cseq, max(m.StreamLast, d.sseq)
 	if m.Epoch != w.epoch {
 		return false, true
 	}
-	w.high, w.stream = max(w.high, d.cseq), max(w.stream, d.sseq)
+	w.raise(d.cseq, d.sseq)
 	if add() {
 		w.noticeLocked(false) // the table voided the others itself
 		w.unclaimed++
-		m.Epoch, m.Floor, m.StreamFloor = w.epoch, 0, 0
-		w.high, w.stream = d.cseq, d.sseq
+		m.Epoch, m.Floor, m.StreamFloor, m.SureFloor, m.SureStreamFloor = w.epoch, 0, 0, 0, 0
+		w.raise(d.cseq, d.sseq)
 		reset = true
 	}
 	return reset, false
-}
-
-// informed records what an info the server answered says it has delivered,
-// asked when the watch was marked before: a pull sent later is numbered
-// above that, and a server that counts less than was received before it
-// was asked was reset. It reports such a reset, unless one was noticed
-// meanwhile (the info may be from either side of it).
-func (w *resetWatch) informed(before seqMark, delivered jetstream.SequenceInfo) (reset bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	switch {
-	case w.epoch != before.Epoch:
-		return false
-	case delivered.Consumer < before.Floor, w.bySeq && delivered.Stream < before.StreamFloor:
-		w.noticeLocked(true)
-		return true
-	}
-	w.high, w.stream = max(w.high, delivered.Consumer), max(w.stream, delivered.Stream)
-	return false
 }
 
 func (w *resetWatch) noticeLocked(void bool) {
@@ -300,7 +273,8 @@ func (w *resetWatch) noticeLocked(void bool) {
 	if w.count != nil {
 		w.count.Add(1)
 	}
-	w.high, w.stream = 0, 0
+	w.unapplied, w.before = false, w.sure // shown (noticeRequest says otherwise)
+	w.high, w.stream, w.sure, w.sureStream = 0, 0, 0, 0
 	w.at = time.Now()
 	if w.withdraw != nil {
 		w.withdraw(w.epoch)
@@ -320,24 +294,6 @@ func (s *onServer) ResetRequested(id string) {
 	if s.resets.noticeRequest(id) {
 		s.log.Warn("the consumer was reset (its reset request passed): the leases this replica held are void")
 		s.tell(id)
-	}
-}
-
-// ResetTold is another replica's word that the consumer was reset: every
-// lease this replica holds is void (those of deliveries made after the
-// reset come again after ack_wait; none settles a delivery it was not
-// issued for), unless this replica noticed that reset itself already. A
-// word that names the reset's request (its reply subject) counts as that
-// request passing here, by rule 1: the word may overtake the request on
-// this replica's own subscription, and the request of a reset a delivery
-// showed here must not void the leases of the deliveries made after it.
-func (s *onServer) ResetTold(id string) {
-	notice := s.resets.noticeRequest
-	if id == "" || strings.HasPrefix(id, shownReset) {
-		notice = s.resets.noticeID
-	}
-	if notice(id) {
-		s.log.Warn("another replica saw the consumer reset: the leases this replica held are void")
 	}
 }
 

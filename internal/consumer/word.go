@@ -92,6 +92,24 @@ func (s *onServer) HearResetWord(m *nats.Msg) {
 	}
 }
 
+// ResetTold is another replica's word that the consumer was reset: every
+// lease this replica holds is void (those of deliveries made after the
+// reset come again after ack_wait; none settles a delivery it was not
+// issued for), unless this replica noticed that reset itself already. A
+// word that names the reset's request (its reply subject) counts as that
+// request passing here, by rule 1: the word may overtake the request on
+// this replica's own subscription, and the request of a reset a delivery
+// showed here must not void the leases of the deliveries made after it.
+func (s *onServer) ResetTold(id string) {
+	notice := s.resets.noticeRequest
+	if id == "" || strings.HasPrefix(id, shownReset) {
+		notice = s.resets.noticeID
+	}
+	if notice(id) {
+		s.log.Warn("another replica saw the consumer reset: the leases this replica held are void")
+	}
+}
+
 // tell holds the consumer's new deliveries back while its peers are told of
 // reset id, until they answered and this replica's own settles begun before
 // the void were answered by the server, or the word gave up. The word goes
