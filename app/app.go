@@ -3,10 +3,8 @@
 package app
 
 import (
-	"cmp"
 	"context"
 	"crypto/tls"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -19,15 +17,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/keepalive"
-	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/jetgate/jetgate/gateway"
-	"github.com/jetgate/jetgate/internal/auth"
 	"github.com/jetgate/jetgate/internal/config"
 	"github.com/jetgate/jetgate/internal/replica"
 	"github.com/jetgate/jetgate/internal/tracing"
@@ -64,6 +58,9 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	p.serveHTTP()
+	if err := p.serveGRPC(ctx); err != nil {
+		return err
+	}
 	if err := p.connect(ctx); err != nil {
 		return stoppedOr(ctx, err)
 	}
@@ -91,7 +88,11 @@ type process struct {
 	watch            *natsWatch
 	stalls           *stallWatch
 	replica          *replica.Replica
-	public, inner    *grpc.Server      // gRPC for callers; for the REST side, in memory
+	public, inner    *grpc.Server  // gRPC for callers; for the REST side, in memory
+	grpcDone         chan struct{} // closed once public stops serving, grpcErr why
+	grpcErr          error
+	late             *lateServices     // public's services, backed once the replica is built
+	calls            *calls            // what every call runs through
 	innerLis         *bufconn.Listener // the inner server's
 	http             *http.Server
 	handler          swapHandler   // http's: the probes alone, then the gateway
@@ -110,83 +111,16 @@ func (p *process) close() {
 	}
 }
 
-func (p *process) listen() error {
-	var err error
-	if p.grpcLis, err = net.Listen("tcp", p.cfg.Listen.GRPC); err != nil {
-		return p.cfg.Errorf("listen.grpc", "%s: %v", p.cfg.Listen.GRPC, err)
-	}
-	p.onClose(func() { _ = p.grpcLis.Close() })
-	if p.httpLis, err = net.Listen("tcp", p.cfg.Listen.HTTP); err != nil {
-		return p.cfg.Errorf("listen.http", "%s: %v", p.cfg.Listen.HTTP, err)
-	}
-	p.onClose(func() { _ = p.httpLis.Close() })
-	p.addrs.GRPC, p.addrs.HTTP = p.grpcLis.Addr().String(), p.httpLis.Addr().String()
-	p.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "jetgate_connections_refused_total",
-		Help: "Connections closed as they were accepted, the listener holding limits.max_connections already, and its few places kept for the probes.",
-	}, []string{"listener"})
-	most := p.cfg.Limits.MaxConnections
-	p.idle = newIdleConns(time.Duration(p.cfg.Limits.IdleTimeout))
-	p.grpcLis = p.idle.listen(capListener(p.grpcLis, most, probePlaces, p.refused.WithLabelValues("grpc").Inc))
-	p.httpLis = capListener(p.httpLis, most, probePlaces, p.refused.WithLabelValues("http").Inc)
-	return nil
-}
-
-// serveHTTP serves the REST listener from now on, the probes first
-// (gateway.Starting) until buildREST hands it the gateway: /healthz is
-// answered while start-up waits for NATS.
-func (p *process) serveHTTP() {
-	p.handler.set(gateway.Starting(waitReason))
-	p.http = &http.Server{
-		Handler:           &p.handler,
-		ReadHeaderTimeout: min(time.Duration(p.cfg.Limits.IdleTimeout), 5*time.Second),
-		ReadTimeout:       30 * time.Second,
-		// A Fetch may wait up to --max-expires before it writes.
-		WriteTimeout:   time.Duration(p.cfg.Limits.MaxExpires) + 30*time.Second,
-		IdleTimeout:    time.Duration(p.cfg.Limits.IdleTimeout),
-		MaxHeaderBytes: maxHeaderBytes - httpHeaderSlack,
-		ErrorLog:       slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
-		TLSConfig:      p.httpTLS(),
-		ConnContext:    markKept,
-	}
-	p.httpDone = make(chan struct{})
-	go func() {
-		defer close(p.httpDone)
-		serve := func() error { return p.http.Serve(p.httpLis) }
-		if p.tls != nil {
-			serve = func() error { return p.http.ServeTLS(p.httpLis, "", "") } // certificates from TLSConfig
-		}
-		if err := serve(); !errors.Is(err, http.ErrServerClosed) {
-			p.httpErr = err
-		}
-	}()
-	p.onClose(func() {
-		_ = p.http.Close()
-		<-p.httpDone
-	})
-}
-
-// buildServers makes the gRPC servers and the REST side, with one
-// interceptor chain for gRPC and REST alike: REST calls come through it too,
-// their principal asserted by the gateway.
+// buildServers makes the REST side, with the one interceptor chain of gRPC
+// and REST alike (calls): REST calls come through it too, their principal
+// asserted by the gateway. It backs the public gRPC server's services,
+// served since serveGRPC, with the replica: from now on they take calls.
 func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) error {
-	authn, err := p.authenticator()
-	if err != nil {
-		return err
-	}
+	c := p.calls
 	// The REST side's road (the in-memory server of its streams, and Local)
 	// takes the principal the gateway asserts; the gRPC listener refuses it.
-	guard := server.NewGuard(authn, p.log, reg)
-	rest := guard.ForREST()
-	obs, obsStream, refused := observe(p.log, reg)
-	chain := []grpc.UnaryServerInterceptor{obs, guard.Unary()}
-	restChain := []grpc.UnaryServerInterceptor{obs, rest.Unary()}
-	opts := []grpc.ServerOption{
-		grpc.WaitForHandlers(true),
-		// A gRPC caller is bounded as a REST one is: no request larger than
-		// a REST body makes.
-		grpc.MaxRecvMsgSize(gateway.RequestLimit(p.cfg.Limits.MaxBodyBytes)),
-	}
+	rest := c.guard.ForREST()
+	restChain := []grpc.UnaryServerInterceptor{c.obs, rest.Unary()}
 	// The REST side reaches the services in process, through a gRPC server
 	// of its own on an in-memory listener: the same interceptor chain, no
 	// TLS to terminate, no port for anyone else. Every REST caller's stream
@@ -195,67 +129,24 @@ func (p *process) buildServers(ctx context.Context, reg *prometheus.Registry) er
 	// connection.
 	p.innerLis = bufconn.Listen(1 << 20)
 	p.onClose(func() { _ = p.innerLis.Close() })
-	p.inner = grpc.NewServer(append(slices.Clone(opts), append(p.innerTracing(), grpc.ChainUnaryInterceptor(restChain...), grpc.ChainStreamInterceptor(obsStream, rest.Stream()))...)...)
-	opts = append(opts, p.grpcTracing()...)
+	p.inner = grpc.NewServer(append(p.baseOptions(), append(p.innerTracing(), grpc.ChainUnaryInterceptor(restChain...), grpc.ChainStreamInterceptor(c.obsStream, rest.Stream()))...)...)
 	server.RegisterREST(p.inner, p.replica, p.log, p.stall)
-	// A gRPC caller's connection runs at most 1024 RPCs at once, and one
-	// that stops reading (its answers queued unsent) is closed once it
-	// leaves a ping unanswered: what it held is freed within a minute.
-	// A connection with no RPC for limits.idle_timeout is closed, and one
-	// that has not finished its handshake (TLS, HTTP/2's preface) within it,
-	// 10s at most, too, and so is a call whose request does not come within
-	// it (firstMessage); one whose caller pings more often than every 10s is
-	// told to go away; a request's headers are bounded as REST's are.
-	waitFirst := firstMessage{wait: min(time.Duration(p.cfg.Limits.IdleTimeout), maxHandshake)}
-	opts = append(opts, grpc.MaxConcurrentStreams(cmp.Or(p.streams, 1024)),
-		grpc.ConnectionTimeout(min(time.Duration(p.cfg.Limits.IdleTimeout), maxHandshake)),
-		grpc.KeepaliveParams(keepalive.ServerParameters{
-			Time: 30 * time.Second, Timeout: 20 * time.Second, MaxConnectionIdle: time.Duration(p.cfg.Limits.IdleTimeout),
-		}),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-		grpc.MaxHeaderListSize(maxHeaderBytes),
-		grpc.InTapHandle(waitFirst.tap),
-		grpc.ChainUnaryInterceptor(append(append([]grpc.UnaryServerInterceptor{waitFirst.unary, keptUnary}, chain...), p.idle.unary)...),
-		grpc.ChainStreamInterceptor(waitFirst.stream, keptStream, obsStream, guard.Stream(), p.idle.stream))
-	if p.tls != nil {
-		opts = append(opts, grpc.Creds(credentials.NewTLS(p.tls)))
-	}
-	p.public = grpc.NewServer(opts...)
-	server.Register(p.public, p.replica, p.log, p.stall)
+	server.Register(p.late, p.replica, p.log, p.stall)
+	p.late.ready.Store(true)
 	p.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
-	healthpb.RegisterHealthServer(p.public, boundHealth(p.health))
-	if config.On(p.cfg.Listen.Reflection) {
-		reflection.Register(p.public)
-	}
 	var metrics http.Handler
 	if config.On(p.cfg.Listen.Metrics) {
-		metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+		metrics = promhttp.HandlerFor(prometheus.Gatherers{reg, c.metrics}, promhttp.HandlerOpts{})
 	}
 	return p.buildREST(ctx, gateway.Options{
-		Metrics: metrics, Refused: refused,
+		Metrics: metrics, Refused: c.refused,
 		Local: func(conn grpc.ClientConnInterface) grpc.ClientConnInterface {
 			return server.NewLocal(p.replica, p.log, restChain, conn)
 		},
-		Auth: authn, Denied: guard.DeniedHTTP, LocalOnly: authn == nil && !p.cfg.Auth.AllowUnauthenticated && loopbackListener(p.httpLis),
+		Auth: c.authn, Denied: c.guard.DeniedHTTP, LocalOnly: c.authn == nil && !p.cfg.Auth.AllowUnauthenticated && loopbackListener(p.httpLis),
 		Console: p.cfg.Console.Enabled, WriteStall: p.stall,
 		ClientCertRequired: p.cfg.Listen.TLS.ClientCA != "", KeptForProbes: onKeptPlace,
 	})
-}
-
-// authenticator is the configured authentication, nil when it is off.
-func (p *process) authenticator() (*auth.Authenticator, error) {
-	if p.cfg.Auth.Enabled() {
-		authn, err := auth.New(p.cfg.AuthConfig())
-		if err != nil {
-			return nil, p.cfg.Errorf("auth", "%v", err)
-		}
-		return authn, nil
-	}
-	if p.cfg.Auth.AllowUnauthenticated {
-		p.log.Warn("serving without authentication: anyone who can reach the listeners may fetch, settle and publish",
-			"grpc", p.cfg.Listen.GRPC, "http", p.cfg.Listen.HTTP)
-	}
-	return nil, nil
 }
 
 // buildREST makes the REST gateway, o naming its services, and the HTTP
@@ -288,10 +179,9 @@ func (p *process) serve(ctx context.Context, o Options) error {
 			return nil
 		}
 	})
-	g.Go(func() error { return p.public.Serve(p.grpcLis) })
 	g.Go(func() error {
-		p.idle.run(gctx)
-		return nil
+		<-p.grpcDone // serving since serveGRPC
+		return p.grpcErr
 	})
 	g.Go(func() error { return p.inner.Serve(p.innerLis) })
 	g.Go(func() error {

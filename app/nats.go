@@ -238,7 +238,6 @@ const (
 // connects to NATS, watched for the probes and for stalls. A NATS server
 // that cannot be reached yet is waited for (untilAvailable).
 func (p *process) connect(ctx context.Context) error {
-	p.health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	p.watch = newNATSWatch(p.log, p.health)
 	opts := append([]nats.Option{
 		nats.Name("jetgate"),

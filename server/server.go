@@ -51,7 +51,7 @@ type Limits struct {
 // Register adds jetgate's services, backed by the replica r, to s. Errors
 // the callers do not see in full are logged to log. A Consume response
 // waits at most stall for its caller to read; 0 is DefaultSendStall.
-func Register(s *grpc.Server, r *replica.Replica, log *slog.Logger, stall time.Duration) {
+func Register(s grpc.ServiceRegistrar, r *replica.Replica, log *slog.Logger, stall time.Duration) {
 	c, st := services(r, log)
 	if stall > 0 {
 		c.lim.SendStall = stall
