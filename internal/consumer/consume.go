@@ -3,7 +3,6 @@ package consumer
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -89,7 +88,7 @@ func (pl *puller) Consume(ctx context.Context, req ConsumeRequest, send func([]*
 		if lim, n, due := k.nextPull(ctx, &req, pri, wait); due {
 			empty, left, err := k.pullLoop(ctx, lim, k.idle(n, &req))
 			last = cmp.Or(left, last)
-			if err != nil && req.Outlast && errors.Is(err, errs.ErrUnavailable) && ctx.Err() == nil {
+			if req.outlasts(ctx, err) {
 				away = min(max(2*away, 50*time.Millisecond), outlastMax)
 				k.waitForRoom(ctx, away) // or a lease leaving, for the room of the next pull
 				continue

@@ -1,8 +1,11 @@
 package consumer
 
 import (
+	"context"
+	"errors"
 	"time"
 
+	"github.com/jetgate/jetgate/internal/errs"
 	"github.com/jetgate/jetgate/internal/pull"
 )
 
@@ -60,6 +63,11 @@ type ConsumeRequest struct {
 	// the stream: a pusher's held-back messages would otherwise each lose
 	// a delivery to every NATS blip.
 	Outlast bool
+	// Unavailable, if set, is told of each pull of an Outlast stream that
+	// failed UNAVAILABLE, before the stream pulls again: NATS away, or
+	// connected and its JetStream not answering, which a pusher has no
+	// caller to tell of.
+	Unavailable func(error)
 	// Starved, if set, reports whether the stream's reader has nothing to
 	// do but wait on the leases it holds: a pusher whose every lease failed
 	// and waits for a verdict only another message's push can give (does
@@ -88,4 +96,16 @@ func closed(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// outlasts reports whether an Outlast stream pulls again after its pull
+// failed with err (UNAVAILABLE), and tells Unavailable of it.
+func (req *ConsumeRequest) outlasts(ctx context.Context, err error) bool {
+	if err == nil || !req.Outlast || !errors.Is(err, errs.ErrUnavailable) || ctx.Err() != nil {
+		return false
+	}
+	if req.Unavailable != nil {
+		req.Unavailable(err)
+	}
+	return true
 }

@@ -51,7 +51,10 @@ func (p *Pusher) settle(ctx context.Context, op lease.Op, ds []*consumer.Deliver
 		for i, o := range p.c.Settle(ctx, op, cs, args) {
 			switch err := o.Err; {
 			case err == nil || ctx.Err() != nil:
-			case errors.Is(err, errs.ErrUnavailable) || errors.Is(err, errs.ErrSettleInProgress):
+			case errors.Is(err, errs.ErrUnavailable):
+				p.m.natsFailed(op.String()).Inc()
+				again = append(again, ds[i])
+			case errors.Is(err, errs.ErrSettleInProgress):
 				again = append(again, ds[i])
 			default:
 				// Settled otherwise, or the lease is gone (a reset, a deadline

@@ -8,6 +8,7 @@ type Metrics struct {
 	duration *prometheus.HistogramVec
 	inFlight *prometheus.GaugeVec
 	up       *prometheus.GaugeVec
+	failures *prometheus.CounterVec
 }
 
 // NewMetrics registers the push metrics with reg.
@@ -30,9 +31,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "jetgate_push_endpoint_up",
 			Help: "1 while the endpoint takes pushes, 0 while it is held back (one request at a time).",
 		}, []string{"stream", "consumer"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "jetgate_push_nats_failures_total",
+			Help: "A pusher's pulls, and tokens it settled, that failed for NATS (UNAVAILABLE: the connection away, or connected and JetStream not answering: no leader or quorum, a stream offline), by op (pull, ack, nak, term); the pusher tries each again. A push-only deployment makes no call that would fail UNAVAILABLE: JetStream not answering shows here.",
+		}, []string{"stream", "consumer", "op"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.duration, m.inFlight, m.up)
+		reg.MustRegister(m.requests, m.duration, m.inFlight, m.up, m.failures)
 	}
 	return m
 }
@@ -43,6 +48,9 @@ type boundMetrics struct {
 	duration prometheus.Observer
 	inFlight prometheus.Gauge
 	up       prometheus.Gauge
+	// natsFailed counts what NATS failed of the pusher's, by op: "pull",
+	// and a settle's (lease.Op's String).
+	natsFailed func(op string) prometheus.Counter
 }
 
 type outcomes struct{ acked, retried, terminated prometheus.Counter }
@@ -52,10 +60,15 @@ func (m *Metrics) bind(stream, consumer string) boundMetrics {
 		m = NewMetrics(nil)
 	}
 	out := func(o string) prometheus.Counter { return m.requests.WithLabelValues(stream, consumer, o) }
+	failed := func(op string) prometheus.Counter { return m.failures.WithLabelValues(stream, consumer, op) }
+	for _, op := range []string{"pull", "ack", "nak", "term"} {
+		failed(op) // each at 0 from the start, for rate()
+	}
 	return boundMetrics{
-		requests: outcomes{out("acked"), out("retried"), out("terminated")},
-		duration: m.duration.WithLabelValues(stream, consumer),
-		inFlight: m.inFlight.WithLabelValues(stream, consumer),
-		up:       m.up.WithLabelValues(stream, consumer),
+		requests:   outcomes{out("acked"), out("retried"), out("terminated")},
+		duration:   m.duration.WithLabelValues(stream, consumer),
+		inFlight:   m.inFlight.WithLabelValues(stream, consumer),
+		up:         m.up.WithLabelValues(stream, consumer),
+		natsFailed: failed,
 	}
 }

@@ -163,6 +163,12 @@ func (p *Pusher) consume(ctx context.Context) {
 		Starved:   p.flow.starved,
 		Hungry:    p.flow.hungry,
 		IdleWait:  idleWait,
+		// A pull NATS failed is made again in silence: counted and shown
+		// here, as no caller hears of it.
+		Unavailable: func(err error) {
+			p.m.natsFailed("pull").Inc()
+			p.failed(fmt.Sprintf("pulling: %v", err))
+		},
 	}
 	const firstWait = 100 * time.Millisecond
 	for wait := firstWait; ; wait = min(wait*2, 5*time.Second) {
