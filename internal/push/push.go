@@ -165,9 +165,9 @@ func (p *Pusher) consume(ctx context.Context) {
 		IdleWait:  idleWait,
 		// A pull NATS failed is made again in silence: counted and shown
 		// here, as no caller hears of it.
-		Unavailable: func(err error) {
+		Unavailable: func(error) {
 			p.m.natsFailed("pull").Inc()
-			p.failed(fmt.Sprintf("pulling: %v", err))
+			p.failed("pulling: NATS JetStream did not answer; pulling again") // GetConsumer shows it: no internal text
 		},
 	}
 	const firstWait = 100 * time.Millisecond
