@@ -174,6 +174,7 @@ func (p *process) bootstrap(ctx context.Context, js jetstream.JetStream, keys *t
 		return nil, err
 	}
 	p.replica = r
+	p.watch.replica.Store(r)
 	p.onClose(r.Close)
 	p.onClose(kc.Close)
 	return reg, nil
@@ -307,6 +308,9 @@ type natsWatch struct {
 	health   *health.Server
 	stopping atomic.Bool
 	lost     chan error // the reason the connection was closed for good
+	// replica is told the errors NATS reports to the connection rather
+	// than to a request, once it is built.
+	replica atomic.Pointer[replica.Replica]
 }
 
 func newNATSWatch(log *slog.Logger, hs *health.Server) *natsWatch {
@@ -315,6 +319,19 @@ func newNATSWatch(log *slog.Logger, hs *health.Server) *natsWatch {
 
 func (w *natsWatch) options() []nats.Option {
 	return []nats.Option{
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			// A publish the server refuses for the permissions of
+			// jetgate's user is answered only here: the replica ends
+			// the callers waiting on its subject at once.
+			if r := w.replica.Load(); r != nil {
+				r.AsyncError(err)
+			}
+			if sub != nil {
+				w.log.Warn("NATS reported an error", "err", err, "subscription", sub.Subject)
+				return
+			}
+			w.log.Warn("NATS reported an error", "err", err)
+		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if w.stopping.Load() {
 				return

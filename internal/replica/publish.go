@@ -26,6 +26,7 @@ type publisher struct {
 	subjects *streamSubjects   // each stream's subjects, to check a Publish's
 	admin    *consumer.Admin   // its streams are served too; nil: none
 	onDemand consumer.OnDemand // and so are the streams its patterns name
+	waits    publishWaits      // ended by the server's refusal of a subject
 }
 
 // PublishRequest is a validated Publish.
@@ -56,9 +57,11 @@ func (pb *publisher) Publish(ctx context.Context, req PublishRequest) (_ PubAck,
 	}
 	pctx, cancel := context.WithTimeout(ctx, pb.timeout)
 	defer cancel()
+	pctx, done := pb.waits.wait(pctx, m.Subject)
+	defer done()
 	ack, err := pb.js.PublishMsg(pctx, m)
 	if err != nil {
-		return PubAck{}, pb.publishError(ctx, req.Stream, m, err)
+		return PubAck{}, pb.publishError(ctx, req.Stream, m, refusal(pctx, err))
 	}
 	span.MessageID(ack.Stream, ack.Sequence)
 	return PubAck{Stream: ack.Stream, Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
@@ -135,23 +138,10 @@ func (pb *publisher) publishError(ctx context.Context, stream string, m *nats.Ms
 		}
 		return fmt.Errorf("%w: the message is larger than the NATS server's max_payload (%d bytes)", errs.ErrPayloadTooLarge, pb.nc.MaxPayload())
 	}
-	if derr := pb.denied(m.Subject); derr != nil {
+	if derr := pb.denied(m.Subject, err); derr != nil {
 		return derr
 	}
 	return fmt.Errorf("%w: publish: %v", errs.ErrUnavailable, err)
-}
-
-// denied is NATS's refusal of a publish to subject for the permissions of
-// jetgate's own user, when it is the connection's last error; nil if not.
-// The server answers such a publish to no request: it waited out its
-// timeout, and trying again never helps.
-func (pb *publisher) denied(subject string) error {
-	err := pb.nc.LastError()
-	if !errors.Is(err, nats.ErrPermissionViolation) || !strings.Contains(err.Error(), `Publish to "`+subject+`"`) {
-		return nil
-	}
-	return fmt.Errorf("%w: this gateway's NATS user may not publish to %q; an operator must allow the stream's subjects in the NATS server's permissions",
-		errs.ErrPublishRefused, subject)
 }
 
 // jsErrMessageTTLDisabled is the server's error code for a message ttl on a

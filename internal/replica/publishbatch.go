@@ -35,12 +35,21 @@ func (pb *publisher) PublishBatch(ctx context.Context, stream string, reqs []Pub
 	}
 	pctx, cancel := context.WithTimeout(ctx, pb.timeout)
 	defer cancel()
-	// The first message's ack is waited for no longer than any request to
-	// NATS (PublishMsgBatch's own default: the JetStream context's, 5s).
-	flow := jetstreamext.BatchFlowControl{AckFirst: true, AckTimeout: pb.timeout}
+	subjects := make([]string, len(msgs))
+	for i, m := range msgs {
+		subjects[i] = m.Subject
+	}
+	pctx, done := pb.waits.wait(pctx, subjects...)
+	defer done()
+	// No ack of the first message, unlike PublishMsgBatch's default: it is
+	// waited for with a timeout of its own, not pctx, which a refusal of its
+	// subject could not end. The commit's answer tells what the server
+	// refused of the batch all the same (a first message it never saw:
+	// incomplete).
+	flow := jetstreamext.BatchFlowControl{AckFirst: false}
 	ack, err := jetstreamext.PublishMsgBatch(pctx, pb.js, msgs, flow)
 	if err != nil {
-		return nil, pb.batchError(ctx, stream, msgs, err)
+		return nil, pb.batchError(ctx, stream, msgs, refusal(pctx, err))
 	}
 	seqs := make([]uint64, len(msgs))
 	for i := range seqs {
@@ -59,7 +68,7 @@ func (pb *publisher) batchError(ctx context.Context, stream string, msgs []*nats
 		if perr := pb.fitsPayload(m); perr != nil && errors.Is(err, nats.ErrMaxPayload) { // a server of a smaller max_payload
 			return fmt.Errorf("messages[%d], with the headers the batch adds: %w", i, perr)
 		}
-		if derr := pb.denied(m.Subject); derr != nil && (!isAPI || incomplete) && ctx.Err() == nil {
+		if derr := pb.denied(m.Subject, err); derr != nil && (!isAPI || incomplete) && ctx.Err() == nil {
 			return fmt.Errorf("messages[%d]: %w", i, derr)
 		}
 	}
