@@ -71,10 +71,11 @@ func deniedGateway(t *testing.T, h *harness) *gwtest.Replica {
 		Consumers: []coreconsumer.Config{{Stream: stream, Name: consumer}}, Keys: token.RandomKeyring()})
 }
 
-// A batch waits for its first message's ack no longer than the request
-// timeout, as any request to NATS (PublishMsgBatch's own default is the
-// JetStream context's 5s, whatever the caller's deadline).
-func TestABatchsFirstAckWaitsTheRequestTimeout(t *testing.T) {
+// A batch whose first message the server never answers waits no longer
+// than the request timeout, as any request to NATS (PublishMsgBatch's own
+// wait for a first ack was the JetStream context's 5s, whatever the
+// caller's deadline; a batch asks no first ack now).
+func TestABatchWhoseFirstMessageIsUnansweredWaitsNoLongerThanTheRequestTimeout(t *testing.T) {
 	h := newHarness(t)
 	g := deniedGateway(t, h)
 	b := &jetgatev1.PublishBatchRequest{Stream: stream, Messages: []*jetgatev1.BatchMessage{{Subject: "orders.secret"}, {Subject: "orders.ok"}}}
