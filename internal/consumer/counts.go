@@ -18,7 +18,7 @@ type Counts struct {
 	Fetched atomic.Uint64                     // messages leased, by Fetch and Consume
 	Empty   [emptyReasons]atomic.Uint64       // Fetches that returned none, by EmptyReason
 	Orphans [orphanOutcomes]atomic.Uint64     // by OrphanOutcome
-	Settled [lease.OpExtend + 1]atomic.Uint64 // tokens settled, by lease.Op
+	Settled [lease.OpExtend + 1]atomic.Uint64 // tokens settled, by lease.Op (callers' and the pusher's)
 	Resets  atomic.Uint64                     // consumer resets noticed (each voids the leases held)
 	// PolicyChanges counts the changes of the consumer's redelivery timing
 	// or limits seen on the server (Consumer.policyChanged).

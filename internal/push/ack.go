@@ -40,7 +40,10 @@ func (p *Pusher) acks(ctx context.Context) {
 }
 
 // settle settles ds, again while NATS is away, until each is done, refused,
-// or its lease is gone.
+// or its lease is gone. Each counts in jetgate_settles_total once, by its
+// last outcome, as a caller's token does (replica's forwarder.Settle); a try
+// NATS failed counts in natsFailed instead, so that an outage's alert,
+// which reads both, counts it once.
 func (p *Pusher) settle(ctx context.Context, op lease.Op, ds []*consumer.Delivery, args settle.Args) {
 	for wait := 50 * time.Millisecond; len(ds) > 0; wait = min(wait*2, time.Second) {
 		cs := make([]token.Claims, len(ds))
@@ -48,20 +51,26 @@ func (p *Pusher) settle(ctx context.Context, op lease.Op, ds []*consumer.Deliver
 			cs[i] = p.c.ClaimsOf(d)
 		}
 		var again []*consumer.Delivery
-		for i, o := range p.c.Settle(ctx, op, cs, args) {
+		outs := p.c.Settle(ctx, op, cs, args)
+		done := outs[:0] // the outcomes not tried again, counted as a caller's are
+		for i, o := range outs {
 			switch err := o.Err; {
 			case err == nil || ctx.Err() != nil:
 			case errors.Is(err, errs.ErrUnavailable):
-				p.m.natsFailed(op.String()).Inc()
+				p.m.natsFailed(op.String()).Inc() // each try, there: not in the settles too
 				again = append(again, ds[i])
+				continue
 			case errors.Is(err, errs.ErrSettleInProgress):
 				again = append(again, ds[i])
+				continue
 			default:
 				// Settled otherwise, or the lease is gone (a reset, a deadline
 				// missed while NATS was away): the server redelivers.
 				p.log.Warn("push answered but not settled", "op", op, "stream_seq", ds[i].Meta.StreamSeq, "err", err)
 			}
+			done = append(done, o)
 		}
+		p.c.Counts().CountSettles(op, done)
 		if ds = again; len(ds) == 0 {
 			return
 		}

@@ -21,7 +21,7 @@ var (
 	counterEmpty = prometheus.NewDesc("jetgate_fetch_empty_total",
 		"Fetches that returned no message, by reason.", []string{"stream", "consumer", "reason"}, nil)
 	counterSettles = prometheus.NewDesc("jetgate_settles_total",
-		"Tokens settled, by operation and result (OK or the failure reason).", []string{"stream", "consumer", "op", "result"}, nil)
+		"Tokens settled, by callers and push alike, by operation and result (OK or the failure reason).", []string{"stream", "consumer", "op", "result"}, nil)
 	counterOrphans = prometheus.NewDesc("jetgate_orphans_total",
 		"Messages whose caller had gone: those of a canceled Fetch, handed to the next Fetch or nak'ed back, and the unsettled leases of an ended Consume, nak'ed back (consume_returned).",
 		[]string{"stream", "consumer", "outcome"}, nil)
