@@ -34,14 +34,21 @@ type Failure struct {
 // consumer's own stream passes.
 type Target func(ctx context.Context, subject string) error
 
+// Publish republishes a letter, as jetstream.JetStream's PublishMsg does. A
+// replica's ends at once, with an error wrapping errs.ErrPublishRefused,
+// when the server refuses jetgate's own NATS user the subject: a refusal
+// the server answers no request with.
+type Publish func(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error)
+
 // Redrive republishes r's dead letters — those at seqs in the dead-letter
 // stream, or all of them (oldest first, at most MaxRedrive) — to their
 // original subjects, and removes each from the dead-letter stream once its
 // republish is confirmed. A letter whose subject target refuses stays, a
 // failure of its own; "all" goes on past it, and passes over other
 // consumers' letters on a shared subject. A republish carries a Nats-Msg-Id
-// of its own, so a retry after a failed removal is not stored twice.
-func Redrive(ctx context.Context, js jetstream.JetStream, r Route, seqs []uint64, target Target) (int, []Failure, error) {
+// of its own, so a retry after a failed removal is not stored twice. Each
+// letter is republished by publish.
+func Redrive(ctx context.Context, js jetstream.JetStream, r Route, seqs []uint64, target Target, publish Publish) (int, []Failure, error) {
 	s, info, err := r.currentOr(ctx, js, "read dead letters")
 	if err != nil {
 		return 0, nil, err
@@ -56,7 +63,7 @@ func Redrive(ctx context.Context, js jetstream.JetStream, r Route, seqs []uint64
 	redriven := 0
 	var fails []Failure
 	one := func(m *jetstream.RawStreamMsg, seq uint64) {
-		switch err := redriveOne(ctx, js, s, name, r, m, seq, target); {
+		switch err := redriveOne(ctx, publish, s, name, r, m, seq, target); {
 		case err == nil:
 			redriven++
 		case !errors.Is(err, errRemovedMeanwhile):
@@ -94,7 +101,7 @@ func Redrive(ctx context.Context, js jetstream.JetStream, r Route, seqs []uint64
 		if m.Header.Get(HeaderStream) != r.Stream || m.Header.Get(HeaderConsumer) != r.Consumer {
 			continue // another consumer's, on a shared subject
 		}
-		switch err := redriveOne(ctx, js, s, name, r, m, m.Sequence, target); {
+		switch err := redriveOne(ctx, publish, s, name, r, m, m.Sequence, target); {
 		case err == nil:
 			redriven++
 		case errors.Is(err, errRemovedMeanwhile):
@@ -105,7 +112,7 @@ func Redrive(ctx context.Context, js jetstream.JetStream, r Route, seqs []uint64
 	return redriven, fails, nil
 }
 
-func redriveOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream, name string, r Route, m *jetstream.RawStreamMsg, seq uint64, target Target) error {
+func redriveOne(ctx context.Context, publish Publish, s jetstream.Stream, name string, r Route, m *jetstream.RawStreamMsg, seq uint64, target Target) error {
 	if m.Subject != r.Subject || m.Header.Get(HeaderStream) != r.Stream || m.Header.Get(HeaderConsumer) != r.Consumer {
 		return fmt.Errorf("%w: message %d of stream %q is not a dead letter of consumer %q of stream %q", errs.ErrDeadLetterNotFound, seq, name, r.Consumer, r.Stream)
 	}
@@ -127,10 +134,13 @@ func redriveOne(ctx context.Context, js jetstream.JetStream, s jetstream.Stream,
 	// again numbers its letters from 1 again, and another letter of the
 	// same sequence must not be taken for a duplicate, and deleted unstored.
 	id := "jetgate-redrive:" + name + ":" + strconv.FormatUint(seq, 10) + ":" + strconv.FormatInt(m.Time.UnixNano(), 10)
-	if _, err := js.PublishMsg(ctx, out, jetstream.WithMsgID(id), jetstream.WithExpectStream(r.Stream)); err != nil {
+	if _, err := publish(ctx, out, jetstream.WithMsgID(id), jetstream.WithExpectStream(r.Stream)); err != nil {
 		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) {
+		switch {
+		case errors.As(err, &apiErr):
 			return fmt.Errorf("%w: stream refused the redrive of dead letter %d to %q: %s", errs.ErrPublishRefused, seq, subject, apiErr.Description)
+		case errors.Is(err, errs.ErrPublishRefused): // by NATS, for jetgate's user: it says so
+			return fmt.Errorf("dead letter %d stays: %w", seq, err)
 		}
 		return fmt.Errorf("%w: republish dead letter %d: %v", errs.ErrUnavailable, seq, err)
 	}

@@ -40,7 +40,7 @@ func TestTwoRedrivesOfAllAtOnceSayWhatTheyDid(t *testing.T) {
 	counts := make([]int, 2)
 	for i, js := range []jetstream.JetStream{e.js, js2} {
 		wg.Go(func() {
-			c, fails, err := Redrive(context.Background(), js, billingRoute, nil, anyTarget)
+			c, fails, err := Redrive(context.Background(), js, billingRoute, nil, anyTarget, js.PublishMsg)
 			if err != nil || len(fails) != 0 {
 				t.Errorf("redrive %d: %v %v", i, fails, err)
 			}

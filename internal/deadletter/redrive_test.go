@@ -24,7 +24,7 @@ func (e *env) redrive(seqs ...uint64) (int, []Failure) {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	n, fails, err := Redrive(ctx, e.js, billingRoute, seqs, anyTarget)
+	n, fails, err := Redrive(ctx, e.js, billingRoute, seqs, anyTarget, e.js.PublishMsg)
 	if err != nil {
 		e.t.Fatalf("redrive: %v", err)
 	}

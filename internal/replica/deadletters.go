@@ -178,7 +178,7 @@ func (dead *deadLetters) Redrive(ctx context.Context, stream, name string, seqs 
 	}
 	n, fails, err := deadletter.Redrive(ctx, dead.js, route, seqs, func(ctx context.Context, subject string) error {
 		return dead.publisher.publishTarget(ctx, stream, subject)
-	})
+	}, dead.publisher.republish)
 	if ctx.Err() != nil {
 		return RedriveResult{}, ctx.Err()
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/jetgate/jetgate/internal/errs"
 )
@@ -63,6 +64,21 @@ func (w *publishWaits) refuse(subject string) {
 	for pw := range w.m[subject] {
 		pw.cancel(err)
 	}
+}
+
+// republish is a Redrive's PublishMsg (deadletter.Publish), ended at once
+// with the refusal when the server refuses jetgate's NATS user m's
+// subject, as a Publish is.
+func (pb *publisher) republish(ctx context.Context, m *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	pctx, done := pb.waits.wait(ctx, m.Subject)
+	defer done()
+	ack, err := pb.js.PublishMsg(pctx, m, opts...)
+	if err != nil {
+		if derr := pb.denied(m.Subject, refusal(pctx, err)); derr != nil {
+			return nil, derr
+		}
+	}
+	return ack, err
 }
 
 // AsyncError takes an error NATS reported to the connection's error handler
