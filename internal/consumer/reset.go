@@ -22,9 +22,10 @@ import (
 //
 //  1. Its request passes (ResetRequested, resetWatch.noticeRequest): every
 //     replica subscribes to the reset requests, as the server does. A
-//     request may pass after the deliveries it caused showed the reset: a
-//     reset a delivery showed leaves one request to come (unclaimed), taken
-//     to be its own within requestLag, and the next is a reset again.
+//     request may pass after the deliveries it caused, or an info, showed
+//     the reset: a reset a delivery or an info showed leaves one request to
+//     come (unclaimed), taken to be its own within requestLag, and the next
+//     is a reset again.
 //  2. A consumer sequence goes back (resetWatch.regressed): the server
 //     numbers deliveries as it makes them, so those of one pull only grow,
 //     above all its puller had received, or its info counted, before

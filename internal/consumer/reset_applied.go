@@ -31,7 +31,9 @@ func (w *resetWatch) informed(before seqMark, delivered jetstream.SequenceInfo) 
 	case w.epoch != before.Epoch:
 		return false
 	case delivered.Consumer < before.SureFloor, w.bySeq && delivered.Stream < before.SureStreamFloor:
+		// Its request may pass later, as one a delivery showed (admit).
 		w.noticeLocked(true)
+		w.unclaimed++
 		return true
 	case before.Unapplied && delivered.Consumer >= w.before:
 		if w.unapplied { // else the reset showed applied since it was asked: the next info counts surely
