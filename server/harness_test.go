@@ -32,6 +32,7 @@ type config struct {
 	maxFetchBytes int64
 	// onServer runs on the server before the harness's stream is made.
 	onServer func(*natsserver.Server)
+	memory   bool // the stream is held in memory (inMemory)
 }
 
 // harness is one real NATS server and one gateway served over gRPC on a
@@ -58,7 +59,11 @@ func newHarness(t *testing.T, opts ...func(*config)) *harness {
 		cfg.onServer(ns)
 	}
 	nc := natstest.Connect(t, ns)
-	natstest.Stream(t, nc, stream, "orders.>")
+	if cfg.memory {
+		natstest.MemoryStream(t, nc, stream, "orders.>")
+	} else {
+		natstest.Stream(t, nc, stream, "orders.>")
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
@@ -72,6 +77,10 @@ func ackWait(d time.Duration) func(*config)   { return func(c *config) { c.ackWa
 func maxAckPending(n int) func(*config)       { return func(c *config) { c.maxAckPending = n } }
 func withKeys(k *token.Keyring) func(*config) { return func(c *config) { c.keys = k } }
 func maxFetchBytes(n int64) func(*config)     { return func(c *config) { c.maxFetchBytes = n } }
+
+// inMemory holds the harness's stream in memory, for a test that reads the
+// consumer's delivered count after a reset (natstest.MemoryStream says why).
+func inMemory(c *config) { c.memory = true }
 
 // onServer sets up the server before the harness's stream is made.
 func onServer(f func(*natsserver.Server)) func(*config) { return func(c *config) { c.onServer = f } }

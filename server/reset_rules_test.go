@@ -61,8 +61,16 @@ func TestStaleTokenOfARedeliveryDoesNotAckTheDeliveryAfterAReset(t *testing.T) {
 // A settled lease is forgotten at a reset like a live one: a retried Ack
 // from before it is not an idempotent success, since the message it acked
 // is delivered again.
+//
+// The stream is held in memory: after the reset to message 1, a file-backed
+// consumer (nats-server 2.15.2) may answer infos with its count from before
+// the reset, 2, until it delivers past it; the replica marks the pull after
+// the replay's first delivery above 2, and message 2's replay, delivery 2,
+// shows it a reset again, voiding the lease of message 1's (its Ack failed
+// LEASE_EXPIRED 6 runs in 60 under load). That is the server's bug, not this
+// rule's.
 func TestARetriedAckFromBeforeAResetIsNotReportedDone(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, inMemory)
 	h.publish(2)
 	got := h.fetch(h.cons, consumer, 2, time.Second).GetMessages()
 	if len(got) != 2 {
