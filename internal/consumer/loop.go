@@ -69,6 +69,7 @@ func (pl *puller) abandon(p *markedPull) {
 type markedPull struct {
 	*pull.Pull
 	mark seqMark
+	at   *openPull // its place among the open pulls, and of the replica's places
 }
 
 // deadlineSlack is kept from the caller's own deadline so that the answer
@@ -163,6 +164,9 @@ func (pl *puller) pullLoop(ctx context.Context, lim pullLimits, s sink) (EmptyRe
 			return EmptyNone, nil, err
 		}
 		end := pl.read(ctx, &p, lim, s, arrivals)
+		if end.empty == EmptyMaxWaiting && end.err == nil && time.Until(lim.until) >= pull.ImmediateExpiry && pl.crowded(ctx, p.at) {
+			continue // in line again, for a place its replica's own pulls hold
+		}
 		if !end.retry || time.Until(lim.until) < pull.ImmediateExpiry {
 			return end.empty, end.left, end.err
 		}
@@ -208,7 +212,7 @@ func (pl *puller) startPull(ctx context.Context, lim pullLimits, inLine bool) (m
 	req.NoWait = !inLine
 	mark := pl.markNow(ctx, req.Expires > pull.ImmediateExpiry, lim.priority.Priority) // before the server can deliver to it
 	at := new(openPull)
-	p, err := pull.Start(pl.nc, pl.next, req, func() { pl.waiting.release(); pl.open.remove(at) })
+	p, err := pull.Start(pl.nc, pl.next, req, func() { pl.freePlace(at); pl.open.remove(at) })
 	if err != nil {
 		pl.waiting.release()
 		return markedPull{}, err
@@ -217,7 +221,7 @@ func (pl *puller) startPull(ctx context.Context, lim pullLimits, inLine bool) (m
 	if pl.server.resets.mark().Epoch != mark.Epoch { // a reset noticed since: withdrawBefore missed it
 		p.Withdraw()
 	}
-	return markedPull{Pull: p, mark: mark}, nil
+	return markedPull{Pull: p, mark: mark, at: at}, nil
 }
 
 // caughtUp reports whether the replica has taken in what NATS had sent it

@@ -108,6 +108,29 @@ func (w *waitingPulls) grantLocked() {
 	}
 }
 
+// refused closes a place the server refused a pull for max_waiting
+// (free: the pull's place is still taken, one dropped without a word). It
+// had room by the replica's count, but a peer that bound the consumer at
+// the same time, before the roster counted either, opened its own places
+// too: the limit falls by the place refused, to no more than the replica's
+// pulls still hold, and grows back by room. It reports whether any still
+// holds one, for the caller to wait in line for; none, and the limit stands
+// (clients outside jetgate may hold every place: crowded asks the server).
+func (w *waitingPulls) refused(free bool) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if free {
+		w.open--
+	}
+	if w.open <= 0 {
+		w.grantLocked()
+		return false
+	}
+	w.limit = max(1, min(w.limit-1, w.open))
+	w.grantLocked()
+	return true
+}
+
 // setShare sets the replica's fair share. A smaller share takes effect at
 // once (places in use above it are given back as their pulls end); a larger
 // one only as grow finds the server has room, since other replicas may still
@@ -205,6 +228,38 @@ func (pl *puller) growWaiting(ctx context.Context) {
 		return
 	}
 	pl.waiting.grow(pl.waiting.places() - ci.NumWaiting)
+}
+
+// freePlace gives back the place of the pull of at, once: at its end, or
+// when it was found dropped for max_waiting while still open (crowded).
+func (pl *puller) freePlace(at *openPull) {
+	if at.freed.CompareAndSwap(false, true) {
+		pl.waiting.release()
+	}
+}
+
+// crowded says whether a caller whose pull of at the server refused for
+// max_waiting, and who has time left, waits in line again rather than be
+// told MAX_WAITING: the replica's other pulls hold places, which its count
+// had too many of (waitingPulls.refused), or, none holding one, the server
+// has room now (a peer's pulls ended). Only where none of the replica's
+// pulls waits and the server has no room (clients outside jetgate hold the
+// places) is the caller told. A pull dropped without a word stays open for
+// the orphan pool until its expiry; its place goes now.
+func (pl *puller) crowded(ctx context.Context, at *openPull) bool {
+	if pl.waiting.refused(at.freed.CompareAndSwap(false, true)) {
+		return true
+	}
+	ci, err := pl.server.ask(ctx, time.Second)
+	if err != nil {
+		return false
+	}
+	room := pl.waiting.places() - ci.NumWaiting
+	if room <= 0 {
+		return false
+	}
+	pl.waiting.grow(room)
+	return true
 }
 
 // Pulls is how the replica uses its places among the consumer's waiting

@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jetgate/jetgate/internal/pull"
@@ -33,6 +34,7 @@ type openPulls struct {
 type openPull struct {
 	p     *pull.Pull
 	ended bool
+	freed atomic.Bool // its place among the replica's was given back (crowded)
 }
 
 // add records p, marked in epoch, unless it ended already.
