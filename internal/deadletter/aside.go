@@ -103,7 +103,9 @@ func (w *Worker) stopWaiting(ctx context.Context) {
 	if w.wait.sub != nil {
 		_ = w.wait.sub.Unsubscribe()
 	}
+	w.wait.mu.Lock() // setAside starts no retry after it (wg.Add before Wait)
 	w.wait.cancel()
+	w.wait.mu.Unlock()
 	done := make(chan struct{})
 	go func() { w.wait.wg.Wait(); close(done) }()
 	select {
